@@ -1,0 +1,227 @@
+//! The CUDA machine: driver initialisation, one retained primary context per GPU,
+//! device attributes, allocation, and kernel loading.
+
+use super::{describe, failed, nvrtc, Function};
+use crate::backend::host_alloc::HostAlloc;
+use crate::backend::GpuInfo;
+use crate::kernel::Kernel;
+use crate::memory::PhysBuf;
+use cudarc::driver::result;
+use cudarc::driver::sys;
+use parking_lot::Mutex;
+use std::ffi::CString;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// A retained primary context.
+#[derive(Debug)]
+pub(crate) struct Context {
+    pub(crate) index: usize,
+    dev: sys::CUdevice,
+    pub(crate) ctx: sys::CUcontext,
+}
+
+// SAFETY: a CUcontext may be made current on any thread; the handle is plain data.
+unsafe impl Send for Context {}
+// SAFETY: as above; the driver serialises what needs serialising inside a context.
+unsafe impl Sync for Context {}
+
+impl Context {
+    /// Makes the context current on the calling thread.
+    pub(crate) fn bind(&self) -> Result<(), String> {
+        // SAFETY: the context was retained in `Machine::open` and is released only when
+        // this value drops.
+        unsafe { result::ctx::set_current(self.ctx) }.map_err(|e| failed("cuCtxSetCurrent", e))
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // SAFETY: retained once in `Machine::open`, released once here.
+        let _ = unsafe { result::primary_ctx::release(self.dev) };
+    }
+}
+
+/// All CUDA GPUs this scheduler uses.
+#[derive(Debug)]
+pub(crate) struct Machine {
+    contexts: Vec<Arc<Context>>,
+    gpus: Vec<GpuInfo>,
+    modules: Mutex<Vec<(Arc<Context>, usize)>>,
+}
+
+fn attr(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> Result<i32, String> {
+    // SAFETY: `dev` came from cuDeviceGet; attributes are plain queries.
+    unsafe { result::device::get_attribute(dev, a) }.map_err(|e| failed("cuDeviceGetAttribute", e))
+}
+
+impl Machine {
+    /// Loads the driver and counts devices, or says why CUDA cannot run here.
+    pub(crate) fn probe() -> Result<usize, String> {
+        // SAFETY: only tries to open the library; no symbol is called.
+        if !unsafe { sys::is_culib_present() } {
+            return Err("the CUDA driver library (libcuda.so) was not found".into());
+        }
+        result::init().map_err(|e| failed("cuInit", e))?;
+        let n = result::device::get_count().map_err(|e| failed("cuDeviceGetCount", e))?;
+        if n <= 0 {
+            return Err("the CUDA driver reports no device".into());
+        }
+        Ok(n as usize)
+    }
+
+    pub(crate) fn open(selection: &crate::builder::Gpus) -> crate::Result<Self> {
+        let count = Self::probe().map_err(|reason| crate::Error::CudaUnavailable { reason })?;
+        let ordinals = selection.resolve(count, "cuda")?;
+        let mut contexts = Vec::new();
+        let mut gpus = Vec::new();
+        for (index, &ordinal) in ordinals.iter().enumerate() {
+            let driver = |call: &'static str| move |message: String| crate::Error::Driver { call, gpu: index, message };
+            let dev = result::device::get(ordinal as i32).map_err(|e| driver("cuDeviceGet")(describe(e)))?;
+            // SAFETY: `dev` is a valid device; the context is released in Context::drop.
+            let ctx = unsafe { result::primary_ctx::retain(dev) }.map_err(|e| driver("cuDevicePrimaryCtxRetain")(describe(e)))?;
+            let context = Arc::new(Context { index, dev, ctx });
+            context.bind().map_err(driver("cuCtxSetCurrent"))?;
+            use sys::CUdevice_attribute::*;
+            let engines = attr(dev, CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT).map_err(driver("cuDeviceGetAttribute"))?;
+            let concurrent = attr(dev, CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS).map_err(driver("cuDeviceGetAttribute"))?;
+            let major = attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).map_err(driver("cuDeviceGetAttribute"))?;
+            let minor = attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).map_err(driver("cuDeviceGetAttribute"))?;
+            let name = result::device::get_name(dev).map_err(|e| driver("cuDeviceGetName")(describe(e)))?;
+            // SAFETY: `dev` is valid.
+            let memory = unsafe { result::device::total_mem(dev) }.map_err(|e| driver("cuDeviceTotalMem")(describe(e)))?;
+            let pci = [CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID]
+                .map(|a| attr(dev, a).unwrap_or(-1));
+            let local_cpus = std::fs::read_to_string(format!(
+                "/sys/bus/pci/devices/{:04x}:{:02x}:{:02x}.0/local_cpulist",
+                pci[0], pci[1], pci[2]
+            ))
+            .ok()
+            .map(|s| crate::dispatch::affinity::parse_cpulist(&s))
+            .filter(|v| !v.is_empty());
+            gpus.push(GpuInfo {
+                local_cpus,
+                name,
+                ordinal,
+                copy_engines: engines.max(0) as u32,
+                concurrent_kernels: concurrent != 0,
+                arch: format!("sm_{major}{minor}"),
+                memory_bytes: memory as u64,
+            });
+            contexts.push(context);
+        }
+        Ok(Machine { contexts, gpus, modules: Mutex::new(Vec::new()) })
+    }
+
+    pub(crate) fn gpus(&self) -> &[GpuInfo] {
+        &self.gpus
+    }
+
+    pub(crate) fn alloc_device(&self, gpu: usize, bytes: usize) -> crate::Result<PhysBuf> {
+        self.contexts[gpu].bind().map_err(|message| crate::Error::Driver { call: "cuCtxSetCurrent", gpu, message })?;
+        // SAFETY: the context is current; the pointer is freed once, in `free_device`.
+        match unsafe { result::malloc_sync(bytes) } {
+            Ok(ptr) => Ok(PhysBuf::Cuda { gpu, ptr }),
+            Err(e) => Err(crate::Error::OutOfMemory {
+                what: format!("device memory on GPU {gpu}"),
+                bytes,
+                message: failed("cuMemAlloc", e),
+            }),
+        }
+    }
+
+    pub(crate) fn free_device(&self, bufs: Vec<PhysBuf>) {
+        for b in bufs {
+            if let PhysBuf::Cuda { gpu, ptr } = b {
+                if self.contexts[gpu].bind().is_ok() {
+                    // SAFETY: allocated by cuMemAlloc in `alloc_device`; reaching the
+                    // graveyard means no command names it any more.
+                    let _ = unsafe { result::free_sync(ptr) };
+                }
+            }
+        }
+    }
+
+    pub(crate) fn open_gpu(&self, gpu: usize, streams: usize, epoch: std::time::Instant) -> crate::Result<super::Gpu> {
+        super::Gpu::open(self.contexts[gpu].clone(), streams, epoch).map_err(|message| crate::Error::Driver {
+            call: "opening streams and events",
+            gpu,
+            message,
+        })
+    }
+
+    pub(crate) fn memory_in_use(&self, gpu: usize) -> Option<u64> {
+        self.contexts[gpu].bind().ok()?;
+        let (free, total) = result::mem_get_info().ok()?;
+        Some((total - free) as u64)
+    }
+
+    /// Pinned, portable (every context sees it as pinned), not write-combined (fast for
+    /// the CPU to read back), zeroed.
+    pub(crate) fn alloc_host(&self, bytes: usize) -> crate::Result<HostAlloc> {
+        let ctx = self.contexts[0].clone();
+        ctx.bind().map_err(|message| crate::Error::Driver { call: "cuCtxSetCurrent", gpu: 0, message })?;
+        // SAFETY: a context is current; the block is freed once, by the closure below.
+        let ptr = unsafe { result::malloc_host(bytes, sys::CU_MEMHOSTALLOC_PORTABLE) }.map_err(|e| crate::Error::OutOfMemory {
+            what: "pinned host memory".into(),
+            bytes,
+            message: failed("cuMemHostAlloc", e),
+        })?;
+        let ptr = NonNull::new(ptr as *mut u8).ok_or_else(|| crate::Error::OutOfMemory {
+            what: "pinned host memory".into(),
+            bytes,
+            message: "cuMemHostAlloc returned null".into(),
+        })?;
+        // SAFETY: the block has `bytes` writable bytes and nobody else sees it yet.
+        unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, bytes) };
+        let free = Box::new(move |p: *mut u8| {
+            let _ = ctx.bind();
+            // SAFETY: `p` came from cuMemHostAlloc above and is freed once, when the
+            // last task and handle referencing the HostAlloc are gone.
+            let _ = unsafe { result::free_host(p as *mut std::ffi::c_void) };
+        });
+        Ok(HostAlloc::pinned(ptr, bytes, free))
+    }
+
+    /// Compiles `kernel` for each architecture present and loads it on every GPU.
+    pub(crate) fn load_kernel(&self, kernel: &Kernel) -> crate::Result<Vec<Function>> {
+        let entry = CString::new(kernel.name.clone()).map_err(|_| crate::Error::KernelInvalid {
+            kernel: kernel.name.clone(),
+            message: "the name contains a NUL byte".into(),
+        })?;
+        let mut functions = Vec::with_capacity(self.gpus.len());
+        for (gpu, info) in self.gpus.iter().enumerate() {
+            let image = nvrtc::compile(kernel, &info.arch)?;
+            let ctx = &self.contexts[gpu];
+            ctx.bind().map_err(|message| crate::Error::Driver { call: "cuCtxSetCurrent", gpu, message })?;
+            // SAFETY: `image` is a complete cubin for this device's architecture; the
+            // module stays loaded until the Machine drops (see Drop).
+            let module = unsafe { result::module::load_data(image.as_ptr() as *const _) }
+                .map_err(|e| crate::Error::Driver { call: "cuModuleLoadData", gpu, message: describe(e) })?;
+            self.modules.lock().push((ctx.clone(), module as usize));
+            // SAFETY: `module` is loaded and `entry` is a valid C string.
+            let func = unsafe { result::module::get_function(module, entry.clone()) }.map_err(|e| crate::Error::KernelInvalid {
+                kernel: kernel.name.clone(),
+                message: format!(
+                    "no entry point `{}` in the compiled module ({}); declare it extern \"C\" __global__",
+                    kernel.name,
+                    describe(e)
+                ),
+            })?;
+            functions.push(Function { func });
+        }
+        Ok(functions)
+    }
+}
+
+impl Drop for Machine {
+    fn drop(&mut self) {
+        for (ctx, module) in self.modules.lock().drain(..) {
+            if ctx.bind().is_ok() {
+                // SAFETY: loaded in `load_kernel`; the dispatchers that launch from it
+                // have been joined before the Machine drops.
+                let _ = unsafe { result::module::unload(module as sys::CUmodule) };
+            }
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! One dispatcher's CUDA GPU: S non-blocking streams, a pair of timing events per stream
+//! slot, and the issue/poll pair the dispatcher drives. Everything here runs on the
+//! dispatcher's own thread, with the GPU's context current.
+
+use super::context::Context;
+use super::failed;
+use crate::backend::{DriverNs, Span};
+use crate::callback::{run_caught, CallInfo, GpuCall, GpuCallOn};
+use crate::kernel::ArgValue;
+use crate::memory::PhysBuf;
+use crate::task::command::{Command, CopyCmd, Direction};
+use cudarc::driver::result::{self, DriverError};
+use cudarc::driver::sys;
+use std::ffi::c_void;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Kernel parameters at most (a launch with more is refused when added).
+pub(crate) const MAX_PARAMS: usize = 32;
+
+/// One dispatcher's GPU.
+pub(crate) struct Gpu {
+    ctx: Arc<Context>,
+    streams: Vec<sys::CUstream>,
+    start: Vec<sys::CUevent>,
+    end: Vec<sys::CUevent>,
+    base: sys::CUevent,
+    base_ns: u64,
+    /// Launch argument storage, reused: cuLaunchKernel copies the values at the call.
+    values: [u64; MAX_PARAMS],
+    pointers: [*mut c_void; MAX_PARAMS],
+}
+
+// SAFETY: the handles belong to this dispatcher alone; moving them to its thread before
+// first use is allowed by the driver (they are not tied to a thread).
+unsafe impl Send for Gpu {}
+
+fn driver(call: &str) -> impl Fn(DriverError) -> String + '_ {
+    move |e| failed(call, e)
+}
+
+impl Gpu {
+    pub(crate) fn open(ctx: Arc<Context>, streams: usize, epoch: Instant) -> Result<Self, String> {
+        ctx.bind()?;
+        let mut gpu = Gpu {
+            ctx,
+            streams: Vec::with_capacity(streams),
+            start: Vec::with_capacity(streams),
+            end: Vec::with_capacity(streams),
+            base: std::ptr::null_mut(),
+            base_ns: 0,
+            values: [0; MAX_PARAMS],
+            pointers: [std::ptr::null_mut(); MAX_PARAMS],
+        };
+        for _ in 0..streams {
+            gpu.streams.push(result::stream::create(result::stream::StreamKind::NonBlocking).map_err(driver("cuStreamCreate"))?);
+            gpu.start.push(result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(driver("cuEventCreate"))?);
+            gpu.end.push(result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(driver("cuEventCreate"))?);
+        }
+        gpu.base = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(driver("cuEventCreate"))?;
+        // SAFETY: event and stream were just created in the current context.
+        unsafe {
+            result::event::record(gpu.base, gpu.streams[0]).map_err(driver("cuEventRecord"))?;
+            result::event::synchronize(gpu.base).map_err(driver("cuEventSynchronize"))?;
+        }
+        gpu.base_ns = epoch.elapsed().as_nanos() as u64;
+        Ok(gpu)
+    }
+
+    pub(crate) fn bind_thread(&self) -> Result<(), String> {
+        self.ctx.bind()
+    }
+
+    pub(crate) fn issue(&mut self, j: usize, cmd: &mut Command, info: CallInfo) -> Result<DriverNs, String> {
+        let t0 = Instant::now();
+        let stream = self.streams[j];
+        // SAFETY: events and streams are this GPU's, created in `open`; the slot has no
+        // command in flight, so its events are free to record again.
+        unsafe { result::event::record(self.start[j], stream) }.map_err(driver("cuEventRecord"))?;
+        match cmd {
+            Command::Copy(c) => self.copy(j, c)?,
+            Command::Launch(l) => {
+                let n = l.args.len();
+                if n > MAX_PARAMS {
+                    return Err(format!("{n} kernel arguments; at most {MAX_PARAMS} are supported"));
+                }
+                for (i, a) in l.args.iter().enumerate() {
+                    // Each value sits in the low bytes of its 8-byte slot (little-endian),
+                    // which is where the driver reads a 4-byte parameter from.
+                    self.values[i] = match a {
+                        ArgValue::Buffer(b) => match b.phys(info.gpu, j) {
+                            PhysBuf::Cuda { ptr, .. } => *ptr,
+                            PhysBuf::Sim(_) => return Err("simulated buffer passed to a CUDA kernel".into()),
+                        },
+                        ArgValue::I32(v) => *v as u32 as u64,
+                        ArgValue::U32(v) => *v as u64,
+                        ArgValue::I64(v) => *v as u64,
+                        ArgValue::U64(v) => *v,
+                        ArgValue::F32(v) => v.to_bits() as u64,
+                        ArgValue::F64(v) => v.to_bits(),
+                    };
+                    self.pointers[i] = &mut self.values[i] as *mut u64 as *mut c_void;
+                }
+                let func = l.kernel.functions.get(info.gpu).ok_or("kernel not loaded on this GPU")?.func;
+                let s = l.shape;
+                // SAFETY: `func` is loaded in this context; every pointer parameter is a
+                // live allocation of this GPU (held by the command's Arc); the argument
+                // kinds were checked against the kernel's declared parameters.
+                unsafe {
+                    result::launch_kernel(
+                        func,
+                        (s.grid.x, s.grid.y, s.grid.z),
+                        (s.block.x, s.block.y, s.block.z),
+                        s.shared_bytes,
+                        stream,
+                        &mut self.pointers[..n],
+                    )
+                }
+                .map_err(driver("cuLaunchKernel"))?;
+            }
+            Command::Gpu(f) => {
+                let f = f.take().ok_or("GPU callback already ran")?;
+                let mut call = GpuCall { info, on: GpuCallOn::Cuda { stream } };
+                run_caught(|| f(&mut call))?;
+            }
+            Command::Cpu(_) => return Err("CPU callbacks do not run on a GPU".into()),
+        }
+        // SAFETY: as for the start event.
+        unsafe { result::event::record(self.end[j], stream) }.map_err(driver("cuEventRecord"))?;
+        Ok(t0.elapsed().as_nanos() as u64)
+    }
+
+    fn copy(&mut self, j: usize, c: &CopyCmd) -> Result<(), String> {
+        let stream = self.streams[j];
+        let gpu = self.ctx.index;
+        let dev = match c.dev.phys(gpu, j) {
+            PhysBuf::Cuda { ptr, .. } => *ptr,
+            PhysBuf::Sim(_) => return Err("simulated buffer in a CUDA copy".into()),
+        };
+        let host = c.host.alloc.as_ptr();
+        // SAFETY (both arms): the host block is pinned and covers the region (checked at
+        // build), and the task's claim keeps conflicting access away until the task
+        // ends, after this copy completes; the device range lies in the allocation
+        // (checked at build), which the command's Arc keeps alive.
+        unsafe {
+            if c.height == 1 {
+                let h = host.add(c.host_offset);
+                let d = dev + c.dev_offset as u64;
+                match c.dir {
+                    Direction::Download => sys::cuMemcpyHtoDAsync_v2(d, h as *const c_void, c.width, stream)
+                        .result()
+                        .map_err(driver("cuMemcpyHtoDAsync"))?,
+                    Direction::Readback => sys::cuMemcpyDtoHAsync_v2(h as *mut c_void, d, c.width, stream)
+                        .result()
+                        .map_err(driver("cuMemcpyDtoHAsync"))?,
+                }
+            } else {
+                let mut p: sys::CUDA_MEMCPY2D = std::mem::zeroed();
+                p.WidthInBytes = c.width;
+                p.Height = c.height;
+                let (host_side, dev_side) = (sys::CUmemorytype::CU_MEMORYTYPE_HOST, sys::CUmemorytype::CU_MEMORYTYPE_DEVICE);
+                match c.dir {
+                    Direction::Download => {
+                        p.srcMemoryType = host_side;
+                        p.srcHost = host.add(c.host_offset) as *const c_void;
+                        p.srcPitch = c.host_pitch;
+                        p.dstMemoryType = dev_side;
+                        p.dstDevice = dev + c.dev_offset as u64;
+                        p.dstPitch = c.dev_pitch;
+                    }
+                    Direction::Readback => {
+                        p.srcMemoryType = dev_side;
+                        p.srcDevice = dev + c.dev_offset as u64;
+                        p.srcPitch = c.dev_pitch;
+                        p.dstMemoryType = host_side;
+                        p.dstHost = host.add(c.host_offset) as *mut c_void;
+                        p.dstPitch = c.host_pitch;
+                    }
+                }
+                sys::cuMemcpy2DAsync_v2(&p, stream).result().map_err(driver("cuMemcpy2DAsync"))?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn poll(&mut self, j: usize) -> Option<Result<Span, String>> {
+        // SAFETY: the slot's end event was recorded by `issue`.
+        match unsafe { result::event::query(self.end[j]) } {
+            Ok(()) => Some(self.span(j)),
+            Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_READY)) => None,
+            Err(e) => Some(Err(failed("cuEventQuery", e))),
+        }
+    }
+
+    fn span(&self, j: usize) -> Result<Span, String> {
+        // SAFETY: all three events have completed.
+        let (at, len) = unsafe {
+            (
+                result::event::elapsed(self.base, self.start[j]).map_err(driver("cuEventElapsedTime"))?,
+                result::event::elapsed(self.start[j], self.end[j]).map_err(driver("cuEventElapsedTime"))?,
+            )
+        };
+        // Placement from the base event (f32 ms: sub-µs for runs under ~10 s), length
+        // from the pair itself (precise at any age).
+        let start_ns = self.base_ns + (at.max(0.0) as f64 * 1e6) as u64;
+        Ok(Span { start_ns, end_ns: start_ns + (len.max(0.0) as f64 * 1e6) as u64 })
+    }
+}
+
+impl Drop for Gpu {
+    fn drop(&mut self) {
+        if self.ctx.bind().is_err() {
+            return;
+        }
+        // SAFETY: handles created in `open`, destroyed once; the driver lets work still
+        // queued finish before releasing a destroyed stream or event.
+        unsafe {
+            for &s in &self.streams {
+                let _ = result::stream::synchronize(s);
+                let _ = result::stream::destroy(s);
+            }
+            for &e in self.start.iter().chain(&self.end).chain(std::iter::once(&self.base)) {
+                let _ = result::event::destroy(e);
+            }
+        }
+    }
+}

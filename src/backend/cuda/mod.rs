@@ -1,0 +1,45 @@
+//! The CUDA backend: the safe layer over cudarc's raw (`sys`) and checked (`result`)
+//! layers, loaded at run time (`dynamic-loading`), so the crate builds and its CPU
+//! tests run where there is no CUDA at all.
+//!
+//! One primary context per GPU. Streams are non-blocking; each stream slot has a pair of
+//! timing events recorded around its one command in flight: the end event is the idle
+//! detection (paper §5.4 step 4, by `cuEventQuery`, never by synchronising a stream),
+//! and the pair gives the command's span for the timeline. cudarc's safe layer (and
+//! its cross-stream event tracking) is not used: the scheduler owns all ordering.
+
+mod context;
+mod gpu;
+mod nvrtc;
+
+pub(crate) use context::Machine;
+pub(crate) use gpu::Gpu;
+
+use cudarc::driver::result::DriverError;
+use cudarc::driver::sys;
+
+/// A kernel's loaded entry point on one GPU.
+#[derive(Debug)]
+pub(crate) struct Function {
+    pub(crate) func: sys::CUfunction,
+}
+
+// SAFETY: a CUfunction is a handle the driver lets any thread use once its context is
+// current; the module it belongs to stays loaded until the Machine drops.
+unsafe impl Send for Function {}
+// SAFETY: as above; launching through a shared handle is thread-safe in the driver.
+unsafe impl Sync for Function {}
+
+/// The driver's name and text for an error, e.g. `CUDA_ERROR_OUT_OF_MEMORY (out of memory)`.
+pub(crate) fn describe(e: DriverError) -> String {
+    let name = e.error_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|_| format!("{:?}", e.0));
+    match e.error_string() {
+        Ok(text) => format!("{name} ({})", text.to_string_lossy()),
+        Err(_) => name,
+    }
+}
+
+/// `call` failed with `e`, as a message.
+pub(crate) fn failed(call: &str, e: DriverError) -> String {
+    format!("{call} failed: {}", describe(e))
+}

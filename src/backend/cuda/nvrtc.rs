@@ -1,0 +1,60 @@
+//! NVRTC: CUDA C to a cubin for one architecture, once per (kernel source, arch) in
+//! the process; compile errors come back with NVRTC's log.
+
+use crate::kernel::Kernel;
+use cudarc::nvrtc::{result, sys};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::sync::{Arc, OnceLock};
+
+type Cache = Mutex<HashMap<(String, String, String), Arc<Vec<u8>>>>;
+
+fn cache() -> &'static Cache {
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+/// The cubin of `kernel` for `arch` (e.g. `sm_90`).
+pub(crate) fn compile(kernel: &Kernel, arch: &str) -> crate::Result<Arc<Vec<u8>>> {
+    let key = (kernel.name.clone(), kernel.source.clone(), arch.to_string());
+    if let Some(image) = cache().lock().get(&key) {
+        return Ok(image.clone());
+    }
+    let fail = |log: String| crate::Error::KernelCompile { kernel: kernel.name.clone(), arch: arch.to_string(), log };
+    // SAFETY: only tries to open the library.
+    if !unsafe { sys::is_culib_present() } {
+        return Err(fail("libnvrtc was not found: add the CUDA toolkit's lib64 to LD_LIBRARY_PATH".into()));
+    }
+    let src = CString::new(kernel.source.clone()).map_err(|_| fail("the source contains a NUL byte".into()))?;
+    let name = CString::new(format!("{}.cu", kernel.name)).map_err(|_| fail("the name contains a NUL byte".into()))?;
+    let prog = result::create_program(&src, Some(&name)).map_err(|e| fail(format!("nvrtcCreateProgram: {e:?}")))?;
+    let options = [format!("--gpu-architecture={arch}"), "--std=c++17".to_string()];
+    // SAFETY: `prog` is live until destroyed below; `src` and `name` outlive it.
+    let compiled = unsafe { result::compile_program(prog, &options) };
+    let image = match compiled {
+        Ok(()) => cubin(prog).map_err(|m| fail(m)),
+        Err(e) => {
+            // SAFETY: `prog` is live.
+            let log = unsafe { result::get_program_log(prog) }
+                .map(|raw| raw.iter().map(|&c| c as u8).take_while(|&c| c != 0).map(char::from).collect::<String>())
+                .unwrap_or_default();
+            Err(fail(format!("{e:?}\n{log}")))
+        }
+    };
+    // SAFETY: created above, destroyed once.
+    let _ = unsafe { result::destroy_program(prog) };
+    let image = Arc::new(image?);
+    cache().lock().insert(key, image.clone());
+    Ok(image)
+}
+
+fn cubin(prog: sys::nvrtcProgram) -> Result<Vec<u8>, String> {
+    let mut size = 0usize;
+    // SAFETY: `prog` compiled for a real architecture, so it has a cubin.
+    unsafe { sys::nvrtcGetCUBINSize(prog, &mut size) }.result().map_err(|e| format!("nvrtcGetCUBINSize: {e:?}"))?;
+    let mut image = vec![0u8; size];
+    // SAFETY: `image` has the size NVRTC reported.
+    unsafe { sys::nvrtcGetCUBIN(prog, image.as_mut_ptr() as *mut _) }.result().map_err(|e| format!("nvrtcGetCUBIN: {e:?}"))?;
+    Ok(image)
+}

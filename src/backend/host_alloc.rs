@@ -1,0 +1,90 @@
+//! Raw host memory behind a [`crate::HostBuffer`]: page-locked (pinned) on the CUDA
+//! backend, an ordinary aligned heap block on the sim backend.
+//!
+//! Who may touch which bytes when is decided above this layer, by the region claims
+//! of `memory::claims`: every slice handed out here is covered by a claim that
+//! excludes conflicting access (a user guard, or a task whose commands touch it) for
+//! as long as the slice lives. This file only owns the allocation.
+
+use std::alloc::Layout;
+use std::ptr::NonNull;
+
+/// How the block was allocated, and so how it is freed.
+pub(crate) enum HostKind {
+    /// `std::alloc` with this layout.
+    Heap(Layout),
+    /// Pinned by the driver; the closure frees it (it holds what it needs, the context).
+    Pinned(Box<dyn Fn(*mut u8) + Send + Sync>),
+}
+
+/// One host allocation, aligned to at least 64 bytes.
+pub(crate) struct HostAlloc {
+    ptr: NonNull<u8>,
+    bytes: usize,
+    kind: HostKind,
+}
+
+// SAFETY: the block is plain memory owned by this value; concurrent access to its
+// bytes is arbitrated by the region claims (see the module comment).
+unsafe impl Send for HostAlloc {}
+// SAFETY: as above; shared references only hand out claimed, non-conflicting slices.
+unsafe impl Sync for HostAlloc {}
+
+impl HostAlloc {
+    /// A zeroed heap block of `bytes` bytes (`bytes` > 0).
+    pub(crate) fn heap(bytes: usize) -> Result<Self, String> {
+        let layout = Layout::from_size_align(bytes, 64).map_err(|e| e.to_string())?;
+        // SAFETY: the layout has a non-zero size (callers refuse empty buffers).
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(ptr).ok_or_else(|| "the allocator returned null".to_string())?;
+        Ok(HostAlloc { ptr, bytes, kind: HostKind::Heap(layout) })
+    }
+
+    /// Wraps a pinned block the CUDA backend allocated and zeroed.
+    pub(crate) fn pinned(ptr: NonNull<u8>, bytes: usize, free: Box<dyn Fn(*mut u8) + Send + Sync>) -> Self {
+        HostAlloc { ptr, bytes, kind: HostKind::Pinned(free) }
+    }
+
+    /// Whether the block is page-locked.
+    pub(crate) fn is_pinned(&self) -> bool {
+        matches!(self.kind, HostKind::Pinned(_))
+    }
+
+    /// Base address, for DMA by the driver.
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// The bytes `start..end`, read-only. The caller holds a claim on them that
+    /// excludes writers for the slice's life.
+    pub(crate) fn bytes(&self, start: usize, end: usize) -> &[u8] {
+        assert!(start <= end && end <= self.bytes, "host range {start}..{end} outside {} bytes", self.bytes);
+        // SAFETY: in bounds (asserted); no writer overlaps while the caller's claim lives.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(start), end - start) }
+    }
+
+    /// The bytes `start..end`, writable. The caller holds a claim on them that excludes
+    /// every other access for the slice's life.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) fn bytes_mut(&self, start: usize, end: usize) -> &mut [u8] {
+        assert!(start <= end && end <= self.bytes, "host range {start}..{end} outside {} bytes", self.bytes);
+        // SAFETY: in bounds (asserted); the caller's exclusive claim rules out aliases.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().add(start), end - start) }
+    }
+}
+
+impl Drop for HostAlloc {
+    fn drop(&mut self) {
+        match &self.kind {
+            // SAFETY: allocated in `heap` with exactly this layout, freed once.
+            HostKind::Heap(layout) => unsafe { std::alloc::dealloc(self.ptr.as_ptr(), *layout) },
+            HostKind::Pinned(free) => free(self.ptr.as_ptr()),
+        }
+    }
+}
+
+impl std::fmt::Debug for HostAlloc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostAlloc").field("bytes", &self.bytes).field("pinned", &self.is_pinned()).finish()
+    }
+}

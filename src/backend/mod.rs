@@ -1,0 +1,209 @@
+//! The backend layer: the only place that talks to a GPU, real or simulated, and the
+//! only place with `unsafe` code.
+//!
+//! Two implementations behind one interface, chosen by matching an enum (not a trait
+//! object): [`Machine`] owns the GPUs (allocation, kernel loading) and [`Gpu`] is one
+//! dispatcher's handle on its GPU: issue a command on a stream slot, and poll whether
+//! it completed. The dispatcher cannot tell the two apart.
+
+pub(crate) mod cuda;
+pub(crate) mod host_alloc;
+pub(crate) mod sim;
+
+use crate::callback::CallInfo;
+use crate::kernel::Kernel;
+use crate::memory::PhysBuf;
+use crate::signal::Signal;
+use crate::task::command::Command;
+use host_alloc::HostAlloc;
+use std::sync::Arc;
+use std::time::Instant;
+
+pub use sim::SimProfile;
+
+/// Which backend a scheduler runs on.
+///
+/// ```
+/// use chariot::Backend;
+/// assert_eq!(Backend::default(), Backend::Auto);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Backend {
+    /// CUDA when a driver and a device are there, else the simulator (saying so in one
+    /// line on stderr). `CHARIOT_BACKEND=cuda|sim` overrides it.
+    #[default]
+    Auto,
+    /// Real GPUs through the CUDA driver; an error where there is none.
+    Cuda,
+    /// Simulated GPUs with the default profile ([`SimProfile::h100`]).
+    Sim,
+    /// Simulated GPUs with the given profile.
+    SimWith(SimProfile),
+}
+
+/// What the dispatcher needs to know about a GPU.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuInfo {
+    /// Device name.
+    pub name: String,
+    /// Ordinal on its backend (CUDA device number).
+    pub ordinal: usize,
+    /// `CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT`.
+    pub copy_engines: u32,
+    /// `CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS`.
+    pub concurrent_kernels: bool,
+    /// Compute architecture, e.g. `sm_90` (`sim` on the simulator).
+    pub arch: String,
+    /// Device memory in bytes.
+    pub memory_bytes: u64,
+    /// CPU cores local to the GPU, where the PCI topology says.
+    pub local_cpus: Option<Vec<usize>>,
+}
+
+/// Start and end of a command, in nanoseconds since the scheduler started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) start_ns: u64,
+    pub(crate) end_ns: u64,
+}
+
+/// Time the dispatcher spent inside driver calls for one command (for the overhead
+/// figure: runtime time = dispatch time − driver time).
+pub(crate) type DriverNs = u64;
+
+/// All GPUs of one backend.
+pub(crate) enum Machine {
+    Cuda(cuda::Machine),
+    Sim(sim::Machine),
+}
+
+impl Machine {
+    /// Opens the backend with the GPUs of the given ordinals (`None`: the first `count`).
+    pub(crate) fn open(backend: &Backend, ordinals: &crate::builder::Gpus) -> crate::Result<Machine> {
+        match backend {
+            Backend::Cuda => Ok(Machine::Cuda(cuda::Machine::open(ordinals)?)),
+            Backend::Sim => Ok(Machine::Sim(sim::Machine::open(ordinals, SimProfile::h100())?)),
+            Backend::SimWith(p) => Ok(Machine::Sim(sim::Machine::open(ordinals, p.clone())?)),
+            Backend::Auto => unreachable!("the builder resolves Auto before opening"),
+        }
+    }
+
+    /// Whether the CUDA backend can run here: a driver library and at least one device.
+    pub(crate) fn cuda_present() -> Result<usize, String> {
+        cuda::Machine::probe()
+    }
+
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Machine::Cuda(_) => "cuda",
+            Machine::Sim(_) => "sim",
+        }
+    }
+
+    pub(crate) fn gpus(&self) -> &[GpuInfo] {
+        match self {
+            Machine::Cuda(m) => m.gpus(),
+            Machine::Sim(m) => m.gpus(),
+        }
+    }
+
+    pub(crate) fn alloc_device(&self, gpu: usize, bytes: usize) -> crate::Result<PhysBuf> {
+        match self {
+            Machine::Cuda(m) => m.alloc_device(gpu, bytes),
+            Machine::Sim(m) => m.alloc_device(gpu, bytes),
+        }
+    }
+
+    /// Returns physical buffers to the driver. Only called when no command runs.
+    pub(crate) fn free_device(&self, bufs: Vec<PhysBuf>) {
+        if let Machine::Cuda(m) = self {
+            m.free_device(bufs)
+        }
+    }
+
+    pub(crate) fn alloc_host(&self, bytes: usize) -> crate::Result<HostAlloc> {
+        match self {
+            Machine::Cuda(m) => m.alloc_host(bytes),
+            Machine::Sim(_) => HostAlloc::heap(bytes).map_err(|message| crate::Error::OutOfMemory {
+                what: "host memory".into(),
+                bytes,
+                message,
+            }),
+        }
+    }
+
+    /// Compiles and loads `kernel` on every GPU (cuda), or checks it has a CPU twin (sim).
+    pub(crate) fn load_kernel(&self, kernel: &Kernel) -> crate::Result<Vec<cuda::Function>> {
+        match self {
+            Machine::Cuda(m) => m.load_kernel(kernel),
+            Machine::Sim(_) => match kernel.twin {
+                Some(_) => Ok(Vec::new()),
+                None => Err(crate::Error::KernelInvalid {
+                    kernel: kernel.name.clone(),
+                    message: "the sim backend runs kernels through their CPU twin, and this one has none (Kernel::cpu_twin)".into(),
+                }),
+            },
+        }
+    }
+
+    /// One dispatcher's handle on GPU `gpu`, with `streams` stream slots.
+    pub(crate) fn open_gpu(&self, gpu: usize, streams: usize, epoch: Instant, wake: Arc<Signal>) -> crate::Result<Gpu> {
+        match self {
+            Machine::Cuda(m) => Ok(Gpu::Cuda(m.open_gpu(gpu, streams, epoch)?)),
+            Machine::Sim(m) => Ok(Gpu::Sim(m.open_gpu(gpu, streams, epoch, wake))),
+        }
+    }
+
+    /// Device memory in use on `gpu` right now (bytes), where the backend can tell.
+    pub(crate) fn memory_in_use(&self, gpu: usize) -> Option<u64> {
+        match self {
+            Machine::Cuda(m) => m.memory_in_use(gpu),
+            Machine::Sim(m) => Some(m.memory_in_use(gpu)),
+        }
+    }
+}
+
+impl std::fmt::Debug for Machine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Machine").field("backend", &self.name()).field("gpus", &self.gpus()).finish()
+    }
+}
+
+/// One dispatcher's GPU.
+pub(crate) enum Gpu {
+    Cuda(cuda::Gpu),
+    Sim(sim::Gpu),
+}
+
+impl Gpu {
+    /// Runs on the dispatcher's thread before anything else (CUDA: makes the context current).
+    pub(crate) fn bind_thread(&self) -> Result<(), String> {
+        match self {
+            Gpu::Cuda(g) => g.bind_thread(),
+            Gpu::Sim(_) => Ok(()),
+        }
+    }
+
+    /// Issues a GPU-stage command on stream slot `stream` without waiting for it.
+    /// The slot has nothing in flight. Returns the time spent in driver calls.
+    pub(crate) fn issue(&mut self, stream: usize, cmd: &mut Command, info: CallInfo) -> Result<DriverNs, String> {
+        match self {
+            Gpu::Cuda(g) => g.issue(stream, cmd, info),
+            Gpu::Sim(g) => g.issue(stream, cmd, info).map(|()| 0),
+        }
+    }
+
+    /// Whether the command in flight on `stream` has completed, and when it ran.
+    pub(crate) fn poll(&mut self, stream: usize) -> Option<Result<Span, String>> {
+        match self {
+            Gpu::Cuda(g) => g.poll(stream),
+            Gpu::Sim(g) => g.poll(stream),
+        }
+    }
+
+    /// Whether completions must be found by polling (CUDA) rather than announced on the
+    /// dispatcher's signal (sim).
+    pub(crate) fn polls(&self) -> bool {
+        matches!(self, Gpu::Cuda(_))
+    }
+}

@@ -1,0 +1,301 @@
+//! The sim backend: simulated GPUs for machines without CUDA (StarPU's SimGrid mode is
+//! the precedent). The same dispatcher drives it.
+//!
+//! Each simulated GPU has engine threads like the hardware's: one copy engine (or one
+//! per direction when `copy_engines` ≥ 2) and one compute engine, each taking its
+//! commands in issue order. An engine does the command's real work (copy the bytes,
+//! run the kernel's CPU twin), holds it for the modeled time (links and buses in
+//! `link.rs`, latencies and kernel cost in the profile), then posts the completion for
+//! the dispatcher's poll and wakes it.
+
+mod link;
+mod profile;
+
+pub use profile::SimProfile;
+
+use super::{GpuInfo, Span};
+use crate::callback::{run_caught, CallInfo, GpuCall, GpuCallOn, GpuFn};
+use crate::kernel::{ArgValue, KernelInner, LaunchShape, ScalarArgs, TwinArgs};
+use crate::memory::{DeviceBufferInner, HostShared, PhysBuf};
+use crate::signal::Signal;
+use crate::task::command::{Command, CopyCmd, Direction};
+use crossbeam_channel::{Receiver, Sender};
+use link::{Dir, Links};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// A simulated GPU's memory: 16-byte words, so any element type casts safely.
+#[derive(Debug)]
+pub(crate) struct SimMemory {
+    pub(crate) data: Mutex<Vec<u128>>,
+    bytes: usize,
+    in_use: Arc<AtomicU64>,
+}
+
+impl Drop for SimMemory {
+    fn drop(&mut self) {
+        self.in_use.fetch_sub(self.bytes as u64, Ordering::SeqCst);
+    }
+}
+
+/// All simulated GPUs.
+#[derive(Debug)]
+pub(crate) struct Machine {
+    profile: SimProfile,
+    gpus: Vec<GpuInfo>,
+    links: Arc<Links>,
+    in_use: Vec<Arc<AtomicU64>>,
+}
+
+impl Machine {
+    pub(crate) fn open(selection: &crate::builder::Gpus, profile: SimProfile) -> crate::Result<Self> {
+        profile.validate().map_err(|m| crate::Error::InvalidConfig {
+            name: "backend",
+            value: format!("SimProfile {}", profile.name),
+            allowed: m,
+        })?;
+        let ordinals = selection.resolve(profile.gpus, "sim")?;
+        let gpus = ordinals
+            .iter()
+            .map(|&ordinal| GpuInfo {
+                name: format!("{} #{ordinal}", profile.name),
+                ordinal,
+                copy_engines: profile.copy_engines,
+                concurrent_kernels: profile.concurrent_kernels,
+                arch: "sim".into(),
+                memory_bytes: profile.memory_bytes,
+                local_cpus: None,
+            })
+            .collect::<Vec<_>>();
+        let in_use = gpus.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
+        Ok(Machine { links: Arc::new(Links::new(profile.clone())), profile, gpus, in_use })
+    }
+
+    pub(crate) fn gpus(&self) -> &[GpuInfo] {
+        &self.gpus
+    }
+
+    pub(crate) fn alloc_device(&self, gpu: usize, bytes: usize) -> crate::Result<PhysBuf> {
+        let counter = &self.in_use[gpu];
+        let cap = self.profile.memory_bytes;
+        let taken = counter.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
+            used.checked_add(bytes as u64).filter(|&t| t <= cap)
+        });
+        if taken.is_err() {
+            return Err(crate::Error::OutOfMemory {
+                what: format!("device memory on simulated GPU {gpu}"),
+                bytes,
+                message: format!("{} of {cap} bytes in use", counter.load(Ordering::SeqCst)),
+            });
+        }
+        let words = bytes.div_ceil(16);
+        Ok(PhysBuf::Sim(Arc::new(SimMemory { data: Mutex::new(vec![0u128; words]), bytes, in_use: counter.clone() })))
+    }
+
+    pub(crate) fn memory_in_use(&self, gpu: usize) -> u64 {
+        self.in_use[gpu].load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn open_gpu(&self, gpu: usize, streams: usize, epoch: Instant, wake: Arc<Signal>) -> Gpu {
+        let done: Arc<[Mutex<Option<Result<Span, String>>>]> = (0..streams).map(|_| Mutex::new(None)).collect();
+        let kinds: &[EngineKind] = if self.profile.copy_engines >= 2 {
+            &[EngineKind::Up, EngineKind::Down, EngineKind::Compute]
+        } else {
+            &[EngineKind::Copy, EngineKind::Compute]
+        };
+        let mut senders = Vec::new();
+        let mut threads = Vec::new();
+        for &kind in kinds {
+            let (tx, rx) = crossbeam_channel::unbounded::<Job>();
+            let engine = Engine {
+                gpu,
+                profile: self.profile.clone(),
+                links: self.links.clone(),
+                done: done.clone(),
+                wake: wake.clone(),
+                epoch,
+            };
+            let t = std::thread::Builder::new()
+                .name(format!("chariot-sim{gpu}-{kind:?}"))
+                .spawn(move || engine.run(rx))
+                .expect("spawning a simulated engine thread");
+            senders.push((kind, tx));
+            threads.push(t);
+        }
+        Gpu { gpu, senders, threads, done }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EngineKind {
+    Copy,
+    Up,
+    Down,
+    Compute,
+}
+
+/// A command's work, as an engine takes it.
+enum Work {
+    Copy { dir: Direction, host: Arc<HostShared>, dev: Arc<DeviceBufferInner>, shape: [usize; 6] },
+    Launch { kernel: Arc<KernelInner>, shape: LaunchShape, args: Vec<ArgValue> },
+    Callback(GpuFn),
+}
+
+struct Job {
+    stream: usize,
+    info: CallInfo,
+    work: Work,
+}
+
+/// One dispatcher's simulated GPU.
+pub(crate) struct Gpu {
+    gpu: usize,
+    senders: Vec<(EngineKind, Sender<Job>)>,
+    threads: Vec<JoinHandle<()>>,
+    done: Arc<[Mutex<Option<Result<Span, String>>>]>,
+}
+
+impl Gpu {
+    pub(crate) fn issue(&mut self, stream: usize, cmd: &mut Command, info: CallInfo) -> Result<(), String> {
+        let (kind, work) = match cmd {
+            Command::Copy(c) => {
+                let CopyCmd { dir, host, host_offset, host_pitch, dev, dev_offset, dev_pitch, width, height } = c;
+                let kind = match (self.senders.len(), *dir) {
+                    (2, _) => EngineKind::Copy,
+                    (_, Direction::Download) => EngineKind::Up,
+                    (_, Direction::Readback) => EngineKind::Down,
+                };
+                let shape = [*host_offset, *host_pitch, *dev_offset, *dev_pitch, *width, *height];
+                (kind, Work::Copy { dir: *dir, host: host.clone(), dev: dev.clone(), shape })
+            }
+            Command::Launch(l) => (
+                EngineKind::Compute,
+                Work::Launch { kernel: l.kernel.clone(), shape: l.shape, args: std::mem::take(&mut l.args) },
+            ),
+            Command::Gpu(f) => {
+                let f = f.take().ok_or("GPU callback already ran")?;
+                (EngineKind::Compute, Work::Callback(f))
+            }
+            Command::Cpu(_) => return Err("CPU callbacks do not run on a GPU".into()),
+        };
+        let tx = &self.senders.iter().find(|(k, _)| *k == kind).expect("engine exists").1;
+        tx.send(Job { stream, info, work }).map_err(|_| format!("simulated GPU {} engine stopped", self.gpu))
+    }
+
+    pub(crate) fn poll(&mut self, stream: usize) -> Option<Result<Span, String>> {
+        self.done[stream].lock().take()
+    }
+}
+
+impl Drop for Gpu {
+    fn drop(&mut self) {
+        self.senders.clear();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+struct Engine {
+    gpu: usize,
+    profile: SimProfile,
+    links: Arc<Links>,
+    done: Arc<[Mutex<Option<Result<Span, String>>>]>,
+    wake: Arc<Signal>,
+    epoch: Instant,
+}
+
+impl Engine {
+    fn run(self, jobs: Receiver<Job>) {
+        for job in jobs {
+            let start = Instant::now();
+            let result = self.work(job.work, job.info, start);
+            let end = Instant::now();
+            let span = Span {
+                start_ns: start.duration_since(self.epoch).as_nanos() as u64,
+                end_ns: end.duration_since(self.epoch).as_nanos() as u64,
+            };
+            *self.done[job.stream].lock() = Some(result.map(|()| span));
+            self.wake.notify();
+        }
+    }
+
+    fn scaled(&self, d: Duration) -> Duration {
+        d.mul_f64(self.profile.time_scale)
+    }
+
+    fn work(&self, work: Work, info: CallInfo, start: Instant) -> Result<(), String> {
+        match work {
+            Work::Copy { dir, host, dev, shape } => {
+                let [host_offset, host_pitch, dev_offset, dev_pitch, width, height] = shape;
+                let PhysBuf::Sim(mem) = dev.phys(info.gpu, info.stream) else {
+                    return Err("device buffer is not simulated memory".into());
+                };
+                {
+                    let mut words = mem.data.lock();
+                    let dev_bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut words[..]);
+                    for row in 0..height {
+                        let h = host_offset + row * host_pitch;
+                        let d = dev_offset + row * dev_pitch;
+                        match dir {
+                            // The task's claim on this host region excludes writers.
+                            Direction::Download => dev_bytes[d..d + width].copy_from_slice(host.alloc.bytes(h, h + width)),
+                            // The task's write claim excludes every other access.
+                            Direction::Readback => host.alloc.bytes_mut(h, h + width).copy_from_slice(&dev_bytes[d..d + width]),
+                        }
+                    }
+                }
+                link::sleep_until(start + self.scaled(self.profile.copy_latency));
+                let link_dir = if dir == Direction::Download { Dir::Up } else { Dir::Down };
+                self.links.transfer(self.gpu, link_dir, width * height);
+                Ok(())
+            }
+            Work::Launch { kernel, shape, args } => {
+                let began = Instant::now();
+                self.run_twin(&kernel, shape, &args, info)?;
+                let real = began.elapsed();
+                let modeled = match &kernel.def.sim_cost {
+                    Some(cost) => cost(&shape, &ScalarArgs { values: &args }),
+                    None => real,
+                };
+                link::sleep_until(start + self.scaled(self.profile.launch_latency + modeled));
+                Ok(())
+            }
+            Work::Callback(f) => {
+                let mut call = GpuCall { info, on: GpuCallOn::Sim { _life: std::marker::PhantomData } };
+                run_caught(|| f(&mut call))?;
+                link::sleep_until(start + self.scaled(self.profile.launch_latency));
+                Ok(())
+            }
+        }
+    }
+
+    fn run_twin(&self, kernel: &KernelInner, shape: LaunchShape, args: &[ArgValue], info: CallInfo) -> Result<(), String> {
+        let twin = kernel.def.twin.as_ref().ok_or("kernel has no CPU twin")?;
+        // Lock each distinct buffer once; arguments naming the same buffer share it.
+        let mut mems: Vec<&SimMemory> = Vec::new();
+        let mut index = Vec::with_capacity(args.len());
+        for a in args {
+            match a {
+                ArgValue::Buffer(b) => {
+                    let PhysBuf::Sim(m) = b.phys(info.gpu, info.stream) else {
+                        return Err("device buffer is not simulated memory".into());
+                    };
+                    let pos = mems.iter().position(|x| std::ptr::eq(*x, &**m)).unwrap_or_else(|| {
+                        mems.push(m);
+                        mems.len() - 1
+                    });
+                    index.push(Some(pos));
+                }
+                _ => index.push(None),
+            }
+        }
+        let sizes = mems.iter().map(|m| m.bytes).collect();
+        let guards = mems.iter().map(|m| m.data.lock()).collect();
+        let mut targs = TwinArgs::new(shape, args, guards, sizes, index);
+        run_caught(|| twin(&mut targs)).map_err(|m| format!("CPU twin of `{}`: {m}", kernel.def.name))
+    }
+}

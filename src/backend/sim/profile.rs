@@ -1,0 +1,147 @@
+//! What a simulated machine is: engine counts, copy rates, latencies, host buses.
+
+use std::time::Duration;
+
+/// The hardware a sim backend imitates.
+///
+/// The defaults ([`SimProfile::h100`]) are the figures measured on this project's H100
+/// machine (../shared/GPU.md): pinned copies at 55 GB/s each way alone and 90 GB/s both
+/// ways at once, three async engines, 3.5 µs per launch.
+///
+/// ```
+/// use chariot::SimProfile;
+/// let p = SimProfile::h100().with_gpus(8).with_buses(2);
+/// assert_eq!(p.gpus, 8);
+/// assert_eq!(p.buses, Some(2));
+/// assert_eq!(SimProfile::instant().time_scale, 0.0);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimProfile {
+    /// A name for reports.
+    pub name: String,
+    /// How many simulated GPUs the machine has (ordinals 0..gpus).
+    pub gpus: usize,
+    /// `ASYNC_ENGINE_COUNT`: 1 means one DMA engine for both directions.
+    pub copy_engines: u32,
+    /// Whether kernels may run concurrently (one compute engine runs them in order either way).
+    pub concurrent_kernels: bool,
+    /// Host-to-device rate of one GPU's link, bytes/s.
+    pub h2d_bytes_per_s: f64,
+    /// Device-to-host rate of one GPU's link, bytes/s.
+    pub d2h_bytes_per_s: f64,
+    /// Both directions of one link together, bytes/s.
+    pub duplex_bytes_per_s: f64,
+    /// Host buses shared by the GPUs (GPU g on bus g mod B); `None`: each GPU has its own.
+    pub buses: Option<usize>,
+    /// One bus's rate per direction, bytes/s (when `buses` is set).
+    pub bus_bytes_per_s: f64,
+    /// One bus's rate both directions together, bytes/s (when `buses` is set).
+    pub bus_duplex_bytes_per_s: f64,
+    /// Fixed cost of starting a copy.
+    pub copy_latency: Duration,
+    /// Fixed cost of starting a kernel.
+    pub launch_latency: Duration,
+    /// Device memory per GPU, bytes.
+    pub memory_bytes: u64,
+    /// Modeled time runs at this factor of real time: 1.0 real time, 0.0 no modeled
+    /// time at all (results only, as fast as the CPU twins run).
+    pub time_scale: f64,
+}
+
+impl SimProfile {
+    /// An H100 80 GB on PCIe gen 5 x16, as measured here.
+    pub fn h100() -> Self {
+        SimProfile {
+            name: "sim-h100".into(),
+            gpus: 8,
+            copy_engines: 3,
+            concurrent_kernels: true,
+            h2d_bytes_per_s: 55e9,
+            d2h_bytes_per_s: 55e9,
+            duplex_bytes_per_s: 90e9,
+            buses: None,
+            bus_bytes_per_s: 55e9,
+            bus_duplex_bytes_per_s: 90e9,
+            copy_latency: Duration::from_micros(2),
+            launch_latency: Duration::from_nanos(3500),
+            memory_bytes: 80 << 30,
+            time_scale: 1.0,
+        }
+    }
+
+    /// The paper's GTX 580: one DMA engine (downloads and readbacks never overlap).
+    pub fn single_copy_engine() -> Self {
+        SimProfile {
+            name: "sim-1dma".into(),
+            copy_engines: 1,
+            h2d_bytes_per_s: 6e9,
+            d2h_bytes_per_s: 6e9,
+            duplex_bytes_per_s: 6e9,
+            bus_bytes_per_s: 6e9,
+            bus_duplex_bytes_per_s: 6e9,
+            memory_bytes: 3 << 29,
+            ..Self::h100()
+        }
+    }
+
+    /// No modeled time: commands take as long as their real work (copies, CPU twins).
+    pub fn instant() -> Self {
+        SimProfile { name: "sim-instant".into(), time_scale: 0.0, ..Self::h100() }
+    }
+
+    /// The same profile with `gpus` simulated GPUs.
+    pub fn with_gpus(mut self, gpus: usize) -> Self {
+        self.gpus = gpus;
+        self
+    }
+
+    /// The same profile with `buses` shared host buses.
+    pub fn with_buses(mut self, buses: usize) -> Self {
+        self.buses = Some(buses);
+        self
+    }
+
+    /// The same profile with this many copy engines.
+    pub fn with_copy_engines(mut self, engines: u32) -> Self {
+        self.copy_engines = engines;
+        self
+    }
+
+    /// The same profile running at `scale` × real time.
+    pub fn with_time_scale(mut self, scale: f64) -> Self {
+        self.time_scale = scale;
+        self
+    }
+
+    /// Checks the numbers make sense.
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        let rates = [
+            ("h2d_bytes_per_s", self.h2d_bytes_per_s),
+            ("d2h_bytes_per_s", self.d2h_bytes_per_s),
+            ("duplex_bytes_per_s", self.duplex_bytes_per_s),
+            ("bus_bytes_per_s", self.bus_bytes_per_s),
+            ("bus_duplex_bytes_per_s", self.bus_duplex_bytes_per_s),
+        ];
+        for (name, v) in rates {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(format!("{name} = {v}; must be a positive rate"));
+            }
+        }
+        if !(self.time_scale.is_finite() && self.time_scale >= 0.0) {
+            return Err(format!("time_scale = {}; must be >= 0", self.time_scale));
+        }
+        if self.copy_engines == 0 {
+            return Err("copy_engines = 0; must be at least 1".into());
+        }
+        if self.buses == Some(0) {
+            return Err("buses = Some(0); must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+impl Default for SimProfile {
+    fn default() -> Self {
+        Self::h100()
+    }
+}

@@ -1,0 +1,181 @@
+//! The crate's one error type. Every error that comes from a command carries the task
+//! id, the stage and (where known) the GPU; driver errors carry the driver's own text.
+
+use crate::report::Report;
+use crate::stage::Stage;
+use crate::task::TaskId;
+
+/// Result with chariot's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Error a callback or a kernel's CPU twin returns; any error type converts into it.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Everything that can go wrong in chariot.
+///
+/// ```
+/// use chariot::{Error, Scheduler};
+/// let err = Scheduler::builder().streams(0).build().unwrap_err();
+/// assert!(matches!(err, Error::InvalidConfig { name: "streams", .. }));
+/// assert!(err.to_string().contains("streams"));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A builder parameter is out of range.
+    #[error("invalid configuration: {name} = {value}; allowed: {allowed}")]
+    InvalidConfig {
+        /// The parameter's name (the builder method).
+        name: &'static str,
+        /// The value given.
+        value: String,
+        /// What would have been accepted.
+        allowed: String,
+    },
+    /// A GPU ordinal that does not exist was asked for.
+    #[error("GPU {ordinal} was requested, but the {backend} backend has {available} GPU(s) (ordinals 0..{available})")]
+    NoSuchGpu {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// How many GPUs the backend has.
+        available: usize,
+        /// Which backend was asked.
+        backend: &'static str,
+    },
+    /// The CUDA backend was asked for but cannot run here.
+    #[error("the CUDA backend is not available: {reason}")]
+    CudaUnavailable {
+        /// Why (no driver library, no device, driver error).
+        reason: String,
+    },
+    /// A CUDA driver call failed outside any task (allocation, set-up).
+    #[error("CUDA driver call {call} failed on GPU {gpu}: {message}")]
+    Driver {
+        /// The driver function, e.g. `cuMemAlloc`.
+        call: &'static str,
+        /// The GPU (index in the scheduler's list).
+        gpu: usize,
+        /// The driver's error name and text.
+        message: String,
+    },
+    /// A kernel's CUDA C did not compile; `log` is NVRTC's log.
+    #[error("kernel `{kernel}` failed to compile for {arch}:\n{log}")]
+    KernelCompile {
+        /// The kernel's name.
+        kernel: String,
+        /// The target architecture, e.g. `sm_90`.
+        arch: String,
+        /// NVRTC's program log.
+        log: String,
+    },
+    /// A kernel registration is inconsistent (no CPU twin on the sim backend, bad name).
+    #[error("kernel `{kernel}`: {message}")]
+    KernelInvalid {
+        /// The kernel's name.
+        kernel: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A command added to a task is invalid (out of range, bad pitch, bad arguments).
+    #[error("task {task}: command {command} ({stage}): {message}")]
+    InvalidCommand {
+        /// The task being built.
+        task: TaskId,
+        /// Index of the command in the task (0-based).
+        command: usize,
+        /// The command's stage.
+        stage: Stage,
+        /// What is wrong, with the values and what was allowed.
+        message: String,
+    },
+    /// A task was submitted with no commands.
+    #[error("task {task} has no commands")]
+    EmptyTask {
+        /// The task.
+        task: TaskId,
+    },
+    /// Two tasks of one batch carry the same id.
+    #[error("task {task}: another task with this id is still in flight (ids must be unique until synchronize)")]
+    DuplicateTask {
+        /// The id given twice.
+        task: TaskId,
+    },
+    /// A task's host region conflicts with a region already claimed.
+    #[error("task {task}: host buffer {buffer} elements {region} conflict with {holder}")]
+    HostConflict {
+        /// The task refused.
+        task: TaskId,
+        /// The host buffer's id.
+        buffer: u64,
+        /// The region asked for, as text (`start..end`, or rows for 2-D regions).
+        region: String,
+        /// Who holds the conflicting region.
+        holder: String,
+    },
+    /// Host or device memory could not be allocated.
+    #[error("allocation of {bytes} bytes of {what} failed: {message}")]
+    OutOfMemory {
+        /// `device memory on GPU n` or `pinned host memory`.
+        what: String,
+        /// Bytes asked for.
+        bytes: usize,
+        /// The driver's or allocator's message.
+        message: String,
+    },
+    /// A buffer of zero elements, or one whose size overflows, was asked for.
+    #[error("invalid buffer length {len} of {elem_size}-byte elements: {message}")]
+    InvalidLength {
+        /// Elements asked for.
+        len: usize,
+        /// Size of one element.
+        elem_size: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The scheduler was shut down; it takes no more work.
+    #[error("the scheduler has shut down; it takes no more work")]
+    ShutDown,
+    /// A runtime thread could not be started or pinned.
+    #[error("could not start thread {name}: {message}")]
+    Thread {
+        /// The thread's name.
+        name: String,
+        /// The OS error.
+        message: String,
+    },
+    /// Some tasks of the batch failed; the others completed. `report` covers the batch.
+    #[error("{} task(s) failed, first: {}", failures.len(), failures.first().map(|f| f.to_string()).unwrap_or_default())]
+    TasksFailed {
+        /// Every failed task, in the order the failures were seen.
+        failures: Vec<TaskFailure>,
+        /// The report of the whole batch.
+        report: Box<Report>,
+    },
+}
+
+/// One failed task: which command failed, where, and why.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TaskFailure {
+    /// The task.
+    pub task: TaskId,
+    /// Index of the failing command in the task.
+    pub command: usize,
+    /// Its stage.
+    pub stage: Stage,
+    /// The GPU the task was bound to.
+    pub gpu: usize,
+    /// The stream slot on that GPU.
+    pub stream: usize,
+    /// The driver's, the callback's or the panic's message.
+    pub message: String,
+}
+
+impl std::fmt::Display for TaskFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "task {} command {} ({}) on GPU {} stream {}: {}",
+            self.task, self.command, self.stage, self.gpu, self.stream, self.message
+        )
+    }
+}

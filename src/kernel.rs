@@ -1,0 +1,364 @@
+//! Kernels: CUDA C compiled by NVRTC for each GPU's architecture at registration, each
+//! with a CPU twin that the sim backend runs so results stay checkable without a GPU.
+//!
+//! A kernel declares its parameters; a launch whose arguments do not match them is
+//! refused when the command is added, never at dispatch.
+
+use crate::error::BoxError;
+use crate::memory::{DeviceBuffer, DeviceBufferInner, Element};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Kind of one kernel parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Param {
+    /// A device buffer (passed as a device pointer).
+    Buffer,
+    /// `int`
+    I32,
+    /// `unsigned int`
+    U32,
+    /// `long long`
+    I64,
+    /// `unsigned long long`
+    U64,
+    /// `float`
+    F32,
+    /// `double`
+    F64,
+}
+
+/// One launch argument. Build with [`Arg::buffer`] or the scalar constructors.
+///
+/// ```
+/// use chariot::{Arg, Param};
+/// assert_eq!(Arg::u32(7).param(), Param::U32);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Arg(pub(crate) ArgValue);
+
+#[derive(Clone, Debug)]
+pub(crate) enum ArgValue {
+    Buffer(Arc<DeviceBufferInner>),
+    I32(i32),
+    U32(u32),
+    I64(i64),
+    U64(u64),
+    F32(f32),
+    F64(f64),
+}
+
+impl Arg {
+    /// A device buffer, resolved to the physical copy of the task's GPU and stream.
+    pub fn buffer<T: Element>(buf: &DeviceBuffer<T>) -> Self {
+        Arg(ArgValue::Buffer(buf.inner().clone()))
+    }
+    /// An `int`.
+    pub fn i32(v: i32) -> Self {
+        Arg(ArgValue::I32(v))
+    }
+    /// An `unsigned int`.
+    pub fn u32(v: u32) -> Self {
+        Arg(ArgValue::U32(v))
+    }
+    /// A `long long`.
+    pub fn i64(v: i64) -> Self {
+        Arg(ArgValue::I64(v))
+    }
+    /// An `unsigned long long`.
+    pub fn u64(v: u64) -> Self {
+        Arg(ArgValue::U64(v))
+    }
+    /// A `float`.
+    pub fn f32(v: f32) -> Self {
+        Arg(ArgValue::F32(v))
+    }
+    /// A `double`.
+    pub fn f64(v: f64) -> Self {
+        Arg(ArgValue::F64(v))
+    }
+    /// The parameter kind this argument fills.
+    pub fn param(&self) -> Param {
+        self.0.param()
+    }
+}
+
+impl ArgValue {
+    pub(crate) fn param(&self) -> Param {
+        match self {
+            ArgValue::Buffer(_) => Param::Buffer,
+            ArgValue::I32(_) => Param::I32,
+            ArgValue::U32(_) => Param::U32,
+            ArgValue::I64(_) => Param::I64,
+            ArgValue::U64(_) => Param::U64,
+            ArgValue::F32(_) => Param::F32,
+            ArgValue::F64(_) => Param::F64,
+        }
+    }
+}
+
+/// Grid or block dimensions.
+///
+/// ```
+/// use chariot::Dim3;
+/// assert_eq!(Dim3::from(128), Dim3 { x: 128, y: 1, z: 1 });
+/// assert_eq!(Dim3::from((4, 2)).count(), 8);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dim3 {
+    /// x extent.
+    pub x: u32,
+    /// y extent.
+    pub y: u32,
+    /// z extent.
+    pub z: u32,
+}
+
+impl Dim3 {
+    /// x·y·z.
+    pub fn count(&self) -> u64 {
+        self.x as u64 * self.y as u64 * self.z as u64
+    }
+}
+
+impl From<u32> for Dim3 {
+    fn from(x: u32) -> Self {
+        Dim3 { x, y: 1, z: 1 }
+    }
+}
+impl From<(u32, u32)> for Dim3 {
+    fn from((x, y): (u32, u32)) -> Self {
+        Dim3 { x, y, z: 1 }
+    }
+}
+impl From<(u32, u32, u32)> for Dim3 {
+    fn from((x, y, z): (u32, u32, u32)) -> Self {
+        Dim3 { x, y, z }
+    }
+}
+
+/// Shape of one launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchShape {
+    /// Blocks in the grid.
+    pub grid: Dim3,
+    /// Threads in a block.
+    pub block: Dim3,
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_bytes: u32,
+}
+
+type TwinFn = dyn Fn(&mut TwinArgs<'_>) -> Result<(), BoxError> + Send + Sync;
+type CostFn = dyn Fn(&LaunchShape, &ScalarArgs<'_>) -> Duration + Send + Sync;
+
+/// A kernel to register with [`Scheduler::register_kernel`](crate::Scheduler::register_kernel):
+/// its CUDA C source, its entry point, its parameters and its CPU twin.
+///
+/// ```
+/// use chariot::{Kernel, Param};
+/// let k = Kernel::new("scale", r#"extern "C" __global__ void scale(float* x, unsigned n, float a) {
+///         unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= a; }"#)
+///     .params([Param::Buffer, Param::U32, Param::F32])
+///     .cpu_twin(|args| {
+///         let (n, a) = (args.u32(1)? as usize, args.f32(2)?);
+///         for x in &mut args.buffer_mut::<f32>(0)?[..n] { *x *= a; }
+///         Ok(())
+///     });
+/// assert_eq!(k.name(), "scale");
+/// ```
+#[derive(Clone)]
+pub struct Kernel {
+    pub(crate) name: String,
+    pub(crate) source: String,
+    pub(crate) params: Vec<Param>,
+    pub(crate) twin: Option<Arc<TwinFn>>,
+    pub(crate) sim_cost: Option<Arc<CostFn>>,
+}
+
+impl Kernel {
+    /// A kernel named `name` (its `extern "C" __global__` entry point) in `source`.
+    pub fn new(name: impl Into<String>, source: impl Into<String>) -> Self {
+        Kernel { name: name.into(), source: source.into(), params: Vec::new(), twin: None, sim_cost: None }
+    }
+
+    /// Declares the parameters, in order.
+    pub fn params(mut self, params: impl IntoIterator<Item = Param>) -> Self {
+        self.params = params.into_iter().collect();
+        self
+    }
+
+    /// The CPU twin the sim backend runs in place of the kernel: same arguments, same
+    /// effect on the buffers.
+    pub fn cpu_twin(mut self, twin: impl Fn(&mut TwinArgs<'_>) -> Result<(), BoxError> + Send + Sync + 'static) -> Self {
+        self.twin = Some(Arc::new(twin));
+        self
+    }
+
+    /// How long the kernel takes on the simulated GPU, given the launch. Without it the
+    /// sim backend charges the CPU twin's own run time.
+    pub fn sim_cost(mut self, cost: impl Fn(&LaunchShape, &ScalarArgs<'_>) -> Duration + Send + Sync + 'static) -> Self {
+        self.sim_cost = Some(Arc::new(cost));
+        self
+    }
+
+    /// The entry point's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel")
+            .field("name", &self.name)
+            .field("params", &self.params)
+            .field("cpu_twin", &self.twin.is_some())
+            .finish()
+    }
+}
+
+/// A kernel registered on every GPU of a scheduler; name it in
+/// [`TaskBuilder::launch`](crate::TaskBuilder::launch).
+#[derive(Clone, Debug)]
+pub struct KernelHandle {
+    pub(crate) inner: Arc<KernelInner>,
+}
+
+impl KernelHandle {
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.inner.def.name
+    }
+}
+
+/// A registered kernel: its definition and its loaded function on each GPU.
+#[derive(Debug)]
+pub(crate) struct KernelInner {
+    pub(crate) def: Kernel,
+    /// The scheduler it was registered with.
+    pub(crate) sched_id: u64,
+    /// Per GPU (cuda backend): the loaded function. Empty on sim.
+    pub(crate) functions: Vec<crate::backend::cuda::Function>,
+}
+
+fn scalar_at<'v>(values: &'v [ArgValue], i: usize) -> Result<&'v ArgValue, BoxError> {
+    values.get(i).ok_or_else(|| format!("argument {i} does not exist ({} arguments)", values.len()).into())
+}
+
+macro_rules! scalar_getter {
+    ($name:ident, $variant:ident, $t:ty) => {
+        #[doc = concat!("Argument `i` as `", stringify!($t), "`; an error if it is another kind.")]
+        pub fn $name(&self, i: usize) -> Result<$t, BoxError> {
+            match scalar_at(self.values, i)? {
+                ArgValue::$variant(v) => Ok(*v),
+                other => Err(format!("argument {i} is {:?}, not {:?}", other.param(), Param::$variant).into()),
+            }
+        }
+    };
+}
+
+/// The scalar arguments of a launch, for a [`Kernel::sim_cost`] model.
+#[derive(Debug)]
+pub struct ScalarArgs<'a> {
+    pub(crate) values: &'a [ArgValue],
+}
+
+impl ScalarArgs<'_> {
+    scalar_getter!(i32, I32, i32);
+    scalar_getter!(u32, U32, u32);
+    scalar_getter!(i64, I64, i64);
+    scalar_getter!(u64, U64, u64);
+    scalar_getter!(f32, F32, f32);
+    scalar_getter!(f64, F64, f64);
+}
+
+/// What a CPU twin sees: the launch shape, the scalars, and the task's physical
+/// buffers on the simulated GPU.
+pub struct TwinArgs<'a> {
+    shape: LaunchShape,
+    values: &'a [ArgValue],
+    /// Distinct buffers, locked for the twin's run.
+    memory: Vec<parking_lot::MutexGuard<'a, Vec<u128>>>,
+    /// Sizes in bytes of `memory`'s buffers.
+    sizes: Vec<usize>,
+    /// For each argument, its index in `memory` (buffers only).
+    index: Vec<Option<usize>>,
+}
+
+impl<'a> TwinArgs<'a> {
+    pub(crate) fn new(
+        shape: LaunchShape,
+        values: &'a [ArgValue],
+        memory: Vec<parking_lot::MutexGuard<'a, Vec<u128>>>,
+        sizes: Vec<usize>,
+        index: Vec<Option<usize>>,
+    ) -> Self {
+        TwinArgs { shape, values, memory, sizes, index }
+    }
+
+    /// The launch's grid, block and shared memory.
+    pub fn shape(&self) -> LaunchShape {
+        self.shape
+    }
+
+    /// The scalar arguments.
+    pub fn scalars(&self) -> ScalarArgs<'_> {
+        ScalarArgs { values: self.values }
+    }
+
+    scalar_getter!(i32, I32, i32);
+    scalar_getter!(u32, U32, u32);
+    scalar_getter!(i64, I64, i64);
+    scalar_getter!(u64, U64, u64);
+    scalar_getter!(f32, F32, f32);
+    scalar_getter!(f64, F64, f64);
+
+    fn slot(&self, i: usize) -> Result<usize, BoxError> {
+        scalar_at(self.values, i)?;
+        self.index[i].ok_or_else(|| format!("argument {i} is {:?}, not a buffer", self.values[i].param()).into())
+    }
+
+    fn cast<T: Element>(bytes: &[u8]) -> Result<&[T], BoxError> {
+        let whole = bytes.len() / std::mem::size_of::<T>() * std::mem::size_of::<T>();
+        bytemuck::try_cast_slice(&bytes[..whole]).map_err(|e| format!("buffer cast: {e}").into())
+    }
+
+    fn cast_mut<T: Element>(bytes: &mut [u8]) -> Result<&mut [T], BoxError> {
+        let whole = bytes.len() / std::mem::size_of::<T>() * std::mem::size_of::<T>();
+        bytemuck::try_cast_slice_mut(&mut bytes[..whole]).map_err(|e| format!("buffer cast: {e}").into())
+    }
+
+    /// Buffer argument `i`, read-only.
+    pub fn buffer<T: Element>(&self, i: usize) -> Result<&[T], BoxError> {
+        let m = self.slot(i)?;
+        Self::cast(&bytemuck::cast_slice(&self.memory[m][..])[..self.sizes[m]])
+    }
+
+    /// Buffer argument `i`, writable.
+    pub fn buffer_mut<T: Element>(&mut self, i: usize) -> Result<&mut [T], BoxError> {
+        let m = self.slot(i)?;
+        let size = self.sizes[m];
+        Self::cast_mut(&mut bytemuck::cast_slice_mut(&mut self.memory[m][..])[..size])
+    }
+
+    /// Buffer `input` read-only and buffer `output` writable, at once; an error if both
+    /// arguments name the same buffer (use [`TwinArgs::buffer_mut`] for in-place work).
+    pub fn in_out<A: Element, B: Element>(&mut self, input: usize, output: usize) -> Result<(&[A], &mut [B]), BoxError> {
+        let (mi, mo) = (self.slot(input)?, self.slot(output)?);
+        if mi == mo {
+            return Err(format!("arguments {input} and {output} are the same buffer").into());
+        }
+        let (si, so) = (self.sizes[mi], self.sizes[mo]);
+        let (lo, hi) = self.memory.split_at_mut(mi.max(mo));
+        let (a, b) = if mi < mo { (&lo[mi], &mut hi[0]) } else { (&hi[0], &mut lo[mo]) };
+        let a: &[u8] = &bytemuck::cast_slice(&a[..])[..si];
+        let b: &mut [u8] = &mut bytemuck::cast_slice_mut(&mut b[..])[..so];
+        Ok((Self::cast(a)?, Self::cast_mut(b)?))
+    }
+}
+
+impl std::fmt::Debug for TwinArgs<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TwinArgs").field("shape", &self.shape).field("args", &self.values.len()).finish()
+    }
+}

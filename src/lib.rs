@@ -1,0 +1,63 @@
+//! # chariot
+//!
+//! Out-of-order software pipelines for stream applications over D GPUs × S CUDA
+//! streams: GPU-chariot (Ino, Nakagawa, Hagihara, IEICE 2013), rebuilt in Rust for
+//! today's GPUs.
+//!
+//! Write the plain serial loop — for each chunk: download, launch, read back, call
+//! back — as tasks; the runtime binds each task to a GPU and stream, and dispatches
+//! commands out of order across tasks (never inside one) so that copies, kernels and
+//! CPU work overlap and the bottleneck stage never idles.
+//!
+//! ```
+//! use chariot::{Arg, Backend, Kernel, Param, Scheduler};
+//! let sched = Scheduler::builder().backend(Backend::Sim).gpus(2).streams(2).build()?;
+//! let mut host = sched.alloc_host::<f32>(4096)?;
+//! host.write().fill(1.0);
+//! let d = sched.alloc::<f32>(1024)?;
+//! let twice = sched.register_kernel(
+//!     Kernel::new("twice", r#"extern "C" __global__ void twice(float* x, unsigned n) {
+//!         unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 2.0f; }"#)
+//!         .params([Param::Buffer, Param::U32])
+//!         .cpu_twin(|a| { let n = a.u32(1)? as usize; a.buffer_mut::<f32>(0)?[..n].iter_mut().for_each(|x| *x *= 2.0); Ok(()) }),
+//! )?;
+//! for i in 0..4u64 {
+//!     let r = (i as usize) * 1024..(i as usize + 1) * 1024;
+//!     sched.task(i, 1024)
+//!         .download(&d, 0, &host, r.clone())
+//!         .launch(&twice, 4u32, 256u32, 0, &[Arg::buffer(&d), Arg::u32(1024)])
+//!         .readback(&host, r, &d, 0)
+//!         .submit()?;
+//! }
+//! let report = sched.synchronize()?;
+//! assert!(host.read().iter().all(|&x| x == 2.0));
+//! println!("{report}");
+//! # Ok::<(), chariot::Error>(())
+//! ```
+
+#![deny(missing_docs, missing_debug_implementations)]
+
+mod backend;
+mod builder;
+mod callback;
+mod dispatch;
+mod error;
+mod kernel;
+mod memory;
+mod report;
+mod scheduler;
+mod signal;
+mod stage;
+mod task;
+
+
+pub use backend::{Backend, GpuInfo, SimProfile};
+pub use builder::{Builder, Gpus};
+pub use callback::{CallInfo, GpuCall, Resource};
+pub use error::{BoxError, Error, Result, TaskFailure};
+pub use kernel::{Arg, Dim3, Kernel, KernelHandle, LaunchShape, Param, ScalarArgs, TwinArgs};
+pub use memory::{DeviceBuffer, Element, HostBuffer, HostRead, HostWrite};
+pub use report::{CommandRecord, DispatchStats, HardwareBound, LowerBound, Report};
+pub use scheduler::Scheduler;
+pub use stage::{OverlapMatrix, Stage, Thresholds};
+pub use task::{Copy2d, Order, TaskBuilder, TaskId};

@@ -1,0 +1,170 @@
+//! Region claims on one host buffer: who may read or write which bytes now.
+//!
+//! A task claims, at submit, every host region its commands touch (downloads read,
+//! readbacks and writing callbacks write) and gives the claims back when it ends. A
+//! user guard claims its range while it lives. Two claims conflict when their regions
+//! share a byte and one of them writes, unless both belong to the same task (a task's
+//! commands run in order). Tasks never wait on claims: a conflicting submit is refused.
+//! User guards wait, on the buffer's condition variable, for conflicting tasks to end.
+
+use crate::task::TaskId;
+
+/// Who holds a claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Holder {
+    /// A submitted task, until it ends.
+    Task(TaskId),
+    /// A user's read guard.
+    UserRead(u64),
+}
+
+impl std::fmt::Display for Holder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Holder::Task(t) => write!(f, "in-flight task {t}"),
+            Holder::UserRead(_) => f.write_str("a live read guard (HostBuffer::read)"),
+        }
+    }
+}
+
+/// A set of bytes: `height` rows of `width` bytes, `pitch` bytes apart, from `start`.
+/// A 1-D region has `height` = 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Region {
+    pub start: usize,
+    pub width: usize,
+    pub pitch: usize,
+    pub height: usize,
+}
+
+impl Region {
+    pub(crate) fn linear(start: usize, len: usize) -> Self {
+        Region { start, width: len, pitch: len, height: 1 }
+    }
+
+    /// One past the last byte.
+    pub(crate) fn end(&self) -> usize {
+        if self.height == 0 || self.width == 0 {
+            self.start
+        } else {
+            self.start + (self.height - 1) * self.pitch + self.width
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.width == 0 || self.height == 0
+    }
+
+    /// Whether the byte interval `lo..hi` meets a row of this region.
+    fn meets_interval(&self, lo: usize, hi: usize) -> bool {
+        if self.is_empty() || hi <= self.start || lo >= self.end() {
+            return false;
+        }
+        if self.height == 1 {
+            return true;
+        }
+        // Rows whose span can reach lo..hi.
+        let first = lo.saturating_sub(self.start + self.width - 1) / self.pitch;
+        let last = ((hi - 1 - self.start.min(hi - 1)) / self.pitch).min(self.height - 1);
+        (first..=last).any(|row| {
+            let a = self.start + row * self.pitch;
+            a < hi && lo < a + self.width
+        })
+    }
+
+    /// Whether the two regions share a byte.
+    pub(crate) fn overlaps(&self, other: &Region) -> bool {
+        if self.is_empty() || other.is_empty() || self.end() <= other.start || other.end() <= self.start {
+            return false;
+        }
+        let (few, many) = if self.height <= other.height { (self, other) } else { (other, self) };
+        (0..few.height).any(|row| {
+            let a = few.start + row * few.pitch;
+            many.meets_interval(a, a + few.width)
+        })
+    }
+}
+
+impl std::fmt::Display for Region {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.height == 1 {
+            write!(f, "bytes {}..{}", self.start, self.end())
+        } else {
+            write!(f, "{} rows of {} bytes, pitch {}, from byte {}", self.height, self.width, self.pitch, self.start)
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Claim {
+    region: Region,
+    write: bool,
+    holder: Holder,
+}
+
+/// The live claims of one host buffer.
+#[derive(Debug, Default)]
+pub(crate) struct Claims {
+    list: Vec<Claim>,
+}
+
+impl Claims {
+    /// The first claim that conflicts with `region` (written if `write`) by `holder`.
+    pub(crate) fn conflict(&self, region: &Region, write: bool, holder: Holder) -> Option<Holder> {
+        self.list
+            .iter()
+            .find(|c| c.holder != holder && (write || c.write) && c.region.overlaps(region))
+            .map(|c| c.holder)
+    }
+
+    /// Whether a task (any task) holds a claim conflicting with a user access.
+    pub(crate) fn task_conflict(&self, region: &Region, write: bool) -> bool {
+        self.list
+            .iter()
+            .any(|c| matches!(c.holder, Holder::Task(_)) && (write || c.write) && c.region.overlaps(region))
+    }
+
+    pub(crate) fn add(&mut self, region: Region, write: bool, holder: Holder) {
+        self.list.push(Claim { region, write, holder });
+    }
+
+    /// Drops every claim of `holder`; returns whether any was dropped.
+    pub(crate) fn release(&mut self, holder: Holder) -> bool {
+        let before = self.list.len();
+        self.list.retain(|c| c.holder != holder);
+        self.list.len() != before
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn column_blocks_of_one_matrix_do_not_overlap() {
+        // 8 rows of 64 bytes; two tasks take columns 0..16 and 16..32 of every row.
+        let a = Region { start: 0, width: 16, pitch: 64, height: 8 };
+        let b = Region { start: 16, width: 16, pitch: 64, height: 8 };
+        assert!(!a.overlaps(&b));
+        let c = Region { start: 8, width: 16, pitch: 64, height: 8 };
+        assert!(a.overlaps(&c) && b.overlaps(&c));
+        // A row-major block (2 whole rows) meets column blocks.
+        let rows = Region::linear(128, 128);
+        assert!(rows.overlaps(&a) && a.overlaps(&rows));
+        assert!(!Region::linear(0, 16).overlaps(&Region::linear(16, 16)));
+        assert!(!Region::linear(40, 10).overlaps(&a));
+    }
+
+    #[test]
+    fn readers_share_writers_exclude() {
+        let mut c = Claims::default();
+        let t1 = Holder::Task(TaskId(1));
+        let t2 = Holder::Task(TaskId(2));
+        c.add(Region::linear(0, 100), false, t1);
+        assert_eq!(c.conflict(&Region::linear(50, 10), false, t2), None);
+        assert_eq!(c.conflict(&Region::linear(50, 10), true, t2), Some(t1));
+        assert_eq!(c.conflict(&Region::linear(50, 10), true, t1), None);
+        assert!(c.release(t1));
+        assert!(!c.task_conflict(&Region::linear(0, 100), true));
+    }
+}

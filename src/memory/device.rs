@@ -1,0 +1,113 @@
+//! Virtual device buffers (paper §4): the user names one `DeviceBuffer` in every task;
+//! the runtime keeps one physical buffer per (GPU, stream slot) and resolves the handle
+//! when it dispatches, on the GPU and stream the task was bound to.
+//!
+//! Lifetime: commands hold an `Arc` of the buffer, so the physical memory outlives
+//! every queued command that names it. When the last reference goes, the physical
+//! buffers move to the graveyard and return to the driver at the next
+//! `synchronize` or at shutdown, never on the dispatch path.
+
+use super::Element;
+use parking_lot::Mutex;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// One physical buffer of a virtual one.
+#[derive(Debug)]
+pub(crate) enum PhysBuf {
+    /// A `cuMemAlloc` block on a GPU (index in the scheduler's list).
+    Cuda { gpu: usize, ptr: u64 },
+    /// A simulated GPU's memory.
+    Sim(Arc<crate::backend::sim::SimMemory>),
+}
+
+/// Physical buffers whose virtual buffer is gone, waiting to be freed.
+pub(crate) type Graveyard = Arc<Mutex<Vec<PhysBuf>>>;
+
+/// What commands share: the physical buffers and their shape.
+#[derive(Debug)]
+pub(crate) struct DeviceBufferInner {
+    pub(crate) id: u64,
+    /// The scheduler that allocated it.
+    pub(crate) sched_id: u64,
+    /// Stream slots per GPU: physical buffer of (gpu, slot) is `phys[gpu * slots + slot]`.
+    pub(crate) slots: usize,
+    pub(crate) phys: Vec<PhysBuf>,
+    graveyard: Graveyard,
+}
+
+impl DeviceBufferInner {
+    pub(crate) fn new(sched_id: u64, slots: usize, phys: Vec<PhysBuf>, graveyard: Graveyard) -> Self {
+        DeviceBufferInner { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), sched_id, slots, phys, graveyard }
+    }
+
+    /// The physical buffer of `gpu`'s stream slot `slot`.
+    pub(crate) fn phys(&self, gpu: usize, slot: usize) -> &PhysBuf {
+        &self.phys[gpu * self.slots + slot]
+    }
+}
+
+impl Drop for DeviceBufferInner {
+    fn drop(&mut self) {
+        self.graveyard.lock().append(&mut self.phys);
+    }
+}
+
+/// A virtual device buffer of `len` elements of `T`, allocated by
+/// [`Scheduler::alloc`](crate::Scheduler::alloc): one physical copy per GPU and
+/// stream slot, chosen when a task's command is dispatched. Clones are handles to the
+/// same buffer (for moving into GPU callbacks).
+///
+/// ```
+/// use chariot::{Backend, Scheduler};
+/// let sched = Scheduler::builder().backend(Backend::Sim).streams(2).build()?;
+/// let d_in = sched.alloc::<f32>(1024)?;
+/// assert_eq!(d_in.len(), 1024);
+/// d_in.free(); // or let it drop
+/// # Ok::<(), chariot::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct DeviceBuffer<T: Element> {
+    inner: Arc<DeviceBufferInner>,
+    len: usize,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: Element> DeviceBuffer<T> {
+    pub(crate) fn new(inner: DeviceBufferInner, len: usize) -> Self {
+        DeviceBuffer { inner: Arc::new(inner), len, _t: PhantomData }
+    }
+
+    pub(crate) fn inner(&self) -> &Arc<DeviceBufferInner> {
+        &self.inner
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer has no elements (never: empty buffers are refused).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The buffer's id, as error messages name it.
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// Frees the buffer. Commands already submitted keep their physical copies alive
+    /// until they complete; the memory returns to the driver at the next
+    /// `synchronize` (or at shutdown). Dropping the handle does the same.
+    pub fn free(self) {}
+}
+
+impl<T: Element> std::fmt::Debug for DeviceBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceBuffer").field("id", &self.inner.id).field("len", &self.len).finish()
+    }
+}

@@ -1,0 +1,240 @@
+//! Host buffers: the user's side of every copy. Pinned on the CUDA backend (portable,
+//! not write-combined, so readback targets stay fast to read on the CPU).
+//!
+//! Safety contract: a user reads a buffer only through [`HostBuffer::read`] (which waits
+//! until no in-flight task writes the range) and writes it only through
+//! [`HostBuffer::write`] (which waits until no in-flight task touches the range, and
+//! borrows the buffer mutably, so no read guard of this handle lives meanwhile).
+//! Tasks claim their regions at submit; a claim that conflicts is refused.
+
+use super::claims::{Claims, Holder, Region};
+use super::Element;
+use crate::backend::host_alloc::HostAlloc;
+use parking_lot::{Condvar, Mutex};
+use std::marker::PhantomData;
+use std::ops::{Bound, Range, RangeBounds};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// What tasks share with the user's handle: the allocation and its claims.
+#[derive(Debug)]
+pub(crate) struct HostShared {
+    pub(crate) id: u64,
+    pub(crate) alloc: HostAlloc,
+    pub(crate) claims: Mutex<Claims>,
+    released: Condvar,
+}
+
+impl HostShared {
+    pub(crate) fn new(alloc: HostAlloc) -> Arc<Self> {
+        Arc::new(HostShared {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            alloc,
+            claims: Mutex::new(Claims::default()),
+            released: Condvar::new(),
+        })
+    }
+
+    /// Gives back every claim of `holder` and wakes guards waiting for them.
+    pub(crate) fn release(&self, holder: Holder) {
+        if self.claims.lock().release(holder) {
+            self.released.notify_all();
+        }
+    }
+
+    fn wait_until_free(&self, region: &Region, write: bool) -> parking_lot::MutexGuard<'_, Claims> {
+        let mut claims = self.claims.lock();
+        while claims.task_conflict(region, write) {
+            self.released.wait(&mut claims);
+        }
+        claims
+    }
+}
+
+/// A host buffer of `len` elements of `T`, allocated by
+/// [`Scheduler::alloc_host`](crate::Scheduler::alloc_host).
+///
+/// Commands name regions of it by element ranges. Reading and writing it from the CPU
+/// goes through guards that wait for the tasks touching the range.
+///
+/// ```
+/// use chariot::{Backend, Scheduler};
+/// let sched = Scheduler::builder().backend(Backend::Sim).build()?;
+/// let mut host = sched.alloc_host::<u32>(8)?;
+/// host.write().copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
+/// assert_eq!(host.read()[7], 8);
+/// # Ok::<(), chariot::Error>(())
+/// ```
+pub struct HostBuffer<T: Element> {
+    shared: Arc<HostShared>,
+    len: usize,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: Element> HostBuffer<T> {
+    pub(crate) fn new(alloc: HostAlloc, len: usize) -> Self {
+        HostBuffer { shared: HostShared::new(alloc), len, _t: PhantomData }
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<HostShared> {
+        &self.shared
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer has no elements (never: empty buffers are refused).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether the memory is page-locked (always on the CUDA backend).
+    pub fn is_pinned(&self) -> bool {
+        self.shared.alloc.is_pinned()
+    }
+
+    /// The buffer's id, as error messages name it.
+    pub fn id(&self) -> u64 {
+        self.shared.id
+    }
+
+    /// Reads the whole buffer, waiting until no in-flight task writes any of it.
+    pub fn read(&self) -> HostRead<'_, T> {
+        self.read_span(0, self.len)
+    }
+
+    /// Reads elements `range`, waiting until no in-flight task writes them.
+    ///
+    /// # Errors
+    /// [`Error::InvalidCommand`](crate::Error) is not used here: a range outside the
+    /// buffer is [`Error::InvalidLength`](crate::Error::InvalidLength).
+    pub fn read_range(&self, range: impl RangeBounds<usize>) -> crate::Result<HostRead<'_, T>> {
+        let r = self.resolve(range)?;
+        Ok(self.read_span(r.start, r.end))
+    }
+
+    /// Writes the whole buffer, waiting until no in-flight task touches any of it.
+    pub fn write(&mut self) -> HostWrite<'_, T> {
+        self.write_span(0, self.len)
+    }
+
+    /// Writes elements `range`, waiting until no in-flight task touches them.
+    pub fn write_range(&mut self, range: impl RangeBounds<usize>) -> crate::Result<HostWrite<'_, T>> {
+        let r = self.resolve(range)?;
+        Ok(self.write_span(r.start, r.end))
+    }
+
+    /// Resolves a range of elements, checking it lies in the buffer.
+    pub(crate) fn resolve(&self, range: impl RangeBounds<usize>) -> crate::Result<Range<usize>> {
+        resolve(range, self.len).map_err(|message| crate::Error::InvalidLength {
+            len: self.len,
+            elem_size: std::mem::size_of::<T>(),
+            message,
+        })
+    }
+
+    fn read_span(&self, start: usize, end: usize) -> HostRead<'_, T> {
+        let size = std::mem::size_of::<T>();
+        let region = Region::linear(start * size, (end - start) * size);
+        let token = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let mut claims = self.shared.wait_until_free(&region, false);
+        claims.add(region, false, Holder::UserRead(token));
+        drop(claims);
+        let bytes = self.shared.alloc.bytes(region.start, region.end());
+        HostRead { shared: &self.shared, token, data: bytemuck::cast_slice(bytes) }
+    }
+
+    fn write_span(&mut self, start: usize, end: usize) -> HostWrite<'_, T> {
+        let size = std::mem::size_of::<T>();
+        let region = Region::linear(start * size, (end - start) * size);
+        // `&mut self` rules out this handle's read guards; waiting rules out tasks, and
+        // holding no claim is enough because a task needs `&self` to be built.
+        drop(self.shared.wait_until_free(&region, true));
+        let bytes = self.shared.alloc.bytes_mut(region.start, region.end());
+        HostWrite { data: bytemuck::cast_slice_mut(bytes) }
+    }
+}
+
+/// Resolves `range` against `len`, or says why it does not fit.
+pub(crate) fn resolve(range: impl RangeBounds<usize>, len: usize) -> Result<Range<usize>, String> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.checked_add(1).ok_or("range start overflows")?,
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1).ok_or("range end overflows")?,
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    if start > end || end > len {
+        return Err(format!("range {start}..{end} does not fit in 0..{len}"));
+    }
+    Ok(start..end)
+}
+
+impl<T: Element> std::fmt::Debug for HostBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostBuffer")
+            .field("id", &self.shared.id)
+            .field("len", &self.len)
+            .field("pinned", &self.is_pinned())
+            .finish()
+    }
+}
+
+/// A read guard on a host range: no task writes it while the guard lives, and a
+/// submit of such a task is refused with [`Error::HostConflict`](crate::Error::HostConflict).
+pub struct HostRead<'a, T: Element> {
+    shared: &'a HostShared,
+    token: u64,
+    data: &'a [T],
+}
+
+impl<T: Element> std::ops::Deref for HostRead<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        self.data
+    }
+}
+
+impl<T: Element> Drop for HostRead<'_, T> {
+    fn drop(&mut self) {
+        self.shared.release(Holder::UserRead(self.token));
+    }
+}
+
+impl<T: Element> std::fmt::Debug for HostRead<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostRead").field("len", &self.data.len()).finish()
+    }
+}
+
+/// A write guard on a host range: it borrows the buffer mutably, so no task can be
+/// built on it while the guard lives, and no task touched the range when it was made.
+pub struct HostWrite<'a, T: Element> {
+    data: &'a mut [T],
+}
+
+impl<T: Element> std::ops::Deref for HostWrite<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        self.data
+    }
+}
+
+impl<T: Element> std::ops::DerefMut for HostWrite<'_, T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        self.data
+    }
+}
+
+impl<T: Element> std::fmt::Debug for HostWrite<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostWrite").field("len", &self.data.len()).finish()
+    }
+}

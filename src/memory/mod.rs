@@ -1,0 +1,31 @@
+//! Buffers the user names in commands: host buffers (pinned, guarded by region claims)
+//! and virtual device buffers (one physical copy per GPU and stream slot).
+
+pub(crate) mod claims;
+mod device;
+pub(crate) mod host;
+
+pub use device::DeviceBuffer;
+pub(crate) use device::{DeviceBufferInner, Graveyard, PhysBuf};
+pub use host::{HostBuffer, HostRead, HostWrite};
+pub(crate) use host::HostShared;
+
+/// Element types that may live in host and device buffers: plain data, any bit
+/// pattern valid (`bytemuck::Pod`), at most 16-byte aligned.
+pub trait Element: bytemuck::Pod + Send + Sync + 'static {}
+impl<T: bytemuck::Pod + Send + Sync + 'static> Element for T {}
+
+/// Bytes for `len` elements of `T`, refusing zero and overflow.
+pub(crate) fn checked_bytes<T>(len: usize) -> crate::Result<usize> {
+    let elem_size = std::mem::size_of::<T>();
+    let bad = |message: &str| crate::Error::InvalidLength { len, elem_size, message: message.to_string() };
+    if len == 0 {
+        return Err(bad("a buffer needs at least one element"));
+    }
+    if elem_size == 0 || std::mem::align_of::<T>() > 16 {
+        return Err(bad("element types must be non-empty and at most 16-byte aligned"));
+    }
+    len.checked_mul(elem_size)
+        .filter(|&b| b <= isize::MAX as usize)
+        .ok_or_else(|| bad("the size in bytes overflows"))
+}

@@ -1,0 +1,250 @@
+//! What a run produced (paper §6.1, Appendix C): the timeline of every command, the
+//! makespan T, busy time per stage and GPU, tasks per GPU, the paper's lower bound
+//! T_LB and the overhead ε = T/T_LB − 1, and the dispatcher's own host cost.
+
+mod lower_bound;
+mod trace;
+
+pub use lower_bound::{HardwareBound, LowerBound};
+
+use crate::error::TaskFailure;
+use crate::stage::Stage;
+use crate::task::TaskId;
+use serde::Serialize;
+
+/// One command as it ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct CommandRecord {
+    /// Its task.
+    pub task: TaskId,
+    /// The task's granularity (as given to [`Scheduler::task`](crate::Scheduler::task)).
+    pub granularity: u64,
+    /// Index of the command in its task.
+    pub command: u32,
+    /// Its stage.
+    pub stage: Stage,
+    /// GPU (index in the scheduler's list).
+    pub gpu: u16,
+    /// Stream slot on that GPU.
+    pub stream: u16,
+    /// When the dispatcher issued it (ns since the scheduler started).
+    pub dispatched_ns: u64,
+    /// When it started running (device clock for GPU commands, mapped to the host's).
+    pub start_ns: u64,
+    /// When it ended.
+    pub end_ns: u64,
+    /// Bytes a copy moved (0 otherwise).
+    pub bytes: u64,
+    /// Whether it failed.
+    pub failed: bool,
+}
+
+impl CommandRecord {
+    /// `end_ns − start_ns`.
+    pub fn duration_ns(&self) -> u64 {
+        self.end_ns.saturating_sub(self.start_ns)
+    }
+}
+
+/// Host time the dispatchers spent, per command, outside and inside driver calls.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DispatchStats {
+    /// Commands dispatched.
+    pub commands: u64,
+    /// Host time in the runtime's own code for dispatch and completion (selection,
+    /// queues, counters, records), driver calls excluded.
+    pub runtime_ns: u64,
+    /// Host time inside driver calls that issue commands.
+    pub driver_ns: u64,
+    /// Idle-detection queries made (event queries or completion checks).
+    pub polls: u64,
+    /// Host time inside those queries.
+    pub poll_ns: u64,
+}
+
+impl DispatchStats {
+    pub(crate) fn add(&mut self, o: &DispatchStats) {
+        self.commands += o.commands;
+        self.runtime_ns += o.runtime_ns;
+        self.driver_ns += o.driver_ns;
+        self.polls += o.polls;
+        self.poll_ns += o.poll_ns;
+    }
+
+    /// Runtime host time per command, ns (driver calls excluded).
+    pub fn runtime_ns_per_command(&self) -> f64 {
+        self.runtime_ns as f64 / self.commands.max(1) as f64
+    }
+
+    /// Driver host time per command, ns.
+    pub fn driver_ns_per_command(&self) -> f64 {
+        self.driver_ns as f64 / self.commands.max(1) as f64
+    }
+}
+
+/// The report of one batch (everything between two `synchronize` calls).
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// `cuda` or `sim`.
+    pub backend: String,
+    /// GPU names, in the scheduler's order.
+    pub gpus: Vec<String>,
+    /// Streams per GPU.
+    pub streams: usize,
+    /// Host buses B used for the thresholds and the bound.
+    pub buses: usize,
+    /// Every command, in completion order per GPU.
+    pub records: Vec<CommandRecord>,
+    /// Tasks completed (failed ones included).
+    pub tasks: usize,
+    /// First command's start (ns since the scheduler started).
+    pub start_ns: u64,
+    /// Last command's end.
+    pub end_ns: u64,
+    /// T: `end_ns − start_ns`.
+    pub makespan_ns: u64,
+    /// Busy time (union of intervals) per GPU and stage, ns.
+    pub busy_ns: Vec<[u64; Stage::K]>,
+    /// Tasks run on each GPU.
+    pub tasks_per_gpu: Vec<usize>,
+    /// The paper's lower bound (Appendix C) from the measured d_i, k_i, r_i.
+    pub lower_bound: LowerBound,
+    /// ε = T/T_LB − 1 against the paper's bound (`None` without GPU work).
+    pub epsilon: Option<f64>,
+    /// The dispatchers' host cost.
+    pub dispatch: DispatchStats,
+    /// Tasks that failed.
+    pub failures: Vec<TaskFailure>,
+}
+
+/// Union length of `[start, end)` intervals.
+pub(crate) fn union_ns(mut spans: Vec<(u64, u64)>) -> u64 {
+    spans.sort_unstable();
+    let (mut total, mut cur): (u64, Option<(u64, u64)>) = (0, None);
+    for (s, e) in spans {
+        cur = match cur {
+            Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                total += ce - cs;
+                Some((s, e))
+            }
+            None => Some((s, e)),
+        };
+    }
+    total + cur.map_or(0, |(s, e)| e - s)
+}
+
+impl Report {
+    pub(crate) fn build(
+        backend: &str,
+        gpus: Vec<String>,
+        streams: usize,
+        buses: usize,
+        records: Vec<CommandRecord>,
+        dispatch: DispatchStats,
+        failures: Vec<TaskFailure>,
+    ) -> Report {
+        let d = gpus.len();
+        let start_ns = records.iter().map(|r| r.start_ns).min().unwrap_or(0);
+        let end_ns = records.iter().map(|r| r.end_ns).max().unwrap_or(0);
+        let mut busy_ns = vec![[0u64; Stage::K]; d];
+        for (g, busy) in busy_ns.iter_mut().enumerate() {
+            for stage in Stage::ALL {
+                let spans = records
+                    .iter()
+                    .filter(|r| r.gpu as usize == g && r.stage == stage)
+                    .map(|r| (r.start_ns, r.end_ns))
+                    .collect();
+                busy[stage.index()] = union_ns(spans);
+            }
+        }
+        let mut per_task: std::collections::HashMap<TaskId, u16> = Default::default();
+        for r in &records {
+            per_task.insert(r.task, r.gpu);
+        }
+        let mut tasks_per_gpu = vec![0; d];
+        for g in per_task.values() {
+            tasks_per_gpu[*g as usize] += 1;
+        }
+        let lower_bound = LowerBound::paper(&records, d.max(1), buses.max(1));
+        let makespan_ns = end_ns - start_ns;
+        let epsilon = (lower_bound.t_lb_ns > 0).then(|| makespan_ns as f64 / lower_bound.t_lb_ns as f64 - 1.0);
+        Report {
+            backend: backend.to_string(),
+            gpus,
+            streams,
+            buses,
+            tasks: per_task.len(),
+            records,
+            start_ns,
+            end_ns,
+            makespan_ns,
+            busy_ns,
+            tasks_per_gpu,
+            lower_bound,
+            epsilon,
+            dispatch,
+            failures,
+        }
+    }
+
+    /// T in milliseconds.
+    pub fn makespan_ms(&self) -> f64 {
+        self.makespan_ns as f64 / 1e6
+    }
+
+    /// The records of one task, in command order.
+    pub fn task_records(&self, task: TaskId) -> Vec<CommandRecord> {
+        let mut v: Vec<_> = self.records.iter().filter(|r| r.task == task).copied().collect();
+        v.sort_by_key(|r| r.command);
+        v
+    }
+
+    /// The timeline as Chrome-trace JSON (open in Perfetto or chrome://tracing): one
+    /// process per GPU, one track per stage engine and per stream.
+    pub fn chrome_trace(&self) -> String {
+        trace::chrome_trace(self)
+    }
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "backend {} | {} GPU(s) x {} stream(s) | {} tasks, {} commands",
+            self.backend,
+            self.gpus.len(),
+            self.streams,
+            self.tasks,
+            self.records.len()
+        )?;
+        writeln!(
+            f,
+            "T = {:.3} ms | paper T_LB = {:.3} ms (T1 {:.3}, T2 {:.3}) | eps = {}",
+            self.makespan_ms(),
+            self.lower_bound.t_lb_ns as f64 / 1e6,
+            self.lower_bound.t1_ns as f64 / 1e6,
+            self.lower_bound.t2_ns as f64 / 1e6,
+            self.epsilon.map_or("n/a".into(), |e| format!("{:.1}%", e * 100.0))
+        )?;
+        for (g, busy) in self.busy_ns.iter().enumerate() {
+            write!(f, "GPU {g}: {} tasks, busy", self.tasks_per_gpu[g])?;
+            for s in Stage::ALL {
+                write!(f, " {} {:.3} ms", s, busy[s.index()] as f64 / 1e6)?;
+            }
+            writeln!(f)?;
+        }
+        write!(
+            f,
+            "dispatch: {} commands, runtime {:.2} us/command, driver {:.2} us/command, {} polls",
+            self.dispatch.commands,
+            self.dispatch.runtime_ns_per_command() / 1e3,
+            self.dispatch.driver_ns_per_command() / 1e3,
+            self.dispatch.polls
+        )?;
+        if !self.failures.is_empty() {
+            write!(f, "\n{} task(s) failed", self.failures.len())?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,392 @@
+//! The Scheduler: owns the backend, the task buffer, the stage queues, the dispatcher
+//! and executioner threads, and the batch bookkeeping that `synchronize` waits on.
+//!
+//! Shutdown protocol (also run by `Drop`):
+//! 1. refuse new submits (`closed`);
+//! 2. wait until every submitted task has ended (as `synchronize` does);
+//! 3. raise `stop` and wake every dispatcher; each leaves its loop once its slots are
+//!    empty, dropping its GPU handle (streams, events, simulated engines);
+//! 4. join the dispatchers, then close and join the executioners;
+//! 5. free the device buffers in the graveyard.
+
+use crate::backend::{GpuInfo, Machine};
+use crate::builder::{Builder, Config};
+use crate::callback::Executioners;
+use crate::dispatch::Dispatcher;
+use crate::error::{Error, Result, TaskFailure};
+use crate::kernel::{Kernel, KernelHandle, KernelInner};
+use crate::memory::claims::{Holder, Region};
+use crate::memory::{checked_bytes, DeviceBuffer, DeviceBufferInner, Element, Graveyard, HostBuffer, HostShared};
+use crate::report::{CommandRecord, DispatchStats, Report};
+use crate::signal::Signal;
+use crate::stage::queues::StageQueues;
+use crate::stage::Thresholds;
+use crate::task::buffer::TaskBuffer;
+use crate::task::command::Command;
+use crate::task::{Task, TaskBuilder, TaskId};
+use parking_lot::{Condvar, Mutex};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+static NEXT_SCHEDULER: AtomicU64 = AtomicU64::new(1);
+
+/// Tasks submitted and not yet ended, and what ended badly.
+#[derive(Debug, Default)]
+pub(crate) struct Batch {
+    pub(crate) outstanding: usize,
+    pub(crate) in_flight: HashSet<TaskId>,
+    pub(crate) failures: Vec<TaskFailure>,
+}
+
+/// What the dispatchers share with the scheduler.
+pub(crate) struct Shared {
+    pub(crate) buffer: TaskBuffer,
+    pub(crate) queues: StageQueues,
+    pub(crate) signals: Vec<Arc<Signal>>,
+    pub(crate) batch: Mutex<Batch>,
+    pub(crate) batch_done: Condvar,
+    pub(crate) stop: AtomicBool,
+    pub(crate) timelines: Vec<Mutex<Vec<CommandRecord>>>,
+    pub(crate) stats: Vec<Mutex<DispatchStats>>,
+    pub(crate) epoch: Instant,
+}
+
+impl Shared {
+    pub(crate) fn wake_all(&self) {
+        for s in &self.signals {
+            s.notify();
+        }
+    }
+
+    /// Ends a task: gives back its host claims, then counts it out of the batch.
+    pub(crate) fn end_task(&self, task: Box<Task>, failure: Option<TaskFailure>) {
+        let id = task.id;
+        for h in &task.hosts {
+            h.release(Holder::Task(id));
+        }
+        drop(task);
+        let mut batch = self.batch.lock();
+        batch.outstanding -= 1;
+        batch.in_flight.remove(&id);
+        batch.failures.extend(failure);
+        if batch.outstanding == 0 {
+            self.batch_done.notify_all();
+        }
+    }
+}
+
+/// The runtime: build one with [`Scheduler::builder`], allocate buffers, register
+/// kernels, submit tasks, and [`synchronize`](Scheduler::synchronize).
+///
+/// ```
+/// use chariot::{Arg, Backend, Kernel, Param, Scheduler};
+/// let sched = Scheduler::builder().backend(Backend::Sim).streams(2).build()?;
+/// let n = 1024;
+/// let mut host = sched.alloc_host::<u32>(4 * n)?;
+/// host.write().iter_mut().enumerate().for_each(|(i, x)| *x = i as u32);
+/// let d = sched.alloc::<u32>(n)?;
+/// let inc = sched.register_kernel(
+///     Kernel::new("inc", r#"extern "C" __global__ void inc(unsigned* x, unsigned n) {
+///         unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] += 1; }"#)
+///         .params([Param::Buffer, Param::U32])
+///         .cpu_twin(|a| { let n = a.u32(1)? as usize; a.buffer_mut::<u32>(0)?[..n].iter_mut().for_each(|x| *x += 1); Ok(()) }),
+/// )?;
+/// for i in 0..4 {
+///     let chunk = i * n..(i + 1) * n;
+///     sched.task(i as u64, n as u64)
+///         .download(&d, 0, &host, chunk.clone())
+///         .launch(&inc, (n as u32).div_ceil(256), 256, 0, &[Arg::buffer(&d), Arg::u32(n as u32)])
+///         .readback(&host, chunk, &d, 0)
+///         .submit()?;
+/// }
+/// let report = sched.synchronize()?;
+/// assert_eq!(report.tasks, 4);
+/// assert!(host.read().iter().enumerate().all(|(i, &x)| x == i as u32 + 1));
+/// # Ok::<(), chariot::Error>(())
+/// ```
+pub struct Scheduler {
+    id: u64,
+    machine: Arc<Machine>,
+    config: Config,
+    shared: Arc<Shared>,
+    closed: AtomicBool,
+    seq: AtomicU64,
+    graveyard: Graveyard,
+    threads: Mutex<Option<(Vec<JoinHandle<()>>, Executioners)>>,
+}
+
+impl Scheduler {
+    /// A builder with the defaults: 1 GPU, 2 streams, FCFS, the paper's thresholds,
+    /// backend `Auto`, dispatchers pinned.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    pub(crate) fn start(machine: Machine, config: Config) -> Result<Scheduler> {
+        let machine = Arc::new(machine);
+        let d = machine.gpus().len();
+        let epoch = Instant::now();
+        let signals: Vec<Arc<Signal>> = (0..d).map(|_| Arc::new(Signal::default())).collect();
+        let shared = Arc::new(Shared {
+            buffer: TaskBuffer::new(config.order),
+            queues: StageQueues::new(config.thresholds.global),
+            signals: signals.clone(),
+            batch: Mutex::new(Batch::default()),
+            batch_done: Condvar::new(),
+            stop: AtomicBool::new(false),
+            timelines: (0..d).map(|_| Mutex::new(Vec::new())).collect(),
+            stats: (0..d).map(|_| Mutex::new(DispatchStats::default())).collect(),
+            epoch,
+        });
+        // Open every GPU before starting any thread: a failure here leaves nothing running.
+        let mut gpus = Vec::with_capacity(d);
+        for (g, signal) in signals.iter().enumerate() {
+            gpus.push(machine.open_gpu(g, config.streams, epoch, signal.clone())?);
+        }
+        let cores = crate::dispatch::affinity::choose(machine.gpus(), config.pin);
+        let executioners = Executioners::start(config.thresholds.global[0])?;
+        let mut dispatchers = Vec::with_capacity(d);
+        for (g, gpu) in gpus.into_iter().enumerate() {
+            let dispatcher = Dispatcher::new(g, gpu, &config, shared.clone(), executioners.sender(), cores[g]);
+            let name = format!("chariot-dispatch-{g}");
+            match std::thread::Builder::new().name(name.clone()).spawn(move || dispatcher.run()) {
+                Ok(h) => dispatchers.push(h),
+                Err(e) => {
+                    shared.stop.store(true, Ordering::SeqCst);
+                    shared.wake_all();
+                    for h in dispatchers {
+                        let _ = h.join();
+                    }
+                    return Err(Error::Thread { name, message: e.to_string() });
+                }
+            }
+        }
+        Ok(Scheduler {
+            id: NEXT_SCHEDULER.fetch_add(1, Ordering::Relaxed),
+            machine,
+            config,
+            shared,
+            closed: AtomicBool::new(false),
+            seq: AtomicU64::new(0),
+            graveyard: Default::default(),
+            threads: Mutex::new(Some((dispatchers, executioners))),
+        })
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// `cuda` or `sim`.
+    pub fn backend_name(&self) -> &'static str {
+        self.machine.name()
+    }
+
+    /// D, the number of GPUs.
+    pub fn gpu_count(&self) -> usize {
+        self.machine.gpus().len()
+    }
+
+    /// What each GPU is (name, engines, architecture).
+    pub fn gpu_info(&self) -> &[GpuInfo] {
+        self.machine.gpus()
+    }
+
+    /// S, streams per GPU.
+    pub fn streams(&self) -> usize {
+        self.config.streams
+    }
+
+    /// The thresholds in force.
+    pub fn thresholds(&self) -> Thresholds {
+        self.config.thresholds
+    }
+
+    /// The overlap matrix of GPU `gpu`.
+    pub fn overlap_matrix(&self, gpu: usize) -> Option<crate::OverlapMatrix> {
+        self.config.matrices.get(gpu).copied()
+    }
+
+    /// Host buses B in force.
+    pub fn buses(&self) -> usize {
+        self.config.buses
+    }
+
+    /// Device memory in use on `gpu` now, in bytes, where the backend can tell.
+    pub fn device_memory_in_use(&self, gpu: usize) -> Option<u64> {
+        (gpu < self.gpu_count()).then(|| self.machine.memory_in_use(gpu)).flatten()
+    }
+
+    /// Allocates a host buffer of `len` elements: pinned and portable on CUDA
+    /// (not write-combined), ordinary memory on sim; zeroed.
+    ///
+    /// # Errors
+    /// [`Error::InvalidLength`] for 0 elements or a size that overflows,
+    /// [`Error::OutOfMemory`] if the allocation fails.
+    pub fn alloc_host<T: Element>(&self, len: usize) -> Result<HostBuffer<T>> {
+        let bytes = checked_bytes::<T>(len)?;
+        Ok(HostBuffer::new(self.machine.alloc_host(bytes)?, len))
+    }
+
+    /// Allocates a virtual device buffer of `len` elements: one physical buffer per GPU
+    /// and stream slot (D·S in all), allocated now so that running out of memory shows
+    /// here and not in the middle of a run.
+    ///
+    /// # Errors
+    /// [`Error::InvalidLength`] for 0 elements or a size that overflows,
+    /// [`Error::OutOfMemory`] if a GPU cannot hold them.
+    pub fn alloc<T: Element>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        let bytes = checked_bytes::<T>(len)?;
+        let s = self.config.streams;
+        let mut phys = Vec::with_capacity(self.gpu_count() * s);
+        for g in 0..self.gpu_count() {
+            for _ in 0..s {
+                match self.machine.alloc_device(g, bytes) {
+                    Ok(p) => phys.push(p),
+                    Err(e) => {
+                        self.machine.free_device(phys);
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        Ok(DeviceBuffer::new(DeviceBufferInner::new(self.id, s, phys, self.graveyard.clone()), len))
+    }
+
+    /// Compiles `kernel` with NVRTC for each GPU's architecture and loads it (CUDA), or
+    /// checks it has a CPU twin (sim).
+    ///
+    /// # Errors
+    /// [`Error::KernelCompile`] with NVRTC's log, [`Error::KernelInvalid`] for a missing
+    /// entry point or (sim) a missing CPU twin.
+    pub fn register_kernel(&self, kernel: Kernel) -> Result<KernelHandle> {
+        if kernel.name.is_empty() {
+            return Err(Error::KernelInvalid { kernel: kernel.name, message: "the name is empty".into() });
+        }
+        if kernel.params.len() > 32 {
+            return Err(Error::KernelInvalid {
+                kernel: kernel.name.clone(),
+                message: format!("{} parameters; at most 32 are supported", kernel.params.len()),
+            });
+        }
+        let functions = self.machine.load_kernel(&kernel)?;
+        Ok(KernelHandle { inner: Arc::new(KernelInner { def: kernel, sched_id: self.id, functions }) })
+    }
+
+    /// Starts building task `id` with granularity `granularity` (its chunk's size, used
+    /// by the LF and SF rules).
+    pub fn task(&self, id: u64, granularity: u64) -> TaskBuilder<'_> {
+        TaskBuilder::new(self, TaskId(id), granularity)
+    }
+
+    pub(crate) fn submit_task(
+        &self,
+        id: TaskId,
+        granularity: u64,
+        commands: Vec<Command>,
+        claims: Vec<(Arc<HostShared>, Region, bool)>,
+    ) -> Result<TaskId> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(Error::ShutDown);
+        }
+        {
+            let mut batch = self.shared.batch.lock();
+            if !batch.in_flight.insert(id) {
+                return Err(Error::DuplicateTask { task: id });
+            }
+        }
+        let mut hosts: Vec<Arc<HostShared>> = Vec::new();
+        for (host, region, write) in &claims {
+            let mut list = host.claims.lock();
+            if let Some(holder) = list.conflict(region, *write, Holder::Task(id)) {
+                drop(list);
+                for h in &hosts {
+                    h.release(Holder::Task(id));
+                }
+                self.shared.batch.lock().in_flight.remove(&id);
+                return Err(Error::HostConflict { task: id, buffer: host.id, region: region.to_string(), holder: holder.to_string() });
+            }
+            list.add(*region, *write, Holder::Task(id));
+            drop(list);
+            if !hosts.iter().any(|h| Arc::ptr_eq(h, host)) {
+                hosts.push(host.clone());
+            }
+        }
+        self.shared.batch.lock().outstanding += 1;
+        let task = Task { id, granularity, seq: self.seq.fetch_add(1, Ordering::Relaxed), commands, next: 0, hosts };
+        self.shared.buffer.push(Box::new(task));
+        self.shared.wake_all();
+        Ok(id)
+    }
+
+    /// Waits until every submitted task has ended, then returns the batch's report.
+    ///
+    /// # Errors
+    /// [`Error::TasksFailed`] with every failed task (and the report) when any failed;
+    /// the other tasks completed and their outputs are intact.
+    pub fn synchronize(&self) -> Result<Report> {
+        let failures = {
+            let mut batch = self.shared.batch.lock();
+            while batch.outstanding > 0 {
+                self.shared.batch_done.wait(&mut batch);
+            }
+            std::mem::take(&mut batch.failures)
+        };
+        let mut records = Vec::new();
+        for t in &self.shared.timelines {
+            records.append(&mut t.lock());
+        }
+        let mut stats = DispatchStats::default();
+        for s in &self.shared.stats {
+            stats.add(&std::mem::take(&mut *s.lock()));
+        }
+        // Nothing runs now: freeing device memory cannot stall a pipeline.
+        self.machine.free_device(std::mem::take(&mut *self.graveyard.lock()));
+        let names = self.machine.gpus().iter().map(|g| g.name.clone()).collect();
+        let report = Report::build(self.machine.name(), names, self.config.streams, self.config.buses, records, stats, failures.clone());
+        if failures.is_empty() {
+            Ok(report)
+        } else {
+            Err(Error::TasksFailed { failures, report: Box::new(report) })
+        }
+    }
+
+    /// Waits for all work, stops every runtime thread and returns the last batch's
+    /// report. Later submits fail with [`Error::ShutDown`]. Dropping the scheduler does
+    /// the same, discarding the report.
+    pub fn shutdown(&self) -> Result<Report> {
+        self.closed.store(true, Ordering::SeqCst);
+        let report = self.synchronize();
+        if let Some((dispatchers, mut executioners)) = self.threads.lock().take() {
+            self.shared.stop.store(true, Ordering::SeqCst);
+            self.shared.wake_all();
+            for h in dispatchers {
+                let _ = h.join();
+            }
+            executioners.stop();
+        }
+        self.machine.free_device(std::mem::take(&mut *self.graveyard.lock()));
+        report
+    }
+}
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+impl std::fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scheduler")
+            .field("backend", &self.machine.name())
+            .field("gpus", &self.gpu_count())
+            .field("streams", &self.config.streams)
+            .field("order", &self.config.order)
+            .field("thresholds", &self.config.thresholds)
+            .finish()
+    }
+}

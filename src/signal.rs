@@ -1,0 +1,45 @@
+//! A wake-up signal for a parked dispatcher: an epoch counter and a condition variable.
+//!
+//! Protocol (no lost wake-up): the dispatcher reads the epoch *before* it looks for
+//! work, and parks only while the epoch is unchanged. A notifier bumps the epoch and,
+//! if the dispatcher says it is parked, takes the lock and notifies. Both the bump/
+//! `parked` read and the `parked` store/epoch read are SeqCst, so either the
+//! notifier sees `parked` or the dispatcher sees the new epoch.
+
+use parking_lot::{Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// See the module comment.
+#[derive(Debug, Default)]
+pub(crate) struct Signal {
+    epoch: AtomicU64,
+    parked: AtomicBool,
+    lock: Mutex<()>,
+    cv: Condvar,
+}
+
+impl Signal {
+    /// The epoch to pass to [`Signal::park`] after looking for work.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::SeqCst)
+    }
+
+    /// Wakes the owner if it is parked (or makes its next park return at once).
+    pub(crate) fn notify(&self) {
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        if self.parked.load(Ordering::SeqCst) {
+            let _guard = self.lock.lock();
+            self.cv.notify_one();
+        }
+    }
+
+    /// Blocks until the epoch differs from `seen`.
+    pub(crate) fn park(&self, seen: u64) {
+        let mut guard = self.lock.lock();
+        self.parked.store(true, Ordering::SeqCst);
+        while self.epoch.load(Ordering::SeqCst) == seen {
+            self.cv.wait(&mut guard);
+        }
+        self.parked.store(false, Ordering::SeqCst);
+    }
+}

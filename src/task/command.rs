@@ -1,0 +1,87 @@
+//! Commands: the unit a dispatcher issues. A task is an ordered list of them, each of
+//! one stage; all are validated when added, so dispatch never meets a bad command.
+
+use crate::callback::{CpuFn, GpuFn};
+use crate::kernel::{ArgValue, KernelInner, LaunchShape};
+use crate::memory::{DeviceBufferInner, HostShared};
+use crate::stage::Stage;
+use std::sync::Arc;
+
+/// Direction of a copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Direction {
+    /// Host to device ([`Stage::Download`]).
+    Download,
+    /// Device to host ([`Stage::Readback`]).
+    Readback,
+}
+
+/// A 1-D or 2-D copy between a host region and a device buffer, in bytes. A 1-D copy
+/// is one row (`height` = 1).
+#[derive(Debug)]
+pub(crate) struct CopyCmd {
+    pub(crate) dir: Direction,
+    pub(crate) host: Arc<HostShared>,
+    pub(crate) host_offset: usize,
+    pub(crate) host_pitch: usize,
+    pub(crate) dev: Arc<DeviceBufferInner>,
+    pub(crate) dev_offset: usize,
+    pub(crate) dev_pitch: usize,
+    pub(crate) width: usize,
+    pub(crate) height: usize,
+}
+
+impl CopyCmd {
+    /// Bytes moved.
+    pub(crate) fn bytes(&self) -> usize {
+        self.width * self.height
+    }
+}
+
+/// A kernel launch with its checked arguments.
+#[derive(Debug)]
+pub(crate) struct LaunchCmd {
+    pub(crate) kernel: Arc<KernelInner>,
+    pub(crate) shape: LaunchShape,
+    pub(crate) args: Vec<ArgValue>,
+}
+
+/// One command of a task. Callbacks are `Option`s: taken when they run.
+pub(crate) enum Command {
+    Cpu(Option<CpuFn>),
+    Gpu(Option<GpuFn>),
+    Copy(CopyCmd),
+    Launch(LaunchCmd),
+}
+
+impl Command {
+    pub(crate) fn stage(&self) -> Stage {
+        match self {
+            Command::Cpu(_) => Stage::Cpu,
+            Command::Gpu(_) | Command::Launch(_) => Stage::Kernel,
+            Command::Copy(c) => match c.dir {
+                Direction::Download => Stage::Download,
+                Direction::Readback => Stage::Readback,
+            },
+        }
+    }
+
+    /// Bytes a copy moves (0 for other commands).
+    pub(crate) fn bytes(&self) -> u64 {
+        match self {
+            Command::Copy(c) => c.bytes() as u64,
+            _ => 0,
+        }
+    }
+}
+
+impl std::fmt::Debug for Command {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Command::Cpu(_) => f.write_str("Cpu(callback)"),
+            Command::Gpu(_) => f.write_str("Gpu(callback)"),
+            Command::Copy(c) => c.fmt(f),
+            Command::Launch(l) => write!(f, "Launch({}, {:?})", l.kernel.def.name, l.shape),
+        }
+    }
+}
