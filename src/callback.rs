@@ -74,7 +74,10 @@ impl GpuCall<'_> {
 
     /// `buf`'s physical copy for this task on the simulated GPU (`None` on CUDA), locked
     /// while the guard lives.
-    pub fn sim_buffer<'b, T: Element>(&self, buf: &'b DeviceBuffer<T>) -> Option<parking_lot::MappedMutexGuard<'b, [T]>> {
+    pub fn sim_buffer<'b, T: Element>(
+        &self,
+        buf: &'b DeviceBuffer<T>,
+    ) -> Option<parking_lot::MappedMutexGuard<'b, [T]>> {
         match buf.inner().phys(self.info.gpu, self.info.stream) {
             crate::memory::PhysBuf::Sim(mem) => {
                 let len = buf.len();

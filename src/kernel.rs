@@ -189,14 +189,20 @@ impl Kernel {
 
     /// The CPU twin the sim backend runs in place of the kernel: same arguments, same
     /// effect on the buffers.
-    pub fn cpu_twin(mut self, twin: impl Fn(&mut TwinArgs<'_>) -> Result<(), BoxError> + Send + Sync + 'static) -> Self {
+    pub fn cpu_twin(
+        mut self,
+        twin: impl Fn(&mut TwinArgs<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
+    ) -> Self {
         self.twin = Some(Arc::new(twin));
         self
     }
 
     /// How long the kernel takes on the simulated GPU, given the launch. Without it the
     /// sim backend charges the CPU twin's own run time.
-    pub fn sim_cost(mut self, cost: impl Fn(&LaunchShape, &ScalarArgs<'_>) -> Duration + Send + Sync + 'static) -> Self {
+    pub fn sim_cost(
+        mut self,
+        cost: impl Fn(&LaunchShape, &ScalarArgs<'_>) -> Duration + Send + Sync + 'static,
+    ) -> Self {
         self.sim_cost = Some(Arc::new(cost));
         self
     }
@@ -241,7 +247,7 @@ pub(crate) struct KernelInner {
     pub(crate) functions: Vec<crate::backend::cuda::Function>,
 }
 
-fn scalar_at<'v>(values: &'v [ArgValue], i: usize) -> Result<&'v ArgValue, BoxError> {
+fn scalar_at(values: &[ArgValue], i: usize) -> Result<&ArgValue, BoxError> {
     values.get(i).ok_or_else(|| format!("argument {i} does not exist ({} arguments)", values.len()).into())
 }
 
@@ -343,7 +349,11 @@ impl<'a> TwinArgs<'a> {
 
     /// Buffer `input` read-only and buffer `output` writable, at once; an error if both
     /// arguments name the same buffer (use [`TwinArgs::buffer_mut`] for in-place work).
-    pub fn in_out<A: Element, B: Element>(&mut self, input: usize, output: usize) -> Result<(&[A], &mut [B]), BoxError> {
+    pub fn in_out<A: Element, B: Element>(
+        &mut self,
+        input: usize,
+        output: usize,
+    ) -> Result<(&[A], &mut [B]), BoxError> {
         let (mi, mo) = (self.slot(input)?, self.slot(output)?);
         if mi == mo {
             return Err(format!("arguments {input} and {output} are the same buffer").into());

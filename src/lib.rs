@@ -50,6 +50,7 @@ mod signal;
 mod stage;
 mod task;
 
+pub mod demo;
 
 pub use backend::{Backend, GpuInfo, SimProfile};
 pub use builder::{Builder, Gpus};
@@ -57,7 +58,7 @@ pub use callback::{CallInfo, GpuCall, Resource};
 pub use error::{BoxError, Error, Result, TaskFailure};
 pub use kernel::{Arg, Dim3, Kernel, KernelHandle, LaunchShape, Param, ScalarArgs, TwinArgs};
 pub use memory::{DeviceBuffer, Element, HostBuffer, HostRead, HostWrite};
-pub use report::{CommandRecord, DispatchStats, HardwareBound, LowerBound, Report};
+pub use report::{CommandRecord, DispatchStats, HardwareBound, LinkRates, LowerBound, Report, TaskWork};
 pub use scheduler::Scheduler;
 pub use stage::{OverlapMatrix, Stage, Thresholds};
 pub use task::{Copy2d, Order, TaskBuilder, TaskId};

@@ -15,7 +15,7 @@ use crate::callback::Executioners;
 use crate::dispatch::Dispatcher;
 use crate::error::{Error, Result, TaskFailure};
 use crate::kernel::{Kernel, KernelHandle, KernelInner};
-use crate::memory::claims::{Holder, Region};
+use crate::memory::claims::Holder;
 use crate::memory::{checked_bytes, DeviceBuffer, DeviceBufferInner, Element, Graveyard, HostBuffer, HostShared};
 use crate::report::{CommandRecord, DispatchStats, Report};
 use crate::signal::Signal;
@@ -23,7 +23,7 @@ use crate::stage::queues::StageQueues;
 use crate::stage::Thresholds;
 use crate::task::buffer::TaskBuffer;
 use crate::task::command::Command;
-use crate::task::{Task, TaskBuilder, TaskId};
+use crate::task::{HostClaim, Task, TaskBuilder, TaskId};
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -144,7 +144,7 @@ impl Scheduler {
         // Open every GPU before starting any thread: a failure here leaves nothing running.
         let mut gpus = Vec::with_capacity(d);
         for (g, signal) in signals.iter().enumerate() {
-            gpus.push(machine.open_gpu(g, config.streams, epoch, signal.clone())?);
+            gpus.push(machine.open_gpu(g, config.streams, epoch, signal.clone(), config.device_timing)?);
         }
         let cores = crate::dispatch::affinity::choose(machine.gpus(), config.pin);
         let executioners = Executioners::start(config.thresholds.global[0])?;
@@ -287,7 +287,7 @@ impl Scheduler {
         id: TaskId,
         granularity: u64,
         commands: Vec<Command>,
-        claims: Vec<(Arc<HostShared>, Region, bool)>,
+        claims: Vec<HostClaim>,
     ) -> Result<TaskId> {
         if self.closed.load(Ordering::SeqCst) {
             return Err(Error::ShutDown);
@@ -299,7 +299,7 @@ impl Scheduler {
             }
         }
         let mut hosts: Vec<Arc<HostShared>> = Vec::new();
-        for (host, region, write) in &claims {
+        for HostClaim { host, region, write } in &claims {
             let mut list = host.claims.lock();
             if let Some(holder) = list.conflict(region, *write, Holder::Task(id)) {
                 drop(list);
@@ -307,7 +307,12 @@ impl Scheduler {
                     h.release(Holder::Task(id));
                 }
                 self.shared.batch.lock().in_flight.remove(&id);
-                return Err(Error::HostConflict { task: id, buffer: host.id, region: region.to_string(), holder: holder.to_string() });
+                return Err(Error::HostConflict {
+                    task: id,
+                    buffer: host.id,
+                    region: region.to_string(),
+                    holder: holder.to_string(),
+                });
             }
             list.add(*region, *write, Holder::Task(id));
             drop(list);
@@ -346,7 +351,15 @@ impl Scheduler {
         // Nothing runs now: freeing device memory cannot stall a pipeline.
         self.machine.free_device(std::mem::take(&mut *self.graveyard.lock()));
         let names = self.machine.gpus().iter().map(|g| g.name.clone()).collect();
-        let report = Report::build(self.machine.name(), names, self.config.streams, self.config.buses, records, stats, failures.clone());
+        let report = Report::build(
+            self.machine.name(),
+            names,
+            self.config.streams,
+            self.config.buses,
+            records,
+            stats,
+            failures.clone(),
+        );
         if failures.is_empty() {
             Ok(report)
         } else {

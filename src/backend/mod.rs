@@ -140,16 +140,25 @@ impl Machine {
                 Some(_) => Ok(Vec::new()),
                 None => Err(crate::Error::KernelInvalid {
                     kernel: kernel.name.clone(),
-                    message: "the sim backend runs kernels through their CPU twin, and this one has none (Kernel::cpu_twin)".into(),
+                    message:
+                        "the sim backend runs kernels through their CPU twin, and this one has none (Kernel::cpu_twin)"
+                            .into(),
                 }),
             },
         }
     }
 
     /// One dispatcher's handle on GPU `gpu`, with `streams` stream slots.
-    pub(crate) fn open_gpu(&self, gpu: usize, streams: usize, epoch: Instant, wake: Arc<Signal>) -> crate::Result<Gpu> {
+    pub(crate) fn open_gpu(
+        &self,
+        gpu: usize,
+        streams: usize,
+        epoch: Instant,
+        wake: Arc<Signal>,
+        device_timing: bool,
+    ) -> crate::Result<Gpu> {
         match self {
-            Machine::Cuda(m) => Ok(Gpu::Cuda(m.open_gpu(gpu, streams, epoch)?)),
+            Machine::Cuda(m) => Ok(Gpu::Cuda(Box::new(m.open_gpu(gpu, streams, epoch, device_timing)?))),
             Machine::Sim(m) => Ok(Gpu::Sim(m.open_gpu(gpu, streams, epoch, wake))),
         }
     }
@@ -171,7 +180,8 @@ impl std::fmt::Debug for Machine {
 
 /// One dispatcher's GPU.
 pub(crate) enum Gpu {
-    Cuda(cuda::Gpu),
+    // Boxed: the CUDA handle carries its launch-argument arrays inline.
+    Cuda(Box<cuda::Gpu>),
     Sim(sim::Gpu),
 }
 
@@ -189,7 +199,11 @@ impl Gpu {
     pub(crate) fn issue(&mut self, stream: usize, cmd: &mut Command, info: CallInfo) -> Result<DriverNs, String> {
         match self {
             Gpu::Cuda(g) => g.issue(stream, cmd, info),
-            Gpu::Sim(g) => g.issue(stream, cmd, info).map(|()| 0),
+            Gpu::Sim(g) => {
+                // The hand-off to the engine thread is the simulated driver call.
+                let t0 = Instant::now();
+                g.issue(stream, cmd, info).map(|()| t0.elapsed().as_nanos() as u64)
+            }
         }
     }
 

@@ -281,12 +281,19 @@ impl Dispatcher {
         let k = stage.index();
         let Some(j) = self.select(stage) else {
             if self.queued[k] {
-                self.shared.queues.withdraw(stage, self.gpu, &mut self.queued[k]);
+                if let Some(g) = self.shared.queues.withdraw(stage, self.gpu, &mut self.queued[k]) {
+                    self.shared.signals[g].notify();
+                }
             }
             return false;
         };
-        if self.shared.queues.request(stage, self.gpu, &mut self.queued[k]) == Grant::Wait {
-            return false;
+        match self.shared.queues.request(stage, self.gpu, &mut self.queued[k]) {
+            Grant::Wait => return false,
+            Grant::Granted { wake } => {
+                if let Some(g) = wake {
+                    self.shared.signals[g].notify();
+                }
+            }
         }
         let driver_ns = self.dispatch(j, stage);
         self.stats.commands += 1;
@@ -310,7 +317,8 @@ impl Dispatcher {
         if stage == Stage::Cpu {
             let Command::Cpu(f) = cmd else { unreachable!("stage Cpu is a CPU callback") };
             let f = f.take().expect("a command is dispatched once");
-            let job = CpuJob { f, info, done: self.cpu_done_tx.clone(), wake: self.signal.clone(), epoch: self.shared.epoch };
+            let job =
+                CpuJob { f, info, done: self.cpu_done_tx.clone(), wake: self.signal.clone(), epoch: self.shared.epoch };
             if self.cpu_jobs.send(job).is_err() {
                 self.complete(j, Err("the executioner pool has stopped".into()));
             }

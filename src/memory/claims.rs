@@ -8,9 +8,10 @@
 //! User guards wait, on the buffer's condition variable, for conflicting tasks to end.
 
 use crate::task::TaskId;
+use std::collections::{BTreeMap, HashMap};
 
 /// Who holds a claim.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Holder {
     /// A submitted task, until it ends.
     Task(TaskId),
@@ -102,37 +103,56 @@ struct Claim {
     holder: Holder,
 }
 
-/// The live claims of one host buffer.
+/// The live claims of one host buffer, indexed so that a check costs O(log n + k) for
+/// claims of similar length (k the claims near the region), and a release O(k log n)
+/// for the holder's k claims: thousands of tasks may be in flight at once.
 #[derive(Debug, Default)]
 pub(crate) struct Claims {
-    list: Vec<Claim>,
+    /// By (first byte, claim number).
+    by_start: BTreeMap<(usize, u64), Claim>,
+    by_holder: HashMap<Holder, Vec<(usize, u64)>>,
+    /// The longest span (first to last byte) of a live claim: a claim that meets a
+    /// region starts at most this far before it.
+    max_span: usize,
+    next: u64,
 }
 
 impl Claims {
+    fn near<'a>(&'a self, region: &Region) -> impl Iterator<Item = &'a Claim> + 'a {
+        let lo = region.start.saturating_sub(self.max_span);
+        let hi = region.end();
+        let r = *region;
+        self.by_start.range((lo, 0)..(hi, 0)).map(|(_, c)| c).filter(move |c| c.region.overlaps(&r))
+    }
+
     /// The first claim that conflicts with `region` (written if `write`) by `holder`.
     pub(crate) fn conflict(&self, region: &Region, write: bool, holder: Holder) -> Option<Holder> {
-        self.list
-            .iter()
-            .find(|c| c.holder != holder && (write || c.write) && c.region.overlaps(region))
-            .map(|c| c.holder)
+        self.near(region).find(|c| c.holder != holder && (write || c.write)).map(|c| c.holder)
     }
 
     /// Whether a task (any task) holds a claim conflicting with a user access.
     pub(crate) fn task_conflict(&self, region: &Region, write: bool) -> bool {
-        self.list
-            .iter()
-            .any(|c| matches!(c.holder, Holder::Task(_)) && (write || c.write) && c.region.overlaps(region))
+        self.near(region).any(|c| matches!(c.holder, Holder::Task(_)) && (write || c.write))
     }
 
     pub(crate) fn add(&mut self, region: Region, write: bool, holder: Holder) {
-        self.list.push(Claim { region, write, holder });
+        let key = (region.start, self.next);
+        self.next += 1;
+        self.max_span = self.max_span.max(region.end() - region.start);
+        self.by_start.insert(key, Claim { region, write, holder });
+        self.by_holder.entry(holder).or_default().push(key);
     }
 
     /// Drops every claim of `holder`; returns whether any was dropped.
     pub(crate) fn release(&mut self, holder: Holder) -> bool {
-        let before = self.list.len();
-        self.list.retain(|c| c.holder != holder);
-        self.list.len() != before
+        let Some(keys) = self.by_holder.remove(&holder) else { return false };
+        for k in keys {
+            self.by_start.remove(&k);
+        }
+        if self.by_start.is_empty() {
+            self.max_span = 0;
+        }
+        true
     }
 }
 
@@ -166,5 +186,29 @@ mod test {
         assert_eq!(c.conflict(&Region::linear(50, 10), true, t1), None);
         assert!(c.release(t1));
         assert!(!c.task_conflict(&Region::linear(0, 100), true));
+    }
+
+    #[test]
+    fn many_claims_index() {
+        let mut c = Claims::default();
+        for i in 0..10_000u64 {
+            c.add(Region::linear(i as usize * 4, 4), true, Holder::Task(TaskId(i)));
+        }
+        assert_eq!(c.conflict(&Region::linear(40_000, 4), true, Holder::Task(TaskId(99_999))), None);
+        assert_eq!(
+            c.conflict(&Region::linear(39_998, 4), false, Holder::Task(TaskId(99_999))),
+            Some(Holder::Task(TaskId(9_999)))
+        );
+        // A long read claim far to the left still meets a region on its right end.
+        c.add(Region::linear(0, 50_000), false, Holder::Task(TaskId(77_777)));
+        assert_eq!(
+            c.conflict(&Region::linear(49_000, 8), true, Holder::Task(TaskId(88_888))),
+            Some(Holder::Task(TaskId(77_777)))
+        );
+        for i in 0..10_000u64 {
+            assert!(c.release(Holder::Task(TaskId(i))));
+        }
+        assert!(c.release(Holder::Task(TaskId(77_777))));
+        assert_eq!(c.max_span, 0);
     }
 }

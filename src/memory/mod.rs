@@ -7,8 +7,8 @@ pub(crate) mod host;
 
 pub use device::DeviceBuffer;
 pub(crate) use device::{DeviceBufferInner, Graveyard, PhysBuf};
-pub use host::{HostBuffer, HostRead, HostWrite};
 pub(crate) use host::HostShared;
+pub use host::{HostBuffer, HostRead, HostWrite};
 
 /// Element types that may live in host and device buffers: plain data, any bit
 /// pattern valid (`bytemuck::Pod`), at most 16-byte aligned.
@@ -25,7 +25,5 @@ pub(crate) fn checked_bytes<T>(len: usize) -> crate::Result<usize> {
     if elem_size == 0 || std::mem::align_of::<T>() > 16 {
         return Err(bad("element types must be non-empty and at most 16-byte aligned"));
     }
-    len.checked_mul(elem_size)
-        .filter(|&b| b <= isize::MAX as usize)
-        .ok_or_else(|| bad("the size in bytes overflows"))
+    len.checked_mul(elem_size).filter(|&b| b <= isize::MAX as usize).ok_or_else(|| bad("the size in bytes overflows"))
 }

@@ -76,13 +76,41 @@ impl LowerBound {
     }
 }
 
-/// A bound that holds on a GPU with separate upload, download and compute engines and
-/// its own link: no schedule beats the busiest engine plus what must come before and
-/// after it, nor the link moving all bytes at its both-ways rate.
+/// Sustained rates of one GPU's link, bytes per nanosecond (= GB/s).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct LinkRates {
+    /// Host to device alone.
+    pub up: f64,
+    /// Device to host alone.
+    pub down: f64,
+    /// Both directions together, when both run at once.
+    pub both: f64,
+}
+
+/// One task's work for [`HardwareBound`]: bytes each way and kernel time alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct TaskWork {
+    /// Bytes downloaded.
+    pub up_bytes: u64,
+    /// Nanoseconds of kernel work.
+    pub kernel_ns: u64,
+    /// Bytes read back.
+    pub down_bytes: u64,
+}
+
+/// A makespan bound for one GPU with separate upload, download and compute engines and
+/// a link whose two directions share `both` bytes/ns when both run. It is the largest of:
 ///
-/// Inputs are per-task times measured alone (no contention): `d_i`, `k_i`, `r_i`, and
-/// the link's both-ways rate as a factor `duplex` = (rate both ways at once) / (sum of
-/// the one-way rates), 1.0 when the directions do not slow each other.
+/// * each engine's work plus what must precede and follow it: uploads + k_min + r_min;
+///   d_min + kernels + r_min; d_min + k_min + readbacks;
+/// * the link: no readback can start before d_min + k_min (only uploads move, at most at
+///   `up`), and no upload can run in the last k_min + r_min (only readbacks, at most at
+///   `down`); everything else moves at most at `both`. With N ≥ 2 tasks on one compute
+///   engine the two end phases cannot overlap, so
+///   `T ≥ a + z + (U + R − up·a − down·z) / both` with `a = d_min + k_min`,
+///   `z = k_min + r_min`.
+///
+/// Valid for any schedule given the rates (measured, sustained); the README derives it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct HardwareBound {
     /// The bound, ns.
@@ -92,34 +120,38 @@ pub struct HardwareBound {
 }
 
 impl HardwareBound {
-    /// The bound for one GPU from per-task `(d_i, k_i, r_i)` in ns.
+    /// The bound for `tasks` on one GPU with link `rates`.
     ///
     /// ```
-    /// use chariot::HardwareBound;
-    /// // 48 equal tasks, every stage 100 ns: (N + 2) · 100 = 5000 ns.
-    /// let b = HardwareBound::one_gpu(&vec![(100, 100, 100); 48], 1.0);
+    /// use chariot::{HardwareBound, LinkRates, TaskWork};
+    /// // 48 equal tasks of 100 bytes at 1 byte/ns each way, kernels of 100 ns, and a
+    /// // link that carries both ways at once at full speed: (N + 2) · 100 ns.
+    /// let t = vec![TaskWork { up_bytes: 100, kernel_ns: 100, down_bytes: 100 }; 48];
+    /// let b = HardwareBound::one_gpu(&t, LinkRates { up: 1.0, down: 1.0, both: 2.0 });
     /// assert_eq!(b.t_ns, 5000);
     /// ```
-    pub fn one_gpu(tasks: &[(u64, u64, u64)], duplex: f64) -> Self {
-        if tasks.is_empty() {
+    pub fn one_gpu(tasks: &[TaskWork], rates: LinkRates) -> Self {
+        if tasks.is_empty() || !(rates.up > 0.0 && rates.down > 0.0 && rates.both > 0.0) {
             return HardwareBound::default();
         }
-        let sum = |f: fn(&(u64, u64, u64)) -> u64| tasks.iter().map(f).sum::<u64>();
-        let min = |f: fn(&(u64, u64, u64)) -> u64| tasks.iter().map(f).min().unwrap_or(0);
-        let (sd, sk, sr) = (sum(|t| t.0), sum(|t| t.1), sum(|t| t.2));
-        let (md, mk, mr) = (min(|t| t.0), min(|t| t.1), min(|t| t.2));
-        // Uploads: nothing before the first, the last task's kernel and readback after.
-        let upload = sd + mk + mr;
-        // Compute: a download before the first kernel, a readback after the last.
-        let compute = md + sk + mr;
-        // Downloads: a download and a kernel before the first readback.
-        let download = md + mk + sr;
-        // The link: all bytes at the both-ways rate, except what runs alone at the ends.
-        let duplex = duplex.clamp(0.5, 1.0);
-        let link = (md + mr) + (((sd - md) + (sr - mr)) as f64 * 0.5 / duplex) as u64;
-        let link = link.max(md + mr);
-        let candidates = [(upload, "upload"), (compute, "compute"), (download, "download"), (link, "link")];
-        let (t_ns, limit) = candidates.into_iter().max_by_key(|c| c.0).unwrap_or((0, "none"));
-        HardwareBound { t_ns, limit }
+        let d: Vec<f64> = tasks.iter().map(|t| t.up_bytes as f64 / rates.up).collect();
+        let r: Vec<f64> = tasks.iter().map(|t| t.down_bytes as f64 / rates.down).collect();
+        let k: Vec<f64> = tasks.iter().map(|t| t.kernel_ns as f64).collect();
+        let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+        let sum = |v: &[f64]| v.iter().sum::<f64>();
+        let (md, mk, mr) = (min(&d), min(&k), min(&r));
+        let mut candidates =
+            vec![(sum(&d) + mk + mr, "upload"), (md + sum(&k) + mr, "compute"), (md + mk + sum(&r), "download")];
+        let total: f64 = tasks.iter().map(|t| (t.up_bytes + t.down_bytes) as f64).sum();
+        let both = rates.both.max(rates.up).max(rates.down);
+        let link = if tasks.len() >= 2 {
+            let (a, z) = (md + mk, mk + mr);
+            a + z + ((total - rates.up * a - rates.down * z) / both).max(0.0)
+        } else {
+            md + mk + mr
+        };
+        candidates.push((link, "link"));
+        let (t, limit) = candidates.into_iter().fold((0.0, "none"), |best, c| if c.0 > best.0 { c } else { best });
+        HardwareBound { t_ns: t.ceil() as u64, limit }
     }
 }

@@ -5,7 +5,7 @@
 mod lower_bound;
 mod trace;
 
-pub use lower_bound::{HardwareBound, LowerBound};
+pub use lower_bound::{HardwareBound, LinkRates, LowerBound, TaskWork};
 
 use crate::error::TaskFailure;
 use crate::stage::Stage;

@@ -20,7 +20,7 @@ pub(crate) fn chrome_trace(report: &Report) -> String {
     for r in &report.records {
         let ts = r.start_ns as f64 / 1e3;
         let dur = r.duration_ns() as f64 / 1e3;
-        let args = json!({"task": r.task.0, "command": r.command, "bytes": r.bytes, "granularity": r.granularity, "failed": r.failed});
+        let args = json!({"task": r.task.0, "command": r.command, "stream": r.stream, "dispatched_us": r.dispatched_ns as f64 / 1e3, "bytes": r.bytes, "granularity": r.granularity, "failed": r.failed});
         let name = format!("{} {}", r.stage, r.task);
         events.push(json!({"ph": "X", "name": name, "cat": r.stage.name(), "pid": r.gpu, "tid": r.stage.index(), "ts": ts, "dur": dur, "args": args}));
         events.push(json!({"ph": "X", "name": name, "cat": r.stage.name(), "pid": r.gpu, "tid": 100 + r.stream as u64, "ts": ts, "dur": dur}));

@@ -57,8 +57,6 @@ impl OverlapMatrix {
     /// Conditions (a) and (b) of §5.3: nothing runs, or everything that runs
     /// (`running[k]` commands at stage k on this GPU) may overlap with `stage`.
     pub fn can_overlap(&self, stage: Stage, running: &[usize; Stage::K]) -> bool {
-        Stage::ALL
-            .iter()
-            .all(|&other| running[other.index()] == 0 || self.allows(stage, other))
+        Stage::ALL.iter().all(|&other| running[other.index()] == 0 || self.allows(stage, other))
     }
 }

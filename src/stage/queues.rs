@@ -33,7 +33,9 @@ pub(crate) struct StageQueues {
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Grant {
     /// The slot is taken: dispatch now, and `release` it when the command completes.
-    Granted,
+    /// `wake` is the GPU now at the head of P_k, if any: it may be parked behind us and
+    /// must be woken to ask in turn.
+    Granted { wake: Option<usize> },
     /// Not (yet) this GPU's turn, or the stage is full on all GPUs.
     Wait,
 }
@@ -52,37 +54,42 @@ impl StageQueues {
             requests.push_back(gpu);
             *queued = true;
         }
+        // Publish that someone waits *before* trying the counter (both SeqCst): a GPU
+        // that releases a slot after our failed try then sees `waiting > 0` and wakes
+        // us. Publishing after the try would let its release fall in between, unseen.
+        q.waiting.store(requests.len(), Ordering::SeqCst);
         if requests.front() != Some(&gpu) {
-            q.waiting.store(requests.len(), Ordering::SeqCst);
             return Grant::Wait;
         }
         let limit = self.global[stage.index()];
-        let taken = q
-            .running
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < limit).then_some(n + 1))
-            .is_ok();
-        if taken {
-            requests.pop_front();
-            *queued = false;
+        let taken =
+            q.running.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < limit).then_some(n + 1)).is_ok();
+        if !taken {
+            return Grant::Wait;
         }
+        requests.pop_front();
+        *queued = false;
         q.waiting.store(requests.len(), Ordering::SeqCst);
-        if taken {
-            Grant::Granted
-        } else {
-            Grant::Wait
-        }
+        Grant::Granted { wake: requests.front().copied() }
     }
 
     /// Takes `gpu` out of P_k (its command is no longer ready, e.g. M now forbids it).
-    pub(crate) fn withdraw(&self, stage: Stage, gpu: usize, queued: &mut bool) {
+    /// Returns the GPU that became head by it, to be woken.
+    pub(crate) fn withdraw(&self, stage: Stage, gpu: usize, queued: &mut bool) -> Option<usize> {
         if !*queued {
-            return;
+            return None;
         }
         let q = &self.stages[stage.index()];
         let mut requests = q.requests.lock();
+        let was_head = requests.front() == Some(&gpu);
         requests.retain(|&g| g != gpu);
         q.waiting.store(requests.len(), Ordering::SeqCst);
         *queued = false;
+        if was_head {
+            requests.front().copied()
+        } else {
+            None
+        }
     }
 
     /// Gives back a slot of `stage`; returns whether other GPUs wait in P_k (and
@@ -108,17 +115,26 @@ mod test {
     fn head_only_and_global_limit() {
         let q = StageQueues::new([4, 1, 2, 1]);
         let (mut a, mut b) = (false, false);
-        assert_eq!(q.request(Stage::Download, 0, &mut a), Grant::Granted);
+        assert_eq!(q.request(Stage::Download, 0, &mut a), Grant::Granted { wake: None });
         // GPU 1 is now head, but the bus (G = 1) is taken.
         assert_eq!(q.request(Stage::Download, 1, &mut b), Grant::Wait);
         assert!(b);
         assert!(q.release(Stage::Download));
-        assert_eq!(q.request(Stage::Download, 1, &mut b), Grant::Granted);
+        assert_eq!(q.request(Stage::Download, 1, &mut b), Grant::Granted { wake: None });
         assert_eq!(q.running(Stage::Download), 1);
         // FIFO: GPU 0 queued behind GPU 1 cannot pass it.
         let mut c = false;
-        assert_eq!(q.request(Stage::Kernel, 1, &mut c), Grant::Granted);
-        q.withdraw(Stage::Kernel, 1, &mut c);
+        assert_eq!(q.request(Stage::Kernel, 1, &mut c), Grant::Granted { wake: None });
         assert_eq!(q.running(Stage::Kernel), 1);
+        // GPU 2 queues behind GPU 0 at the readback stage; when 0 is granted or
+        // withdraws, 2 is named to be woken.
+        let (mut r0, mut r2) = (false, false);
+        let q = StageQueues::new([4, 1, 2, 1]);
+        assert_eq!(q.request(Stage::Readback, 0, &mut r0), Grant::Granted { wake: None });
+        assert_eq!(q.request(Stage::Readback, 0, &mut r0), Grant::Wait);
+        assert_eq!(q.request(Stage::Readback, 2, &mut r2), Grant::Wait);
+        assert_eq!(q.withdraw(Stage::Readback, 0, &mut r0), Some(2));
+        assert!(q.release(Stage::Readback));
+        assert_eq!(q.request(Stage::Readback, 2, &mut r2), Grant::Granted { wake: None });
     }
 }

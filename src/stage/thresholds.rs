@@ -30,10 +30,7 @@ impl Thresholds {
     /// The paper's defaults for `cores` CPU cores, `streams` streams per GPU, `gpus`
     /// GPUs and `buses` host buses.
     pub fn paper(cores: usize, streams: usize, gpus: usize, buses: usize) -> Self {
-        Thresholds {
-            local: [cores.min(streams), 1, 1, 1],
-            global: [cores.min(gpus * streams), buses, gpus, buses],
-        }
+        Thresholds { local: [cores.min(streams), 1, 1, 1], global: [cores.min(gpus * streams), buses, gpus, buses] }
     }
 
     /// The same thresholds with every GPU stage allowed `depth` commands where it

@@ -90,9 +90,6 @@ impl TaskBuffer {
 
 impl std::fmt::Debug for TaskBuffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TaskBuffer")
-            .field("order", &self.order)
-            .field("len", &self.len.load(Ordering::SeqCst))
-            .finish()
+        f.debug_struct("TaskBuffer").field("order", &self.order).field("len", &self.len.load(Ordering::SeqCst)).finish()
     }
 }

@@ -29,6 +29,14 @@ impl std::fmt::Display for TaskId {
     }
 }
 
+/// A host region a task touches, claimed at submit (written by readbacks and writing
+/// callbacks, read by downloads and reading callbacks).
+pub(crate) struct HostClaim {
+    pub(crate) host: Arc<HostShared>,
+    pub(crate) region: Region,
+    pub(crate) write: bool,
+}
+
 /// A sealed task as the runtime holds it.
 pub(crate) struct Task {
     pub(crate) id: TaskId,
@@ -86,7 +94,7 @@ pub struct TaskBuilder<'s> {
     id: TaskId,
     granularity: u64,
     commands: Vec<Command>,
-    claims: Vec<(Arc<HostShared>, Region, bool)>,
+    claims: Vec<HostClaim>,
     error: Option<Error>,
 }
 
@@ -99,7 +107,7 @@ impl<'s> TaskBuilder<'s> {
         Error::InvalidCommand { task: self.id, command: self.commands.len(), stage, message }
     }
 
-    fn push(mut self, built: Result<(Command, Option<(Arc<HostShared>, Region, bool)>)>) -> Self {
+    fn push(mut self, built: Result<(Command, Option<HostClaim>)>) -> Self {
         if self.error.is_some() {
             return self;
         }
@@ -120,7 +128,7 @@ impl<'s> TaskBuilder<'s> {
         host: &HostBuffer<T>,
         dev: &DeviceBuffer<T>,
         shape: Copy2d,
-    ) -> Result<(Command, Option<(Arc<HostShared>, Region, bool)>)> {
+    ) -> Result<(Command, Option<HostClaim>)> {
         let stage = match dir {
             Direction::Download => Stage::Download,
             Direction::Readback => Stage::Readback,
@@ -182,21 +190,44 @@ impl<'s> TaskBuilder<'s> {
             height,
         };
         let region = Region { start: cmd.host_offset, width: cmd.width, pitch: cmd.host_pitch, height };
-        let claim = (host.shared().clone(), region, dir == Direction::Readback);
+        let claim = HostClaim { host: host.shared().clone(), region, write: dir == Direction::Readback };
         Ok((Command::Copy(cmd), Some(claim)))
     }
 
-    fn linear<T: Element>(&self, stage: Stage, host: &HostBuffer<T>, range: impl RangeBounds<usize>) -> Result<std::ops::Range<usize>> {
+    fn linear<T: Element>(
+        &self,
+        stage: Stage,
+        host: &HostBuffer<T>,
+        range: impl RangeBounds<usize>,
+    ) -> Result<std::ops::Range<usize>> {
         let r = crate::memory::host::resolve(range, host.len())
             .map_err(|m| self.bad(stage, format!("host buffer {}: {m}", host.id())))?;
         Ok(r)
     }
 
     /// Downloads host elements `src_range` into `dst` starting at element `dst_offset`.
-    pub fn download<T: Element>(self, dst: &DeviceBuffer<T>, dst_offset: usize, src: &HostBuffer<T>, src_range: impl RangeBounds<usize>) -> Self {
+    pub fn download<T: Element>(
+        self,
+        dst: &DeviceBuffer<T>,
+        dst_offset: usize,
+        src: &HostBuffer<T>,
+        src_range: impl RangeBounds<usize>,
+    ) -> Self {
         let built = self.linear(Stage::Download, src, src_range).and_then(|r| {
             let n = r.end - r.start;
-            self.copy(Direction::Download, src, dst, Copy2d { host_offset: r.start, host_pitch: n, dev_offset: dst_offset, dev_pitch: n, width: n, height: 1 })
+            self.copy(
+                Direction::Download,
+                src,
+                dst,
+                Copy2d {
+                    host_offset: r.start,
+                    host_pitch: n,
+                    dev_offset: dst_offset,
+                    dev_pitch: n,
+                    width: n,
+                    height: 1,
+                },
+            )
         });
         self.push(built)
     }
@@ -208,10 +239,28 @@ impl<'s> TaskBuilder<'s> {
     }
 
     /// Reads `src` from element `src_offset` back into host elements `dst_range`.
-    pub fn readback<T: Element>(self, dst: &HostBuffer<T>, dst_range: impl RangeBounds<usize>, src: &DeviceBuffer<T>, src_offset: usize) -> Self {
+    pub fn readback<T: Element>(
+        self,
+        dst: &HostBuffer<T>,
+        dst_range: impl RangeBounds<usize>,
+        src: &DeviceBuffer<T>,
+        src_offset: usize,
+    ) -> Self {
         let built = self.linear(Stage::Readback, dst, dst_range).and_then(|r| {
             let n = r.end - r.start;
-            self.copy(Direction::Readback, dst, src, Copy2d { host_offset: r.start, host_pitch: n, dev_offset: src_offset, dev_pitch: n, width: n, height: 1 })
+            self.copy(
+                Direction::Readback,
+                dst,
+                src,
+                Copy2d {
+                    host_offset: r.start,
+                    host_pitch: n,
+                    dev_offset: src_offset,
+                    dev_pitch: n,
+                    width: n,
+                    height: 1,
+                },
+            )
         });
         self.push(built)
     }
@@ -223,11 +272,18 @@ impl<'s> TaskBuilder<'s> {
     }
 
     /// Launches `kernel` with `args`, which must match its declared parameters.
-    pub fn launch(self, kernel: &KernelHandle, grid: impl Into<crate::Dim3>, block: impl Into<crate::Dim3>, shared_bytes: u32, args: &[Arg]) -> Self {
+    pub fn launch(
+        self,
+        kernel: &KernelHandle,
+        grid: impl Into<crate::Dim3>,
+        block: impl Into<crate::Dim3>,
+        shared_bytes: u32,
+        args: &[Arg],
+    ) -> Self {
         let shape = LaunchShape { grid: grid.into(), block: block.into(), shared_bytes };
-        let built = self.check_launch(kernel, shape, args).map(|args| {
-            (Command::Launch(LaunchCmd { kernel: kernel.inner.clone(), shape, args }), None)
-        });
+        let built = self
+            .check_launch(kernel, shape, args)
+            .map(|args| (Command::Launch(LaunchCmd { kernel: kernel.inner.clone(), shape, args }), None));
         self.push(built)
     }
 
@@ -240,16 +296,28 @@ impl<'s> TaskBuilder<'s> {
         if got != def.params {
             return Err(self.bad(
                 Stage::Kernel,
-                format!("arguments of `{}` do not match its parameters: expected {:?}, got {:?}", def.name, def.params, got),
+                format!(
+                    "arguments of `{}` do not match its parameters: expected {:?}, got {:?}",
+                    def.name, def.params, got
+                ),
             ));
         }
         for d in [shape.grid, shape.block] {
             if d.x == 0 || d.y == 0 || d.z == 0 {
-                return Err(self.bad(Stage::Kernel, format!("launch of `{}` has a zero dimension: grid {:?}, block {:?}", def.name, shape.grid, shape.block)));
+                return Err(self.bad(
+                    Stage::Kernel,
+                    format!(
+                        "launch of `{}` has a zero dimension: grid {:?}, block {:?}",
+                        def.name, shape.grid, shape.block
+                    ),
+                ));
             }
         }
         if shape.block.count() > 1024 {
-            return Err(self.bad(Stage::Kernel, format!("block of `{}` has {} threads; at most 1024 are allowed", def.name, shape.block.count())));
+            return Err(self.bad(
+                Stage::Kernel,
+                format!("block of `{}` has {} threads; at most 1024 are allowed", def.name, shape.block.count()),
+            ));
         }
         let mut values = Vec::with_capacity(args.len());
         for a in args {
@@ -266,7 +334,11 @@ impl<'s> TaskBuilder<'s> {
     /// Adds a callback (the paper's `launchCallbackRoutine`). [`Resource::Cpu`]: `f` runs
     /// on an executioner thread; [`Resource::Gpu`]: use [`TaskBuilder::gpu_callback`].
     /// A CPU callback gets the task's [`CallInfo`].
-    pub fn callback(self, resource: Resource, f: impl FnOnce(&CallInfo) -> Result<(), BoxError> + Send + 'static) -> Self {
+    pub fn callback(
+        self,
+        resource: Resource,
+        f: impl FnOnce(&CallInfo) -> Result<(), BoxError> + Send + 'static,
+    ) -> Self {
         match resource {
             Resource::Cpu => {
                 let cmd = Command::Cpu(Some(Box::new(f)));
@@ -297,7 +369,7 @@ impl<'s> TaskBuilder<'s> {
                 // This task's read claim on `region` excludes writers while `f` runs.
                 f(bytemuck::cast_slice(mem.alloc.bytes(region.start, region.end())), info)
             }) as crate::callback::CpuFn));
-            (cmd, Some((shared, region, false)))
+            (cmd, Some(HostClaim { host: shared, region, write: false }))
         });
         self.push(built)
     }
@@ -316,15 +388,22 @@ impl<'s> TaskBuilder<'s> {
                 // This task's write claim on `region` excludes every other access.
                 f(bytemuck::cast_slice_mut(mem.alloc.bytes_mut(region.start, region.end())), info)
             }) as crate::callback::CpuFn));
-            (cmd, Some((shared, region, true)))
+            (cmd, Some(HostClaim { host: shared, region, write: true }))
         });
         self.push(built)
     }
 
-    fn host_region<T: Element>(&self, host: &HostBuffer<T>, range: impl RangeBounds<usize>, _write: bool) -> Result<(Arc<HostShared>, Region)> {
+    fn host_region<T: Element>(
+        &self,
+        host: &HostBuffer<T>,
+        range: impl RangeBounds<usize>,
+        _write: bool,
+    ) -> Result<(Arc<HostShared>, Region)> {
         let r = self.linear(Stage::Cpu, host, range)?;
         if r.is_empty() {
-            return Err(self.bad(Stage::Cpu, format!("empty host range {}..{} of buffer {}", r.start, r.end, host.id())));
+            return Err(
+                self.bad(Stage::Cpu, format!("empty host range {}..{} of buffer {}", r.start, r.end, host.id()))
+            );
         }
         let size = std::mem::size_of::<T>();
         Ok((host.shared().clone(), Region::linear(r.start * size, (r.end - r.start) * size)))

@@ -79,19 +79,25 @@ impl Machine {
             let driver = |call: &'static str| move |message: String| crate::Error::Driver { call, gpu: index, message };
             let dev = result::device::get(ordinal as i32).map_err(|e| driver("cuDeviceGet")(describe(e)))?;
             // SAFETY: `dev` is a valid device; the context is released in Context::drop.
-            let ctx = unsafe { result::primary_ctx::retain(dev) }.map_err(|e| driver("cuDevicePrimaryCtxRetain")(describe(e)))?;
+            let ctx = unsafe { result::primary_ctx::retain(dev) }
+                .map_err(|e| driver("cuDevicePrimaryCtxRetain")(describe(e)))?;
             let context = Arc::new(Context { index, dev, ctx });
             context.bind().map_err(driver("cuCtxSetCurrent"))?;
             use sys::CUdevice_attribute::*;
             let engines = attr(dev, CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT).map_err(driver("cuDeviceGetAttribute"))?;
-            let concurrent = attr(dev, CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS).map_err(driver("cuDeviceGetAttribute"))?;
-            let major = attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).map_err(driver("cuDeviceGetAttribute"))?;
-            let minor = attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).map_err(driver("cuDeviceGetAttribute"))?;
+            let concurrent =
+                attr(dev, CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS).map_err(driver("cuDeviceGetAttribute"))?;
+            let major =
+                attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).map_err(driver("cuDeviceGetAttribute"))?;
+            let minor =
+                attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).map_err(driver("cuDeviceGetAttribute"))?;
             let name = result::device::get_name(dev).map_err(|e| driver("cuDeviceGetName")(describe(e)))?;
             // SAFETY: `dev` is valid.
-            let memory = unsafe { result::device::total_mem(dev) }.map_err(|e| driver("cuDeviceTotalMem")(describe(e)))?;
-            let pci = [CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID]
-                .map(|a| attr(dev, a).unwrap_or(-1));
+            let memory =
+                unsafe { result::device::total_mem(dev) }.map_err(|e| driver("cuDeviceTotalMem")(describe(e)))?;
+            let pci =
+                [CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID]
+                    .map(|a| attr(dev, a).unwrap_or(-1));
             let local_cpus = std::fs::read_to_string(format!(
                 "/sys/bus/pci/devices/{:04x}:{:02x}:{:02x}.0/local_cpulist",
                 pci[0], pci[1], pci[2]
@@ -142,8 +148,14 @@ impl Machine {
         }
     }
 
-    pub(crate) fn open_gpu(&self, gpu: usize, streams: usize, epoch: std::time::Instant) -> crate::Result<super::Gpu> {
-        super::Gpu::open(self.contexts[gpu].clone(), streams, epoch).map_err(|message| crate::Error::Driver {
+    pub(crate) fn open_gpu(
+        &self,
+        gpu: usize,
+        streams: usize,
+        epoch: std::time::Instant,
+        timing: bool,
+    ) -> crate::Result<super::Gpu> {
+        super::Gpu::open(self.contexts[gpu].clone(), streams, epoch, timing).map_err(|message| crate::Error::Driver {
             call: "opening streams and events",
             gpu,
             message,
@@ -162,10 +174,8 @@ impl Machine {
         let ctx = self.contexts[0].clone();
         ctx.bind().map_err(|message| crate::Error::Driver { call: "cuCtxSetCurrent", gpu: 0, message })?;
         // SAFETY: a context is current; the block is freed once, by the closure below.
-        let ptr = unsafe { result::malloc_host(bytes, sys::CU_MEMHOSTALLOC_PORTABLE) }.map_err(|e| crate::Error::OutOfMemory {
-            what: "pinned host memory".into(),
-            bytes,
-            message: failed("cuMemHostAlloc", e),
+        let ptr = unsafe { result::malloc_host(bytes, sys::CU_MEMHOSTALLOC_PORTABLE) }.map_err(|e| {
+            crate::Error::OutOfMemory { what: "pinned host memory".into(), bytes, message: failed("cuMemHostAlloc", e) }
         })?;
         let ptr = NonNull::new(ptr as *mut u8).ok_or_else(|| crate::Error::OutOfMemory {
             what: "pinned host memory".into(),
@@ -200,13 +210,15 @@ impl Machine {
                 .map_err(|e| crate::Error::Driver { call: "cuModuleLoadData", gpu, message: describe(e) })?;
             self.modules.lock().push((ctx.clone(), module as usize));
             // SAFETY: `module` is loaded and `entry` is a valid C string.
-            let func = unsafe { result::module::get_function(module, entry.clone()) }.map_err(|e| crate::Error::KernelInvalid {
-                kernel: kernel.name.clone(),
-                message: format!(
-                    "no entry point `{}` in the compiled module ({}); declare it extern \"C\" __global__",
-                    kernel.name,
-                    describe(e)
-                ),
+            let func = unsafe { result::module::get_function(module, entry.clone()) }.map_err(|e| {
+                crate::Error::KernelInvalid {
+                    kernel: kernel.name.clone(),
+                    message: format!(
+                        "no entry point `{}` in the compiled module ({}); declare it extern \"C\" __global__",
+                        kernel.name,
+                        describe(e)
+                    ),
+                }
             })?;
             functions.push(Function { func });
         }

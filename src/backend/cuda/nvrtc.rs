@@ -33,7 +33,7 @@ pub(crate) fn compile(kernel: &Kernel, arch: &str) -> crate::Result<Arc<Vec<u8>>
     // SAFETY: `prog` is live until destroyed below; `src` and `name` outlive it.
     let compiled = unsafe { result::compile_program(prog, &options) };
     let image = match compiled {
-        Ok(()) => cubin(prog).map_err(|m| fail(m)),
+        Ok(()) => cubin(prog).map_err(&fail),
         Err(e) => {
             // SAFETY: `prog` is live.
             let log = unsafe { result::get_program_log(prog) }
@@ -55,6 +55,8 @@ fn cubin(prog: sys::nvrtcProgram) -> Result<Vec<u8>, String> {
     unsafe { sys::nvrtcGetCUBINSize(prog, &mut size) }.result().map_err(|e| format!("nvrtcGetCUBINSize: {e:?}"))?;
     let mut image = vec![0u8; size];
     // SAFETY: `image` has the size NVRTC reported.
-    unsafe { sys::nvrtcGetCUBIN(prog, image.as_mut_ptr() as *mut _) }.result().map_err(|e| format!("nvrtcGetCUBIN: {e:?}"))?;
+    unsafe { sys::nvrtcGetCUBIN(prog, image.as_mut_ptr() as *mut _) }
+        .result()
+        .map_err(|e| format!("nvrtcGetCUBIN: {e:?}"))?;
     Ok(image)
 }

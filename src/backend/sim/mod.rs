@@ -27,6 +27,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// Per stream slot: the completion an engine posted and the dispatcher has not polled.
+type Completions = Arc<[Mutex<Option<Result<Span, String>>>]>;
+
 /// A simulated GPU's memory: 16-byte words, so any element type casts safely.
 #[derive(Debug)]
 pub(crate) struct SimMemory {
@@ -100,7 +103,7 @@ impl Machine {
     }
 
     pub(crate) fn open_gpu(&self, gpu: usize, streams: usize, epoch: Instant, wake: Arc<Signal>) -> Gpu {
-        let done: Arc<[Mutex<Option<Result<Span, String>>>]> = (0..streams).map(|_| Mutex::new(None)).collect();
+        let done: Completions = (0..streams).map(|_| Mutex::new(None)).collect();
         let kinds: &[EngineKind] = if self.profile.copy_engines >= 2 {
             &[EngineKind::Up, EngineKind::Down, EngineKind::Compute]
         } else {
@@ -155,7 +158,7 @@ pub(crate) struct Gpu {
     gpu: usize,
     senders: Vec<(EngineKind, Sender<Job>)>,
     threads: Vec<JoinHandle<()>>,
-    done: Arc<[Mutex<Option<Result<Span, String>>>]>,
+    done: Completions,
 }
 
 impl Gpu {
@@ -203,7 +206,7 @@ struct Engine {
     gpu: usize,
     profile: SimProfile,
     links: Arc<Links>,
-    done: Arc<[Mutex<Option<Result<Span, String>>>]>,
+    done: Completions,
     wake: Arc<Signal>,
     epoch: Instant,
 }
@@ -242,9 +245,13 @@ impl Engine {
                         let d = dev_offset + row * dev_pitch;
                         match dir {
                             // The task's claim on this host region excludes writers.
-                            Direction::Download => dev_bytes[d..d + width].copy_from_slice(host.alloc.bytes(h, h + width)),
+                            Direction::Download => {
+                                dev_bytes[d..d + width].copy_from_slice(host.alloc.bytes(h, h + width))
+                            }
                             // The task's write claim excludes every other access.
-                            Direction::Readback => host.alloc.bytes_mut(h, h + width).copy_from_slice(&dev_bytes[d..d + width]),
+                            Direction::Readback => {
+                                host.alloc.bytes_mut(h, h + width).copy_from_slice(&dev_bytes[d..d + width])
+                            }
                         }
                     }
                 }
@@ -273,7 +280,13 @@ impl Engine {
         }
     }
 
-    fn run_twin(&self, kernel: &KernelInner, shape: LaunchShape, args: &[ArgValue], info: CallInfo) -> Result<(), String> {
+    fn run_twin(
+        &self,
+        kernel: &KernelInner,
+        shape: LaunchShape,
+        args: &[ArgValue],
+        info: CallInfo,
+    ) -> Result<(), String> {
         let twin = kernel.def.twin.as_ref().ok_or("kernel has no CPU twin")?;
         // Lock each distinct buffer once; arguments naming the same buffer share it.
         let mut mems: Vec<&SimMemory> = Vec::new();

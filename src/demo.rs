@@ -1,0 +1,203 @@
+//! The demo of the README and `cargo run`: the paper's dummy shift kernel (§6.1) over N
+//! chunks, run serially (S = 1) and pipelined, with its bound and its correctness check.
+//!
+//! The kernel maps each integer through `iters` rounds of `x = (x << 1) ^ (x >> 3) ^ k`.
+//! Its CPU twin does not loop: each round is linear over GF(2) plus a constant, so `iters`
+//! rounds are one 32×32 bit matrix (four byte tables) and one constant, which makes the
+//! twin fast enough for the simulator. [`shift_reference`] is the plain loop the twin is
+//! tested against.
+
+use crate::{Arg, DeviceBuffer, HostBuffer, Kernel, KernelHandle, Param, Report, Result, Scheduler};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// CUDA C of the demo kernels (`shift`, `empty`).
+pub const KERNELS: &str = include_str!("../kernels/shift.cu");
+
+/// Element-iterations per second the simulator charges the shift kernel (an H100 runs
+/// about this many: three integer instructions per round).
+pub const SIM_SHIFT_RATE: f64 = 5.0e12;
+
+/// Threads per block of the shift kernel.
+pub const BLOCK: u32 = 256;
+
+/// One round of the shift kernel.
+fn round(x: u32, k: u32) -> u32 {
+    (x << 1) ^ (x >> 3) ^ k
+}
+
+/// The kernel's result for one element, by the plain loop.
+///
+/// ```
+/// assert_eq!(chariot::demo::shift_reference(1, 0), 1);
+/// assert_eq!(chariot::demo::shift_reference(1, 1), 2);
+/// ```
+pub fn shift_reference(mut x: u32, iters: u32) -> u32 {
+    for k in 0..iters {
+        x = round(x, k);
+    }
+    x
+}
+
+/// `iters` rounds as byte tables and a constant: `f(x) = T0[x₀] ^ T1[x₁] ^ T2[x₂] ^ T3[x₃] ^ c`.
+///
+/// ```
+/// use chariot::demo::{shift_reference, ShiftTable};
+/// let t = ShiftTable::new(1000);
+/// for x in [0u32, 1, 0xdead_beef, u32::MAX] {
+///     assert_eq!(t.apply(x), shift_reference(x, 1000));
+/// }
+/// ```
+#[derive(Clone, Debug)]
+pub struct ShiftTable {
+    tables: Box<[[u32; 256]; 4]>,
+    constant: u32,
+}
+
+impl ShiftTable {
+    /// Tables for `iters` rounds (O(32·iters) to build).
+    pub fn new(iters: u32) -> Self {
+        let linear = |mut x: u32| {
+            for _ in 0..iters {
+                x = round(x, 0);
+            }
+            x
+        };
+        let columns: Vec<u32> = (0..32).map(|b| linear(1 << b)).collect();
+        let mut tables = Box::new([[0u32; 256]; 4]);
+        for (p, table) in tables.iter_mut().enumerate() {
+            for (v, entry) in table.iter_mut().enumerate() {
+                *entry = (0..8).filter(|i| v >> i & 1 == 1).fold(0, |acc, i| acc ^ columns[8 * p + i]);
+            }
+        }
+        ShiftTable { tables, constant: shift_reference(0, iters) }
+    }
+
+    /// The kernel's result for `x`.
+    pub fn apply(&self, x: u32) -> u32 {
+        let t = &self.tables;
+        t[0][(x & 255) as usize]
+            ^ t[1][(x >> 8 & 255) as usize]
+            ^ t[2][(x >> 16 & 255) as usize]
+            ^ t[3][(x >> 24) as usize]
+            ^ self.constant
+    }
+}
+
+type TableCache = Option<(u32, Arc<ShiftTable>)>;
+
+/// The `shift` kernel with its CPU twin and its simulated cost.
+/// Parameters: `out`, `in`, `n`, `iters`.
+pub fn shift_kernel() -> Kernel {
+    // The twin builds the tables once per iteration count.
+    let cache: Arc<parking_lot::Mutex<TableCache>> = Default::default();
+    Kernel::new("shift", KERNELS)
+        .params([Param::Buffer, Param::Buffer, Param::U32, Param::U32])
+        .cpu_twin(move |a| {
+            let (n, iters) = (a.u32(2)? as usize, a.u32(3)?);
+            let table = {
+                let mut c = cache.lock();
+                match &*c {
+                    Some((i, t)) if *i == iters => t.clone(),
+                    _ => {
+                        let t = Arc::new(ShiftTable::new(iters));
+                        *c = Some((iters, t.clone()));
+                        t
+                    }
+                }
+            };
+            let (input, output) = a.in_out::<u32, u32>(1, 0)?;
+            if n > input.len() || n > output.len() {
+                return Err(format!("n = {n} exceeds the buffers ({} in, {} out)", input.len(), output.len()).into());
+            }
+            for (o, &x) in output[..n].iter_mut().zip(&input[..n]) {
+                *o = table.apply(x);
+            }
+            Ok(())
+        })
+        .sim_cost(|_, s| {
+            let work = s.u32(2).unwrap_or(0) as f64 * s.u32(3).unwrap_or(0) as f64;
+            Duration::from_secs_f64(work / SIM_SHIFT_RATE)
+        })
+}
+
+/// The `empty` kernel (no parameters), for the cost of a command itself.
+pub fn empty_kernel() -> Kernel {
+    Kernel::new("empty", KERNELS).params([]).cpu_twin(|_| Ok(())).sim_cost(|_, _| Duration::ZERO)
+}
+
+/// Fills `host` with a reproducible pseudo-random sequence (xorshift64*, seeded).
+pub fn fill(host: &mut HostBuffer<u32>, seed: u64) {
+    let mut s = seed | 1;
+    for x in host.write().iter_mut() {
+        s ^= s >> 12;
+        s ^= s << 25;
+        s ^= s >> 27;
+        *x = (s.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) as u32;
+    }
+}
+
+/// Submits chunk `i` of `len` elements for each `i` in `chunks`: download from `input`,
+/// shift, read back into `output`; then synchronizes.
+#[allow(clippy::too_many_arguments)]
+pub fn run_shift(
+    sched: &Scheduler,
+    kernel: &KernelHandle,
+    input: &HostBuffer<u32>,
+    output: &HostBuffer<u32>,
+    d_in: &DeviceBuffer<u32>,
+    d_out: &DeviceBuffer<u32>,
+    chunks: std::ops::Range<usize>,
+    len: usize,
+    iters: u32,
+) -> Result<Report> {
+    let grid = (len as u32).div_ceil(BLOCK);
+    for i in chunks {
+        let r = i * len..(i + 1) * len;
+        sched
+            .task(i as u64, len as u64)
+            .download(d_in, 0, input, r.clone())
+            .launch(
+                kernel,
+                grid,
+                BLOCK,
+                0,
+                &[Arg::buffer(d_out), Arg::buffer(d_in), Arg::u32(len as u32), Arg::u32(iters)],
+            )
+            .readback(output, r, d_out, 0)
+            .submit()?;
+    }
+    sched.synchronize()
+}
+
+/// Elements in `range` of `output` that differ from the kernel applied to `input`
+/// (checked with the tables, and the first 64 with the plain loop as well).
+pub fn mismatches(
+    input: &HostBuffer<u32>,
+    output: &HostBuffer<u32>,
+    range: std::ops::Range<usize>,
+    iters: u32,
+) -> usize {
+    let table = ShiftTable::new(iters);
+    let (input, output) = (input.read(), output.read());
+    let pairs = || input[range.clone()].iter().zip(&output[range.clone()]);
+    let plain = pairs().take(64).filter(|(&x, &y)| shift_reference(x, iters) != y).count();
+    plain.max(pairs().filter(|(&x, &y)| table.apply(x) != y).count())
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn tables_match_the_loop() {
+        let mut s = 0x1234_5678u32;
+        for iters in [0, 1, 2, 7, 64, 513] {
+            let t = ShiftTable::new(iters);
+            for _ in 0..200 {
+                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                assert_eq!(t.apply(s), shift_reference(s, iters), "iters {iters}, x {s:#x}");
+            }
+        }
+    }
+}
