@@ -49,6 +49,8 @@ pub(crate) struct Shared {
     pub(crate) batch: Mutex<Batch>,
     pub(crate) batch_done: Condvar,
     pub(crate) stop: AtomicBool,
+    /// Dispatchers still running their loop; the last one to die fails what is left.
+    pub(crate) live: std::sync::atomic::AtomicUsize,
     pub(crate) timelines: Vec<Mutex<Vec<CommandRecord>>>,
     pub(crate) stats: Vec<Mutex<DispatchStats>>,
     pub(crate) epoch: Instant,
@@ -137,6 +139,7 @@ impl Scheduler {
             batch: Mutex::new(Batch::default()),
             batch_done: Condvar::new(),
             stop: AtomicBool::new(false),
+            live: std::sync::atomic::AtomicUsize::new(d),
             timelines: (0..d).map(|_| Mutex::new(Vec::new())).collect(),
             stats: (0..d).map(|_| Mutex::new(DispatchStats::default())).collect(),
             epoch,

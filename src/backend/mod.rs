@@ -215,6 +215,16 @@ impl Gpu {
         }
     }
 
+    /// Waits until nothing issued on this GPU is still running (before a dying
+    /// dispatcher releases the buffers its commands use).
+    pub(crate) fn quiesce(&self) {
+        match self {
+            Gpu::Cuda(g) => g.quiesce(),
+            // Simulated engines hold their own references to the buffers they touch.
+            Gpu::Sim(_) => {}
+        }
+    }
+
     /// Whether completions must be found by polling (CUDA) rather than announced on the
     /// dispatcher's signal (sim).
     pub(crate) fn polls(&self) -> bool {

@@ -106,15 +106,24 @@ impl Dispatcher {
         self.shared.epoch.elapsed().as_nanos() as u64
     }
 
-    /// The dispatcher's thread body.
+    /// The dispatcher's thread body. A panic in the loop (a bug) or a GPU that cannot
+    /// be bound does not hang `synchronize`: the dispatcher dies cleanly (see `die`).
     pub(crate) fn run(mut self) {
         if let Some(core) = self.core {
             core_affinity::set_for_current(core);
         }
         if let Err(message) = self.device.bind_thread() {
-            self.fail_everything(&message);
+            self.die(&format!("GPU {} unusable: {message}", self.gpu));
             return;
         }
+        let turns = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.turns()));
+        if let Err(payload) = turns {
+            let message = format!("dispatcher of GPU {} {}", self.gpu, crate::callback::panic_message(payload));
+            self.die(&message);
+        }
+    }
+
+    fn turns(&mut self) {
         let mut spins = 0u32;
         loop {
             let seen = self.signal.epoch();
@@ -229,6 +238,9 @@ impl Dispatcher {
                 task.next += 1;
                 if task.next == task.commands.len() {
                     let task = self.slots[j].task.take().expect("checked above");
+                    // Counts reach the shared stats before the task counts as ended, so
+                    // `synchronize` never misses them.
+                    self.flush_stats();
                     self.shared.end_task(task, None);
                 }
             }
@@ -239,6 +251,7 @@ impl Dispatcher {
     fn fail_task(&mut self, j: usize, command: usize, stage: Stage, message: String) {
         if let Some(task) = self.slots[j].task.take() {
             let failure = TaskFailure { task: task.id, command, stage, gpu: self.gpu, stream: j, message };
+            self.flush_stats();
             self.shared.end_task(task, Some(failure));
         }
     }
@@ -295,8 +308,10 @@ impl Dispatcher {
                 }
             }
         }
-        let driver_ns = self.dispatch(j, stage);
+        // Counted before dispatching: a command that fails at issue ends its task inside
+        // `dispatch`, and the count must reach that batch's report.
         self.stats.commands += 1;
+        let driver_ns = self.dispatch(j, stage);
         self.stats.driver_ns += driver_ns;
         self.stats.runtime_ns += (t0.elapsed().as_nanos() as u64).saturating_sub(driver_ns);
         true
@@ -334,8 +349,37 @@ impl Dispatcher {
         }
     }
 
-    /// The GPU cannot be used at all: every task this dispatcher would run fails.
-    fn fail_everything(&mut self, message: &str) {
+    /// Leaves the pipeline without hanging anyone: gives back this GPU's stage slots and
+    /// P_k places, fails the tasks it holds, and, if no other dispatcher is alive,
+    /// fails every task still waiting (and any submitted later) until shutdown.
+    fn die(&mut self, message: &str) {
+        self.device.quiesce();
+        for stage in Stage::ALL {
+            let k = stage.index();
+            if let Some(g) = self.shared.queues.withdraw(stage, self.gpu, &mut self.queued[k]) {
+                self.shared.signals[g].notify();
+            }
+        }
+        for j in 0..self.slots.len() {
+            if let Some(busy) = self.slots[j].busy.take() {
+                self.shared.queues.release(busy.stage);
+            }
+            if let Some(task) = self.slots[j].task.take() {
+                let failure = TaskFailure {
+                    task: task.id,
+                    command: task.next,
+                    stage: task.commands.get(task.next).map_or(Stage::Cpu, |c| c.stage()),
+                    gpu: self.gpu,
+                    stream: j,
+                    message: message.to_string(),
+                };
+                self.shared.end_task(task, Some(failure));
+            }
+        }
+        self.shared.wake_all();
+        if self.shared.live.fetch_sub(1, Ordering::SeqCst) != 1 {
+            return; // the others take the waiting tasks
+        }
         while !self.shared.stop.load(Ordering::SeqCst) {
             let seen = self.signal.epoch();
             while let Some(task) = self.shared.buffer.pop() {
@@ -345,7 +389,7 @@ impl Dispatcher {
                     stage: task.commands.get(task.next).map_or(Stage::Cpu, |c| c.stage()),
                     gpu: self.gpu,
                     stream: 0,
-                    message: format!("GPU {} unusable: {message}", self.gpu),
+                    message: format!("no GPU left to run it; the last one failed: {message}"),
                 };
                 self.shared.end_task(task, Some(failure));
             }

@@ -93,6 +93,15 @@ impl Gpu {
         self.ctx.bind()
     }
 
+    pub(crate) fn quiesce(&self) {
+        if self.ctx.bind().is_ok() {
+            for &s in &self.streams {
+                // SAFETY: a stream of this GPU, created in `open`, not yet destroyed.
+                let _ = unsafe { result::stream::synchronize(s) };
+            }
+        }
+    }
+
     pub(crate) fn issue(&mut self, j: usize, cmd: &mut Command, info: CallInfo) -> Result<DriverNs, String> {
         let t0 = Instant::now();
         let stream = self.streams[j];
@@ -181,29 +190,31 @@ impl Gpu {
                         .map_err(driver("cuMemcpyDtoHAsync"))?,
                 }
             } else {
-                let mut p: sys::CUDA_MEMCPY2D = std::mem::zeroed();
-                p.WidthInBytes = c.width;
-                p.Height = c.height;
-                let (host_side, dev_side) =
+                // Every field set: the memory-type fields are enums with no zero value,
+                // so a zeroed struct would be invalid.
+                let (host_type, dev_type) =
                     (sys::CUmemorytype::CU_MEMORYTYPE_HOST, sys::CUmemorytype::CU_MEMORYTYPE_DEVICE);
-                match c.dir {
-                    Direction::Download => {
-                        p.srcMemoryType = host_side;
-                        p.srcHost = host.add(c.host_offset) as *const c_void;
-                        p.srcPitch = c.host_pitch;
-                        p.dstMemoryType = dev_side;
-                        p.dstDevice = dev + c.dev_offset as u64;
-                        p.dstPitch = c.dev_pitch;
-                    }
-                    Direction::Readback => {
-                        p.srcMemoryType = dev_side;
-                        p.srcDevice = dev + c.dev_offset as u64;
-                        p.srcPitch = c.dev_pitch;
-                        p.dstMemoryType = host_side;
-                        p.dstHost = host.add(c.host_offset) as *mut c_void;
-                        p.dstPitch = c.host_pitch;
-                    }
-                }
+                let host_at = host.add(c.host_offset);
+                let dev_at = dev + c.dev_offset as u64;
+                let download = c.dir == Direction::Download;
+                let p = sys::CUDA_MEMCPY2D {
+                    srcXInBytes: 0,
+                    srcY: 0,
+                    srcMemoryType: if download { host_type } else { dev_type },
+                    srcHost: if download { host_at as *const c_void } else { std::ptr::null() },
+                    srcDevice: if download { 0 } else { dev_at },
+                    srcArray: std::ptr::null_mut(),
+                    srcPitch: if download { c.host_pitch } else { c.dev_pitch },
+                    dstXInBytes: 0,
+                    dstY: 0,
+                    dstMemoryType: if download { dev_type } else { host_type },
+                    dstHost: if download { std::ptr::null_mut() } else { host_at as *mut c_void },
+                    dstDevice: if download { dev_at } else { 0 },
+                    dstArray: std::ptr::null_mut(),
+                    dstPitch: if download { c.dev_pitch } else { c.host_pitch },
+                    WidthInBytes: c.width,
+                    Height: c.height,
+                };
                 sys::cuMemcpy2DAsync_v2(&p, stream).result().map_err(driver("cuMemcpy2DAsync"))?;
             }
         }

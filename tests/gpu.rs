@@ -1,0 +1,333 @@
+//! The invariant suite and result checks on a real GPU (`Backend::Cuda`, D = 1): the
+//! same workloads as the sim suite, with kernels in CUDA C compiled by NVRTC, every
+//! output element compared with the CPU reference. Every test is ignored by default;
+//! run them on a machine with a CUDA GPU:
+//!
+//! ```text
+//! cargo test --release --test gpu -- --include-ignored
+//! ```
+//!
+//! (with the CUDA toolkit's lib64 on LD_LIBRARY_PATH, for libnvrtc). Spans are
+//! host-observed by default, so the checker runs exactly as on sim; one test turns on
+//! device timing events and checks with their resolution.
+
+mod common;
+
+use chariot::{Arg, Backend, DeviceBuffer, Error, Kernel, Order, Param, Resource, Scheduler, Stage, Thresholds};
+use common::*;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+const DEADLINE_S: u64 = 120;
+
+/// Tests of this binary take the GPU one at a time: the memory test reads the device's
+/// memory in use, which another test's buffers would change under it.
+static GPU: Mutex<()> = Mutex::new(());
+
+/// Set in a child process to the one test it runs.
+const CHILD: &str = "CHARIOT_GPU_TEST_CHILD";
+
+/// Runs test `name`'s `body` in a child process of this test binary (which runs only
+/// that test), holding the GPU meanwhile. A bug that aborts the process (a non-unwinding
+/// panic, a driver crash) or hangs it (the child is killed at the deadline) then fails
+/// this one test, with the child's output, instead of taking the whole suite down.
+fn isolated(name: &str, body: impl FnOnce() + Send + 'static) {
+    if std::env::var(CHILD).as_deref() == Ok(name) {
+        return with_timeout(DEADLINE_S, body);
+    }
+    let _gpu = GPU.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let log_path = std::env::temp_dir().join(format!("chariot-gpu-test-{}-{name}.log", std::process::id()));
+    let log = std::fs::File::create(&log_path).expect("creating the child's log");
+    let mut child = std::process::Command::new(std::env::current_exe().expect("this test binary"))
+        .args([name, "--exact", "--include-ignored", "--nocapture", "--test-threads=1"])
+        .env(CHILD, name)
+        .stdout(log.try_clone().expect("log handle"))
+        .stderr(log)
+        .spawn()
+        .expect("starting the child test process");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(DEADLINE_S + 30);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for the child") {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&log_path);
+    // The filter matched this one test, and it passed.
+    let ran = output.contains("test result: ok. 1 passed");
+    match status {
+        Some(s) if s.success() && ran => {}
+        Some(s) => panic!("{name} failed in its child process ({s}):\n{output}"),
+        None => panic!("{name} hung: its child process was killed after {} s:\n{output}", DEADLINE_S + 30),
+    }
+}
+
+fn builder(streams: usize, order: Order) -> chariot::Builder {
+    Scheduler::builder().backend(Backend::Cuda).gpus(1).streams(streams).order(order).cpu_cores(4)
+}
+
+fn cuda(streams: usize, order: Order) -> Scheduler {
+    let s = builder(streams, order).build().expect("a CUDA GPU (these tests run only with --include-ignored on one)");
+    assert_eq!((s.backend_name(), s.gpu_count(), s.streams()), ("cuda", 1, streams));
+    s
+}
+
+/// S streams x order: 64 tasks of every CUDA recipe, chunks of up to 256 Ki elements.
+fn pipeline(s: usize, order: Order) {
+    let sched = cuda(s, order);
+    let seed = 500 + s as u64 * 10 + order as u64;
+    let report = run_workload(&sched, plan(seed, 1000, 64, 1 << 18, CUDA_RECIPES), Clocks::HOST);
+    assert_eq!(report.backend, "cuda");
+}
+
+macro_rules! gpu_pipeline_tests {
+    ($($name:ident: $s:expr, $order:expr;)*) => {
+        $(
+            #[test]
+            #[ignore = "needs a CUDA GPU"]
+            fn $name() {
+                isolated(stringify!($name), || pipeline($s, $order));
+            }
+        )*
+    };
+}
+
+gpu_pipeline_tests! {
+    cuda_s1_fcfs: 1, Order::Fcfs;
+    cuda_s1_lf: 1, Order::LargestFirst;
+    cuda_s1_sf: 1, Order::SmallestFirst;
+    cuda_s2_fcfs: 2, Order::Fcfs;
+    cuda_s2_lf: 2, Order::LargestFirst;
+    cuda_s2_sf: 2, Order::SmallestFirst;
+    cuda_s4_fcfs: 4, Order::Fcfs;
+    cuda_s4_lf: 4, Order::LargestFirst;
+    cuda_s4_sf: 4, Order::SmallestFirst;
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_fcfs_pops_the_oldest_task() {
+    isolated("cuda_fcfs_pops_the_oldest_task", || pop_order_scenario(&cuda(1, Order::Fcfs), Order::Fcfs, Clocks::HOST));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_largest_first_pops_the_largest_task() {
+    isolated("cuda_largest_first_pops_the_largest_task", || {
+        pop_order_scenario(&cuda(1, Order::LargestFirst), Order::LargestFirst, Clocks::HOST)
+    });
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_smallest_first_pops_the_smallest_task() {
+    isolated("cuda_smallest_first_pops_the_smallest_task", || {
+        pop_order_scenario(&cuda(1, Order::SmallestFirst), Order::SmallestFirst, Clocks::HOST)
+    });
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_two_d_column_blocks() {
+    isolated("cuda_two_d_column_blocks", || two_d_scenario(&cuda(3, Order::Fcfs), Clocks::HOST));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_device_timing_events() {
+    isolated("cuda_device_timing_events", || {
+        let sched = builder(4, Order::LargestFirst).device_timing(true).build().unwrap();
+        run_workload(&sched, plan(77, 1, 48, 1 << 18, CUDA_RECIPES), Clocks::CUDA_EVENTS);
+    });
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_stage_depth_two() {
+    isolated("cuda_stage_depth_two", || {
+        let sched = builder(4, Order::Fcfs).stage_depth(2).build().unwrap();
+        assert_eq!(sched.thresholds(), Thresholds::paper(4, 4, 1, 1).with_depth(2));
+        run_workload(&sched, plan(78, 1, 64, 1 << 16, CUDA_RECIPES), Clocks::HOST);
+    });
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_many_small_tasks_finish() {
+    isolated("cuda_many_small_tasks_finish", || {
+        let sched = cuda(4, Order::Fcfs);
+        let report = run_workload(&sched, plan(79, 1, 5_000, 16, &[Recipe::Plain]), Clocks::HOST);
+        assert_eq!(report.records.len(), 15_000);
+    });
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_host_buffers_are_pinned_and_devices_described() {
+    isolated("cuda_host_buffers_are_pinned_and_devices_described", || {
+        let sched = cuda(2, Order::Fcfs);
+        assert!(sched.alloc_host::<u32>(16).unwrap().is_pinned());
+        let info = &sched.gpu_info()[0];
+        assert!(info.arch.starts_with("sm_"), "{info:?}");
+        assert!(info.copy_engines >= 1 && info.memory_bytes > 0, "{info:?}");
+        let m = sched.overlap_matrix(0).unwrap();
+        assert_eq!(m.allows(Stage::Download, Stage::Readback), info.copy_engines >= 2);
+    });
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_panicking_callback_fails_only_its_task() {
+    isolated("cuda_panicking_callback_fails_only_its_task", || panic_scenario(&cuda(2, Order::Fcfs), Clocks::HOST));
+}
+
+/// A kernel with a syntax error: KernelCompile with NVRTC's log naming the error.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_kernel_with_a_syntax_error_is_kernel_compile() {
+    isolated("cuda_kernel_with_a_syntax_error_is_kernel_compile", || {
+        let sched = cuda(1, Order::Fcfs);
+        let broken = Kernel::new(
+            "broken",
+            r#"extern "C" __global__ void broken(unsigned* x) { x[threadIdx.x] = undefined_thing + 1; }"#,
+        )
+        .params([Param::Buffer])
+        .cpu_twin(|_| Ok(()));
+        let e = sched.register_kernel(broken).unwrap_err();
+        let text = e.to_string();
+        match e {
+            Error::KernelCompile { kernel, arch, log } => {
+                assert_eq!(kernel, "broken");
+                assert!(arch.starts_with("sm_"), "{arch}");
+                assert!(log.contains("undefined_thing"), "the log should name the undefined identifier: {log}");
+                assert!(log.contains("error"), "{log}");
+                assert!(text.contains("broken") && text.contains("undefined_thing"), "{text}");
+            }
+            other => panic!("expected KernelCompile, got {other:?}"),
+        }
+        // A well-formed source without the named entry point.
+        let e = sched.register_kernel(Kernel::new("not_there", AFFINE_SRC).params([Param::Buffer])).unwrap_err();
+        assert!(matches!(e, Error::KernelInvalid { ref kernel, .. } if kernel == "not_there"), "{e:?}");
+        // The scheduler still works.
+        let k = sched.register_kernel(affine_kernel()).unwrap();
+        assert_eq!(k.name(), "affine");
+    });
+}
+
+/// A GPU callback gets the task's CUDA stream and its slot's device pointers (and no
+/// simulated buffer); each stream slot has its own stream and its own physical copy of
+/// a virtual buffer; work it enqueues on the stream is ordered with the task's commands.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_gpu_callback_gets_stream_and_device_pointers() {
+    isolated("cuda_gpu_callback_gets_stream_and_device_pointers", || {
+        let s = 4;
+        let sched = cuda(s, Order::Fcfs);
+        let w = Workload::new(&sched, plan(81, 1, 32, 1 << 16, &[Recipe::GpuFill])).unwrap();
+        let seen: Arc<Mutex<Vec<(usize, u64, usize)>>> = Default::default();
+        for p in &w.plan {
+            let (d, seen, len, k) = (w.d_in.clone(), seen.clone(), p.len, p.k);
+            let r = p.offset..p.offset + p.len;
+            let args =
+                [Arg::buffer(&w.d_in), Arg::buffer(&w.d_out), Arg::u32(p.len as u32), Arg::u32(p.a), Arg::u32(p.b)];
+            sched
+                .task(p.id, p.len as u64)
+                .download(&w.d_in, 0, &w.inp, r.clone())
+                .gpu_callback(move |call| {
+                    let stream = call.cuda_stream().ok_or("no CUDA stream on the CUDA backend")?;
+                    let ptr = call.device_ptr(&d).ok_or("no device pointer on the CUDA backend")?;
+                    if call.sim_buffer(&d).is_some() {
+                        return Err("a simulated buffer on the CUDA backend".into());
+                    }
+                    if stream.is_null() || ptr == 0 {
+                        return Err(format!("null stream {stream:?} or pointer {ptr:#x}").into());
+                    }
+                    seen.lock().unwrap().push((call.info().stream, ptr, stream as usize));
+                    gpu_fill(call, &d, len, k)
+                })
+                .launch(&w.affine, grid(p.len), BLOCK, 0, &args)
+                .readback(&w.out, r, &w.d_out, 0)
+                .submit()
+                .unwrap();
+        }
+        let report = sched.synchronize().unwrap();
+        check(&report, &w.specs(), &Limits::of(&sched), Clocks::HOST);
+        w.verify(&report);
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), w.plan.len(), "every GPU callback ran once");
+        let mut ptrs: HashMap<usize, HashSet<u64>> = HashMap::new();
+        let mut streams: HashMap<usize, HashSet<usize>> = HashMap::new();
+        for &(slot, ptr, stream) in seen.iter() {
+            assert!(slot < s);
+            ptrs.entry(slot).or_default().insert(ptr);
+            streams.entry(slot).or_default().insert(stream);
+        }
+        assert!(ptrs.values().all(|p| p.len() == 1), "one physical copy per slot: {ptrs:?}");
+        assert!(streams.values().all(|p| p.len() == 1), "one stream per slot: {streams:?}");
+        let distinct_ptrs: HashSet<u64> = ptrs.values().flatten().copied().collect();
+        let distinct_streams: HashSet<usize> = streams.values().flatten().copied().collect();
+        assert_eq!(distinct_ptrs.len(), ptrs.len(), "slots share a physical copy: {ptrs:?}");
+        assert_eq!(distinct_streams.len(), streams.len(), "slots share a stream: {streams:?}");
+    });
+}
+
+/// Device memory in use returns to its starting value once the buffers are dropped and
+/// `synchronize` has run (even a buffer dropped while a task still used it).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_device_memory_returns_after_synchronize() {
+    isolated("cuda_device_memory_returns_after_synchronize", || {
+        let s = 4;
+        let sched = cuda(s, Order::Fcfs);
+        // Warm-up: one batch of every recipe, so that memory the driver sets up lazily
+        // on first use (module data, per-stream resources) is in the baseline.
+        run_workload(&sched, plan(90, 1, 16, 4096, CUDA_RECIPES), Clocks::HOST);
+        // The warm-up's buffers were dropped with it; they return to the driver at the
+        // next synchronize, which must come before the baseline.
+        sched.synchronize().unwrap();
+        let base = sched.device_memory_in_use(0).expect("CUDA reports memory in use");
+
+        const MIB: u64 = 1 << 20;
+        let n = 16usize << 20; // 64 MiB of u32 per physical copy, S copies per buffer
+        let bufs: Vec<DeviceBuffer<u32>> = (0..3).map(|_| sched.alloc::<u32>(n).unwrap()).collect();
+        let during = sched.device_memory_in_use(0).unwrap();
+        assert!(
+            during >= base + 3 * s as u64 * 64 * MIB,
+            "3 buffers x {s} copies x 64 MiB allocated, but memory in use went from {base} to {during}"
+        );
+        // Use them: every buffer, every slot; each task reads its chunk back into its
+        // own region of `out`.
+        let chunk = 1usize << 12;
+        let tasks = 3 * 2 * s;
+        let mut host = sched.alloc_host::<u32>(chunk).unwrap();
+        host.write().iter_mut().enumerate().for_each(|(i, x)| *x = i as u32);
+        let out = sched.alloc_host::<u32>(chunk * tasks).unwrap();
+        let with_host = sched.device_memory_in_use(0).unwrap();
+        let mut id = 0;
+        for b in &bufs {
+            for _ in 0..2 * s {
+                let r = id as usize * chunk..(id as usize + 1) * chunk;
+                id += 1;
+                sched.task(id, 1).download(b, n - chunk, &host, ..).readback(&out, r, b, n - chunk).submit().unwrap();
+            }
+        }
+        // One buffer is dropped while its last task may still be in flight.
+        let (open, wait) = gate();
+        let last = sched.alloc::<u32>(n).unwrap();
+        sched.task(id + 1, 1).callback(Resource::Cpu, wait).download(&last, 0, &host, ..).submit().unwrap();
+        drop(last);
+        open.send(()).unwrap();
+        drop(bufs);
+        sched.synchronize().unwrap();
+        assert!(out.read().iter().enumerate().all(|(i, &x)| x == (i % chunk) as u32));
+        let after = sched.device_memory_in_use(0).unwrap();
+        eprintln!("device memory in use: {base} at start, {during} with the buffers, {with_host} with the host buffer too, {after} after freeing");
+        assert_eq!(after, base, "memory in use was {base} before the buffers, {after} after they were freed");
+    });
+}
