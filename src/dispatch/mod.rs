@@ -365,14 +365,7 @@ impl Dispatcher {
                 self.shared.queues.release(busy.stage);
             }
             if let Some(task) = self.slots[j].task.take() {
-                let failure = TaskFailure {
-                    task: task.id,
-                    command: task.next,
-                    stage: task.commands.get(task.next).map_or(Stage::Cpu, |c| c.stage()),
-                    gpu: self.gpu,
-                    stream: j,
-                    message: message.to_string(),
-                };
+                let failure = failure_at_next(&task, self.gpu, j, message.to_string());
                 self.shared.end_task(task, Some(failure));
             }
         }
@@ -383,17 +376,17 @@ impl Dispatcher {
         while !self.shared.stop.load(Ordering::SeqCst) {
             let seen = self.signal.epoch();
             while let Some(task) = self.shared.buffer.pop() {
-                let failure = TaskFailure {
-                    task: task.id,
-                    command: task.next,
-                    stage: task.commands.get(task.next).map_or(Stage::Cpu, |c| c.stage()),
-                    gpu: self.gpu,
-                    stream: 0,
-                    message: format!("no GPU left to run it; the last one failed: {message}"),
-                };
+                let why = format!("no GPU left to run it; the last one failed: {message}");
+                let failure = failure_at_next(&task, self.gpu, 0, why);
                 self.shared.end_task(task, Some(failure));
             }
             self.signal.park(seen);
         }
     }
+}
+
+/// The failure of `task` at the command it would run next.
+fn failure_at_next(task: &Task, gpu: usize, stream: usize, message: String) -> TaskFailure {
+    let stage = task.commands.get(task.next).map_or(Stage::Cpu, |c| c.stage());
+    TaskFailure { task: task.id, command: task.next, stage, gpu, stream, message }
 }
