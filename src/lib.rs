@@ -51,6 +51,7 @@ mod stage;
 mod task;
 
 pub mod demo;
+pub mod fft;
 
 pub use backend::{Backend, GpuInfo, SimProfile};
 pub use builder::{Builder, Gpus};

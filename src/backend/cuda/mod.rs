@@ -9,6 +9,7 @@
 //! its cross-stream event tracking) is not used: the scheduler owns all ordering.
 
 mod context;
+pub(crate) mod cufft;
 mod gpu;
 mod nvrtc;
 

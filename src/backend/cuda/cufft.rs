@@ -1,0 +1,1 @@
+//! cuFFT through cudarc's checked layer: plans bound to a stream, batched transforms.

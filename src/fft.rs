@@ -1,0 +1,1 @@
+//! FFT support for GPU callbacks: cuFFT plans on the CUDA backend, rustfft on sim.
