@@ -7,7 +7,7 @@
 //! twin fast enough for the simulator. [`shift_reference`] is the plain loop the twin is
 //! tested against.
 
-use crate::{Arg, DeviceBuffer, HostBuffer, Kernel, KernelHandle, Param, Report, Result, Scheduler};
+use crate::{Arg, DeviceBuffer, HostBuffer, Kernel, KernelHandle, LinkRates, Param, Report, Result, Scheduler};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -171,18 +171,93 @@ pub fn run_shift(
 }
 
 /// Elements in `range` of `output` that differ from the kernel applied to `input`
-/// (checked with the tables, and the first 64 with the plain loop as well).
-pub fn mismatches(
-    input: &HostBuffer<u32>,
-    output: &HostBuffer<u32>,
-    range: std::ops::Range<usize>,
-    iters: u32,
-) -> usize {
+/// (checked with the tables on all cores, and the first 64 with the plain loop too).
+pub fn mismatches(input: &HostBuffer<u32>, output: &HostBuffer<u32>, range: std::ops::Range<usize>, iters: u32) -> usize {
     let table = ShiftTable::new(iters);
     let (input, output) = (input.read(), output.read());
-    let pairs = || input[range.clone()].iter().zip(&output[range.clone()]);
-    let plain = pairs().take(64).filter(|(&x, &y)| shift_reference(x, iters) != y).count();
-    plain.max(pairs().filter(|(&x, &y)| table.apply(x) != y).count())
+    let (inp, out) = (&input[range.clone()], &output[range]);
+    let plain = inp.iter().zip(out).take(64).filter(|(&x, &y)| shift_reference(x, iters) != y).count();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(inp.len().div_ceil(1 << 16)).max(1);
+    let per = inp.len().div_ceil(threads).max(1);
+    let table = &table;
+    let wrong: usize = std::thread::scope(|scope| {
+        let parts: Vec<_> = inp
+            .chunks(per)
+            .zip(out.chunks(per))
+            .map(|(i, o)| scope.spawn(move || i.iter().zip(o).filter(|(&x, &y)| table.apply(x) != y).count()))
+            .collect();
+        parts.into_iter().map(|h| h.join().unwrap_or(usize::MAX / 2)).sum()
+    });
+    plain.max(wrong)
+}
+
+/// Fills `host` with `value` on all cores (poisoning outputs before a run).
+pub fn poison(host: &mut HostBuffer<u32>, value: u32) {
+    let mut guard = host.write();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per = guard.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        for part in guard.chunks_mut(per) {
+            scope.spawn(move || part.fill(value));
+        }
+    });
+}
+
+/// Sustained rates of the GPU under a scheduler: its link (bytes per ns up alone, down
+/// alone, both at once) and the shift kernel's time per chunk.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rates {
+    /// The link's rates.
+    pub link: LinkRates,
+    /// Nanoseconds per shift kernel of one chunk at the probed iteration count.
+    pub kernel_ns: f64,
+}
+
+/// Measures [`Rates`] with back-to-back commands of whole chunks of `len` elements on
+/// `sched` (use several streams and stage depth 2 so no engine waits for the
+/// dispatcher). Each rate is a slope between a batch of 2 chunks and one of `chunks`
+/// (at least 3), so the fixed cost of starting and finishing a batch cancels out.
+pub fn probe_rates(
+    sched: &Scheduler,
+    input: &HostBuffer<u32>,
+    output: &mut HostBuffer<u32>,
+    len: usize,
+    chunks: usize,
+    iters: u32,
+) -> Result<Rates> {
+    let kernel = sched.register_kernel(shift_kernel())?;
+    let d_in = sched.alloc::<u32>(len)?;
+    let d_out = sched.alloc::<u32>(len)?;
+    let bytes = (len * 4) as f64;
+    let grid = (len as u32).div_ceil(BLOCK);
+    let args = [Arg::buffer(&d_out), Arg::buffer(&d_in), Arg::u32(len as u32), Arg::u32(iters)];
+    let (short, long) = (2, chunks.max(3).min(input.len().min(output.len()) / len));
+    let output = &*output;
+    // Makespan of n chunks of one kind: 0 uploads, 1 readbacks, 2 both, 3 kernels.
+    let makespan = |kind: u8, n: usize| -> Result<f64> {
+        for i in 0..n {
+            let r = i * len..(i + 1) * len;
+            let t = 2 * i as u64;
+            if kind == 0 || kind == 2 {
+                sched.task(t, 1).download(&d_in, 0, input, r.clone()).submit()?;
+            }
+            if kind == 1 || kind == 2 {
+                sched.task(t + 1, 1).readback(output, r, &d_out, 0).submit()?;
+            }
+            if kind == 3 {
+                sched.task(t, 1).launch(&kernel, grid, BLOCK, 0, &args).submit()?;
+            }
+        }
+        Ok(sched.synchronize()?.makespan_ns as f64)
+    };
+    let slope = |kind: u8| -> Result<f64> {
+        let (a, b) = (makespan(kind, short)?, makespan(kind, long)?);
+        Ok(((b - a) / (long - short).max(1) as f64).max(1.0))
+    };
+    makespan(2, short)?; // warm-up
+    let (up, down) = (bytes / slope(0)?, bytes / slope(1)?);
+    let both = 2.0 * bytes / slope(2)?;
+    Ok(Rates { link: LinkRates { up, down, both }, kernel_ns: slope(3)? })
 }
 
 #[cfg(test)]

@@ -50,6 +50,7 @@ mod signal;
 mod stage;
 mod task;
 
+pub mod baseline;
 pub mod demo;
 pub mod fft;
 

@@ -3,7 +3,7 @@
 //! hardware-aware bound, the speedup over serial, and an element-by-element check.
 
 use chariot::demo::{self, fill, mismatches, run_shift};
-use chariot::{Backend, HardwareBound, HostBuffer, LinkRates, Report, Scheduler, SimProfile, Stage, TaskWork};
+use chariot::{Backend, HardwareBound, HostBuffer, Report, Scheduler, SimProfile, Stage, TaskWork};
 use clap::Parser;
 use std::io::Write;
 use std::path::PathBuf;
@@ -78,7 +78,7 @@ fn scheduler(setup: &Setup, streams: usize, depth: usize) -> chariot::Result<Sch
 
 /// Runs the whole chunk set on `sched`, checks every element, returns the report.
 fn run(setup: &mut Setup, sched: &Scheduler, iters: u32) -> Result<Report, String> {
-    setup.output.write().fill(0xdead_beef);
+    demo::poison(&mut setup.output, 0xdead_beef);
     let kernel = sched.register_kernel(demo::shift_kernel()).map_err(|e| e.to_string())?;
     let d_in = sched.alloc::<u32>(setup.len).map_err(|e| e.to_string())?;
     let d_out = sched.alloc::<u32>(setup.len).map_err(|e| e.to_string())?;
@@ -90,58 +90,6 @@ fn run(setup: &mut Setup, sched: &Scheduler, iters: u32) -> Result<Report, Strin
         return Err(format!("{bad} of {} output elements differ from the CPU reference", setup.len * setup.chunks));
     }
     Ok(report)
-}
-
-/// Sustained rates: bytes per ns uploading alone, downloading alone, both at once, and
-/// ns per kernel, each over back-to-back commands (4 streams, depth 2, so an engine
-/// never waits for the dispatcher). Each is a slope between a short and a long probe,
-/// so the fixed cost of starting and finishing a batch cancels out.
-struct Rates {
-    up: f64,
-    down: f64,
-    both: f64,
-    kernel_ns: f64,
-}
-
-fn probe_rates(setup: &Setup, iters: u32) -> Result<Rates, String> {
-    let sched = scheduler(setup, 4, 2).map_err(|e| e.to_string())?;
-    let kernel = sched.register_kernel(demo::shift_kernel()).map_err(|e| e.to_string())?;
-    let d_in = sched.alloc::<u32>(setup.len).map_err(|e| e.to_string())?;
-    let d_out = sched.alloc::<u32>(setup.len).map_err(|e| e.to_string())?;
-    let bytes = (setup.len * 4) as f64;
-    let grid = (setup.len as u32).div_ceil(demo::BLOCK);
-    let args = [
-        chariot::Arg::buffer(&d_out),
-        chariot::Arg::buffer(&d_in),
-        chariot::Arg::u32(setup.len as u32),
-        chariot::Arg::u32(iters),
-    ];
-    // Makespan of n chunks of one probe kind: 0 uploads, 1 readbacks, 2 both, 3 kernels.
-    let makespan = |kind: u8, n: usize| -> Result<f64, String> {
-        for i in 0..n {
-            let r = i * setup.len..(i + 1) * setup.len;
-            let t = 2 * i as u64;
-            if kind == 0 || kind == 2 {
-                sched.task(t, 1).download(&d_in, 0, &setup.input, r.clone()).submit().map_err(|e| e.to_string())?;
-            }
-            if kind == 1 || kind == 2 {
-                sched.task(t + 1, 1).readback(&setup.output, r, &d_out, 0).submit().map_err(|e| e.to_string())?;
-            }
-            if kind == 3 {
-                sched.task(t, 1).launch(&kernel, grid, demo::BLOCK, 0, &args).submit().map_err(|e| e.to_string())?;
-            }
-        }
-        Ok(sched.synchronize().map_err(|e| e.to_string())?.makespan_ns as f64)
-    };
-    let (short, long) = (2.min(setup.chunks), setup.chunks.max(3));
-    let slope = |kind: u8| -> Result<f64, String> {
-        let (a, b) = (makespan(kind, short)?, makespan(kind, long)?);
-        Ok(((b - a) / (long - short) as f64).max(1.0))
-    };
-    makespan(2, short)?; // warm-up
-    let (up, down) = (bytes / slope(0)?, bytes / slope(1)?);
-    let both = 2.0 * bytes / slope(2)?;
-    Ok(Rates { up, down, both, kernel_ns: slope(3)? })
 }
 
 fn main() -> ExitCode {
@@ -234,12 +182,15 @@ fn real_main(cli: Cli) -> Result<(), String> {
         median(per_task.iter().map(|t| t.1).collect()),
         median(per_task.iter().map(|t| t.2).collect()),
     );
-    let rates = probe_rates(&setup, iters)?;
-    let duplex = rates.both / (rates.up + rates.down);
+    let rates = {
+        let probe = scheduler(&setup, 4, 2).map_err(|e| e.to_string())?;
+        demo::probe_rates(&probe, &setup.input, &mut setup.output, setup.len, setup.chunks, iters).map_err(|e| e.to_string())?
+    };
+    let duplex = rates.link.both / (rates.link.up + rates.link.down);
     // The bound: every chunk's bytes at the sustained rates, kernels at their sustained time.
     let bytes = (len * 4) as u64;
     let hw_tasks = vec![TaskWork { up_bytes: bytes, kernel_ns: rates.kernel_ns as u64, down_bytes: bytes }; chunks];
-    let bound = HardwareBound::one_gpu(&hw_tasks, LinkRates { up: rates.up, down: rates.down, both: rates.both });
+    let bound = HardwareBound::one_gpu(&hw_tasks, rates.link);
     let ideal = 3.0 * chunks as f64 / (chunks as f64 + 2.0);
     println!(
         "iters = {iters}; serial (S = 1): T = {:.3} ms; per chunk download {:.1} us, kernel {:.1} us, readback {:.1} us",
@@ -250,9 +201,9 @@ fn real_main(cli: Cli) -> Result<(), String> {
     );
     println!(
         "sustained: up {:.1} GB/s, down {:.1} GB/s, both at once {:.1} GB/s ({:.3} of the sum), kernel {:.1} us",
-        rates.up,
-        rates.down,
-        rates.both,
+        rates.link.up,
+        rates.link.down,
+        rates.link.both,
         duplex,
         rates.kernel_ns / 1e3
     );
