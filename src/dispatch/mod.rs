@@ -35,6 +35,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// How long an idle CUDA dispatcher spins before it parks.
+const SPIN_BEFORE_PARK: std::time::Duration = std::time::Duration::from_micros(200);
+
 /// What a slot has in flight.
 #[derive(Clone, Copy, Debug)]
 struct Busy {
@@ -149,6 +152,9 @@ impl Dispatcher {
                 } else {
                     std::hint::spin_loop();
                 }
+            } else if self.device.polls() {
+                // A CUDA dispatcher owns its core: stay hot a little before parking.
+                self.signal.spin_then_park(seen, SPIN_BEFORE_PARK);
             } else {
                 self.signal.park(seen);
             }
