@@ -89,6 +89,12 @@ type TableCache = Option<(u32, Arc<ShiftTable>)>;
 /// The `shift` kernel with its CPU twin and its simulated cost.
 /// Parameters: `out`, `in`, `n`, `iters`.
 pub fn shift_kernel() -> Kernel {
+    shift_kernel_costing(0.0, 1e9 / SIM_SHIFT_RATE)
+}
+
+/// The `shift` kernel whose simulated cost is `a + b·iters` nanoseconds per element
+/// (a model fitted to a real GPU, for the simulator's predictions).
+pub fn shift_kernel_costing(a_ns: f64, b_ns: f64) -> Kernel {
     // The twin builds the tables once per iteration count.
     let cache: Arc<parking_lot::Mutex<TableCache>> = Default::default();
     Kernel::new("shift", KERNELS)
@@ -115,9 +121,9 @@ pub fn shift_kernel() -> Kernel {
             }
             Ok(())
         })
-        .sim_cost(|_, s| {
-            let work = s.u32(2).unwrap_or(0) as f64 * s.u32(3).unwrap_or(0) as f64;
-            Duration::from_secs_f64(work / SIM_SHIFT_RATE)
+        .sim_cost(move |_, s| {
+            let (n, iters) = (s.u32(2).unwrap_or(0) as f64, s.u32(3).unwrap_or(0) as f64);
+            Duration::from_nanos((n * (a_ns + b_ns * iters)).max(0.0) as u64)
         })
 }
 
@@ -213,19 +219,20 @@ pub struct Rates {
     pub kernel_ns: f64,
 }
 
-/// Measures [`Rates`] with back-to-back commands of whole chunks of `len` elements on
+/// Measures [`Rates`] (with `kernel`, a shift kernel) with back-to-back commands of whole chunks of `len` elements on
 /// `sched` (use several streams and stage depth 2 so no engine waits for the
 /// dispatcher). Each rate is a slope between a batch of 2 chunks and one of `chunks`
 /// (at least 3), so the fixed cost of starting and finishing a batch cancels out.
 pub fn probe_rates(
     sched: &Scheduler,
+    kernel: Kernel,
     input: &HostBuffer<u32>,
     output: &mut HostBuffer<u32>,
     len: usize,
     chunks: usize,
     iters: u32,
 ) -> Result<Rates> {
-    let kernel = sched.register_kernel(shift_kernel())?;
+    let kernel = sched.register_kernel(kernel)?;
     let d_in = sched.alloc::<u32>(len)?;
     let d_out = sched.alloc::<u32>(len)?;
     let bytes = (len * 4) as f64;
@@ -233,8 +240,8 @@ pub fn probe_rates(
     let args = [Arg::buffer(&d_out), Arg::buffer(&d_in), Arg::u32(len as u32), Arg::u32(iters)];
     let (short, long) = (2, chunks.max(3).min(input.len().min(output.len()) / len));
     let output = &*output;
-    // Makespan of n chunks of one kind: 0 uploads, 1 readbacks, 2 both, 3 kernels.
-    let makespan = |kind: u8, n: usize| -> Result<f64> {
+    // The report of n chunks of one kind: 0 uploads, 1 readbacks, 2 both, 3 kernels.
+    let batch = |kind: u8, n: usize| -> Result<Report> {
         for i in 0..n {
             let r = i * len..(i + 1) * len;
             let t = 2 * i as u64;
@@ -248,15 +255,20 @@ pub fn probe_rates(
                 sched.task(t, 1).launch(&kernel, grid, BLOCK, 0, &args).submit()?;
             }
         }
-        Ok(sched.synchronize()?.makespan_ns as f64)
+        sched.synchronize()
     };
     let slope = |kind: u8| -> Result<f64> {
-        let (a, b) = (makespan(kind, short)?, makespan(kind, long)?);
+        let (a, b) = (batch(kind, short)?.makespan_ns as f64, batch(kind, long)?.makespan_ns as f64);
         Ok(((b - a) / (long - short).max(1) as f64).max(1.0))
     };
-    makespan(2, short)?; // warm-up
+    batch(2, short)?; // warm-up
     let (up, down) = (bytes / slope(0)?, bytes / slope(1)?);
-    let both = 2.0 * bytes / slope(2)?;
+    // Both at once: each direction's bytes over its own busy time while both run, summed
+    // (a slope would measure the slower direction alone once the faster one is done).
+    let joint = batch(2, long)?;
+    let busy = |stage: crate::Stage| joint.busy_ns.iter().map(|b| b[stage.index()]).sum::<u64>().max(1) as f64;
+    let moved = bytes * long as f64;
+    let both = moved / busy(crate::Stage::Download) + moved / busy(crate::Stage::Readback);
     Ok(Rates { link: LinkRates { up, down, both }, kernel_ns: slope(3)? })
 }
 

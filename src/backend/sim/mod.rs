@@ -237,7 +237,7 @@ impl Engine {
                 let PhysBuf::Sim(mem) = dev.phys(info.gpu, info.stream) else {
                     return Err("device buffer is not simulated memory".into());
                 };
-                {
+                if self.profile.execute {
                     let mut words = mem.data.lock();
                     let dev_bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut words[..]);
                     for row in 0..height {
@@ -262,7 +262,9 @@ impl Engine {
             }
             Work::Launch { kernel, shape, args } => {
                 let began = Instant::now();
-                self.run_twin(&kernel, shape, &args, info)?;
+                if self.profile.execute {
+                    self.run_twin(&kernel, shape, &args, info)?;
+                }
                 let real = began.elapsed();
                 let modeled = match &kernel.def.sim_cost {
                     Some(cost) => cost(&shape, &ScalarArgs { values: &args }),

@@ -46,6 +46,10 @@ pub struct SimProfile {
     /// Modeled time runs at this factor of real time: 1.0 real time, 0.0 no modeled
     /// time at all (results only, as fast as the CPU twins run).
     pub time_scale: f64,
+    /// Whether engines do the commands' real work (copy the bytes, run CPU twins).
+    /// `false` is timing only, for predictions at full size: outputs are not computed
+    /// and kernels take their [`Kernel::sim_cost`](crate::Kernel::sim_cost) (or no time).
+    pub execute: bool,
 }
 
 impl SimProfile {
@@ -66,6 +70,7 @@ impl SimProfile {
             launch_latency: Duration::from_nanos(3500),
             memory_bytes: 80 << 30,
             time_scale: 1.0,
+            execute: true,
         }
     }
 
@@ -104,6 +109,23 @@ impl SimProfile {
     /// The same profile with this many copy engines.
     pub fn with_copy_engines(mut self, engines: u32) -> Self {
         self.copy_engines = engines;
+        self
+    }
+
+    /// The same profile with link rates measured on a real machine, in bytes per
+    /// nanosecond (GB/s): one direction alone each way, and both at once.
+    pub fn with_link(mut self, up: f64, down: f64, both: f64) -> Self {
+        self.h2d_bytes_per_s = up * 1e9;
+        self.d2h_bytes_per_s = down * 1e9;
+        self.duplex_bytes_per_s = both * 1e9;
+        self.bus_bytes_per_s = up.max(down) * 1e9;
+        self.bus_duplex_bytes_per_s = both * 1e9;
+        self
+    }
+
+    /// The same profile doing timing only (see [`SimProfile::execute`]).
+    pub fn timing_only(mut self) -> Self {
+        self.execute = false;
         self
     }
 
