@@ -1,0 +1,366 @@
+//! The search pipeline (paper §6.3): one task per database chunk, five stages —
+//! file read (CPU callback: read the chunk's byte range, parse, sort by length, pack),
+//! download (chunk and query profiles), one kernel launch per query, readback of the
+//! scores, file write (CPU callback: TSV rows, running top-k, progress).
+//!
+//! Host memory is a ring of `slots` chunk slots; a chunk is submitted when a slot is
+//! free, so at most `slots` chunks are in memory, and the task buffer holds enough of
+//! them for LF (largest residue count first) to reorder.
+
+use crate::db::{self, DbIndex};
+use crate::hits::{Hit, TopK};
+use crate::matrix::Matrix;
+use crate::sw::{self, Gaps, Profile};
+use chariot::{Arg, Backend, Order, Report, Scheduler};
+use parking_lot::Mutex;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A query: name and residues (matrix codes).
+#[derive(Clone, Debug)]
+pub struct Query {
+    /// Name.
+    pub id: String,
+    /// Residues.
+    pub codes: Vec<u8>,
+}
+
+/// How to run a search.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Backend.
+    pub backend: Backend,
+    /// D.
+    pub gpus: usize,
+    /// S.
+    pub streams: usize,
+    /// Task order.
+    pub order: Order,
+    /// Stage depth (see the crate's Builder).
+    pub stage_depth: usize,
+    /// Chunk slots in host memory (0: 3·D·S, at least 4).
+    pub slots: usize,
+    /// Hits kept per query.
+    pub top: usize,
+    /// Gap costs.
+    pub gaps: Gaps,
+    /// TSV output file.
+    pub out: Option<PathBuf>,
+    /// Show a progress bar.
+    pub progress: bool,
+    /// Simulated kernel rate, G cells/s (sim backend only).
+    pub sim_gcups: f64,
+}
+
+/// Stage names of Table 1, in pipeline order.
+pub const STAGES: [&str; 5] = ["file read", "download", "kernel", "readback", "file write"];
+
+/// What a search produced.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Best hits per query, best first.
+    pub hits: Vec<Vec<Hit>>,
+    /// chariot's report.
+    pub report: Report,
+    /// Wall time from the first submit to the end of `synchronize`.
+    pub wall: Duration,
+    /// Sum of command times per stage of [`STAGES`], ns.
+    pub stage_sum_ns: [u64; 5],
+    /// Busy time (union of intervals) per stage, ns.
+    pub stage_busy_ns: [u64; 5],
+    /// Cells computed: Σ query length × database residues.
+    pub cells: u128,
+    /// Chunk slots used.
+    pub slots: usize,
+}
+
+impl Outcome {
+    /// G cell updates per second over the wall time.
+    pub fn gcups(&self) -> f64 {
+        self.cells as f64 / self.wall.as_secs_f64().max(1e-12) / 1e9
+    }
+    /// The slowest stage's busy time, ns.
+    pub fn slowest_busy_ns(&self) -> u64 {
+        self.stage_busy_ns.iter().copied().max().unwrap_or(0)
+    }
+}
+
+fn union_ns(mut v: Vec<(u64, u64)>) -> u64 {
+    v.sort_unstable();
+    let (mut total, mut cur) = (0u64, None::<(u64, u64)>);
+    for (s, e) in v {
+        match cur {
+            Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                total += ce - cs;
+                cur = Some((s, e));
+            }
+            None => cur = Some((s, e)),
+        }
+    }
+    total + cur.map_or(0, |(s, e)| e - s)
+}
+
+/// Sends the slot back when the task's last callback is dropped (run or not), once
+/// the submit that owns it has succeeded.
+struct SlotGuard {
+    slot: usize,
+    state: Arc<AtomicU8>,
+    tx: crossbeam_channel::Sender<usize>,
+}
+const PENDING: u8 = 0;
+const ARMED: u8 = 1;
+const DROPPED: u8 = 2;
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        if self.state.compare_exchange(PENDING, DROPPED, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+            let _ = self.tx.send(self.slot);
+        }
+    }
+}
+
+/// What one slot holds between its read and write callbacks.
+#[derive(Default)]
+struct SlotData {
+    ids: Vec<String>,
+    perm: Vec<u32>,
+}
+
+struct Shared {
+    matrix: Matrix,
+    path: PathBuf,
+    query_ids: Vec<String>,
+    slots: Vec<Mutex<SlotData>>,
+    top: Mutex<Vec<TopK>>,
+    out: Mutex<Option<std::io::BufWriter<std::fs::File>>>,
+    error: Mutex<Option<String>>,
+    bar: indicatif::ProgressBar,
+}
+
+impl Shared {
+    fn fail(&self, e: String) -> chariot::BoxError {
+        self.error.lock().get_or_insert_with(|| e.clone());
+        e.into()
+    }
+}
+
+/// Runs the search of `queries` over the database `index`.
+pub fn search(index: &DbIndex, matrix: &Matrix, queries: &[Query], opt: &Options) -> Result<Outcome, String> {
+    if queries.is_empty() {
+        return Err("no queries".into());
+    }
+    let profiles: Vec<Profile> = queries
+        .iter()
+        .map(|q| Profile::new(&q.codes, matrix).map_err(|e| format!("query `{}`: {e}", q.id)))
+        .collect::<Result<_, _>>()?;
+    let mut prof_offsets = Vec::new();
+    let mut prof_bytes: Vec<i8> = Vec::new();
+    for p in &profiles {
+        prof_offsets.push(prof_bytes.len());
+        prof_bytes.extend_from_slice(&p.scores);
+    }
+    let profiles = Arc::new(profiles);
+    let nq = queries.len();
+    let sched = Scheduler::builder()
+        .backend(opt.backend.clone())
+        .gpus(opt.gpus)
+        .streams(opt.streams)
+        .order(opt.order)
+        .stage_depth(opt.stage_depth)
+        .build()
+        .map_err(|e| format!("cannot start the scheduler: {e}"))?;
+    let kernel = sched
+        .register_kernel(sw::kernel(profiles.clone(), prof_offsets.clone(), opt.sim_gcups))
+        .map_err(|e| format!("kernel: {e}"))?;
+    let slots = if opt.slots == 0 { (3 * opt.gpus * opt.streams).max(4) } else { opt.slots };
+    let slots = slots.min(index.chunks.len()).max(1);
+    let max_packed = index.chunks.iter().map(|c| c.packed_bytes()).max().unwrap_or(1);
+    let max_res = index.chunks.iter().map(|c| c.residues).max().unwrap_or(0).max(1) as usize;
+    let max_nseq = index.chunks.iter().map(|c| c.nseq).max().unwrap_or(1);
+    let slot_bytes = max_packed.next_multiple_of(64);
+    let score_stride = nq * max_nseq;
+    let me = |e: chariot::Error| e.to_string();
+    let h_chunks = sched.alloc_host::<u8>(slots * slot_bytes).map_err(me)?;
+    let h_scores = sched.alloc_host::<i32>(slots * score_stride).map_err(me)?;
+    let mut h_prof = sched.alloc_host::<i8>(prof_bytes.len()).map_err(me)?;
+    h_prof.write().copy_from_slice(&prof_bytes);
+    let d_chunk = sched.alloc::<u8>(max_packed).map_err(me)?;
+    let d_scratch = sched.alloc::<[i32; 2]>(max_res).map_err(me)?;
+    let d_scores = sched.alloc::<i32>(score_stride).map_err(me)?;
+    let d_prof = sched.alloc::<i8>(prof_bytes.len()).map_err(me)?;
+
+    let out = match &opt.out {
+        Some(p) => {
+            let f = std::fs::File::create(p).map_err(|e| format!("cannot create {}: {e}", p.display()))?;
+            let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+            writeln!(w, "query\tsubject\tscore").map_err(|e| e.to_string())?;
+            Some(w)
+        }
+        None => None,
+    };
+    let bar = if opt.progress {
+        let b = indicatif::ProgressBar::new(index.residues);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {percent}% of residues, eta {eta}",
+            )
+            .expect("template"),
+        );
+        b
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let shared = Arc::new(Shared {
+        matrix: matrix.clone(),
+        path: index.path.clone(),
+        query_ids: queries.iter().map(|q| q.id.clone()).collect(),
+        slots: (0..slots).map(|_| Mutex::new(SlotData::default())).collect(),
+        top: Mutex::new((0..nq).map(|_| TopK::new(opt.top)).collect()),
+        out: Mutex::new(out),
+        error: Mutex::new(None),
+        bar,
+    });
+    let gaps = opt.gaps;
+    let (tx, rx) = crossbeam_channel::unbounded::<usize>();
+    let mut free: Vec<usize> = (0..slots).rev().collect();
+    let t0 = Instant::now();
+    for (c, info) in index.chunks.iter().enumerate() {
+        if shared.error.lock().is_some() {
+            break;
+        }
+        let s = match free.pop() {
+            Some(s) => s,
+            None => rx.recv_timeout(Duration::from_secs(3600)).map_err(|_| "the pipeline stalled".to_string())?,
+        };
+        loop {
+            let state = Arc::new(AtomicU8::new(PENDING));
+            let guard = SlotGuard { slot: s, state: state.clone(), tx: tx.clone() };
+            let crange = s * slot_bytes..s * slot_bytes + info.packed_bytes();
+            let srange = s * score_stride..s * score_stride + nq * info.nseq;
+            let (sh_r, sh_w, info_r) = (shared.clone(), shared.clone(), info.clone());
+            let first_seq = info.first_seq;
+            let mut t = sched
+                .task(c as u64, info.residues.max(1))
+                .callback_writing(&h_chunks, crange.clone(), move |buf, _| {
+                    let d = db::read_chunk(&sh_r.path, &info_r, &sh_r.matrix).map_err(|e| sh_r.fail(e))?;
+                    let perm = db::pack(&d, buf);
+                    *sh_r.slots[s].lock() = SlotData { ids: d.ids, perm };
+                    Ok(())
+                })
+                .download(&d_chunk, 0, &h_chunks, crange)
+                .download(&d_prof, 0, &h_prof, ..);
+            for (q, p) in profiles.iter().enumerate() {
+                let cells = p.m as u64 * info.residues;
+                t = t.launch(
+                    &kernel,
+                    p.grid(info.nseq),
+                    sw::BLOCK,
+                    p.shared_bytes(),
+                    &[
+                        Arg::buffer(&d_chunk),
+                        Arg::u32(info.nseq as u32),
+                        Arg::u32(info.res_off() as u32),
+                        Arg::buffer(&d_prof),
+                        Arg::u32(prof_offsets[q] as u32),
+                        Arg::u32(p.mpad as u32),
+                        Arg::u32(p.group),
+                        Arg::i32(gaps.open + gaps.extend),
+                        Arg::i32(gaps.extend),
+                        Arg::buffer(&d_scratch),
+                        Arg::buffer(&d_scores),
+                        Arg::u32((q * info.nseq) as u32),
+                        Arg::u32(p.tile() as u32),
+                        Arg::u64(cells),
+                    ],
+                );
+            }
+            let residues = info.residues;
+            let t = t.readback(&h_scores, srange.clone(), &d_scores, 0).callback_reading(
+                &h_scores,
+                srange,
+                move |scores, _| {
+                    let _guard = guard;
+                    let data = std::mem::take(&mut *sh_w.slots[s].lock());
+                    let n = data.perm.len();
+                    let mut by_rec = vec![0i32; scores.len()];
+                    for q in 0..scores.len() / n.max(1) {
+                        for (pos, &r) in data.perm.iter().enumerate() {
+                            by_rec[q * n + r as usize] = scores[q * n + pos];
+                        }
+                    }
+                    {
+                        let mut top = sh_w.top.lock();
+                        for (q, t) in top.iter_mut().enumerate() {
+                            for (r, &sc) in by_rec[q * n..(q + 1) * n].iter().enumerate() {
+                                t.offer(sc, first_seq + r as u64, || data.ids[r].clone());
+                            }
+                        }
+                    }
+                    if let Some(w) = sh_w.out.lock().as_mut() {
+                        let mut text = String::with_capacity(n * 24);
+                        for (q, qid) in sh_w.query_ids.iter().enumerate() {
+                            for (r, id) in data.ids.iter().enumerate() {
+                                use std::fmt::Write as _;
+                                let _ = writeln!(text, "{qid}\t{id}\t{}", by_rec[q * n + r]);
+                            }
+                        }
+                        w.write_all(text.as_bytes()).map_err(|e| sh_w.fail(format!("cannot write results: {e}")))?;
+                    }
+                    sh_w.bar.inc(residues);
+                    Ok(())
+                },
+            );
+            match t.submit() {
+                Ok(_) => {
+                    if state.compare_exchange(PENDING, ARMED, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+                        let _ = tx.send(s);
+                    }
+                    break;
+                }
+                Err(chariot::Error::HostConflict { .. }) => std::thread::sleep(Duration::from_micros(50)),
+                Err(e) => return Err(format!("submit of chunk {c}: {e}")),
+            }
+        }
+    }
+    let report = sched.synchronize();
+    let wall = t0.elapsed();
+    shared.bar.finish_and_clear();
+    if let Some(e) = shared.error.lock().take() {
+        return Err(e);
+    }
+    let report = report.map_err(|e| format!("search failed: {e}"))?;
+    if let Some(w) = shared.out.lock().as_mut() {
+        w.flush().map_err(|e| format!("cannot write results: {e}"))?;
+    }
+    let mut sum = [0u64; 5];
+    let mut spans: [Vec<(u64, u64)>; 5] = Default::default();
+    for r in &report.records {
+        let k = match r.command as usize {
+            0 => 0,
+            1 | 2 => 1,
+            i if i < 3 + nq => 2,
+            i if i == 3 + nq => 3,
+            _ => 4,
+        };
+        sum[k] += r.duration_ns();
+        spans[k].push((r.start_ns, r.end_ns));
+    }
+    let busy = spans.map(union_ns);
+    let hits = shared.top.lock().iter().map(|t| t.sorted()).collect();
+    let cells = profiles.iter().map(|p| p.m as u128).sum::<u128>() * index.residues as u128;
+    Ok(Outcome { hits, report, wall, stage_sum_ns: sum, stage_busy_ns: busy, cells, slots })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn union_of_spans() {
+        assert_eq!(union_ns(vec![(0, 10), (5, 12), (20, 25)]), 17);
+        assert_eq!(union_ns(vec![]), 0);
+    }
+}

@@ -1,0 +1,200 @@
+//! End-to-end checks: every score of the pipeline (sim backend in CI, CUDA in the
+//! `#[ignore]`d test) equals a plain scalar Gotoh reference written here, on a
+//! generated database with empty, one-residue, long and unknown-letter records.
+
+use crate::db::DbIndex;
+use crate::matrix::Matrix;
+use crate::search::{self, Options, Query};
+use crate::sw::Gaps;
+use chariot::{Backend, Order, SimProfile};
+use rand::{Rng, SeedableRng};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// Gotoh's algorithm, plainly: full matrices H, E (gap in the query), F (gap in the
+/// subject), local alignment, a gap of length k costs open + k·extend.
+fn gotoh(query: &[u8], subject: &[u8], m: &Matrix, open: i64, extend: i64) -> i64 {
+    const NEG: i64 = i64::MIN / 4;
+    let (rows, cols) = (query.len() + 1, subject.len() + 1);
+    let mut h = vec![vec![0i64; cols]; rows];
+    let mut e = vec![vec![NEG; cols]; rows];
+    let mut f = vec![vec![NEG; cols]; rows];
+    let mut best = 0;
+    for i in 1..rows {
+        for j in 1..cols {
+            e[i][j] = std::cmp::max(e[i][j - 1] - extend, h[i][j - 1] - open - extend);
+            f[i][j] = std::cmp::max(f[i - 1][j] - extend, h[i - 1][j] - open - extend);
+            let diag = h[i - 1][j - 1] + m.score(query[i - 1], subject[j - 1]) as i64;
+            h[i][j] = [0, diag, e[i][j], f[i][j]].into_iter().max().unwrap();
+            best = best.max(h[i][j]);
+        }
+    }
+    best
+}
+
+struct TempDir(PathBuf);
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("chariot-align-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+}
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.0).ok();
+    }
+}
+
+const AA: &[u8] = b"ARNDCQEGHILKMFPSTWYVBZX";
+
+/// A database of `n` records: lengths mostly 0..400 with a few up to `long`, including
+/// empty and one-residue records, lowercase, `U`/`O` (scored as X) and `*`.
+fn write_db(path: &Path, n: usize, long: usize, seed: u64) -> Vec<(String, Vec<u8>)> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut recs = Vec::new();
+    let mut text = String::new();
+    for i in 0..n {
+        let len = match i % 97 {
+            0 => 0,
+            1 => 1,
+            2 if i % 3 == 0 => rng.random_range(long / 2..=long),
+            _ => rng.random_range(2..400),
+        };
+        let mut s: Vec<u8> = (0..len).map(|_| AA[rng.random_range(0..AA.len())]).collect();
+        if i % 13 == 5 && len > 3 {
+            s[1] = b'U';
+            s[2] = b'o';
+            s[len - 1] = b'*';
+        }
+        let id = format!("s{i}");
+        text += &format!(">{id} test record\n");
+        for line in s.chunks(61) {
+            text += std::str::from_utf8(line).unwrap();
+            text += "\n";
+        }
+        recs.push((id, s));
+    }
+    std::fs::write(path, text).unwrap();
+    recs
+}
+
+fn random_query(len: usize, seed: u64) -> Vec<u8> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..len).map(|_| AA[rng.random_range(0..20)]).collect()
+}
+
+/// Runs the search and compares every TSV score with the reference.
+#[allow(clippy::too_many_arguments)]
+fn check(
+    backend: Backend,
+    gpus: usize,
+    streams: usize,
+    order: Order,
+    n: usize,
+    long: usize,
+    qlens: &[usize],
+    chunk: usize,
+) {
+    let dir = TempDir::new(&format!("e2e{n}-{long}-{chunk}"));
+    let dbp = dir.0.join("db.fa");
+    let recs = write_db(&dbp, n, long, 7 + n as u64);
+    let m = Matrix::blosum62();
+    let gaps = Gaps { open: 11, extend: 1 };
+    let queries: Vec<Query> = qlens
+        .iter()
+        .enumerate()
+        .map(|(i, &l)| Query { id: format!("q{l}"), codes: m.encode(&random_query(l, i as u64)).unwrap() })
+        .collect();
+    let index = DbIndex::build(&dbp, &m, chunk).unwrap();
+    assert_eq!(index.sequences as usize, n);
+    let out = dir.0.join("hits.tsv");
+    let opt = Options {
+        backend,
+        gpus,
+        streams,
+        order,
+        stage_depth: 1,
+        slots: 0,
+        top: 5,
+        gaps,
+        out: Some(out.clone()),
+        progress: false,
+        sim_gcups: 300.0,
+    };
+    let o = search::search(&index, &m, &queries, &opt).unwrap();
+    let text = std::fs::read_to_string(&out).unwrap();
+    let mut got: HashMap<(String, String), i64> = HashMap::new();
+    for line in text.lines().skip(1) {
+        let v: Vec<&str> = line.split('\t').collect();
+        assert!(got.insert((v[0].to_string(), v[1].to_string()), v[2].parse().unwrap()).is_none(), "dup {line}");
+    }
+    assert_eq!(got.len(), n * queries.len());
+    for q in &queries {
+        let mut all = Vec::new();
+        for (k, (id, s)) in recs.iter().enumerate() {
+            let want = gotoh(&q.codes, &m.encode(s).unwrap(), &m, 11, 1);
+            assert_eq!(got[&(q.id.clone(), id.clone())], want, "query {} subject {id} (length {})", q.id, s.len());
+            all.push((want as i32, k as u64));
+        }
+        all.sort_by_key(|&(s, k)| (std::cmp::Reverse(s), k));
+        let top: Vec<(i32, u64)> =
+            o.hits[queries.iter().position(|x| x.id == q.id).unwrap()].iter().map(|h| (h.score, h.seq)).collect();
+        assert_eq!(top, all[..5.min(n)].to_vec());
+    }
+}
+
+#[test]
+fn every_score_matches_gotoh_on_sim() {
+    check(Backend::SimWith(SimProfile::instant()), 2, 3, Order::LargestFirst, 2000, 3000, &[1, 37, 130], 97);
+}
+
+#[test]
+fn long_query_crosses_profile_tiles_on_sim() {
+    check(Backend::SimWith(SimProfile::instant()), 1, 2, Order::Fcfs, 60, 1500, &[1100], 16);
+}
+
+#[test]
+fn file_changed_under_the_search_is_an_error_not_a_hang() {
+    let dir = TempDir::new("changed");
+    let dbp = dir.0.join("db.fa");
+    write_db(&dbp, 300, 100, 3);
+    let m = Matrix::blosum62();
+    let index = DbIndex::build(&dbp, &m, 50).unwrap();
+    std::fs::write(&dbp, ">x\nAC\n").unwrap();
+    let opt = Options {
+        backend: Backend::SimWith(SimProfile::instant()),
+        gpus: 1,
+        streams: 2,
+        order: Order::LargestFirst,
+        stage_depth: 1,
+        slots: 0,
+        top: 3,
+        gaps: Gaps { open: 11, extend: 1 },
+        out: None,
+        progress: false,
+        sim_gcups: 300.0,
+    };
+    let q = [Query { id: "q".into(), codes: vec![0, 1, 2] }];
+    let e = search::search(&index, &m, &q, &opt).unwrap_err();
+    assert!(e.contains("changed") || e.contains("FASTA") || e.contains("sequence data"), "{e}");
+}
+
+#[test]
+fn reference_known_values() {
+    let m = Matrix::blosum62();
+    let enc = |s: &[u8]| m.encode(s).unwrap();
+    assert_eq!(gotoh(&enc(b"WWWWW"), &enc(b"WWAAAWW"), &m, 11, 1), 30);
+    assert_eq!(gotoh(&enc(b"A"), &enc(b""), &m, 11, 1), 0);
+    assert_eq!(
+        gotoh(&enc(b"HEAGAWGHEE"), &enc(b"PAWHEAE"), &m, 11, 1),
+        gotoh(&enc(b"PAWHEAE"), &enc(b"HEAGAWGHEE"), &m, 11, 1)
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_score_matches_gotoh_on_gpu() {
+    check(Backend::Cuda, 1, 4, Order::LargestFirst, 4000, 6000, &[1, 37, 130, 511], 512);
+    check(Backend::Cuda, 1, 2, Order::Fcfs, 200, 3000, &[1100, 2500], 64);
+}
