@@ -120,7 +120,11 @@ struct Row {
 
 fn main() -> Result<(), String> {
     let cli = Cli::parse();
-    if cli.chunks == 0 || !(cli.min_mib > 0.0 && cli.max_mib >= cli.min_mib) || cli.streams.contains(&0) || cli.depths.contains(&0) {
+    if cli.chunks == 0
+        || !(cli.min_mib > 0.0 && cli.max_mib >= cli.min_mib)
+        || cli.streams.contains(&0)
+        || cli.depths.contains(&0)
+    {
         return Err("--chunks, --min-mib <= --max-mib, --streams and --depths must be positive".into());
     }
     let orders = cli.orders.iter().map(|o| order(o)).collect::<Result<Vec<_>, _>>()?;
@@ -139,7 +143,13 @@ fn main() -> Result<(), String> {
         None => demo::shift_kernel(),
     };
     let build = |s: usize, depth: usize, order: Order| {
-        Scheduler::builder().backend(backend.clone()).streams(s).stage_depth(depth).order(order).build().map_err(|e| e.to_string())
+        Scheduler::builder()
+            .backend(backend.clone())
+            .streams(s)
+            .stage_depth(depth)
+            .order(order)
+            .build()
+            .map_err(|e| e.to_string())
     };
     let probe_sched = build(4, 2, Order::Fcfs)?;
     let on_cuda = probe_sched.backend_name() == "cuda";
@@ -157,8 +167,10 @@ fn main() -> Result<(), String> {
     // between back-to-back kernels: a probe of tiny kernels measures the dispatcher,
     // and would inflate the fitted intercept.
     let (i1, i2) = (512u32, 2048u32);
-    let r1 = demo::probe_rates(&probe_sched, shift(), &input, &mut output, len, probe_chunks, i1).map_err(|e| e.to_string())?;
-    let r2 = demo::probe_rates(&probe_sched, shift(), &input, &mut output, len, probe_chunks, i2).map_err(|e| e.to_string())?;
+    let r1 = demo::probe_rates(&probe_sched, shift(), &input, &mut output, len, probe_chunks, i1)
+        .map_err(|e| e.to_string())?;
+    let r2 = demo::probe_rates(&probe_sched, shift(), &input, &mut output, len, probe_chunks, i2)
+        .map_err(|e| e.to_string())?;
     drop(probe_sched);
     let link = r2.link;
     let b = ((r2.kernel_ns - r1.kernel_ns) / len as f64 / (i2 - i1) as f64).max(1e-9);
@@ -189,9 +201,12 @@ fn main() -> Result<(), String> {
         }
     }
     let baselines: Vec<Baseline> = if cli.no_baselines || !on_cuda { Vec::new() } else { Baseline::ALL.to_vec() };
-    let per_point = 1 + baselines.len().saturating_sub(1) * cli.streams.len() + cli.streams.len() * orders.len() * cli.depths.len();
+    let per_point =
+        1 + baselines.len().saturating_sub(1) * cli.streams.len() + cli.streams.len() * orders.len() * cli.depths.len();
     let bar = ProgressBar::new((plan.len() * per_point) as u64);
-    bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed} {msg}").map_err(|e| e.to_string())?);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed} {msg}").map_err(|e| e.to_string())?,
+    );
     let mut csv = match &cli.out {
         Some(dir) => {
             std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
@@ -211,7 +226,11 @@ fn main() -> Result<(), String> {
         let r_model = copy_ns / kernel_ns(mean, iters);
         let tasks: Vec<TaskWork> = chunks
             .iter()
-            .map(|c| TaskWork { up_bytes: c.len() as u64 * 4, kernel_ns: kernel_ns(c.len(), iters) as u64, down_bytes: c.len() as u64 * 4 })
+            .map(|c| TaskWork {
+                up_bytes: c.len() as u64 * 4,
+                kernel_ns: kernel_ns(c.len(), iters) as u64,
+                down_bytes: c.len() as u64 * 4,
+            })
             .collect();
         let bound = HardwareBound::one_gpu(&tasks, link).t_ns as f64 / 1e6;
         bar.set_message(format!("{sizes} seed {seed} r {r}"));
@@ -237,7 +256,8 @@ fn main() -> Result<(), String> {
             let ss: Vec<usize> = if bl == Baseline::Serial { vec![1] } else { cli.streams.clone() };
             for s in ss {
                 demo::poison(&mut output, 0xdead_beef);
-                let t = baseline::shift(bl, gpu.ordinal, s, &input, &mut output, &chunks, iters).map_err(|e| e.to_string())?;
+                let t = baseline::shift(bl, gpu.ordinal, s, &input, &mut output, &chunks, iters)
+                    .map_err(|e| e.to_string())?;
                 let bad: usize = chunks.iter().map(|c| mismatches(&input, &output, c.clone(), iters)).sum();
                 if bad > 0 {
                     return Err(format!("{} S={s}: {bad} wrong elements", bl.name()));
@@ -263,15 +283,24 @@ fn main() -> Result<(), String> {
                         sched
                             .task(i as u64, n as u64)
                             .download(&d_in, 0, &input, c.clone())
-                            .launch(&k, (n as u32).div_ceil(demo::BLOCK), demo::BLOCK, 0, &[Arg::buffer(&d_out), Arg::buffer(&d_in), Arg::u32(n as u32), Arg::u32(iters)])
+                            .launch(
+                                &k,
+                                (n as u32).div_ceil(demo::BLOCK),
+                                demo::BLOCK,
+                                0,
+                                &[Arg::buffer(&d_out), Arg::buffer(&d_in), Arg::u32(n as u32), Arg::u32(iters)],
+                            )
                             .readback(&output, c.clone(), &d_out, 0)
                             .submit()
                             .map_err(|e| e.to_string())?;
                     }
                     let report = sched.synchronize().map_err(|e| e.to_string())?;
                     let wall = t0.elapsed().as_secs_f64() * 1e3;
-                    let bad: usize =
-                        if predicting { 0 } else { chunks.iter().map(|c| mismatches(&input, &output, c.clone(), iters)).sum() };
+                    let bad: usize = if predicting {
+                        0
+                    } else {
+                        chunks.iter().map(|c| mismatches(&input, &output, c.clone(), iters)).sum()
+                    };
                     if bad > 0 {
                         return Err(format!("chariot S={s} {oname} depth {depth}: {bad} wrong elements"));
                     }
@@ -281,7 +310,11 @@ fn main() -> Result<(), String> {
                     row.paper_eps = report.epsilon.unwrap_or(f64::NAN);
                     row.runtime_us = report.dispatch.runtime_ns_per_command() / 1e3;
                     if report.makespan_ms() < bound * 0.999 {
-                        below_bound.push(format!("{sizes} seed {seed} r {r} S {s} {oname} depth {depth}: {:.3} < {:.3} ms", report.makespan_ms(), bound));
+                        below_bound.push(format!(
+                            "{sizes} seed {seed} r {r} S {s} {oname} depth {depth}: {:.3} < {:.3} ms",
+                            report.makespan_ms(),
+                            bound
+                        ));
                     }
                     point.push(row);
                     bar.inc(1);
@@ -289,7 +322,9 @@ fn main() -> Result<(), String> {
             }
         }
         let serial = point.iter().find(|p| p.system == "serial").map(|p| p.wall_ms);
-        let serial = serial.or_else(|| point.iter().find(|p| p.system == "chariot" && p.streams == 1).map(|p| p.wall_ms)).unwrap_or(f64::NAN);
+        let serial = serial
+            .or_else(|| point.iter().find(|p| p.system == "chariot" && p.streams == 1).map(|p| p.wall_ms))
+            .unwrap_or(f64::NAN);
         for mut p in point {
             p.serial_ms = serial;
             if let Some(f) = csv.as_mut() {
@@ -300,11 +335,16 @@ fn main() -> Result<(), String> {
     }
     bar.finish();
     // Summary: per point, chariot's best against each baseline's best.
-    println!("\n{:>7} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}", "sizes", "seed", "r", "bound ms", "chariot", "eps_hw", "serial", "breadth", "depth", "graph");
-    let mut keys: Vec<(String, u64, u64)> = rows.iter().map(|r| (r.sizes.clone(), r.seed, r.r_target.to_bits())).collect();
+    println!(
+        "\n{:>7} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "sizes", "seed", "r", "bound ms", "chariot", "eps_hw", "serial", "breadth", "depth", "graph"
+    );
+    let mut keys: Vec<(String, u64, u64)> =
+        rows.iter().map(|r| (r.sizes.clone(), r.seed, r.r_target.to_bits())).collect();
     keys.dedup();
     for (sizes, seed, rb) in keys {
-        let pts: Vec<&Row> = rows.iter().filter(|r| r.sizes == sizes && r.seed == seed && r.r_target.to_bits() == rb).collect();
+        let pts: Vec<&Row> =
+            rows.iter().filter(|r| r.sizes == sizes && r.seed == seed && r.r_target.to_bits() == rb).collect();
         let best = |sys: &str| pts.iter().filter(|p| p.system == sys).map(|p| p.wall_ms).fold(f64::NAN, f64::min);
         let chariot = pts.iter().filter(|p| p.system == "chariot").min_by(|a, b| a.wall_ms.total_cmp(&b.wall_ms));
         let (cw, eps) = chariot.map_or((f64::NAN, f64::NAN), |c| (c.wall_ms, c.makespan_ms / c.bound_ms - 1.0));

@@ -1,6 +1,1048 @@
-//! SETI-style two-phase 2-D FFT (issue 5): work in progress.
+//! The SETI spectrometer of the paper (Fig. 1, §6.3, issue 5): the 2-D FFT of a complex
+//! matrix in pinned host memory, in two phases of N tasks, streamed through the GPUs
+//! chunk by chunk, so the matrix is bounded by host memory, not by GPU memory.
+//!
+//! * Column phase: task i downloads columns i·x/N.. of all y rows (`download_2d`), runs
+//!   our column-FFT kernel (`kernels/fft_columns.cu`: radix-2, in shared memory) and
+//!   writes the block back (`readback_2d`).
+//! * Row phase: task i takes y/N contiguous rows (`download`); a CPU callback makes or
+//!   finds the cuFFT plan of its GPU and stream slot, a GPU callback runs the batched
+//!   C2C transform on the task's stream, `readback` returns the rows.
+//!
+//! Alongside, in the same run: serial (S = 1, no overlap), the in-core way (upload the
+//! whole matrix, one cuFFT 2-D plan, download) and rustfft on all CPU cores, which is
+//! also the reference every result is checked against.
+//!
+//! `cargo run --release --example seti -- --help`
 
-fn main() {
-    eprintln!("seti: not built yet");
-    std::process::exit(2);
+use chariot::fft::{cpu_forward_2d, FftPlans, FftShape};
+use chariot::{
+    Arg, Backend, Copy2d, DeviceBuffer, HardwareBound, HostBuffer, Kernel, KernelHandle, LinkRates, Order, Param,
+    Report, Resource, Scheduler, SimProfile, Stage, TaskWork,
+};
+use clap::Parser;
+use num_complex::Complex32;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+type C = Complex32;
+
+/// CUDA C of the column-FFT kernel.
+const COLUMN_KERNEL: &str = include_str!("../kernels/fft_columns.cu");
+/// Complex elements of one column the kernel transforms in shared memory (`SMEM`).
+const SMEM: usize = 4096;
+
+/// Two-phase 2-D FFT of an x × y complex matrix streamed through D GPUs × S streams,
+/// against serial, in-core cuFFT and rustfft on the CPU.
+#[derive(Parser, Debug, Clone)]
+#[command(name = "seti", long_about = None)]
+struct Cli {
+    /// Columns x (power of two).
+    #[arg(long, default_value_t = 8192)]
+    x: usize,
+    /// Rows y (power of two).
+    #[arg(long, default_value_t = 8192)]
+    y: usize,
+    /// Tasks per phase N (power of two, at most x and y).
+    #[arg(long, default_value_t = 16)]
+    tasks: usize,
+    /// GPUs D.
+    #[arg(long, default_value_t = 1)]
+    gpus: usize,
+    /// Streams per GPU S to run, comma-separated (S = 1 is the serial baseline and always runs).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+    streams: Vec<usize>,
+    /// Stage depth (1: the paper's gating).
+    #[arg(long, default_value_t = 1)]
+    depth: usize,
+    /// Timed repetitions of each configuration after one warm-up; the median is reported.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// Backend: auto, cuda or sim.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "cuda", "sim"])]
+    backend: String,
+    /// On sim: modeled time at this factor of the modeled H100 (0: no modeled time).
+    #[arg(long, default_value_t = 1.0)]
+    sim_scale: f64,
+    /// Skip the in-core cuFFT 2-D comparison.
+    #[arg(long)]
+    no_incore: bool,
+    /// Also run each S with the same copies and no FFT at all (diagnosis: what the
+    /// copies alone cost in the pipeline).
+    #[arg(long)]
+    copies_only: bool,
+    /// CPU threads for rustfft (default: every core).
+    #[arg(long)]
+    cpu_threads: Option<usize>,
+    /// Directory for seti.csv (appended to; created if missing).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Seed of the noise.
+    #[arg(long, default_value_t = 2013)]
+    seed: u64,
+}
+
+// ---------------------------------------------------------------------------------
+// The column FFT: the kernel's algorithm on the CPU (its twin, and the test of its
+// indexing), and its registration.
+
+fn bitrev(v: usize, bits: u32) -> usize {
+    if bits == 0 {
+        0
+    } else {
+        v.reverse_bits() >> (usize::BITS - bits)
+    }
+}
+
+/// `a · e^{−iπ j/h}`.
+fn twiddle(a: C, j: usize, h: usize) -> C {
+    let (s, c) = (-std::f64::consts::PI * j as f64 / h as f64).sin_cos();
+    a * C::new(c as f32, s as f32)
+}
+
+/// The kernel's algorithm on one column `col` (scratch afterwards), written to `out`
+/// (same length): DIF stages in place until pieces of `smem` remain, then each piece
+/// by bit-reversed load and DIT stages.
+fn column_fft(col: &mut [C], out: &mut [C], smem: usize) {
+    let rows = col.len();
+    let log2rows = rows.trailing_zeros();
+    let log_l = log2rows.min(smem.trailing_zeros());
+    let l = 1usize << log_l;
+    let k = log2rows - log_l;
+    let mut h = rows / 2;
+    while h >= l && h > 0 {
+        for t in 0..rows / 2 {
+            let j = t & (h - 1);
+            let base = (t - j) << 1;
+            let (a, b) = (col[base + j], col[base + j + h]);
+            col[base + j] = a + b;
+            col[base + j + h] = twiddle(a - b, j, h);
+        }
+        h /= 2;
+    }
+    let mut s = vec![C::default(); l];
+    for sub in 0..1usize << k {
+        for q in 0..l {
+            s[bitrev(q, log_l)] = col[sub * l + q];
+        }
+        let mut half = 1;
+        while half < l {
+            for t in 0..l / 2 {
+                let j = t & (half - 1);
+                let i0 = ((t - j) << 1) + j;
+                let i1 = i0 + half;
+                let (a, b) = (s[i0], twiddle(s[i1], j, half));
+                s[i0] = a + b;
+                s[i1] = a - b;
+            }
+            half *= 2;
+        }
+        let r = bitrev(sub, k);
+        for (m, v) in s.iter().enumerate() {
+            out[r + (m << k)] = *v;
+        }
+    }
+}
+
+/// The kernel on the CPU: every column of a `rows × width` row-major block.
+fn columns_twin(input: &[C], out: &mut [C], width: usize, rows: usize, smem: usize) {
+    let (mut col, mut res) = (vec![C::default(); rows], vec![C::default(); rows]);
+    for c in 0..width {
+        for r in 0..rows {
+            col[r] = input[r * width + c];
+        }
+        column_fft(&mut col, &mut res, smem);
+        for r in 0..rows {
+            out[r * width + c] = res[r];
+        }
+    }
+}
+
+/// Threads per block of the column kernel.
+fn column_block(rows: usize) -> u32 {
+    (rows / 2).clamp(32, 1024) as u32
+}
+
+/// The column kernel: `fft_columns(out, in, width, rows, log2rows)`.
+fn column_kernel() -> Kernel {
+    Kernel::new("fft_columns", COLUMN_KERNEL)
+        .params([Param::Buffer, Param::Buffer, Param::U32, Param::U32, Param::U32])
+        .cpu_twin(|a| {
+            let (width, rows) = (a.u32(2)? as usize, a.u32(3)? as usize);
+            if !rows.is_power_of_two() || a.u32(4)? != rows.trailing_zeros() {
+                return Err(format!("rows {rows} must be a power of two given with its log2").into());
+            }
+            let (input, out) = a.in_out::<C, C>(1, 0)?;
+            if width * rows > input.len().min(out.len()) {
+                return Err("the block exceeds the buffers".into());
+            }
+            columns_twin(input, out, width, rows, SMEM);
+            Ok(())
+        })
+        // Modeled: each global DIF stage and the shared pass read and write the block
+        // at 2 TB/s.
+        .sim_cost(|_, s| {
+            let (w, rows) = (s.u32(2).unwrap_or(0) as f64, s.u32(3).unwrap_or(1) as usize);
+            let passes = 1 + (rows / SMEM).max(1).trailing_zeros() as usize;
+            Duration::from_secs_f64(passes as f64 * 2.0 * 8.0 * w * rows as f64 / 2e12)
+        })
+}
+
+// ---------------------------------------------------------------------------------
+// The test signal: tones at known bins plus uniform noise.
+
+/// (row bin, column bin, amplitude) of each tone; bins are distinct for x, y ≥ 16.
+fn tones(x: usize, y: usize) -> Vec<(usize, usize, f32)> {
+    vec![(y / 8, x / 4, 1.0), ((3 * y / 4 + 1) % y, 5 % x, 0.5), (7 % y, x - 3, 0.25)]
+}
+
+/// Noise amplitude: each part uniform in [−NOISE, NOISE].
+const NOISE: f32 = 0.5;
+
+fn threads_default() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+/// Fills the `y × x` row-major matrix: Σ a·e^{2πi(ky·r/y + kx·c/x)} + noise, on
+/// `threads` threads; the same for a given seed, whatever the thread count.
+fn fill_signal(m: &mut [C], x: usize, y: usize, seed: u64, threads: usize) {
+    let tones = tones(x, y);
+    let phasor = |k: usize, n: usize, i: usize| {
+        let (s, c) = (2.0 * std::f64::consts::PI * ((k * i) % n) as f64 / n as f64).sin_cos();
+        C::new(c as f32, s as f32)
+    };
+    let cols: Vec<Vec<C>> = tones.iter().map(|&(_, kx, a)| (0..x).map(|c| phasor(kx, x, c) * a).collect()).collect();
+    let per = y.div_ceil(threads.max(1)) * x;
+    std::thread::scope(|s| {
+        for (t, chunk) in m[..x * y].chunks_mut(per).enumerate() {
+            let (cols, tones) = (&cols, &tones);
+            s.spawn(move || {
+                for (i, row) in chunk.chunks_mut(x).enumerate() {
+                    let r = t * per / x + i;
+                    let rp: Vec<C> = tones.iter().map(|&(ky, _, _)| phasor(ky, y, r)).collect();
+                    let mut state = seed ^ (r as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5851_f42d_4c95_7f2d;
+                    let mut uniform = || {
+                        state ^= state >> 12;
+                        state ^= state << 25;
+                        state ^= state >> 27;
+                        let v = state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 40;
+                        (v as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * NOISE
+                    };
+                    for (c, v) in row.iter_mut().enumerate() {
+                        let mut z = C::new(uniform(), uniform());
+                        for (tone, p) in cols.iter().zip(&rp) {
+                            z += tone[c] * p;
+                        }
+                        *v = z;
+                    }
+                }
+            });
+        }
+    });
+}
+
+// ---------------------------------------------------------------------------------
+// Checks.
+
+/// ‖a − b‖₂ / ‖b‖₂, on `threads` threads.
+fn rel_l2(a: &[C], b: &[C], threads: usize) -> f64 {
+    let per = a.len().div_ceil(threads.max(1)).max(1);
+    let (num, den) = std::thread::scope(|s| {
+        let hs: Vec<_> = a
+            .chunks(per)
+            .zip(b.chunks(per))
+            .map(|(a, b)| {
+                s.spawn(move || {
+                    a.iter()
+                        .zip(b)
+                        .fold((0f64, 0f64), |(n, d), (p, q)| (n + (*p - *q).norm_sqr() as f64, d + q.norm_sqr() as f64))
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().expect("a check thread panicked"))
+            .fold((0.0, 0.0), |x, y| (x.0 + y.0, x.1 + y.1))
+    });
+    (num / den.max(f64::MIN_POSITIVE)).sqrt()
+}
+
+/// The error bound checked: 1e-5 · log2(x·y), relative, in L2.
+fn error_bound(x: usize, y: usize) -> f64 {
+    1e-5 * ((x * y) as f64).log2()
+}
+
+/// Relative error allowed at a tone's bin: six standard deviations of the noise there
+/// (each noise part has variance NOISE²/3, so a bin's noise has norm about
+/// NOISE·√(2xy/3)), plus 1e-4 for rounding.
+fn peak_tolerance(x: usize, y: usize) -> f32 {
+    let xy = (x * y) as f32;
+    6.0 * NOISE * (2.0 * xy / 3.0).sqrt() / xy + 1e-4
+}
+
+/// Whether the largest bins of `spec` are exactly the tones' bins, each within
+/// [`peak_tolerance`] of its expected value x·y·a (relative to x·y). `Err` says what is wrong.
+fn check_peaks(spec: &[C], x: usize, y: usize) -> Result<(), String> {
+    let tones = tones(x, y);
+    let mut top: Vec<(f32, usize)> = Vec::new();
+    for (i, v) in spec[..x * y].iter().enumerate() {
+        let m = v.norm_sqr();
+        if top.len() < tones.len() || m > top[top.len() - 1].0 {
+            top.push((m, i));
+            top.sort_by(|a, b| b.0.total_cmp(&a.0));
+            top.truncate(tones.len());
+        }
+    }
+    let scale = (x * y) as f32;
+    for &(ky, kx, a) in &tones {
+        let at = ky * x + kx;
+        if !top.iter().any(|&(_, i)| i == at) {
+            return Err(format!("tone at bin (row {ky}, column {kx}) is not among the {} largest bins", tones.len()));
+        }
+        let err = (spec[at] - C::new(a * scale, 0.0)).norm() / scale;
+        if err > peak_tolerance(x, y) {
+            return Err(format!(
+                "tone at (row {ky}, column {kx}): {} against {}, error {err:.2e}",
+                spec[at],
+                a * scale
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Both checks of `result` against `reference`; returns the relative L2 error.
+fn check(result: &[C], reference: &[C], x: usize, y: usize, threads: usize) -> Result<f64, String> {
+    let e = rel_l2(&result[..x * y], &reference[..x * y], threads);
+    if e.is_nan() || e > error_bound(x, y) {
+        return Err(format!("relative L2 error {e:.3e} exceeds the bound {:.3e}", error_bound(x, y)));
+    }
+    check_peaks(result, x, y)?;
+    Ok(e)
+}
+
+// ---------------------------------------------------------------------------------
+// The two phases.
+
+/// What one scheduler needs for the two-phase FFT.
+///
+/// Fields drop in order: the buffers and plans before the scheduler, whose shutdown
+/// returns the buffers' memory to the driver.
+struct Pipeline {
+    d_in: DeviceBuffer<C>,
+    d_out: DeviceBuffer<C>,
+    plans: Arc<FftPlans>,
+    kernel: KernelHandle,
+    sched: Scheduler,
+    /// Diagnosis: the same copies with no FFT (readbacks return what was downloaded).
+    copies_only: bool,
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+impl Pipeline {
+    fn new(
+        backend: &Backend,
+        gpus: usize,
+        streams: usize,
+        depth: usize,
+        x: usize,
+        y: usize,
+        n: usize,
+    ) -> Result<Self, String> {
+        let sched = Scheduler::builder()
+            .backend(backend.clone())
+            .gpus(gpus)
+            .streams(streams)
+            .stage_depth(depth)
+            .order(Order::Fcfs)
+            .build()
+            .map_err(err)?;
+        let chunk = x * y / n;
+        let kernel = sched.register_kernel(column_kernel()).map_err(err)?;
+        let plans = FftPlans::new(&sched).map_err(err)?;
+        let d_in = sched.alloc::<C>(chunk).map_err(err)?;
+        let d_out = sched.alloc::<C>(chunk).map_err(err)?;
+        Ok(Pipeline { d_in, d_out, plans, kernel, sched, copies_only: false })
+    }
+
+    /// The column phase: `input` → `work`, column FFTs.
+    fn columns(
+        &self,
+        input: &HostBuffer<C>,
+        work: &HostBuffer<C>,
+        x: usize,
+        y: usize,
+        n: usize,
+    ) -> Result<Report, String> {
+        let w = x / n;
+        for i in 0..n {
+            let shape = Copy2d { host_offset: i * w, host_pitch: x, dev_offset: 0, dev_pitch: w, width: w, height: y };
+            let args = [
+                Arg::buffer(&self.d_out),
+                Arg::buffer(&self.d_in),
+                Arg::u32(w as u32),
+                Arg::u32(y as u32),
+                Arg::u32(y.trailing_zeros()),
+            ];
+            let t = self.sched.task(i as u64, (w * y) as u64).download_2d(&self.d_in, input, shape);
+            let t = if self.copies_only {
+                t.readback_2d(work, &self.d_in, shape)
+            } else {
+                t.launch(&self.kernel, w as u32, column_block(y), 0, &args).readback_2d(work, &self.d_out, shape)
+            };
+            t.submit().map_err(err)?;
+        }
+        self.sched.synchronize().map_err(err)
+    }
+
+    /// The row phase: row FFTs of `work` in place, cuFFT through the plan cache.
+    fn rows(&self, work: &HostBuffer<C>, x: usize, y: usize, n: usize) -> Result<Report, String> {
+        let h = y / n;
+        let shape = FftShape::Rows { len: x, batch: h };
+        for i in 0..n {
+            let r = i * h * x..(i + 1) * h * x;
+            let (p1, p2, d) = (self.plans.clone(), self.plans.clone(), self.d_in.clone());
+            let t = self.sched.task((n + i) as u64, (h * x) as u64);
+            let t = if self.copies_only {
+                t.download(&self.d_in, 0, work, r.clone())
+            } else {
+                t.callback(Resource::Cpu, move |info| p1.prepare(info, shape))
+                    .download(&self.d_in, 0, work, r.clone())
+                    .gpu_callback(move |call| p2.forward(call, &d, shape))
+            };
+            t.readback(work, r, &self.d_in, 0).submit().map_err(err)?;
+        }
+        self.sched.synchronize().map_err(err)
+    }
+
+    /// Both phases; (column report, row report, wall time of both).
+    fn run(&self, input: &HostBuffer<C>, work: &HostBuffer<C>, x: usize, y: usize, n: usize) -> Result<Run, String> {
+        let t0 = Instant::now();
+        let col = self.columns(input, work, x, y, n)?;
+        let row = self.rows(work, x, y, n)?;
+        Ok(Run { wall_ns: t0.elapsed().as_nanos() as u64, col, row })
+    }
+}
+
+struct Run {
+    wall_ns: u64,
+    col: Report,
+    row: Report,
+}
+
+impl Run {
+    /// T: both phases' makespans.
+    fn t_ns(&self) -> u64 {
+        self.col.makespan_ns + self.row.makespan_ns
+    }
+}
+
+/// Σ of command durations of `stage`, ns.
+fn stage_sum(r: &Report, stage: Stage) -> u64 {
+    r.records.iter().filter(|c| c.stage == stage).map(|c| c.duration_ns()).sum()
+}
+
+fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+/// Sustained copy rates of one phase's copies (bytes/ns): uploads alone, readbacks
+/// alone, both at once, each the slope between 2 and n back-to-back chunks (4 streams,
+/// depth 2, so that engines never wait for the dispatcher and fixed costs cancel).
+fn probe_rates(
+    p: &Pipeline,
+    input: &HostBuffer<C>,
+    work: &HostBuffer<C>,
+    x: usize,
+    y: usize,
+    n: usize,
+    columns: bool,
+) -> Result<LinkRates, String> {
+    let chunk = x * y / n;
+    let w = x / n;
+    let makespan = |kind: u8, count: usize| -> Result<f64, String> {
+        for i in 0..count {
+            let (t_up, t_down) = (2 * i as u64, 2 * i as u64 + 1);
+            if kind != 1 {
+                let t = p.sched.task(t_up, 1);
+                let t = if columns {
+                    let s =
+                        Copy2d { host_offset: i * w, host_pitch: x, dev_offset: 0, dev_pitch: w, width: w, height: y };
+                    t.download_2d(&p.d_in, input, s)
+                } else {
+                    t.download(&p.d_in, 0, input, i * chunk..(i + 1) * chunk)
+                };
+                t.submit().map_err(err)?;
+            }
+            if kind != 0 {
+                let t = p.sched.task(t_down, 1);
+                let t = if columns {
+                    let s =
+                        Copy2d { host_offset: i * w, host_pitch: x, dev_offset: 0, dev_pitch: w, width: w, height: y };
+                    t.readback_2d(work, &p.d_out, s)
+                } else {
+                    t.readback(work, i * chunk..(i + 1) * chunk, &p.d_out, 0)
+                };
+                t.submit().map_err(err)?;
+            }
+        }
+        Ok(p.sched.synchronize().map_err(err)?.makespan_ns as f64)
+    };
+    let bytes = (chunk * 8) as f64;
+    let (short, long) = (2.min(n), n.max(3).min(n.max(2)));
+    let slope = |kind: u8| -> Result<f64, String> {
+        if long > short {
+            let (a, b) = (makespan(kind, short)?, makespan(kind, long)?);
+            Ok(((b - a) / (long - short) as f64).max(1.0))
+        } else {
+            Ok((makespan(kind, long)? / long as f64).max(1.0))
+        }
+    };
+    makespan(2, short)?; // warm-up
+    Ok(LinkRates { up: bytes / slope(0)?, down: bytes / slope(1)?, both: 2.0 * bytes / slope(2)? })
+}
+
+/// The in-core way: upload the whole matrix, one 2-D transform, download. Returns its
+/// report (median of `repeat` after a warm-up) and leaves the spectrum in `work`.
+fn in_core(
+    backend: &Backend,
+    input: &HostBuffer<C>,
+    work: &HostBuffer<C>,
+    x: usize,
+    y: usize,
+    repeat: usize,
+) -> Result<Report, String> {
+    let sched = Scheduler::builder().backend(backend.clone()).streams(1).build().map_err(err)?;
+    let plans = FftPlans::new(&sched).map_err(err)?;
+    let d = sched.alloc::<C>(x * y).map_err(err)?;
+    let shape = FftShape::TwoD { rows: y, cols: x };
+    let mut reports = Vec::new();
+    for i in 0..=repeat.max(1) {
+        let (p, dd) = (plans.clone(), d.clone());
+        sched
+            .task(i as u64, (x * y) as u64)
+            .download(&d, 0, input, ..)
+            .gpu_callback(move |call| p.forward(call, &dd, shape))
+            .readback(work, .., &d, 0)
+            .submit()
+            .map_err(err)?;
+        let r = sched.synchronize().map_err(err)?;
+        if i > 0 {
+            reports.push(r);
+        }
+    }
+    reports.sort_by_key(|r| r.makespan_ns);
+    Ok(reports.swap_remove(reports.len() / 2))
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+fn main() -> ExitCode {
+    match real_main(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn validate(cli: &Cli) -> Result<(), String> {
+    let pow2 = |v: usize, name: &str| {
+        if v.is_power_of_two() {
+            Ok(())
+        } else {
+            Err(format!("--{name} {v} must be a power of two"))
+        }
+    };
+    pow2(cli.x, "x")?;
+    pow2(cli.y, "y")?;
+    pow2(cli.tasks, "tasks")?;
+    if cli.x < 16 || cli.y < 16 || cli.tasks > cli.x.min(cli.y) {
+        return Err(format!("need x, y ≥ 16 and tasks ≤ min(x, y); got {} × {}, {} tasks", cli.x, cli.y, cli.tasks));
+    }
+    if (cli.x * cli.y / cli.tasks) > i32::MAX as usize || cli.y > u32::MAX as usize {
+        return Err("a chunk must stay under 2^31 elements (cuFFT's 32-bit plans)".into());
+    }
+    if cli.streams.is_empty() || cli.streams.contains(&0) || cli.gpus == 0 || cli.depth == 0 || cli.repeat == 0 {
+        return Err("--streams, --gpus, --depth and --repeat must be positive".into());
+    }
+    Ok(())
+}
+
+/// Outcome of a whole run, also used by the tests.
+struct Outcome {
+    rows: Vec<String>,
+}
+
+fn real_main(cli: Cli) -> Result<(), String> {
+    let out = run_all(&cli)?;
+    if let Some(dir) = &cli.out {
+        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        let path = dir.join("seti.csv");
+        let fresh = !path.exists();
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(err)?;
+        if fresh {
+            writeln!(f, "{CSV_HEADER}").map_err(err)?;
+        }
+        for r in out.rows {
+            writeln!(f, "{r}").map_err(err)?;
+        }
+        println!("appended to {}", path.display());
+    }
+    Ok(())
+}
+
+const CSV_HEADER: &str = "backend,device,x,y,tasks,gpus,streams,depth,way,t_ms,t_col_ms,t_row_ms,wall_ms,speedup_vs_serial,hw_bound_ms,eps_hw,paper_tlb_ms,eps_paper,col_download_ms,col_kernel_ms,col_readback_ms,row_download_ms,row_kernel_ms,row_readback_ms,rel_l2_error,device_buffers_mib,gpu_mem_in_use_mib,cpu_threads,hw1_bound_ms,eps_hw1";
+
+fn run_all(cli: &Cli) -> Result<Outcome, String> {
+    validate(cli)?;
+    let (x, y, n) = (cli.x, cli.y, cli.tasks);
+    let threads = cli.cpu_threads.unwrap_or_else(threads_default).max(1);
+    let backend = match cli.backend.as_str() {
+        "cuda" => Backend::Cuda,
+        "sim" => Backend::SimWith(SimProfile::h100().with_time_scale(cli.sim_scale)),
+        _ => match Scheduler::builder().build() {
+            Ok(s) if s.backend_name() == "cuda" => Backend::Cuda,
+            Ok(_) => Backend::SimWith(SimProfile::h100().with_time_scale(cli.sim_scale)),
+            Err(e) => return Err(e.to_string()),
+        },
+    };
+    let mut streams: Vec<usize> = cli.streams.clone();
+    if !streams.contains(&1) {
+        streams.insert(0, 1);
+    }
+    streams.sort_unstable();
+    streams.dedup();
+
+    // Host memory: the input, the working matrix (both pinned) and the reference.
+    let owner = Scheduler::builder().backend(backend.clone()).gpus(cli.gpus).streams(1).build().map_err(err)?;
+    let device = owner.gpu_info()[0].name.clone();
+    let bytes = x * y * 8;
+    println!(
+        "seti: {x} × {y} complex f32 ({:.1} MiB), N = {n} tasks per phase, D = {}, backend {} ({device}), {threads} CPU threads",
+        bytes as f64 / 1048576.0,
+        cli.gpus,
+        owner.backend_name()
+    );
+    let t0 = Instant::now();
+    let mut input = owner.alloc_host::<C>(x * y).map_err(err)?;
+    let mut work = owner.alloc_host::<C>(x * y).map_err(err)?;
+    fill_signal(&mut input.write(), x, y, cli.seed, threads);
+    println!("pinned host buffers allocated and filled in {:.2} s", t0.elapsed().as_secs_f64());
+
+    // (c) rustfft on every core: also the reference.
+    let mut reference: Vec<C> = input.read().to_vec();
+    let t0 = Instant::now();
+    cpu_forward_2d(&mut reference, y, x, threads);
+    let t_cpu = t0.elapsed().as_nanos() as u64;
+    check_peaks(&reference, x, y).map_err(|e| format!("the CPU reference itself: {e}"))?;
+    println!("rustfft 2-D on {threads} threads: {:.1} ms (the reference; its peaks check)", ms(t_cpu));
+
+    let chunk_bytes = x * y / n * 8;
+    let mut rows = Vec::new();
+    let base = |s: usize, way: &str| {
+        format!(
+            "{},{},{x},{y},{n},{},{s},{},{way}",
+            owner.backend_name(),
+            device.replace(',', " "),
+            cli.gpus,
+            cli.depth
+        )
+    };
+    rows.push(format!("{},{:.4},,,{:.4},,,,,,,,,,,,,,,{threads},,", base(0, "cpu_rustfft"), ms(t_cpu), ms(t_cpu)));
+
+    // Copy rates for the hardware-aware bound, per phase (one GPU).
+    let (rates_col, rates_row) = {
+        let p = Pipeline::new(&backend, 1, 4, 2, x, y, n)?;
+        (probe_rates(&p, &input, &work, x, y, n, true)?, probe_rates(&p, &input, &work, x, y, n, false)?)
+    };
+    println!(
+        "sustained copy rates (GB/s) column phase (pitched): up {:.1}, down {:.1}, both {:.1}; row phase: up {:.1}, down {:.1}, both {:.1}",
+        rates_col.up, rates_col.down, rates_col.both, rates_row.up, rates_row.down, rates_row.both
+    );
+
+    let mut serial: Option<Run> = None;
+    let mut bound: Option<(HardwareBound, HardwareBound)> = None;
+    // The same bound at the rates of one copy at a time (the serial run's median copy
+    // times; both directions together at most the probe's both-ways rate).
+    let mut bound1: Option<(HardwareBound, HardwareBound)> = None;
+    println!();
+    println!(
+        "{:>3} {:>10} {:>10} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8} {:>11} {:>10}",
+        "S",
+        "T ms",
+        "col ms",
+        "row ms",
+        "wall ms",
+        "speedup",
+        "T_hw ms",
+        "eps_hw",
+        "T_hw1 ms",
+        "eps_hw1",
+        "T_LB ms",
+        "eps_LB",
+        "dev buf MiB",
+        "GPU MiB"
+    );
+    for &s in &streams {
+        let p = Pipeline::new(&backend, cli.gpus, s, cli.depth, x, y, n)?;
+        let mut runs = Vec::new();
+        for i in 0..=cli.repeat {
+            let r = p.run(&input, &work, x, y, n)?;
+            if i > 0 {
+                runs.push(r);
+            }
+        }
+        let gpu_mem = p.sched.device_memory_in_use(0);
+        runs.sort_by_key(|r| r.t_ns());
+        let run = runs.swap_remove(runs.len() / 2);
+        let e = check(&work.read(), &reference, x, y, threads).map_err(|e| format!("S = {s}: {e}"))?;
+        if s == 1 {
+            // The bound: each phase's chunks at the sustained rates, kernels at their
+            // median time alone (from the serial run, where nothing overlaps them).
+            let k = |r: &Report| {
+                median(r.records.iter().filter(|c| c.stage == Stage::Kernel).map(|c| c.duration_ns()).collect())
+            };
+            let work_of = |kn: u64| {
+                vec![TaskWork { up_bytes: chunk_bytes as u64, kernel_ns: kn, down_bytes: chunk_bytes as u64 }; n]
+            };
+            bound = Some((
+                HardwareBound::one_gpu(&work_of(k(&run.col)), rates_col),
+                HardwareBound::one_gpu(&work_of(k(&run.row)), rates_row),
+            ));
+            let one_at_a_time = |r: &Report, probe: LinkRates| {
+                let rate = |stage: Stage| {
+                    let ns = median(r.records.iter().filter(|c| c.stage == stage).map(|c| c.duration_ns()).collect());
+                    chunk_bytes as f64 / ns.max(1) as f64
+                };
+                let (up, down) = (rate(Stage::Download), rate(Stage::Readback));
+                LinkRates { up, down, both: probe.both.min(up + down).max(up.max(down)) }
+            };
+            bound1 = Some((
+                HardwareBound::one_gpu(&work_of(k(&run.col)), one_at_a_time(&run.col, rates_col)),
+                HardwareBound::one_gpu(&work_of(k(&run.row)), one_at_a_time(&run.row, rates_row)),
+            ));
+        }
+        let t = run.t_ns();
+        let t_serial = serial.as_ref().map_or(t, |r| r.t_ns());
+        let (hw_ms, eps_hw) = match (&bound, cli.gpus) {
+            (Some((bc, br)), 1) => {
+                let b = bc.t_ns + br.t_ns;
+                (format!("{:.4}", ms(b)), Some(t as f64 / b.max(1) as f64 - 1.0))
+            }
+            _ => (String::new(), None),
+        };
+        let (hw1_ms, eps_hw1) = match (&bound1, cli.gpus) {
+            (Some((bc, br)), 1) => {
+                let b = bc.t_ns + br.t_ns;
+                (format!("{:.4}", ms(b)), Some(t as f64 / b.max(1) as f64 - 1.0))
+            }
+            _ => (String::new(), None),
+        };
+        let tlb = run.col.lower_bound.t_lb_ns + run.row.lower_bound.t_lb_ns;
+        let eps_lb = t as f64 / tlb.max(1) as f64 - 1.0;
+        let dev_mib = (2 * cli.gpus * s * chunk_bytes) as f64 / 1048576.0;
+        let gpu_mib = gpu_mem.map_or(f64::NAN, |b| b as f64 / 1048576.0);
+        println!(
+            "{s:>3} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>7.2}x {:>10} {:>7} {:>10} {:>7} {:>10.3} {:>7.1}% {:>11.0} {:>10.0}",
+            ms(t),
+            run.col.makespan_ms(),
+            run.row.makespan_ms(),
+            ms(run.wall_ns),
+            t_serial as f64 / t as f64,
+            if hw_ms.is_empty() { "n/a".to_string() } else { hw_ms.clone() },
+            eps_hw.map_or("n/a".to_string(), |e| format!("{:.1}%", e * 100.0)),
+            if hw1_ms.is_empty() { "n/a".to_string() } else { hw1_ms.clone() },
+            eps_hw1.map_or("n/a".to_string(), |e| format!("{:.1}%", e * 100.0)),
+            ms(tlb),
+            eps_lb * 100.0,
+            dev_mib,
+            gpu_mib
+        );
+        let sums = [
+            stage_sum(&run.col, Stage::Download),
+            stage_sum(&run.col, Stage::Kernel),
+            stage_sum(&run.col, Stage::Readback),
+            stage_sum(&run.row, Stage::Download),
+            stage_sum(&run.row, Stage::Kernel),
+            stage_sum(&run.row, Stage::Readback),
+        ];
+        rows.push(format!(
+            "{},{:.4},{:.4},{:.4},{:.4},{:.4},{hw_ms},{},{:.4},{:.5},{},{e:.3e},{dev_mib:.1},{gpu_mib:.0},{threads},{hw1_ms},{}",
+            base(s, if s == 1 { "serial" } else { "pipelined" }),
+            ms(t),
+            run.col.makespan_ms(),
+            run.row.makespan_ms(),
+            ms(run.wall_ns),
+            t_serial as f64 / t as f64,
+            eps_hw.map_or(String::new(), |e| format!("{e:.5}")),
+            ms(tlb),
+            eps_lb,
+            sums.iter().map(|&v| format!("{:.4}", ms(v))).collect::<Vec<_>>().join(","),
+            eps_hw1.map_or(String::new(), |e| format!("{e:.5}")),
+        ));
+        if s == 1 {
+            serial = Some(run);
+        }
+    }
+
+    // Table 2 of the paper, for this GPU: the serial run's breakdown.
+    if let Some(r) = &serial {
+        println!("\nTable 2 (serial, S = 1): time per stage, ms and share of the phase");
+        println!("{:>10} {:>16} {:>16} {:>16}", "stage", "column phase", "row phase", "total");
+        let (tc, tr) = (r.col.makespan_ns as f64, r.row.makespan_ns as f64);
+        for (name, stage) in [("download", Stage::Download), ("kernel", Stage::Kernel), ("readback", Stage::Readback)] {
+            let (a, b) = (stage_sum(&r.col, stage) as f64, stage_sum(&r.row, stage) as f64);
+            println!(
+                "{name:>10} {:>9.3} ({:>4.1}%) {:>9.3} ({:>4.1}%) {:>9.3} ({:>4.1}%)",
+                a / 1e6,
+                100.0 * a / tc,
+                b / 1e6,
+                100.0 * b / tr,
+                (a + b) / 1e6,
+                100.0 * (a + b) / (tc + tr)
+            );
+        }
+        println!("{:>10} {:>9.3}          {:>9.3}          {:>9.3}", "total", tc / 1e6, tr / 1e6, (tc + tr) / 1e6);
+        if let Some((bc, br)) = &bound1 {
+            println!(
+                "the same at the rates of one copy at a time (serial run): column phase {:.3} ms ({}), row phase {:.3} ms ({}), both {:.3} ms",
+                ms(bc.t_ns),
+                bc.limit,
+                ms(br.t_ns),
+                br.limit,
+                ms(bc.t_ns + br.t_ns)
+            );
+        }
+        if let Some((bc, br)) = &bound {
+            println!(
+                "hardware-aware bound: column phase {:.3} ms ({}), row phase {:.3} ms ({}), both {:.3} ms",
+                ms(bc.t_ns),
+                bc.limit,
+                ms(br.t_ns),
+                br.limit,
+                ms(bc.t_ns + br.t_ns)
+            );
+        }
+    }
+
+    if cli.copies_only {
+        println!("\ncopies only (no FFT; the result must equal the input):");
+        for &s in &streams {
+            let mut p = Pipeline::new(&backend, cli.gpus, s, cli.depth, x, y, n)?;
+            p.copies_only = true;
+            let mut runs = Vec::new();
+            for i in 0..=cli.repeat {
+                let r = p.run(&input, &work, x, y, n)?;
+                if i > 0 {
+                    runs.push(r);
+                }
+            }
+            if work.read()[..] != input.read()[..] {
+                return Err(format!("copies only, S = {s}: the result differs from the input"));
+            }
+            runs.sort_by_key(|r| r.t_ns());
+            let run = runs.swap_remove(runs.len() / 2);
+            println!(
+                "  S = {s}: T = {:.3} ms (column phase {:.3}, row phase {:.3})",
+                ms(run.t_ns()),
+                run.col.makespan_ms(),
+                run.row.makespan_ms()
+            );
+            rows.push(format!(
+                "{},{:.4},{:.4},{:.4},{:.4},,,,,,,,,,,,,,,{threads},,",
+                base(s, "copies_only"),
+                ms(run.t_ns()),
+                run.col.makespan_ms(),
+                run.row.makespan_ms(),
+                ms(run.wall_ns)
+            ));
+        }
+    }
+
+    // (b) the in-core way, where the GPU holds the matrix.
+    if !cli.no_incore {
+        work.write().fill(C::default());
+        match in_core(&backend, &input, &work, x, y, cli.repeat) {
+            Ok(r) => {
+                let e = check(&work.read(), &reference, x, y, threads).map_err(|e| format!("in-core: {e}"))?;
+                let (d, k, rb) =
+                    (stage_sum(&r, Stage::Download), stage_sum(&r, Stage::Kernel), stage_sum(&r, Stage::Readback));
+                let t_serial = serial.as_ref().map_or(0, |s| s.t_ns());
+                println!(
+                    "\nin-core (upload whole, cuFFT 2-D, download): T = {:.3} ms (upload {:.3}, FFT {:.3}, download {:.3}); serial two-phase / in-core = {:.2}",
+                    r.makespan_ms(),
+                    ms(d),
+                    ms(k),
+                    ms(rb),
+                    t_serial as f64 / r.makespan_ns.max(1) as f64
+                );
+                rows.push(format!(
+                    "{},{:.4},,,,{:.4},,,,,{:.4},{:.4},{:.4},,,,{e:.3e},{:.1},,{threads},,",
+                    base(1, "incore_cufft2d"),
+                    r.makespan_ms(),
+                    t_serial as f64 / r.makespan_ns.max(1) as f64,
+                    ms(d),
+                    ms(k),
+                    ms(rb),
+                    bytes as f64 / 1048576.0
+                ));
+            }
+            Err(e) => println!("\nin-core: could not run ({e})"),
+        }
+    }
+    println!(
+        "all results match rustfft within {:.2e} (relative L2) and show the tones at their bins",
+        error_bound(x, y)
+    );
+    Ok(Outcome { rows })
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn reference(x: usize, y: usize, seed: u64) -> (Vec<C>, Vec<C>) {
+        let mut m = vec![C::default(); x * y];
+        fill_signal(&mut m, x, y, seed, 2);
+        let mut r = m.clone();
+        cpu_forward_2d(&mut r, y, x, 2);
+        (m, r)
+    }
+
+    #[test]
+    fn column_algorithm_matches_rustfft_with_global_stages() {
+        // smem smaller than the column forces the global DIF stages.
+        let mut planner = rustfft::FftPlanner::<f32>::new();
+        for (rows, smem) in [(1, 4096), (2, 4096), (64, 4096), (64, 8), (256, 16), (1024, 2)] {
+            let col: Vec<C> = (0..rows).map(|i| C::new((i as f32 * 0.37).sin(), (i as f32 * 1.3).cos())).collect();
+            let mut expect = col.clone();
+            planner.plan_fft_forward(rows).process(&mut expect);
+            let (mut scratch, mut out) = (col.clone(), vec![C::default(); rows]);
+            column_fft(&mut scratch, &mut out, smem);
+            let e = rel_l2(&out, &expect, 1);
+            assert!(e < 1e-5, "rows {rows}, smem {smem}: relative error {e:.2e}");
+        }
+    }
+
+    #[test]
+    fn signal_is_reproducible_and_its_spectrum_has_the_tones() {
+        let (a, r) = reference(64, 32, 7);
+        let mut b = vec![C::default(); 64 * 32];
+        fill_signal(&mut b, 64, 32, 7, 1);
+        assert_eq!(a, b, "the signal must not depend on the thread count");
+        check_peaks(&r, 64, 32).unwrap();
+    }
+
+    fn run_sim(x: usize, y: usize, n: usize, gpus: usize, streams: usize) {
+        let backend = Backend::SimWith(SimProfile::instant());
+        let owner = Scheduler::builder().backend(backend.clone()).build().unwrap();
+        let (m, r) = reference(x, y, 11);
+        let mut input = owner.alloc_host::<C>(x * y).unwrap();
+        input.write().copy_from_slice(&m);
+        let work = owner.alloc_host::<C>(x * y).unwrap();
+        let p = Pipeline::new(&backend, gpus, streams, 1, x, y, n).unwrap();
+        let run = p.run(&input, &work, x, y, n).unwrap();
+        assert_eq!(run.col.tasks + run.row.tasks, 2 * n);
+        // Element by element against rustfft: |a − b| ≤ 1e-5·log2(xy)·‖b‖∞ plus the L2 bound.
+        let out = work.read();
+        let max = r.iter().map(|v| v.norm()).fold(0f32, f32::max);
+        for (i, (a, b)) in out.iter().zip(&r).enumerate() {
+            assert!((a - b).norm() <= error_bound(x, y) as f32 * max, "bin {i}: {a} against {b}");
+        }
+        check(&out, &r, x, y, 2).unwrap();
+        // The input is untouched (the column phase reads it, writes `work`).
+        assert_eq!(&input.read()[..], &m[..]);
+    }
+
+    #[test]
+    fn two_phase_matches_rustfft_on_sim_square() {
+        run_sim(64, 64, 4, 1, 2);
+    }
+
+    #[test]
+    fn two_phase_matches_rustfft_on_sim_wide_two_gpus() {
+        run_sim(256, 128, 8, 2, 3);
+    }
+
+    #[test]
+    fn in_core_matches_rustfft_on_sim() {
+        let backend = Backend::SimWith(SimProfile::instant());
+        let owner = Scheduler::builder().backend(backend.clone()).build().unwrap();
+        let (x, y) = (128, 64);
+        let (m, r) = reference(x, y, 3);
+        let mut input = owner.alloc_host::<C>(x * y).unwrap();
+        input.write().copy_from_slice(&m);
+        let work = owner.alloc_host::<C>(x * y).unwrap();
+        in_core(&backend, &input, &work, x, y, 1).unwrap();
+        check(&work.read(), &r, x, y, 2).unwrap();
+    }
+
+    #[test]
+    fn whole_example_runs_on_sim() {
+        let cli = Cli::parse_from([
+            "seti",
+            "--backend",
+            "sim",
+            "--sim-scale",
+            "0",
+            "--x",
+            "64",
+            "--y",
+            "32",
+            "--tasks",
+            "4",
+            "--streams",
+            "2",
+            "--repeat",
+            "1",
+            "--copies-only",
+        ]);
+        let out = run_all(&cli).unwrap();
+        // cpu, serial, pipelined, copies only (S = 1, 2), in-core; each row has every
+        // CSV column.
+        assert_eq!(out.rows.len(), 6);
+        let cols = CSV_HEADER.split(',').count();
+        for r in &out.rows {
+            assert_eq!(r.split(',').count(), cols, "{r}");
+        }
+    }
+
+    #[test]
+    fn bad_arguments_are_refused() {
+        for args in [&["seti", "--x", "100"][..], &["seti", "--tasks", "3"], &["seti", "--x", "16", "--tasks", "32"]] {
+            assert!(validate(&Cli::parse_from(args)).is_err(), "{args:?}");
+        }
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn two_phase_and_in_core_match_rustfft_on_gpu() {
+        let backend = Backend::Cuda;
+        let owner = Scheduler::builder().backend(backend.clone()).build().unwrap();
+        // 8192 rows: the column kernel takes its global DIF stage.
+        for (x, y, n, s) in [(1024, 8192, 16, 2), (2048, 512, 8, 4)] {
+            let (m, r) = reference(x, y, 5);
+            let mut input = owner.alloc_host::<C>(x * y).unwrap();
+            input.write().copy_from_slice(&m);
+            let mut work = owner.alloc_host::<C>(x * y).unwrap();
+            let p = Pipeline::new(&backend, 1, s, 1, x, y, n).unwrap();
+            p.run(&input, &work, x, y, n).unwrap();
+            let e = check(&work.read(), &r, x, y, 4).unwrap();
+            assert!(p.plans.len() <= s, "one plan per stream slot at most, got {}", p.plans.len());
+            work.write().fill(C::default());
+            in_core(&backend, &input, &work, x, y, 1).unwrap();
+            let e2 = check(&work.read(), &r, x, y, 4).unwrap();
+            println!("{x} × {y}: two-phase error {e:.2e}, in-core error {e2:.2e}");
+        }
+    }
 }

@@ -1,1 +1,323 @@
-//! FFT support for GPU callbacks: cuFFT plans on the CUDA backend, rustfft on sim.
+//! FFTs in GPU callbacks: cuFFT plans on the CUDA backend, rustfft on sim.
+//!
+//! [`FftPlans`] is a plan cache keyed by (GPU, stream slot, [`FftShape`]). A task
+//! bound to a slot uses that slot's plan, and a slot runs one task at a time, so a plan
+//! never executes twice at once. A CPU callback may make the plan ahead
+//! ([`FftPlans::prepare`], the paper's `MycufftPlan1dSetStream`); the GPU callback
+//! ([`FftPlans::forward`]) binds it to the task's stream and enqueues the transform,
+//! making the plan first if no callback did. On the sim backend the same call runs
+//! rustfft on the task's simulated buffer.
+//!
+//! [`cpu_forward_2d`] is the 2-D transform on the CPU's cores, for references and for
+//! comparison.
+
+use crate::backend::Machine;
+use crate::callback::{CallInfo, GpuCall};
+use crate::error::BoxError;
+use crate::{DeviceBuffer, Scheduler};
+use num_complex::Complex32;
+use parking_lot::Mutex;
+use rustfft::{Fft, FftPlanner};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What one transform covers, in complex elements, row-major.
+///
+/// ```
+/// use chariot::fft::FftShape;
+/// assert_eq!(FftShape::Rows { len: 8, batch: 4 }.elements(), 32);
+/// assert_eq!(FftShape::TwoD { rows: 4, cols: 8 }.elements(), 32);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FftShape {
+    /// `batch` 1-D transforms of length `len`, over contiguous rows.
+    Rows {
+        /// Transform length (row length).
+        len: usize,
+        /// Rows.
+        batch: usize,
+    },
+    /// One 2-D transform of `rows` rows of `cols` contiguous elements.
+    TwoD {
+        /// Rows (the slow dimension).
+        rows: usize,
+        /// Columns (contiguous).
+        cols: usize,
+    },
+}
+
+impl FftShape {
+    /// Complex elements the transform reads and writes.
+    pub fn elements(&self) -> usize {
+        match *self {
+            FftShape::Rows { len, batch } => len.saturating_mul(batch),
+            FftShape::TwoD { rows, cols } => rows.saturating_mul(cols),
+        }
+    }
+
+    fn check(&self) -> Result<(), BoxError> {
+        let ok = match *self {
+            FftShape::Rows { len, batch } => len > 0 && batch > 0,
+            FftShape::TwoD { rows, cols } => rows > 0 && cols > 0,
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(format!("empty FFT shape {self:?}").into())
+        }
+    }
+}
+
+type Key = (usize, usize, FftShape);
+
+/// A cache of FFT plans for one scheduler: one plan per (GPU, stream slot, shape).
+/// Share it with callbacks through an `Arc`.
+///
+/// ```
+/// use chariot::fft::{FftPlans, FftShape};
+/// use chariot::{Backend, Resource, Scheduler, SimProfile};
+/// use num_complex::Complex32;
+/// let sched = Scheduler::builder().backend(Backend::SimWith(SimProfile::instant())).streams(2).build()?;
+/// let plans = FftPlans::new(&sched)?;
+/// let (len, rows) = (64, 4);
+/// let shape = FftShape::Rows { len, batch: rows };
+/// let mut host = sched.alloc_host::<Complex32>(len * rows * 2)?;
+/// host.write().iter_mut().step_by(len).for_each(|x| *x = Complex32::new(1.0, 0.0)); // impulses
+/// let d = sched.alloc::<Complex32>(len * rows)?;
+/// for i in 0..2 {
+///     let r = i * len * rows..(i + 1) * len * rows;
+///     let (p1, p2, d2) = (plans.clone(), plans.clone(), d.clone());
+///     sched.task(i as u64, (len * rows) as u64)
+///         .callback(Resource::Cpu, move |info| p1.prepare(info, shape))
+///         .download(&d, 0, &host, r.clone())
+///         .gpu_callback(move |call| p2.forward(call, &d2, shape))
+///         .readback(&host, r, &d, 0)
+///         .submit()?;
+/// }
+/// sched.synchronize()?;
+/// assert!(host.read().iter().all(|x| (x.re - 1.0).abs() < 1e-6 && x.im.abs() < 1e-6)); // flat spectra
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct FftPlans {
+    machine: Arc<Machine>,
+    cuda: Mutex<HashMap<Key, Arc<crate::backend::cuda::cufft::Plan>>>,
+    cpu: Mutex<FftPlanner<f32>>,
+}
+
+impl FftPlans {
+    /// An empty cache for `sched`'s GPUs.
+    ///
+    /// # Errors
+    /// [`Error::CudaUnavailable`](crate::Error::CudaUnavailable) on the CUDA backend
+    /// when libcufft cannot be loaded.
+    pub fn new(sched: &Scheduler) -> crate::Result<Arc<FftPlans>> {
+        let machine = sched.machine().clone();
+        if machine.cuda().is_some() {
+            crate::backend::cuda::cufft::present().map_err(|reason| crate::Error::CudaUnavailable { reason })?;
+        }
+        Ok(Arc::new(FftPlans { machine, cuda: Mutex::new(HashMap::new()), cpu: Mutex::new(FftPlanner::new()) }))
+    }
+
+    /// Plans made so far (CUDA; 0 on sim).
+    ///
+    /// ```
+    /// # use chariot::{Backend, Scheduler, fft::FftPlans};
+    /// let sched = Scheduler::builder().backend(Backend::Sim).build()?;
+    /// assert_eq!(FftPlans::new(&sched)?.len(), 0);
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    pub fn len(&self) -> usize {
+        self.cuda.lock().len()
+    }
+
+    /// Whether no plan has been made.
+    ///
+    /// ```
+    /// # use chariot::{Backend, Scheduler, fft::FftPlans};
+    /// let sched = Scheduler::builder().backend(Backend::Sim).build()?;
+    /// assert!(FftPlans::new(&sched)?.is_empty());
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn plan(
+        &self,
+        gpu: usize,
+        stream: usize,
+        shape: FftShape,
+    ) -> Result<Arc<crate::backend::cuda::cufft::Plan>, BoxError> {
+        let key = (gpu, stream, shape);
+        if let Some(p) = self.cuda.lock().get(&key) {
+            return Ok(p.clone());
+        }
+        let cuda = self.machine.cuda().ok_or("cuFFT plans exist only on the CUDA backend")?;
+        // Made outside the lock: planning takes milliseconds and must not stall a
+        // dispatcher that only looks a plan up.
+        let made = match shape {
+            FftShape::Rows { len, batch } => cuda.fft_plan(gpu, len, batch, false),
+            FftShape::TwoD { rows, cols } => cuda.fft_plan(gpu, cols, rows, true),
+        }?;
+        Ok(self.cuda.lock().entry(key).or_insert_with(|| Arc::new(made)).clone())
+    }
+
+    /// Makes the plan of `shape` for the task's GPU and stream slot if the cache has
+    /// none (CUDA), or plans the rustfft transforms (sim). Meant for a CPU callback
+    /// ahead of the task's download, so that planning overlaps the pipeline.
+    ///
+    /// # Errors
+    /// An empty shape, or cuFFT's error.
+    ///
+    /// ```
+    /// # use chariot::{Backend, CallInfo, Scheduler, TaskId, fft::{FftPlans, FftShape}};
+    /// let sched = Scheduler::builder().backend(Backend::Sim).build()?;
+    /// let plans = FftPlans::new(&sched)?;
+    /// let info = CallInfo { task: TaskId(0), gpu: 0, stream: 0 };
+    /// plans.prepare(&info, FftShape::Rows { len: 16, batch: 2 }).unwrap();
+    /// assert!(plans.prepare(&info, FftShape::Rows { len: 0, batch: 2 }).is_err());
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    pub fn prepare(&self, info: &CallInfo, shape: FftShape) -> Result<(), BoxError> {
+        shape.check()?;
+        if self.machine.cuda().is_some() {
+            self.plan(info.gpu, info.stream, shape).map(|_| ())
+        } else {
+            let mut p = self.cpu.lock();
+            match shape {
+                FftShape::Rows { len, .. } => drop(p.plan_fft_forward(len)),
+                FftShape::TwoD { rows, cols } => {
+                    p.plan_fft_forward(rows);
+                    p.plan_fft_forward(cols);
+                }
+            }
+            Ok(())
+        }
+    }
+
+    /// Enqueues the forward (e^−2πi…) transform of `shape`, in place on the first
+    /// `shape.elements()` elements of `buf`'s copy for this task, on the task's stream
+    /// (CUDA); on sim, transforms them with rustfft at once. Call it from a
+    /// [`gpu_callback`](crate::TaskBuilder::gpu_callback); see [`FftPlans`].
+    ///
+    /// # Errors
+    /// An empty shape, a buffer shorter than the shape, or cuFFT's error.
+    pub fn forward(
+        &self,
+        call: &mut GpuCall<'_>,
+        buf: &DeviceBuffer<Complex32>,
+        shape: FftShape,
+    ) -> Result<(), BoxError> {
+        shape.check()?;
+        if shape.elements() > buf.len() {
+            return Err(format!("FFT of {} elements on a buffer of {}", shape.elements(), buf.len()).into());
+        }
+        if self.machine.cuda().is_some() {
+            let info = call.info();
+            let plan = self.plan(info.gpu, info.stream, shape)?;
+            return Ok(plan.forward_in(call, buf.inner(), buf.len() * std::mem::size_of::<Complex32>())?);
+        }
+        let mut data = call.sim_buffer(buf).ok_or("neither a CUDA stream nor a simulated buffer")?;
+        let data = &mut data[..shape.elements()];
+        match shape {
+            FftShape::Rows { len, .. } => {
+                let fft = self.cpu.lock().plan_fft_forward(len);
+                fft.process(data);
+            }
+            FftShape::TwoD { rows, cols } => {
+                let (fr, fc) = {
+                    let mut p = self.cpu.lock();
+                    (p.plan_fft_forward(rows), p.plan_fft_forward(cols))
+                };
+                forward_2d_with(data, rows, cols, 1, &*fr, &*fc);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for FftPlans {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FftPlans").field("backend", &self.machine.name()).field("plans", &self.len()).finish()
+    }
+}
+
+/// `out[c·rows + r] = input[r·cols + c]`, on `threads` threads, in cache-sized tiles.
+///
+/// ```
+/// let m: Vec<u32> = (0..6).collect(); // 2 rows × 3 columns
+/// let mut t = vec![0; 6];
+/// chariot::fft::transpose(&m, &mut t, 2, 3, 2);
+/// assert_eq!(t, [0, 3, 1, 4, 2, 5]);
+/// ```
+pub fn transpose<T: Copy + Send + Sync>(input: &[T], out: &mut [T], rows: usize, cols: usize, threads: usize) {
+    assert!(input.len() >= rows * cols && out.len() >= rows * cols, "transpose: buffers shorter than rows × cols");
+    const TILE: usize = 32;
+    let threads = threads.clamp(1, cols.max(1));
+    let per = cols.div_ceil(threads).div_ceil(TILE) * TILE;
+    std::thread::scope(|s| {
+        for (t, chunk) in out[..rows * cols].chunks_mut(per * rows).enumerate() {
+            s.spawn(move || {
+                let c0 = t * per;
+                let nc = chunk.len() / rows;
+                for cb in (0..nc).step_by(TILE) {
+                    for rb in (0..rows).step_by(TILE) {
+                        for c in cb..(cb + TILE).min(nc) {
+                            for r in rb..(rb + TILE).min(rows) {
+                                chunk[c * rows + r] = input[r * cols + c0 + c];
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+}
+
+fn rows_parallel(data: &mut [Complex32], len: usize, threads: usize, fft: &dyn Fft<f32>) {
+    let n = data.len() / len;
+    let threads = threads.clamp(1, n.max(1));
+    let per = n.div_ceil(threads) * len;
+    std::thread::scope(|s| {
+        for chunk in data.chunks_mut(per) {
+            s.spawn(move || {
+                let mut scratch = vec![Complex32::default(); fft.get_inplace_scratch_len()];
+                fft.process_with_scratch(chunk, &mut scratch);
+            });
+        }
+    });
+}
+
+fn forward_2d_with(
+    data: &mut [Complex32],
+    rows: usize,
+    cols: usize,
+    threads: usize,
+    f_rows: &dyn Fft<f32>,
+    f_cols: &dyn Fft<f32>,
+) {
+    let data = &mut data[..rows * cols];
+    rows_parallel(data, cols, threads, f_cols);
+    let mut t = vec![Complex32::default(); rows * cols];
+    transpose(data, &mut t, rows, cols, threads);
+    rows_parallel(&mut t, rows, threads, f_rows);
+    transpose(&t, data, cols, rows, threads);
+}
+
+/// The forward 2-D transform of the `rows × cols` row-major matrix `data`, in place,
+/// with rustfft on `threads` threads (row transforms, a tiled transpose, row
+/// transforms, a transpose back). Unnormalised, like cuFFT.
+///
+/// ```
+/// use num_complex::Complex32;
+/// let mut m = vec![Complex32::new(0.0, 0.0); 8 * 4];
+/// m[0] = Complex32::new(1.0, 0.0); // an impulse has a flat spectrum
+/// chariot::fft::cpu_forward_2d(&mut m, 4, 8, 2);
+/// assert!(m.iter().all(|x| (x.re - 1.0).abs() < 1e-6 && x.im.abs() < 1e-6));
+/// ```
+pub fn cpu_forward_2d(data: &mut [Complex32], rows: usize, cols: usize, threads: usize) {
+    assert!(data.len() >= rows * cols, "cpu_forward_2d: data shorter than rows × cols");
+    let mut p = FftPlanner::new();
+    let (fr, fc) = (p.plan_fft_forward(rows), p.plan_fft_forward(cols));
+    forward_2d_with(data, rows, cols, threads, &*fr, &*fc);
+}

@@ -183,6 +183,11 @@ impl Scheduler {
         self.id
     }
 
+    /// The backend's machine, shared with library plan caches (`crate::fft`).
+    pub(crate) fn machine(&self) -> &Arc<Machine> {
+        &self.machine
+    }
+
     /// `cuda` or `sim`.
     pub fn backend_name(&self) -> &'static str {
         self.machine.name()

@@ -100,6 +100,14 @@ impl Machine {
         }
     }
 
+    /// The CUDA machine, for library plans made outside a dispatcher (`crate::fft`).
+    pub(crate) fn cuda(&self) -> Option<&cuda::Machine> {
+        match self {
+            Machine::Cuda(m) => Some(m),
+            Machine::Sim(_) => None,
+        }
+    }
+
     pub(crate) fn gpus(&self) -> &[GpuInfo] {
         match self {
             Machine::Cuda(m) => m.gpus(),

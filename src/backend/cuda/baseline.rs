@@ -98,21 +98,31 @@ impl Rig {
         // SAFETY: plain attribute queries on a valid device.
         let (major, minor) = unsafe {
             (
-                result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).map_err(|e| failed("cuDeviceGetAttribute", e))?,
-                result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).map_err(|e| failed("cuDeviceGetAttribute", e))?,
+                result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+                    .map_err(|e| failed("cuDeviceGetAttribute", e))?,
+                result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+                    .map_err(|e| failed("cuDeviceGetAttribute", e))?,
             )
         };
         let image = nvrtc::compile(kernel, &format!("sm_{major}{minor}")).map_err(|e| e.to_string())?;
         // SAFETY: a complete cubin for this device; unloaded in Drop.
-        let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }.map_err(|e| failed("cuModuleLoadData", e))?;
+        let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
+            .map_err(|e| failed("cuModuleLoadData", e))?;
         rig.module = Some(module);
         let name = CString::new(kernel.name.clone()).map_err(|_| "kernel name has a NUL byte".to_string())?;
         // SAFETY: the module is loaded.
-        rig.func = unsafe { result::module::get_function(module, name) }.map_err(|e| failed("cuModuleGetFunction", e))?;
+        rig.func =
+            unsafe { result::module::get_function(module, name) }.map_err(|e| failed("cuModuleGetFunction", e))?;
         let bytes = max_len * 4;
         for _ in 0..streams {
-            rig.streams.push(result::stream::create(result::stream::StreamKind::NonBlocking).map_err(|e| failed("cuStreamCreate", e))?);
-            rig.events.push(result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING).map_err(|e| failed("cuEventCreate", e))?);
+            rig.streams.push(
+                result::stream::create(result::stream::StreamKind::NonBlocking)
+                    .map_err(|e| failed("cuStreamCreate", e))?,
+            );
+            rig.events.push(
+                result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+                    .map_err(|e| failed("cuEventCreate", e))?,
+            );
             // SAFETY: the context is current; freed in Drop.
             let pair = unsafe {
                 (
@@ -122,12 +132,23 @@ impl Rig {
             };
             rig.buffers.push(pair);
         }
-        rig.events.push(result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING).map_err(|e| failed("cuEventCreate", e))?);
+        rig.events.push(
+            result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+                .map_err(|e| failed("cuEventCreate", e))?,
+        );
         Ok(rig)
     }
 
     /// Download, shift, readback of chunk `c` on stream slot `s`: the three commands.
-    fn stage(&self, which: u8, s: usize, c: &Range<usize>, input: &[u32], output: &mut [u32], iters: u32) -> Result<(), String> {
+    fn stage(
+        &self,
+        which: u8,
+        s: usize,
+        c: &Range<usize>,
+        input: &[u32],
+        output: &mut [u32],
+        iters: u32,
+    ) -> Result<(), String> {
         let stream = self.streams[s];
         let (d_in, d_out) = self.buffers[s];
         let n = c.end - c.start;
@@ -166,7 +187,13 @@ impl Rig {
         Ok(())
     }
 
-    fn depth_first(&self, chunks: &[Range<usize>], input: &[u32], output: &mut [u32], iters: u32) -> Result<(), String> {
+    fn depth_first(
+        &self,
+        chunks: &[Range<usize>],
+        input: &[u32],
+        output: &mut [u32],
+        iters: u32,
+    ) -> Result<(), String> {
         let s = self.streams.len();
         for (i, c) in chunks.iter().enumerate() {
             for which in 0..3 {
@@ -176,7 +203,14 @@ impl Rig {
         Ok(())
     }
 
-    fn run(&mut self, kind: Kind, chunks: &[Range<usize>], input: &[u32], output: &mut [u32], iters: u32) -> Result<Timing, String> {
+    fn run(
+        &mut self,
+        kind: Kind,
+        chunks: &[Range<usize>],
+        input: &[u32],
+        output: &mut [u32],
+        iters: u32,
+    ) -> Result<Timing, String> {
         let s = self.streams.len();
         let mut timing = Timing::default();
         if kind == Kind::Graph && self.graph.is_none() {
@@ -199,7 +233,11 @@ impl Rig {
             let graph = unsafe {
                 for (k, &st) in self.streams.iter().enumerate().skip(1) {
                     let _ = result::event::record(self.events[k], st);
-                    let _ = result::stream::wait_event(origin, self.events[k], sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT);
+                    let _ = result::stream::wait_event(
+                        origin,
+                        self.events[k],
+                        sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+                    );
                 }
                 result::stream::end_capture(origin).map_err(|e| failed("cuStreamEndCapture", e))?
             };

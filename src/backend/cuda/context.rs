@@ -148,6 +148,24 @@ impl Machine {
         }
     }
 
+    /// A cuFFT C2C plan in GPU `gpu`'s context, for `crate::fft` (any thread: the plan
+    /// binds the context itself): `batch` rows of `n` elements, or with `two_d` one
+    /// 2-D transform of `batch` rows by `n` columns.
+    pub(crate) fn fft_plan(
+        &self,
+        gpu: usize,
+        n: usize,
+        batch: usize,
+        two_d: bool,
+    ) -> Result<super::cufft::Plan, String> {
+        let ctx = self.contexts.get(gpu).ok_or_else(|| format!("no GPU {gpu}"))?.clone();
+        if two_d {
+            super::cufft::Plan::two_d(ctx, batch, n)
+        } else {
+            super::cufft::Plan::rows(ctx, n, batch)
+        }
+    }
+
     pub(crate) fn open_gpu(
         &self,
         gpu: usize,
