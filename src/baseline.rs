@@ -66,7 +66,11 @@ pub fn shift(
     chunks: &[Range<usize>],
     iters: u32,
 ) -> Result<BaselineTiming> {
-    let bad = |name: &'static str, value: String, allowed: &str| Error::InvalidConfig { name, value, allowed: allowed.into() };
+    let bad = |name: &'static str, value: String, allowed: &str| Error::InvalidConfig {
+        name,
+        value,
+        allowed: allowed.into(),
+    };
     if streams == 0 {
         return Err(bad("streams", "0".into(), "at least 1"));
     }
@@ -77,7 +81,11 @@ pub fn shift(
     let mut sorted: Vec<_> = chunks.to_vec();
     sorted.sort_by_key(|c| c.start);
     if let Some(w) = sorted.windows(2).find(|w| w[0].end > w[1].start) {
-        return Err(bad("chunks", format!("{:?} and {:?}", w[0], w[1]), "ranges that do not overlap (readbacks would race)"));
+        return Err(bad(
+            "chunks",
+            format!("{:?} and {:?}", w[0], w[1]),
+            "ranges that do not overlap (readbacks would race)",
+        ));
     }
     let kind = match baseline {
         Baseline::Serial => crate::backend::cuda::baseline::Kind::Serial,
@@ -87,7 +95,16 @@ pub fn shift(
     };
     let input = input.read();
     let mut output = output.write();
-    crate::backend::cuda::baseline::shift(kind, ordinal, streams, &crate::demo::shift_kernel(), &input, &mut output, chunks, iters)
-        .map(|t| BaselineTiming { setup_ns: t.setup_ns, wall_ns: t.wall_ns })
-        .map_err(|reason| Error::CudaUnavailable { reason })
+    crate::backend::cuda::baseline::shift(
+        kind,
+        ordinal,
+        streams,
+        &crate::demo::shift_kernel(),
+        &input,
+        &mut output,
+        chunks,
+        iters,
+    )
+    .map(|t| BaselineTiming { setup_ns: t.setup_ns, wall_ns: t.wall_ns })
+    .map_err(|reason| Error::CudaUnavailable { reason })
 }

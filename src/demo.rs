@@ -178,7 +178,12 @@ pub fn run_shift(
 
 /// Elements in `range` of `output` that differ from the kernel applied to `input`
 /// (checked with the tables on all cores, and the first 64 with the plain loop too).
-pub fn mismatches(input: &HostBuffer<u32>, output: &HostBuffer<u32>, range: std::ops::Range<usize>, iters: u32) -> usize {
+pub fn mismatches(
+    input: &HostBuffer<u32>,
+    output: &HostBuffer<u32>,
+    range: std::ops::Range<usize>,
+    iters: u32,
+) -> usize {
     let table = ShiftTable::new(iters);
     let (input, output) = (input.read(), output.read());
     let (inp, out) = (&input[range.clone()], &output[range]);

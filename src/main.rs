@@ -184,7 +184,8 @@ fn real_main(cli: Cli) -> Result<(), String> {
     );
     let rates = {
         let probe = scheduler(&setup, 4, 2).map_err(|e| e.to_string())?;
-        demo::probe_rates(&probe, demo::shift_kernel(), &setup.input, &mut setup.output, setup.len, setup.chunks, iters).map_err(|e| e.to_string())?
+        demo::probe_rates(&probe, demo::shift_kernel(), &setup.input, &mut setup.output, setup.len, setup.chunks, iters)
+            .map_err(|e| e.to_string())?
     };
     let duplex = rates.link.both / (rates.link.up + rates.link.down);
     // The bound: every chunk's bytes at the sustained rates, kernels at their sustained time.
