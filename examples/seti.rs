@@ -607,15 +607,8 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
     validate(cli)?;
     let (x, y, n) = (cli.x, cli.y, cli.tasks);
     let threads = cli.cpu_threads.unwrap_or_else(threads_default).max(1);
-    let backend = match cli.backend.as_str() {
-        "cuda" => Backend::Cuda,
-        "sim" => Backend::SimWith(SimProfile::h100().with_time_scale(cli.sim_scale)),
-        _ => match Scheduler::builder().build() {
-            Ok(s) if s.backend_name() == "cuda" => Backend::Cuda,
-            Ok(_) => Backend::SimWith(SimProfile::h100().with_time_scale(cli.sim_scale)),
-            Err(e) => return Err(e.to_string()),
-        },
-    };
+    let backend = Backend::from_name(&cli.backend, SimProfile::h100().with_time_scale(cli.sim_scale))
+        .map_err(|e| e.to_string())?;
     let mut streams: Vec<usize> = cli.streams.clone();
     if !streams.contains(&1) {
         streams.insert(0, 1);

@@ -113,15 +113,8 @@ fn real_main(cli: Cli) -> Result<(), String> {
     if !(cli.sim_scale.is_finite() && cli.sim_scale > 0.0) {
         return Err(format!("--sim-scale {} must be a positive number", cli.sim_scale));
     }
-    let backend = match cli.backend.as_str() {
-        "cuda" => Backend::Cuda,
-        "sim" => Backend::SimWith(SimProfile::h100().with_time_scale(cli.sim_scale)),
-        _ => match Scheduler::builder().build() {
-            Ok(s) if s.backend_name() == "cuda" => Backend::Cuda,
-            Ok(_) => Backend::SimWith(SimProfile::h100().with_time_scale(cli.sim_scale)),
-            Err(e) => return Err(e.to_string()),
-        },
-    };
+    let backend = Backend::from_name(&cli.backend, SimProfile::h100().with_time_scale(cli.sim_scale))
+        .map_err(|e| e.to_string())?;
     let on_sim = !matches!(backend, Backend::Cuda);
     let mib = cli.chunk_mib.unwrap_or(if on_sim { 4.0 } else { 16.0 });
     if !(mib.is_finite() && mib > 0.0 && mib <= 1024.0) {

@@ -41,6 +41,34 @@ pub enum Backend {
     SimWith(SimProfile),
 }
 
+impl Backend {
+    /// The backend a command line names: `cuda`, `sim` (simulating `profile`), or `auto`
+    /// (CUDA where a driver and a device are there, else `sim`), resolved now.
+    ///
+    /// ```
+    /// use chariot::{Backend, SimProfile};
+    /// let sim = Backend::from_name("sim", SimProfile::instant())?;
+    /// assert_eq!(sim, Backend::SimWith(SimProfile::instant()));
+    /// assert!(Backend::from_name("gpu", SimProfile::h100()).is_err());
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidConfig`] for any other name.
+    pub fn from_name(name: &str, profile: SimProfile) -> crate::Result<Backend> {
+        match name {
+            "cuda" => Ok(Backend::Cuda),
+            "sim" => Ok(Backend::SimWith(profile)),
+            "auto" => Ok(if Machine::cuda_present().is_ok() { Backend::Cuda } else { Backend::SimWith(profile) }),
+            other => Err(crate::Error::InvalidConfig {
+                name: "backend",
+                value: format!("{other:?}"),
+                allowed: "auto, cuda or sim".into(),
+            }),
+        }
+    }
+}
+
 /// What the dispatcher needs to know about a GPU.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GpuInfo {
