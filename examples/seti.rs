@@ -790,11 +790,15 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
 
     // Table 2 of the paper, for this GPU: the serial run's breakdown.
     if let Some(r) = &serial {
-        println!("\nTable 2 (serial, S = 1): time per stage, ms and share of the phase");
+        // With D > 1 the stage times are summed over the GPUs; show them per GPU so the
+        // shares stay shares of the phase.
+        let d = r.col.gpus.len().max(1) as f64;
+        let per_gpu = if d > 1.0 { format!(", per GPU (mean of {d})") } else { String::new() };
+        println!("\nTable 2 (S = 1): time per stage{per_gpu}, ms and share of the phase");
         println!("{:>10} {:>16} {:>16} {:>16}", "stage", "column phase", "row phase", "total");
         let (tc, tr) = (r.col.makespan_ns as f64, r.row.makespan_ns as f64);
         for (name, stage) in [("download", Stage::Download), ("kernel", Stage::Kernel), ("readback", Stage::Readback)] {
-            let (a, b) = (stage_sum(&r.col, stage) as f64, stage_sum(&r.row, stage) as f64);
+            let (a, b) = (stage_sum(&r.col, stage) as f64 / d, stage_sum(&r.row, stage) as f64 / d);
             println!(
                 "{name:>10} {:>9.3} ({:>4.1}%) {:>9.3} ({:>4.1}%) {:>9.3} ({:>4.1}%)",
                 a / 1e6,
