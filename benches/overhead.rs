@@ -66,6 +66,14 @@ struct Cli {
     /// Directory for overhead.csv.
     #[arg(long)]
     out: Option<std::path::PathBuf>,
+    /// Only draw the plots (into --out, default the CSV's folder) from a CSV this
+    /// study wrote earlier; run nothing.
+    #[arg(long)]
+    plot_from: Option<std::path::PathBuf>,
+    /// Only draw the Gantt chart (gantt.png, into --out or beside the trace) of a Chrome
+    /// trace written by chariot (e.g. the demo's demo-trace.json); run nothing.
+    #[arg(long)]
+    gantt_from: Option<std::path::PathBuf>,
     /// Accepted for `cargo bench`.
     #[arg(long, hide = true)]
     bench: bool,
@@ -120,6 +128,18 @@ struct Row {
 
 fn main() -> Result<(), String> {
     let cli = Cli::parse();
+    if let Some(trace) = &cli.gantt_from {
+        let json = std::fs::read_to_string(trace).map_err(|e| format!("{}: {e}", trace.display()))?;
+        let dir = cli.out.clone().or_else(|| trace.parent().map(|p| p.to_path_buf())).unwrap_or_default();
+        let title =
+            format!("timeline of {}", trace.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+        return chariot::plot::gantt_from_trace(dir.join("gantt.png"), &title, &json);
+    }
+    if let Some(csv) = &cli.plot_from {
+        let rows = read_rows(csv)?;
+        let dir = cli.out.clone().or_else(|| csv.parent().map(|p| p.to_path_buf())).unwrap_or_default();
+        return plots(&rows, &dir);
+    }
     if cli.chunks == 0
         || !(cli.min_mib > 0.0 && cli.max_mib >= cli.min_mib)
         || cli.streams.contains(&0)
@@ -359,6 +379,11 @@ fn main() -> Result<(), String> {
             best("cuda-graph")
         );
     }
+    if let Some(dir) = &cli.out {
+        if let Err(e) = plots(&rows, dir) {
+            eprintln!("plots not drawn: {e}");
+        }
+    }
     if below_bound.is_empty() {
         println!("bound check: no chariot makespan below its hardware bound");
     } else {
@@ -390,4 +415,139 @@ fn write_row(f: &mut std::fs::File, r: &Row) -> std::io::Result<()> {
         r.runtime_us
     )?;
     f.flush()
+}
+
+/// Reads the rows of an `overhead.csv`.
+fn read_rows(path: &std::path::Path) -> Result<Vec<Row>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().ok_or("empty CSV")?.split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).ok_or(format!("CSV has no column {name}"));
+    let c = [
+        "sizes",
+        "seed",
+        "r_target",
+        "r_model",
+        "iters",
+        "system",
+        "streams",
+        "order",
+        "depth",
+        "wall_ms",
+        "makespan_ms",
+        "hw_bound_ms",
+        "serial_ms",
+        "paper_eps",
+        "runtime_us_per_cmd",
+    ]
+    .map(col);
+    let mut idx = [0usize; 15];
+    for (i, r) in c.into_iter().enumerate() {
+        idx[i] = r?;
+    }
+    let f = |v: &[&str], i: usize| v[idx[i]].parse::<f64>().unwrap_or(f64::NAN);
+    lines
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: Vec<&str> = l.split(',').collect();
+            if v.len() < header.len() {
+                return Err(format!("short CSV line: {l}"));
+            }
+            Ok(Row {
+                sizes: v[idx[0]].to_string(),
+                seed: f(&v, 1) as u64,
+                r_target: f(&v, 2),
+                r_model: f(&v, 3),
+                iters: f(&v, 4) as u32,
+                system: v[idx[5]].to_string(),
+                streams: f(&v, 6) as usize,
+                order: v[idx[7]].to_string(),
+                depth: f(&v, 8) as usize,
+                wall_ms: f(&v, 9),
+                makespan_ms: f(&v, 10),
+                bound_ms: f(&v, 11),
+                serial_ms: f(&v, 12),
+                paper_eps: f(&v, 13),
+                runtime_us: f(&v, 14),
+            })
+        })
+        .collect()
+}
+
+/// ε against the hardware bound and speedup over serial, against r, as PNGs in `dir`.
+fn plots(rows: &[Row], dir: &std::path::Path) -> Result<(), String> {
+    use chariot::plot::{line_chart, Series};
+    let mut sets: Vec<(String, u64)> = rows.iter().map(|r| (r.sizes.clone(), r.seed)).collect();
+    sets.sort();
+    sets.dedup();
+    let rs = |set: &(String, u64)| {
+        let mut v: Vec<f64> = rows.iter().filter(|r| (r.sizes.clone(), r.seed) == *set).map(|r| r.r_target).collect();
+        v.sort_by(f64::total_cmp);
+        v.dedup();
+        v
+    };
+    let best = |set: &(String, u64), r: f64, system: &str| {
+        rows.iter()
+            .filter(|x| (x.sizes.clone(), x.seed) == *set && x.r_target == r && x.system == system)
+            .min_by(|a, b| a.wall_ms.total_cmp(&b.wall_ms))
+    };
+    let name = |set: &(String, u64)| {
+        if set.0 == "fixed" {
+            "fixed sizes".to_string()
+        } else {
+            format!("{} sizes, seed {}", set.0, set.1)
+        }
+    };
+    let eps: Vec<Series> = sets
+        .iter()
+        .map(|set| Series {
+            label: name(set),
+            points: rs(set)
+                .into_iter()
+                .filter_map(|r| best(set, r, "chariot").map(|b| (r, 100.0 * (b.makespan_ms / b.bound_ms - 1.0))))
+                .collect(),
+        })
+        .collect();
+    line_chart(
+        dir.join("eps_vs_r.png"),
+        "ε of chariot's best configuration against the hardware-aware bound",
+        "transfer ratio r",
+        "ε (%)",
+        true,
+        &eps,
+    )?;
+    for set in &sets {
+        let mut series: Vec<Series> = ["chariot", "breadth-first", "depth-first", "cuda-graph"]
+            .iter()
+            .map(|sys| Series {
+                label: sys.to_string(),
+                points: rs(set)
+                    .into_iter()
+                    .filter_map(|r| best(set, r, sys).map(|b| (r, b.serial_ms / b.wall_ms)))
+                    .collect(),
+            })
+            .filter(|s| !s.points.is_empty())
+            .collect();
+        series.push(Series {
+            label: "hardware-aware bound".into(),
+            points: rs(set)
+                .into_iter()
+                .filter_map(|r| best(set, r, "chariot").map(|b| (r, b.serial_ms / b.bound_ms)))
+                .collect(),
+        });
+        let file = format!(
+            "speedup_vs_r_{}{}.png",
+            set.0,
+            if set.0 == "fixed" { String::new() } else { format!("_{}", set.1) }
+        );
+        line_chart(
+            dir.join(file),
+            &format!("speedup over serial, {}", name(set)),
+            "transfer ratio r",
+            "speedup",
+            true,
+            &series,
+        )?;
+    }
+    Ok(())
 }

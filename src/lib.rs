@@ -53,6 +53,7 @@ mod task;
 pub mod baseline;
 pub mod demo;
 pub mod fft;
+pub mod plot;
 
 pub use backend::{Backend, GpuInfo, SimProfile};
 pub use builder::{Builder, Gpus};

@@ -272,6 +272,10 @@ fn real_main(cli: Cli) -> Result<(), String> {
         }
         if let Some(b) = best {
             std::fs::write(dir.join("demo-trace.json"), b.chrome_trace()).map_err(|e| e.to_string())?;
+            let title = format!("demo, best run: S = {}, T = {:.3} ms", b.streams, b.makespan_ms());
+            if let Err(e) = chariot::plot::gantt(dir.join("demo-gantt.png"), &title, &b) {
+                eprintln!("Gantt chart not drawn: {e}");
+            }
         }
         for (name, rep) in [("serial", &serial_report)] {
             let mut f =

@@ -1,0 +1,227 @@
+//! PNG plots of reports and studies (plotters, bitmap backend): a Gantt chart of a
+//! timeline, and line charts such as ε or speedup against the transfer ratio r.
+//!
+//! Text needs a TrueType font, loaded at run time (nothing is linked at build time):
+//! `CHARIOT_FONT` if set, else DejaVu Sans or Liberation Sans where Debian installs them.
+
+use crate::report::Report;
+use crate::stage::Stage;
+use plotters::prelude::*;
+use std::path::Path;
+use std::sync::OnceLock;
+
+const FONT_PATHS: [&str; 3] = [
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+];
+
+/// Registers the font once; every plot calls it first.
+fn font() -> Result<(), String> {
+    static FONT: OnceLock<Result<(), String>> = OnceLock::new();
+    FONT.get_or_init(|| {
+        let candidates: Vec<String> =
+            std::env::var("CHARIOT_FONT").into_iter().chain(FONT_PATHS.iter().map(|s| s.to_string())).collect();
+        let (path, bytes) = candidates
+            .iter()
+            .find_map(|p| std::fs::read(p).ok().map(|b| (p.clone(), b)))
+            .ok_or_else(|| format!("no TrueType font found for the plots (tried {candidates:?}); set CHARIOT_FONT"))?;
+        // Registered fonts live for the process: leaking the bytes once is the contract.
+        let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+        plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
+            .map_err(|_| format!("{path} is not a usable TrueType font"))
+    })
+    .clone()
+}
+
+fn err<E: std::fmt::Debug>(e: E) -> String {
+    format!("plotting: {e:?}")
+}
+
+/// One line of a chart: a label and its (x, y) points.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    /// Legend text.
+    pub label: String,
+    /// Points, in x order.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Draws `series` as lines with markers into a PNG at `path`; `log_x` puts x on a log
+/// scale (for the transfer ratio r).
+///
+/// ```no_run
+/// use chariot::plot::{line_chart, Series};
+/// let s = Series { label: "chariot".into(), points: vec![(0.1, 1.0), (1.0, 1.9), (10.0, 1.95)] };
+/// line_chart("speedup.png", "speedup over serial", "r", "speedup", true, &[s]).unwrap();
+/// ```
+///
+/// # Errors
+/// No usable font, no points, or a file that cannot be written.
+pub fn line_chart(
+    path: impl AsRef<Path>,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    log_x: bool,
+    series: &[Series],
+) -> Result<(), String> {
+    font()?;
+    let all: Vec<(f64, f64)> =
+        series.iter().flat_map(|s| s.points.iter().copied()).filter(|p| p.0.is_finite() && p.1.is_finite()).collect();
+    if all.is_empty() {
+        return Err(format!("plotting {title}: no finite points"));
+    }
+    let (mut x0, mut x1) = all.iter().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
+    let (mut y0, mut y1) = all.iter().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1)));
+    if log_x {
+        x0 /= 1.5;
+        x1 *= 1.5;
+    } else {
+        let pad = ((x1 - x0) * 0.05).max(1e-9);
+        x0 -= pad;
+        x1 += pad;
+    }
+    let pad = ((y1 - y0) * 0.08).max(1e-3);
+    y0 -= pad;
+    y1 += pad;
+    let root = BitMapBackend::new(path.as_ref(), (960, 600)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let colors = [BLUE, RED, GREEN, MAGENTA, CYAN, BLACK, RGBColor(255, 140, 0), RGBColor(128, 0, 128)];
+    macro_rules! draw {
+        ($chart:expr) => {{
+            let mut chart = $chart;
+            chart
+                .configure_mesh()
+                .x_desc(x_label)
+                .y_desc(y_label)
+                .label_style(("sans-serif", 15))
+                .draw()
+                .map_err(err)?;
+            for (i, s) in series.iter().enumerate() {
+                let c = colors[i % colors.len()];
+                let pts: Vec<(f64, f64)> =
+                    s.points.iter().copied().filter(|p| p.0.is_finite() && p.1.is_finite()).collect();
+                chart
+                    .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+                    .map_err(err)?
+                    .label(s.label.clone())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+                chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, c.filled()))).map_err(err)?;
+            }
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .label_font(("sans-serif", 14))
+                .draw()
+                .map_err(err)?;
+        }};
+    }
+    let mut builder = ChartBuilder::on(&root);
+    builder.caption(title, ("sans-serif", 22)).margin(15).x_label_area_size(45).y_label_area_size(65);
+    if log_x {
+        draw!(builder.build_cartesian_2d((x0..x1).log_scale(), y0..y1).map_err(err)?);
+    } else {
+        draw!(builder.build_cartesian_2d(x0..x1, y0..y1).map_err(err)?);
+    }
+    root.present().map_err(err)
+}
+
+/// One bar of a Gantt chart: GPU, stage, start and end (ns).
+type Bar = (usize, Stage, u64, u64);
+
+/// Draws the timeline of `report` as a Gantt chart: a row per GPU and GPU stage.
+///
+/// # Errors
+/// No usable font, an empty timeline, or a file that cannot be written.
+pub fn gantt(path: impl AsRef<Path>, title: &str, report: &Report) -> Result<(), String> {
+    let bars: Vec<Bar> = report.records.iter().map(|r| (r.gpu as usize, r.stage, r.start_ns, r.end_ns)).collect();
+    gantt_bars(path.as_ref(), title, &bars)
+}
+
+/// Draws a Gantt chart from a Chrome trace written by [`Report::chrome_trace`].
+///
+/// # Errors
+/// Trace JSON that is not one of ours, no usable font, or a file that cannot be written.
+pub fn gantt_from_trace(path: impl AsRef<Path>, title: &str, trace_json: &str) -> Result<(), String> {
+    let v: serde_json::Value = serde_json::from_str(trace_json).map_err(|e| format!("trace: {e}"))?;
+    let events = v.get("traceEvents").and_then(|e| e.as_array()).ok_or("trace: no traceEvents array")?;
+    let mut bars = Vec::new();
+    for e in events {
+        let (Some("X"), Some(pid), Some(tid), Some(ts), Some(dur)) = (
+            e.get("ph").and_then(|x| x.as_str()),
+            e.get("pid").and_then(|x| x.as_u64()),
+            e.get("tid").and_then(|x| x.as_u64()),
+            e.get("ts").and_then(|x| x.as_f64()),
+            e.get("dur").and_then(|x| x.as_f64()),
+        ) else {
+            continue;
+        };
+        if let Some(&stage) = Stage::ALL.get(tid as usize) {
+            bars.push((pid as usize, stage, (ts * 1e3) as u64, ((ts + dur) * 1e3) as u64));
+        }
+    }
+    gantt_bars(path.as_ref(), title, &bars)
+}
+
+fn gantt_bars(path: &Path, title: &str, bars: &[Bar]) -> Result<(), String> {
+    font()?;
+    if bars.is_empty() {
+        return Err(format!("plotting {title}: empty timeline"));
+    }
+    let t0 = bars.iter().map(|b| b.2).min().unwrap_or(0);
+    let t1 = bars.iter().map(|b| b.3).max().unwrap_or(1);
+    let gpus = bars.iter().map(|b| b.0).max().unwrap_or(0) + 1;
+    let row = |gpu: usize, stage: Stage| (gpu * Stage::K + stage.index()) as f64;
+    let rows = (gpus * Stage::K) as f64;
+    let root = BitMapBackend::new(path, (1200, 120 + 60 * gpus as u32 * Stage::K as u32 / 2)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let span_ms = (t1 - t0) as f64 / 1e6;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(130)
+        .build_cartesian_2d(0f64..span_ms, (rows - 0.5)..-0.5f64)
+        .map_err(err)?;
+    // Rows sit on integer positions; only those ticks get a label.
+    chart
+        .configure_mesh()
+        .x_desc("time (ms)")
+        .y_labels(4 * gpus * Stage::K)
+        .y_label_formatter(&|y| {
+            let i = y.round();
+            if (y - i).abs() > 1e-6 || i < 0.0 {
+                return String::new();
+            }
+            let i = i as usize;
+            format!("GPU {} {}", i / Stage::K, Stage::ALL[i % Stage::K])
+        })
+        .label_style(("sans-serif", 14))
+        .disable_y_mesh()
+        .draw()
+        .map_err(err)?;
+    let color = |s: Stage| match s {
+        Stage::Cpu => RGBColor(120, 120, 120),
+        Stage::Download => RGBColor(31, 119, 180),
+        Stage::Kernel => RGBColor(44, 160, 44),
+        Stage::Readback => RGBColor(214, 39, 40),
+    };
+    chart
+        .draw_series(bars.iter().map(|&(g, s, a, b)| {
+            let y = row(g, s);
+            let (x0, x1) = ((a - t0) as f64 / 1e6, (b - t0) as f64 / 1e6);
+            Rectangle::new([(x0, y - 0.35), (x1, y + 0.35)], color(s).filled())
+        }))
+        .map_err(err)?;
+    // Thin white separators show where one command ends and the next begins.
+    chart
+        .draw_series(bars.iter().map(|&(g, s, a, _)| {
+            let y = row(g, s);
+            let x = (a - t0) as f64 / 1e6;
+            PathElement::new(vec![(x, y - 0.35), (x, y + 0.35)], WHITE.stroke_width(1))
+        }))
+        .map_err(err)?;
+    root.present().map_err(err)
+}
