@@ -65,3 +65,8 @@ pub use report::{CommandRecord, DispatchStats, HardwareBound, LinkRates, LowerBo
 pub use scheduler::Scheduler;
 pub use stage::{OverlapMatrix, Stage, Thresholds};
 pub use task::{Copy2d, Order, TaskBuilder, TaskId};
+
+/// The README's Rust examples, compiled and run by `cargo test` so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
