@@ -154,7 +154,7 @@ fn main() -> Result<(), String> {
     let predicting = cli.sim_link.is_some();
     let backend = match (cli.backend.as_str(), &cli.sim_link) {
         ("cuda", _) => Backend::Cuda,
-        ("sim", Some(l)) => Backend::SimWith(SimProfile::h100().with_link(l[0], l[1], l[2]).timing_only()),
+        ("sim", Some(l)) => Backend::SimWith(SimProfile::h100().with_link(l[0], l[1], l[2]).timing_only().spinning()),
         ("sim", None) => Backend::SimWith(SimProfile::h100()),
         _ => Backend::Auto,
     };

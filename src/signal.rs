@@ -38,11 +38,19 @@ impl Signal {
     /// of a condition variable's wake-up (tens of microseconds).
     pub(crate) fn spin_then_park(&self, seen: u64, spin: std::time::Duration) {
         let until = std::time::Instant::now() + spin;
+        let mut turns = 0u32;
         while std::time::Instant::now() < until {
             if self.epoch.load(Ordering::SeqCst) != seen {
                 return;
             }
-            std::hint::spin_loop();
+            // Yield now and then: on a busy machine the thread that will ring us may
+            // need this core.
+            turns += 1;
+            if turns % 16 == 0 {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
         }
         self.park(seen);
     }

@@ -266,4 +266,13 @@ impl Gpu {
     pub(crate) fn polls(&self) -> bool {
         matches!(self, Gpu::Cuda(_))
     }
+
+    /// Whether the dispatcher should spin briefly before parking: a CUDA dispatcher owns
+    /// its core; a simulated one does when its profile asks (predictions).
+    pub(crate) fn spins(&self) -> bool {
+        match self {
+            Gpu::Cuda(_) => true,
+            Gpu::Sim(g) => g.spin,
+        }
+    }
 }

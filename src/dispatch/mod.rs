@@ -152,7 +152,7 @@ impl Dispatcher {
                 } else {
                     std::hint::spin_loop();
                 }
-            } else if self.device.polls() {
+            } else if self.device.spins() {
                 // A CUDA dispatcher owns its core: stay hot a little before parking.
                 self.signal.spin_then_park(seen, SPIN_BEFORE_PARK);
             } else {

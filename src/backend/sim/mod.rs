@@ -128,7 +128,7 @@ impl Machine {
             senders.push((kind, tx));
             threads.push(t);
         }
-        Gpu { gpu, senders, threads, done }
+        Gpu { gpu, spin: self.profile.spin, senders, threads, done }
     }
 }
 
@@ -156,6 +156,8 @@ struct Job {
 /// One dispatcher's simulated GPU.
 pub(crate) struct Gpu {
     gpu: usize,
+    /// The profile's `spin`: the dispatcher spins before parking, too.
+    pub(crate) spin: bool,
     senders: Vec<(EngineKind, Sender<Job>)>,
     threads: Vec<JoinHandle<()>>,
     done: Completions,
@@ -213,7 +215,24 @@ struct Engine {
 
 impl Engine {
     fn run(self, jobs: Receiver<Job>) {
-        for job in jobs {
+        loop {
+            let job = if self.profile.spin {
+                // Spin (yielding) up to 200 µs for the next job before blocking.
+                let until = Instant::now() + Duration::from_micros(200);
+                loop {
+                    match jobs.try_recv() {
+                        Ok(job) => break Some(job),
+                        Err(crossbeam_channel::TryRecvError::Disconnected) => break None,
+                        Err(crossbeam_channel::TryRecvError::Empty) if Instant::now() < until => {
+                            std::thread::yield_now()
+                        }
+                        Err(crossbeam_channel::TryRecvError::Empty) => break jobs.recv().ok(),
+                    }
+                }
+            } else {
+                jobs.recv().ok()
+            };
+            let Some(job) = job else { return };
             let start = Instant::now();
             let result = self.work(job.work, job.info, start);
             let end = Instant::now();

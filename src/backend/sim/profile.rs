@@ -50,6 +50,10 @@ pub struct SimProfile {
     /// `false` is timing only, for predictions at full size: outputs are not computed
     /// and kernels take their [`Kernel::sim_cost`](crate::Kernel::sim_cost) (or no time).
     pub execute: bool,
+    /// Whether the simulated dispatcher and engines spin (yielding) briefly before they
+    /// block, as a CUDA dispatcher does, so that hand-overs cost what they cost on a GPU
+    /// machine rather than a thread wake-up each. For predictions; it burns CPU.
+    pub spin: bool,
 }
 
 impl SimProfile {
@@ -71,6 +75,7 @@ impl SimProfile {
             memory_bytes: 80 << 30,
             time_scale: 1.0,
             execute: true,
+            spin: false,
         }
     }
 
@@ -126,6 +131,12 @@ impl SimProfile {
     /// The same profile doing timing only (see [`SimProfile::execute`]).
     pub fn timing_only(mut self) -> Self {
         self.execute = false;
+        self
+    }
+
+    /// The same profile with spinning hand-overs (see [`SimProfile::spin`]).
+    pub fn spinning(mut self) -> Self {
+        self.spin = true;
         self
     }
 
