@@ -28,11 +28,14 @@ pub(crate) fn choose(gpus: &[GpuInfo], pin: bool) -> Vec<Option<core_affinity::C
     let mut taken: Vec<usize> = Vec::new();
     gpus.iter()
         .map(|g| {
+            // Highest-numbered first: core 0 (and the low cores) usually carry the
+            // host's interrupts and housekeeping, which would preempt a spinning dispatcher.
             let near = g.local_cpus.clone().unwrap_or_default();
             let pick = near
                 .iter()
+                .rev()
                 .copied()
-                .chain(available.iter().map(|c| c.id))
+                .chain(available.iter().rev().map(|c| c.id))
                 .find(|id| !taken.contains(id) && available.iter().any(|c| c.id == *id));
             pick.map(|id| {
                 taken.push(id);
