@@ -48,7 +48,11 @@ mod report;
 mod scheduler;
 mod signal;
 mod stage;
+mod sync;
 mod task;
+
+#[cfg(all(test, feature = "model-check"))]
+mod model_check;
 
 pub mod baseline;
 pub mod demo;

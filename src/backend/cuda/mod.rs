@@ -12,6 +12,7 @@ pub(crate) mod baseline;
 mod context;
 pub(crate) mod cufft;
 mod gpu;
+pub(crate) mod inorder;
 mod nvrtc;
 
 pub(crate) use context::Machine;

@@ -1,0 +1,1 @@
+//! A hand-written, in-order CUDA pipeline (issue 6's baseline).

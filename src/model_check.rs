@@ -1,0 +1,1 @@
+//! Model checks of the dispatcher's shared structures (feature `model-check`).
