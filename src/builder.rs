@@ -59,6 +59,7 @@ pub struct Builder {
     backend: Backend,
     pin: bool,
     device_timing: bool,
+    nvtx: Option<bool>,
 }
 
 impl Default for Builder {
@@ -75,6 +76,7 @@ impl Default for Builder {
             backend: Backend::Auto,
             pin: true,
             device_timing: false,
+            nvtx: None,
         }
     }
 }
@@ -89,6 +91,7 @@ pub(crate) struct Config {
     pub(crate) buses: usize,
     pub(crate) pin: bool,
     pub(crate) device_timing: bool,
+    pub(crate) nvtx: bool,
 }
 
 impl Builder {
@@ -235,6 +238,23 @@ impl Builder {
         self
     }
 
+    /// Annotate the CUDA timeline for Nsight Systems with NVTX (default: off, or on
+    /// when the environment has `CHARIOT_NVTX=1`): one range per command from its issue
+    /// to its completion, named `task <id> <stage> #<command>`, and the streams and
+    /// dispatcher threads named after their GPU. The NVTX library is loaded at `build`
+    /// (`CHARIOT_NVTX_LIB` names it, else `libnvToolsExt.so.1` on the loader's path);
+    /// asking for NVTX where it cannot be loaded is an error. No effect on the sim backend.
+    ///
+    /// ```
+    /// use chariot::{Backend, Scheduler};
+    /// let s = Scheduler::builder().backend(Backend::Sim).nvtx(true).build()?;
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    pub fn nvtx(mut self, on: bool) -> Self {
+        self.nvtx = Some(on);
+        self
+    }
+
     /// Validates the configuration, opens the backend and starts the runtime threads.
     ///
     /// # Errors
@@ -270,6 +290,7 @@ impl Builder {
             buses,
             pin: self.pin,
             device_timing: self.device_timing,
+            nvtx: self.nvtx.unwrap_or_else(|| std::env::var("CHARIOT_NVTX").is_ok_and(|v| v == "1")),
         };
         crate::scheduler::Scheduler::start(machine, config)
     }

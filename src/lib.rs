@@ -59,13 +59,15 @@ pub mod demo;
 pub mod fft;
 pub mod plot;
 
-pub use backend::{Backend, GpuInfo, SimProfile};
+pub use backend::{Backend, GpuInfo, SimFaults, SimProfile};
 pub use builder::{Builder, Gpus};
 pub use callback::{CallInfo, GpuCall, Resource};
 pub use error::{BoxError, Error, Result, TaskFailure};
 pub use kernel::{Arg, Dim3, Kernel, KernelHandle, LaunchShape, Param, ScalarArgs, TwinArgs};
 pub use memory::{DeviceBuffer, Element, HostBuffer, HostRead, HostWrite};
-pub use report::{CommandRecord, DispatchStats, HardwareBound, LinkRates, LowerBound, Report, TaskWork};
+pub use report::{
+    CommandRecord, DispatchStats, HardwareBound, LinkRates, LostGpu, LowerBound, MovedTask, Report, TaskWork,
+};
 pub use scheduler::Scheduler;
 pub use stage::{OverlapMatrix, Stage, Thresholds};
 pub use task::{Copy2d, Order, TaskBuilder, TaskId};

@@ -17,7 +17,7 @@ use crate::error::{Error, Result, TaskFailure};
 use crate::kernel::{Kernel, KernelHandle, KernelInner};
 use crate::memory::claims::Holder;
 use crate::memory::{checked_bytes, DeviceBuffer, DeviceBufferInner, Element, Graveyard, HostBuffer, HostShared};
-use crate::report::{CommandRecord, DispatchStats, Report};
+use crate::report::{CommandRecord, DispatchStats, LostGpu, MovedTask, Report};
 use crate::signal::Signal;
 use crate::stage::queues::StageQueues;
 use crate::stage::Thresholds;
@@ -38,7 +38,15 @@ static NEXT_SCHEDULER: AtomicU64 = AtomicU64::new(1);
 pub(crate) struct Batch {
     pub(crate) outstanding: usize,
     pub(crate) in_flight: HashSet<TaskId>,
+    pub(crate) outcome: Outcome,
+}
+
+/// What went wrong in a batch: failed tasks, tasks moved off lost GPUs, lost GPUs.
+#[derive(Debug, Default)]
+pub(crate) struct Outcome {
     pub(crate) failures: Vec<TaskFailure>,
+    pub(crate) moved: Vec<MovedTask>,
+    pub(crate) lost_gpus: Vec<LostGpu>,
 }
 
 /// What the dispatchers share with the scheduler.
@@ -51,6 +59,8 @@ pub(crate) struct Shared {
     pub(crate) stop: AtomicBool,
     /// Dispatchers still running their loop; the last one to die fails what is left.
     pub(crate) live: std::sync::atomic::AtomicUsize,
+    /// Per GPU: whether it is still in the rotation.
+    pub(crate) alive: Vec<AtomicBool>,
     pub(crate) timelines: Vec<Mutex<Vec<CommandRecord>>>,
     pub(crate) stats: Vec<Mutex<DispatchStats>>,
     pub(crate) epoch: Instant,
@@ -73,10 +83,24 @@ impl Shared {
         let mut batch = self.batch.lock();
         batch.outstanding -= 1;
         batch.in_flight.remove(&id);
-        batch.failures.extend(failure);
+        batch.outcome.failures.extend(failure);
         if batch.outstanding == 0 {
             self.batch_done.notify_all();
         }
+    }
+
+    /// Puts a task moved off a lost GPU back in Q for the others, and says so in the
+    /// batch's report. The task keeps its claims and stays outstanding.
+    pub(crate) fn requeue(&self, task: Box<Task>, moved: MovedTask) {
+        self.batch.lock().outcome.moved.push(moved);
+        self.buffer.push(task);
+        self.wake_all();
+    }
+
+    /// Records that `gpu` left the rotation.
+    pub(crate) fn lose_gpu(&self, lost: LostGpu) {
+        self.alive[lost.gpu].store(false, Ordering::SeqCst);
+        self.batch.lock().outcome.lost_gpus.push(lost);
     }
 }
 
@@ -140,14 +164,28 @@ impl Scheduler {
             batch_done: Condvar::new(),
             stop: AtomicBool::new(false),
             live: std::sync::atomic::AtomicUsize::new(d),
+            alive: (0..d).map(|_| AtomicBool::new(true)).collect(),
             timelines: (0..d).map(|_| Mutex::new(Vec::new())).collect(),
             stats: (0..d).map(|_| Mutex::new(DispatchStats::default())).collect(),
             epoch,
         });
+        let nvtx = match (&*machine, config.nvtx) {
+            (Machine::Cuda(_), true) => Some(Arc::new(crate::backend::cuda::nvtx::Nvtx::load().map_err(|reason| {
+                Error::InvalidConfig { name: "nvtx", value: "true".into(), allowed: format!("false here: {reason}") }
+            })?)),
+            _ => None,
+        };
         // Open every GPU before starting any thread: a failure here leaves nothing running.
         let mut gpus = Vec::with_capacity(d);
         for (g, signal) in signals.iter().enumerate() {
-            gpus.push(machine.open_gpu(g, config.streams, epoch, signal.clone(), config.device_timing)?);
+            gpus.push(machine.open_gpu(
+                g,
+                config.streams,
+                epoch,
+                signal.clone(),
+                config.device_timing,
+                nvtx.clone(),
+            )?);
         }
         let cores = crate::dispatch::affinity::choose(machine.gpus(), config.pin);
         let executioners = Executioners::start(config.thresholds.global[0])?;
@@ -201,6 +239,12 @@ impl Scheduler {
     /// What each GPU is (name, engines, architecture).
     pub fn gpu_info(&self) -> &[GpuInfo] {
         self.machine.gpus()
+    }
+
+    /// The GPUs still in the rotation (indices in the scheduler's list). A GPU whose
+    /// context hit a sticky error leaves it for good; see the README's "Faults".
+    pub fn live_gpus(&self) -> Vec<usize> {
+        (0..self.gpu_count()).filter(|&g| self.shared.alive[g].load(Ordering::SeqCst)).collect()
     }
 
     /// S, streams per GPU.
@@ -341,13 +385,14 @@ impl Scheduler {
     /// [`Error::TasksFailed`] with every failed task (and the report) when any failed;
     /// the other tasks completed and their outputs are intact.
     pub fn synchronize(&self) -> Result<Report> {
-        let failures = {
+        let outcome = {
             let mut batch = self.shared.batch.lock();
             while batch.outstanding > 0 {
                 self.shared.batch_done.wait(&mut batch);
             }
-            std::mem::take(&mut batch.failures)
+            std::mem::take(&mut batch.outcome)
         };
+        let failures = outcome.failures.clone();
         let mut records = Vec::new();
         for t in &self.shared.timelines {
             records.append(&mut t.lock());
@@ -359,15 +404,8 @@ impl Scheduler {
         // Nothing runs now: freeing device memory cannot stall a pipeline.
         self.machine.free_device(std::mem::take(&mut *self.graveyard.lock()));
         let names = self.machine.gpus().iter().map(|g| g.name.clone()).collect();
-        let report = Report::build(
-            self.machine.name(),
-            names,
-            self.config.streams,
-            self.config.buses,
-            records,
-            stats,
-            failures.clone(),
-        );
+        let report =
+            Report::build(self.machine.name(), names, self.config.streams, self.config.buses, records, stats, outcome);
         if failures.is_empty() {
             Ok(report)
         } else {

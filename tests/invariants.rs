@@ -451,6 +451,8 @@ fn fake_report(records: Vec<CommandRecord>) -> Report {
         epsilon: None,
         dispatch: DispatchStats::default(),
         failures: vec![],
+        moved: vec![],
+        lost_gpus: vec![],
     }
 }
 

@@ -19,7 +19,7 @@ use host_alloc::HostAlloc;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use sim::SimProfile;
+pub use sim::{SimFaults, SimProfile};
 
 /// Which backend a scheduler runs on.
 ///
@@ -93,6 +93,55 @@ pub struct GpuInfo {
 pub(crate) struct Span {
     pub(crate) start_ns: u64,
     pub(crate) end_ns: u64,
+}
+
+/// Why a command failed, and how far the failure reaches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Fault {
+    /// The driver's, callback's, twin's or injector's message.
+    pub(crate) message: String,
+    /// How far it reaches.
+    pub(crate) reach: Reach,
+}
+
+/// How far a fault reaches: one task, or the whole GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// The task's command failed (a callback's error or panic, a bad argument); the GPU
+    /// is fine.
+    Task,
+    /// The GPU's context is lost (a sticky CUDA error, a simulated death) and this
+    /// task's own command caused it (a kernel that faulted): the task is failed, the
+    /// GPU leaves the rotation.
+    GpuByTask,
+    /// The GPU's context is lost and nothing says which task caused it (the error
+    /// surfaced on a copy, or the device itself failed): the GPU leaves the rotation
+    /// and its tasks move where that is safe.
+    Gpu,
+}
+
+impl Fault {
+    /// A fault of this task only.
+    pub(crate) fn task(message: impl Into<String>) -> Fault {
+        Fault { message: message.into(), reach: Reach::Task }
+    }
+
+    /// Whether the GPU is lost.
+    pub(crate) fn loses_gpu(&self) -> bool {
+        self.reach != Reach::Task
+    }
+}
+
+impl From<String> for Fault {
+    fn from(message: String) -> Fault {
+        Fault::task(message)
+    }
+}
+
+impl From<&str> for Fault {
+    fn from(message: &str) -> Fault {
+        Fault::task(message)
+    }
 }
 
 /// Time the dispatcher spent inside driver calls for one command (for the overhead
@@ -192,9 +241,10 @@ impl Machine {
         epoch: Instant,
         wake: Arc<Signal>,
         device_timing: bool,
+        nvtx: Option<Arc<cuda::nvtx::Nvtx>>,
     ) -> crate::Result<Gpu> {
         match self {
-            Machine::Cuda(m) => Ok(Gpu::Cuda(Box::new(m.open_gpu(gpu, streams, epoch, device_timing)?))),
+            Machine::Cuda(m) => Ok(Gpu::Cuda(Box::new(m.open_gpu(gpu, streams, epoch, device_timing, nvtx)?))),
             Machine::Sim(m) => Ok(Gpu::Sim(m.open_gpu(gpu, streams, epoch, wake))),
         }
     }
@@ -232,19 +282,26 @@ impl Gpu {
 
     /// Issues a GPU-stage command on stream slot `stream` without waiting for it.
     /// The slot has nothing in flight. Returns the time spent in driver calls.
-    pub(crate) fn issue(&mut self, stream: usize, cmd: &mut Command, info: CallInfo) -> Result<DriverNs, String> {
+    /// `command` is the command's index in its task.
+    pub(crate) fn issue(
+        &mut self,
+        stream: usize,
+        cmd: &mut Command,
+        info: CallInfo,
+        command: usize,
+    ) -> Result<DriverNs, Fault> {
         match self {
-            Gpu::Cuda(g) => g.issue(stream, cmd, info),
+            Gpu::Cuda(g) => g.issue(stream, cmd, info, command),
             Gpu::Sim(g) => {
                 // The hand-off to the engine thread is the simulated driver call.
                 let t0 = Instant::now();
-                g.issue(stream, cmd, info).map(|()| t0.elapsed().as_nanos() as u64)
+                g.issue(stream, cmd, info, command).map(|()| t0.elapsed().as_nanos() as u64)
             }
         }
     }
 
     /// Whether the command in flight on `stream` has completed, and when it ran.
-    pub(crate) fn poll(&mut self, stream: usize) -> Option<Result<Span, String>> {
+    pub(crate) fn poll(&mut self, stream: usize) -> Option<Result<Span, Fault>> {
         match self {
             Gpu::Cuda(g) => g.poll(stream),
             Gpu::Sim(g) => g.poll(stream),

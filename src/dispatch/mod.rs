@@ -19,16 +19,16 @@
 
 pub(crate) mod affinity;
 
-use crate::backend::{Gpu, Span};
+use crate::backend::{Fault, Gpu, Reach, Span};
 use crate::builder::Config;
 use crate::callback::{CallInfo, CpuDone, CpuJob};
 use crate::error::TaskFailure;
-use crate::report::{CommandRecord, DispatchStats};
+use crate::report::{CommandRecord, DispatchStats, LostGpu, MovedTask};
 use crate::scheduler::Shared;
 use crate::signal::Signal;
 use crate::stage::queues::Grant;
 use crate::stage::{OverlapMatrix, Stage, Thresholds};
-use crate::task::command::Command;
+use crate::task::command::{Command, CopyCmd, Direction};
 use crate::task::Task;
 use crossbeam_channel::{Receiver, Sender};
 use std::sync::atomic::Ordering;
@@ -49,6 +49,9 @@ struct Busy {
 struct Slot {
     task: Option<Box<Task>>,
     busy: Option<Busy>,
+    /// The task's next command was in flight when the GPU was lost: it began, and may
+    /// have written part of its output.
+    interrupted: bool,
 }
 
 pub(crate) struct Dispatcher {
@@ -72,6 +75,8 @@ pub(crate) struct Dispatcher {
     cpu_done: Receiver<CpuDone>,
     core: Option<core_affinity::CoreId>,
     stats: DispatchStats,
+    /// Set when the GPU is lost (a sticky fault): the message and when it was seen.
+    lost: Option<(String, u64)>,
 }
 
 impl Dispatcher {
@@ -102,6 +107,7 @@ impl Dispatcher {
             cpu_done,
             core,
             stats: DispatchStats::default(),
+            lost: None,
         }
     }
 
@@ -116,10 +122,17 @@ impl Dispatcher {
             core_affinity::set_for_current(core);
         }
         if let Err(message) = self.device.bind_thread() {
-            self.die(&format!("GPU {} unusable: {message}", self.gpu));
+            let message = format!("GPU {} unusable: {message}", self.gpu);
+            self.shared.lose_gpu(LostGpu { gpu: self.gpu, at_ns: self.now_ns(), message: message.clone() });
+            self.die(&message);
             return;
         }
-        let turns = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.turns()));
+        let turns = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.turns();
+            if self.lost.is_some() {
+                self.retire();
+            }
+        }));
         if let Err(payload) = turns {
             let message = format!("dispatcher of GPU {} {}", self.gpu, crate::callback::panic_message(payload));
             self.die(&message);
@@ -131,6 +144,9 @@ impl Dispatcher {
         loop {
             let seen = self.signal.epoch();
             let mut progress = self.detect_idle();
+            if self.lost.is_some() {
+                return; // `run` retires the GPU
+            }
             progress |= self.assign();
             for stage in Stage::ALL {
                 progress |= self.try_stage(stage);
@@ -182,7 +198,7 @@ impl Dispatcher {
         while let Ok(done) = self.cpu_done.try_recv() {
             let t0 = Instant::now();
             let span = Span { start_ns: done.start_ns, end_ns: done.end_ns };
-            self.complete(done.stream, done.result.map(|()| span));
+            self.complete(done.stream, done.result.map(|()| span).map_err(Fault::task));
             self.stats.runtime_ns += t0.elapsed().as_nanos() as u64;
             progress = true;
         }
@@ -208,7 +224,7 @@ impl Dispatcher {
     }
 
     /// The command in flight on slot `j` ended with `result`.
-    fn complete(&mut self, j: usize, result: Result<Span, String>) {
+    fn complete(&mut self, j: usize, result: Result<Span, Fault>) {
         let busy = self.slots[j].busy.take().expect("completion of a slot with a command in flight");
         let k = busy.stage;
         self.running[k.index()] -= 1;
@@ -254,7 +270,16 @@ impl Dispatcher {
                     self.shared.end_task(task, None);
                 }
             }
-            Err(message) => self.fail_task(j, index, k, message),
+            Err(fault) => {
+                if fault.loses_gpu() && self.lost.is_none() {
+                    self.lost = Some((fault.message.clone(), self.now_ns()));
+                }
+                match fault.reach {
+                    // Kept for `retire`, which moves it if that is safe.
+                    Reach::Gpu => self.slots[j].interrupted = true,
+                    Reach::Task | Reach::GpuByTask => self.fail_task(j, index, k, fault.message),
+                }
+            }
         }
     }
 
@@ -269,6 +294,9 @@ impl Dispatcher {
     /// Task assignment (Algorithm 2, lines 4-8): idle slots take tasks from Q.
     fn assign(&mut self) -> bool {
         let mut progress = false;
+        if self.lost.is_some() {
+            return false;
+        }
         for slot in &mut self.slots {
             if slot.task.is_none() && slot.busy.is_none() {
                 match self.shared.buffer.pop() {
@@ -301,7 +329,8 @@ impl Dispatcher {
     /// Steps 1-3 of §5.4 for one stage.
     fn try_stage(&mut self, stage: Stage) -> bool {
         let k = stage.index();
-        let Some(j) = self.select(stage) else {
+        let candidate = if self.lost.is_some() { None } else { self.select(stage) };
+        let Some(j) = candidate else {
             if self.queued[k] {
                 if let Some(g) = self.shared.queues.withdraw(stage, self.gpu, &mut self.queued[k]) {
                     self.shared.signals[g].notify();
@@ -347,18 +376,63 @@ impl Dispatcher {
             let job =
                 CpuJob { f, info, done: self.cpu_done_tx.clone(), wake: self.signal.clone(), epoch: self.shared.epoch };
             if self.cpu_jobs.send(job).is_err() {
-                self.complete(j, Err("the executioner pool has stopped".into()));
+                self.complete(j, Err(Fault::task("the executioner pool has stopped")));
             }
             return 0;
         }
         self.gpu_busy += 1;
-        match self.device.issue(j, cmd, info) {
+        match self.device.issue(j, cmd, info, index) {
             Ok(driver_ns) => driver_ns,
-            Err(message) => {
-                self.complete(j, Err(message));
+            Err(fault) => {
+                self.complete(j, Err(fault));
                 0
             }
         }
+    }
+
+    /// Takes a lost GPU out of the rotation (issue 7): waits for every command in flight
+    /// here to end (on a lost context they end at once, with its error), so that no copy
+    /// of a first attempt can race with a second; then puts back in Q each task that
+    /// can safely run again elsewhere (see [`restart_point`]) and fails the others;
+    /// then leaves as a dying dispatcher does.
+    fn retire(&mut self) {
+        let (message, at_ns) = self.lost.clone().unwrap_or_default();
+        self.shared.lose_gpu(LostGpu { gpu: self.gpu, at_ns, message: message.clone() });
+        for stage in Stage::ALL {
+            let k = stage.index();
+            if let Some(g) = self.shared.queues.withdraw(stage, self.gpu, &mut self.queued[k]) {
+                self.shared.signals[g].notify();
+            }
+        }
+        while self.slots.iter().any(|s| s.busy.is_some()) {
+            let seen = self.signal.epoch();
+            if !self.detect_idle() {
+                if self.gpu_busy > 0 && self.device.polls() {
+                    std::thread::yield_now();
+                } else {
+                    self.signal.park(seen);
+                }
+            }
+        }
+        self.device.quiesce();
+        self.flush_stats();
+        for j in 0..self.slots.len() {
+            let interrupted = std::mem::take(&mut self.slots[j].interrupted);
+            let Some(mut task) = self.slots[j].task.take() else { continue };
+            match restart_point(&task, interrupted) {
+                Ok(restart) => {
+                    let moved = MovedTask { task: task.id, from_gpu: self.gpu, restart };
+                    task.next = restart;
+                    self.shared.requeue(task, moved);
+                }
+                Err(why) => {
+                    let text = format!("GPU {} lost ({message}); the task cannot run again elsewhere: {why}", self.gpu);
+                    let failure = failure_at_next(&task, self.gpu, j, text);
+                    self.shared.end_task(task, Some(failure));
+                }
+            }
+        }
+        self.die(&format!("GPU {} lost: {message}", self.gpu));
     }
 
     /// Leaves the pipeline without hanging anyone: gives back this GPU's stage slots and
@@ -395,6 +469,55 @@ impl Dispatcher {
             self.signal.park(seen);
         }
     }
+}
+
+/// Where a task on a lost GPU can run again from, or why it cannot. Its commands from
+/// its first GPU command on run again (device memory of the lost GPU is gone), so those
+/// already run must be repeatable: copies and launches are, callbacks are not (they run
+/// once). And a readback that had begun must not have written over host memory that
+/// one of its downloads reads (an in-place transform), or the second attempt would read
+/// a half-written input.
+fn restart_point(task: &Task, interrupted: bool) -> Result<usize, String> {
+    let Some(first) = task.commands.iter().position(|c| c.stage().on_gpu()) else { return Ok(task.next) };
+    if task.next < first || (task.next == first && !interrupted) {
+        return Ok(task.next); // nothing of it began on the GPU
+    }
+    let begun = (task.next + usize::from(interrupted)).min(task.commands.len());
+    for (i, c) in task.commands.iter().enumerate().take(begun).skip(first) {
+        match c {
+            Command::Copy(_) | Command::Launch(_) => {}
+            Command::Gpu(_) => return Err(format!("its GPU callback (command {i}) had run, and a callback runs once")),
+            Command::Cpu(_) => {
+                return Err(format!(
+                    "its CPU callback (command {i}) had run after its first GPU command, and a callback runs once"
+                ))
+            }
+        }
+    }
+    let copies = |range: std::ops::Range<usize>, dir: Direction| {
+        task.commands[range.clone()].iter().zip(range).filter_map(move |(c, i)| match c {
+            Command::Copy(copy) if copy.dir == dir => Some((i, copy)),
+            _ => None,
+        })
+    };
+    for (r, readback) in copies(first..begun, Direction::Readback) {
+        if let Some((d, _)) =
+            copies(first..task.commands.len(), Direction::Download).find(|(_, d)| overlap(readback, d))
+        {
+            return Err(format!(
+                "its readback (command {r}) had begun writing host memory that its download (command {d}) reads"
+            ));
+        }
+    }
+    Ok(first)
+}
+
+/// Whether two copies touch overlapping host bytes (by their spans, first row's start
+/// to last row's end: conservative for 2-D copies).
+fn overlap(a: &CopyCmd, b: &CopyCmd) -> bool {
+    let span = |c: &CopyCmd| (c.host_offset, c.host_offset + (c.height - 1) * c.host_pitch + c.width);
+    let ((a0, a1), (b0, b1)) = (span(a), span(b));
+    Arc::ptr_eq(&a.host, &b.host) && a0 < b1 && b0 < a1
 }
 
 /// The failure of `task` at the command it would run next.

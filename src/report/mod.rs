@@ -46,6 +46,30 @@ impl CommandRecord {
     }
 }
 
+/// A task that was moved off a lost GPU and ran again from `restart` on another.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MovedTask {
+    /// The task.
+    pub task: TaskId,
+    /// The GPU it left (index in the scheduler's list).
+    pub from_gpu: usize,
+    /// The command it ran again from: its first GPU command, or the one it had reached
+    /// if it had not begun on the GPU. The records of its first attempt stay in the
+    /// timeline, on `from_gpu`.
+    pub restart: usize,
+}
+
+/// A GPU that left the rotation: its context hit a sticky error, or (sim) it died.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LostGpu {
+    /// The GPU (index in the scheduler's list).
+    pub gpu: usize,
+    /// When its dispatcher saw the fault (ns since the scheduler started).
+    pub at_ns: u64,
+    /// The driver's (or injector's) message.
+    pub message: String,
+}
+
 /// Host time the dispatchers spent, per command, outside and inside driver calls.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct DispatchStats {
@@ -115,6 +139,11 @@ pub struct Report {
     pub dispatch: DispatchStats,
     /// Tasks that failed.
     pub failures: Vec<TaskFailure>,
+    /// Tasks moved off a lost GPU and run again on another.
+    pub moved: Vec<MovedTask>,
+    /// GPUs lost during the batch. They stay out of the rotation for the scheduler's
+    /// life (see [`Scheduler::live_gpus`](crate::Scheduler::live_gpus)).
+    pub lost_gpus: Vec<LostGpu>,
 }
 
 /// Union length of `[start, end)` intervals.
@@ -142,7 +171,7 @@ impl Report {
         buses: usize,
         records: Vec<CommandRecord>,
         dispatch: DispatchStats,
-        failures: Vec<TaskFailure>,
+        outcome: crate::scheduler::Outcome,
     ) -> Report {
         let d = gpus.len();
         let start_ns = records.iter().map(|r| r.start_ns).min().unwrap_or(0);
@@ -184,7 +213,9 @@ impl Report {
             lower_bound,
             epsilon,
             dispatch,
-            failures,
+            failures: outcome.failures,
+            moved: outcome.moved,
+            lost_gpus: outcome.lost_gpus,
         }
     }
 
@@ -242,6 +273,12 @@ impl std::fmt::Display for Report {
             self.dispatch.driver_ns_per_command() / 1e3,
             self.dispatch.polls
         )?;
+        for l in &self.lost_gpus {
+            write!(f, "\nGPU {} lost at {:.3} ms: {}", l.gpu, l.at_ns as f64 / 1e6, l.message)?;
+        }
+        if !self.moved.is_empty() {
+            write!(f, "\n{} task(s) moved off lost GPUs", self.moved.len())?;
+        }
         if !self.failures.is_empty() {
             write!(f, "\n{} task(s) failed", self.failures.len())?;
         }

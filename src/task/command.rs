@@ -43,7 +43,9 @@ impl CopyCmd {
 pub(crate) struct LaunchCmd {
     pub(crate) kernel: Arc<KernelInner>,
     pub(crate) shape: LaunchShape,
-    pub(crate) args: Vec<ArgValue>,
+    /// Shared, so that a simulated engine holds them without a copy and a task moved
+    /// to another GPU launches with them again.
+    pub(crate) args: Arc<[ArgValue]>,
 }
 
 /// One command of a task. Callbacks are `Option`s: taken when they run.

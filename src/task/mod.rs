@@ -283,7 +283,7 @@ impl<'s> TaskBuilder<'s> {
         let shape = LaunchShape { grid: grid.into(), block: block.into(), shared_bytes };
         let built = self
             .check_launch(kernel, shape, args)
-            .map(|args| (Command::Launch(LaunchCmd { kernel: kernel.inner.clone(), shape, args }), None));
+            .map(|args| (Command::Launch(LaunchCmd { kernel: kernel.inner.clone(), shape, args: args.into() }), None));
         self.push(built)
     }
 

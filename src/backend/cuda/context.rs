@@ -172,12 +172,10 @@ impl Machine {
         streams: usize,
         epoch: std::time::Instant,
         timing: bool,
+        nvtx: Option<Arc<super::nvtx::Nvtx>>,
     ) -> crate::Result<super::Gpu> {
-        super::Gpu::open(self.contexts[gpu].clone(), streams, epoch, timing).map_err(|message| crate::Error::Driver {
-            call: "opening streams and events",
-            gpu,
-            message,
-        })
+        super::Gpu::open(self.contexts[gpu].clone(), streams, epoch, timing, nvtx)
+            .map_err(|message| crate::Error::Driver { call: "opening streams and events", gpu, message })
     }
 
     pub(crate) fn memory_in_use(&self, gpu: usize) -> Option<u64> {

@@ -4,7 +4,7 @@
 
 use super::context::Context;
 use super::failed;
-use crate::backend::{DriverNs, Span};
+use crate::backend::{DriverNs, Fault, Reach, Span};
 use crate::callback::{run_caught, CallInfo, GpuCall, GpuCallOn};
 use crate::kernel::ArgValue;
 use crate::memory::PhysBuf;
@@ -41,6 +41,8 @@ pub(crate) struct Gpu {
     stage: Vec<crate::stage::Stage>,
     /// Per stage: when the last command of that stage was seen to complete.
     last_end_ns: [u64; crate::stage::Stage::K],
+    /// NVTX ranges, when asked for.
+    ranges: Option<super::nvtx::Ranges>,
 }
 
 // SAFETY: the handles belong to this dispatcher alone; moving them to its thread before
@@ -51,8 +53,58 @@ fn driver(call: &str) -> impl Fn(DriverError) -> String + '_ {
     move |e| failed(call, e)
 }
 
+/// How far a driver error reaches. The sticky errors poison the context (every later
+/// call returns them): those a kernel raises (bad address, trap, assert, timeout) are
+/// blamed on a task whose kernel was seen failing; the others (ECC, a lost device) on
+/// no task. Everything else concerns this command only.
+pub(crate) fn reach(e: DriverError, kernel: bool) -> Reach {
+    use sys::CUresult as R;
+    match e.0 {
+        R::CUDA_ERROR_ILLEGAL_ADDRESS
+        | R::CUDA_ERROR_LAUNCH_FAILED
+        | R::CUDA_ERROR_MISALIGNED_ADDRESS
+        | R::CUDA_ERROR_INVALID_ADDRESS_SPACE
+        | R::CUDA_ERROR_INVALID_PC
+        | R::CUDA_ERROR_ILLEGAL_INSTRUCTION
+        | R::CUDA_ERROR_HARDWARE_STACK_ERROR
+        | R::CUDA_ERROR_LAUNCH_TIMEOUT
+        | R::CUDA_ERROR_ASSERT => {
+            if kernel {
+                Reach::GpuByTask
+            } else {
+                Reach::Gpu
+            }
+        }
+        R::CUDA_ERROR_ECC_UNCORRECTABLE
+        | R::CUDA_ERROR_NVLINK_UNCORRECTABLE
+        | R::CUDA_ERROR_CONTEXT_IS_DESTROYED
+        | R::CUDA_ERROR_DEVICE_UNAVAILABLE
+        | R::CUDA_ERROR_EXTERNAL_DEVICE
+        | R::CUDA_ERROR_UNKNOWN => Reach::Gpu,
+        _ => Reach::Task,
+    }
+}
+
+/// A driver error of `call` as a fault. At issue a sticky error is an earlier command's
+/// (the context was poisoned before this call), so it is never blamed on this task.
+fn issue_fault(call: &str) -> impl Fn(DriverError) -> Fault + '_ {
+    move |e| {
+        let reach = match reach(e, false) {
+            Reach::GpuByTask => Reach::Gpu,
+            r => r,
+        };
+        Fault { message: failed(call, e), reach }
+    }
+}
+
 impl Gpu {
-    pub(crate) fn open(ctx: Arc<Context>, streams: usize, epoch: Instant, timing: bool) -> Result<Self, String> {
+    pub(crate) fn open(
+        ctx: Arc<Context>,
+        streams: usize,
+        epoch: Instant,
+        timing: bool,
+        nvtx: Option<Arc<super::nvtx::Nvtx>>,
+    ) -> Result<Self, String> {
         ctx.bind()?;
         let mut gpu = Gpu {
             ctx,
@@ -68,6 +120,7 @@ impl Gpu {
             issued_ns: vec![0; streams],
             stage: vec![crate::stage::Stage::Kernel; streams],
             last_end_ns: [0; crate::stage::Stage::K],
+            ranges: nvtx.map(|n| super::nvtx::Ranges::new(n, streams)),
         };
         let end_flags =
             if gpu.timing { sys::CUevent_flags::CU_EVENT_DEFAULT } else { sys::CUevent_flags::CU_EVENT_DISABLE_TIMING };
@@ -86,10 +139,22 @@ impl Gpu {
             result::event::synchronize(gpu.base).map_err(driver("cuEventSynchronize"))?;
         }
         gpu.base_ns = epoch.elapsed().as_nanos() as u64;
+        if let Some(r) = &gpu.ranges {
+            for (j, &s) in gpu.streams.iter().enumerate() {
+                if let Ok(name) = std::ffi::CString::new(format!("chariot GPU {} stream {j}", gpu.ctx.index)) {
+                    r.nvtx().name_stream(s, &name);
+                }
+            }
+        }
         Ok(gpu)
     }
 
     pub(crate) fn bind_thread(&self) -> Result<(), String> {
+        if let Some(r) = &self.ranges {
+            if let Ok(name) = std::ffi::CString::new(format!("chariot dispatcher GPU {}", self.ctx.index)) {
+                r.nvtx().name_this_thread(&name);
+            }
+        }
         self.ctx.bind()
     }
 
@@ -102,22 +167,31 @@ impl Gpu {
         }
     }
 
-    pub(crate) fn issue(&mut self, j: usize, cmd: &mut Command, info: CallInfo) -> Result<DriverNs, String> {
+    pub(crate) fn issue(
+        &mut self,
+        j: usize,
+        cmd: &mut Command,
+        info: CallInfo,
+        command: usize,
+    ) -> Result<DriverNs, Fault> {
         let t0 = Instant::now();
         let stream = self.streams[j];
         if self.timing {
             // SAFETY: events and streams are this GPU's, created in `open`; the slot has
             // no command in flight, so its events are free to record again.
-            unsafe { result::event::record(self.start[j], stream) }.map_err(driver("cuEventRecord"))?;
+            unsafe { result::event::record(self.start[j], stream) }.map_err(issue_fault("cuEventRecord"))?;
         }
         self.issued_ns[j] = self.epoch.elapsed().as_nanos() as u64;
         self.stage[j] = cmd.stage();
+        if let Some(r) = &mut self.ranges {
+            r.start(j, info.task.0, cmd.stage(), command);
+        }
         match cmd {
             Command::Copy(c) => self.copy(j, c)?,
             Command::Launch(l) => {
                 let n = l.args.len();
                 if n > MAX_PARAMS {
-                    return Err(format!("{n} kernel arguments; at most {MAX_PARAMS} are supported"));
+                    return Err(format!("{n} kernel arguments; at most {MAX_PARAMS} are supported").into());
                 }
                 for (i, a) in l.args.iter().enumerate() {
                     // Each value sits in the low bytes of its 8-byte slot (little-endian),
@@ -151,7 +225,7 @@ impl Gpu {
                         &mut self.pointers[..n],
                     )
                 }
-                .map_err(driver("cuLaunchKernel"))?;
+                .map_err(issue_fault("cuLaunchKernel"))?;
             }
             Command::Gpu(f) => {
                 let f = f.take().ok_or("GPU callback already ran")?;
@@ -161,16 +235,16 @@ impl Gpu {
             Command::Cpu(_) => return Err("CPU callbacks do not run on a GPU".into()),
         }
         // SAFETY: as for the start event.
-        unsafe { result::event::record(self.end[j], stream) }.map_err(driver("cuEventRecord"))?;
+        unsafe { result::event::record(self.end[j], stream) }.map_err(issue_fault("cuEventRecord"))?;
         Ok(t0.elapsed().as_nanos() as u64)
     }
 
-    fn copy(&mut self, j: usize, c: &CopyCmd) -> Result<(), String> {
+    fn copy(&mut self, j: usize, c: &CopyCmd) -> Result<(), Fault> {
         let stream = self.streams[j];
         let gpu = self.ctx.index;
         let dev = match c.dev.phys(gpu, j) {
             PhysBuf::Cuda { ptr, .. } => *ptr,
-            PhysBuf::Sim(_) => return Err("simulated buffer in a CUDA copy".into()),
+            PhysBuf::Sim(_) => return Err(Fault::task("simulated buffer in a CUDA copy")),
         };
         let host = c.host.alloc.as_ptr();
         // SAFETY (both arms): the host block is pinned and covers the region (checked at
@@ -184,10 +258,10 @@ impl Gpu {
                 match c.dir {
                     Direction::Download => sys::cuMemcpyHtoDAsync_v2(d, h as *const c_void, c.width, stream)
                         .result()
-                        .map_err(driver("cuMemcpyHtoDAsync"))?,
+                        .map_err(issue_fault("cuMemcpyHtoDAsync"))?,
                     Direction::Readback => sys::cuMemcpyDtoHAsync_v2(h as *mut c_void, d, c.width, stream)
                         .result()
-                        .map_err(driver("cuMemcpyDtoHAsync"))?,
+                        .map_err(issue_fault("cuMemcpyDtoHAsync"))?,
                 }
             } else {
                 // Every field set: the memory-type fields are enums with no zero value,
@@ -215,24 +289,33 @@ impl Gpu {
                     WidthInBytes: c.width,
                     Height: c.height,
                 };
-                sys::cuMemcpy2DAsync_v2(&p, stream).result().map_err(driver("cuMemcpy2DAsync"))?;
+                sys::cuMemcpy2DAsync_v2(&p, stream).result().map_err(issue_fault("cuMemcpy2DAsync"))?;
             }
         }
         Ok(())
     }
 
-    pub(crate) fn poll(&mut self, j: usize) -> Option<Result<Span, String>> {
+    pub(crate) fn poll(&mut self, j: usize) -> Option<Result<Span, Fault>> {
         // SAFETY: the slot's end event was recorded by `issue`.
-        match unsafe { result::event::query(self.end[j]) } {
+        let polled = unsafe { result::event::query(self.end[j]) };
+        if !matches!(polled, Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_READY))) {
+            if let Some(r) = &mut self.ranges {
+                r.end(j);
+            }
+        }
+        match polled {
             Ok(()) => {
                 let span = self.span(j);
                 if let Ok(s) = &span {
                     self.last_end_ns[self.stage[j].index()] = s.end_ns;
                 }
-                Some(span)
+                Some(span.map_err(Fault::task))
             }
             Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_READY)) => None,
-            Err(e) => Some(Err(failed("cuEventQuery", e))),
+            Err(e) => {
+                let kernel = self.stage[j] == crate::stage::Stage::Kernel;
+                Some(Err(Fault { message: failed("cuEventQuery", e), reach: reach(e, kernel) }))
+            }
         }
     }
 

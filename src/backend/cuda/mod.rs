@@ -14,6 +14,7 @@ pub(crate) mod cufft;
 mod gpu;
 pub(crate) mod inorder;
 mod nvrtc;
+pub(crate) mod nvtx;
 
 pub(crate) use context::Machine;
 pub(crate) use gpu::Gpu;

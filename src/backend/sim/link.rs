@@ -56,9 +56,9 @@ impl Links {
     }
 
     /// Moves `bytes` over `gpu`'s link in `dir`; returns when the model says they arrived.
-    pub(crate) fn transfer(&self, gpu: usize, dir: Dir, bytes: usize) {
+    pub(crate) fn transfer(&self, gpu: usize, dir: Dir, bytes: f64) {
         let scale = self.profile.time_scale;
-        if scale == 0.0 || bytes == 0 {
+        if scale == 0.0 || bytes == 0.0 {
             return;
         }
         let mut st = self.state.lock();
@@ -66,7 +66,7 @@ impl Links {
         let id = st.next_id;
         st.next_id += 1;
         // Model bytes are scaled so that the flow takes `scale` × its real-time duration.
-        st.flows.push(Flow { id, gpu, dir, left: bytes as f64 * scale, rate: 0.0 });
+        st.flows.push(Flow { id, gpu, dir, left: bytes * scale, rate: 0.0 });
         self.share(&mut st);
         self.changed.notify_all();
         loop {

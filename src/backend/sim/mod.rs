@@ -8,12 +8,14 @@
 //! `link.rs`, latencies and kernel cost in the profile), then posts the completion for
 //! the dispatcher's poll and wakes it.
 
+mod faults;
 mod link;
 mod profile;
 
+pub use faults::SimFaults;
 pub use profile::SimProfile;
 
-use super::{GpuInfo, Span};
+use super::{Fault, GpuInfo, Reach, Span};
 use crate::callback::{run_caught, CallInfo, GpuCall, GpuCallOn, GpuFn};
 use crate::kernel::{ArgValue, KernelInner, LaunchShape, ScalarArgs, TwinArgs};
 use crate::memory::{DeviceBufferInner, HostShared, PhysBuf};
@@ -22,13 +24,13 @@ use crate::task::command::{Command, CopyCmd, Direction};
 use crossbeam_channel::{Receiver, Sender};
 use link::{Dir, Links};
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Per stream slot: the completion an engine posted and the dispatcher has not polled.
-type Completions = Arc<[Mutex<Option<Result<Span, String>>>]>;
+type Completions = Arc<[Mutex<Option<Result<Span, Fault>>>]>;
 
 /// A simulated GPU's memory: 16-byte words, so any element type casts safely.
 #[derive(Debug)]
@@ -51,11 +53,14 @@ pub(crate) struct Machine {
     gpus: Vec<GpuInfo>,
     links: Arc<Links>,
     in_use: Vec<Arc<AtomicU64>>,
+    /// Per `faults.losing` entry: whether it has fired (it fires once, on whichever GPU
+    /// runs the command first, so that the moved task can complete elsewhere).
+    lost_once: Arc<[AtomicBool]>,
 }
 
 impl Machine {
     pub(crate) fn open(selection: &crate::builder::Gpus, profile: SimProfile) -> crate::Result<Self> {
-        profile.validate().map_err(|m| crate::Error::InvalidConfig {
+        profile.validate().and_then(|()| profile.faults.validate()).map_err(|m| crate::Error::InvalidConfig {
             name: "backend",
             value: format!("SimProfile {}", profile.name),
             allowed: m,
@@ -74,7 +79,8 @@ impl Machine {
             })
             .collect::<Vec<_>>();
         let in_use = gpus.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
-        Ok(Machine { links: Arc::new(Links::new(profile.clone())), profile, gpus, in_use })
+        let lost_once = profile.faults.losing.iter().map(|_| AtomicBool::new(false)).collect();
+        Ok(Machine { links: Arc::new(Links::new(profile.clone())), profile, gpus, in_use, lost_once })
     }
 
     pub(crate) fn gpus(&self) -> &[GpuInfo] {
@@ -111,6 +117,9 @@ impl Machine {
         };
         let mut senders = Vec::new();
         let mut threads = Vec::new();
+        let lost = Arc::new(AtomicBool::new(false));
+        let death = self.profile.faults.death(gpu).map(|at| epoch + at.mul_f64(self.profile.time_scale));
+        let slow = self.profile.faults.slowdown(gpu);
         for &kind in kinds {
             let (tx, rx) = crossbeam_channel::unbounded::<Job>();
             let engine = Engine {
@@ -120,6 +129,10 @@ impl Machine {
                 done: done.clone(),
                 wake: wake.clone(),
                 epoch,
+                lost: lost.clone(),
+                death,
+                slow,
+                lost_once: self.lost_once.clone(),
             };
             let t = std::thread::Builder::new()
                 .name(format!("chariot-sim{gpu}-{kind:?}"))
@@ -128,7 +141,7 @@ impl Machine {
             senders.push((kind, tx));
             threads.push(t);
         }
-        Gpu { gpu, spin: self.profile.spin, senders, threads, done }
+        Gpu { gpu, spin: self.profile.spin, senders, threads, done, lost }
     }
 }
 
@@ -143,13 +156,15 @@ enum EngineKind {
 /// A command's work, as an engine takes it.
 enum Work {
     Copy { dir: Direction, host: Arc<HostShared>, dev: Arc<DeviceBufferInner>, shape: [usize; 6] },
-    Launch { kernel: Arc<KernelInner>, shape: LaunchShape, args: Vec<ArgValue> },
+    Launch { kernel: Arc<KernelInner>, shape: LaunchShape, args: Arc<[ArgValue]> },
     Callback(GpuFn),
 }
 
 struct Job {
     stream: usize,
     info: CallInfo,
+    /// The command's index in its task (for injected faults).
+    command: usize,
     work: Work,
 }
 
@@ -161,10 +176,21 @@ pub(crate) struct Gpu {
     senders: Vec<(EngineKind, Sender<Job>)>,
     threads: Vec<JoinHandle<()>>,
     done: Completions,
+    /// Set when the GPU is lost (an injected death or crash): every command fails.
+    lost: Arc<AtomicBool>,
 }
 
 impl Gpu {
-    pub(crate) fn issue(&mut self, stream: usize, cmd: &mut Command, info: CallInfo) -> Result<(), String> {
+    pub(crate) fn issue(
+        &mut self,
+        stream: usize,
+        cmd: &mut Command,
+        info: CallInfo,
+        command: usize,
+    ) -> Result<(), Fault> {
+        if self.lost.load(Ordering::SeqCst) {
+            return Err(lost_fault(self.gpu, Reach::Gpu));
+        }
         let (kind, work) = match cmd {
             Command::Copy(c) => {
                 let CopyCmd { dir, host, host_offset, host_pitch, dev, dev_offset, dev_pitch, width, height } = c;
@@ -176,10 +202,9 @@ impl Gpu {
                 let shape = [*host_offset, *host_pitch, *dev_offset, *dev_pitch, *width, *height];
                 (kind, Work::Copy { dir: *dir, host: host.clone(), dev: dev.clone(), shape })
             }
-            Command::Launch(l) => (
-                EngineKind::Compute,
-                Work::Launch { kernel: l.kernel.clone(), shape: l.shape, args: std::mem::take(&mut l.args) },
-            ),
+            Command::Launch(l) => {
+                (EngineKind::Compute, Work::Launch { kernel: l.kernel.clone(), shape: l.shape, args: l.args.clone() })
+            }
             Command::Gpu(f) => {
                 let f = f.take().ok_or("GPU callback already ran")?;
                 (EngineKind::Compute, Work::Callback(f))
@@ -187,10 +212,11 @@ impl Gpu {
             Command::Cpu(_) => return Err("CPU callbacks do not run on a GPU".into()),
         };
         let tx = &self.senders.iter().find(|(k, _)| *k == kind).expect("engine exists").1;
-        tx.send(Job { stream, info, work }).map_err(|_| format!("simulated GPU {} engine stopped", self.gpu))
+        tx.send(Job { stream, info, command, work })
+            .map_err(|_| Fault::task(format!("simulated GPU {} engine stopped", self.gpu)))
     }
 
-    pub(crate) fn poll(&mut self, stream: usize) -> Option<Result<Span, String>> {
+    pub(crate) fn poll(&mut self, stream: usize) -> Option<Result<Span, Fault>> {
         self.done[stream].lock().take()
     }
 }
@@ -204,6 +230,11 @@ impl Drop for Gpu {
     }
 }
 
+/// The fault of a lost simulated GPU.
+fn lost_fault(gpu: usize, reach: Reach) -> Fault {
+    Fault { message: format!("simulated GPU {gpu} lost (injected fault)"), reach }
+}
+
 struct Engine {
     gpu: usize,
     profile: SimProfile,
@@ -211,6 +242,14 @@ struct Engine {
     done: Completions,
     wake: Arc<Signal>,
     epoch: Instant,
+    /// Shared by the GPU's engines and its handle.
+    lost: Arc<AtomicBool>,
+    /// When the GPU dies, if an injected death is set.
+    death: Option<Instant>,
+    /// Every command takes this many times as long.
+    slow: f64,
+    /// See [`Machine::lost_once`].
+    lost_once: Arc<[AtomicBool]>,
 }
 
 impl Engine {
@@ -234,7 +273,7 @@ impl Engine {
             };
             let Some(job) = job else { return };
             let start = Instant::now();
-            let result = self.work(job.work, job.info, start);
+            let result = self.run_job(job.work, job.info, job.command, start);
             let end = Instant::now();
             let span = Span {
                 start_ns: start.duration_since(self.epoch).as_nanos() as u64,
@@ -246,7 +285,45 @@ impl Engine {
     }
 
     fn scaled(&self, d: Duration) -> Duration {
-        d.mul_f64(self.profile.time_scale)
+        d.mul_f64(self.profile.time_scale * self.slow)
+    }
+
+    fn dead(&self) -> bool {
+        self.lost.load(Ordering::SeqCst) || self.death.is_some_and(|at| Instant::now() >= at)
+    }
+
+    /// Runs one command with the injected faults: a lost GPU fails everything (a command
+    /// running when it dies fails too), a failing command fails its task, a crashing one
+    /// takes the GPU down.
+    fn run_job(&self, work: Work, info: CallInfo, command: usize, start: Instant) -> Result<(), Fault> {
+        let faults = &self.profile.faults;
+        if self.dead() {
+            self.lost.store(true, Ordering::SeqCst);
+            return Err(lost_fault(self.gpu, Reach::Gpu));
+        }
+        if faults.crashes(info.task.0, command) {
+            self.lost.store(true, Ordering::SeqCst);
+            return Err(Fault {
+                message: format!(
+                    "simulated illegal address in command {command} of task {} (injected fault)",
+                    info.task
+                ),
+                reach: Reach::GpuByTask,
+            });
+        }
+        if faults.fails(info.task.0, command) {
+            return Err(Fault::task(format!("command {command} of task {} failed (injected fault)", info.task)));
+        }
+        self.work(work, info, start).map_err(Fault::task)?;
+        let losing = faults.losing.iter().position(|&(t, c)| (t, c) == (info.task.0, command));
+        if losing.is_some_and(|i| !self.lost_once[i].swap(true, Ordering::SeqCst)) {
+            self.lost.store(true, Ordering::SeqCst);
+        }
+        if self.dead() {
+            self.lost.store(true, Ordering::SeqCst);
+            return Err(lost_fault(self.gpu, Reach::Gpu));
+        }
+        Ok(())
     }
 
     fn work(&self, work: Work, info: CallInfo, start: Instant) -> Result<(), String> {
@@ -276,7 +353,7 @@ impl Engine {
                 }
                 link::sleep_until(start + self.scaled(self.profile.copy_latency));
                 let link_dir = if dir == Direction::Download { Dir::Up } else { Dir::Down };
-                self.links.transfer(self.gpu, link_dir, width * height);
+                self.links.transfer(self.gpu, link_dir, (width * height) as f64 * self.slow);
                 Ok(())
             }
             Work::Launch { kernel, shape, args } => {

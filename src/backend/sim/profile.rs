@@ -54,6 +54,8 @@ pub struct SimProfile {
     /// block, as a CUDA dispatcher does, so that hand-overs cost what they cost on a GPU
     /// machine rather than a thread wake-up each. For predictions; it burns CPU.
     pub spin: bool,
+    /// Injected faults (none by default).
+    pub faults: super::SimFaults,
 }
 
 impl SimProfile {
@@ -76,6 +78,7 @@ impl SimProfile {
             time_scale: 1.0,
             execute: true,
             spin: false,
+            faults: super::SimFaults::default(),
         }
     }
 
@@ -137,6 +140,12 @@ impl SimProfile {
     /// The same profile with spinning hand-overs (see [`SimProfile::spin`]).
     pub fn spinning(mut self) -> Self {
         self.spin = true;
+        self
+    }
+
+    /// The same profile with these injected faults.
+    pub fn with_faults(mut self, faults: super::SimFaults) -> Self {
+        self.faults = faults;
         self
     }
 
