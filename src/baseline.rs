@@ -1,9 +1,16 @@
 //! The pipelines a CUDA programmer writes by hand, for measuring chariot against them
-//! in the same run (the overhead study). Each is a small, honest implementation of its
-//! kind over the demo's shift kernel; see [`Baseline`].
+//! in the same run. Each is a small, honest implementation of its kind:
+//!
+//! * [`shift`]: the overhead study's baselines over the demo's shift kernel (see
+//!   [`Baseline`]);
+//! * [`in_order`]: the classic in-order pipeline of a stream application (issue 6):
+//!   CPU threads prepare chunk after chunk into pinned staging buffers, the calling
+//!   thread puts chunk i on stream i mod S and, before reusing a stream, waits for its
+//!   previous chunk and hands that chunk's output to the consumer, in file order.
 
-use crate::error::{Error, Result};
-use crate::memory::HostBuffer;
+use crate::error::{BoxError, Error, Result};
+use crate::kernel::{Kernel, LaunchShape, Param};
+use crate::memory::{Element, HostBuffer};
 use std::ops::Range;
 
 /// A hand-written way to run the chunks.
@@ -107,4 +114,219 @@ pub fn shift(
     )
     .map(|t| BaselineTiming { setup_ns: t.setup_ns, wall_ns: t.wall_ns })
     .map_err(|reason| Error::CudaUnavailable { reason })
+}
+
+/// Where [`in_order`] runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InOrderDevice {
+    /// CUDA GPU `ordinal`, through plain driver calls on its primary context.
+    Cuda {
+        /// The CUDA device number.
+        ordinal: usize,
+    },
+    /// The kernel's CPU twin, run on the calling thread at issue, with the same
+    /// producer threads, slots and order: for checking a pipeline's wiring where there
+    /// is no GPU. Its times say nothing about a GPU.
+    CpuTwin,
+}
+
+/// A device buffer a launch of [`in_order`] names, or a scalar argument.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum DeviceArg {
+    /// The stream's input buffer: the chunk as the producer wrote it.
+    Input,
+    /// The stream's output buffer, read back after the chunk's last launch.
+    Output,
+    /// The stream's scratch buffer `k` (of [`InOrderPlan::scratch_bytes`]).
+    Scratch(usize),
+    /// Constant buffer `k` (of [`InOrderPlan::constants`]), downloaded once before the
+    /// run and shared by every stream.
+    Constant(usize),
+    /// An `int`.
+    I32(i32),
+    /// An `unsigned int`.
+    U32(u32),
+    /// A `long long`.
+    I64(i64),
+    /// An `unsigned long long`.
+    U64(u64),
+    /// A `float`.
+    F32(f32),
+    /// A `double`.
+    F64(f64),
+}
+
+impl DeviceArg {
+    /// The kernel parameter kind this argument fills.
+    pub fn param(&self) -> Param {
+        match self {
+            DeviceArg::Input | DeviceArg::Output | DeviceArg::Scratch(_) | DeviceArg::Constant(_) => Param::Buffer,
+            DeviceArg::I32(_) => Param::I32,
+            DeviceArg::U32(_) => Param::U32,
+            DeviceArg::I64(_) => Param::I64,
+            DeviceArg::U64(_) => Param::U64,
+            DeviceArg::F32(_) => Param::F32,
+            DeviceArg::F64(_) => Param::F64,
+        }
+    }
+}
+
+/// One kernel launch of a chunk.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InOrderLaunch {
+    /// Grid, block and dynamic shared memory.
+    pub shape: LaunchShape,
+    /// The arguments, one per declared parameter of the kernel.
+    pub args: Vec<DeviceArg>,
+}
+
+/// What the producer made of a chunk: how much of the staging buffer to download, the
+/// launches, how much output to read back, and `meta`, which the consumer receives
+/// with that output.
+#[derive(Clone, Debug)]
+pub struct Prepared<M> {
+    /// Anything the consumer needs besides the output (names, a permutation).
+    pub meta: M,
+    /// Elements of the staging buffer to download, from its start.
+    pub input_len: usize,
+    /// Launches, in order, on the chunk's stream.
+    pub launches: Vec<InOrderLaunch>,
+    /// Elements of the output buffer to read back, from its start.
+    pub output_len: usize,
+}
+
+/// The shape of an [`in_order`] run.
+#[derive(Clone, Debug)]
+pub struct InOrderPlan<'a> {
+    /// Where it runs.
+    pub device: InOrderDevice,
+    /// Streams S: chunk i runs on stream i mod S (2: classic double buffering).
+    pub streams: usize,
+    /// Producer threads: chunk i is prepared by thread i mod `readers`. There are
+    /// `streams + readers` slots (staging and output buffers), so the producers run at
+    /// most `readers` chunks ahead of the GPU.
+    pub readers: usize,
+    /// Chunks, prepared, run and consumed in order 0, 1, ….
+    pub chunks: usize,
+    /// Capacity of each staging (input) buffer, elements.
+    pub input_len: usize,
+    /// Capacity of each output buffer, elements.
+    pub output_len: usize,
+    /// Sizes in bytes of each stream's scratch buffers ([`DeviceArg::Scratch`]).
+    pub scratch_bytes: Vec<usize>,
+    /// Read-only inputs shared by every chunk ([`DeviceArg::Constant`]).
+    pub constants: Vec<&'a [u8]>,
+}
+
+/// What an [`in_order`] run took. Times are ns since the run's start, taken just
+/// before the producers start (set-up — module, streams, allocations — is before it).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InOrderTiming {
+    /// From the start to the end of the last chunk's consumer.
+    pub wall_ns: u64,
+    /// Per chunk: when its producer ran.
+    pub produce: Vec<(u64, u64)>,
+    /// Per chunk: when its consumer ran.
+    pub consume: Vec<(u64, u64)>,
+    /// Time the issuing thread waited for a prepared chunk.
+    pub starved_ns: u64,
+    /// Time the issuing thread waited for a stream's previous chunk to finish.
+    pub waiting_ns: u64,
+}
+
+/// Why an [`in_order`] run failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InOrderError {
+    /// The plan is invalid, or the device could not be set up.
+    #[error(transparent)]
+    Setup(#[from] Error),
+    /// The producer of `chunk` failed or panicked, or returned a chunk that does not
+    /// fit the plan.
+    #[error("chunk {chunk}: preparing it failed: {message}")]
+    Produce {
+        /// The chunk.
+        chunk: usize,
+        /// The producer's message, or what does not fit.
+        message: String,
+    },
+    /// A driver call (or the CPU twin) failed while running `chunk`.
+    #[error("chunk {chunk}: running it failed: {message}")]
+    Run {
+        /// The chunk.
+        chunk: usize,
+        /// The driver's (or the twin's) message.
+        message: String,
+    },
+    /// The consumer of `chunk` failed or panicked.
+    #[error("chunk {chunk}: consuming its output failed: {message}")]
+    Consume {
+        /// The chunk.
+        chunk: usize,
+        /// The consumer's message.
+        message: String,
+    },
+}
+
+/// Runs `plan.chunks` chunks through a hand-written, in-order pipeline of `kernel` on
+/// `plan.streams` streams, as a CUDA programmer writes it without chariot:
+///
+/// 1. `plan.readers` producer threads fill pinned staging buffers: thread r calls
+///    `produce(i, staging)` for chunks i = r, r + readers, …, each into a free slot;
+///    S + readers slots exist, so the producers run at most `readers` chunks ahead of
+///    the GPU, and each waits for a free slot before it reads.
+/// 2. The calling thread takes the chunks in order. For chunk i on stream s = i mod S
+///    it first waits for the stream's previous chunk (its event) and calls
+///    `consume(that chunk, meta, output)` itself, then issues chunk i's download, its
+///    launches and its readback on stream s, and records the stream's event.
+/// 3. At the end it waits for and consumes the last S chunks, in order.
+///
+/// Consumers run on the calling thread, between issues: the other S − 1 streams keep
+/// the GPU busy meanwhile, and the consumer needs no locking and sees chunks in order.
+/// Constants are downloaded once, before the run.
+///
+/// # Errors
+/// [`InOrderError::Setup`] for zero streams, readers or buffer sizes, a kernel with
+/// too many parameters, or no CUDA GPU (no CPU twin on [`InOrderDevice::CpuTwin`]);
+/// the other variants name the chunk that failed. After an error, work already issued
+/// is waited for before the call returns.
+pub fn in_order<I, O, M, P, C>(
+    kernel: &Kernel,
+    plan: &InOrderPlan<'_>,
+    produce: P,
+    consume: C,
+) -> std::result::Result<InOrderTiming, InOrderError>
+where
+    I: Element,
+    O: Element,
+    M: Send,
+    P: Fn(usize, &mut [I]) -> std::result::Result<Prepared<M>, BoxError> + Sync,
+    C: FnMut(usize, M, &[O]) -> std::result::Result<(), BoxError>,
+{
+    let bad = |name: &'static str, value: String, allowed: &str| {
+        InOrderError::Setup(Error::InvalidConfig { name, value, allowed: allowed.into() })
+    };
+    for (name, v) in [("streams", plan.streams), ("readers", plan.readers)] {
+        if v == 0 {
+            return Err(bad(name, "0".into(), "at least 1"));
+        }
+    }
+    for (name, len, size) in [
+        ("input_len", plan.input_len, std::mem::size_of::<I>()),
+        ("output_len", plan.output_len, std::mem::size_of::<O>()),
+    ] {
+        crate::memory::checked_bytes::<u8>(len.saturating_mul(size))
+            .map_err(|_| bad(name, len.to_string(), "at least 1 element, under isize::MAX bytes"))?;
+    }
+    if let Some(b) = plan.scratch_bytes.iter().find(|&&b| b == 0) {
+        return Err(bad("scratch_bytes", b.to_string(), "at least 1 byte each"));
+    }
+    if kernel.params.len() > crate::backend::cuda::inorder::MAX_PARAMS {
+        return Err(bad(
+            "kernel",
+            format!("{} parameters", kernel.params.len()),
+            &format!("at most {}", crate::backend::cuda::inorder::MAX_PARAMS),
+        ));
+    }
+    crate::backend::cuda::inorder::run(kernel, plan, &produce, consume)
 }

@@ -6,8 +6,7 @@
 //! `parked` read and the `parked` store/epoch read are SeqCst, so either the
 //! notifier sees `parked` or the dispatcher sees the new epoch.
 
-use parking_lot::{Condvar, Mutex};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, Condvar, Mutex, Ordering, SpinFor};
 
 /// See the module comment.
 #[derive(Debug, Default)]
@@ -35,11 +34,12 @@ impl Signal {
 
     /// Spins up to `spin` for the epoch to move, then parks: a dispatcher that owns a
     /// core answers the next submit or completion in well under a microsecond instead
-    /// of a condition variable's wake-up (tens of microseconds).
+    /// of a condition variable's wake-up (tens of microseconds). Under the model
+    /// (feature `model-check`) the spin is a few turns, not `spin`: see [`SpinFor`].
     pub(crate) fn spin_then_park(&self, seen: u64, spin: std::time::Duration) {
-        let until = std::time::Instant::now() + spin;
+        let mut budget = SpinFor::new(spin);
         let mut turns = 0u32;
-        while std::time::Instant::now() < until {
+        while budget.going() {
             if self.epoch.load(Ordering::SeqCst) != seen {
                 return;
             }
@@ -47,9 +47,9 @@ impl Signal {
             // need this core.
             turns += 1;
             if turns % 16 == 0 {
-                std::thread::yield_now();
+                crate::sync::thread::yield_now();
             } else {
-                std::hint::spin_loop();
+                crate::sync::hint::spin_loop();
             }
         }
         self.park(seen);

@@ -7,9 +7,8 @@
 //! Invariant: `running[k] <= G_k` at all times, and P_k holds each GPU at most once.
 
 use super::Stage;
-use parking_lot::Mutex;
+use crate::sync::{AtomicUsize, Mutex, Ordering};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// One stage's queue and counter.
 #[derive(Debug, Default)]
@@ -104,6 +103,15 @@ impl StageQueues {
     #[cfg(test)]
     pub(crate) fn running(&self, stage: Stage) -> usize {
         self.stages[stage.index()].running.load(Ordering::SeqCst)
+    }
+
+    /// P_k as it stands and the `waiting` count published for it, read together
+    /// under P_k's lock (for the model checks' invariants).
+    #[cfg(all(test, feature = "model-check"))]
+    pub(crate) fn requests(&self, stage: Stage) -> (Vec<usize>, usize) {
+        let q = &self.stages[stage.index()];
+        let requests = q.requests.lock();
+        (requests.iter().copied().collect(), q.waiting.load(Ordering::SeqCst))
     }
 }
 

@@ -3,10 +3,9 @@
 //! binary heap keyed by the rule's priority, ties broken by arrival (older first).
 
 use super::Task;
-use parking_lot::Mutex;
+use crate::sync::{AtomicUsize, Mutex, Ordering};
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The ordering rule of the task buffer.
 ///

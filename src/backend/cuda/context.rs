@@ -37,8 +37,20 @@ impl Context {
 
 impl Drop for Context {
     fn drop(&mut self) {
-        // SAFETY: retained once in `Machine::open`, released once here.
-        let _ = unsafe { result::primary_ctx::release(self.dev) };
+        // A context poisoned by a sticky error stays poisoned while anyone retains it,
+        // and the driver keeps a released primary context's state: reset it, so that a
+        // later scheduler on this GPU gets a fresh one. Nothing runs on it by now (the
+        // dispatchers are joined), and nobody can use a poisoned context anyway.
+        let poisoned = self.bind().is_ok()
+            && result::ctx::synchronize().is_err_and(|e| super::gpu::reach(e, false) != crate::backend::Reach::Task);
+        // SAFETY: retained once in `Machine::open`, released once here; the reset only
+        // when the context is lost (see above).
+        unsafe {
+            let _ = result::primary_ctx::release(self.dev);
+            if poisoned {
+                let _ = sys::cuDevicePrimaryCtxReset_v2(self.dev).result();
+            }
+        }
     }
 }
 

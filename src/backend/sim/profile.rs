@@ -54,8 +54,8 @@ pub struct SimProfile {
     /// block, as a CUDA dispatcher does, so that hand-overs cost what they cost on a GPU
     /// machine rather than a thread wake-up each. For predictions; it burns CPU.
     pub spin: bool,
-    /// Injected faults (none by default).
-    pub faults: super::SimFaults,
+    /// Injected faults (none by default). Shared: profiles are cloned per engine.
+    pub faults: std::sync::Arc<super::SimFaults>,
 }
 
 impl SimProfile {
@@ -78,7 +78,7 @@ impl SimProfile {
             time_scale: 1.0,
             execute: true,
             spin: false,
-            faults: super::SimFaults::default(),
+            faults: Default::default(),
         }
     }
 
@@ -145,7 +145,7 @@ impl SimProfile {
 
     /// The same profile with these injected faults.
     pub fn with_faults(mut self, faults: super::SimFaults) -> Self {
-        self.faults = faults;
+        self.faults = std::sync::Arc::new(faults);
         self
     }
 

@@ -15,6 +15,7 @@ mod cpu;
 mod db;
 mod fasta;
 mod generate;
+mod hand;
 mod hits;
 mod matrix;
 mod search;
@@ -51,7 +52,7 @@ enum Command {
     Search(SearchArgs),
     /// Generate a random protein database (and queries) with the paper's length shape.
     Generate(GenerateArgs),
-    /// Measure: serial / in-order (FCFS) / LF pipelines per query, Table 1, GCUPS, CPU baseline.
+    /// Measure: serial / hand-pipelined / FCFS / LF per query, Table 1, GCUPS, CPU baseline.
     Bench(BenchArgs),
 }
 
@@ -87,6 +88,9 @@ struct Common {
     /// Stage depth (1: the paper's gating; 2: one more command queued per GPU stage).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4))]
     stage_depth: u32,
+    /// Kernels one GPU may run at once under chariot (1: the paper's threshold L_3 = 1).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    kernels: u32,
     /// Modeled kernel rate on the sim backend, G cells/s.
     #[arg(long, default_value_t = 300.0)]
     sim_gcups: f64,
@@ -154,10 +158,14 @@ struct GenerateArgs {
 struct BenchArgs {
     #[command(flatten)]
     common: Common,
-    /// Configurations: serial (S = 1, FCFS), fcfs (S streams, in order), lf (S streams,
-    /// LF); a suffix `:N` sets S = N, `:all` gives every chunk a slot (the whole task set
-    /// queued at once), e.g. `lf:8:all`.
-    #[arg(long, value_delimiter = ',', default_value = "serial,fcfs,lf")]
+    /// Configurations: serial (chariot, S = 1, FCFS: the non-pipelined code), hand (the
+    /// hand-written in-order pipeline: S streams, S file-read threads, no chariot), fcfs
+    /// (chariot, S streams, file order), lf (chariot, S streams, largest first). A suffix
+    /// `:N` sets S = N; on hand a second `:R` sets the read threads (`hand:2:1` is one
+    /// producer thread with double buffering); on fcfs and lf `:all` gives every chunk a
+    /// slot (the whole task set queued at once) and `:kN` lets a GPU run N kernels at
+    /// once (as `--kernels`), e.g. `lf:8:all`, `fcfs:4:k4`.
+    #[arg(long, value_delimiter = ',', default_value = "serial,hand,fcfs,lf")]
     configs: Vec<String>,
     /// Streams per GPU S for the pipelined configurations.
     #[arg(long, default_value_t = 4)]
@@ -215,6 +223,7 @@ fn options(c: &Common, streams: usize, ord: Order, top: usize, out: Option<PathB
         streams,
         order: ord,
         stage_depth: c.stage_depth as usize,
+        kernels: c.kernels as usize,
         slots: c.slots,
         top,
         gaps: Gaps { open: c.gap_open, extend: c.gap_extend },
@@ -314,6 +323,139 @@ fn run_generate(a: GenerateArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// One measured configuration of a query, for the bench's lines and CSV.
+struct Row {
+    cfg: String,
+    kind: String,
+    gpus: usize,
+    streams: usize,
+    readers: usize,
+    order: &'static str,
+    wall_ms: f64,
+    makespan_ms: Option<f64>,
+    gcups: f64,
+    /// Per stage of [`STAGES`]: sum of command times and busy time, ms (the hand
+    /// pipeline times its file read and write only).
+    sum: [Option<f64>; 5],
+    busy: [Option<f64>; 5],
+    /// Top 10 hits (score, subject) and the digest of every score, for the check.
+    top: Vec<(i32, u64)>,
+    digest: u64,
+}
+
+impl Row {
+    fn slowest(&self) -> Option<f64> {
+        let b: Option<Vec<f64>> = self.busy.iter().copied().collect();
+        b.map(|b| b.into_iter().fold(0.0, f64::max))
+    }
+}
+
+fn opt_cell(v: Option<f64>, digits: usize) -> String {
+    v.map(|v| format!("{v:.digits$}")).unwrap_or_default()
+}
+
+/// Runs configuration `cfg` for one query.
+fn bench_one(a: &BenchArgs, index: &db::DbIndex, m: &Matrix, q: &Query, cfg: &str) -> Result<Row, String> {
+    let mut parts = cfg.split(':');
+    let kind = parts.next().unwrap_or_default();
+    let (mut s, ord, name) = match kind {
+        "serial" => (1, Order::Fcfs, "fcfs"),
+        "hand" => (a.streams, Order::Fcfs, "in-order"),
+        "fcfs" => (a.streams, Order::Fcfs, "fcfs"),
+        "lf" => (a.streams, Order::LargestFirst, "lf"),
+        other => return Err(format!("unknown configuration `{other}` (serial, hand, fcfs, lf)")),
+    };
+    let (mut all_slots, mut readers, mut kernels) = (false, None, None);
+    for (k, p) in parts.enumerate() {
+        let number = |n: &str| {
+            n.parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| format!("configuration `{cfg}`: `{n}` is no count"))
+        };
+        match (kind, k, p) {
+            ("fcfs" | "lf" | "serial", _, "all") => all_slots = true,
+            ("fcfs" | "lf" | "serial", _, p) if p.starts_with('k') => kernels = Some(number(&p[1..])?),
+            (_, 0, n) => s = number(n)?,
+            ("hand", 1, n) => readers = Some(number(n)?),
+            _ => return Err(format!("configuration `{cfg}`: `{p}` is not understood")),
+        }
+    }
+    let mut opt = options(&a.common, s, ord, 10, None, false);
+    if kind == "serial" || kind == "hand" {
+        opt.gpus = 1;
+    }
+    if all_slots {
+        opt.slots = index.chunks.len();
+    }
+    if let Some(k) = kernels {
+        opt.kernels = k;
+    }
+    let q1 = std::slice::from_ref(q);
+    if kind == "hand" {
+        let readers = readers.unwrap_or(s);
+        let o = hand::search(index, m, q1, &opt, readers)?;
+        let wall = o.wall.as_secs_f64() * 1e3;
+        println!(
+            "{cfg:>9}: D = 1, S = {s}, R = {readers}, by hand in order ({}): {wall:.1} ms, {:.1} GCUPS, \
+             read busy {:.1} ms (sum {:.1}), write busy {:.1} ms; main thread waited {:.1} ms for reads, {:.1} ms for streams",
+            if o.device == chariot::baseline::InOrderDevice::CpuTwin { "CPU twin" } else { "cuda" },
+            o.gcups(),
+            ms(o.read_busy_ns),
+            ms(o.read_sum_ns),
+            ms(o.write_busy_ns),
+            ms(o.starved_ns),
+            ms(o.waiting_ns)
+        );
+        let top = o.hits[0].iter().map(|h| (h.score, h.seq)).collect();
+        let row = Row {
+            cfg: cfg.to_string(),
+            kind: kind.to_string(),
+            gpus: 1,
+            streams: s,
+            readers,
+            order: name,
+            wall_ms: wall,
+            makespan_ms: None,
+            gcups: o.gcups(),
+            sum: [Some(ms(o.read_sum_ns)), None, None, None, Some(ms(o.write_sum_ns))],
+            busy: [Some(ms(o.read_busy_ns)), None, None, None, Some(ms(o.write_busy_ns))],
+            top,
+            digest: o.digest,
+        };
+        return Ok(row);
+    }
+    let o = search::search(index, m, q1, &opt)?;
+    let wall = o.wall.as_secs_f64() * 1e3;
+    println!(
+        "{cfg:>9}: D = {}, S = {s}, {name}, {} kernel(s) at once: {wall:.1} ms, {:.1} GCUPS, total/slowest stage {:.3}",
+        opt.gpus,
+        opt.kernels,
+        o.gcups(),
+        wall * 1e6 / o.slowest_busy_ns().max(1) as f64
+    );
+    if kind == "serial" {
+        print_stages(&o);
+    }
+    let top = o.hits[0].iter().map(|h| (h.score, h.seq)).collect();
+    let row = Row {
+        cfg: cfg.to_string(),
+        kind: kind.to_string(),
+        gpus: opt.gpus,
+        streams: s,
+        readers: opt.gpus * s,
+        order: name,
+        wall_ms: wall,
+        makespan_ms: Some(o.report.makespan_ms()),
+        gcups: o.gcups(),
+        sum: o.stage_sum_ns.map(|v| Some(ms(v))),
+        busy: o.stage_busy_ns.map(|v| Some(ms(v))),
+        top,
+        digest: o.digest,
+    };
+    Ok(row)
+}
+
 fn run_bench(a: BenchArgs) -> Result<(), String> {
     let m = load_matrix(&a.common)?;
     let queries = load_queries(&a.common.query, &m)?;
@@ -331,81 +473,67 @@ fn run_bench(a: BenchArgs) -> Result<(), String> {
     );
     let mut csv = String::from(
         "query,m,config,gpus,streams,order,wall_ms,makespan_ms,gcups,read_ms,download_ms,kernel_ms,readback_ms,write_ms,\
-         read_busy_ms,download_busy_ms,kernel_busy_ms,readback_busy_ms,write_busy_ms,slowest_busy_ms,total_over_slowest,speedup_vs_serial\n",
+         read_busy_ms,download_busy_ms,kernel_busy_ms,readback_busy_ms,write_busy_ms,slowest_busy_ms,total_over_slowest,speedup_vs_serial,\
+         readers,speedup_vs_hand\n",
     );
     let gaps = Gaps { open: a.common.gap_open, extend: a.common.gap_extend };
     for q in &queries {
         println!("\n== query {} ({} residues)", q.id, q.codes.len());
-        let mut serial_ms = None;
-        let mut reference: Option<Vec<(i32, u64)>> = None;
+        let mut rows: Vec<Row> = Vec::new();
         for cfg in &a.configs {
-            let mut parts = cfg.split(':');
-            let kind = parts.next().unwrap_or_default();
-            let (mut s, ord, name) = match kind {
-                "serial" => (1, Order::Fcfs, "fcfs"),
-                "fcfs" => (a.streams, Order::Fcfs, "fcfs"),
-                "lf" => (a.streams, Order::LargestFirst, "lf"),
-                other => return Err(format!("unknown configuration `{other}` (serial, fcfs, lf)")),
-            };
-            let mut all_slots = false;
-            for p in parts {
-                match p {
-                    "all" => all_slots = true,
-                    n => s = n.parse().map_err(|_| format!("configuration `{cfg}`: `{n}` is no stream count"))?,
+            let row = bench_one(&a, &index, &m, q, cfg)?;
+            if let Some(r) = rows.first() {
+                if r.top != row.top {
+                    return Err(format!(
+                        "configuration {cfg} found other top hits than {}: {:?} vs {:?}",
+                        r.cfg, row.top, r.top
+                    ));
+                }
+                if r.digest != row.digest {
+                    return Err(format!(
+                        "configuration {cfg} computed other scores than {} (digest {:x} vs {:x})",
+                        r.cfg, row.digest, r.digest
+                    ));
                 }
             }
-            let mut opt = options(&a.common, s, ord, 10, None, false);
-            if kind == "serial" {
-                opt.gpus = 1;
-            }
-            if all_slots {
-                opt.slots = index.chunks.len();
-            }
-            let o = search::search(&index, &m, std::slice::from_ref(q), &opt)?;
-            let top: Vec<(i32, u64)> = o.hits[0].iter().map(|h| (h.score, h.seq)).collect();
-            match &reference {
-                None => reference = Some(top),
-                Some(r) if *r != top => {
-                    return Err(format!("configuration {cfg} found other top hits: {top:?} vs {r:?}"))
-                }
-                _ => {}
-            }
-            let wall = o.wall.as_secs_f64() * 1e3;
-            if kind == "serial" {
-                serial_ms = Some(wall);
-            }
-            let speedup = serial_ms.map(|s| s / wall).unwrap_or(f64::NAN);
-            println!(
-                "{cfg:>9}: D = {}, S = {s}, {name}: {wall:.1} ms, {:.1} GCUPS, total/slowest stage {:.3}, speedup over serial {speedup:.2}",
-                opt.gpus,
-                o.gcups(),
-                wall * 1e6 / o.slowest_busy_ns().max(1) as f64
-            );
-            if kind == "serial" {
-                print_stages(&o);
-            }
-            let s5 = o.stage_sum_ns.map(ms);
-            let b5 = o.stage_busy_ns.map(ms);
-            csv += &format!(
-                "{},{},{cfg},{},{s},{name},{wall:.3},{:.3},{:.2},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.4},{speedup:.3}\n",
-                q.id,
-                q.codes.len(),
-                opt.gpus,
-                o.report.makespan_ms(),
-                o.gcups(),
-                s5[0],
-                s5[1],
-                s5[2],
-                s5[3],
-                s5[4],
-                b5[0],
-                b5[1],
-                b5[2],
-                b5[3],
-                b5[4],
-                ms(o.slowest_busy_ns()),
-                wall * 1e6 / o.slowest_busy_ns().max(1) as f64
-            );
+            rows.push(row);
+        }
+        if rows.len() > 1 {
+            println!("   every configuration found the same top 10 and the same {} scores", index.sequences);
+        }
+        let serial = rows.iter().find(|r| r.kind == "serial").map(|r| r.wall_ms);
+        // The hand pipeline with the same S (and one read thread per stream, as chariot's
+        // D·S executioners), or else the first one with that S.
+        let hand = |s: usize| {
+            let same = rows.iter().filter(|r| r.kind == "hand" && r.streams == s);
+            same.clone().find(|r| r.readers == s).or_else(|| same.clone().next()).map(|r| r.wall_ms)
+        };
+        println!("   {:>9} {:>10} {:>10} {:>12}", "config", "ms", "×serial", "×hand(same S)");
+        for r in &rows {
+            let vs_serial = serial.map(|s| s / r.wall_ms);
+            let vs_hand = if r.kind == "serial" { None } else { hand(r.streams).map(|h| h / r.wall_ms) };
+            println!("   {:>9} {:>10.1} {:>10} {:>12}", r.cfg, r.wall_ms, opt_cell(vs_serial, 2), opt_cell(vs_hand, 2));
+            let slowest = r.slowest();
+            let mut cells = vec![
+                q.id.clone(),
+                q.codes.len().to_string(),
+                r.cfg.clone(),
+                r.gpus.to_string(),
+                r.streams.to_string(),
+                r.order.to_string(),
+                format!("{:.3}", r.wall_ms),
+                opt_cell(r.makespan_ms, 3),
+                format!("{:.2}", r.gcups),
+            ];
+            cells.extend(r.sum.iter().chain(&r.busy).map(|&v| opt_cell(v, 3)));
+            cells.extend([
+                opt_cell(slowest, 3),
+                opt_cell(slowest.map(|s| r.wall_ms / s.max(1e-9)), 4),
+                opt_cell(vs_serial, 3),
+                r.readers.to_string(),
+                opt_cell(vs_hand, 3),
+            ]);
+            csv += &(cells.join(",") + "\n");
         }
         if a.cpu_seqs > 0 {
             let threads = if a.cpu_threads == 0 {
@@ -421,12 +549,20 @@ fn run_bench(a: BenchArgs) -> Result<(), String> {
                 r.residues,
                 r.wall.as_secs_f64() * 1e3
             );
-            csv += &format!(
-                "{},{},cpu,0,{threads},-,{:.3},,{g:.3},,,,,,,,,,,,,\n",
-                q.id,
-                q.codes.len(),
-                r.wall.as_secs_f64() * 1e3
-            );
+            let mut cells = vec![
+                q.id.clone(),
+                q.codes.len().to_string(),
+                "cpu".into(),
+                "0".into(),
+                threads.to_string(),
+                "-".into(),
+                format!("{:.3}", r.wall.as_secs_f64() * 1e3),
+                String::new(),
+                format!("{g:.3}"),
+            ];
+            cells.extend(std::iter::repeat_n(String::new(), 13));
+            cells.extend([threads.to_string(), String::new()]);
+            csv += &(cells.join(",") + "\n");
         }
     }
     if let Some(p) = &a.csv {

@@ -7,15 +7,15 @@
 //! free, so at most `slots` chunks are in memory, and the task buffer holds enough of
 //! them for LF (largest residue count first) to reorder.
 
-use crate::db::{self, DbIndex};
+use crate::db::{self, ChunkInfo, DbIndex};
 use crate::hits::{Hit, TopK};
 use crate::matrix::Matrix;
-use crate::sw::{self, Gaps, Profile};
+use crate::sw::{self, Gaps, Profile, Role};
 use chariot::{Arg, Backend, Order, Report, Scheduler};
 use parking_lot::Mutex;
 use std::io::Write;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -41,6 +41,9 @@ pub struct Options {
     pub order: Order,
     /// Stage depth (see the crate's Builder).
     pub stage_depth: usize,
+    /// Kernels one GPU may run at once (the kernel stage's thresholds L and G/D). 1 is
+    /// the paper's default: chariot then never overlaps two kernels on a GPU.
+    pub kernels: usize,
     /// Chunk slots in host memory (0: 3·D·S, at least 4).
     pub slots: usize,
     /// Hits kept per query.
@@ -75,6 +78,9 @@ pub struct Outcome {
     pub cells: u128,
     /// Chunk slots used.
     pub slots: usize,
+    /// Order-independent digest of every (query, subject, score): equal digests mean
+    /// equal scores, whatever order the chunks were written in.
+    pub digest: u64,
 }
 
 impl Outcome {
@@ -88,7 +94,8 @@ impl Outcome {
     }
 }
 
-fn union_ns(mut v: Vec<(u64, u64)>) -> u64 {
+/// Length of the union of the spans `[start, end)`, ns.
+pub fn union_ns(mut v: Vec<(u64, u64)>) -> u64 {
     v.sort_unstable();
     let (mut total, mut cur) = (0u64, None::<(u64, u64)>);
     for (s, e) in v {
@@ -122,22 +129,181 @@ impl Drop for SlotGuard {
     }
 }
 
-/// What one slot holds between its read and write callbacks.
-#[derive(Default)]
-struct SlotData {
+/// What one chunk's read leaves for its write: the names and the permutation from
+/// packed position to record.
+#[derive(Debug, Default)]
+pub struct SlotData {
     ids: Vec<String>,
     perm: Vec<u32>,
+}
+
+/// The file read stage of one chunk: read, parse and check it, then pack it into `buf`.
+pub fn read_into(path: &Path, info: &ChunkInfo, matrix: &Matrix, buf: &mut [u8]) -> Result<SlotData, String> {
+    let d = db::read_chunk(path, info, matrix)?;
+    let perm = db::pack(&d, buf);
+    Ok(SlotData { ids: d.ids, perm })
+}
+
+/// The query profiles, laid out one after another as the kernel reads them.
+#[derive(Debug)]
+pub struct Profiles {
+    /// One per query.
+    pub list: Vec<Profile>,
+    /// Offset of each in `bytes`.
+    pub offsets: Vec<usize>,
+    /// All of them.
+    pub bytes: Vec<i8>,
+}
+
+impl Profiles {
+    /// The profiles of `queries`.
+    pub fn new(queries: &[Query], matrix: &Matrix) -> Result<Profiles, String> {
+        if queries.is_empty() {
+            return Err("no queries".into());
+        }
+        let list: Vec<Profile> = queries
+            .iter()
+            .map(|q| Profile::new(&q.codes, matrix).map_err(|e| format!("query `{}`: {e}", q.id)))
+            .collect::<Result<_, _>>()?;
+        let (mut offsets, mut bytes) = (Vec::new(), Vec::new());
+        for p in &list {
+            offsets.push(bytes.len());
+            bytes.extend_from_slice(&p.scores);
+        }
+        Ok(Profiles { list, offsets, bytes })
+    }
+
+    /// Cells of a search of the whole database: Σ query length × residues.
+    pub fn cells(&self, index: &DbIndex) -> u128 {
+        self.list.iter().map(|p| p.m as u128).sum::<u128>() * index.residues as u128
+    }
+}
+
+/// Buffer sizes every chunk of a database fits.
+#[derive(Clone, Copy, Debug)]
+pub struct Sizes {
+    /// Bytes of the largest packed chunk.
+    pub packed: usize,
+    /// Residues of the largest chunk (rows of the scratch buffer).
+    pub residues: usize,
+    /// Records of the largest chunk.
+    pub nseq: usize,
+}
+
+impl Sizes {
+    /// The sizes of `index`'s chunks.
+    pub fn of(index: &DbIndex) -> Sizes {
+        Sizes {
+            packed: index.chunks.iter().map(|c| c.packed_bytes()).max().unwrap_or(1),
+            residues: index.chunks.iter().map(|c| c.residues).max().unwrap_or(0).max(1) as usize,
+            nseq: index.chunks.iter().map(|c| c.nseq).max().unwrap_or(1),
+        }
+    }
+}
+
+/// The file write stage, shared by every chunk: running top-k per query, the TSV, the
+/// progress bar and the digest of the scores.
+pub struct Writer {
+    query_ids: Vec<String>,
+    top: Mutex<Vec<TopK>>,
+    out: Mutex<Option<std::io::BufWriter<std::fs::File>>>,
+    digest: AtomicU64,
+    bar: indicatif::ProgressBar,
+}
+
+fn mix(mut x: u64) -> u64 {
+    // splitmix64's finaliser.
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+impl Writer {
+    /// Opens the output file (with its header) and the progress bar.
+    pub fn open(queries: &[Query], opt: &Options, residues: u64) -> Result<Writer, String> {
+        let out = match &opt.out {
+            Some(p) => {
+                let f = std::fs::File::create(p).map_err(|e| format!("cannot create {}: {e}", p.display()))?;
+                let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+                writeln!(w, "query\tsubject\tscore").map_err(|e| e.to_string())?;
+                Some(w)
+            }
+            None => None,
+        };
+        let bar = if opt.progress {
+            let b = indicatif::ProgressBar::new(residues);
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {wide_bar} {percent}% of residues, eta {eta}",
+                )
+                .expect("template"),
+            );
+            b
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
+        Ok(Writer {
+            query_ids: queries.iter().map(|q| q.id.clone()).collect(),
+            top: Mutex::new((0..queries.len()).map(|_| TopK::new(opt.top)).collect()),
+            out: Mutex::new(out),
+            digest: AtomicU64::new(0),
+            bar,
+        })
+    }
+
+    /// Writes one chunk: `scores` holds each query's scores in packed order.
+    pub fn write(&self, data: &SlotData, scores: &[i32], info: &ChunkInfo) -> Result<(), String> {
+        let n = data.perm.len();
+        let mut by_rec = vec![0i32; scores.len()];
+        for q in 0..scores.len() / n.max(1) {
+            for (pos, &r) in data.perm.iter().enumerate() {
+                by_rec[q * n + r as usize] = scores[q * n + pos];
+            }
+        }
+        let mut digest = 0u64;
+        for (i, &sc) in by_rec.iter().enumerate() {
+            let (q, r) = (i / n.max(1), i % n.max(1));
+            digest = digest.wrapping_add(mix(mix(info.first_seq + r as u64) ^ mix(q as u64) ^ sc as u32 as u64));
+        }
+        self.digest.fetch_add(digest, Ordering::Relaxed);
+        {
+            let mut top = self.top.lock();
+            for (q, t) in top.iter_mut().enumerate() {
+                for (r, &sc) in by_rec[q * n..(q + 1) * n].iter().enumerate() {
+                    t.offer(sc, info.first_seq + r as u64, || data.ids[r].clone());
+                }
+            }
+        }
+        if let Some(w) = self.out.lock().as_mut() {
+            let mut text = String::with_capacity(n * 24);
+            for (q, qid) in self.query_ids.iter().enumerate() {
+                for (r, id) in data.ids.iter().enumerate() {
+                    use std::fmt::Write as _;
+                    let _ = writeln!(text, "{qid}\t{id}\t{}", by_rec[q * n + r]);
+                }
+            }
+            w.write_all(text.as_bytes()).map_err(|e| format!("cannot write results: {e}"))?;
+        }
+        self.bar.inc(info.residues);
+        Ok(())
+    }
+
+    /// Flushes the output; returns the best hits per query and the digest.
+    pub fn finish(&self) -> Result<(Vec<Vec<Hit>>, u64), String> {
+        self.bar.finish_and_clear();
+        if let Some(w) = self.out.lock().as_mut() {
+            w.flush().map_err(|e| format!("cannot write results: {e}"))?;
+        }
+        Ok((self.top.lock().iter().map(|t| t.sorted()).collect(), self.digest.load(Ordering::Relaxed)))
+    }
 }
 
 struct Shared {
     matrix: Matrix,
     path: PathBuf,
-    query_ids: Vec<String>,
     slots: Vec<Mutex<SlotData>>,
-    top: Mutex<Vec<TopK>>,
-    out: Mutex<Option<std::io::BufWriter<std::fs::File>>>,
+    writer: Writer,
     error: Mutex<Option<String>>,
-    bar: indicatif::ProgressBar,
 }
 
 impl Shared {
@@ -149,79 +315,55 @@ impl Shared {
 
 /// Runs the search of `queries` over the database `index`.
 pub fn search(index: &DbIndex, matrix: &Matrix, queries: &[Query], opt: &Options) -> Result<Outcome, String> {
-    if queries.is_empty() {
-        return Err("no queries".into());
-    }
-    let profiles: Vec<Profile> = queries
-        .iter()
-        .map(|q| Profile::new(&q.codes, matrix).map_err(|e| format!("query `{}`: {e}", q.id)))
-        .collect::<Result<_, _>>()?;
-    let mut prof_offsets = Vec::new();
-    let mut prof_bytes: Vec<i8> = Vec::new();
-    for p in &profiles {
-        prof_offsets.push(prof_bytes.len());
-        prof_bytes.extend_from_slice(&p.scores);
-    }
-    let profiles = Arc::new(profiles);
+    let profiles = Profiles::new(queries, matrix)?;
     let nq = queries.len();
-    let sched = Scheduler::builder()
+    let mut builder = Scheduler::builder()
         .backend(opt.backend.clone())
         .gpus(opt.gpus)
         .streams(opt.streams)
         .order(opt.order)
-        .stage_depth(opt.stage_depth)
-        .build()
-        .map_err(|e| format!("cannot start the scheduler: {e}"))?;
+        .stage_depth(opt.stage_depth);
+    if opt.kernels > 1 {
+        // The paper's thresholds (one bus per GPU, as the builder assumes on CUDA) with
+        // the kernel stage widened.
+        let (d, s, k) = (opt.gpus, opt.streams, opt.kernels);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        builder = builder.local_thresholds([cores.min(s), 1, k, 1]).global_thresholds([cores.min(d * s), d, d * k, d]);
+    }
+    let sched = builder.build().map_err(|e| format!("cannot start the scheduler: {e}"))?;
     let kernel = sched
-        .register_kernel(sw::kernel(profiles.clone(), prof_offsets.clone(), opt.sim_gcups))
+        .register_kernel(sw::kernel(Arc::new(profiles.list.clone()), profiles.offsets.clone(), opt.sim_gcups))
         .map_err(|e| format!("kernel: {e}"))?;
     let slots = if opt.slots == 0 { (3 * opt.gpus * opt.streams).max(4) } else { opt.slots };
     let slots = slots.min(index.chunks.len()).max(1);
-    let max_packed = index.chunks.iter().map(|c| c.packed_bytes()).max().unwrap_or(1);
-    let max_res = index.chunks.iter().map(|c| c.residues).max().unwrap_or(0).max(1) as usize;
-    let max_nseq = index.chunks.iter().map(|c| c.nseq).max().unwrap_or(1);
-    let slot_bytes = max_packed.next_multiple_of(64);
-    let score_stride = nq * max_nseq;
+    let size = Sizes::of(index);
+    let slot_bytes = size.packed.next_multiple_of(64);
+    let score_stride = nq * size.nseq;
     let me = |e: chariot::Error| e.to_string();
     let h_chunks = sched.alloc_host::<u8>(slots * slot_bytes).map_err(me)?;
     let h_scores = sched.alloc_host::<i32>(slots * score_stride).map_err(me)?;
-    let mut h_prof = sched.alloc_host::<i8>(prof_bytes.len()).map_err(me)?;
-    h_prof.write().copy_from_slice(&prof_bytes);
-    let d_chunk = sched.alloc::<u8>(max_packed).map_err(me)?;
-    let d_scratch = sched.alloc::<[i32; 2]>(max_res).map_err(me)?;
+    let mut h_prof = sched.alloc_host::<i8>(profiles.bytes.len()).map_err(me)?;
+    h_prof.write().copy_from_slice(&profiles.bytes);
+    let d_chunk = sched.alloc::<u8>(size.packed).map_err(me)?;
+    let d_scratch = sched.alloc::<[i32; 2]>(size.residues).map_err(me)?;
     let d_scores = sched.alloc::<i32>(score_stride).map_err(me)?;
-    let d_prof = sched.alloc::<i8>(prof_bytes.len()).map_err(me)?;
+    let d_prof = sched.alloc::<i8>(profiles.bytes.len()).map_err(me)?;
+    let arg = |r: Role| match r {
+        Role::Chunk => Arg::buffer(&d_chunk),
+        Role::Profiles => Arg::buffer(&d_prof),
+        Role::Scratch => Arg::buffer(&d_scratch),
+        Role::Scores => Arg::buffer(&d_scores),
+        Role::U32(v) => Arg::u32(v),
+        Role::I32(v) => Arg::i32(v),
+        Role::U64(v) => Arg::u64(v),
+    };
 
-    let out = match &opt.out {
-        Some(p) => {
-            let f = std::fs::File::create(p).map_err(|e| format!("cannot create {}: {e}", p.display()))?;
-            let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-            writeln!(w, "query\tsubject\tscore").map_err(|e| e.to_string())?;
-            Some(w)
-        }
-        None => None,
-    };
-    let bar = if opt.progress {
-        let b = indicatif::ProgressBar::new(index.residues);
-        b.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {wide_bar} {percent}% of residues, eta {eta}",
-            )
-            .expect("template"),
-        );
-        b
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
     let shared = Arc::new(Shared {
         matrix: matrix.clone(),
         path: index.path.clone(),
-        query_ids: queries.iter().map(|q| q.id.clone()).collect(),
         slots: (0..slots).map(|_| Mutex::new(SlotData::default())).collect(),
-        top: Mutex::new((0..nq).map(|_| TopK::new(opt.top)).collect()),
-        out: Mutex::new(out),
+        writer: Writer::open(queries, opt, index.residues)?,
         error: Mutex::new(None),
-        bar,
     });
     let gaps = opt.gaps;
     let (tx, rx) = crossbeam_channel::unbounded::<usize>();
@@ -240,77 +382,27 @@ pub fn search(index: &DbIndex, matrix: &Matrix, queries: &[Query], opt: &Options
             let guard = SlotGuard { slot: s, state: state.clone(), tx: tx.clone() };
             let crange = s * slot_bytes..s * slot_bytes + info.packed_bytes();
             let srange = s * score_stride..s * score_stride + nq * info.nseq;
-            let (sh_r, sh_w, info_r) = (shared.clone(), shared.clone(), info.clone());
-            let first_seq = info.first_seq;
+            let (sh_r, sh_w, info_r, info_w) = (shared.clone(), shared.clone(), info.clone(), info.clone());
             let mut t = sched
                 .task(c as u64, info.residues.max(1))
                 .callback_writing(&h_chunks, crange.clone(), move |buf, _| {
-                    let d = db::read_chunk(&sh_r.path, &info_r, &sh_r.matrix).map_err(|e| sh_r.fail(e))?;
-                    let perm = db::pack(&d, buf);
-                    *sh_r.slots[s].lock() = SlotData { ids: d.ids, perm };
+                    let data = read_into(&sh_r.path, &info_r, &sh_r.matrix, buf).map_err(|e| sh_r.fail(e))?;
+                    *sh_r.slots[s].lock() = data;
                     Ok(())
                 })
                 .download(&d_chunk, 0, &h_chunks, crange)
                 .download(&d_prof, 0, &h_prof, ..);
-            for (q, p) in profiles.iter().enumerate() {
-                let cells = p.m as u64 * info.residues;
-                t = t.launch(
-                    &kernel,
-                    p.grid(info.nseq),
-                    sw::BLOCK,
-                    p.shared_bytes(),
-                    &[
-                        Arg::buffer(&d_chunk),
-                        Arg::u32(info.nseq as u32),
-                        Arg::u32(info.res_off() as u32),
-                        Arg::buffer(&d_prof),
-                        Arg::u32(prof_offsets[q] as u32),
-                        Arg::u32(p.mpad as u32),
-                        Arg::u32(p.group),
-                        Arg::i32(gaps.open + gaps.extend),
-                        Arg::i32(gaps.extend),
-                        Arg::buffer(&d_scratch),
-                        Arg::buffer(&d_scores),
-                        Arg::u32((q * info.nseq) as u32),
-                        Arg::u32(p.tile() as u32),
-                        Arg::u64(cells),
-                    ],
-                );
+            for (q, p) in profiles.list.iter().enumerate() {
+                let args = sw::args(p, q, profiles.offsets[q], info.nseq, info.res_off(), info.residues, gaps);
+                t = t.launch(&kernel, p.grid(info.nseq), sw::BLOCK, p.shared_bytes(), &args.map(arg));
             }
-            let residues = info.residues;
             let t = t.readback(&h_scores, srange.clone(), &d_scores, 0).callback_reading(
                 &h_scores,
                 srange,
                 move |scores, _| {
                     let _guard = guard;
                     let data = std::mem::take(&mut *sh_w.slots[s].lock());
-                    let n = data.perm.len();
-                    let mut by_rec = vec![0i32; scores.len()];
-                    for q in 0..scores.len() / n.max(1) {
-                        for (pos, &r) in data.perm.iter().enumerate() {
-                            by_rec[q * n + r as usize] = scores[q * n + pos];
-                        }
-                    }
-                    {
-                        let mut top = sh_w.top.lock();
-                        for (q, t) in top.iter_mut().enumerate() {
-                            for (r, &sc) in by_rec[q * n..(q + 1) * n].iter().enumerate() {
-                                t.offer(sc, first_seq + r as u64, || data.ids[r].clone());
-                            }
-                        }
-                    }
-                    if let Some(w) = sh_w.out.lock().as_mut() {
-                        let mut text = String::with_capacity(n * 24);
-                        for (q, qid) in sh_w.query_ids.iter().enumerate() {
-                            for (r, id) in data.ids.iter().enumerate() {
-                                use std::fmt::Write as _;
-                                let _ = writeln!(text, "{qid}\t{id}\t{}", by_rec[q * n + r]);
-                            }
-                        }
-                        w.write_all(text.as_bytes()).map_err(|e| sh_w.fail(format!("cannot write results: {e}")))?;
-                    }
-                    sh_w.bar.inc(residues);
-                    Ok(())
+                    sh_w.writer.write(&data, scores, &info_w).map_err(|e| sh_w.fail(e))
                 },
             );
             match t.submit() {
@@ -327,14 +419,12 @@ pub fn search(index: &DbIndex, matrix: &Matrix, queries: &[Query], opt: &Options
     }
     let report = sched.synchronize();
     let wall = t0.elapsed();
-    shared.bar.finish_and_clear();
     if let Some(e) = shared.error.lock().take() {
+        shared.writer.bar.finish_and_clear();
         return Err(e);
     }
     let report = report.map_err(|e| format!("search failed: {e}"))?;
-    if let Some(w) = shared.out.lock().as_mut() {
-        w.flush().map_err(|e| format!("cannot write results: {e}"))?;
-    }
+    let (hits, digest) = shared.writer.finish()?;
     let mut sum = [0u64; 5];
     let mut spans: [Vec<(u64, u64)>; 5] = Default::default();
     for r in &report.records {
@@ -349,9 +439,8 @@ pub fn search(index: &DbIndex, matrix: &Matrix, queries: &[Query], opt: &Options
         spans[k].push((r.start_ns, r.end_ns));
     }
     let busy = spans.map(union_ns);
-    let hits = shared.top.lock().iter().map(|t| t.sorted()).collect();
-    let cells = profiles.iter().map(|p| p.m as u128).sum::<u128>() * index.residues as u128;
-    Ok(Outcome { hits, report, wall, stage_sum_ns: sum, stage_busy_ns: busy, cells, slots })
+    let cells = profiles.cells(index);
+    Ok(Outcome { hits, report, wall, stage_sum_ns: sum, stage_busy_ns: busy, cells, slots, digest })
 }
 
 #[cfg(test)]

@@ -126,6 +126,57 @@ pub fn align(p: &Profile, subject: &[u8], gaps: Gaps, row_h: &mut Vec<i32>, row_
     best
 }
 
+/// One argument of a `sw_search` launch, by role: chariot's tasks ([`crate::search`])
+/// and the hand pipeline ([`crate::hand`]) map the roles to their own buffers, so both
+/// pass the same arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// The packed chunk.
+    Chunk,
+    /// All query profiles, one after another.
+    Profiles,
+    /// The per-residue scratch row (`int2`).
+    Scratch,
+    /// The chunk's scores.
+    Scores,
+    /// An `unsigned int`.
+    U32(u32),
+    /// An `int`.
+    I32(i32),
+    /// An `unsigned long long`.
+    U64(u64),
+}
+
+/// The arguments of the launch of query profile `p` (at `prof_off` in the profiles,
+/// query `q`) over a packed chunk of `nseq` subjects and `residues` residues whose
+/// residues start at `res_off`, in the order of [`kernel`]'s parameters.
+pub fn args(
+    p: &Profile,
+    q: usize,
+    prof_off: usize,
+    nseq: usize,
+    res_off: usize,
+    residues: u64,
+    gaps: Gaps,
+) -> [Role; 14] {
+    [
+        Role::Chunk,
+        Role::U32(nseq as u32),
+        Role::U32(res_off as u32),
+        Role::Profiles,
+        Role::U32(prof_off as u32),
+        Role::U32(p.mpad as u32),
+        Role::U32(p.group),
+        Role::I32(gaps.open + gaps.extend),
+        Role::I32(gaps.extend),
+        Role::Scratch,
+        Role::Scores,
+        Role::U32((q * nseq) as u32),
+        Role::U32(p.tile() as u32),
+        Role::U64(p.m as u64 * residues),
+    ]
+}
+
 /// The kernel with its parameters, CPU twin and simulated cost (`cells` at
 /// `sim_gcups` G cells/s).
 pub fn kernel(profiles: std::sync::Arc<Vec<Profile>>, prof_offsets: Vec<usize>, sim_gcups: f64) -> Kernel {

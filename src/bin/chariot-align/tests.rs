@@ -1,8 +1,11 @@
 //! End-to-end checks: every score of the pipeline (sim backend in CI, CUDA in the
 //! `#[ignore]`d test) equals a plain scalar Gotoh reference written here, on a
-//! generated database with empty, one-residue, long and unknown-letter records.
+//! generated database with empty, one-residue, long and unknown-letter records; and so
+//! does every score of the hand-written in-order pipeline ([`crate::hand`]: the CPU
+//! twin in CI, CUDA in the `#[ignore]`d test), whose scores also equal chariot's.
 
 use crate::db::DbIndex;
+use crate::hand;
 use crate::matrix::Matrix;
 use crate::search::{self, Options, Query};
 use crate::sw::Gaps;
@@ -84,9 +87,20 @@ fn random_query(len: usize, seed: u64) -> Vec<u8> {
     (0..len).map(|_| AA[rng.random_range(0..20)]).collect()
 }
 
-/// Runs the search and compares every TSV score with the reference.
+/// Which pipeline a check runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Pipeline {
+    /// chariot's tasks.
+    Chariot,
+    /// The hand-written in-order pipeline with this many read threads.
+    Hand(usize),
+}
+
+/// Runs the search and compares every TSV score with the reference; returns the
+/// outcome's score digest.
 #[allow(clippy::too_many_arguments)]
 fn check(
+    pipeline: Pipeline,
     backend: Backend,
     gpus: usize,
     streams: usize,
@@ -95,8 +109,8 @@ fn check(
     long: usize,
     qlens: &[usize],
     chunk: usize,
-) {
-    let dir = TempDir::new(&format!("e2e{n}-{long}-{chunk}"));
+) -> u64 {
+    let dir = TempDir::new(&format!("e2e{n}-{long}-{chunk}-{pipeline:?}"));
     let dbp = dir.0.join("db.fa");
     let recs = write_db(&dbp, n, long, 7 + n as u64);
     let m = Matrix::blosum62();
@@ -115,6 +129,7 @@ fn check(
         streams,
         order,
         stage_depth: 1,
+        kernels: 1,
         slots: 0,
         top: 5,
         gaps,
@@ -122,7 +137,42 @@ fn check(
         progress: false,
         sim_gcups: 300.0,
     };
-    let o = search::search(&index, &m, &queries, &opt).unwrap();
+    let (hits, digest) = match pipeline {
+        Pipeline::Chariot => {
+            let o = search::search(&index, &m, &queries, &opt).unwrap();
+            (o.hits, o.digest)
+        }
+        Pipeline::Hand(readers) => {
+            let o = hand::search(&index, &m, &queries, &opt, readers).unwrap();
+            let want = if opt.backend == Backend::Cuda {
+                chariot::baseline::InOrderDevice::Cuda { ordinal: 0 }
+            } else {
+                chariot::baseline::InOrderDevice::CpuTwin
+            };
+            assert_eq!(o.device, want);
+            // The TSV is written in file order, by the main thread: chunk by chunk,
+            // each chunk's rows query by query.
+            let text = std::fs::read_to_string(&out).unwrap();
+            let rows: Vec<(&str, &str)> = text
+                .lines()
+                .skip(1)
+                .map(|l| {
+                    let mut f = l.split('\t');
+                    (f.next().unwrap(), f.next().unwrap())
+                })
+                .collect();
+            let mut want = Vec::new();
+            for c in &index.chunks {
+                for q in &queries {
+                    for r in &recs[c.first_seq as usize..c.first_seq as usize + c.nseq] {
+                        want.push((q.id.as_str(), r.0.as_str()));
+                    }
+                }
+            }
+            assert_eq!(rows, want);
+            (o.hits, o.digest)
+        }
+    };
     let text = std::fs::read_to_string(&out).unwrap();
     let mut got: HashMap<(String, String), i64> = HashMap::new();
     for line in text.lines().skip(1) {
@@ -139,19 +189,67 @@ fn check(
         }
         all.sort_by_key(|&(s, k)| (std::cmp::Reverse(s), k));
         let top: Vec<(i32, u64)> =
-            o.hits[queries.iter().position(|x| x.id == q.id).unwrap()].iter().map(|h| (h.score, h.seq)).collect();
+            hits[queries.iter().position(|x| x.id == q.id).unwrap()].iter().map(|h| (h.score, h.seq)).collect();
         assert_eq!(top, all[..5.min(n)].to_vec());
     }
+    digest
 }
 
 #[test]
 fn every_score_matches_gotoh_on_sim() {
-    check(Backend::SimWith(SimProfile::instant()), 2, 3, Order::LargestFirst, 2000, 3000, &[1, 37, 130], 97);
+    check(
+        Pipeline::Chariot,
+        Backend::SimWith(SimProfile::instant()),
+        2,
+        3,
+        Order::LargestFirst,
+        2000,
+        3000,
+        &[1, 37, 130],
+        97,
+    );
 }
 
 #[test]
 fn long_query_crosses_profile_tiles_on_sim() {
-    check(Backend::SimWith(SimProfile::instant()), 1, 2, Order::Fcfs, 60, 1500, &[1100], 16);
+    check(Pipeline::Chariot, Backend::SimWith(SimProfile::instant()), 1, 2, Order::Fcfs, 60, 1500, &[1100], 16);
+}
+
+#[test]
+fn hand_pipeline_matches_gotoh_and_chariot_on_the_twin() {
+    let sim = || Backend::SimWith(SimProfile::instant());
+    let chariot = check(Pipeline::Chariot, sim(), 1, 2, Order::LargestFirst, 300, 1500, &[1, 37, 130], 29);
+    for (streams, readers) in [(2, 1), (2, 2), (3, 5)] {
+        let hand = check(Pipeline::Hand(readers), sim(), 1, streams, Order::Fcfs, 300, 1500, &[1, 37, 130], 29);
+        assert_eq!(hand, chariot, "S = {streams}, R = {readers}");
+    }
+}
+
+#[test]
+fn hand_pipeline_reports_a_changed_file() {
+    let dir = TempDir::new("hand-changed");
+    let dbp = dir.0.join("db.fa");
+    write_db(&dbp, 300, 100, 3);
+    let m = Matrix::blosum62();
+    let index = DbIndex::build(&dbp, &m, 50).unwrap();
+    std::fs::write(&dbp, ">x\nAC\n").unwrap();
+    let opt = Options {
+        backend: Backend::SimWith(SimProfile::instant()),
+        gpus: 1,
+        streams: 2,
+        order: Order::Fcfs,
+        stage_depth: 1,
+        kernels: 1,
+        slots: 0,
+        top: 3,
+        gaps: Gaps { open: 11, extend: 1 },
+        out: None,
+        progress: false,
+        sim_gcups: 300.0,
+    };
+    let q = [Query { id: "q".into(), codes: vec![0, 1, 2] }];
+    let e = hand::search(&index, &m, &q, &opt, 2).unwrap_err();
+    assert!(e.contains("chunk 0") && e.contains("changed"), "{e}");
 }
 
 #[test]
@@ -168,6 +266,7 @@ fn file_changed_under_the_search_is_an_error_not_a_hang() {
         streams: 2,
         order: Order::LargestFirst,
         stage_depth: 1,
+        kernels: 1,
         slots: 0,
         top: 3,
         gaps: Gaps { open: 11, extend: 1 },
@@ -195,6 +294,20 @@ fn reference_known_values() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_score_matches_gotoh_on_gpu() {
-    check(Backend::Cuda, 1, 4, Order::LargestFirst, 4000, 6000, &[1, 37, 130, 511], 512);
-    check(Backend::Cuda, 1, 2, Order::Fcfs, 200, 3000, &[1100, 2500], 64);
+    check(Pipeline::Chariot, Backend::Cuda, 1, 4, Order::LargestFirst, 4000, 6000, &[1, 37, 130, 511], 512);
+    check(Pipeline::Chariot, Backend::Cuda, 1, 2, Order::Fcfs, 200, 3000, &[1100, 2500], 64);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn hand_pipeline_matches_gotoh_and_chariot_on_gpu() {
+    let qs = [1, 37, 130, 511];
+    let chariot = check(Pipeline::Chariot, Backend::Cuda, 1, 4, Order::LargestFirst, 4000, 6000, &qs, 512);
+    for (streams, readers) in [(2, 1), (2, 2), (4, 4), (3, 2)] {
+        let hand = check(Pipeline::Hand(readers), Backend::Cuda, 1, streams, Order::Fcfs, 4000, 6000, &qs, 512);
+        assert_eq!(hand, chariot, "S = {streams}, R = {readers}");
+    }
+    let long = [1100, 2500];
+    let chariot = check(Pipeline::Chariot, Backend::Cuda, 1, 2, Order::Fcfs, 200, 3000, &long, 64);
+    assert_eq!(check(Pipeline::Hand(2), Backend::Cuda, 1, 2, Order::Fcfs, 200, 3000, &long, 64), chariot);
 }
