@@ -3,15 +3,21 @@
 //! chunk by chunk, so the matrix is bounded by host memory, not by GPU memory.
 //!
 //! * Column phase: task i downloads columns i·x/N.. of all y rows (`download_2d`), runs
-//!   our column-FFT kernel (`kernels/fft_columns.cu`: radix-2, in shared memory) and
-//!   writes the block back (`readback_2d`).
+//!   our column-FFT kernel (`kernels/fft_columns.cu`: a block per tile of adjacent
+//!   columns, so that every warp access reads whole rows of the tile; radix-2 in shared
+//!   memory, one global round trip per pass; cache-streaming loads and stores, because
+//!   ordinary L2 traffic of that size slows the pitched copies that follow it by 68%,
+//!   results/nvidia-h100-x1/SETI.md) and writes the block back (`readback_2d`).
 //! * Row phase: task i takes y/N contiguous rows (`download`); a CPU callback makes or
 //!   finds the cuFFT plan of its GPU and stream slot, a GPU callback runs the batched
 //!   C2C transform on the task's stream, `readback` returns the rows.
 //!
 //! Alongside, in the same run: serial (S = 1, no overlap), the in-core way (upload the
 //! whole matrix, one cuFFT 2-D plan, download) and rustfft on all CPU cores, which is
-//! also the reference every result is checked against.
+//! also the reference every result is checked against. `--diagnose` runs the column
+//! phase alone with other work between its copies (none, a kernel that only waits, a
+//! kernel that only moves data, each column kernel) and after other work (the row
+//! phase), to find what slows it.
 //!
 //! `cargo run --release --example seti -- --help`
 
@@ -30,10 +36,34 @@ use std::time::{Duration, Instant};
 
 type C = Complex32;
 
-/// CUDA C of the column-FFT kernel.
+/// CUDA C of the column-FFT kernels: `fft_columns` (tiled) and `fft_columns_strided`.
 const COLUMN_KERNEL: &str = include_str!("../kernels/fft_columns.cu");
-/// Complex elements of one column the kernel transforms in shared memory (`SMEM`).
+/// Complex values of the tiled kernel's shared tile (`TILE`).
+const TILE: usize = 4096;
+/// log2 of the largest radix a pass of the tiled kernel takes (`LOG_TW`: its twiddle table).
+const LOG_TW: u32 = 11;
+/// Threads per block of the tiled kernel.
+const TILED_THREADS: u32 = 512;
+/// Complex elements of one column the strided kernel transforms in shared memory (`SMEM`).
 const SMEM: usize = 4096;
+
+/// The diagnosis's kernels, put between the copies in place of the FFT. `spin` only
+/// waits: it reads the GPU's nanosecond timer until `ns` have passed and touches no
+/// memory. `touch` reads and rewrites `n` complex values of a buffer the copies never
+/// use (each value + 1), cache-streaming when `streaming` is set, as the FFT would.
+const DIAG_KERNELS: &str = r#"extern "C" __global__ void spin(unsigned long long ns) {
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
+}
+extern "C" __global__ void touch(float2* buf, unsigned long long n, unsigned streaming) {
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        float2 v = streaming ? __ldcs(buf + i) : buf[i];
+        v.x += 1.0f;
+        if (streaming) __stcs(buf + i, v); else buf[i] = v;
+    }
+}"#;
 
 /// Two-phase 2-D FFT of an x × y complex matrix streamed through D GPUs × S streams,
 /// against serial, in-core cuFFT and rustfft on the CPU.
@@ -61,6 +91,11 @@ struct Cli {
     /// Timed repetitions of each configuration after one warm-up; the median is reported.
     #[arg(long, default_value_t = 3)]
     repeat: usize,
+    /// Column kernel of the two-phase runs: tiled (a block per tile of adjacent
+    /// columns), tiled-cs (the same with cache-streaming loads and stores) or strided
+    /// (the first kernel, a block per column).
+    #[arg(long, default_value = "tiled-cs", value_parser = ["tiled", "tiled-cs", "strided"])]
+    kernel: String,
     /// Backend: auto, cuda or sim.
     #[arg(long, default_value = "auto", value_parser = ["auto", "cuda", "sim"])]
     backend: String,
@@ -74,6 +109,24 @@ struct Cli {
     /// copies alone cost in the pipeline).
     #[arg(long)]
     copies_only: bool,
+    /// Diagnosis of the column phase, run alone for each S: its copies with nothing
+    /// between them; with a kernel that waits as long as the strided kernel and touches
+    /// no memory; with a kernel that reads and rewrites a buffer the copies never use
+    /// (2 chunks or 4 MiB, plain or cache-streaming); with each column kernel; and each
+    /// column kernel with no copies (on device-resident data); and the tiled-cs phase
+    /// after the row phase or after the plain touching kernel. Prints the makespan, the
+    /// median command of each stage (each task's copies after other work), and the
+    /// pitches of the 2-D copies.
+    #[arg(long)]
+    diagnose: bool,
+    /// Run the diagnosis alone: no rustfft reference, copy-rate probe, two-phase runs,
+    /// in-core run or checks.
+    #[arg(long)]
+    diagnose_only: bool,
+    /// Timestamp commands on the device (chariot's `device_timing`) in every scheduler of
+    /// the run; it serialises streams, so use it for command times, not makespans.
+    #[arg(long)]
+    device_timing: bool,
     /// CPU threads for rustfft (default: every core).
     #[arg(long)]
     cpu_threads: Option<usize>,
@@ -86,8 +139,8 @@ struct Cli {
 }
 
 // ---------------------------------------------------------------------------------
-// The column FFT: the kernel's algorithm on the CPU (its twin, and the test of its
-// indexing), and its registration.
+// The column FFT: the tiled kernel's algorithm on the CPU (its twin, and the test of
+// its indexing), and the registration of the kernels.
 
 fn bitrev(v: usize, bits: u32) -> usize {
     if bits == 0 {
@@ -97,89 +150,159 @@ fn bitrev(v: usize, bits: u32) -> usize {
     }
 }
 
-/// `a · e^{−iπ j/h}`.
-fn twiddle(a: C, j: usize, h: usize) -> C {
-    let (s, c) = (-std::f64::consts::PI * j as f64 / h as f64).sin_cos();
-    a * C::new(c as f32, s as f32)
+/// `e^{−2πi e/2^log_n}`.
+fn unit_root(e: usize, log_n: u32) -> C {
+    let (s, c) = (-2.0 * std::f64::consts::PI * e as f64 / (1u64 << log_n) as f64).sin_cos();
+    C::new(c as f32, s as f32)
 }
 
-/// The kernel's algorithm on one column `col` (scratch afterwards), written to `out`
-/// (same length): DIF stages in place until pieces of `smem` remain, then each piece
-/// by bit-reversed load and DIT stages.
-fn column_fft(col: &mut [C], out: &mut [C], smem: usize) {
-    let rows = col.len();
-    let log2rows = rows.trailing_zeros();
-    let log_l = log2rows.min(smem.trailing_zeros());
-    let l = 1usize << log_l;
-    let k = log2rows - log_l;
-    let mut h = rows / 2;
-    while h >= l && h > 0 {
-        for t in 0..rows / 2 {
-            let j = t & (h - 1);
-            let base = (t - j) << 1;
-            let (a, b) = (col[base + j], col[base + j + h]);
-            col[base + j] = a + b;
-            col[base + j + h] = twiddle(a - b, j, h);
-        }
-        h /= 2;
+/// log2 of the largest radix of one pass with tiles of 2^log2tile columns (`LMAX`):
+/// the tile holds TILE values, the twiddle table serves radices up to 2^LOG_TW.
+fn log_lmax(log2tile: u32) -> u32 {
+    (TILE.trailing_zeros() - log2tile).min(LOG_TW)
+}
+
+/// log2 of each pass's radix: log2rows split into as few passes of at most log_lmax as
+/// will do, as evenly as possible, the first ones one larger (`pass_log`).
+fn pass_logs(log2rows: u32, log_lmax: u32) -> Vec<u32> {
+    let p = if log2rows == 0 { 1 } else { log2rows.div_ceil(log_lmax) };
+    (0..p).map(|j| log2rows / p + u32::from(j < log2rows % p)).collect()
+}
+
+/// Line λ's digits k_0 (top bits) … k_{p−2} turned around: k_0 + L_0·k_1 + ….
+fn digit_reverse(lam: usize, logs: &[u32]) -> usize {
+    let inner = &logs[..logs.len() - 1];
+    let mut hi: u32 = inner.iter().sum();
+    let (mut rev, mut pos) = (0, 0);
+    for &li in inner {
+        hi -= li;
+        rev |= ((lam >> hi) & ((1 << li) - 1)) << pos;
+        pos += li;
     }
-    let mut s = vec![C::default(); l];
-    for sub in 0..1usize << k {
-        for q in 0..l {
-            s[bitrev(q, log_l)] = col[sub * l + q];
-        }
-        let mut half = 1;
-        while half < l {
-            for t in 0..l / 2 {
-                let j = t & (half - 1);
-                let i0 = ((t - j) << 1) + j;
-                let i1 = i0 + half;
-                let (a, b) = (s[i0], twiddle(s[i1], j, half));
-                s[i0] = a + b;
-                s[i1] = a - b;
+    rev
+}
+
+/// The tiled kernel's algorithm on one column `col` (scratch afterwards), written to
+/// `out` (same length): four-step passes of radix at most 2^log_lmax in place, each an
+/// L-point DFT of every line (bit-reversed load, radix-2 decimation in time) and the
+/// twiddle W_{L·M}^{n2·k1}; the last pass writes to `out` in digit-reversed rows.
+fn column_fft(col: &mut [C], out: &mut [C], log_lmax: u32) {
+    let n = col.len();
+    let log2rows = n.trailing_zeros();
+    let logs = pass_logs(log2rows, log_lmax);
+    let mut s = Vec::new();
+    let mut log_ls = log2rows;
+    for (j, &lg) in logs.iter().enumerate() {
+        let log_m = log_ls - lg;
+        let last = j + 1 == logs.len();
+        for lam in 0..n >> lg {
+            let n2 = lam & ((1 << log_m) - 1);
+            let row = |n1: usize| ((lam >> log_m) << log_ls) + (n1 << log_m) + n2;
+            s.clear();
+            s.resize(1 << lg, C::default());
+            for n1 in 0..1 << lg {
+                s[bitrev(n1, lg)] = col[row(n1)];
             }
-            half *= 2;
+            for lh in 0..lg {
+                let half = 1 << lh;
+                for t in 0..s.len() / 2 {
+                    let jj = t & (half - 1);
+                    let i0 = ((t - jj) << 1) + jj;
+                    let (a, b) = (s[i0], s[i0 + half] * unit_root(jj, lh + 1));
+                    s[i0] = a + b;
+                    s[i0 + half] = a - b;
+                }
+            }
+            for (k1, &v) in s.iter().enumerate() {
+                if last {
+                    out[digit_reverse(lam, &logs) + (k1 << (log2rows - lg))] = v;
+                } else {
+                    col[row(k1)] = v * unit_root(n2 * k1, log_ls);
+                }
+            }
         }
-        let r = bitrev(sub, k);
-        for (m, v) in s.iter().enumerate() {
-            out[r + (m << k)] = *v;
-        }
+        log_ls = log_m;
     }
 }
 
-/// The kernel on the CPU: every column of a `rows × width` row-major block.
-fn columns_twin(input: &[C], out: &mut [C], width: usize, rows: usize, smem: usize) {
+/// The kernel on the CPU: every column of a `rows × width` row-major block, with the
+/// pass radices of tiles of 2^log2tile columns.
+fn columns_twin(input: &[C], out: &mut [C], width: usize, rows: usize, log2tile: u32) {
     let (mut col, mut res) = (vec![C::default(); rows], vec![C::default(); rows]);
     for c in 0..width {
         for r in 0..rows {
             col[r] = input[r * width + c];
         }
-        column_fft(&mut col, &mut res, smem);
+        column_fft(&mut col, &mut res, log_lmax(log2tile));
         for r in 0..rows {
             out[r * width + c] = res[r];
         }
     }
 }
 
-/// Threads per block of the column kernel.
+/// log2 of the columns a block of the tiled kernel takes: enough blocks to fill an H100
+/// (about 128 from 512 columns on), but at least 4 columns (a 32-byte sector of each
+/// row) and at most 16 (a 128-byte line), and never more than the block has.
+fn column_tile(width: usize) -> u32 {
+    (width / 128).clamp(4, 16).min(width).ilog2()
+}
+
+/// Threads per block of the strided kernel.
 fn column_block(rows: usize) -> u32 {
     (rows / 2).clamp(32, 1024) as u32
 }
 
-/// The column kernel: `fft_columns(out, in, width, rows, log2rows)`.
+/// Checks the column kernels' common arguments on the CPU; (width, rows).
+fn column_args(a: &chariot::TwinArgs<'_>) -> Result<(usize, usize), chariot::BoxError> {
+    let (width, rows) = (a.u32(2)? as usize, a.u32(3)? as usize);
+    if !rows.is_power_of_two() || a.u32(4)? != rows.trailing_zeros() {
+        return Err(format!("rows {rows} must be a power of two given with its log2").into());
+    }
+    Ok((width, rows))
+}
+
+/// The tiled column kernel: `fft_columns(out, in, width, rows, log2rows, log2tile,
+/// streaming)`, launched as `width / 2^log2tile` blocks of [`TILED_THREADS`]. The cache
+/// hint changes nothing the twin computes.
 fn column_kernel() -> Kernel {
     Kernel::new("fft_columns", COLUMN_KERNEL)
-        .params([Param::Buffer, Param::Buffer, Param::U32, Param::U32, Param::U32])
+        .params([Param::Buffer, Param::Buffer, Param::U32, Param::U32, Param::U32, Param::U32, Param::U32])
         .cpu_twin(|a| {
-            let (width, rows) = (a.u32(2)? as usize, a.u32(3)? as usize);
-            if !rows.is_power_of_two() || a.u32(4)? != rows.trailing_zeros() {
-                return Err(format!("rows {rows} must be a power of two given with its log2").into());
+            let (width, rows) = column_args(a)?;
+            let log2tile = a.u32(5)?;
+            if log2tile >= TILE.trailing_zeros() || width % (1 << log2tile) != 0 {
+                return Err(
+                    format!("a tile of 2^{log2tile} columns does not divide {width} columns or fill the tile").into()
+                );
             }
             let (input, out) = a.in_out::<C, C>(1, 0)?;
             if width * rows > input.len().min(out.len()) {
                 return Err("the block exceeds the buffers".into());
             }
-            columns_twin(input, out, width, rows, SMEM);
+            columns_twin(input, out, width, rows, log2tile);
+            Ok(())
+        })
+        // Modeled: each pass reads and writes the block at 2 TB/s.
+        .sim_cost(|_, s| {
+            let (w, rows, lt) = (s.u32(2).unwrap_or(0) as f64, s.u32(3).unwrap_or(1), s.u32(5).unwrap_or(0));
+            let passes = pass_logs(rows.max(1).trailing_zeros(), log_lmax(lt.min(TILE.trailing_zeros() - 1))).len();
+            Duration::from_secs_f64(passes as f64 * 2.0 * 8.0 * w * rows as f64 / 2e12)
+        })
+}
+
+/// The strided column kernel (the first one, one block a column), kept for the
+/// diagnosis: `fft_columns_strided(out, in, width, rows, log2rows)`. Its twin is the
+/// tiled kernel's: the same transform.
+fn strided_kernel() -> Kernel {
+    Kernel::new("fft_columns_strided", COLUMN_KERNEL)
+        .params([Param::Buffer, Param::Buffer, Param::U32, Param::U32, Param::U32])
+        .cpu_twin(|a| {
+            let (width, rows) = column_args(a)?;
+            let (input, out) = a.in_out::<C, C>(1, 0)?;
+            if width * rows > input.len().min(out.len()) {
+                return Err("the block exceeds the buffers".into());
+            }
+            columns_twin(input, out, width, rows, 0);
             Ok(())
         })
         // Modeled: each global DIF stage and the shared pass read and write the block
@@ -189,6 +312,30 @@ fn column_kernel() -> Kernel {
             let passes = 1 + (rows / SMEM).max(1).trailing_zeros() as usize;
             Duration::from_secs_f64(passes as f64 * 2.0 * 8.0 * w * rows as f64 / 2e12)
         })
+}
+
+/// The waiting kernel: `spin(ns)`, one block; on sim it does nothing for `ns`.
+fn spin_kernel() -> Kernel {
+    Kernel::new("spin", DIAG_KERNELS)
+        .params([Param::U64])
+        .cpu_twin(|_| Ok(()))
+        .sim_cost(|_, s| Duration::from_nanos(s.u64(0).unwrap_or(0)))
+}
+
+/// The touching kernel: `touch(buf, n, streaming)` adds 1 to the real part of the first
+/// `n` values of `buf`.
+fn touch_kernel() -> Kernel {
+    Kernel::new("touch", DIAG_KERNELS)
+        .params([Param::Buffer, Param::U64, Param::U32])
+        .cpu_twin(|a| {
+            let n = usize::try_from(a.u64(1)?)?;
+            let buf = a.buffer_mut::<C>(0)?;
+            let part = buf.get_mut(..n).ok_or("n exceeds the buffer")?;
+            part.iter_mut().for_each(|v| v.re += 1.0);
+            Ok(())
+        })
+        // Modeled: one read and one write of each value at 2 TB/s.
+        .sim_cost(|_, s| Duration::from_secs_f64(16.0 * s.u64(1).unwrap_or(0) as f64 / 2e12))
 }
 
 // ---------------------------------------------------------------------------------
@@ -326,6 +473,79 @@ fn check(result: &[C], reference: &[C], x: usize, y: usize, threads: usize) -> R
 // ---------------------------------------------------------------------------------
 // The two phases.
 
+/// Which column kernel a column phase runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ColumnKernel {
+    /// `fft_columns`: a block per tile of adjacent columns.
+    Tiled,
+    /// `fft_columns` with cache-streaming loads and stores.
+    TiledStreaming,
+    /// `fft_columns_strided`: a block per column (the first kernel).
+    Strided,
+}
+
+impl ColumnKernel {
+    /// The kernel `--kernel` names.
+    fn from_name(name: &str) -> Result<Self, String> {
+        match name {
+            "tiled" => Ok(ColumnKernel::Tiled),
+            "tiled-cs" => Ok(ColumnKernel::TiledStreaming),
+            "strided" => Ok(ColumnKernel::Strided),
+            other => Err(format!("--kernel {other}: not tiled, tiled-cs or strided")),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            ColumnKernel::Tiled => "tiled",
+            ColumnKernel::TiledStreaming => "tiled-cs",
+            ColumnKernel::Strided => "strided",
+        }
+    }
+}
+
+/// What the column phase runs between its copies; the diagnosis varies it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ColumnWork {
+    /// The column FFT with this kernel (the example's phase).
+    Fft(ColumnKernel),
+    /// No kernel: the readback returns what was downloaded. With it the row phase runs
+    /// its copies only too.
+    CopiesOnly,
+    /// The waiting kernel for this many ns, then the readback of what was downloaded.
+    Spin(u64),
+    /// The touching kernel on this many values of a buffer the copies never use
+    /// (cache-streaming or not), then the readback of what was downloaded.
+    Touch { values: usize, streaming: bool },
+    /// The kernel alone, on what the device buffers hold: no copies.
+    KernelOnly(ColumnKernel),
+}
+
+impl ColumnWork {
+    /// The name in the diagnosis table and the CSV's `way` (after `diag_`).
+    fn name(self) -> String {
+        match self {
+            ColumnWork::Fft(k) => format!("copies+{}", k.name()),
+            ColumnWork::CopiesOnly => "copies".into(),
+            ColumnWork::Spin(_) => "copies+spin".into(),
+            ColumnWork::Touch { values, streaming } => {
+                format!("copies+touch{}{}", size_name(values), if streaming { "-cs" } else { "" })
+            }
+            ColumnWork::KernelOnly(k) => format!("{}_alone", k.name()),
+        }
+    }
+}
+
+/// `values` complex values in MiB (`64M`) or, under 1 MiB, KiB (`8K`).
+fn size_name(values: usize) -> String {
+    let bytes = values * std::mem::size_of::<C>();
+    if bytes >= 1 << 20 {
+        format!("{}M", bytes >> 20)
+    } else {
+        format!("{}K", bytes >> 10)
+    }
+}
+
 /// What one scheduler needs for the two-phase FFT.
 ///
 /// Fields drop in order: the buffers and plans before the scheduler, whose shutdown
@@ -333,23 +553,36 @@ fn check(result: &[C], reference: &[C], x: usize, y: usize, threads: usize) -> R
 struct Pipeline {
     d_in: DeviceBuffer<C>,
     d_out: DeviceBuffer<C>,
+    /// The touching kernel's buffer (the diagnosis allocates it).
+    d_touch: Option<DeviceBuffer<C>>,
     plans: Arc<FftPlans>,
-    kernel: KernelHandle,
+    tiled: KernelHandle,
+    strided: KernelHandle,
+    spin: KernelHandle,
+    touch: KernelHandle,
     sched: Scheduler,
-    /// Diagnosis: the same copies with no FFT (readbacks return what was downloaded).
-    copies_only: bool,
+    /// What the column phase runs (the FFT with the tiled kernel unless changed).
+    work: ColumnWork,
 }
 
 fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
+/// The shape of column task `i`'s 2-D copies: columns i·w.. of all y rows, packed w wide
+/// on the device.
+fn column_copy(i: usize, w: usize, x: usize, y: usize) -> Copy2d {
+    Copy2d { host_offset: i * w, host_pitch: x, dev_offset: 0, dev_pitch: w, width: w, height: y }
+}
+
 impl Pipeline {
+    #[allow(clippy::too_many_arguments)]
     fn new(
         backend: &Backend,
         gpus: usize,
         streams: usize,
         depth: usize,
+        device_timing: bool,
         x: usize,
         y: usize,
         n: usize,
@@ -359,18 +592,59 @@ impl Pipeline {
             .gpus(gpus)
             .streams(streams)
             .stage_depth(depth)
+            .device_timing(device_timing)
             .order(Order::Fcfs)
             .build()
             .map_err(err)?;
         let chunk = x * y / n;
-        let kernel = sched.register_kernel(column_kernel()).map_err(err)?;
+        let tiled = sched.register_kernel(column_kernel()).map_err(err)?;
+        let strided = sched.register_kernel(strided_kernel()).map_err(err)?;
+        let spin = sched.register_kernel(spin_kernel()).map_err(err)?;
+        let touch = sched.register_kernel(touch_kernel()).map_err(err)?;
         let plans = FftPlans::new(&sched).map_err(err)?;
         let d_in = sched.alloc::<C>(chunk).map_err(err)?;
         let d_out = sched.alloc::<C>(chunk).map_err(err)?;
-        Ok(Pipeline { d_in, d_out, plans, kernel, sched, copies_only: false })
+        Ok(Pipeline {
+            d_in,
+            d_out,
+            d_touch: None,
+            plans,
+            tiled,
+            strided,
+            spin,
+            touch,
+            sched,
+            work: ColumnWork::Fft(ColumnKernel::TiledStreaming),
+        })
     }
 
-    /// The column phase: `input` → `work`, column FFTs.
+    /// Adds the launch of column kernel `k` on the `y` rows of `w` columns of `d_in` to `t`.
+    fn launch_columns<'a>(
+        &self,
+        t: chariot::TaskBuilder<'a>,
+        k: ColumnKernel,
+        w: usize,
+        y: usize,
+    ) -> chariot::TaskBuilder<'a> {
+        let mut args = vec![
+            Arg::buffer(&self.d_out),
+            Arg::buffer(&self.d_in),
+            Arg::u32(w as u32),
+            Arg::u32(y as u32),
+            Arg::u32(y.trailing_zeros()),
+        ];
+        match k {
+            ColumnKernel::Tiled | ColumnKernel::TiledStreaming => {
+                let lt = column_tile(w);
+                args.push(Arg::u32(lt));
+                args.push(Arg::u32(u32::from(k == ColumnKernel::TiledStreaming)));
+                t.launch(&self.tiled, (w >> lt) as u32, TILED_THREADS, 0, &args)
+            }
+            ColumnKernel::Strided => t.launch(&self.strided, w as u32, column_block(y), 0, &args),
+        }
+    }
+
+    /// The column phase: `input` → `work`, column FFTs (or what `self.work` says).
     fn columns(
         &self,
         input: &HostBuffer<C>,
@@ -381,19 +655,25 @@ impl Pipeline {
     ) -> Result<Report, String> {
         let w = x / n;
         for i in 0..n {
-            let shape = Copy2d { host_offset: i * w, host_pitch: x, dev_offset: 0, dev_pitch: w, width: w, height: y };
-            let args = [
-                Arg::buffer(&self.d_out),
-                Arg::buffer(&self.d_in),
-                Arg::u32(w as u32),
-                Arg::u32(y as u32),
-                Arg::u32(y.trailing_zeros()),
-            ];
-            let t = self.sched.task(i as u64, (w * y) as u64).download_2d(&self.d_in, input, shape);
-            let t = if self.copies_only {
-                t.readback_2d(work, &self.d_in, shape)
-            } else {
-                t.launch(&self.kernel, w as u32, column_block(y), 0, &args).readback_2d(work, &self.d_out, shape)
+            let shape = column_copy(i, w, x, y);
+            let t = self.sched.task(i as u64, (w * y) as u64);
+            let t = match self.work {
+                ColumnWork::Fft(k) => self
+                    .launch_columns(t.download_2d(&self.d_in, input, shape), k, w, y)
+                    .readback_2d(work, &self.d_out, shape),
+                ColumnWork::CopiesOnly => t.download_2d(&self.d_in, input, shape).readback_2d(work, &self.d_in, shape),
+                ColumnWork::Spin(ns) => t
+                    .download_2d(&self.d_in, input, shape)
+                    .launch(&self.spin, 1, 32, 0, &[Arg::u64(ns)])
+                    .readback_2d(work, &self.d_in, shape),
+                ColumnWork::Touch { values, streaming } => {
+                    let d = self.d_touch.as_ref().ok_or("the touching kernel has no buffer")?;
+                    let args = [Arg::buffer(d), Arg::u64(values as u64), Arg::u32(u32::from(streaming))];
+                    t.download_2d(&self.d_in, input, shape)
+                        .launch(&self.touch, 264, 1024, 0, &args)
+                        .readback_2d(work, &self.d_in, shape)
+                }
+                ColumnWork::KernelOnly(k) => self.launch_columns(t, k, w, y),
             };
             t.submit().map_err(err)?;
         }
@@ -408,7 +688,7 @@ impl Pipeline {
             let r = i * h * x..(i + 1) * h * x;
             let (p1, p2, d) = (self.plans.clone(), self.plans.clone(), self.d_in.clone());
             let t = self.sched.task((n + i) as u64, (h * x) as u64);
-            let t = if self.copies_only {
+            let t = if self.work == ColumnWork::CopiesOnly {
                 t.download(&self.d_in, 0, work, r.clone())
             } else {
                 t.callback(Resource::Cpu, move |info| p1.prepare(info, shape))
@@ -472,9 +752,7 @@ fn probe_rates(
             if kind != 1 {
                 let t = p.sched.task(t_up, 1);
                 let t = if columns {
-                    let s =
-                        Copy2d { host_offset: i * w, host_pitch: x, dev_offset: 0, dev_pitch: w, width: w, height: y };
-                    t.download_2d(&p.d_in, input, s)
+                    t.download_2d(&p.d_in, input, column_copy(i, w, x, y))
                 } else {
                     t.download(&p.d_in, 0, input, i * chunk..(i + 1) * chunk)
                 };
@@ -483,9 +761,7 @@ fn probe_rates(
             if kind != 0 {
                 let t = p.sched.task(t_down, 1);
                 let t = if columns {
-                    let s =
-                        Copy2d { host_offset: i * w, host_pitch: x, dev_offset: 0, dev_pitch: w, width: w, height: y };
-                    t.readback_2d(work, &p.d_out, s)
+                    t.readback_2d(work, &p.d_out, column_copy(i, w, x, y))
                 } else {
                     t.readback(work, i * chunk..(i + 1) * chunk, &p.d_out, 0)
                 };
@@ -506,6 +782,190 @@ fn probe_rates(
     };
     makespan(2, short)?; // warm-up
     Ok(LinkRates { up: bytes / slope(0)?, down: bytes / slope(1)?, both: 2.0 * bytes / slope(2)? })
+}
+
+/// The median of `repeat` runs of the column phase after a warm-up, by makespan.
+fn median_columns(
+    p: &Pipeline,
+    input: &HostBuffer<C>,
+    work: &HostBuffer<C>,
+    cli: &Cli,
+    before: Before,
+) -> Result<Report, String> {
+    let mut runs = Vec::new();
+    for i in 0..=cli.repeat {
+        match before {
+            Before::Nothing => {}
+            Before::Rows => {
+                p.rows(work, cli.x, cli.y, cli.tasks)?;
+            }
+            Before::Touch(values) => {
+                let d = p.d_touch.as_ref().ok_or("the touching kernel has no buffer")?;
+                let args = [Arg::buffer(d), Arg::u64(values as u64), Arg::u32(0)];
+                p.sched.task(u64::MAX, 1).launch(&p.touch, 264, 1024, 0, &args).submit().map_err(err)?;
+                p.sched.synchronize().map_err(err)?;
+            }
+        }
+        let r = p.columns(input, work, cli.x, cli.y, cli.tasks)?;
+        if i > 0 {
+            runs.push(r);
+        }
+    }
+    runs.sort_by_key(|r| r.makespan_ns);
+    Ok(runs.swap_remove(runs.len() / 2))
+}
+
+/// What the diagnosis runs before each column phase it measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Before {
+    Nothing,
+    /// The row phase (cuFFT), as in the two-phase runs.
+    Rows,
+    /// The touching kernel, plain, on this many values of its buffer.
+    Touch(usize),
+}
+
+impl Before {
+    /// The suffix of the column work's name.
+    fn suffix(self) -> String {
+        match self {
+            Before::Nothing => String::new(),
+            Before::Rows => "_after_rows".into(),
+            Before::Touch(values) => format!("_after_touch{}", size_name(values)),
+        }
+    }
+}
+
+/// The duration of each command of `stage` in task order, ms, for a log line.
+fn stage_list(r: &Report, stage: Stage) -> String {
+    let mut v: Vec<(u64, u64)> =
+        r.records.iter().filter(|c| c.stage == stage).map(|c| (c.task.0, c.duration_ns())).collect();
+    v.sort_unstable();
+    v.iter().map(|&(_, d)| format!("{:.2}", ms(d))).collect::<Vec<_>>().join(" ")
+}
+
+/// Median duration of one command of `stage`, ns (0 when there is none).
+fn stage_median(r: &Report, stage: Stage) -> u64 {
+    median(r.records.iter().filter(|c| c.stage == stage).map(|c| c.duration_ns()).collect())
+}
+
+/// The diagnosis of the column phase (`--diagnose`): for each S, the phase alone with
+/// each [`ColumnWork`]; prints the makespan and the median and total command time of
+/// each stage, against the phase's bound `col_bound_ns` where known. Returns CSV rows.
+fn diagnose(
+    cli: &Cli,
+    backend: &Backend,
+    input: &HostBuffer<C>,
+    work: &HostBuffer<C>,
+    streams: &[usize],
+    base: &dyn Fn(usize, &str) -> String,
+    col_bound_ns: Option<u64>,
+) -> Result<Vec<String>, String> {
+    let (x, y, n) = (cli.x, cli.y, cli.tasks);
+    let (w, size) = (x / n, std::mem::size_of::<C>());
+    let of512 = |b: usize| if b % 512 == 0 { "a multiple of 512" } else { "not a multiple of 512" };
+    println!(
+        "\ndiagnosis of the column phase, run alone (depth {}{}): each 2-D copy moves {y} rows of {} B; host pitch {} B ({}), device pitch {} B ({}); task i starts at host byte i·{} ({}) and device byte 0",
+        cli.depth,
+        if cli.device_timing { ", device timing" } else { "" },
+        w * size,
+        x * size,
+        of512(x * size),
+        w * size,
+        of512(w * size),
+        w * size,
+        of512(w * size),
+    );
+    println!(
+        "tiled kernel: {} blocks of {TILED_THREADS} threads, {} columns each, passes of radix 2^{:?}; strided kernel: {w} blocks of {} threads",
+        w >> column_tile(w),
+        1 << column_tile(w),
+        pass_logs(y.trailing_zeros(), log_lmax(column_tile(w))),
+        column_block(y)
+    );
+    if let Some(b) = col_bound_ns {
+        println!("hardware-aware bound of the column phase (with the tiled kernel's serial time): {:.3} ms", ms(b));
+    }
+    println!(
+        "{:>3} {:>31} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "S", "column work", "T ms", "down ms", "kernel ms", "read ms", "Σ down", "Σ kernel", "Σ read"
+    );
+    let mut rows = Vec::new();
+    // The waiting kernel waits as long as the strided kernel takes alone (S = 1 comes first).
+    let mut spin_ns = 0;
+    for &s in streams {
+        let mut p = Pipeline::new(backend, cli.gpus, s, cli.depth, cli.device_timing, x, y, n)?;
+        let chunk = x * y / n;
+        p.d_touch = Some(p.sched.alloc::<C>(2 * chunk).map_err(err)?);
+        // Fills every stream slot's device buffers, so the kernels alone work on data.
+        p.work = ColumnWork::CopiesOnly;
+        p.columns(input, work, x, y, n)?;
+        let kernels = [ColumnKernel::Strided, ColumnKernel::Tiled, ColumnKernel::TiledStreaming];
+        let small = chunk.min(1 << 19);
+        let works = kernels
+            .map(ColumnWork::KernelOnly)
+            .into_iter()
+            .chain([
+                ColumnWork::CopiesOnly,
+                ColumnWork::Spin(0),
+                ColumnWork::Touch { values: 2 * chunk, streaming: false },
+                ColumnWork::Touch { values: 2 * chunk, streaming: true },
+                ColumnWork::Touch { values: small, streaming: false },
+            ])
+            .chain(kernels.map(ColumnWork::Fft))
+            .map(|w| (w, Before::Nothing))
+            .chain([
+                // The two-phase runs' column phase follows the row phase; then after a
+                // plain kernel that moves as much data, with the copies only.
+                (ColumnWork::Fft(ColumnKernel::TiledStreaming), Before::Rows),
+                (ColumnWork::Fft(ColumnKernel::TiledStreaming), Before::Touch(2 * chunk)),
+                (ColumnWork::CopiesOnly, Before::Touch(2 * chunk)),
+            ]);
+        for (mut what, before) in works {
+            if let ColumnWork::Spin(_) = what {
+                what = ColumnWork::Spin(spin_ns);
+            }
+            p.work = what;
+            let r = median_columns(&p, input, work, cli, before)?;
+            let name = format!("{}{}", what.name(), before.suffix());
+            if what == ColumnWork::KernelOnly(ColumnKernel::Strided) && spin_ns == 0 {
+                spin_ns = stage_median(&r, Stage::Kernel);
+            }
+            let stages = [Stage::Download, Stage::Kernel, Stage::Readback];
+            let med = stages.map(|st| ms(stage_median(&r, st)));
+            let sum = stages.map(|st| ms(stage_sum(&r, st)));
+            println!(
+                "{s:>3} {:>31} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
+                name,
+                r.makespan_ms(),
+                med[0],
+                med[1],
+                med[2],
+                sum[0],
+                sum[1],
+                sum[2]
+            );
+            rows.push(format!(
+                "{},{:.4},{:.4},,,,,,,,{:.4},{:.4},{:.4},,,,,,,,,",
+                base(s, &format!("diag_{name}")),
+                r.makespan_ms(),
+                r.makespan_ms(),
+                sum[0],
+                sum[1],
+                sum[2]
+            ));
+            if before != Before::Nothing {
+                println!("{:>35} each task's download, ms: {}", "", stage_list(&r, Stage::Download));
+                println!("{:>35} each task's readback, ms: {}", "", stage_list(&r, Stage::Readback));
+            }
+        }
+    }
+    if spin_ns > 0 {
+        println!("copies+spin: a kernel of one block that waits {:.3} ms (the strided kernel's median alone, S = 1) and touches no memory", ms(spin_ns));
+    }
+    println!("copies+touch<size>[-cs]: a kernel that reads and rewrites that much of a buffer the copies never use (-cs: cache-streaming)");
+    println!("_after_rows, _after_touch<size>: the row phase (cuFFT) or the plain touching kernel runs before each column phase");
+    Ok(rows)
 }
 
 /// The in-core way: upload the whole matrix, one 2-D transform, download. Returns its
@@ -572,6 +1032,7 @@ fn validate(cli: &Cli) -> Result<(), String> {
     if (cli.x * cli.y / cli.tasks) > i32::MAX as usize || cli.y > u32::MAX as usize {
         return Err("a chunk must stay under 2^31 elements (cuFFT's 32-bit plans)".into());
     }
+    ColumnKernel::from_name(&cli.kernel)?;
     if cli.streams.is_empty() || cli.streams.contains(&0) || cli.gpus == 0 || cli.depth == 0 || cli.repeat == 0 {
         return Err("--streams, --gpus, --depth and --repeat must be positive".into());
     }
@@ -580,7 +1041,15 @@ fn validate(cli: &Cli) -> Result<(), String> {
 
 /// Outcome of a whole run, also used by the tests.
 struct Outcome {
+    /// CSV rows, each with every column of [`CSV_HEADER`].
     rows: Vec<String>,
+}
+
+impl Outcome {
+    /// The rows with the last column: the column kernel of the two-phase runs.
+    fn with_kernel(rows: Vec<String>, kernel: &str) -> Self {
+        Outcome { rows: rows.into_iter().map(|r| format!("{r},{kernel}")).collect() }
+    }
 }
 
 fn real_main(cli: Cli) -> Result<(), String> {
@@ -601,12 +1070,13 @@ fn real_main(cli: Cli) -> Result<(), String> {
     Ok(())
 }
 
-const CSV_HEADER: &str = "backend,device,x,y,tasks,gpus,streams,depth,way,t_ms,t_col_ms,t_row_ms,wall_ms,speedup_vs_serial,hw_bound_ms,eps_hw,paper_tlb_ms,eps_paper,col_download_ms,col_kernel_ms,col_readback_ms,row_download_ms,row_kernel_ms,row_readback_ms,rel_l2_error,device_buffers_mib,gpu_mem_in_use_mib,cpu_threads,hw1_bound_ms,eps_hw1";
+const CSV_HEADER: &str = "backend,device,x,y,tasks,gpus,streams,depth,way,t_ms,t_col_ms,t_row_ms,wall_ms,speedup_vs_serial,hw_bound_ms,eps_hw,paper_tlb_ms,eps_paper,col_download_ms,col_kernel_ms,col_readback_ms,row_download_ms,row_kernel_ms,row_readback_ms,rel_l2_error,device_buffers_mib,gpu_mem_in_use_mib,cpu_threads,hw1_bound_ms,eps_hw1,column_kernel";
 
 fn run_all(cli: &Cli) -> Result<Outcome, String> {
     validate(cli)?;
     let (x, y, n) = (cli.x, cli.y, cli.tasks);
     let threads = cli.cpu_threads.unwrap_or_else(threads_default).max(1);
+    let kernel = ColumnKernel::from_name(&cli.kernel)?;
     let backend = Backend::from_name(&cli.backend, SimProfile::h100().with_time_scale(cli.sim_scale))
         .map_err(|e| e.to_string())?;
     let mut streams: Vec<usize> = cli.streams.clone();
@@ -621,24 +1091,17 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
     let device = owner.gpu_info()[0].name.clone();
     let bytes = x * y * 8;
     println!(
-        "seti: {x} × {y} complex f32 ({:.1} MiB), N = {n} tasks per phase, D = {}, backend {} ({device}), {threads} CPU threads",
+        "seti: {x} × {y} complex f32 ({:.1} MiB), N = {n} tasks per phase, D = {}, backend {} ({device}), {threads} CPU threads, column kernel {}",
         bytes as f64 / 1048576.0,
         cli.gpus,
-        owner.backend_name()
+        owner.backend_name(),
+        kernel.name()
     );
     let t0 = Instant::now();
     let mut input = owner.alloc_host::<C>(x * y).map_err(err)?;
     let mut work = owner.alloc_host::<C>(x * y).map_err(err)?;
     fill_signal(&mut input.write(), x, y, cli.seed, threads);
     println!("pinned host buffers allocated and filled in {:.2} s", t0.elapsed().as_secs_f64());
-
-    // (c) rustfft on every core: also the reference.
-    let mut reference: Vec<C> = input.read().to_vec();
-    let t0 = Instant::now();
-    cpu_forward_2d(&mut reference, y, x, threads);
-    let t_cpu = t0.elapsed().as_nanos() as u64;
-    check_peaks(&reference, x, y).map_err(|e| format!("the CPU reference itself: {e}"))?;
-    println!("rustfft 2-D on {threads} threads: {:.1} ms (the reference; its peaks check)", ms(t_cpu));
 
     let chunk_bytes = x * y / n * 8;
     let mut rows = Vec::new();
@@ -651,11 +1114,24 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
             cli.depth
         )
     };
+    if cli.diagnose_only {
+        rows.extend(diagnose(cli, &backend, &input, &work, &streams, &base, None)?);
+        return Ok(Outcome::with_kernel(rows, &cli.kernel));
+    }
+
+    // (c) rustfft on every core: also the reference.
+    let mut reference: Vec<C> = input.read().to_vec();
+    let t0 = Instant::now();
+    cpu_forward_2d(&mut reference, y, x, threads);
+    let t_cpu = t0.elapsed().as_nanos() as u64;
+    check_peaks(&reference, x, y).map_err(|e| format!("the CPU reference itself: {e}"))?;
+    println!("rustfft 2-D on {threads} threads: {:.1} ms (the reference; its peaks check)", ms(t_cpu));
+
     rows.push(format!("{},{:.4},,,{:.4},,,,,,,,,,,,,,,{threads},,", base(0, "cpu_rustfft"), ms(t_cpu), ms(t_cpu)));
 
     // Copy rates for the hardware-aware bound, per phase (one GPU).
     let (rates_col, rates_row) = {
-        let p = Pipeline::new(&backend, 1, 4, 2, x, y, n)?;
+        let p = Pipeline::new(&backend, 1, 4, 2, false, x, y, n)?;
         (probe_rates(&p, &input, &work, x, y, n, true)?, probe_rates(&p, &input, &work, x, y, n, false)?)
     };
     println!(
@@ -668,6 +1144,8 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
     // The same bound at the rates of one copy at a time (the serial run's median copy
     // times; both directions together at most the probe's both-ways rate).
     let mut bound1: Option<(HardwareBound, HardwareBound)> = None;
+    // Each phase against its own bound, per S (one GPU).
+    let mut phases: Vec<String> = Vec::new();
     println!();
     println!(
         "{:>3} {:>10} {:>10} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8} {:>11} {:>10}",
@@ -687,7 +1165,8 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
         "GPU MiB"
     );
     for &s in &streams {
-        let p = Pipeline::new(&backend, cli.gpus, s, cli.depth, x, y, n)?;
+        let mut p = Pipeline::new(&backend, cli.gpus, s, cli.depth, cli.device_timing, x, y, n)?;
+        p.work = ColumnWork::Fft(kernel);
         let mut runs = Vec::new();
         for i in 0..=cli.repeat {
             let r = p.run(&input, &work, x, y, n)?;
@@ -741,6 +1220,19 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
             }
             _ => (String::new(), None),
         };
+        if let (Some((bc, br)), 1) = (&bound, cli.gpus) {
+            let eps = |t: u64, b: u64| 100.0 * (t as f64 / b.max(1) as f64 - 1.0);
+            let (tc, tr) = (run.col.makespan_ns, run.row.makespan_ns);
+            phases.push(format!(
+                "  S = {s}: column phase {:.3} ms against {:.3} (eps_hw {:.1}%), row phase {:.3} ms against {:.3} (eps_hw {:.1}%)",
+                ms(tc),
+                ms(bc.t_ns),
+                eps(tc, bc.t_ns),
+                ms(tr),
+                ms(br.t_ns),
+                eps(tr, br.t_ns)
+            ));
+        }
         let tlb = run.col.lower_bound.t_lb_ns + run.row.lower_bound.t_lb_ns;
         let eps_lb = t as f64 / tlb.max(1) as f64 - 1.0;
         let dev_mib = (2 * cli.gpus * s * chunk_bytes) as f64 / 1048576.0;
@@ -761,6 +1253,10 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
             dev_mib,
             gpu_mib
         );
+        if cli.diagnose {
+            println!("{:>8} column phase, each task's download, ms: {}", "", stage_list(&run.col, Stage::Download));
+            println!("{:>8} column phase, each task's readback, ms: {}", "", stage_list(&run.col, Stage::Readback));
+        }
         let sums = [
             stage_sum(&run.col, Stage::Download),
             stage_sum(&run.col, Stage::Kernel),
@@ -832,11 +1328,18 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
         }
     }
 
+    if !phases.is_empty() {
+        println!("each phase against its hardware-aware bound:");
+        for l in &phases {
+            println!("{l}");
+        }
+    }
+
     if cli.copies_only {
         println!("\ncopies only (no FFT; the result must equal the input):");
         for &s in &streams {
-            let mut p = Pipeline::new(&backend, cli.gpus, s, cli.depth, x, y, n)?;
-            p.copies_only = true;
+            let mut p = Pipeline::new(&backend, cli.gpus, s, cli.depth, cli.device_timing, x, y, n)?;
+            p.work = ColumnWork::CopiesOnly;
             let mut runs = Vec::new();
             for i in 0..=cli.repeat {
                 let r = p.run(&input, &work, x, y, n)?;
@@ -864,6 +1367,11 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
                 ms(run.wall_ns)
             ));
         }
+    }
+
+    if cli.diagnose {
+        let col_bound = bound.as_ref().filter(|_| cli.gpus == 1).map(|(bc, _)| bc.t_ns);
+        rows.extend(diagnose(cli, &backend, &input, &work, &streams, &base, col_bound)?);
     }
 
     // (b) the in-core way, where the GPU holds the matrix.
@@ -901,7 +1409,7 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
         "all results match rustfft within {:.2e} (relative L2) and show the tones at their bins",
         error_bound(x, y)
     );
-    Ok(Outcome { rows })
+    Ok(Outcome::with_kernel(rows, &cli.kernel))
 }
 
 #[cfg(test)]
@@ -917,17 +1425,57 @@ mod test {
     }
 
     #[test]
-    fn column_algorithm_matches_rustfft_with_global_stages() {
-        // smem smaller than the column forces the global DIF stages.
+    fn column_algorithm_matches_rustfft_in_one_pass_and_many() {
+        // A small largest radix forces several passes: (rows, log2 of the largest radix).
         let mut planner = rustfft::FftPlanner::<f32>::new();
-        for (rows, smem) in [(1, 4096), (2, 4096), (64, 4096), (64, 8), (256, 16), (1024, 2)] {
+        for (rows, log_lmax) in
+            [(1, 11), (2, 11), (64, 11), (64, 3), (256, 2), (1024, 1), (512, 4), (8192, 10), (32768, 8), (2048, 11)]
+        {
             let col: Vec<C> = (0..rows).map(|i| C::new((i as f32 * 0.37).sin(), (i as f32 * 1.3).cos())).collect();
             let mut expect = col.clone();
             planner.plan_fft_forward(rows).process(&mut expect);
-            let (mut scratch, mut out) = (col.clone(), vec![C::default(); rows]);
-            column_fft(&mut scratch, &mut out, smem);
+            let (mut scratch, mut out) = (col.clone(), vec![C::new(f32::NAN, 0.0); rows]);
+            column_fft(&mut scratch, &mut out, log_lmax);
             let e = rel_l2(&out, &expect, 1);
-            assert!(e < 1e-5, "rows {rows}, smem {smem}: relative error {e:.2e}");
+            assert!(e < 1e-5, "rows {rows}, largest radix 2^{log_lmax}: relative error {e:.2e}");
+        }
+    }
+
+    #[test]
+    fn passes_split_the_column_evenly_and_digits_turn_around() {
+        assert_eq!(pass_logs(0, 10), [0]);
+        assert_eq!(pass_logs(10, 10), [10]);
+        assert_eq!(pass_logs(13, 10), [7, 6]);
+        assert_eq!(pass_logs(15, 8), [8, 7]);
+        assert_eq!(pass_logs(21, 10), [7, 7, 7]);
+        assert_eq!(pass_logs(22, 10), [8, 7, 7]);
+        // λ = k0·2 + k1 with k0 of 2 bits, k1 of 1 (the last pass's 3 bits are not λ's).
+        assert_eq!(digit_reverse((2 << 1) | 1, &[2, 1, 3]), 2 + 4);
+        assert_eq!(digit_reverse(1 << 1, &[2, 1, 3]), 1);
+        assert_eq!(digit_reverse(0, &[5]), 0);
+        // Shared memory holds TILE values: the radix shrinks as the tile widens.
+        assert_eq!((log_lmax(0), log_lmax(2), log_lmax(4)), (11, 10, 8));
+        for (width, log2tile) in [(1, 0), (2, 1), (4, 2), (64, 2), (512, 2), (1024, 3), (2048, 4), (8192, 4)] {
+            assert_eq!(column_tile(width), log2tile, "width {width}");
+        }
+    }
+
+    #[test]
+    fn twin_transforms_every_column_of_a_block() {
+        let mut planner = rustfft::FftPlanner::<f32>::new();
+        let (width, rows) = (8, 2048);
+        let input: Vec<C> =
+            (0..width * rows).map(|i| C::new((i as f32 * 0.11).cos(), (i as f32 * 0.7).sin())).collect();
+        for log2tile in [0, 3] {
+            let mut out = vec![C::default(); width * rows];
+            columns_twin(&input, &mut out, width, rows, log2tile);
+            for c in 0..width {
+                let mut expect: Vec<C> = (0..rows).map(|r| input[r * width + c]).collect();
+                planner.plan_fft_forward(rows).process(&mut expect);
+                let got: Vec<C> = (0..rows).map(|r| out[r * width + c]).collect();
+                let e = rel_l2(&got, &expect, 1);
+                assert!(e < 1e-5, "column {c}, tile 2^{log2tile}: relative error {e:.2e}");
+            }
         }
     }
 
@@ -947,7 +1495,7 @@ mod test {
         let mut input = owner.alloc_host::<C>(x * y).unwrap();
         input.write().copy_from_slice(&m);
         let work = owner.alloc_host::<C>(x * y).unwrap();
-        let p = Pipeline::new(&backend, gpus, streams, 1, x, y, n).unwrap();
+        let p = Pipeline::new(&backend, gpus, streams, 1, false, x, y, n).unwrap();
         let run = p.run(&input, &work, x, y, n).unwrap();
         assert_eq!(run.col.tasks + run.row.tasks, 2 * n);
         // Element by element against rustfft: |a − b| ≤ 1e-5·log2(xy)·‖b‖∞ plus the L2 bound.
@@ -1003,15 +1551,90 @@ mod test {
             "--repeat",
             "1",
             "--copies-only",
+            "--diagnose",
         ]);
         let out = run_all(&cli).unwrap();
-        // cpu, serial, pipelined, copies only (S = 1, 2), in-core; each row has every
-        // CSV column.
-        assert_eq!(out.rows.len(), 6);
+        // cpu, serial, pipelined, copies only (S = 1, 2), the diagnosis (14 kinds of
+        // column work at S = 1, 2), in-core; each row has every CSV column.
+        assert_eq!(out.rows.len(), 6 + 28);
         let cols = CSV_HEADER.split(',').count();
         for r in &out.rows {
             assert_eq!(r.split(',').count(), cols, "{r}");
         }
+        let diag: Vec<&String> = out.rows.iter().filter(|r| r.contains(",diag_")).collect();
+        assert_eq!(diag.len(), 28);
+        // 64 × 32 / 4 values a chunk: 2 chunks are 8 KiB, the small buffer 4 KiB.
+        for name in [
+            "copies",
+            "copies+spin",
+            "copies+touch8K",
+            "copies+touch8K-cs",
+            "copies+touch4K",
+            "copies+strided",
+            "copies+tiled",
+            "copies+tiled-cs",
+            "strided_alone",
+            "tiled_alone",
+            "tiled-cs_alone",
+            "copies+tiled-cs_after_rows",
+            "copies+tiled-cs_after_touch8K",
+            "copies_after_touch8K",
+        ] {
+            assert_eq!(diag.iter().filter(|r| r.contains(&format!(",diag_{name},"))).count(), 2, "{name}");
+        }
+    }
+
+    #[test]
+    fn diagnosis_runs_alone_and_each_column_work_leaves_its_result() {
+        let cli = Cli::parse_from([
+            "seti",
+            "--backend",
+            "sim",
+            "--sim-scale",
+            "0",
+            "--x",
+            "32",
+            "--y",
+            "64",
+            "--tasks",
+            "2",
+            "--streams",
+            "1",
+            "--repeat",
+            "1",
+            "--diagnose-only",
+        ]);
+        assert_eq!(run_all(&cli).unwrap().rows.len(), 14);
+        // What each kind of column work leaves in `work`: the column FFTs for every
+        // kernel, the input for the copies with or without the waiting or touching kernel.
+        let backend = Backend::SimWith(SimProfile::instant());
+        let owner = Scheduler::builder().backend(backend.clone()).build().unwrap();
+        let (x, y, n) = (32, 64, 2);
+        let mut m = vec![C::default(); x * y];
+        fill_signal(&mut m, x, y, 1, 1);
+        let mut expect = vec![C::default(); x * y];
+        columns_twin(&m, &mut expect, x, y, 0);
+        let mut input = owner.alloc_host::<C>(x * y).unwrap();
+        input.write().copy_from_slice(&m);
+        let work = owner.alloc_host::<C>(x * y).unwrap();
+        let mut p = Pipeline::new(&backend, 1, 2, 1, false, x, y, n).unwrap();
+        p.d_touch = Some(p.sched.alloc::<C>(x * y / n).unwrap());
+        for what in [
+            ColumnWork::Fft(ColumnKernel::Tiled),
+            ColumnWork::Fft(ColumnKernel::TiledStreaming),
+            ColumnWork::Fft(ColumnKernel::Strided),
+            ColumnWork::CopiesOnly,
+            ColumnWork::Spin(1000),
+            ColumnWork::Touch { values: x * y / n, streaming: true },
+        ] {
+            p.work = what;
+            p.columns(&input, &work, x, y, n).unwrap();
+            let want = if matches!(what, ColumnWork::Fft(_)) { &expect } else { &m };
+            assert!(rel_l2(&work.read(), want, 1) < 1e-6, "{what:?}");
+        }
+        p.work = ColumnWork::KernelOnly(ColumnKernel::Tiled);
+        let r = p.columns(&input, &work, x, y, n).unwrap();
+        assert!(r.records.iter().all(|c| c.stage == Stage::Kernel), "no copies when the kernel runs alone");
     }
 
     #[test]
@@ -1026,20 +1649,27 @@ mod test {
     fn two_phase_and_in_core_match_rustfft_on_gpu() {
         let backend = Backend::Cuda;
         let owner = Scheduler::builder().backend(backend.clone()).build().unwrap();
-        // 8192 rows: the column kernel takes its global DIF stage.
+        // 8192 rows: two passes of the tiled kernel (2^7 · 2^6 at 4 columns a block),
+        // and the strided kernel's global DIF stage; 512 rows: one pass.
         for (x, y, n, s) in [(1024, 8192, 16, 2), (2048, 512, 8, 4)] {
             let (m, r) = reference(x, y, 5);
             let mut input = owner.alloc_host::<C>(x * y).unwrap();
             input.write().copy_from_slice(&m);
             let mut work = owner.alloc_host::<C>(x * y).unwrap();
-            let p = Pipeline::new(&backend, 1, s, 1, x, y, n).unwrap();
-            p.run(&input, &work, x, y, n).unwrap();
-            let e = check(&work.read(), &r, x, y, 4).unwrap();
+            let mut p = Pipeline::new(&backend, 1, s, 1, false, x, y, n).unwrap();
+            let mut errors = Vec::new();
+            for k in [ColumnKernel::Strided, ColumnKernel::Tiled, ColumnKernel::TiledStreaming] {
+                work.write().fill(C::default());
+                p.work = ColumnWork::Fft(k);
+                p.run(&input, &work, x, y, n).unwrap();
+                let e = check(&work.read(), &r, x, y, 4).unwrap_or_else(|e| panic!("{} kernel: {e}", k.name()));
+                errors.push(format!("{e:.2e} ({})", k.name()));
+            }
             assert!(p.plans.len() <= s, "one plan per stream slot at most, got {}", p.plans.len());
             work.write().fill(C::default());
             in_core(&backend, &input, &work, x, y, 1).unwrap();
             let e2 = check(&work.read(), &r, x, y, 4).unwrap();
-            println!("{x} × {y}: two-phase error {e:.2e}, in-core error {e2:.2e}");
+            println!("{x} × {y}: two-phase error {}, in-core error {e2:.2e}", errors.join(", "));
         }
     }
 }

@@ -34,7 +34,8 @@ impl std::fmt::Debug for Nvtx {
 
 /// Where the library is looked for: `CHARIOT_NVTX_LIB` if set, then the loader's path.
 fn candidates() -> Vec<String> {
-    let mut names: Vec<String> = std::env::var("CHARIOT_NVTX_LIB").into_iter().collect();
+    // An empty value would make dlopen return the program itself.
+    let mut names: Vec<String> = std::env::var("CHARIOT_NVTX_LIB").into_iter().filter(|v| !v.is_empty()).collect();
     names.extend(
         ["libnvToolsExt.so.1", "libnvToolsExt.so", "/usr/local/cuda/lib64/libnvToolsExt.so.1"].map(String::from),
     );
