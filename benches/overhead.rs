@@ -1,25 +1,35 @@
-//! The overhead study of the paper's §6.1 on one GPU, with the pipelines a CUDA
-//! programmer would write by hand measured in the same run (issue 4).
+//! The overhead study of the paper's §6.1, with the pipelines a CUDA programmer would
+//! write by hand measured in the same run (issue 4), on one GPU or several (issue 8).
 //!
 //! The dummy shift kernel over N chunks of fixed or random size (3-30 MB), the transfer
 //! ratio r = (T_D + T_R)/T_K set by the kernel's iteration count, chariot for each
-//! S × order × stage depth, and the baselines (serial, breadth-first, depth-first,
-//! CUDA graph) for each S. Every run's output is checked element by element. Each row
-//! gets the hardware-aware bound from rates measured in the same run, and the study
-//! checks that no measured makespan falls below it.
+//! D × S × order × stage depth, and the baselines: at D = 1 serial, breadth-first,
+//! depth-first and CUDA graph for each S; at D > 1 the static split (one host thread
+//! per GPU, each running the breadth-first pipeline over its own contiguous share of
+//! the chunks: the paper's "OpenMP version"). At D > 1 chariot also runs with its
+//! dispatchers unpinned (`--pin`) and with the host buses B calibrated from copies of
+//! all GPUs at once (`--buses`). Every run's output is checked element by element.
+//! Each row gets the hardware-aware bound for its D from rates measured in the same
+//! run, and the study checks that no measured makespan falls below it.
 //!
-//! `overhead --help` lists the options; `--out DIR` writes `overhead.csv`.
+//! `overhead --help` lists the options; `--out DIR` writes `overhead.csv`,
+//! `calibration.csv`, `sim-args.txt` (the options that make the sim predict this
+//! machine), the plots, and with `--trace` the fastest run's Chrome trace per point;
+//! `--predict-from GPU.csv` on the sim backend writes `prediction.csv`, the sim's error
+//! on each configuration of a GPU run; `--plot-from CSV` analyses a CSV again.
 
 use chariot::baseline::{self, Baseline};
 use chariot::demo::{self, fill, mismatches};
-use chariot::{Arg, Backend, HardwareBound, Order, Scheduler, SimProfile, TaskWork};
+use chariot::{Arg, Backend, HardwareBound, HostBuffer, LinkRates, Order, Scheduler, SimProfile, TaskWork};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::Write;
 use std::ops::Range;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// chariot against the hand-written pipelines, across the transfer ratio r.
+/// chariot against the hand-written pipelines, across the transfer ratio r and the
+/// number of GPUs D.
 #[derive(Parser, Debug)]
 #[command(about, long_about = None)]
 struct Cli {
@@ -50,7 +60,24 @@ struct Cli {
     /// Stage depths.
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
     depths: Vec<usize>,
-    /// Skip the hand-written baselines.
+    /// GPU counts D, comma-separated: chariot on the first D GPUs. The one-GPU
+    /// baselines run at D = 1, the static split at each D > 1.
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    gpus: Vec<usize>,
+    /// Dispatcher pinning: on (each dispatcher on a core near its GPU), off, or on,off
+    /// (both, back to back for each configuration, with the first --buses only).
+    #[arg(long, value_delimiter = ',', default_value = "on")]
+    pin: Vec<String>,
+    /// Ratios r at which the pinning values after the first also run (default: every r).
+    #[arg(long, value_delimiter = ',')]
+    pin_ratios: Option<Vec<f64>>,
+    /// Host buses B (the global thresholds G_2 = G_4 = B follow): default (one per
+    /// GPU), calibrated (from copy rates of all GPUs at once), or a number; a list runs
+    /// each, back to back for each configuration. Values that come to the same B at a
+    /// D run once, under the first name.
+    #[arg(long, value_delimiter = ',', default_value = "default")]
+    buses: Vec<String>,
+    /// Skip the hand-written baselines (and the static split).
     #[arg(long)]
     no_baselines: bool,
     /// On sim: predict a real GPU. Link rates measured there, GB/s: up,down,both.
@@ -60,20 +87,36 @@ struct Cli {
     /// On sim: the shift kernel's cost measured there, ns per element: a,b for a + b·iters.
     #[arg(long, value_delimiter = ',')]
     sim_kernel: Option<Vec<f64>>,
+    /// On sim with --sim-link: what the host carries with all GPUs copying at once,
+    /// GB/s: up,down,both, modeled as one bus that every GPU shares. Without it each
+    /// simulated GPU has its own link.
+    #[arg(long, value_delimiter = ',')]
+    sim_host: Option<Vec<f64>>,
     /// auto, cuda or sim (baselines need cuda).
     #[arg(long, default_value = "auto", value_parser = ["auto", "cuda", "sim"])]
     backend: String,
-    /// Directory for overhead.csv.
+    /// With --out: also write the Chrome trace of chariot's fastest run at each point
+    /// and D (trace-<sizes>-<seed>-r<r>-d<D>.json; open in Perfetto).
     #[arg(long)]
-    out: Option<std::path::PathBuf>,
-    /// Only draw the plots (into --out, default the CSV's folder) from a CSV this
-    /// study wrote earlier; run nothing.
+    trace: bool,
+    /// Directory for overhead.csv, calibration.csv, sim-args.txt and the plots.
     #[arg(long)]
-    plot_from: Option<std::path::PathBuf>,
+    out: Option<PathBuf>,
+    /// Run nothing: analyse a CSV this study wrote earlier. Prints the summary and the
+    /// bound check and draws the plots (into --out, default the CSV's folder); with the
+    /// run's calibration.csv beside the CSV, computes the bounds again first and writes
+    /// the rows to --out/overhead.csv (give the run's --chunks, --min-mib, --max-mib).
+    #[arg(long)]
+    plot_from: Option<PathBuf>,
+    /// Compare chariot's makespans of this run (or of --plot-from) with those of the
+    /// same configurations in this CSV, written by a run on a GPU: prints the error
+    /// per D and writes prediction.csv into --out.
+    #[arg(long)]
+    predict_from: Option<PathBuf>,
     /// Only draw the Gantt chart (gantt.png, into --out or beside the trace) of a Chrome
     /// trace written by chariot (e.g. the demo's demo-trace.json); run nothing.
     #[arg(long)]
-    gantt_from: Option<std::path::PathBuf>,
+    gantt_from: Option<PathBuf>,
     /// Accepted for `cargo bench`.
     #[arg(long, hide = true)]
     bench: bool,
@@ -85,6 +128,14 @@ fn order(s: &str) -> Result<Order, String> {
         "lf" => Ok(Order::LargestFirst),
         "sf" => Ok(Order::SmallestFirst),
         o => Err(format!("--orders: unknown order {o:?} (fcfs, lf, sf)")),
+    }
+}
+
+fn pin(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        p => Err(format!("--pin: unknown value {p:?} (on, off)")),
     }
 }
 
@@ -108,6 +159,174 @@ fn chunk_ranges(n: usize, min: usize, max: usize, random: bool, seed: u64) -> Ve
         .collect()
 }
 
+/// u32 elements in `mib` MiB.
+fn elements(mib: f64) -> usize {
+    (mib * 262144.0) as usize
+}
+
+/// `--plot-from`: the summary, the bound check, the plots (and with --predict-from the
+/// sim's error) of a CSV this study wrote. Where its `calibration.csv` lies beside it,
+/// the bounds are computed again by this build from the run's rates and chunks (give
+/// the run's --chunks, --min-mib and --max-mib), and with --out in another folder the
+/// rows are written there as overhead.csv.
+fn reanalyse(cli: &Cli, csv: &Path) -> Result<(), String> {
+    let mut rows = read_rows(csv)?;
+    let dir = cli.out.clone().or_else(|| csv.parent().map(|p| p.to_path_buf())).unwrap_or_default();
+    let calibration = csv.with_file_name("calibration.csv");
+    if calibration.exists() {
+        let cal = read_calibration(&calibration)?;
+        let (min, max) = (elements(cli.min_mib), elements(cli.max_mib));
+        let mut changed = 0;
+        for r in rows.iter_mut() {
+            let Some(&(_, link, host, model)) = cal.iter().find(|c| c.0 == r.gpus) else {
+                return Err(format!("{}: no rates for D = {}", calibration.display(), r.gpus));
+            };
+            let chunks = chunk_ranges(cli.chunks, min, max, r.sizes == "random", r.seed);
+            let hw = bound_for(&work(&chunks, r.iters, model), r.gpus, link, host);
+            let bound = hw.t_ns as f64 / 1e6;
+            if (bound / r.bound_ms - 1.0).abs() > 1e-3 {
+                changed += 1;
+            }
+            r.bound_ms = bound;
+            r.limit = hw.limit.to_string();
+        }
+        println!(
+            "bounds computed again from {}: {changed} of {} rows changed by over 0.1%",
+            calibration.display(),
+            rows.len()
+        );
+        let target = dir.join("overhead.csv");
+        if cli.out.is_some() && std::fs::canonicalize(&target).ok() != std::fs::canonicalize(csv).ok() {
+            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+            let mut f = std::fs::File::create(&target).map_err(|e| format!("{}: {e}", target.display()))?;
+            writeln!(f, "{HEADER}").map_err(|e| e.to_string())?;
+            for r in &rows {
+                write_row(&mut f, r).map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    summary(&rows);
+    if let Some(gpu_csv) = &cli.predict_from {
+        predict(&rows, &read_rows(gpu_csv)?, &dir)?;
+    }
+    bound_check(&below_bound(&rows));
+    plots(&rows, &dir)
+}
+
+/// One line of `calibration.csv`: D, the link alone, the host with all D GPUs, the
+/// kernel model (a, b).
+type Calibration = (usize, LinkRates, LinkRates, (f64, f64));
+
+fn read_calibration(path: &Path) -> Result<Vec<Calibration>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    text.lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: Vec<f64> = l.split(',').map(|x| x.trim().parse::<f64>().unwrap_or(f64::NAN)).collect();
+            if v.len() < 10 || v.iter().any(|x| !x.is_finite()) {
+                return Err(format!("{}: bad line {l:?}", path.display()));
+            }
+            let rates = |i: usize| LinkRates { up: v[i], down: v[i + 1], both: v[i + 2] };
+            Ok((v[0] as usize, rates(1), rates(4), (v[8], v[9])))
+        })
+        .collect()
+}
+
+/// The static split: `parts` contiguous groups of equal count (the first N mod parts
+/// groups one chunk more), as a programmer splits a loop over threads.
+fn static_groups(chunks: &[Range<usize>], parts: usize) -> Vec<Vec<Range<usize>>> {
+    let (base, extra) = (chunks.len() / parts, chunks.len() % parts);
+    let mut at = 0;
+    (0..parts)
+        .map(|g| {
+            let n = base + usize::from(g < extra);
+            at += n;
+            chunks[at - n..at].to_vec()
+        })
+        .collect()
+}
+
+/// The host rates the bound takes at `d` GPUs: the probe's totals where they fall
+/// clearly short of `d` links (under 90% of them in some direction or both ways: a
+/// shared bus), else `d` links. On 2 × H200 the probe read the both-ways total 9% under
+/// two links while two hand-written pipelines, one per GPU, moved at least 97% of it at
+/// once: a reading a few percent low must not put the bound above the hardware.
+fn host_for_bound(link: LinkRates, host: LinkRates, d: usize) -> LinkRates {
+    let k = d as f64;
+    if host.up < 0.9 * k * link.up || host.down < 0.9 * k * link.down || host.both < 0.9 * k * link.both {
+        host
+    } else {
+        link.times(k)
+    }
+}
+
+/// Each chunk's work for the bound, with the kernel model a + b·iters ns per element.
+fn work(chunks: &[Range<usize>], iters: u32, (a, b): (f64, f64)) -> Vec<TaskWork> {
+    chunks
+        .iter()
+        .map(|c| TaskWork {
+            up_bytes: c.len() as u64 * 4,
+            kernel_ns: (c.len() as f64 * (a + b * iters as f64)) as u64,
+            down_bytes: c.len() as u64 * 4,
+        })
+        .collect()
+}
+
+/// The hardware-aware bound of `tasks` at `d` GPUs (the one-GPU bound at D = 1).
+fn bound_for(tasks: &[TaskWork], d: usize, link: LinkRates, host: LinkRates) -> HardwareBound {
+    if d == 1 {
+        HardwareBound::one_gpu(tasks, link)
+    } else {
+        HardwareBound::multi_gpu(tasks, d, link, host_for_bound(link, host, d))
+    }
+}
+
+/// Rows whose makespan falls below their bound (a tenth of a percent of slack).
+fn below_bound(rows: &[Row]) -> Vec<String> {
+    rows.iter()
+        .filter(|r| r.makespan_ms < r.bound_ms * 0.999)
+        .map(|r| {
+            format!(
+                "{} seed {} r {} D {} {} S {}{}: makespan {:.3} ms < bound {:.3} ms ({})",
+                r.sizes,
+                r.seed,
+                r.r_target,
+                r.gpus,
+                r.system,
+                r.streams,
+                if r.system == "chariot" {
+                    format!(" {} depth {} pin {} B {}", r.order, r.depth, r.pin, r.buses)
+                } else {
+                    String::new()
+                },
+                r.makespan_ms,
+                r.bound_ms,
+                r.limit
+            )
+        })
+        .collect()
+}
+
+/// What one GPU count runs with: the rates the bound needs, B calibrated, the GPUs.
+#[derive(Clone, Debug)]
+struct Machine {
+    gpus: usize,
+    /// Totals of all `gpus` GPUs copying at once (the link itself at D = 1).
+    host: LinkRates,
+    calibrated_buses: usize,
+    ordinals: Vec<usize>,
+}
+
+/// One chariot configuration beside S, order and depth.
+#[derive(Clone, Debug, PartialEq)]
+struct Variant {
+    pin: bool,
+    bus_mode: String,
+    buses: usize,
+}
+
+#[derive(Clone, Debug)]
 struct Row {
     sizes: String,
     seed: u64,
@@ -124,7 +343,26 @@ struct Row {
     serial_ms: f64,
     paper_eps: f64,
     runtime_us: f64,
+    gpus: usize,
+    /// "on", "off", or empty for the baselines.
+    pin: String,
+    /// "default", "calibrated", a number, or empty for the baselines.
+    bus_mode: String,
+    buses: usize,
+    paper_bound_ms: f64,
+    limit: String,
+    /// The best static split at this point and D (NaN where none ran).
+    static_ms: f64,
+    tasks_per_gpu: String,
 }
+
+impl Row {
+    fn point(&self) -> (String, u64, u64) {
+        (self.sizes.clone(), self.seed, self.r_target.to_bits())
+    }
+}
+
+const HEADER: &str = "sizes,seed,r_target,r_model,iters,system,streams,order,depth,wall_ms,makespan_ms,hw_bound_ms,serial_ms,speedup,eps_hw,paper_eps,runtime_us_per_cmd,gpus,pin,buses_mode,buses,paper_bound_ms,hw_limit,static_ms,tasks_per_gpu";
 
 fn main() -> Result<(), String> {
     let cli = Cli::parse();
@@ -136,25 +374,45 @@ fn main() -> Result<(), String> {
         return chariot::plot::gantt_from_trace(dir.join("gantt.png"), &title, &json);
     }
     if let Some(csv) = &cli.plot_from {
-        let rows = read_rows(csv)?;
-        let dir = cli.out.clone().or_else(|| csv.parent().map(|p| p.to_path_buf())).unwrap_or_default();
-        return plots(&rows, &dir);
+        return reanalyse(&cli, csv);
     }
     if cli.chunks == 0
         || !(cli.min_mib > 0.0 && cli.max_mib >= cli.min_mib)
         || cli.streams.contains(&0)
         || cli.depths.contains(&0)
+        || cli.gpus.is_empty()
+        || cli.gpus.contains(&0)
     {
-        return Err("--chunks, --min-mib <= --max-mib, --streams and --depths must be positive".into());
+        return Err("--chunks, --min-mib <= --max-mib, --streams, --depths and --gpus must be positive".into());
     }
     let orders = cli.orders.iter().map(|o| order(o)).collect::<Result<Vec<_>, _>>()?;
-    if cli.sim_link.as_ref().is_some_and(|l| l.len() != 3) || cli.sim_kernel.as_ref().is_some_and(|k| k.len() != 2) {
-        return Err("--sim-link takes up,down,both and --sim-kernel takes a,b".into());
+    let pins = cli.pin.iter().map(|p| pin(p)).collect::<Result<Vec<_>, _>>()?;
+    if pins.is_empty() {
+        return Err("--pin needs on, off or both".into());
+    }
+    for b in &cli.buses {
+        if !matches!(b.as_str(), "default" | "calibrated") && !b.parse::<usize>().is_ok_and(|n| n > 0) {
+            return Err(format!("--buses: unknown value {b:?} (default, calibrated or a positive number)"));
+        }
+    }
+    if cli.sim_link.as_ref().is_some_and(|l| l.len() != 3)
+        || cli.sim_kernel.as_ref().is_some_and(|k| k.len() != 2)
+        || cli.sim_host.as_ref().is_some_and(|h| h.len() != 3)
+    {
+        return Err("--sim-link and --sim-host take up,down,both and --sim-kernel takes a,b".into());
     }
     let predicting = cli.sim_link.is_some();
     let backend = match (cli.backend.as_str(), &cli.sim_link) {
         ("cuda", _) => Backend::Cuda,
-        ("sim", Some(l)) => Backend::SimWith(SimProfile::h100().with_link(l[0], l[1], l[2]).timing_only().spinning()),
+        ("sim", Some(l)) => {
+            let mut p = SimProfile::h100().with_link(l[0], l[1], l[2]).timing_only().spinning();
+            if let Some(h) = &cli.sim_host {
+                p.buses = Some(1);
+                p.bus_bytes_per_s = h[0].max(h[1]) * 1e9;
+                p.bus_duplex_bytes_per_s = h[2] * 1e9;
+            }
+            Backend::SimWith(p)
+        }
         ("sim", None) => Backend::SimWith(SimProfile::h100()),
         _ => Backend::Auto,
     };
@@ -162,19 +420,24 @@ fn main() -> Result<(), String> {
         Some(k) => demo::shift_kernel_costing(k[0], k[1]),
         None => demo::shift_kernel(),
     };
-    let build = |s: usize, depth: usize, order: Order| {
+    // B is always given explicitly, so that the sim's profile cannot change it: the
+    // default is one bus per GPU, as the CUDA backend has it.
+    let build = |d: usize, s: usize, depth: usize, order: Order, pin: bool, buses: usize| {
         Scheduler::builder()
             .backend(backend.clone())
+            .gpus(d)
             .streams(s)
             .stage_depth(depth)
             .order(order)
+            .pin_dispatchers(pin)
+            .buses(buses)
             .build()
             .map_err(|e| e.to_string())
     };
-    let probe_sched = build(4, 2, Order::Fcfs)?;
+    let probe_sched = build(1, 4, 2, Order::Fcfs, true, 1)?;
     let on_cuda = probe_sched.backend_name() == "cuda";
     let gpu = probe_sched.gpu_info()[0].clone();
-    let (min, max) = ((cli.min_mib * 262144.0) as usize, (cli.max_mib * 262144.0) as usize);
+    let (min, max) = (elements(cli.min_mib), elements(cli.max_mib));
     let total_max = max * cli.chunks;
     let mut input = probe_sched.alloc_host::<u32>(total_max).map_err(|e| e.to_string())?;
     let mut output = probe_sched.alloc_host::<u32>(total_max).map_err(|e| e.to_string())?;
@@ -197,7 +460,7 @@ fn main() -> Result<(), String> {
     let a = (r1.kernel_ns / len as f64 - b * i1 as f64).max(0.0);
     let kernel_ns = |n: usize, iters: u32| n as f64 * (a + b * iters as f64);
     println!(
-        "{} on {}: up {:.1} GB/s, down {:.1} GB/s, both {:.1} GB/s; kernel {:.3} + {:.5}·iters ns per element",
+        "{} on {}: up {:.1} GB/s, down {:.1} GB/s, both {:.1} GB/s; kernel {:.6} + {:.8}·iters ns per element",
         if on_cuda { "cuda" } else { "sim" },
         gpu.name,
         link.up,
@@ -206,6 +469,33 @@ fn main() -> Result<(), String> {
         a,
         b
     );
+
+    // Host rates with all GPUs copying at once, for each D > 1.
+    let mut gpus_list = cli.gpus.clone();
+    gpus_list.dedup();
+    let mut machines = Vec::new();
+    for &d in &gpus_list {
+        if d == 1 {
+            machines.push(Machine { gpus: 1, host: link, calibrated_buses: 1, ordinals: vec![gpu.ordinal] });
+            continue;
+        }
+        let sched = build(d, 4, 2, Order::Fcfs, true, d)?;
+        let host = demo::probe_host_rates(&sched, &input, &mut output, len, 16 * d).map_err(|e| e.to_string())?;
+        let ordinals = sched.gpu_info().iter().map(|g| g.ordinal).collect();
+        let calibrated_buses = demo::calibrated_buses(link, host, d);
+        println!(
+            "D = {d}, all copying at once: up {:.1} GB/s ({:.2} links), down {:.1} GB/s ({:.2} links), both {:.1} GB/s; calibrated B = {calibrated_buses}",
+            host.up,
+            host.up / link.up,
+            host.down,
+            host.down / link.down,
+            host.both
+        );
+        machines.push(Machine { gpus: d, host, calibrated_buses, ordinals });
+    }
+    if let Some(dir) = &cli.out {
+        write_calibration(dir, link, (a, b), &machines, on_cuda).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
 
     let mut plan = Vec::new();
     for sizes in &cli.sizes {
@@ -221,132 +511,228 @@ fn main() -> Result<(), String> {
         }
     }
     let baselines: Vec<Baseline> = if cli.no_baselines || !on_cuda { Vec::new() } else { Baseline::ALL.to_vec() };
-    let per_point =
-        1 + baselines.len().saturating_sub(1) * cli.streams.len() + cli.streams.len() * orders.len() * cli.depths.len();
-    let bar = ProgressBar::new((plan.len() * per_point) as u64);
+    let variants = |m: &Machine, r: f64| -> Vec<Variant> {
+        let mut v: Vec<Variant> = Vec::new();
+        for mode in &cli.buses {
+            let buses = match mode.as_str() {
+                "default" => m.gpus,
+                "calibrated" => m.calibrated_buses,
+                n => n.parse::<usize>().map_or(m.gpus, |n| n.clamp(1, m.gpus)),
+            };
+            if !v.iter().any(|x| x.buses == buses) {
+                v.push(Variant { pin: pins[0], bus_mode: mode.clone(), buses });
+            }
+        }
+        let first = v[0].clone();
+        if cli.pin_ratios.as_ref().is_none_or(|rs| rs.contains(&r)) {
+            for &p in &pins[1..] {
+                v.push(Variant { pin: p, ..first.clone() });
+            }
+        }
+        v
+    };
+    let runs: usize = plan
+        .iter()
+        .map(|p| {
+            machines
+                .iter()
+                .map(|m| {
+                    let base = if m.gpus == 1 {
+                        baselines.len().min(1) + baselines.len().saturating_sub(1) * cli.streams.len()
+                    } else if baselines.is_empty() {
+                        0
+                    } else {
+                        cli.streams.len()
+                    };
+                    base + variants(m, p.3).len() * cli.streams.len() * orders.len() * cli.depths.len()
+                })
+                .sum::<usize>()
+        })
+        .sum();
+    let bar = ProgressBar::new(runs as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed} {msg}").map_err(|e| e.to_string())?,
     );
+    // The static split's threads each write their own output buffer: the baseline takes
+    // its output with a `&mut` guard.
+    let max_d = machines.iter().map(|m| m.gpus).max().unwrap_or(1);
+    let mut split_outputs: Vec<HostBuffer<u32>> = Vec::new();
+    if !baselines.is_empty() && max_d > 1 {
+        let sched = build(1, 1, 1, Order::Fcfs, true, 1)?;
+        for _ in 1..max_d {
+            split_outputs.push(sched.alloc_host::<u32>(total_max).map_err(|e| e.to_string())?);
+        }
+    }
     let mut csv = match &cli.out {
         Some(dir) => {
             std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
             let mut f = std::fs::File::create(dir.join("overhead.csv")).map_err(|e| e.to_string())?;
-            writeln!(f, "sizes,seed,r_target,r_model,iters,system,streams,order,depth,wall_ms,makespan_ms,hw_bound_ms,serial_ms,speedup,eps_hw,paper_eps,runtime_us_per_cmd").map_err(|e| e.to_string())?;
+            writeln!(f, "{HEADER}").map_err(|e| e.to_string())?;
             Some(f)
         }
         None => None,
     };
     let mut rows: Vec<Row> = Vec::new();
-    let mut below_bound = Vec::new();
+    let mut below = Vec::new();
     for (sizes, random, seed, r) in plan {
         let chunks = chunk_ranges(cli.chunks, min, max, random, seed);
         let mean = chunks.iter().map(|c| c.len()).sum::<usize>() / chunks.len();
         let copy_ns = mean as f64 * 4.0 * (1.0 / link.up + 1.0 / link.down);
         let iters = (((copy_ns / r) / mean as f64 - a) / b).clamp(0.0, 4e9) as u32;
         let r_model = copy_ns / kernel_ns(mean, iters);
-        let tasks: Vec<TaskWork> = chunks
-            .iter()
-            .map(|c| TaskWork {
-                up_bytes: c.len() as u64 * 4,
-                kernel_ns: kernel_ns(c.len(), iters) as u64,
-                down_bytes: c.len() as u64 * 4,
-            })
-            .collect();
-        let bound = HardwareBound::one_gpu(&tasks, link).t_ns as f64 / 1e6;
-        bar.set_message(format!("{sizes} seed {seed} r {r}"));
+        let tasks = work(&chunks, iters, (a, b));
         let mut point = Vec::new();
-        let base = |system: &str, s: usize, wall: f64, makespan: f64| Row {
-            sizes: sizes.clone(),
-            seed,
-            r_target: r,
-            r_model,
-            iters,
-            system: system.to_string(),
-            streams: s,
-            order: String::new(),
-            depth: 0,
-            wall_ms: wall,
-            makespan_ms: makespan,
-            bound_ms: bound,
-            serial_ms: 0.0,
-            paper_eps: f64::NAN,
-            runtime_us: f64::NAN,
-        };
-        for &bl in &baselines {
-            let ss: Vec<usize> = if bl == Baseline::Serial { vec![1] } else { cli.streams.clone() };
-            for s in ss {
-                demo::poison(&mut output, 0xdead_beef);
-                let t = baseline::shift(bl, gpu.ordinal, s, &input, &mut output, &chunks, iters)
-                    .map_err(|e| e.to_string())?;
-                let bad: usize = chunks.iter().map(|c| mismatches(&input, &output, c.clone(), iters)).sum();
-                if bad > 0 {
-                    return Err(format!("{} S={s}: {bad} wrong elements", bl.name()));
-                }
-                let ms = t.wall_ns as f64 / 1e6;
-                point.push(base(bl.name(), s, ms, ms));
-                bar.inc(1);
-            }
-        }
-        for &depth in &cli.depths {
-            for (&o, oname) in orders.iter().zip(&cli.orders) {
-                for &s in &cli.streams {
-                    let sched = build(s, depth, o)?;
-                    let k = sched.register_kernel(shift()).map_err(|e| e.to_string())?;
-                    let d_in = sched.alloc::<u32>(max).map_err(|e| e.to_string())?;
-                    let d_out = sched.alloc::<u32>(max).map_err(|e| e.to_string())?;
-                    if !predicting {
+        for m in &machines {
+            let d = m.gpus;
+            let hw = bound_for(&tasks, d, link, m.host);
+            let bound = hw.t_ns as f64 / 1e6;
+            bar.set_message(format!("{sizes} seed {seed} r {r} D {d}"));
+            let base = |system: &str, s: usize, wall: f64, makespan: f64| Row {
+                sizes: sizes.clone(),
+                seed,
+                r_target: r,
+                r_model,
+                iters,
+                system: system.to_string(),
+                streams: s,
+                order: String::new(),
+                depth: 0,
+                wall_ms: wall,
+                makespan_ms: makespan,
+                bound_ms: bound,
+                serial_ms: 0.0,
+                paper_eps: f64::NAN,
+                runtime_us: f64::NAN,
+                gpus: d,
+                pin: String::new(),
+                bus_mode: String::new(),
+                buses: d,
+                paper_bound_ms: f64::NAN,
+                limit: hw.limit.to_string(),
+                static_ms: f64::NAN,
+                tasks_per_gpu: String::new(),
+            };
+            if d == 1 {
+                for &bl in &baselines {
+                    let ss: Vec<usize> = if bl == Baseline::Serial { vec![1] } else { cli.streams.clone() };
+                    for s in ss {
                         demo::poison(&mut output, 0xdead_beef);
-                    }
-                    let t0 = Instant::now();
-                    for (i, c) in chunks.iter().enumerate() {
-                        let n = c.len();
-                        sched
-                            .task(i as u64, n as u64)
-                            .download(&d_in, 0, &input, c.clone())
-                            .launch(
-                                &k,
-                                (n as u32).div_ceil(demo::BLOCK),
-                                demo::BLOCK,
-                                0,
-                                &[Arg::buffer(&d_out), Arg::buffer(&d_in), Arg::u32(n as u32), Arg::u32(iters)],
-                            )
-                            .readback(&output, c.clone(), &d_out, 0)
-                            .submit()
+                        let t = baseline::shift(bl, gpu.ordinal, s, &input, &mut output, &chunks, iters)
                             .map_err(|e| e.to_string())?;
+                        let bad: usize = chunks.iter().map(|c| mismatches(&input, &output, c.clone(), iters)).sum();
+                        if bad > 0 {
+                            return Err(format!("{} S={s}: {bad} wrong elements", bl.name()));
+                        }
+                        let ms = t.wall_ns as f64 / 1e6;
+                        point.push(base(bl.name(), s, ms, ms));
+                        bar.inc(1);
                     }
-                    let report = sched.synchronize().map_err(|e| e.to_string())?;
-                    let wall = t0.elapsed().as_secs_f64() * 1e3;
-                    let bad: usize = if predicting {
-                        0
-                    } else {
-                        chunks.iter().map(|c| mismatches(&input, &output, c.clone(), iters)).sum()
-                    };
-                    if bad > 0 {
-                        return Err(format!("chariot S={s} {oname} depth {depth}: {bad} wrong elements"));
-                    }
-                    let mut row = base("chariot", s, wall, report.makespan_ms());
-                    row.order = oname.clone();
-                    row.depth = depth;
-                    row.paper_eps = report.epsilon.unwrap_or(f64::NAN);
-                    row.runtime_us = report.dispatch.runtime_ns_per_command() / 1e3;
-                    if report.makespan_ms() < bound * 0.999 {
-                        below_bound.push(format!(
-                            "{sizes} seed {seed} r {r} S {s} {oname} depth {depth}: {:.3} < {:.3} ms",
-                            report.makespan_ms(),
-                            bound
+                }
+            } else if !baselines.is_empty() {
+                for &s in &cli.streams {
+                    let mut outs: Vec<&mut HostBuffer<u32>> =
+                        std::iter::once(&mut output).chain(split_outputs.iter_mut()).take(d).collect();
+                    let (ms, overlap) = static_split(&m.ordinals, s, &input, &mut outs, &chunks, iters)?;
+                    if overlap < 0.9 {
+                        bar.println(format!(
+                            "note: static split D {d} S {s} ({sizes} seed {seed} r {r}): the GPUs' timed runs overlapped {:.0}%",
+                            overlap * 100.0
                         ));
                     }
-                    point.push(row);
+                    point.push(base("static-split", s, ms, ms));
                     bar.inc(1);
                 }
             }
+            let mut fastest_trace: Option<(f64, String)> = None;
+            for &depth in &cli.depths {
+                for (&o, oname) in orders.iter().zip(&cli.orders) {
+                    for &s in &cli.streams {
+                        for v in variants(m, r) {
+                            let sched = build(d, s, depth, o, v.pin, v.buses)?;
+                            let k = sched.register_kernel(shift()).map_err(|e| e.to_string())?;
+                            let d_in = sched.alloc::<u32>(max).map_err(|e| e.to_string())?;
+                            let d_out = sched.alloc::<u32>(max).map_err(|e| e.to_string())?;
+                            if !predicting {
+                                demo::poison(&mut output, 0xdead_beef);
+                            }
+                            let t0 = Instant::now();
+                            for (i, c) in chunks.iter().enumerate() {
+                                let n = c.len();
+                                sched
+                                    .task(i as u64, n as u64)
+                                    .download(&d_in, 0, &input, c.clone())
+                                    .launch(
+                                        &k,
+                                        (n as u32).div_ceil(demo::BLOCK),
+                                        demo::BLOCK,
+                                        0,
+                                        &[Arg::buffer(&d_out), Arg::buffer(&d_in), Arg::u32(n as u32), Arg::u32(iters)],
+                                    )
+                                    .readback(&output, c.clone(), &d_out, 0)
+                                    .submit()
+                                    .map_err(|e| e.to_string())?;
+                            }
+                            let report = sched.synchronize().map_err(|e| e.to_string())?;
+                            let wall = t0.elapsed().as_secs_f64() * 1e3;
+                            let bad: usize = if predicting {
+                                0
+                            } else {
+                                chunks.iter().map(|c| mismatches(&input, &output, c.clone(), iters)).sum()
+                            };
+                            let pin_name = if v.pin { "on" } else { "off" };
+                            let config = format!("D {d} S {s} {oname} depth {depth} pin {pin_name} B {}", v.buses);
+                            if bad > 0 {
+                                return Err(format!("chariot {config}: {bad} wrong elements"));
+                            }
+                            let mut row = base("chariot", s, wall, report.makespan_ms());
+                            row.order = oname.clone();
+                            row.depth = depth;
+                            row.pin = pin_name.to_string();
+                            row.bus_mode = v.bus_mode.clone();
+                            row.buses = report.buses;
+                            row.paper_eps = report.epsilon.unwrap_or(f64::NAN);
+                            row.paper_bound_ms = report.lower_bound.t_lb_ns as f64 / 1e6;
+                            row.runtime_us = report.dispatch.runtime_ns_per_command() / 1e3;
+                            row.tasks_per_gpu =
+                                report.tasks_per_gpu.iter().map(|n| n.to_string()).collect::<Vec<_>>().join("/");
+                            if cli.trace && fastest_trace.as_ref().is_none_or(|t| wall < t.0) {
+                                fastest_trace = Some((wall, report.chrome_trace()));
+                            }
+                            point.push(row);
+                            bar.inc(1);
+                        }
+                    }
+                }
+            }
+            if let (Some(dir), Some((_, json))) = (&cli.out, fastest_trace) {
+                let file = dir.join(format!("trace-{sizes}-{seed}-r{r}-d{d}.json"));
+                std::fs::write(&file, json).map_err(|e| format!("{}: {e}", file.display()))?;
+            }
         }
+        // Serial is one GPU's: the speedups of every D are over it.
         let serial = point.iter().find(|p| p.system == "serial").map(|p| p.wall_ms);
         let serial = serial
-            .or_else(|| point.iter().find(|p| p.system == "chariot" && p.streams == 1).map(|p| p.wall_ms))
+            .or_else(|| {
+                point.iter().find(|p| p.system == "chariot" && p.gpus == 1 && p.streams == 1).map(|p| p.wall_ms)
+            })
             .unwrap_or(f64::NAN);
-        for mut p in point {
+        let best_static = |d: usize| {
+            point
+                .iter()
+                .filter(|p| p.system == "static-split" && p.gpus == d)
+                .map(|p| p.wall_ms)
+                .fold(f64::NAN, f64::min)
+        };
+        let statics: Vec<(usize, f64)> = machines.iter().map(|m| (m.gpus, best_static(m.gpus))).collect();
+        for p in point.iter_mut() {
             p.serial_ms = serial;
+            p.static_ms = statics.iter().find(|s| s.0 == p.gpus).map_or(f64::NAN, |s| s.1);
+        }
+        for warning in below_bound(&point) {
+            bar.println(format!("WARNING below the hardware bound: {warning}"));
+            below.push(warning);
+        }
+        for p in point {
             if let Some(f) = csv.as_mut() {
                 write_row(f, &p).map_err(|e| e.to_string())?;
             }
@@ -354,40 +740,124 @@ fn main() -> Result<(), String> {
         }
     }
     bar.finish();
-    // Summary: per point, chariot's best against each baseline's best.
-    println!(
-        "\n{:>7} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "sizes", "seed", "r", "bound ms", "chariot", "eps_hw", "serial", "breadth", "depth", "graph"
-    );
-    let mut keys: Vec<(String, u64, u64)> =
-        rows.iter().map(|r| (r.sizes.clone(), r.seed, r.r_target.to_bits())).collect();
-    keys.dedup();
-    for (sizes, seed, rb) in keys {
-        let pts: Vec<&Row> =
-            rows.iter().filter(|r| r.sizes == sizes && r.seed == seed && r.r_target.to_bits() == rb).collect();
-        let best = |sys: &str| pts.iter().filter(|p| p.system == sys).map(|p| p.wall_ms).fold(f64::NAN, f64::min);
-        let chariot = pts.iter().filter(|p| p.system == "chariot").min_by(|a, b| a.wall_ms.total_cmp(&b.wall_ms));
-        let (cw, eps) = chariot.map_or((f64::NAN, f64::NAN), |c| (c.wall_ms, c.makespan_ms / c.bound_ms - 1.0));
-        println!(
-            "{sizes:>7} {seed:>5} {:>8} {:>9.3} {cw:>9.3} {:>8.1}% {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
-            f64::from_bits(rb),
-            pts[0].bound_ms,
-            eps * 100.0,
-            best("serial"),
-            best("breadth-first"),
-            best("depth-first"),
-            best("cuda-graph")
-        );
-    }
+    summary(&rows);
     if let Some(dir) = &cli.out {
         if let Err(e) = plots(&rows, dir) {
             eprintln!("plots not drawn: {e}");
         }
     }
-    if below_bound.is_empty() {
-        println!("bound check: no chariot makespan below its hardware bound");
+    if let Some(gpu_csv) = &cli.predict_from {
+        let dir = cli.out.clone().unwrap_or_default();
+        predict(&rows, &read_rows(gpu_csv)?, &dir)?;
+    }
+    bound_check(&below);
+    Ok(())
+}
+
+fn bound_check(below: &[String]) {
+    if below.is_empty() {
+        println!("bound check: no makespan (chariot, baselines, static split) below its hardware bound");
     } else {
-        println!("bound check FAILED for {} run(s):\n  {}", below_bound.len(), below_bound.join("\n  "));
+        println!("bound check FAILED for {} run(s):\n  {}", below.len(), below.join("\n  "));
+    }
+}
+
+/// The static split: one host thread per GPU, each running the breadth-first pipeline
+/// with `s` streams over its contiguous share of the chunks into its own output
+/// buffer, all started together. Returns the slowest thread's timed run (ms) and how
+/// much the threads' timed runs overlapped (their common stretch over the longest).
+///
+/// Each thread's `baseline::shift` warms up, then times a second run; a first call
+/// per thread beforehand takes NVRTC and module loading out, so that the timed runs
+/// start within the warm-ups' difference of each other. The slowest thread's own run
+/// is what the static split takes when all start at once (the printed overlap says
+/// how close to at once they were); it errs in the baseline's favour, if at all.
+fn static_split(
+    ordinals: &[usize],
+    s: usize,
+    input: &HostBuffer<u32>,
+    outputs: &mut [&mut HostBuffer<u32>],
+    chunks: &[Range<usize>],
+    iters: u32,
+) -> Result<(f64, f64), String> {
+    let d = ordinals.len();
+    let groups = static_groups(chunks, d);
+    for out in outputs.iter_mut() {
+        demo::poison(out, 0xdead_beef);
+    }
+    let barrier = std::sync::Barrier::new(d);
+    let epoch = Instant::now();
+    let results: Vec<Result<(u64, f64), String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = outputs
+            .iter_mut()
+            .zip(&groups)
+            .zip(ordinals)
+            .map(|((out, group), &ordinal)| {
+                let barrier = &barrier;
+                scope.spawn(move || {
+                    let run = |out: &mut HostBuffer<u32>| {
+                        baseline::shift(Baseline::BreadthFirst, ordinal, s, input, out, group, iters)
+                            .map_err(|e| format!("static split, GPU {ordinal}: {e}"))
+                    };
+                    // Every thread reaches the barrier, so an error cannot strand the others.
+                    let first = run(out);
+                    barrier.wait();
+                    let timed = first.and_then(|_| run(out));
+                    let end = epoch.elapsed().as_secs_f64();
+                    timed.map(|t| (t.wall_ns, end))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("static split thread panicked".into()))).collect()
+    });
+    let mut spans = Vec::new();
+    for r in results {
+        let (wall_ns, end) = r?;
+        spans.push((end - wall_ns as f64 / 1e9, end));
+    }
+    for (out, group) in outputs.iter().zip(&groups) {
+        let bad: usize = group.iter().map(|c| mismatches(input, out, c.clone(), iters)).sum();
+        if bad > 0 {
+            return Err(format!("static split D {d} S {s}: {bad} wrong elements"));
+        }
+    }
+    let longest = spans.iter().map(|(a, b)| b - a).fold(0.0, f64::max);
+    let common = spans.iter().map(|s| s.1).fold(f64::INFINITY, f64::min)
+        - spans.iter().map(|s| s.0).fold(f64::NEG_INFINITY, f64::max);
+    Ok((longest * 1e3, (common / longest).clamp(0.0, 1.0)))
+}
+
+fn write_calibration(
+    dir: &Path,
+    link: LinkRates,
+    (a, b): (f64, f64),
+    machines: &[Machine],
+    on_cuda: bool,
+) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let mut f = std::fs::File::create(dir.join("calibration.csv"))?;
+    writeln!(
+        f,
+        "gpus,link_up,link_down,link_both,host_up,host_down,host_both,calibrated_buses,kernel_a_ns,kernel_b_ns"
+    )?;
+    for m in machines {
+        writeln!(
+            f,
+            "{},{},{},{},{},{},{},{},{},{}",
+            m.gpus, link.up, link.down, link.both, m.host.up, m.host.down, m.host.both, m.calibrated_buses, a, b
+        )?;
+    }
+    if on_cuda {
+        // The options that make the sim predict this machine: the host as one shared
+        // bus only where the bound takes it as one (`host_for_bound`).
+        let mut args =
+            format!("--sim-link {:.3},{:.3},{:.3} --sim-kernel {:.6},{:.8}", link.up, link.down, link.both, a, b);
+        if let Some(m) = machines.iter().filter(|m| m.gpus > 1).max_by_key(|m| m.gpus) {
+            if host_for_bound(link, m.host, m.gpus) == m.host {
+                args += &format!(" --sim-host {:.3},{:.3},{:.3}", m.host.up, m.host.down, m.host.both);
+            }
+        }
+        std::fs::write(dir.join("sim-args.txt"), args + "\n")?;
     }
     Ok(())
 }
@@ -395,7 +865,7 @@ fn main() -> Result<(), String> {
 fn write_row(f: &mut std::fs::File, r: &Row) -> std::io::Result<()> {
     writeln!(
         f,
-        "{},{},{},{:.4},{},{},{},{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.5},{:.5},{:.3}",
+        "{},{},{},{:.4},{},{},{},{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.5},{:.5},{:.3},{},{},{},{},{:.4},{},{:.4},{}",
         r.sizes,
         r.seed,
         r.r_target,
@@ -412,18 +882,27 @@ fn write_row(f: &mut std::fs::File, r: &Row) -> std::io::Result<()> {
         r.serial_ms / r.wall_ms,
         r.makespan_ms / r.bound_ms - 1.0,
         r.paper_eps,
-        r.runtime_us
+        r.runtime_us,
+        r.gpus,
+        r.pin,
+        r.bus_mode,
+        r.buses,
+        r.paper_bound_ms,
+        r.limit,
+        r.static_ms,
+        r.tasks_per_gpu
     )?;
     f.flush()
 }
 
-/// Reads the rows of an `overhead.csv`.
-fn read_rows(path: &std::path::Path) -> Result<Vec<Row>, String> {
+/// Reads the rows of an `overhead.csv`; the columns of the multi-GPU study are
+/// optional, so that CSVs of the one-GPU study still read (as D = 1, pinned).
+fn read_rows(path: &Path) -> Result<Vec<Row>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().ok_or("empty CSV")?.split(',').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).ok_or(format!("CSV has no column {name}"));
-    let c = [
+    let col = |name: &str| header.iter().position(|h| *h == name);
+    let required = [
         "sizes",
         "seed",
         "r_target",
@@ -439,13 +918,16 @@ fn read_rows(path: &std::path::Path) -> Result<Vec<Row>, String> {
         "serial_ms",
         "paper_eps",
         "runtime_us_per_cmd",
-    ]
-    .map(col);
+    ];
     let mut idx = [0usize; 15];
-    for (i, r) in c.into_iter().enumerate() {
-        idx[i] = r?;
+    for (i, name) in required.iter().enumerate() {
+        idx[i] = col(name).ok_or(format!("CSV has no column {name}"))?;
     }
+    let [gpus, pin, bus_mode, buses, paper_bound, limit, static_ms, per_gpu] =
+        ["gpus", "pin", "buses_mode", "buses", "paper_bound_ms", "hw_limit", "static_ms", "tasks_per_gpu"].map(col);
     let f = |v: &[&str], i: usize| v[idx[i]].parse::<f64>().unwrap_or(f64::NAN);
+    let opt = |v: &[&str], i: Option<usize>| i.and_then(|i| v.get(i)).map(|s| s.to_string());
+    let num = |v: &[&str], i: Option<usize>| opt(v, i).and_then(|s| s.parse::<f64>().ok()).unwrap_or(f64::NAN);
     lines
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
@@ -453,13 +935,16 @@ fn read_rows(path: &std::path::Path) -> Result<Vec<Row>, String> {
             if v.len() < header.len() {
                 return Err(format!("short CSV line: {l}"));
             }
+            let system = v[idx[5]].to_string();
+            let d = opt(&v, gpus).and_then(|s| s.parse().ok()).unwrap_or(1);
+            let chariot = system == "chariot";
             Ok(Row {
                 sizes: v[idx[0]].to_string(),
                 seed: f(&v, 1) as u64,
                 r_target: f(&v, 2),
                 r_model: f(&v, 3),
                 iters: f(&v, 4) as u32,
-                system: v[idx[5]].to_string(),
+                system,
                 streams: f(&v, 6) as usize,
                 order: v[idx[7]].to_string(),
                 depth: f(&v, 8) as usize,
@@ -469,28 +954,286 @@ fn read_rows(path: &std::path::Path) -> Result<Vec<Row>, String> {
                 serial_ms: f(&v, 12),
                 paper_eps: f(&v, 13),
                 runtime_us: f(&v, 14),
+                gpus: d,
+                pin: opt(&v, pin).unwrap_or_else(|| if chariot { "on".into() } else { String::new() }),
+                bus_mode: opt(&v, bus_mode).unwrap_or_else(|| if chariot { "default".into() } else { String::new() }),
+                buses: opt(&v, buses).and_then(|s| s.parse().ok()).unwrap_or(d),
+                paper_bound_ms: num(&v, paper_bound),
+                limit: opt(&v, limit).unwrap_or_default(),
+                static_ms: num(&v, static_ms),
+                tasks_per_gpu: opt(&v, per_gpu).unwrap_or_default(),
             })
         })
         .collect()
 }
 
-/// ε against the hardware bound and speedup over serial, against r, as PNGs in `dir`.
-fn plots(rows: &[Row], dir: &std::path::Path) -> Result<(), String> {
-    use chariot::plot::{line_chart, Series};
-    let mut sets: Vec<(String, u64)> = rows.iter().map(|r| (r.sizes.clone(), r.seed)).collect();
+/// The points (sizes, seed, r) in the order they ran.
+fn points(rows: &[Row]) -> Vec<(String, u64, u64)> {
+    let mut keys: Vec<(String, u64, u64)> = Vec::new();
+    for r in rows {
+        if !keys.contains(&r.point()) {
+            keys.push(r.point());
+        }
+    }
+    keys
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+/// The fastest row (by wall time) among `rows` that `keep` accepts.
+fn fastest<'a>(rows: &[&'a Row], keep: impl Fn(&Row) -> bool) -> Option<&'a Row> {
+    rows.iter().copied().filter(|r| keep(r)).min_by(|a, b| a.wall_ms.total_cmp(&b.wall_ms))
+}
+
+/// The tables printed after a sweep: per point and D, chariot's best against the
+/// bounds and the baselines; then pinning, buses, the static split and scaling.
+fn summary(rows: &[Row]) {
+    let mut gpus: Vec<usize> = rows.iter().map(|r| r.gpus).collect();
+    gpus.sort_unstable();
+    gpus.dedup();
+    println!(
+        "\n{:>7} {:>5} {:>6} {:>2} {:>9} {:>9} {:>28} {:>7} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "sizes",
+        "seed",
+        "r",
+        "D",
+        "bound ms",
+        "chariot",
+        "best config",
+        "eps_hw",
+        "eps_pap",
+        "serial",
+        "breadth",
+        "depth",
+        "graph",
+        "static"
+    );
+    for (sizes, seed, rb) in points(rows) {
+        for &d in &gpus {
+            let pts: Vec<&Row> =
+                rows.iter().filter(|r| r.point() == (sizes.clone(), seed, rb) && r.gpus == d).collect();
+            if pts.is_empty() {
+                continue;
+            }
+            let best = |sys: &str| fastest(&pts, |p| p.system == sys).map_or(f64::NAN, |p| p.wall_ms);
+            let Some(c) = fastest(&pts, |p| p.system == "chariot") else { continue };
+            println!(
+                "{sizes:>7} {seed:>5} {:>6} {d:>2} {:>9.3} {:>9.3} {:>28} {:>6.1}% {:>6.1}% {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
+                f64::from_bits(rb),
+                c.bound_ms,
+                c.wall_ms,
+                format!("S{} {} d{} pin {} B{}", c.streams, c.order, c.depth, c.pin, c.buses),
+                (c.makespan_ms / c.bound_ms - 1.0) * 100.0,
+                c.paper_eps * 100.0,
+                if d == 1 { best("serial") } else { c.serial_ms },
+                best("breadth-first"),
+                best("depth-first"),
+                best("cuda-graph"),
+                best("static-split")
+            );
+        }
+    }
+    // Same configuration, one thing changed: the ratio of makespans, per pair.
+    let pairs = |label: &str, differs: &dyn Fn(&Row, &Row) -> bool, same: &dyn Fn(&Row, &Row) -> bool| {
+        let chariot: Vec<&Row> = rows.iter().filter(|r| r.system == "chariot").collect();
+        let mut any = false;
+        for &d in &gpus {
+            let ratios: Vec<f64> = chariot
+                .iter()
+                .filter(|a| a.gpus == d)
+                .flat_map(|a| {
+                    chariot
+                        .iter()
+                        .filter(move |b| b.gpus == d && a.point() == b.point() && same(a, b) && differs(a, b))
+                        .map(move |b| b.makespan_ms / a.makespan_ms)
+                })
+                .collect();
+            if ratios.is_empty() {
+                continue;
+            }
+            if !any {
+                println!("\n{label}");
+                any = true;
+            }
+            let n = ratios.len();
+            let slower = ratios.iter().filter(|&&x| x > 1.0).count();
+            println!(
+                "  D = {d}: {n} pairs; second over first, median {:+.2}%, range {:+.2}% to {:+.2}%; second slower in {slower}",
+                (median(ratios.clone()) - 1.0) * 100.0,
+                (ratios.iter().copied().fold(f64::INFINITY, f64::min) - 1.0) * 100.0,
+                (ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max) - 1.0) * 100.0,
+            );
+        }
+    };
+    let config = |a: &Row, b: &Row| a.streams == b.streams && a.order == b.order && a.depth == b.depth;
+    pairs(
+        "pinned (first) against unpinned (second) dispatchers, same configuration and buses:",
+        &|a, b| a.pin == "on" && b.pin == "off",
+        &|a, b| config(a, b) && a.buses == b.buses,
+    );
+    pairs(
+        "default B (first) against the other bus settings (second), same configuration, pinned:",
+        &|a, b| a.bus_mode == "default" && b.bus_mode != "default",
+        &|a, b| config(a, b) && a.pin == b.pin && a.pin == "on",
+    );
+    // The static split against chariot, and chariot's scaling over D = 1.
+    let mut lines = Vec::new();
+    for (sizes, seed, rb) in points(rows) {
+        let at = |d: usize, sys: &str| {
+            let pts: Vec<&Row> =
+                rows.iter().filter(|r| r.point() == (sizes.clone(), seed, rb) && r.gpus == d).collect();
+            fastest(&pts, |p| p.system == sys).map(|p| p.wall_ms)
+        };
+        for &d in gpus.iter().filter(|&&d| d > 1) {
+            let (c, s, one) = (at(d, "chariot"), at(d, "static-split"), at(1, "chariot"));
+            if c.is_none() {
+                continue;
+            }
+            let c = c.unwrap_or(f64::NAN);
+            lines.push(format!(
+                "  {sizes:>7} {seed:>5} r {:>6} D {d}: chariot {c:.3} ms, static split {}, chariot over D = 1 {}",
+                f64::from_bits(rb),
+                s.map_or("n/a".into(), |s| format!("{s:.3} ms (chariot {:+.1}%)", (c / s - 1.0) * 100.0)),
+                one.map_or("n/a".into(), |o| format!("{:.2}x", o / c)),
+            ));
+        }
+    }
+    if !lines.is_empty() {
+        println!("\nD > 1: chariot's best against the static split's best, and its scaling:\n{}", lines.join("\n"));
+    }
+}
+
+/// Joins the chariot rows of a sim run with the same configurations of a GPU run;
+/// writes `prediction.csv` into `dir` and prints the error per D.
+fn predict(sim: &[Row], gpu: &[Row], dir: &Path) -> Result<(), String> {
+    let key = |r: &Row| {
+        (
+            r.gpus,
+            r.sizes.clone(),
+            r.seed,
+            r.r_target.to_bits(),
+            r.streams,
+            r.order.clone(),
+            r.depth,
+            r.pin.clone(),
+            r.buses,
+        )
+    };
+    let mut out = String::from("gpus,sizes,seed,r_target,streams,order,depth,pin,buses,gpu_ms,sim_ms,error\n");
+    let mut errors: Vec<(usize, f64, f64)> = Vec::new();
+    for s in sim.iter().filter(|r| r.system == "chariot") {
+        let Some(g) = gpu.iter().find(|g| g.system == "chariot" && key(g) == key(s)) else { continue };
+        let err = s.makespan_ms / g.makespan_ms - 1.0;
+        errors.push((s.gpus, s.r_target, err));
+        out += &format!(
+            "{},{},{},{},{},{},{},{},{},{:.4},{:.4},{:.5}\n",
+            s.gpus,
+            s.sizes,
+            s.seed,
+            s.r_target,
+            s.streams,
+            s.order,
+            s.depth,
+            s.pin,
+            s.buses,
+            g.makespan_ms,
+            s.makespan_ms,
+            err
+        );
+    }
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("prediction.csv"), out).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut gpus: Vec<usize> = errors.iter().map(|e| e.0).collect();
+    gpus.sort_unstable();
+    gpus.dedup();
+    println!("\nthe sim's prediction of the GPU run's makespans (sim / GPU − 1), chariot configurations:");
+    for d in gpus {
+        let mut abs: Vec<f64> = errors.iter().filter(|e| e.0 == d).map(|e| e.2.abs()).collect();
+        abs.sort_by(f64::total_cmp);
+        let signed: Vec<f64> = errors.iter().filter(|e| e.0 == d).map(|e| e.2).collect();
+        let n = abs.len();
+        let within = abs.iter().filter(|&&x| x <= 0.10).count();
+        println!(
+            "  D = {d}: {within} of {n} within 10%; median |error| {:.1}%, 90th percentile {:.1}%, worst {:.1}%; median signed {:+.1}%",
+            median(abs.clone()) * 100.0,
+            abs[(n * 9 / 10).min(n - 1)] * 100.0,
+            abs[n - 1] * 100.0,
+            median(signed) * 100.0
+        );
+        let mut rs: Vec<f64> = errors.iter().filter(|e| e.0 == d).map(|e| e.1).collect();
+        rs.sort_by(f64::total_cmp);
+        rs.dedup();
+        for r in rs {
+            let e: Vec<f64> = errors.iter().filter(|e| e.0 == d && e.1 == r).map(|e| e.2).collect();
+            println!(
+                "    r {r:>6}: median {:+.1}%, worst |error| {:.1}%",
+                median(e.clone()) * 100.0,
+                e.iter().map(|x| x.abs()).fold(0.0, f64::max) * 100.0
+            );
+        }
+    }
+    if errors.is_empty() {
+        println!("  no configuration of this run is in the GPU's CSV");
+    }
+    Ok(())
+}
+
+/// ε against the hardware bound and speedup over serial, against r, as PNGs in `dir`
+/// (one GPU); at D > 1 also ε against both bounds for each D, the static split against
+/// chariot, and chariot's scaling over D = 1.
+fn plots(all: &[Row], dir: &Path) -> Result<(), String> {
+    use chariot::plot::Series;
+    // A chart whose series have no finite point (no serial run, say) is left out.
+    let line_chart = |path: PathBuf, title: &str, x: &str, y: &str, log_x: bool, series: &[Series]| {
+        let series: Vec<Series> = series
+            .iter()
+            .map(|s| Series {
+                label: s.label.clone(),
+                points: s.points.iter().copied().filter(|p| p.0.is_finite() && p.1.is_finite()).collect(),
+            })
+            .filter(|s| !s.points.is_empty())
+            .collect();
+        if series.is_empty() {
+            println!("plot {} left out: nothing to draw", path.display());
+            return Ok(());
+        }
+        chariot::plot::line_chart(path, title, x, y, log_x, &series)
+    };
+    // The one-GPU plots: D = 1 and chariot's default settings, as the one-GPU study.
+    let rows: Vec<Row> = all
+        .iter()
+        .filter(|r| r.gpus == 1 && (r.system != "chariot" || (r.pin == "on" && r.bus_mode == "default")))
+        .cloned()
+        .collect();
+    let rows = &rows[..];
+    let mut sets: Vec<(String, u64)> = all.iter().map(|r| (r.sizes.clone(), r.seed)).collect();
     sets.sort();
     sets.dedup();
     let rs = |set: &(String, u64)| {
-        let mut v: Vec<f64> = rows.iter().filter(|r| (r.sizes.clone(), r.seed) == *set).map(|r| r.r_target).collect();
+        let mut v: Vec<f64> = all.iter().filter(|r| (r.sizes.clone(), r.seed) == *set).map(|r| r.r_target).collect();
         v.sort_by(f64::total_cmp);
         v.dedup();
         v
     };
-    let best = |set: &(String, u64), r: f64, system: &str| {
+    let best_in = |rows: &[Row], set: &(String, u64), r: f64, system: &str, d: usize| -> Option<Row> {
         rows.iter()
-            .filter(|x| (x.sizes.clone(), x.seed) == *set && x.r_target == r && x.system == system)
+            .filter(|x| (x.sizes.clone(), x.seed) == *set && x.r_target == r && x.system == system && x.gpus == d)
             .min_by(|a, b| a.wall_ms.total_cmp(&b.wall_ms))
+            .cloned()
     };
+    let best = |set: &(String, u64), r: f64, system: &str| best_in(rows, set, r, system, 1);
     let name = |set: &(String, u64)| {
         if set.0 == "fixed" {
             "fixed sizes".to_string()
@@ -498,55 +1241,157 @@ fn plots(rows: &[Row], dir: &std::path::Path) -> Result<(), String> {
             format!("{} sizes, seed {}", set.0, set.1)
         }
     };
-    let eps: Vec<Series> = sets
-        .iter()
-        .map(|set| Series {
-            label: name(set),
-            points: rs(set)
-                .into_iter()
-                .filter_map(|r| best(set, r, "chariot").map(|b| (r, 100.0 * (b.makespan_ms / b.bound_ms - 1.0))))
-                .collect(),
-        })
-        .collect();
-    line_chart(
-        dir.join("eps_vs_r.png"),
-        "ε of chariot's best configuration against the hardware-aware bound",
-        "transfer ratio r",
-        "ε (%)",
-        true,
-        &eps,
-    )?;
-    for set in &sets {
-        let mut series: Vec<Series> = ["chariot", "breadth-first", "depth-first", "cuda-graph"]
+    if !rows.is_empty() {
+        let eps: Vec<Series> = sets
             .iter()
-            .map(|sys| Series {
-                label: sys.to_string(),
+            .map(|set| Series {
+                label: name(set),
                 points: rs(set)
                     .into_iter()
-                    .filter_map(|r| best(set, r, sys).map(|b| (r, b.serial_ms / b.wall_ms)))
+                    .filter_map(|r| best(set, r, "chariot").map(|b| (r, 100.0 * (b.makespan_ms / b.bound_ms - 1.0))))
                     .collect(),
             })
             .filter(|s| !s.points.is_empty())
             .collect();
-        series.push(Series {
-            label: "hardware-aware bound".into(),
-            points: rs(set)
+        line_chart(
+            dir.join("eps_vs_r.png"),
+            "ε of chariot's best configuration against the hardware-aware bound",
+            "transfer ratio r",
+            "ε (%)",
+            true,
+            &eps,
+        )?;
+        for set in &sets {
+            let mut series: Vec<Series> = ["chariot", "breadth-first", "depth-first", "cuda-graph"]
+                .iter()
+                .map(|sys| Series {
+                    label: sys.to_string(),
+                    points: rs(set)
+                        .into_iter()
+                        .filter_map(|r| best(set, r, sys).map(|b| (r, b.serial_ms / b.wall_ms)))
+                        .collect(),
+                })
+                .filter(|s| !s.points.is_empty())
+                .collect();
+            series.push(Series {
+                label: "hardware-aware bound".into(),
+                points: rs(set)
+                    .into_iter()
+                    .filter_map(|r| best(set, r, "chariot").map(|b| (r, b.serial_ms / b.bound_ms)))
+                    .collect(),
+            });
+            let file = format!(
+                "speedup_vs_r_{}{}.png",
+                set.0,
+                if set.0 == "fixed" { String::new() } else { format!("_{}", set.1) }
+            );
+            line_chart(
+                dir.join(file),
+                &format!("speedup over serial, {}", name(set)),
+                "transfer ratio r",
+                "speedup",
+                true,
+                &series,
+            )?;
+        }
+    }
+    let mut gpus: Vec<usize> = all.iter().map(|r| r.gpus).collect();
+    gpus.sort_unstable();
+    gpus.dedup();
+    if gpus.iter().all(|&d| d == 1) {
+        return Ok(());
+    }
+    // ε of the best configuration at each D, the worst over the chunk-size sets: one
+    // chart per bound, as the paper's is an order of magnitude looser.
+    for (file, label, paper) in
+        [("eps_hw_by_gpus.png", "the hardware-aware bound", false), ("eps_paper_by_gpus.png", "the paper's T_LB", true)]
+    {
+        let mut eps = Vec::new();
+        for &d in &gpus {
+            let mut rr: Vec<f64> = all.iter().filter(|r| r.gpus == d).map(|r| r.r_target).collect();
+            rr.sort_by(f64::total_cmp);
+            rr.dedup();
+            let points: Vec<(f64, f64)> = rr
                 .into_iter()
-                .filter_map(|r| best(set, r, "chariot").map(|b| (r, b.serial_ms / b.bound_ms)))
-                .collect(),
-        });
-        let file = format!(
-            "speedup_vs_r_{}{}.png",
-            set.0,
-            if set.0 == "fixed" { String::new() } else { format!("_{}", set.1) }
-        );
+                .filter_map(|r| {
+                    sets.iter()
+                        .filter_map(|set| best_in(all, set, r, "chariot", d))
+                        .map(|b| if paper { b.paper_eps } else { b.makespan_ms / b.bound_ms - 1.0 })
+                        .filter(|e| e.is_finite())
+                        .reduce(f64::max)
+                        .map(|e| (r, 100.0 * e))
+                })
+                .collect();
+            eps.push(Series { label: format!("D = {d}"), points });
+        }
         line_chart(
             dir.join(file),
-            &format!("speedup over serial, {}", name(set)),
+            &format!("ε of chariot's best against {label} (worst over chunk-size sets)"),
+            "transfer ratio r",
+            "ε (%)",
+            true,
+            &eps,
+        )?;
+    }
+    // The static split against chariot on random sizes, speedup over one GPU's serial.
+    let mut split = Vec::new();
+    for set in sets.iter().filter(|s| s.0 == "random") {
+        for &d in gpus.iter().filter(|&&d| d > 1) {
+            for (label, sys) in [("chariot", "chariot"), ("static split", "static-split")] {
+                let points: Vec<(f64, f64)> = rs(set)
+                    .into_iter()
+                    .filter_map(|r| best_in(all, set, r, sys, d).map(|b| (r, b.serial_ms / b.wall_ms)))
+                    .filter(|p| p.1.is_finite())
+                    .collect();
+                if !points.is_empty() {
+                    split.push(Series { label: format!("{label}, D = {d}, seed {}", set.1), points });
+                }
+            }
+        }
+    }
+    if !split.is_empty() {
+        line_chart(
+            dir.join("static_split_vs_chariot.png"),
+            "random sizes: speedup over one GPU's serial run",
             "transfer ratio r",
             "speedup",
             true,
-            &series,
+            &split,
+        )?;
+    }
+    // chariot's scaling: its best at D over its best at D = 1, and the bounds' ratio,
+    // each the mean over the chunk-size sets.
+    let mut scaling = Vec::new();
+    for &d in gpus.iter().filter(|&&d| d > 1) {
+        for (label, bound) in [("chariot", false), ("the bounds' ratio", true)] {
+            let mut rr: Vec<f64> = all.iter().filter(|r| r.gpus == d).map(|r| r.r_target).collect();
+            rr.sort_by(f64::total_cmp);
+            rr.dedup();
+            let points: Vec<(f64, f64)> = rr
+                .into_iter()
+                .filter_map(|r| {
+                    let ratios: Vec<f64> = sets
+                        .iter()
+                        .filter_map(|set| {
+                            let (one, many) =
+                                (best_in(all, set, r, "chariot", 1)?, best_in(all, set, r, "chariot", d)?);
+                            Some(if bound { one.bound_ms / many.bound_ms } else { one.wall_ms / many.wall_ms })
+                        })
+                        .collect();
+                    (!ratios.is_empty()).then(|| (r, ratios.iter().sum::<f64>() / ratios.len() as f64))
+                })
+                .collect();
+            scaling.push(Series { label: format!("D = {d}, {label}"), points });
+        }
+    }
+    if !scaling.is_empty() {
+        line_chart(
+            dir.join("scaling.png"),
+            "chariot's best at D GPUs over its best at one GPU (mean over chunk-size sets)",
+            "transfer ratio r",
+            "speedup over D = 1",
+            true,
+            &scaling,
         )?;
     }
     Ok(())

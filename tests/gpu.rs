@@ -427,8 +427,10 @@ fn cuda_sticky_error_retires_the_gpu_not_the_process() {
     });
 }
 
-/// With two GPUs, a sticky error on one moves its other tasks to the second: every task
-/// but the culprit completes correctly. Needs two GPUs (skips, saying so, on one).
+/// With two GPUs, a sticky error on one: the culprit is blamed, its GPU's other tasks
+/// move to the second, and every task completes correctly or fails with a reason
+/// (where the driver poisons the whole process, the second GPU is lost too). Needs two
+/// GPUs (skips, saying so, on one).
 #[test]
 #[ignore = "needs two CUDA GPUs"]
 fn cuda_sticky_error_moves_tasks_to_the_other_gpu() {
@@ -451,12 +453,24 @@ fn cuda_sticky_error_moves_tasks_to_the_other_gpu() {
             other => panic!("expected TasksFailed, got {other:?}"),
         };
         eprintln!("{report}\nmoved: {:?}", report.moved);
-        assert!(failures.iter().any(|f| f.task.0 == 3), "{failures:?}");
-        assert_eq!(report.lost_gpus.len(), 1);
-        assert_eq!(sched.live_gpus().len(), 1);
+        let blamed = failures.iter().find(|f| f.task.0 == 3).expect("the culprit is reported");
+        assert_eq!(blamed.stage, Stage::Kernel, "{blamed}");
+        assert!(!report.lost_gpus.is_empty());
+        // Measured on 2 x H200 (driver 580): the driver poisons every context of the
+        // process, not only the faulting one, so the GPU a task moves to fails at its
+        // next call too (README, "Faults"). Either way: no hang, the culprit blamed,
+        // every other task completed correctly or failed with a reason.
+        if report.lost_gpus.len() == 1 {
+            assert_eq!(sched.live_gpus().len(), 1);
+            assert_eq!(failures.len(), 1, "only the culprit fails: {failures:?}");
+        } else {
+            eprintln!("the driver poisoned both GPUs' contexts");
+            assert!(sched.live_gpus().is_empty());
+        }
+        for f in failures.iter().filter(|f| f.task.0 != 3) {
+            assert!(f.message.contains("lost") || f.message.contains("no GPU left"), "{f}");
+        }
         let failed: HashSet<u64> = failures.iter().map(|f| f.task.0).collect();
-        // Only kernels in flight with the culprit's can be blamed with it.
-        assert!(failed.len() <= 2, "{failures:?}");
         let (input, out) = (input.read(), out.read());
         for i in (0..24).filter(|i| !failed.contains(i)) {
             let r = i as usize * n..(i as usize + 1) * n;

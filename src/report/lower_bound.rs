@@ -7,7 +7,9 @@
 //! weaker bound than the max would; that is the paper's choice.)
 //!
 //! [`HardwareBound`] treats each engine of each GPU as its own resource, which is how
-//! today's GPUs (one link per GPU, separate upload and download engines) behave.
+//! today's GPUs (one link per GPU, separate upload and download engines) behave:
+//! [`HardwareBound::one_gpu`] for one GPU, [`HardwareBound::multi_gpu`] for D GPUs
+//! whose links may share host buses.
 
 use super::CommandRecord;
 use crate::stage::Stage;
@@ -87,6 +89,25 @@ pub struct LinkRates {
     pub both: f64,
 }
 
+impl LinkRates {
+    /// The rates of `k` such links side by side, none sharing anything: what `k` GPUs
+    /// on their own links move together (the host rates of [`HardwareBound::multi_gpu`]
+    /// on a machine without shared buses).
+    ///
+    /// ```
+    /// use chariot::LinkRates;
+    /// let two = LinkRates { up: 50.0, down: 55.0, both: 90.0 }.times(2.0);
+    /// assert_eq!(two, LinkRates { up: 100.0, down: 110.0, both: 180.0 });
+    /// ```
+    pub fn times(self, k: f64) -> LinkRates {
+        LinkRates { up: self.up * k, down: self.down * k, both: self.both * k }
+    }
+
+    fn positive(&self) -> bool {
+        self.up > 0.0 && self.down > 0.0 && self.both > 0.0
+    }
+}
+
 /// One task's work for [`HardwareBound`]: bytes each way and kernel time alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct TaskWork {
@@ -153,5 +174,325 @@ impl HardwareBound {
         candidates.push((link, "link"));
         let (t, limit) = candidates.into_iter().fold((0.0, "none"), |best, c| if c.0 > best.0 { c } else { best });
         HardwareBound { t_ns: t.ceil() as u64, limit }
+    }
+
+    /// The bound for `tasks` on `gpus` GPUs, whatever GPU each task runs on: it bounds
+    /// the best schedule, not only the one a run chose.
+    ///
+    /// `link` is one GPU's link alone (as for [`HardwareBound::one_gpu`]). `host` is
+    /// what all `gpus` GPUs move together when they copy at once: totals over the
+    /// machine up, down and both ways. On a machine where each GPU has its own link it
+    /// is `link.times(gpus)`; where they share B host buses it is what those buses
+    /// carry, measured with every GPU copying ([`crate::demo::probe_host_rates`]).
+    /// Host rates are taken within one link's (one GPU copying alone moves that much,
+    /// so a probe that saw less was disturbed) and `gpus` links' worth.
+    ///
+    /// Assumptions: the GPUs are alike (a task's kernel takes as long on any of them
+    /// and a kernel fills its GPU, so kernels of one GPU add up); each GPU has an
+    /// upload, a download and a compute engine; the rates are sustained maxima (one
+    /// direction moves at most `up` or `down`, both together at most `both`, on each
+    /// link and, summed over the GPUs, on the host); a task's commands run in order.
+    /// With `d_i, k_i, r_i` a task's upload, kernel and readback times alone,
+    /// `a = d_min + k_min`, `z = k_min + r_min`, `U, R` the bytes each way and
+    /// `W = U + R`, the bound is the largest of:
+    ///
+    /// * `task`: the longest task, `max(d_i + k_i + r_i)`;
+    /// * `upload`, `compute`, `download`: the engines of one kind share their work, so
+    ///   one of them does at least its D-th part: `Σd/D + k_min + r_min`,
+    ///   `d_min + Σk/D + r_min`, `d_min + k_min + Σr/D`;
+    /// * `host-up`, `host-down`: every upload ends by `T − z` and every readback
+    ///   starts after `a`, at the host's rate: `U/host.up + z`, `a + R/host.down`;
+    /// * `link`: some GPU moves `W_g ≥ W/D` bytes. If it runs two tasks or more, the
+    ///   one-GPU link argument holds on its link: `a + z + (W/D − up·a − down·z)/both`;
+    ///   if it runs one, that task carries `W/D` bytes or more and the makespan is at
+    ///   least its chain. The smaller of the two cases bounds both;
+    /// * `host`: with N > D tasks some GPU runs two, so `T ≥ a + z`; no readback
+    ///   anywhere before `a`, no upload in the last `z`, and the host carries at most
+    ///   `host.both` meanwhile: `a + z + (W − host.up·a − host.down·z)/host.both`.
+    ///
+    /// With `gpus = 1` and `host = link` it is [`HardwareBound::one_gpu`] or, where one
+    /// task alone is longer, that task.
+    ///
+    /// ```
+    /// use chariot::{HardwareBound, LinkRates, TaskWork};
+    /// let t = vec![TaskWork { up_bytes: 100, kernel_ns: 100, down_bytes: 100 }; 48];
+    /// let link = LinkRates { up: 1.0, down: 1.0, both: 2.0 };
+    /// // Two GPUs on their own links: (N/2 + 2) · 100 ns.
+    /// assert_eq!(HardwareBound::multi_gpu(&t, 2, link, link.times(2.0)).t_ns, 2600);
+    /// // Two GPUs behind one bus that carries what one link does: no faster than one GPU.
+    /// assert_eq!(HardwareBound::multi_gpu(&t, 2, link, link).t_ns, 5000);
+    /// ```
+    pub fn multi_gpu(tasks: &[TaskWork], gpus: usize, link: LinkRates, host: LinkRates) -> Self {
+        if tasks.is_empty() || !link.positive() || !host.positive() {
+            return HardwareBound::default();
+        }
+        let (n, g) = (tasks.len(), gpus.max(1));
+        let dn = g as f64;
+        let d: Vec<f64> = tasks.iter().map(|t| t.up_bytes as f64 / link.up).collect();
+        let r: Vec<f64> = tasks.iter().map(|t| t.down_bytes as f64 / link.down).collect();
+        let k: Vec<f64> = tasks.iter().map(|t| t.kernel_ns as f64).collect();
+        let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+        let sum = |v: &[f64]| v.iter().sum::<f64>();
+        let (md, mk, mr) = (min(&d), min(&k), min(&r));
+        let (a, z) = (md + mk, mk + mr);
+        let chain: Vec<f64> = (0..n).map(|i| d[i] + k[i] + r[i]).collect();
+        let up_bytes: f64 = tasks.iter().map(|t| t.up_bytes as f64).sum();
+        let down_bytes: f64 = tasks.iter().map(|t| t.down_bytes as f64).sum();
+        let w = up_bytes + down_bytes;
+        // The host moves at least what one GPU alone does and at most what D links do.
+        let both = link.both.max(link.up).max(link.down);
+        let (hu, hd) = (host.up.clamp(link.up, dn * link.up), host.down.clamp(link.down, dn * link.down));
+        let hb = host.both.clamp(both, dn * both).max(hu).max(hd);
+        let mut candidates = vec![
+            (chain.iter().copied().fold(0.0, f64::max), "task"),
+            (sum(&d) / dn + mk + mr, "upload"),
+            (md + sum(&k) / dn + mr, "compute"),
+            (md + mk + sum(&r) / dn, "download"),
+            (up_bytes / hu + z, "host-up"),
+            (a + down_bytes / hd, "host-down"),
+        ];
+        if n >= 2 && w > 0.0 {
+            let share = w / dn;
+            let mut link_t = a + z + ((share - link.up * a - link.down * z) / both).max(0.0);
+            if g >= 2 {
+                // The GPU that moves the most may hold a single task: then that task
+                // alone carries a D-th of the bytes, and the run lasts its chain.
+                let heavy = tasks
+                    .iter()
+                    .zip(&chain)
+                    .filter(|(t, _)| (t.up_bytes + t.down_bytes) as f64 >= share)
+                    .map(|(_, c)| *c)
+                    .fold(f64::INFINITY, f64::min);
+                link_t = link_t.min(heavy);
+            }
+            candidates.push((link_t, "link"));
+        }
+        if n > g && w > 0.0 {
+            candidates.push((a + z + ((w - hu * a - hd * z) / hb).max(0.0), "host"));
+        }
+        let (t, limit) = candidates.into_iter().fold((0.0, "none"), |best, c| if c.0 > best.0 { c } else { best });
+        HardwareBound { t_ns: t.ceil() as u64, limit }
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::{demo, Arg, Backend, Order, Scheduler, SimProfile};
+
+    const LINK: LinkRates = LinkRates { up: 1.0, down: 1.0, both: 2.0 };
+
+    fn next(s: &mut u64) -> u64 {
+        *s ^= *s << 13;
+        *s ^= *s >> 7;
+        *s ^= *s << 17;
+        *s
+    }
+
+    fn random_work(seed: u64, n: usize) -> Vec<TaskWork> {
+        let mut s = seed | 1;
+        (0..n)
+            .map(|_| TaskWork {
+                up_bytes: 1 + next(&mut s) % 1000,
+                kernel_ns: next(&mut s) % 2000,
+                down_bytes: 1 + next(&mut s) % 1000,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_gpu_is_multi_gpu_with_one() {
+        let link = LinkRates { up: 0.9, down: 1.1, both: 1.7 };
+        for seed in 1..50 {
+            let t = random_work(seed, 1 + seed as usize % 9);
+            let one = HardwareBound::one_gpu(&t, link);
+            let chain = t
+                .iter()
+                .map(|w| w.up_bytes as f64 / link.up + w.kernel_ns as f64 + w.down_bytes as f64 / link.down)
+                .fold(0.0, f64::max)
+                .ceil() as u64;
+            assert_eq!(HardwareBound::multi_gpu(&t, 1, link, link).t_ns, one.t_ns.max(chain), "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn equal_tasks_on_own_links_take_n_over_d_plus_two_stages() {
+        let t = vec![TaskWork { up_bytes: 100, kernel_ns: 100, down_bytes: 100 }; 48];
+        for d in [1usize, 2, 4, 8] {
+            let b = HardwareBound::multi_gpu(&t, d, LINK, LINK.times(d as f64));
+            assert_eq!(b.t_ns, (48 / d as u64 + 2) * 100, "D = {d}");
+        }
+    }
+
+    #[test]
+    fn one_shared_bus_is_no_faster_than_one_gpu() {
+        // Copy-bound tasks: only the kernels could spread over the GPUs, and the copies
+        // all cross the one bus.
+        for seed in 1..20 {
+            let mut t = random_work(seed, 40);
+            t.iter_mut().for_each(|w| w.kernel_ns /= 10);
+            let one = HardwareBound::one_gpu(&t, LINK);
+            assert_ne!(one.limit, "compute");
+            for d in [2usize, 4, 8] {
+                let b = HardwareBound::multi_gpu(&t, d, LINK, LINK);
+                assert_eq!(b.t_ns, one.t_ns, "seed {seed}, D = {d}");
+                assert!(b.limit.starts_with("host"), "seed {seed}, D = {d}: {b:?}");
+                assert!(HardwareBound::multi_gpu(&t, d, LINK, LINK.times(d as f64)).t_ns < b.t_ns);
+            }
+        }
+    }
+
+    #[test]
+    fn few_tasks_on_many_gpus_allow_one_task_per_gpu() {
+        // Two tasks, two GPUs: each runs alone, in d + k + r = 300 ns. The one-GPU link
+        // argument (two tasks on a link) would claim 400.
+        let two = vec![TaskWork { up_bytes: 100, kernel_ns: 100, down_bytes: 100 }; 2];
+        assert_eq!(HardwareBound::multi_gpu(&two, 2, LINK, LINK.times(2.0)).t_ns, 300);
+        // Three tasks: one GPU runs two (400 ns at best), and the bound says so.
+        let three = vec![TaskWork { up_bytes: 100, kernel_ns: 100, down_bytes: 100 }; 3];
+        assert_eq!(HardwareBound::multi_gpu(&three, 2, LINK, LINK.times(2.0)).t_ns, 400);
+    }
+
+    #[test]
+    fn more_gpus_on_own_links_never_raise_the_bound() {
+        for seed in 1..30 {
+            let t = random_work(seed, 2 + seed as usize % 30);
+            let mut last = u64::MAX;
+            for d in 1..=8usize {
+                let b = HardwareBound::multi_gpu(&t, d, LINK, LINK.times(d as f64)).t_ns;
+                assert!(b <= last, "seed {seed}, D = {d}: {b} > {last}");
+                last = b;
+            }
+        }
+    }
+
+    #[test]
+    fn no_work_or_no_rate_gives_no_bound() {
+        let t = random_work(3, 5);
+        assert_eq!(HardwareBound::multi_gpu(&[], 2, LINK, LINK), HardwareBound::default());
+        let zero = LinkRates { up: 0.0, ..LINK };
+        assert_eq!(HardwareBound::multi_gpu(&t, 2, zero, LINK), HardwareBound::default());
+        assert_eq!(HardwareBound::multi_gpu(&t, 2, LINK, zero), HardwareBound::default());
+    }
+
+    /// The host rates of `d` GPUs of a sim `profile`, from its fluid model: each GPU its
+    /// own link, or GPU g on bus g mod B.
+    fn sim_host(p: &SimProfile, link: LinkRates, d: usize) -> LinkRates {
+        match p.buses {
+            None => link.times(d as f64),
+            Some(b) => {
+                let k = b.min(d) as f64;
+                LinkRates {
+                    up: k * p.bus_bytes_per_s / 1e9,
+                    down: k * p.bus_bytes_per_s / 1e9,
+                    both: k * p.bus_duplex_bytes_per_s / 1e9,
+                }
+            }
+        }
+    }
+
+    /// Runs chunks of `sizes` elements through the shift kernel (costing `b`·iters ns an
+    /// element) on `d` simulated GPUs and returns the makespan and each task's work.
+    fn sim_run(
+        p: SimProfile,
+        d: usize,
+        s: usize,
+        depth: usize,
+        order: Order,
+        sizes: &[usize],
+        iters: u32,
+    ) -> (u64, Vec<TaskWork>) {
+        let b = 1e-4;
+        let sched = Scheduler::builder()
+            .backend(Backend::SimWith(p.timing_only()))
+            .gpus(d)
+            .streams(s)
+            .stage_depth(depth)
+            .order(order)
+            .cpu_cores(4)
+            .build()
+            .unwrap();
+        let total: usize = sizes.iter().sum();
+        let max = *sizes.iter().max().unwrap();
+        let input = sched.alloc_host::<u32>(total).unwrap();
+        let output = sched.alloc_host::<u32>(total).unwrap();
+        let k = sched.register_kernel(demo::shift_kernel_costing(0.0, b)).unwrap();
+        let (d_in, d_out) = (sched.alloc::<u32>(max).unwrap(), sched.alloc::<u32>(max).unwrap());
+        let mut at = 0;
+        let mut work = Vec::new();
+        for (i, &n) in sizes.iter().enumerate() {
+            let r = at..at + n;
+            at += n;
+            sched
+                .task(i as u64, n as u64)
+                .download(&d_in, 0, &input, r.clone())
+                .launch(
+                    &k,
+                    (n as u32).div_ceil(demo::BLOCK),
+                    demo::BLOCK,
+                    0,
+                    &[Arg::buffer(&d_out), Arg::buffer(&d_in), Arg::u32(n as u32), Arg::u32(iters)],
+                )
+                .readback(&output, r, &d_out, 0)
+                .submit()
+                .unwrap();
+            // The sim charges n·b·iters ns, truncated, as `shift_kernel_costing` does.
+            work.push(TaskWork {
+                up_bytes: 4 * n as u64,
+                kernel_ns: (n as f64 * b * iters as f64) as u64,
+                down_bytes: 4 * n as u64,
+            });
+        }
+        (sched.synchronize().unwrap().makespan_ns, work)
+    }
+
+    /// One run of the sim test below.
+    struct Case {
+        profile: SimProfile,
+        gpus: usize,
+        streams: usize,
+        depth: usize,
+        order: Order,
+        iters: u32,
+    }
+
+    /// On the sim backend, whose rates are known exactly, no makespan falls below the
+    /// bound: one GPU, GPUs on their own links, and GPUs sharing buses, on chunks of
+    /// random sizes, copy-bound and kernel-bound.
+    #[test]
+    fn sim_makespans_never_fall_below_the_multi_gpu_bound() {
+        let own = SimProfile::h100;
+        let slow_duplex = || SimProfile::h100().with_link(20.0, 30.0, 35.0);
+        let case = |profile, gpus, streams, depth, order, iters| Case { profile, gpus, streams, depth, order, iters };
+        let cases = [
+            case(own(), 1, 4, 2, Order::Fcfs, 200),
+            case(own(), 2, 4, 2, Order::LargestFirst, 200),
+            case(own(), 2, 2, 1, Order::Fcfs, 3000),
+            case(own().with_buses(1), 2, 4, 2, Order::Fcfs, 200),
+            case(own().with_buses(1), 2, 4, 1, Order::SmallestFirst, 1000),
+            case(own(), 4, 4, 2, Order::LargestFirst, 200),
+            case(own().with_buses(2), 4, 2, 2, Order::Fcfs, 200),
+            case(slow_duplex().with_buses(1), 2, 4, 2, Order::LargestFirst, 100),
+            case(slow_duplex(), 4, 3, 2, Order::Fcfs, 1500),
+        ];
+        for (i, c) in cases.into_iter().enumerate() {
+            let (p, d) = (c.profile, c.gpus);
+            let link = LinkRates {
+                up: p.h2d_bytes_per_s / 1e9,
+                down: p.d2h_bytes_per_s / 1e9,
+                both: p.duplex_bytes_per_s / 1e9,
+            };
+            let host = sim_host(&p, link, d);
+            let mut seed = 0x5eed + i as u64;
+            let sizes: Vec<usize> = (0..24).map(|_| 64 * 1024 + (next(&mut seed) % (960 * 1024)) as usize).collect();
+            let buses = p.buses;
+            let (makespan, work) = sim_run(p, d, c.streams, c.depth, c.order, &sizes, c.iters);
+            let bound = HardwareBound::multi_gpu(&work, d, link, host);
+            assert!(bound.t_ns > 0, "case {i}: {bound:?}");
+            assert!(
+                makespan >= bound.t_ns,
+                "case {i} (D = {d}, buses {buses:?}): makespan {makespan} ns below the bound {bound:?}"
+            );
+        }
     }
 }
