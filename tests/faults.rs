@@ -7,7 +7,7 @@ mod common;
 
 use chariot::{
     Arg, Backend, DeviceBuffer, Error, HostBuffer, KernelHandle, Report, Scheduler, SimFaults, SimProfile, Stage,
-    TaskFailure, TaskId,
+    TaskId,
 };
 use common::*;
 use std::collections::HashSet;
@@ -87,15 +87,6 @@ impl Rig {
     }
 }
 
-/// The failures of a batch that must have failed.
-fn failures(result: chariot::Result<Report>) -> (Vec<TaskFailure>, Report) {
-    match result {
-        Err(Error::TasksFailed { failures, report }) => (failures, *report),
-        Ok(_) => panic!("the batch should have failed"),
-        Err(e) => panic!("expected TasksFailed, got {e}"),
-    }
-}
-
 /// For every task that completed: its last attempt's commands, from its restart point
 /// on, each once, in order, without a failure, on one GPU and stream.
 fn check_attempts(report: &Report, done: impl IntoIterator<Item = u64>, commands: u32) {
@@ -130,7 +121,7 @@ fn a_failing_command_fails_its_task_only() {
         let s = sched(2, 2, faults, false);
         let rig = Rig::new(&s, 32);
         rig.submit(&s, 0);
-        let (failed, report) = failures(s.synchronize());
+        let (failed, report) = expect_failed(s.synchronize());
         let mut got: Vec<(u64, usize, Stage)> = failed.iter().map(|f| (f.task.0, f.command, f.stage)).collect();
         got.sort();
         assert_eq!(got, vec![(7, 1, Stage::Kernel), (13, 2, Stage::Readback), (20, 0, Stage::Download)]);
@@ -157,7 +148,7 @@ fn a_crashing_kernel_is_blamed_and_the_others_move() {
         let s = sched(2, 3, SimFaults::default().crash_on_command(9, 1), true);
         let rig = Rig::new(&s, 48);
         rig.submit(&s, 0);
-        let (failed, report) = failures(s.synchronize());
+        let (failed, report) = expect_failed(s.synchronize());
         assert_eq!(failed.len(), 1, "{failed:?}");
         let blamed = &failed[0];
         assert_eq!((blamed.task, blamed.command, blamed.stage), (TaskId(9), 1, Stage::Kernel));
@@ -240,7 +231,7 @@ fn an_in_place_task_whose_readback_began_is_failed_not_moved() {
                 assert!(report.moved.iter().any(|m| m.task == TaskId(5) && m.restart == 0), "{:?}", report.moved);
                 assert!((0..16).all(ok));
             } else {
-                let (failed, report) = failures(result);
+                let (failed, report) = expect_failed(result);
                 assert_eq!(failed.len(), 1, "{failed:?}");
                 assert_eq!(failed[0].task, TaskId(5));
                 assert!(failed[0].message.contains("cannot run again"), "{}", failed[0]);
@@ -260,7 +251,7 @@ fn with_no_gpu_left_synchronize_says_so() {
         let s = sched(2, 2, faults, false);
         let rig = Rig::new(&s, 12);
         rig.submit(&s, 0);
-        let (failed, report) = failures(s.synchronize());
+        let (failed, report) = expect_failed(s.synchronize());
         assert_eq!(failed.len(), 12);
         assert_eq!(failed.iter().map(|f| f.task).collect::<HashSet<_>>().len(), 12);
         assert!(failed.iter().any(|f| f.message.contains("no GPU left")), "{failed:?}");
@@ -268,7 +259,7 @@ fn with_no_gpu_left_synchronize_says_so() {
         assert!(s.live_gpus().is_empty());
         // Later work fails the same way, without hanging.
         rig.submit(&s, 100);
-        let (failed, _) = failures(s.synchronize());
+        let (failed, _) = expect_failed(s.synchronize());
         assert_eq!(failed.len(), 12);
         assert!(failed.iter().all(|f| f.message.contains("no GPU left")), "{failed:?}");
     });

@@ -332,12 +332,6 @@ fn cuda_device_memory_returns_after_synchronize() {
     });
 }
 
-/// Threads of this process now (Linux).
-fn threads_now() -> usize {
-    let status = std::fs::read_to_string("/proc/self/status").expect("reading /proc/self/status");
-    status.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|v| v.trim().parse().ok()).expect("a Threads line")
-}
-
 /// A kernel that writes far outside its buffer: a sticky CUDA_ERROR_ILLEGAL_ADDRESS.
 fn wild_kernel() -> Kernel {
     Kernel::new(
@@ -380,10 +374,7 @@ fn cuda_sticky_error_retires_the_gpu_not_the_process() {
             input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
             let out = sched.alloc_host::<u32>(24 * n).unwrap();
             wild_batch(&sched, &input, &out, 5);
-            let (failures, report) = match sched.synchronize() {
-                Err(Error::TasksFailed { failures, report }) => (failures, report),
-                other => panic!("expected TasksFailed, got {other:?}"),
-            };
+            let (failures, report) = expect_failed(sched.synchronize());
             eprintln!("{report}");
             let blamed = failures.iter().find(|f| f.task.0 == 5).expect("task 5 is reported");
             assert_eq!(blamed.stage, Stage::Kernel, "{blamed}");
@@ -448,10 +439,7 @@ fn cuda_sticky_error_moves_tasks_to_the_other_gpu() {
         input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
         let out = sched.alloc_host::<u32>(24 * n).unwrap();
         wild_batch(&sched, &input, &out, 3);
-        let (failures, report) = match sched.synchronize() {
-            Err(Error::TasksFailed { failures, report }) => (failures, report),
-            other => panic!("expected TasksFailed, got {other:?}"),
-        };
+        let (failures, report) = expect_failed(sched.synchronize());
         eprintln!("{report}\nmoved: {:?}", report.moved);
         let blamed = failures.iter().find(|f| f.task.0 == 3).expect("the culprit is reported");
         assert_eq!(blamed.stage, Stage::Kernel, "{blamed}");

@@ -8,11 +8,6 @@ mod common;
 use chariot::{Arg, Backend, Resource, Scheduler, SimProfile};
 use common::*;
 
-fn threads_now() -> usize {
-    let status = std::fs::read_to_string("/proc/self/status").expect("reading /proc/self/status");
-    status.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|v| v.trim().parse().ok()).expect("a Threads line")
-}
-
 #[test]
 fn dropping_a_busy_scheduler_waits_joins_and_frees() {
     // No `with_timeout` thread here: it would be counted. The sim's engines and the

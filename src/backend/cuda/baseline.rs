@@ -68,6 +68,36 @@ impl Drop for Rig {
     }
 }
 
+/// Compiles `kernel` for device `dev` (NVRTC, cached per process) and loads it into the
+/// current context: the module (to unload when done) and its entry point. Shared by the
+/// hand-written pipelines.
+pub(crate) fn load_kernel(dev: sys::CUdevice, kernel: &Kernel) -> Result<(sys::CUmodule, sys::CUfunction), String> {
+    use sys::CUdevice_attribute::*;
+    // SAFETY: plain attribute queries on a valid device.
+    let (major, minor) = unsafe {
+        (
+            result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+                .map_err(|e| failed("cuDeviceGetAttribute", e))?,
+            result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+                .map_err(|e| failed("cuDeviceGetAttribute", e))?,
+        )
+    };
+    let image = nvrtc::compile(kernel, &format!("sm_{major}{minor}")).map_err(|e| e.to_string())?;
+    // SAFETY: a complete cubin for this device; the caller unloads it.
+    let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
+        .map_err(|e| failed("cuModuleLoadData", e))?;
+    let name = CString::new(kernel.name.clone()).map_err(|_| "kernel name has a NUL byte".to_string())?;
+    // SAFETY: the module was just loaded.
+    match unsafe { result::module::get_function(module, name) } {
+        Ok(func) => Ok((module, func)),
+        Err(e) => {
+            // SAFETY: loaded above, used by nothing.
+            let _ = unsafe { result::module::unload(module) };
+            Err(failed("cuModuleGetFunction", e))
+        }
+    }
+}
+
 /// Host time of the run: `setup_ns` builds what is reused (the graph's capture and
 /// instantiation), `wall_ns` runs the chunks, from the first call to the last result.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -94,25 +124,9 @@ impl Rig {
         };
         // SAFETY: the context was just retained.
         unsafe { result::ctx::set_current(ctx) }.map_err(|e| failed("cuCtxSetCurrent", e))?;
-        use sys::CUdevice_attribute::*;
-        // SAFETY: plain attribute queries on a valid device.
-        let (major, minor) = unsafe {
-            (
-                result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
-                    .map_err(|e| failed("cuDeviceGetAttribute", e))?,
-                result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
-                    .map_err(|e| failed("cuDeviceGetAttribute", e))?,
-            )
-        };
-        let image = nvrtc::compile(kernel, &format!("sm_{major}{minor}")).map_err(|e| e.to_string())?;
-        // SAFETY: a complete cubin for this device; unloaded in Drop.
-        let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
-            .map_err(|e| failed("cuModuleLoadData", e))?;
+        let (module, func) = load_kernel(dev, kernel)?;
         rig.module = Some(module);
-        let name = CString::new(kernel.name.clone()).map_err(|_| "kernel name has a NUL byte".to_string())?;
-        // SAFETY: the module is loaded.
-        rig.func =
-            unsafe { result::module::get_function(module, name) }.map_err(|e| failed("cuModuleGetFunction", e))?;
+        rig.func = func;
         let bytes = max_len * 4;
         for _ in 0..streams {
             rig.streams.push(

@@ -298,8 +298,8 @@ impl Gpu {
     pub(crate) fn poll(&mut self, j: usize) -> Option<Result<Span, Fault>> {
         // SAFETY: the slot's end event was recorded by `issue`.
         let polled = unsafe { result::event::query(self.end[j]) };
-        if !matches!(polled, Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_READY))) {
-            if let Some(r) = &mut self.ranges {
+        if let Some(r) = &mut self.ranges {
+            if !matches!(polled, Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_READY))) {
                 r.end(j);
             }
         }

@@ -13,7 +13,7 @@
 //! stream's event has completed. So no staging buffer is rewritten while its download
 //! may still read it, and no output is consumed before its readback has ended.
 
-use super::{failed, nvrtc};
+use super::failed;
 use crate::baseline::{DeviceArg, InOrderDevice, InOrderError, InOrderLaunch, InOrderPlan, InOrderTiming, Prepared};
 use crate::callback::run_caught;
 use crate::error::{BoxError, Error};
@@ -22,7 +22,7 @@ use crate::memory::Element;
 use cudarc::driver::result;
 use cudarc::driver::sys;
 use parking_lot::Mutex;
-use std::ffi::{c_void, CString};
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -417,26 +417,10 @@ impl Rig {
         };
         // SAFETY: the context was just retained.
         unsafe { result::ctx::set_current(ctx) }.map_err(|e| failed("cuCtxSetCurrent", e))?;
-        use sys::CUdevice_attribute::*;
-        // SAFETY: plain attribute queries on a valid device.
-        let (major, minor) = unsafe {
-            (
-                result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
-                    .map_err(|e| failed("cuDeviceGetAttribute", e))?,
-                result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
-                    .map_err(|e| failed("cuDeviceGetAttribute", e))?,
-            )
-        };
         // The same cubin chariot loads (NVRTC's cache is per process).
-        let image = nvrtc::compile(kernel, &format!("sm_{major}{minor}")).map_err(|e| e.to_string())?;
-        // SAFETY: a complete cubin for this device; unloaded in Drop.
-        let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
-            .map_err(|e| failed("cuModuleLoadData", e))?;
+        let (module, func) = super::baseline::load_kernel(dev, kernel)?;
         rig.module = Some(module);
-        let name = CString::new(kernel.name.clone()).map_err(|_| "kernel name has a NUL byte".to_string())?;
-        // SAFETY: the module is loaded.
-        rig.engine.func =
-            unsafe { result::module::get_function(module, name) }.map_err(|e| failed("cuModuleGetFunction", e))?;
+        rig.engine.func = func;
         let alloc = |bytes: usize| {
             // SAFETY: the context is current; every pointer is pushed to the rig at once
             // and freed in Drop.
