@@ -17,16 +17,18 @@ pub enum Gpus {
 }
 
 impl Gpus {
-    /// Resolves to ordinals on a backend with `available` GPUs.
+    /// Resolves to ordinals on a backend with `available` GPUs. A count is checked
+    /// before any list is made: `Count(usize::MAX)` names ordinal `available`, the
+    /// first one missing.
     pub(crate) fn resolve(&self, available: usize, backend: &'static str) -> Result<Vec<usize>> {
-        let list = match self {
-            Gpus::Count(n) => (0..*n).collect::<Vec<_>>(),
-            Gpus::List(v) => v.clone(),
-        };
-        if let Some(&ordinal) = list.iter().find(|&&o| o >= available) {
-            return Err(Error::NoSuchGpu { ordinal, available, backend });
+        match self {
+            Gpus::Count(n) if *n > available => Err(Error::NoSuchGpu { ordinal: available, available, backend }),
+            Gpus::Count(n) => Ok((0..*n).collect()),
+            Gpus::List(v) => match v.iter().find(|&&o| o >= available) {
+                Some(&ordinal) => Err(Error::NoSuchGpu { ordinal, available, backend }),
+                None => Ok(v.clone()),
+            },
         }
-        Ok(list)
     }
 }
 
@@ -127,6 +129,8 @@ impl Builder {
     }
 
     /// Global thresholds G, overriding the paper's `(min(C,D·S), B, D, B)`. Each ≥ 1.
+    /// G_1 is also the number of executioner threads, capped at D·S: no more tasks than
+    /// that hold a stream slot, so no more CPU callbacks can run at once.
     pub fn global_thresholds(mut self, g: [usize; Stage::K]) -> Self {
         self.global = Some(g);
         self
@@ -293,5 +297,23 @@ impl Builder {
             nvtx: self.nvtx.unwrap_or_else(|| std::env::var("CHARIOT_NVTX").is_ok_and(|v| v == "1")),
         };
         crate::scheduler::Scheduler::start(machine, config)
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn a_count_is_checked_before_it_is_listed() {
+        assert_eq!(Gpus::Count(2).resolve(8, "sim").ok(), Some(vec![0, 1]));
+        assert_eq!(Gpus::Count(8).resolve(8, "sim").ok(), Some((0..8).collect()));
+        for n in [9, 1 << 40, usize::MAX] {
+            let e = Gpus::Count(n).resolve(8, "sim").unwrap_err();
+            assert!(matches!(e, Error::NoSuchGpu { ordinal: 8, available: 8, backend: "sim" }), "{n}: {e:?}");
+        }
+        let e = Gpus::List(vec![1, 9, 3]).resolve(8, "cuda").unwrap_err();
+        assert!(matches!(e, Error::NoSuchGpu { ordinal: 9, available: 8, backend: "cuda" }), "{e:?}");
+        assert_eq!(Gpus::List(vec![3, 1]).resolve(8, "sim").ok(), Some(vec![3, 1]));
     }
 }

@@ -4,12 +4,17 @@
 //!
 //! A panic in a callback is caught where it runs and becomes that task's failure;
 //! the executioners and dispatchers live on.
+//!
+//! While a callback runs, its thread knows which task it serves ([`InCallback`]): a call
+//! that would wait for that very task (`synchronize`, a host guard on a range the task
+//! claims) asks [`current`] and refuses instead of waiting forever.
 
 use crate::error::BoxError;
 use crate::memory::{DeviceBuffer, Element};
 use crate::task::TaskId;
 use crossbeam_channel::{Receiver, Sender};
 use std::any::Any;
+use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::thread::JoinHandle;
 
@@ -98,6 +103,36 @@ impl std::fmt::Debug for GpuCall<'_> {
     }
 }
 
+thread_local! {
+    /// The callback running on this thread: its scheduler's id and its task.
+    static CURRENT: Cell<Option<(u64, TaskId)>> = const { Cell::new(None) };
+}
+
+/// Marks this thread as running a callback of `task` (of scheduler `sched`) until it is
+/// dropped, unwinding included. Every user callback runs inside one (the task builder
+/// wraps it), on whatever thread runs it: an executioner, a dispatcher, a simulated engine.
+#[derive(Debug)]
+pub(crate) struct InCallback {
+    prev: Option<(u64, TaskId)>,
+}
+
+impl InCallback {
+    pub(crate) fn enter(sched: u64, task: TaskId) -> Self {
+        InCallback { prev: CURRENT.with(|c| c.replace(Some((sched, task)))) }
+    }
+}
+
+impl Drop for InCallback {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(self.prev));
+    }
+}
+
+/// The scheduler id and task whose callback runs on this thread, if one does.
+pub(crate) fn current() -> Option<(u64, TaskId)> {
+    CURRENT.with(Cell::get)
+}
+
 /// A CPU callback as stored in a task.
 pub(crate) type CpuFn = Box<dyn FnOnce(&CallInfo) -> Result<(), BoxError> + Send>;
 /// A GPU callback as stored in a task.
@@ -149,7 +184,8 @@ pub(crate) struct Executioners {
 }
 
 impl Executioners {
-    /// Starts `count` executioners.
+    /// Starts `count` executioners. The caller caps `count` at what can run at once
+    /// (G_1, and never more than the D·S tasks that hold a stream slot).
     pub(crate) fn start(count: usize) -> crate::Result<Self> {
         let (tx, rx) = crossbeam_channel::unbounded::<CpuJob>();
         let mut pool = Executioners { jobs: Some(tx), threads: Vec::with_capacity(count) };
@@ -196,5 +232,34 @@ fn executioner(jobs: Receiver<CpuJob>) {
         // happens after a dispatcher panic, and then nobody waits for this result.
         let _ = job.done.send(CpuDone { stream: info.stream, start_ns, end_ns, result });
         job.wake.notify();
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn in_callback_marks_the_thread_until_dropped_even_by_a_panic() {
+        assert_eq!(current(), None);
+        {
+            let _outer = InCallback::enter(1, TaskId(7));
+            assert_eq!(current(), Some((1, TaskId(7))));
+            {
+                let _inner = InCallback::enter(2, TaskId(8));
+                assert_eq!(current(), Some((2, TaskId(8))));
+            }
+            assert_eq!(current(), Some((1, TaskId(7))), "the outer mark comes back");
+            let r = run_caught(|| -> Result<(), BoxError> {
+                let _in = InCallback::enter(3, TaskId(9));
+                panic!("boom")
+            });
+            assert_eq!(r, Err("panicked: boom".to_string()));
+            assert_eq!(current(), Some((1, TaskId(7))), "unwinding restores the mark");
+        }
+        assert_eq!(current(), None);
+        // Another thread has its own mark.
+        let _in = InCallback::enter(1, TaskId(7));
+        assert_eq!(std::thread::spawn(current).join().ok(), Some(None));
     }
 }

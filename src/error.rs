@@ -94,8 +94,12 @@ pub enum Error {
         /// The task.
         task: TaskId,
     },
-    /// Two tasks of one batch carry the same id.
-    #[error("task {task}: another task with this id is still in flight (ids must be unique until synchronize)")]
+    /// Two tasks of one batch carry the same id: the id was submitted since the last
+    /// `synchronize`, whether that task is still in flight or has ended (the batch's
+    /// report counts tasks by id).
+    #[error(
+        "task {task}: a task with this id was already submitted in this batch (ids must be unique until synchronize)"
+    )]
     DuplicateTask {
         /// The id given twice.
         task: TaskId,
@@ -131,6 +135,22 @@ pub enum Error {
         elem_size: usize,
         /// What is wrong.
         message: String,
+    },
+    /// A call made in a callback would wait for the callback's own task, which cannot
+    /// end until the callback returns: [`Scheduler::synchronize`](crate::Scheduler::synchronize)
+    /// or [`Scheduler::shutdown`](crate::Scheduler::shutdown) of the task's scheduler, or a
+    /// [`HostBuffer`](crate::HostBuffer) guard on a range the task itself claims against
+    /// it (a read guard on a range the task writes, a write guard on a range it touches).
+    /// Nothing waits and nothing changes; a callback that gets it and returns it fails
+    /// its task.
+    #[error("task {task}: {call} was called in a callback of this task and would wait for the task itself, which cannot end until the callback returns ({reason})")]
+    WaitInCallback {
+        /// The task whose callback made the call.
+        task: TaskId,
+        /// The call, e.g. `Scheduler::synchronize` or `HostBuffer::read`.
+        call: &'static str,
+        /// What it would have waited for, and what to do instead.
+        reason: String,
     },
     /// The scheduler was shut down; it takes no more work.
     #[error("the scheduler has shut down; it takes no more work")]

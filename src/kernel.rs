@@ -103,6 +103,9 @@ impl ArgValue {
 /// use chariot::Dim3;
 /// assert_eq!(Dim3::from(128), Dim3 { x: 128, y: 1, z: 1 });
 /// assert_eq!(Dim3::from((4, 2)).count(), 8);
+/// let huge = Dim3::from((u32::MAX, u32::MAX, u32::MAX));
+/// assert_eq!(huge.checked_count(), None);
+/// assert_eq!(huge.count(), u64::MAX);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Dim3 {
@@ -115,9 +118,14 @@ pub struct Dim3 {
 }
 
 impl Dim3 {
-    /// x·y·z.
+    /// x·y·z, saturating at `u64::MAX` (three `u32` can multiply past it).
     pub fn count(&self) -> u64 {
-        self.x as u64 * self.y as u64 * self.z as u64
+        self.checked_count().unwrap_or(u64::MAX)
+    }
+
+    /// x·y·z, or `None` where it passes `u64::MAX`.
+    pub fn checked_count(&self) -> Option<u64> {
+        (self.x as u64).checked_mul(self.y as u64)?.checked_mul(self.z as u64)
     }
 }
 

@@ -8,6 +8,10 @@
 //!    empty, dropping its GPU handle (streams, events, simulated engines);
 //! 4. join the dispatchers, then close and join the executioners;
 //! 5. free the device buffers in the graveyard.
+//!
+//! A callback never waits for its own task: `synchronize` and `shutdown` called in a
+//! callback of this scheduler return [`Error::WaitInCallback`], and a `Drop` there (the
+//! last handle moved into a callback) hands steps 2 to 5 to a thread of their own.
 
 use crate::backend::{GpuInfo, Machine};
 use crate::builder::{Builder, Config};
@@ -33,11 +37,14 @@ use std::time::Instant;
 
 static NEXT_SCHEDULER: AtomicU64 = AtomicU64::new(1);
 
-/// Tasks submitted and not yet ended, and what ended badly.
+/// Tasks submitted and not yet ended, the ids used since the last `synchronize`, and
+/// what ended badly.
 #[derive(Debug, Default)]
 pub(crate) struct Batch {
     pub(crate) outstanding: usize,
-    pub(crate) in_flight: HashSet<TaskId>,
+    /// Every id submitted in this batch, ended or not: the report counts tasks by id,
+    /// so an id is taken until `synchronize` closes the batch.
+    pub(crate) ids: HashSet<TaskId>,
     pub(crate) outcome: Outcome,
 }
 
@@ -73,7 +80,8 @@ impl Shared {
         }
     }
 
-    /// Ends a task: gives back its host claims, then counts it out of the batch.
+    /// Ends a task: gives back its host claims, then counts it out of the batch (its id
+    /// stays taken until `synchronize`).
     pub(crate) fn end_task(&self, task: Box<Task>, failure: Option<TaskFailure>) {
         let id = task.id;
         for h in &task.hosts {
@@ -82,7 +90,6 @@ impl Shared {
         drop(task);
         let mut batch = self.batch.lock();
         batch.outstanding -= 1;
-        batch.in_flight.remove(&id);
         batch.outcome.failures.extend(failure);
         if batch.outstanding == 0 {
             self.batch_done.notify_all();
@@ -188,7 +195,8 @@ impl Scheduler {
             )?);
         }
         let cores = crate::dispatch::affinity::choose(machine.gpus(), config.pin);
-        let executioners = Executioners::start(config.thresholds.global[0])?;
+        // G_1 executioners, but never more than the D·S tasks that can hold a slot.
+        let executioners = Executioners::start(config.thresholds.global[0].min(d.saturating_mul(config.streams)))?;
         let mut dispatchers = Vec::with_capacity(d);
         for (g, gpu) in gpus.into_iter().enumerate() {
             let dispatcher = Dispatcher::new(g, gpu, &config, shared.clone(), executioners.sender(), cores[g]);
@@ -289,18 +297,36 @@ impl Scheduler {
     ///
     /// # Errors
     /// [`Error::InvalidLength`] for 0 elements or a size that overflows,
-    /// [`Error::OutOfMemory`] if a GPU cannot hold them.
+    /// [`Error::OutOfMemory`] if a GPU cannot hold them: `bytes` is one copy's size, the
+    /// message says how many copies (S per GPU, D·S in all) and bytes the buffer needs;
+    /// the copies already made are given back.
     pub fn alloc<T: Element>(&self, len: usize) -> Result<DeviceBuffer<T>> {
         let bytes = checked_bytes::<T>(len)?;
-        let s = self.config.streams;
-        let mut phys = Vec::with_capacity(self.gpu_count() * s);
-        for g in 0..self.gpu_count() {
+        let (d, s) = (self.gpu_count(), self.config.streams);
+        let mut phys = Vec::with_capacity(d * s);
+        for g in 0..d {
             for _ in 0..s {
                 match self.machine.alloc_device(g, bytes) {
                     Ok(p) => phys.push(p),
                     Err(e) => {
+                        let made = phys.len();
                         self.machine.free_device(phys);
-                        return Err(e);
+                        return Err(match e {
+                            Error::OutOfMemory { what, bytes, message } => Error::OutOfMemory {
+                                what,
+                                message: format!(
+                                    "{message}; a device buffer needs one copy per stream on every GPU: 1 copy per \
+                                     stream × {s} streams × {d} GPU(s) = {} copies of {bytes} bytes, {} bytes in all; \
+                                     copy {} failed and the {made} made were given back (use fewer streams or a \
+                                     smaller buffer)",
+                                    d * s,
+                                    (d * s) as u128 * bytes as u128,
+                                    made + 1,
+                                ),
+                                bytes,
+                            },
+                            other => other,
+                        });
                     }
                 }
             }
@@ -346,7 +372,7 @@ impl Scheduler {
         }
         {
             let mut batch = self.shared.batch.lock();
-            if !batch.in_flight.insert(id) {
+            if !batch.ids.insert(id) {
                 return Err(Error::DuplicateTask { task: id });
             }
         }
@@ -358,7 +384,7 @@ impl Scheduler {
                 for h in &hosts {
                     h.release(Holder::Task(id));
                 }
-                self.shared.batch.lock().in_flight.remove(&id);
+                self.shared.batch.lock().ids.remove(&id);
                 return Err(Error::HostConflict {
                     task: id,
                     buffer: host.id,
@@ -384,12 +410,16 @@ impl Scheduler {
     /// # Errors
     /// [`Error::TasksFailed`] with every failed task (and the report) when any failed;
     /// the other tasks completed and their outputs are intact.
+    /// [`Error::WaitInCallback`] when called in a callback of this scheduler's tasks,
+    /// which would wait for its own task; nothing is waited for or taken then.
     pub fn synchronize(&self) -> Result<Report> {
+        self.refuse_in_callback("Scheduler::synchronize")?;
         let outcome = {
             let mut batch = self.shared.batch.lock();
             while batch.outstanding > 0 {
                 self.shared.batch_done.wait(&mut batch);
             }
+            batch.ids.clear();
             std::mem::take(&mut batch.outcome)
         };
         let failures = outcome.failures.clone();
@@ -416,24 +446,80 @@ impl Scheduler {
     /// Waits for all work, stops every runtime thread and returns the last batch's
     /// report. Later submits fail with [`Error::ShutDown`]. Dropping the scheduler does
     /// the same, discarding the report.
+    ///
+    /// # Errors
+    /// Those of [`synchronize`](Scheduler::synchronize); [`Error::WaitInCallback`] in a
+    /// callback of this scheduler's tasks, and then the scheduler runs on unchanged.
     pub fn shutdown(&self) -> Result<Report> {
+        self.refuse_in_callback("Scheduler::shutdown")?;
         self.closed.store(true, Ordering::SeqCst);
         let report = self.synchronize();
-        if let Some((dispatchers, mut executioners)) = self.threads.lock().take() {
-            self.shared.stop.store(true, Ordering::SeqCst);
-            self.shared.wake_all();
-            for h in dispatchers {
-                let _ = h.join();
-            }
-            executioners.stop();
-        }
+        stop_threads(&self.shared, self.threads.lock().take());
         self.machine.free_device(std::mem::take(&mut *self.graveyard.lock()));
         report
+    }
+
+    /// [`Error::WaitInCallback`] if this thread runs a callback of one of this
+    /// scheduler's tasks: waiting for the batch there would wait for that task.
+    fn refuse_in_callback(&self, call: &'static str) -> Result<()> {
+        match self.own_callback_task() {
+            Some(task) => Err(Error::WaitInCallback {
+                task,
+                call,
+                reason: format!(
+                    "it waits for every task submitted, task {task} among them; call it outside the callbacks, \
+                     e.g. on the thread that submits"
+                ),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The task of this scheduler whose callback this thread runs, if any.
+    fn own_callback_task(&self) -> Option<TaskId> {
+        crate::callback::current().filter(|&(sched, _)| sched == self.id).map(|(_, task)| task)
+    }
+}
+
+/// Steps 3 and 4 of the shutdown protocol: stops and joins the dispatchers, then the
+/// executioners. Called once every task has ended.
+fn stop_threads(shared: &Shared, threads: Option<(Vec<JoinHandle<()>>, Executioners)>) {
+    if let Some((dispatchers, mut executioners)) = threads {
+        shared.stop.store(true, Ordering::SeqCst);
+        shared.wake_all();
+        for h in dispatchers {
+            let _ = h.join();
+        }
+        executioners.stop();
     }
 }
 
 impl Drop for Scheduler {
     fn drop(&mut self) {
+        if self.own_callback_task().is_some() {
+            // The last handle went in a callback of this scheduler: its task cannot end
+            // (nor its thread be joined) until the callback returns, so the rest of the
+            // shutdown runs on a thread of its own, which ends once every task has.
+            self.closed.store(true, Ordering::SeqCst);
+            let (shared, machine, graveyard) = (self.shared.clone(), self.machine.clone(), self.graveyard.clone());
+            // Kept from `Drop` (an executioner's would join this very thread) unless the
+            // finishing thread takes them.
+            let threads = std::mem::ManuallyDrop::new(self.threads.lock().take());
+            let finish = move || {
+                let threads = std::mem::ManuallyDrop::into_inner(threads);
+                let mut batch = shared.batch.lock();
+                while batch.outstanding > 0 {
+                    shared.batch_done.wait(&mut batch);
+                }
+                drop(batch);
+                stop_threads(&shared, threads);
+                machine.free_device(std::mem::take(&mut *graveyard.lock()));
+            };
+            // Without that thread the runtime's threads outlive the scheduler, idle: a
+            // leak, where joining them here would hang.
+            let _ = std::thread::Builder::new().name("chariot-shutdown".into()).spawn(finish);
+            return;
+        }
         let _ = self.shutdown();
     }
 }
@@ -447,5 +533,114 @@ impl std::fmt::Debug for Scheduler {
             .field("order", &self.config.order)
             .field("thresholds", &self.config.thresholds)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::{Backend, Resource, SimProfile};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    fn sim(streams: usize) -> Scheduler {
+        Scheduler::builder().backend(Backend::SimWith(SimProfile::instant())).streams(streams).build().unwrap()
+    }
+
+    /// Runs `body` on its own thread; a body still running after 30 s has hung.
+    fn within_30s(body: impl FnOnce() + Send + 'static) {
+        let (tx, rx) = mpsc::channel();
+        let h = std::thread::spawn(move || {
+            body();
+            let _ = tx.send(());
+        });
+        match rx.recv_timeout(Duration::from_secs(30)) {
+            Err(mpsc::RecvTimeoutError::Timeout) => panic!("hung"),
+            _ => {
+                if let Err(p) = h.join() {
+                    std::panic::resume_unwind(p)
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_id_is_taken_until_synchronize() {
+        within_30s(|| {
+            let s = sim(1);
+            s.task(1, 1).callback(Resource::Cpu, |_| Ok(())).submit().unwrap();
+            while s.shared.batch.lock().outstanding > 0 {
+                std::thread::yield_now();
+            }
+            let e = s.task(1, 1).callback(Resource::Cpu, |_| Ok(())).submit().unwrap_err();
+            assert!(matches!(e, Error::DuplicateTask { task: TaskId(1) }), "{e:?}");
+            assert!(e.to_string().contains("already submitted in this batch"), "{e}");
+            assert_eq!(s.synchronize().unwrap().tasks, 1);
+            s.task(1, 1).callback(Resource::Cpu, |_| Ok(())).submit().unwrap();
+            assert_eq!(s.synchronize().unwrap().tasks, 1);
+        });
+    }
+
+    #[test]
+    fn waiting_for_the_batch_in_its_own_callback_is_refused() {
+        within_30s(|| {
+            let s = Arc::new(sim(2));
+            let other = Arc::new(sim(1));
+            let (tx, rx) = mpsc::channel();
+            let (a, b, o, tx2) = (s.clone(), s.clone(), other.clone(), tx.clone());
+            s.task(1, 1)
+                .callback(Resource::Cpu, move |_| {
+                    let _ = tx.send(("cpu synchronize", a.synchronize().map(|_| ()).map_err(|e| e.to_string())));
+                    let _ = tx.send(("cpu shutdown", a.shutdown().map(|_| ()).map_err(|e| e.to_string())));
+                    // Another scheduler's batch is not this task's: that wait is fine.
+                    let _ = tx.send(("other", o.synchronize().map(|_| ()).map_err(|e| e.to_string())));
+                    Ok(())
+                })
+                .submit()
+                .unwrap();
+            s.task(2, 1)
+                .gpu_callback(move |_| {
+                    let _ = tx2.send(("gpu synchronize", b.synchronize().map(|_| ()).map_err(|e| e.to_string())));
+                    Ok(())
+                })
+                .submit()
+                .unwrap();
+            assert_eq!(s.synchronize().unwrap().tasks, 2);
+            let got: Vec<_> = rx.try_iter().collect();
+            assert_eq!(got.len(), 4, "{got:?}");
+            for (what, r) in got {
+                if what == "other" {
+                    assert_eq!(r, Ok(()));
+                    continue;
+                }
+                let m = r.unwrap_err();
+                assert!(m.contains("callback") && m.contains("Scheduler::"), "{what}: {m}");
+            }
+            // The refused shutdown changed nothing.
+            s.task(3, 1).callback(Resource::Cpu, |_| Ok(())).submit().unwrap();
+            assert_eq!(s.synchronize().unwrap().tasks, 1);
+        });
+    }
+
+    #[test]
+    fn the_last_handle_dropped_in_a_callback_shuts_down_behind_it() {
+        within_30s(|| {
+            let s = Arc::new(sim(1));
+            let (open, wait) = mpsc::channel::<()>();
+            let (done, finished) = mpsc::channel();
+            let inner = s.clone();
+            s.task(1, 1)
+                .callback(Resource::Cpu, move |_| {
+                    let _ = wait.recv();
+                    drop(inner);
+                    let _ = done.send(());
+                    Ok(())
+                })
+                .submit()
+                .unwrap();
+            drop(s);
+            open.send(()).unwrap();
+            finished.recv_timeout(Duration::from_secs(10)).expect("the drop returned");
+        });
     }
 }

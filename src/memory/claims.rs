@@ -135,6 +135,12 @@ impl Claims {
         self.near(region).any(|c| matches!(c.holder, Holder::Task(_)) && (write || c.write))
     }
 
+    /// The region of a claim of `holder` that conflicts with a user access (writing if
+    /// `write`), if any: what a guard would wait for.
+    pub(crate) fn held_against(&self, region: &Region, write: bool, holder: Holder) -> Option<Region> {
+        self.near(region).find(|c| c.holder == holder && (write || c.write)).map(|c| c.region)
+    }
+
     pub(crate) fn add(&mut self, region: Region, write: bool, holder: Holder) {
         let key = (region.start, self.next);
         self.next += 1;
@@ -186,6 +192,20 @@ mod test {
         assert_eq!(c.conflict(&Region::linear(50, 10), true, t1), None);
         assert!(c.release(t1));
         assert!(!c.task_conflict(&Region::linear(0, 100), true));
+    }
+
+    #[test]
+    fn held_against_names_only_the_holders_conflicting_claim() {
+        let mut c = Claims::default();
+        let (t1, t2) = (Holder::Task(TaskId(1)), Holder::Task(TaskId(2)));
+        c.add(Region::linear(0, 100), true, t1);
+        c.add(Region::linear(200, 100), false, t1);
+        c.add(Region::linear(400, 100), true, t2);
+        assert_eq!(c.held_against(&Region::linear(50, 10), false, t1), Some(Region::linear(0, 100)));
+        assert_eq!(c.held_against(&Region::linear(250, 10), false, t1), None, "readers share");
+        assert_eq!(c.held_against(&Region::linear(250, 10), true, t1), Some(Region::linear(200, 100)));
+        assert_eq!(c.held_against(&Region::linear(450, 10), true, t1), None, "task 2's claim");
+        assert_eq!(c.held_against(&Region::linear(100, 100), true, t1), None, "no shared byte");
     }
 
     #[test]

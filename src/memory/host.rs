@@ -6,6 +6,10 @@
 //! [`HostBuffer::write`] (which waits until no in-flight task touches the range, and
 //! borrows the buffer mutably, so no read guard of this handle lives meanwhile).
 //! Tasks claim their regions at submit; a claim that conflicts is refused.
+//!
+//! A guard made in a callback never waits for the callback's own task (which cannot
+//! end while the callback runs): where that task's claim is in the way, the guard is
+//! refused with [`Error::WaitInCallback`](crate::Error::WaitInCallback).
 
 use super::claims::{Claims, Holder, Region};
 use super::Element;
@@ -44,12 +48,38 @@ impl HostShared {
         }
     }
 
-    fn wait_until_free(&self, region: &Region, write: bool) -> parking_lot::MutexGuard<'_, Claims> {
+    /// Waits until no task holds a claim on `region` that excludes a user's access
+    /// (writing if `write`), unless that task runs the callback this thread is in.
+    fn wait_until_free(
+        &self,
+        region: &Region,
+        write: bool,
+        call: &'static str,
+    ) -> crate::Result<parking_lot::MutexGuard<'_, Claims>> {
         let mut claims = self.claims.lock();
+        if !claims.task_conflict(region, write) {
+            return Ok(claims);
+        }
+        // Only a guard that would wait asks which callback this thread runs. The task's
+        // claims were all made at its submit, so one check before waiting is enough.
+        if let Some((_, task)) = crate::callback::current() {
+            if let Some(held) = claims.held_against(region, write, Holder::Task(task)) {
+                let (guard, access) = if write { ("write guard", "touches") } else { ("read guard", "writes") };
+                return Err(crate::Error::WaitInCallback {
+                    task,
+                    call,
+                    reason: format!(
+                        "a {guard} on {region} of host buffer {} waits until no task {access} them, and task {task} \
+                         claims {held}; name the range in the task instead, with callback_reading or callback_writing",
+                        self.id
+                    ),
+                });
+            }
+        }
         while claims.task_conflict(region, write) {
             self.released.wait(&mut claims);
         }
-        claims
+        Ok(claims)
     }
 }
 
@@ -103,29 +133,42 @@ impl<T: Element> HostBuffer<T> {
     }
 
     /// Reads the whole buffer, waiting until no in-flight task writes any of it.
+    ///
+    /// # Panics
+    /// In a callback whose own task writes part of the buffer (the wait would never
+    /// end), with the message of [`Error::WaitInCallback`](crate::Error::WaitInCallback):
+    /// the callback's task fails with it. [`read_range`](HostBuffer::read_range) returns
+    /// that error instead.
     pub fn read(&self) -> HostRead<'_, T> {
-        self.read_span(0, self.len)
+        self.read_span(0, self.len, "HostBuffer::read").unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Reads elements `range`, waiting until no in-flight task writes them.
     ///
     /// # Errors
-    /// [`Error::InvalidCommand`](crate::Error) is not used here: a range outside the
-    /// buffer is [`Error::InvalidLength`](crate::Error::InvalidLength).
+    /// A range outside the buffer is [`Error::InvalidLength`](crate::Error::InvalidLength);
+    /// in a callback whose own task writes the range,
+    /// [`Error::WaitInCallback`](crate::Error::WaitInCallback).
     pub fn read_range(&self, range: impl RangeBounds<usize>) -> crate::Result<HostRead<'_, T>> {
         let r = self.resolve(range)?;
-        Ok(self.read_span(r.start, r.end))
+        self.read_span(r.start, r.end, "HostBuffer::read_range")
     }
 
     /// Writes the whole buffer, waiting until no in-flight task touches any of it.
+    ///
+    /// # Panics
+    /// In a callback whose own task touches part of the buffer, as [`HostBuffer::read`].
     pub fn write(&mut self) -> HostWrite<'_, T> {
-        self.write_span(0, self.len)
+        self.write_span(0, self.len, "HostBuffer::write").unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Writes elements `range`, waiting until no in-flight task touches them.
+    ///
+    /// # Errors
+    /// As [`HostBuffer::read_range`], for a range the callback's own task touches.
     pub fn write_range(&mut self, range: impl RangeBounds<usize>) -> crate::Result<HostWrite<'_, T>> {
         let r = self.resolve(range)?;
-        Ok(self.write_span(r.start, r.end))
+        self.write_span(r.start, r.end, "HostBuffer::write_range")
     }
 
     /// Resolves a range of elements, checking it lies in the buffer.
@@ -137,25 +180,25 @@ impl<T: Element> HostBuffer<T> {
         })
     }
 
-    fn read_span(&self, start: usize, end: usize) -> HostRead<'_, T> {
+    fn read_span(&self, start: usize, end: usize, call: &'static str) -> crate::Result<HostRead<'_, T>> {
         let size = std::mem::size_of::<T>();
         let region = Region::linear(start * size, (end - start) * size);
         let token = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let mut claims = self.shared.wait_until_free(&region, false);
+        let mut claims = self.shared.wait_until_free(&region, false, call)?;
         claims.add(region, false, Holder::UserRead(token));
         drop(claims);
         let bytes = self.shared.alloc.bytes(region.start, region.end());
-        HostRead { shared: &self.shared, token, data: bytemuck::cast_slice(bytes) }
+        Ok(HostRead { shared: &self.shared, token, data: bytemuck::cast_slice(bytes) })
     }
 
-    fn write_span(&mut self, start: usize, end: usize) -> HostWrite<'_, T> {
+    fn write_span(&mut self, start: usize, end: usize, call: &'static str) -> crate::Result<HostWrite<'_, T>> {
         let size = std::mem::size_of::<T>();
         let region = Region::linear(start * size, (end - start) * size);
         // `&mut self` rules out this handle's read guards; waiting rules out tasks, and
         // holding no claim is enough because a task needs `&self` to be built.
-        drop(self.shared.wait_until_free(&region, true));
+        drop(self.shared.wait_until_free(&region, true, call)?);
         let bytes = self.shared.alloc.bytes_mut(region.start, region.end());
-        HostWrite { data: bytemuck::cast_slice_mut(bytes) }
+        Ok(HostWrite { data: bytemuck::cast_slice_mut(bytes) })
     }
 }
 
@@ -236,5 +279,49 @@ impl<T: Element> std::ops::DerefMut for HostWrite<'_, T> {
 impl<T: Element> std::fmt::Debug for HostWrite<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HostWrite").field("len", &self.data.len()).finish()
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use crate::{Backend, Error, Resource, Scheduler, SimProfile, TaskId};
+    use std::sync::mpsc;
+
+    #[test]
+    fn a_guard_in_a_callback_never_waits_for_its_own_task() {
+        let s = Scheduler::builder().backend(Backend::SimWith(SimProfile::instant())).streams(1).build().unwrap();
+        let mut host = s.alloc_host::<u32>(64).unwrap();
+        host.write().iter_mut().enumerate().for_each(|(i, x)| *x = i as u32);
+        let host = std::sync::Arc::new(std::sync::Mutex::new(host));
+        let (tx, rx) = mpsc::channel();
+        let (h, t) = (host.clone(), tx.clone());
+        // Task 1 writes 0..32 (a writing callback) and, in another callback, guards.
+        s.task(1, 1)
+            .callback_writing(&host.lock().unwrap(), 0..32, |_, _| Ok(()))
+            .callback(Resource::Cpu, move |_| {
+                let mut b = h.lock().unwrap();
+                let _ = t.send(("read 0..32", b.read_range(0..32).map(|_| ())));
+                let _ = t.send(("read 32..64", b.read_range(32..64).map(|_| ())));
+                let _ = t.send(("write 16..48", b.write_range(16..48).map(|_| ())));
+                Ok(())
+            })
+            .submit()
+            .unwrap();
+        s.synchronize().unwrap();
+        drop(tx);
+        let got: Vec<_> = rx.iter().collect();
+        assert_eq!(got.len(), 3);
+        for (what, r) in got {
+            match (what, r) {
+                ("read 32..64", r) => assert!(r.is_ok(), "{r:?}"),
+                (what, Err(e @ Error::WaitInCallback { task: TaskId(1), .. })) => {
+                    let m = e.to_string();
+                    assert!(m.contains("guard") && m.contains("bytes 0..128") && m.contains("callback"), "{what}: {m}");
+                }
+                (what, r) => panic!("{what}: {r:?}"),
+            }
+        }
+        // Outside callbacks the guards wait as before.
+        assert_eq!(host.lock().unwrap().read()[5], 5);
     }
 }

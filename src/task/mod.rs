@@ -8,7 +8,7 @@ pub(crate) mod command;
 
 pub use buffer::Order;
 
-use crate::callback::{CallInfo, GpuCall, Resource};
+use crate::callback::{CallInfo, GpuCall, InCallback, Resource};
 use crate::error::{BoxError, Error, Result};
 use crate::kernel::{Arg, ArgValue, KernelHandle, LaunchShape};
 use crate::memory::claims::Region;
@@ -19,7 +19,16 @@ use serde::Serialize;
 use std::ops::RangeBounds;
 use std::sync::Arc;
 
-/// A task's id, chosen by the user (the paper's `i`); unique among tasks in flight.
+/// CUDA's launch limits, the same on every GPU since compute capability 3.0: checked
+/// when a launch is added, so that it fails alike on both backends.
+const MAX_GRID_X: u32 = (1 << 31) - 1;
+const MAX_GRID_YZ: u32 = 65_535;
+const MAX_BLOCK_XY: u32 = 1024;
+const MAX_BLOCK_Z: u32 = 64;
+const MAX_BLOCK_THREADS: u64 = 1024;
+
+/// A task's id, chosen by the user (the paper's `i`); unique within a batch (from one
+/// `synchronize` to the next), whether or not its first task has ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct TaskId(pub u64);
 
@@ -178,15 +187,28 @@ impl<'s> TaskBuilder<'s> {
                 ))
             }
         }
+        // The extents fit in their buffers, whose sizes in bytes fit in `isize`; only a
+        // pitch that no row steps over (one row) can still overflow in bytes.
+        let bytes = |name: &str, elements: usize| {
+            elements.checked_mul(size).ok_or_else(|| {
+                self.bad(
+                    stage,
+                    format!(
+                        "{name} {elements} elements of {size} bytes overflows usize in bytes (at most {} elements)",
+                        usize::MAX / size
+                    ),
+                )
+            })
+        };
         let cmd = CopyCmd {
             dir,
             host: host.shared().clone(),
-            host_offset: host_offset * size,
-            host_pitch: host_pitch * size,
+            host_offset: bytes("host offset", host_offset)?,
+            host_pitch: bytes("host pitch", host_pitch)?,
             dev: dev.inner().clone(),
-            dev_offset: dev_offset * size,
-            dev_pitch: dev_pitch * size,
-            width: width * size,
+            dev_offset: bytes("device offset", dev_offset)?,
+            dev_pitch: bytes("device pitch", dev_pitch)?,
+            width: bytes("width", width)?,
             height,
         };
         let region = Region { start: cmd.host_offset, width: cmd.width, pitch: cmd.host_pitch, height };
@@ -272,6 +294,11 @@ impl<'s> TaskBuilder<'s> {
     }
 
     /// Launches `kernel` with `args`, which must match its declared parameters.
+    ///
+    /// The shape must be one CUDA can launch: no zero dimension, grid x below 2^31,
+    /// grid y and z at most 65535, block x and y at most 1024, block z at most 64, and
+    /// at most 1024 threads a block. Anything else is [`Error::InvalidCommand`] at
+    /// `submit`, naming the value and the limit, on either backend.
     pub fn launch(
         self,
         kernel: &KernelHandle,
@@ -313,11 +340,37 @@ impl<'s> TaskBuilder<'s> {
                 ));
             }
         }
-        if shape.block.count() > 1024 {
-            return Err(self.bad(
-                Stage::Kernel,
-                format!("block of `{}` has {} threads; at most 1024 are allowed", def.name, shape.block.count()),
-            ));
+        let (grid, block) = (shape.grid, shape.block);
+        for (what, value, max) in [
+            ("grid x", grid.x, MAX_GRID_X),
+            ("grid y", grid.y, MAX_GRID_YZ),
+            ("grid z", grid.z, MAX_GRID_YZ),
+            ("block x", block.x, MAX_BLOCK_XY),
+            ("block y", block.y, MAX_BLOCK_XY),
+            ("block z", block.z, MAX_BLOCK_Z),
+        ] {
+            if value > max {
+                return Err(self.bad(
+                    Stage::Kernel,
+                    format!("launch of `{}`: {what} is {value}; CUDA allows at most {max}", def.name),
+                ));
+            }
+        }
+        match block.checked_count() {
+            Some(n) if n <= MAX_BLOCK_THREADS => {}
+            n => {
+                return Err(self.bad(
+                    Stage::Kernel,
+                    format!(
+                        "block of `{}` is {}×{}×{} = {} threads; at most {MAX_BLOCK_THREADS} are allowed",
+                        def.name,
+                        block.x,
+                        block.y,
+                        block.z,
+                        n.map_or("more than u64::MAX".to_string(), |n| n.to_string())
+                    ),
+                ))
+            }
         }
         let mut values = Vec::with_capacity(args.len());
         for a in args {
@@ -334,6 +387,11 @@ impl<'s> TaskBuilder<'s> {
     /// Adds a callback (the paper's `launchCallbackRoutine`). [`Resource::Cpu`]: `f` runs
     /// on an executioner thread; [`Resource::Gpu`]: use [`TaskBuilder::gpu_callback`].
     /// A CPU callback gets the task's [`CallInfo`].
+    ///
+    /// A callback must not wait for its own task: in one, `synchronize` and `shutdown`
+    /// of this scheduler return [`Error::WaitInCallback`], and so does a host guard on a
+    /// range this task claims against it (`HostBuffer::read` and `write`, which return
+    /// no `Result`, panic with that error's message, which fails the task).
     pub fn callback(
         self,
         resource: Resource,
@@ -341,7 +399,11 @@ impl<'s> TaskBuilder<'s> {
     ) -> Self {
         match resource {
             Resource::Cpu => {
-                let cmd = Command::Cpu(Some(Box::new(f)));
+                let sched = self.sched.id();
+                let cmd = Command::Cpu(Some(Box::new(move |info: &CallInfo| {
+                    let _in = InCallback::enter(sched, info.task);
+                    f(info)
+                })));
                 self.push(Ok((cmd, None)))
             }
             Resource::Gpu => self.gpu_callback(move |call| f(&call.info())),
@@ -352,7 +414,12 @@ impl<'s> TaskBuilder<'s> {
     /// the task's stream, with its resolved device buffers (see [`GpuCall`]). It runs on
     /// the dispatcher's thread, so it must only enqueue work, never wait for it.
     pub fn gpu_callback(self, f: impl FnOnce(&mut GpuCall<'_>) -> Result<(), BoxError> + Send + 'static) -> Self {
-        self.push(Ok((Command::Gpu(Some(Box::new(f))), None)))
+        let sched = self.sched.id();
+        let cmd = Command::Gpu(Some(Box::new(move |call: &mut GpuCall<'_>| {
+            let _in = InCallback::enter(sched, call.info.task);
+            f(call)
+        })));
+        self.push(Ok((cmd, None)))
     }
 
     /// Adds a CPU callback that reads host elements `range` of `host` (e.g. writes
@@ -363,9 +430,11 @@ impl<'s> TaskBuilder<'s> {
         range: impl RangeBounds<usize>,
         f: impl FnOnce(&[T], &CallInfo) -> Result<(), BoxError> + Send + 'static,
     ) -> Self {
+        let sched = self.sched.id();
         let built = self.host_region(host, range, false).map(|(shared, region)| {
             let mem = shared.clone();
             let cmd = Command::Cpu(Some(Box::new(move |info: &CallInfo| {
+                let _in = InCallback::enter(sched, info.task);
                 // This task's read claim on `region` excludes writers while `f` runs.
                 f(bytemuck::cast_slice(mem.alloc.bytes(region.start, region.end())), info)
             }) as crate::callback::CpuFn));
@@ -382,9 +451,11 @@ impl<'s> TaskBuilder<'s> {
         range: impl RangeBounds<usize>,
         f: impl FnOnce(&mut [T], &CallInfo) -> Result<(), BoxError> + Send + 'static,
     ) -> Self {
+        let sched = self.sched.id();
         let built = self.host_region(host, range, true).map(|(shared, region)| {
             let mem = shared.clone();
             let cmd = Command::Cpu(Some(Box::new(move |info: &CallInfo| {
+                let _in = InCallback::enter(sched, info.task);
                 // This task's write claim on `region` excludes every other access.
                 f(bytemuck::cast_slice_mut(mem.alloc.bytes_mut(region.start, region.end())), info)
             }) as crate::callback::CpuFn));
@@ -418,7 +489,8 @@ impl<'s> TaskBuilder<'s> {
     ///
     /// # Errors
     /// The first invalid command ([`Error::InvalidCommand`]), an empty task
-    /// ([`Error::EmptyTask`]), an id still in flight ([`Error::DuplicateTask`]), a host
+    /// ([`Error::EmptyTask`]), an id already submitted since the last `synchronize`
+    /// ([`Error::DuplicateTask`]), a host
     /// region that another task or a read guard holds ([`Error::HostConflict`]), or a
     /// scheduler that has shut down ([`Error::ShutDown`]).
     pub fn submit(self) -> Result<TaskId> {
