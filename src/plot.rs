@@ -131,10 +131,15 @@ pub fn line_chart(
 /// One bar of a Gantt chart: GPU, stage, start and end (ns).
 type Bar = (usize, Stage, u64, u64);
 
+/// The most GPUs a Gantt chart draws. Each GPU takes a row of 30 px per stage: 256
+/// GPUs make a picture 1200 × 30,840 px (about 110 MB while it is drawn).
+const GANTT_MAX_GPUS: usize = 256;
+
 /// Draws the timeline of `report` as a Gantt chart: a row per GPU and GPU stage.
 ///
 /// # Errors
-/// No usable font, an empty timeline, or a file that cannot be written.
+/// No usable font, an empty timeline, more than 256 GPUs, or a file that cannot be
+/// written.
 pub fn gantt(path: impl AsRef<Path>, title: &str, report: &Report) -> Result<(), String> {
     let bars: Vec<Bar> = report.records.iter().map(|r| (r.gpu as usize, r.stage, r.start_ns, r.end_ns)).collect();
     gantt_bars(path.as_ref(), title, &bars)
@@ -142,13 +147,22 @@ pub fn gantt(path: impl AsRef<Path>, title: &str, report: &Report) -> Result<(),
 
 /// Draws a Gantt chart from a Chrome trace written by [`Report::chrome_trace`].
 ///
+/// ```
+/// // An event that ends before it starts is not one of chariot's.
+/// let trace = r#"{"traceEvents":[{"ph":"X","pid":0,"tid":1,"ts":10,"dur":-5}]}"#;
+/// let e = chariot::plot::gantt_from_trace("never-written.png", "t", trace).unwrap_err();
+/// assert!(e.contains("event 0") && e.contains("dur -5"), "{e}");
+/// ```
+///
 /// # Errors
-/// Trace JSON that is not one of ours, no usable font, or a file that cannot be written.
+/// Trace JSON that is not one of ours (among them a stage event whose `ts` or `dur` is
+/// negative, or whose `pid`, the GPU, is 256 or more: the picture would be too large),
+/// no usable font, or a file that cannot be written.
 pub fn gantt_from_trace(path: impl AsRef<Path>, title: &str, trace_json: &str) -> Result<(), String> {
     let v: serde_json::Value = serde_json::from_str(trace_json).map_err(|e| format!("trace: {e}"))?;
     let events = v.get("traceEvents").and_then(|e| e.as_array()).ok_or("trace: no traceEvents array")?;
     let mut bars = Vec::new();
-    for e in events {
+    for (i, e) in events.iter().enumerate() {
         let (Some("X"), Some(pid), Some(tid), Some(ts), Some(dur)) = (
             e.get("ph").and_then(|x| x.as_str()),
             e.get("pid").and_then(|x| x.as_u64()),
@@ -158,9 +172,18 @@ pub fn gantt_from_trace(path: impl AsRef<Path>, title: &str, trace_json: &str) -
         ) else {
             continue;
         };
-        if let Some(&stage) = Stage::ALL.get(tid as usize) {
-            bars.push((pid as usize, stage, (ts * 1e3) as u64, ((ts + dur) * 1e3) as u64));
+        let Some(&stage) = usize::try_from(tid).ok().and_then(|t| Stage::ALL.get(t)) else { continue };
+        if !(ts.is_finite() && ts >= 0.0) {
+            return Err(format!("trace: event {i} has ts {ts}; a start time must be at least 0 µs"));
         }
+        if !(dur.is_finite() && dur >= 0.0) {
+            return Err(format!("trace: event {i} has dur {dur}; a duration must be at least 0 µs"));
+        }
+        let gpu = usize::try_from(pid).ok().filter(|&g| g < GANTT_MAX_GPUS).ok_or_else(|| {
+            format!("trace: event {i} has pid {pid}; a Gantt chart draws GPUs (pids) 0..{GANTT_MAX_GPUS}")
+        })?;
+        // Both saturate alike (`as`), so the end stays at or after the start.
+        bars.push((gpu, stage, (ts * 1e3) as u64, ((ts + dur) * 1e3) as u64));
     }
     gantt_bars(path.as_ref(), title, &bars)
 }
@@ -172,12 +195,15 @@ fn gantt_bars(path: &Path, title: &str, bars: &[Bar]) -> Result<(), String> {
     }
     let t0 = bars.iter().map(|b| b.2).min().unwrap_or(0);
     let t1 = bars.iter().map(|b| b.3).max().unwrap_or(1);
-    let gpus = bars.iter().map(|b| b.0).max().unwrap_or(0) + 1;
+    let gpus = bars.iter().map(|b| b.0).max().unwrap_or(0).saturating_add(1);
+    if gpus > GANTT_MAX_GPUS {
+        return Err(format!("plotting {title}: {gpus} GPUs; a Gantt chart draws at most {GANTT_MAX_GPUS}"));
+    }
     let row = |gpu: usize, stage: Stage| (gpu * Stage::K + stage.index()) as f64;
     let rows = (gpus * Stage::K) as f64;
     let root = BitMapBackend::new(path, (1200, 120 + 60 * gpus as u32 * Stage::K as u32 / 2)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
-    let span_ms = (t1 - t0) as f64 / 1e6;
+    let span_ms = t1.saturating_sub(t0) as f64 / 1e6;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 22))
         .margin(15)
@@ -211,7 +237,7 @@ fn gantt_bars(path: &Path, title: &str, bars: &[Bar]) -> Result<(), String> {
     chart
         .draw_series(bars.iter().map(|&(g, s, a, b)| {
             let y = row(g, s);
-            let (x0, x1) = ((a - t0) as f64 / 1e6, (b - t0) as f64 / 1e6);
+            let (x0, x1) = (a.saturating_sub(t0) as f64 / 1e6, b.saturating_sub(t0) as f64 / 1e6);
             Rectangle::new([(x0, y - 0.35), (x1, y + 0.35)], color(s).filled())
         }))
         .map_err(err)?;
@@ -219,9 +245,38 @@ fn gantt_bars(path: &Path, title: &str, bars: &[Bar]) -> Result<(), String> {
     chart
         .draw_series(bars.iter().map(|&(g, s, a, _)| {
             let y = row(g, s);
-            let x = (a - t0) as f64 / 1e6;
+            let x = a.saturating_sub(t0) as f64 / 1e6;
             PathElement::new(vec![(x, y - 0.35), (x, y + 0.35)], WHITE.stroke_width(1))
         }))
         .map_err(err)?;
     root.present().map_err(err)
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn event(pid: &str, ts: &str, dur: &str) -> String {
+        format!(r#"{{"traceEvents":[{{"ph":"X","pid":{pid},"tid":2,"ts":{ts},"dur":{dur}}}]}}"#)
+    }
+
+    #[test]
+    fn hostile_events_are_errors_naming_the_value() {
+        let path = std::env::temp_dir().join("chariot-plot-unit-never-written.png");
+        for (trace, needle) in [
+            (event("0", "10", "-5"), "dur -5"),
+            (event("0", "-1", "5"), "ts -1"),
+            (event("67108864", "0", "1"), "pid 67108864"),
+            (event("256", "0", "1"), "pid 256"),
+            (event("18446744073709551615", "0", "1"), "pid 18446744073709551615"),
+        ] {
+            let e = gantt_from_trace(&path, "t", &trace).unwrap_err();
+            assert!(e.contains("event 0") && e.contains(needle), "{trace}: {e}");
+        }
+        assert!(!path.exists());
+        // Events of other tracks (streams) are not drawn, so not checked.
+        let stream = r#"{"traceEvents":[{"ph":"X","pid":1000,"tid":100,"ts":-3,"dur":-1}]}"#;
+        let e = gantt_from_trace(&path, "t", stream).unwrap_err();
+        assert!(!e.contains("event 0"), "{e}");
+    }
 }

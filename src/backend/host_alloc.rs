@@ -1,5 +1,6 @@
 //! Raw host memory behind a [`crate::HostBuffer`]: page-locked (pinned) on the CUDA
-//! backend, an ordinary aligned heap block on the sim backend.
+//! backend, an ordinary aligned heap block on the sim backend. Also the sim backend's
+//! device memory ([`zeroed_words`]), which is host memory too.
 //!
 //! Who may touch which bytes when is decided above this layer, by the region claims
 //! of `memory::claims`: every slice handed out here is covered by a claim that
@@ -73,6 +74,28 @@ impl HostAlloc {
     }
 }
 
+/// `words` zeroed 16-byte words (a simulated GPU's memory), or the allocator's refusal.
+///
+/// `vec![0u128; words]` aborts the process when the host cannot give the memory; this
+/// returns an error instead. Like `vec!`, it asks the allocator for zeroed memory
+/// (`calloc`), so pages nothing touches (timing-only runs) cost no host memory.
+pub(crate) fn zeroed_words(words: usize) -> Result<Vec<u128>, String> {
+    if words == 0 {
+        return Ok(Vec::new());
+    }
+    let layout = Layout::array::<u128>(words)
+        .map_err(|_| format!("{words} 16-byte words are more than an allocation can hold"))?;
+    // SAFETY: the layout has a non-zero size (`words` > 0).
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<u128>();
+    if ptr.is_null() {
+        return Err(format!("the host could not give {} bytes", layout.size()));
+    }
+    // SAFETY: `ptr` comes from the global allocator, which `Vec` uses, with the layout
+    // of `words` u128s (size and alignment as `Vec` computes them); all `words` are
+    // initialised, as zero is a valid u128; the Vec owns the block from here on.
+    Ok(unsafe { Vec::from_raw_parts(ptr, words, words) })
+}
+
 impl Drop for HostAlloc {
     fn drop(&mut self) {
         match &self.kind {
@@ -86,5 +109,22 @@ impl Drop for HostAlloc {
 impl std::fmt::Debug for HostAlloc {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HostAlloc").field("bytes", &self.bytes).field("pinned", &self.is_pinned()).finish()
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn zeroed_words_are_zero_or_refused() {
+        let words = zeroed_words(1000).unwrap();
+        assert_eq!(words.len(), 1000);
+        assert!(words.iter().all(|&w| w == 0));
+        assert!(zeroed_words(0).unwrap().is_empty());
+        // 2 EiB: more than any host has; an error, not an abort.
+        let e = zeroed_words(1 << 57).unwrap_err();
+        assert!(e.contains(&(1u64 << 61).to_string()), "{e}");
+        assert!(zeroed_words(usize::MAX).is_err());
     }
 }

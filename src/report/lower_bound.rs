@@ -10,6 +10,9 @@
 //! today's GPUs (one link per GPU, separate upload and download engines) behave:
 //! [`HardwareBound::one_gpu`] for one GPU, [`HardwareBound::multi_gpu`] for D GPUs
 //! whose links may share host buses.
+//!
+//! Any input gives a number: sums are taken wide (u128 for times, f64 for bytes) and a
+//! bound past `u64::MAX` ns saturates there.
 
 use super::CommandRecord;
 use crate::stage::Stage;
@@ -23,9 +26,9 @@ pub(crate) fn per_task(records: &[CommandRecord]) -> Vec<(u64, u64, u64, u64)> {
     for r in records {
         let e = m.entry(r.task).or_insert((r.granularity, 0, 0, 0));
         match r.stage {
-            Stage::Download => e.1 += r.duration_ns(),
-            Stage::Kernel => e.2 += r.duration_ns(),
-            Stage::Readback => e.3 += r.duration_ns(),
+            Stage::Download => e.1 = e.1.saturating_add(r.duration_ns()),
+            Stage::Kernel => e.2 = e.2.saturating_add(r.duration_ns()),
+            Stage::Readback => e.3 = e.3.saturating_add(r.duration_ns()),
             Stage::Cpu => {}
         }
     }
@@ -60,20 +63,33 @@ impl LowerBound {
         Self::from_times(&per_task(records), gpus, buses)
     }
 
-    /// The bound from per-task `(size, d_i, k_i, r_i)` in ns.
+    /// The bound from per-task `(size, d_i, k_i, r_i)` in ns. Sums are exact (taken in
+    /// u128); a bound past `u64::MAX` ns is `u64::MAX`.
+    ///
+    /// ```
+    /// use chariot::LowerBound;
+    /// let b = LowerBound::from_times(&[(1, u64::MAX, 1, 1), (2, 1, u64::MAX, 1)], 1, 1);
+    /// assert_eq!(b.t_lb_ns, u64::MAX);
+    /// ```
     pub fn from_times(tasks: &[(u64, u64, u64, u64)], gpus: usize, buses: usize) -> Self {
         if tasks.is_empty() {
             return LowerBound::default();
         }
         let mut tasks = tasks.to_vec();
         tasks.sort_unstable();
-        let (d, b) = (gpus.max(1) as u64, buses.max(1) as u64);
-        let t1 = tasks.iter().map(|t| t.1 + t.3).sum::<u64>() / b;
-        let head_n = (d.div_ceil(b)) as usize;
-        let head: u64 = tasks.iter().take(head_n).map(|t| t.1).sum();
-        let body = tasks.iter().map(|t| t.2).sum::<u64>() / d;
-        let tail = tasks[0].3;
-        let t2 = head + body + tail;
+        let (d, b) = (gpus.max(1) as u128, buses.max(1) as u128);
+        // Sums in u128 cannot overflow (fewer than 2^63 tasks of times below 2^64).
+        let sum = |f: fn(&(u64, u64, u64, u64)) -> u64, n: usize| -> u128 {
+            tasks.iter().take(n).map(|t| f(t) as u128).sum()
+        };
+        let all = tasks.len();
+        let t1: u128 = (sum(|t| t.1, all) + sum(|t| t.3, all)) / b;
+        let head_n = usize::try_from(d.div_ceil(b)).unwrap_or(usize::MAX);
+        let head: u128 = sum(|t| t.1, head_n);
+        let body = sum(|t| t.2, all) / d;
+        let tail = tasks[0].3 as u128;
+        let ns = |t: u128| u64::try_from(t).unwrap_or(u64::MAX);
+        let (t1, t2) = (ns(t1), ns(head + body + tail));
         LowerBound { t1_ns: t1, t2_ns: t2, t_lb_ns: t1.min(t2) }
     }
 }
@@ -163,7 +179,7 @@ impl HardwareBound {
         let (md, mk, mr) = (min(&d), min(&k), min(&r));
         let mut candidates =
             vec![(sum(&d) + mk + mr, "upload"), (md + sum(&k) + mr, "compute"), (md + mk + sum(&r), "download")];
-        let total: f64 = tasks.iter().map(|t| (t.up_bytes + t.down_bytes) as f64).sum();
+        let total: f64 = tasks.iter().map(|t| t.up_bytes as f64 + t.down_bytes as f64).sum();
         let both = rates.both.max(rates.up).max(rates.down);
         let link = if tasks.len() >= 2 {
             let (a, z) = (md + mk, mk + mr);
@@ -173,6 +189,7 @@ impl HardwareBound {
         };
         candidates.push((link, "link"));
         let (t, limit) = candidates.into_iter().fold((0.0, "none"), |best, c| if c.0 > best.0 { c } else { best });
+        // `as` saturates: a bound past u64::MAX ns is u64::MAX.
         HardwareBound { t_ns: t.ceil() as u64, limit }
     }
 
@@ -260,7 +277,7 @@ impl HardwareBound {
                 let heavy = tasks
                     .iter()
                     .zip(&chain)
-                    .filter(|(t, _)| (t.up_bytes + t.down_bytes) as f64 >= share)
+                    .filter(|(t, _)| t.up_bytes as f64 + t.down_bytes as f64 >= share)
                     .map(|(_, c)| *c)
                     .fold(f64::INFINITY, f64::min);
                 link_t = link_t.min(heavy);
@@ -271,6 +288,7 @@ impl HardwareBound {
             candidates.push((a + z + ((w - hu * a - hd * z) / hb).max(0.0), "host"));
         }
         let (t, limit) = candidates.into_iter().fold((0.0, "none"), |best, c| if c.0 > best.0 { c } else { best });
+        // `as` saturates: a bound past u64::MAX ns is u64::MAX.
         HardwareBound { t_ns: t.ceil() as u64, limit }
     }
 }
@@ -364,6 +382,20 @@ mod test {
                 last = b;
             }
         }
+    }
+
+    #[test]
+    fn sums_past_u64_are_exact_or_saturate() {
+        // Σ(d + r) = 2^65 − 2 over four buses: exact, below u64::MAX.
+        let b = LowerBound::from_times(&[(1, u64::MAX, 0, u64::MAX)], 1, 4);
+        assert_eq!(b.t1_ns, ((u64::MAX as u128 * 2) / 4) as u64);
+        let b = LowerBound::from_times(&[(1, u64::MAX, u64::MAX, u64::MAX); 3], usize::MAX, 1);
+        assert_eq!((b.t1_ns, b.t2_ns), (u64::MAX, u64::MAX));
+        let huge = TaskWork { up_bytes: u64::MAX, kernel_ns: u64::MAX, down_bytes: u64::MAX };
+        assert_eq!(HardwareBound::one_gpu(&[huge; 3], LINK).t_ns, u64::MAX);
+        assert_eq!(HardwareBound::multi_gpu(&[huge; 3], 2, LINK, LINK).t_ns, u64::MAX);
+        let tiny = LinkRates { up: f64::MIN_POSITIVE, down: f64::MIN_POSITIVE, both: f64::MIN_POSITIVE };
+        assert_eq!(HardwareBound::multi_gpu(&[huge; 3], 2, tiny, tiny).t_ns, u64::MAX);
     }
 
     #[test]

@@ -106,9 +106,39 @@ pub(crate) struct Timing {
     pub(crate) wall_ns: u64,
 }
 
+/// Why a baseline run failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// GPU `ordinal` does not exist: the driver has `available`.
+    NoSuchGpu { ordinal: usize, available: usize },
+    /// No CUDA here, or a driver call failed: the driver's message.
+    Cuda(String),
+}
+
+impl From<Failure> for crate::Error {
+    fn from(f: Failure) -> Self {
+        match f {
+            Failure::NoSuchGpu { ordinal, available } => {
+                crate::Error::NoSuchGpu { ordinal, available, backend: "cuda" }
+            }
+            Failure::Cuda(reason) => crate::Error::CudaUnavailable { reason },
+        }
+    }
+}
+
+/// The failure as one message, for callers that report text.
+impl From<Failure> for String {
+    fn from(f: Failure) -> Self {
+        match f {
+            Failure::NoSuchGpu { .. } => crate::Error::from(f).to_string(),
+            Failure::Cuda(message) => message,
+        }
+    }
+}
+
 impl Rig {
+    /// Opens GPU `ordinal`, which exists (see [`shift`]).
     fn open(ordinal: usize, kernel: &Kernel, streams: usize, max_len: usize) -> Result<Rig, String> {
-        super::Machine::probe()?;
         let dev = result::device::get(ordinal as i32).map_err(|e| failed("cuDeviceGet", e))?;
         // SAFETY: `dev` is valid; released once in Drop.
         let ctx = unsafe { result::primary_ctx::retain(dev) }.map_err(|e| failed("cuDevicePrimaryCtxRetain", e))?;
@@ -300,8 +330,13 @@ impl Rig {
 
 /// Runs `kind` over `chunks` of `input` into `output` on GPU `ordinal` with `streams`
 /// streams: once to warm up (module load, first touches), then timed.
+///
+/// The ordinal is checked against the driver's device count first, as the scheduler
+/// does (`Machine::open`): a GPU that does not exist is [`Failure::NoSuchGpu`], not a
+/// failed `cuDeviceGet`. The error converts into [`crate::Error`] (`NoSuchGpu` or
+/// `CudaUnavailable`) or into a message.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn shift(
+pub(crate) fn shift<E: From<Failure>>(
     kind: Kind,
     ordinal: usize,
     streams: usize,
@@ -310,12 +345,42 @@ pub(crate) fn shift(
     output: &mut [u32],
     chunks: &[Range<usize>],
     iters: u32,
-) -> Result<Timing, String> {
+) -> Result<Timing, E> {
+    let setup = |e: String| Failure::Cuda(format!("baseline set-up: {e}"));
+    let available = super::Machine::probe().map_err(setup)?;
+    if ordinal >= available {
+        return Err(Failure::NoSuchGpu { ordinal, available }.into());
+    }
     let max_len = chunks.iter().map(|c| c.end - c.start).max().unwrap_or(1).max(1);
     let streams = if kind == Kind::Serial { 1 } else { streams };
-    let mut rig = Rig::open(ordinal, kernel, streams, max_len).map_err(|e| format!("baseline set-up: {e}"))?;
+    let mut rig = Rig::open(ordinal, kernel, streams, max_len).map_err(setup)?;
     // The first run builds the graph (its set-up time is kept) and warms everything up.
-    let first = rig.run(kind, chunks, input, output, iters)?;
-    let second = rig.run(kind, chunks, input, output, iters)?;
+    let first = rig.run(kind, chunks, input, output, iters).map_err(Failure::Cuda)?;
+    let second = rig.run(kind, chunks, input, output, iters).map_err(Failure::Cuda)?;
     Ok(Timing { setup_ns: first.setup_ns, wall_ns: second.wall_ns })
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    /// A GPU that does not exist is `NoSuchGpu` where CUDA runs, `CudaUnavailable`
+    /// where it does not; either way before any chunk runs.
+    #[test]
+    fn a_missing_gpu_is_no_such_gpu() {
+        let (input, mut output) = (vec![1u32; 4], vec![0u32; 4]);
+        let kernel = crate::demo::shift_kernel();
+        let run = |ordinal, output: &mut [u32]| {
+            shift::<crate::Error>(Kind::Serial, ordinal, 1, &kernel, &input, output, std::slice::from_ref(&(0..4)), 1)
+        };
+        match run(usize::MAX, &mut output) {
+            Err(crate::Error::NoSuchGpu { ordinal: usize::MAX, backend: "cuda", .. }) => {}
+            Err(crate::Error::CudaUnavailable { reason }) => assert!(reason.starts_with("baseline set-up"), "{reason}"),
+            other => panic!("expected NoSuchGpu or CudaUnavailable, got {other:?}"),
+        }
+        assert_eq!(output, [0; 4]);
+        let text: String = Failure::NoSuchGpu { ordinal: 99, available: 1 }.into();
+        assert!(text.contains("GPU 99") && text.contains("cuda backend has 1 GPU(s)"), "{text}");
+        assert_eq!(String::from(Failure::Cuda("cuInit failed".into())), "cuInit failed");
+    }
 }

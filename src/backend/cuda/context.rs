@@ -1,5 +1,11 @@
 //! The CUDA machine: driver initialisation, one retained primary context per GPU,
 //! device attributes, allocation, and kernel loading.
+//!
+//! cudarc loads the driver library and each of its functions at first use, and panics
+//! when the library lacks one. [`Machine::probe`], which every way into the CUDA backend
+//! takes first, finds the library as cudarc does and looks up the functions the
+//! backend calls, so that a library that is not a CUDA driver, or one too old, is
+//! `CudaUnavailable` (and `Auto` falls back to sim) with nothing printed.
 
 use super::{describe, failed, nvrtc, Function};
 use crate::backend::host_alloc::HostAlloc;
@@ -11,7 +17,85 @@ use cudarc::driver::sys;
 use parking_lot::Mutex;
 use std::ffi::CString;
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+/// The driver functions every scheduler calls, named as cudarc loads them (its `sys`
+/// functions' names, versioned: `cuMemAlloc_v2`). A driver call added to the backend
+/// adds its function here. Left out on purpose, so that older drivers still run the
+/// rest: `cuEventElapsedTime_v2` (CUDA 12.8; only `device_timing` uses it) and the
+/// graph and capture functions of the hand-written baselines.
+const DRIVER_FUNCTIONS: [&str; 34] = [
+    "cuInit",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetAttribute",
+    "cuDeviceGetName",
+    "cuDeviceTotalMem_v2",
+    "cuGetErrorName",
+    "cuGetErrorString",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuDevicePrimaryCtxReset_v2",
+    "cuCtxSetCurrent",
+    "cuCtxSynchronize",
+    "cuMemAlloc_v2",
+    "cuMemFree_v2",
+    "cuMemHostAlloc",
+    "cuMemFreeHost",
+    "cuMemGetInfo_v2",
+    "cuMemcpyHtoDAsync_v2",
+    "cuMemcpyDtoHAsync_v2",
+    "cuMemcpy2DAsync_v2",
+    "cuModuleLoadData",
+    "cuModuleGetFunction",
+    "cuModuleUnload",
+    "cuLaunchKernel",
+    "cuStreamCreate",
+    "cuStreamDestroy_v2",
+    "cuStreamSynchronize",
+    "cuStreamWaitEvent",
+    "cuEventCreate",
+    "cuEventDestroy_v2",
+    "cuEventRecord",
+    "cuEventQuery",
+    "cuEventSynchronize",
+];
+
+/// Finds the driver library where cudarc will (the first of its candidate names that
+/// loads) and checks it has [`DRIVER_FUNCTIONS`]. Once per process: cudarc, too, loads
+/// its library once.
+fn check_driver_library() -> Result<(), String> {
+    static CHECKED: OnceLock<Result<(), String>> = OnceLock::new();
+    CHECKED
+        .get_or_init(|| {
+            let names = ["cuda", "nvcuda"].into_iter().flat_map(cudarc::get_lib_name_candidates);
+            for name in names {
+                // SAFETY: loading the driver library runs its initialisers, as cudarc's
+                // own loading of the same file does; no function is called.
+                let Ok(lib) = (unsafe { libloading::Library::new(&name) }) else { continue };
+                let missing: Vec<&str> = DRIVER_FUNCTIONS
+                    .into_iter()
+                    // SAFETY: only the symbol's address is looked up; it is not called.
+                    .filter(|f| unsafe { lib.get::<*const std::ffi::c_void>(f.as_bytes()) }.is_err())
+                    .collect();
+                if missing.is_empty() {
+                    return Ok(());
+                }
+                let shown = missing.iter().take(3).copied().collect::<Vec<_>>().join(", ");
+                let more = match missing.len().saturating_sub(3) {
+                    0 => String::new(),
+                    n => format!(" and {n} more"),
+                };
+                return Err(format!(
+                    "the CUDA driver library {name} (the first found on the loader's path) lacks {shown}{more} of \
+                     the {} driver functions chariot calls: it is not a CUDA driver, or one too old",
+                    DRIVER_FUNCTIONS.len()
+                ));
+            }
+            Err("the CUDA driver library (libcuda.so) was not found".into())
+        })
+        .clone()
+}
 
 /// A retained primary context.
 #[derive(Debug)]
@@ -68,18 +152,24 @@ fn attr(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> Result<i32, String> {
 }
 
 impl Machine {
-    /// Loads the driver and counts devices, or says why CUDA cannot run here.
+    /// Loads the driver and counts devices, or says why CUDA cannot run here: no
+    /// driver library, one without the functions chariot calls, a failing `cuInit`,
+    /// no device.
+    ///
+    /// A panic in cudarc's loading (which the check above should leave no cause for:
+    /// a library that changed since) is caught and reported the same way; the
+    /// process's panic hook prints its message.
     pub(crate) fn probe() -> Result<usize, String> {
-        // SAFETY: only tries to open the library; no symbol is called.
-        if !unsafe { sys::is_culib_present() } {
-            return Err("the CUDA driver library (libcuda.so) was not found".into());
+        check_driver_library()?;
+        let count = std::panic::catch_unwind(|| {
+            result::init().map_err(|e| failed("cuInit", e))?;
+            result::device::get_count().map_err(|e| failed("cuDeviceGetCount", e))
+        })
+        .map_err(|payload| format!("loading the CUDA driver: {}", crate::callback::panic_message(payload)))??;
+        match usize::try_from(count) {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err("the CUDA driver reports no device".into()),
         }
-        result::init().map_err(|e| failed("cuInit", e))?;
-        let n = result::device::get_count().map_err(|e| failed("cuDeviceGetCount", e))?;
-        if n <= 0 {
-            return Err("the CUDA driver reports no device".into());
-        }
-        Ok(n as usize)
     }
 
     pub(crate) fn open(selection: &crate::builder::Gpus) -> crate::Result<Self> {

@@ -7,6 +7,8 @@
 //!    duplex rate, all its flows are scaled down to fit.
 //!
 //! Threads wait for their own flow on one condition variable, woken when rates change.
+//! A flow whose end is past what the clock can count (absurd sizes, slowdowns or
+//! rates) leaves at once and fails its command.
 
 use super::profile::SimProfile;
 use parking_lot::{Condvar, Mutex, MutexGuard};
@@ -55,11 +57,12 @@ impl Links {
         }
     }
 
-    /// Moves `bytes` over `gpu`'s link in `dir`; returns when the model says they arrived.
-    pub(crate) fn transfer(&self, gpu: usize, dir: Dir, bytes: f64) {
+    /// Moves `bytes` over `gpu`'s link in `dir`; returns when the model says they
+    /// arrived, or at once with an error when that is past what the clock can count.
+    pub(crate) fn transfer(&self, gpu: usize, dir: Dir, bytes: f64) -> Result<(), String> {
         let scale = self.profile.time_scale;
         if scale == 0.0 || bytes == 0.0 {
-            return;
+            return Ok(());
         }
         let mut st = self.state.lock();
         self.advance(&mut st);
@@ -73,14 +76,24 @@ impl Links {
             self.advance(&mut st);
             let f = st.flows.iter().find(|f| f.id == id).expect("own flow stays until removed");
             if f.left <= 0.5 {
-                st.flows.retain(|f| f.id != id);
-                self.share(&mut st);
-                self.changed.notify_all();
-                return;
+                self.leave(&mut st, id);
+                return Ok(());
             }
-            let eta = Instant::now() + Duration::from_secs_f64(f.left / f.rate);
+            let Some(eta) = super::clock::after_secs(Instant::now(), f.left / f.rate) else {
+                self.leave(&mut st, id);
+                return Err(format!(
+                    "copy of {bytes} modeled bytes: its modeled end is past what the simulated clock can count"
+                ));
+            };
             self.wait_until(&mut st, eta);
         }
+    }
+
+    /// Removes flow `id` and shares its rate out.
+    fn leave(&self, st: &mut State, id: u64) {
+        st.flows.retain(|f| f.id != id);
+        self.share(st);
+        self.changed.notify_all();
     }
 
     fn wait_until(&self, st: &mut MutexGuard<'_, State>, eta: Instant) {

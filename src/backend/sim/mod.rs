@@ -6,8 +6,11 @@
 //! commands in issue order. An engine does the command's real work (copy the bytes,
 //! run the kernel's CPU twin), holds it for the modeled time (links and buses in
 //! `link.rs`, latencies and kernel cost in the profile), then posts the completion for
-//! the dispatcher's poll and wakes it.
+//! the dispatcher's poll and wakes it. Modeled times saturate (`clock.rs`): no value a
+//! user gives can panic an engine; a command whose modeled end is past what the clock
+//! can count fails its task.
 
+mod clock;
 mod faults;
 mod link;
 mod profile;
@@ -100,8 +103,20 @@ impl Machine {
                 message: format!("{} of {cap} bytes in use", counter.load(Ordering::SeqCst)),
             });
         }
-        let words = bytes.div_ceil(16);
-        Ok(PhysBuf::Sim(Arc::new(SimMemory { data: Mutex::new(vec![0u128; words]), bytes, in_use: counter.clone() })))
+        // The simulated GPU's memory is host memory: the host may refuse it even where the
+        // profile's GPU has room (`vec!` would abort the process).
+        let words = match super::host_alloc::zeroed_words(bytes.div_ceil(16)) {
+            Ok(words) => words,
+            Err(message) => {
+                counter.fetch_sub(bytes as u64, Ordering::SeqCst);
+                return Err(crate::Error::OutOfMemory {
+                    what: format!("device memory on simulated GPU {gpu}"),
+                    bytes,
+                    message: format!("a simulated GPU's memory is host memory, and {message}"),
+                });
+            }
+        };
+        Ok(PhysBuf::Sim(Arc::new(SimMemory { data: Mutex::new(words), bytes, in_use: counter.clone() })))
     }
 
     pub(crate) fn memory_in_use(&self, gpu: usize) -> u64 {
@@ -118,7 +133,9 @@ impl Machine {
         let mut senders = Vec::new();
         let mut threads = Vec::new();
         let lost = Arc::new(AtomicBool::new(false));
-        let death = self.profile.faults.death(gpu).map(|at| epoch + at.mul_f64(self.profile.time_scale));
+        // A death past what the clock can count never comes.
+        let death =
+            self.profile.faults.death(gpu).and_then(|at| epoch.checked_add(clock::scale(at, self.profile.time_scale)));
         let slow = self.profile.faults.slowdown(gpu);
         for &kind in kinds {
             let (tx, rx) = crossbeam_channel::unbounded::<Job>();
@@ -284,8 +301,19 @@ impl Engine {
         }
     }
 
-    fn scaled(&self, d: Duration) -> Duration {
-        d.mul_f64(self.profile.time_scale * self.slow)
+    /// Holds the command until `modeled` (scaled) after `start`; an end past what the
+    /// clock can count fails it.
+    fn hold(&self, start: Instant, modeled: Duration, what: impl FnOnce() -> String) -> Result<(), String> {
+        let factor = self.profile.time_scale * self.slow;
+        let end = start.checked_add(clock::scale(modeled, factor)).ok_or_else(|| {
+            format!(
+                "{}: modeled time {modeled:?} × {factor} (time_scale × slowdown) ends past what the \
+                 simulated clock can count",
+                what()
+            )
+        })?;
+        link::sleep_until(end);
+        Ok(())
     }
 
     fn dead(&self) -> bool {
@@ -351,10 +379,9 @@ impl Engine {
                         }
                     }
                 }
-                link::sleep_until(start + self.scaled(self.profile.copy_latency));
+                self.hold(start, self.profile.copy_latency, || "copy".into())?;
                 let link_dir = if dir == Direction::Download { Dir::Up } else { Dir::Down };
-                self.links.transfer(self.gpu, link_dir, (width * height) as f64 * self.slow);
-                Ok(())
+                self.links.transfer(self.gpu, link_dir, (width * height) as f64 * self.slow)
             }
             Work::Launch { kernel, shape, args } => {
                 let began = Instant::now();
@@ -366,14 +393,13 @@ impl Engine {
                     Some(cost) => cost(&shape, &ScalarArgs { values: &args }),
                     None => real,
                 };
-                link::sleep_until(start + self.scaled(self.profile.launch_latency + modeled));
-                Ok(())
+                let what = || format!("kernel `{}`", kernel.def.name);
+                self.hold(start, self.profile.launch_latency.saturating_add(modeled), what)
             }
             Work::Callback(f) => {
                 let mut call = GpuCall { info, on: GpuCallOn::Sim { _life: std::marker::PhantomData } };
                 run_caught(|| f(&mut call))?;
-                link::sleep_until(start + self.scaled(self.profile.launch_latency));
-                Ok(())
+                self.hold(start, self.profile.launch_latency, || "GPU callback".into())
             }
         }
     }
@@ -408,5 +434,60 @@ impl Engine {
         let guards = mems.iter().map(|m| m.data.lock()).collect();
         let mut targs = TwinArgs::new(shape, args, guards, sizes, index);
         run_caught(|| twin(&mut targs)).map_err(|m| format!("CPU twin of `{}`: {m}", kernel.def.name))
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use crate::{Backend, Error, Kernel, Scheduler, SimFaults, SimProfile};
+    use std::time::Duration;
+
+    fn failure(r: crate::Result<crate::Report>) -> String {
+        match r {
+            Err(Error::TasksFailed { failures, .. }) => failures[0].message.clone(),
+            other => panic!("expected TasksFailed, got {:?}", other.map(|r| r.tasks)),
+        }
+    }
+
+    /// Modeled time that no clock can count fails the command's task, on real-time
+    /// profiles too; the GPU goes on.
+    #[test]
+    fn commands_past_the_clock_fail_their_task() {
+        let s = Scheduler::builder().backend(Backend::SimWith(SimProfile::h100().with_gpus(1))).build().unwrap();
+        let k =
+            s.register_kernel(Kernel::new("forever", "").cpu_twin(|_| Ok(())).sim_cost(|_, _| Duration::MAX)).unwrap();
+        s.task(1, 1).launch(&k, 1, 1, 0, &[]).submit().unwrap();
+        let m = failure(s.synchronize());
+        assert!(m.contains("kernel `forever`") && m.contains("past what the simulated clock can count"), "{m}");
+        // A slowdown no copy's time survives: the link's flow ends past the clock.
+        let mut slow = SimProfile::h100().with_gpus(1).with_faults(SimFaults::default().slow_gpu(0, 1e300));
+        slow.copy_latency = Duration::ZERO;
+        let s = Scheduler::builder().backend(Backend::SimWith(slow.clone())).build().unwrap();
+        let (host, dev) = (s.alloc_host::<u32>(16).unwrap(), s.alloc::<u32>(16).unwrap());
+        s.task(2, 1).download(&dev, 0, &host, ..).submit().unwrap();
+        let m = failure(s.synchronize());
+        assert!(m.contains("copy of") && m.contains("past what the simulated clock can count"), "{m}");
+        assert_eq!(s.live_gpus(), vec![0]);
+        // The same with a copy latency: the latency is past the clock first.
+        slow.copy_latency = Duration::from_micros(2);
+        let s = Scheduler::builder().backend(Backend::SimWith(slow)).build().unwrap();
+        let (host, dev) = (s.alloc_host::<u32>(16).unwrap(), s.alloc::<u32>(16).unwrap());
+        s.task(3, 1).download(&dev, 0, &host, ..).submit().unwrap();
+        let m = failure(s.synchronize());
+        assert!(m.starts_with("copy: modeled time"), "{m}");
+        assert_eq!(s.live_gpus(), vec![0]);
+    }
+
+    /// An allocation the host refuses gives back what it counted.
+    #[test]
+    fn a_refused_allocation_counts_nothing() {
+        let mut p = SimProfile::instant().with_gpus(1);
+        p.memory_bytes = u64::MAX;
+        let s = Scheduler::builder().backend(Backend::SimWith(p)).streams(1).build().unwrap();
+        let e = s.alloc::<u8>(1 << 61).unwrap_err();
+        assert!(matches!(e, Error::OutOfMemory { .. }) && e.to_string().contains("host"), "{e}");
+        assert_eq!(s.device_memory_in_use(0), Some(0));
+        let _small = s.alloc::<u8>(100).unwrap();
+        assert_eq!(s.device_memory_in_use(0), Some(100));
     }
 }

@@ -44,7 +44,8 @@ pub struct SimProfile {
     /// Device memory per GPU, bytes.
     pub memory_bytes: u64,
     /// Modeled time runs at this factor of real time: 1.0 real time, 0.0 no modeled
-    /// time at all (results only, as fast as the CPU twins run).
+    /// time at all (results only, as fast as the CPU twins run). At most
+    /// [`SimProfile::MAX_TIME_SCALE`].
     pub time_scale: f64,
     /// Whether engines do the commands' real work (copy the bytes, run CPU twins).
     /// `false` is timing only, for predictions at full size: outputs are not computed
@@ -59,6 +60,11 @@ pub struct SimProfile {
 }
 
 impl SimProfile {
+    /// The largest [`SimProfile::time_scale`]: a microsecond of modeled time lasts a
+    /// second. Beyond some scale no `Duration` holds even a nanosecond of modeled time;
+    /// this bound keeps every latency and copy of a sensible profile far from that.
+    pub const MAX_TIME_SCALE: f64 = 1e6;
+
     /// An H100 80 GB on PCIe gen 5 x16, as measured here.
     pub fn h100() -> Self {
         SimProfile {
@@ -149,7 +155,8 @@ impl SimProfile {
         self
     }
 
-    /// The same profile running at `scale` × real time.
+    /// The same profile running at `scale` × real time (`0..=`[`SimProfile::MAX_TIME_SCALE`];
+    /// `build` refuses others with `InvalidConfig`).
     pub fn with_time_scale(mut self, scale: f64) -> Self {
         self.time_scale = scale;
         self
@@ -169,8 +176,12 @@ impl SimProfile {
                 return Err(format!("{name} = {v}; must be a positive rate"));
             }
         }
-        if !(self.time_scale.is_finite() && self.time_scale >= 0.0) {
-            return Err(format!("time_scale = {}; must be >= 0", self.time_scale));
+        if !(0.0..=Self::MAX_TIME_SCALE).contains(&self.time_scale) {
+            return Err(format!(
+                "time_scale = {:?}; must be in 0..={:e} (1 is real time, 0 no modeled time)",
+                self.time_scale,
+                Self::MAX_TIME_SCALE
+            ));
         }
         if self.copy_engines == 0 {
             return Err("copy_engines = 0; must be at least 1".into());
@@ -185,5 +196,21 @@ impl SimProfile {
 impl Default for SimProfile {
     fn default() -> Self {
         Self::h100()
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::SimProfile;
+
+    #[test]
+    fn time_scale_is_bounded() {
+        for ok in [0.0, 0.05, 1.0, SimProfile::MAX_TIME_SCALE] {
+            assert_eq!(SimProfile::h100().with_time_scale(ok).validate(), Ok(()), "{ok}");
+        }
+        for bad in [-1.0, 1.0e6 + 1.0, 1e30, f64::NAN, f64::INFINITY] {
+            let e = SimProfile::h100().with_time_scale(bad).validate().unwrap_err();
+            assert!(e.contains(&format!("time_scale = {bad:?}")) && e.contains("0..=1e6"), "{e}");
+        }
     }
 }
