@@ -63,7 +63,8 @@ pub struct BaselineTiming {
 ///
 /// # Errors
 /// [`Error::InvalidConfig`] for zero streams, ranges outside the buffers, or output
-/// ranges that overlap each other; [`Error::CudaUnavailable`] without a CUDA GPU.
+/// ranges that overlap each other; [`Error::NoSuchGpu`] for an ordinal the machine does
+/// not have; [`Error::CudaUnavailable`] without a CUDA GPU or when a driver call fails.
 pub fn shift(
     baseline: Baseline,
     ordinal: usize,
@@ -113,7 +114,6 @@ pub fn shift(
         iters,
     )
     .map(|t| BaselineTiming { setup_ns: t.setup_ns, wall_ns: t.wall_ns })
-    .map_err(|reason| Error::CudaUnavailable { reason })
 }
 
 /// Where [`in_order`] runs.

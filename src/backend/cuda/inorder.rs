@@ -82,6 +82,13 @@ where
     let shape = Shape { streams: plan.streams, readers: plan.readers, chunks: plan.chunks };
     match plan.device {
         InOrderDevice::Cuda { ordinal } => {
+            // A GPU that does not exist is named as such, as the scheduler does, not
+            // reported as a failed cuDeviceGet.
+            let available =
+                super::Machine::probe().map_err(|reason| InOrderError::Setup(Error::CudaUnavailable { reason }))?;
+            if ordinal >= available {
+                return Err(InOrderError::Setup(Error::NoSuchGpu { ordinal, available, backend: "cuda" }));
+            }
             let mut rig = Rig::open(ordinal, kernel, plan, slots, in_bytes, out_bytes).map_err(|message| {
                 InOrderError::Setup(Error::Driver { call: "in-order pipeline set-up", gpu: ordinal, message })
             })?;
@@ -394,7 +401,6 @@ impl Rig {
         in_bytes: usize,
         out_bytes: usize,
     ) -> Result<Rig, String> {
-        super::Machine::probe()?;
         let dev = result::device::get(ordinal as i32).map_err(|e| failed("cuDeviceGet", e))?;
         // SAFETY: `dev` is valid; released once in Drop.
         let ctx = unsafe { result::primary_ctx::retain(dev) }.map_err(|e| failed("cuDevicePrimaryCtxRetain", e))?;
