@@ -1029,7 +1029,12 @@ fn validate(cli: &Cli) -> Result<(), String> {
     if cli.x < 16 || cli.y < 16 || cli.tasks > cli.x.min(cli.y) {
         return Err(format!("need x, y ≥ 16 and tasks ≤ min(x, y); got {} × {}, {} tasks", cli.x, cli.y, cli.tasks));
     }
-    if (cli.x * cli.y / cli.tasks) > i32::MAX as usize || cli.y > u32::MAX as usize {
+    // x·y elements of 8 bytes must be addressable: checked before any product is formed.
+    let elements = cli.x.checked_mul(cli.y).filter(|&e| e.checked_mul(8).is_some_and(|b| b <= isize::MAX as usize));
+    let Some(elements) = elements else {
+        return Err(format!("--x {} × --y {} complex elements do not fit in memory's address space", cli.x, cli.y));
+    };
+    if (elements / cli.tasks) > i32::MAX as usize || cli.y > u32::MAX as usize {
         return Err("a chunk must stay under 2^31 elements (cuFFT's 32-bit plans)".into());
     }
     ColumnKernel::from_name(&cli.kernel)?;
@@ -1187,10 +1192,17 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
             let work_of = |kn: u64| {
                 vec![TaskWork { up_bytes: chunk_bytes as u64, kernel_ns: kn, down_bytes: chunk_bytes as u64 }; n]
             };
-            bound = Some((
-                HardwareBound::one_gpu(&work_of(k(&run.col)), rates_col),
-                HardwareBound::one_gpu(&work_of(k(&run.row)), rates_row),
-            ));
+            // On D GPUs, each on its own link at the one-GPU rates (the host carrying D
+            // links' worth): optimistic where the host carries less, so still a bound.
+            let d = cli.gpus;
+            let hw = |w: &[TaskWork], r: LinkRates| {
+                if d > 1 {
+                    HardwareBound::multi_gpu(w, d, r, r.times(d as f64))
+                } else {
+                    HardwareBound::one_gpu(w, r)
+                }
+            };
+            bound = Some((hw(&work_of(k(&run.col)), rates_col), hw(&work_of(k(&run.row)), rates_row)));
             let one_at_a_time = |r: &Report, probe: LinkRates| {
                 let rate = |stage: Stage| {
                     let ns = median(r.records.iter().filter(|c| c.stage == stage).map(|c| c.duration_ns()).collect());
@@ -1200,27 +1212,27 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
                 LinkRates { up, down, both: probe.both.min(up + down).max(up.max(down)) }
             };
             bound1 = Some((
-                HardwareBound::one_gpu(&work_of(k(&run.col)), one_at_a_time(&run.col, rates_col)),
-                HardwareBound::one_gpu(&work_of(k(&run.row)), one_at_a_time(&run.row, rates_row)),
+                hw(&work_of(k(&run.col)), one_at_a_time(&run.col, rates_col)),
+                hw(&work_of(k(&run.row)), one_at_a_time(&run.row, rates_row)),
             ));
         }
         let t = run.t_ns();
         let t_serial = serial.as_ref().map_or(t, |r| r.t_ns());
-        let (hw_ms, eps_hw) = match (&bound, cli.gpus) {
-            (Some((bc, br)), 1) => {
+        let (hw_ms, eps_hw) = match &bound {
+            Some((bc, br)) => {
                 let b = bc.t_ns + br.t_ns;
                 (format!("{:.4}", ms(b)), Some(t as f64 / b.max(1) as f64 - 1.0))
             }
             _ => (String::new(), None),
         };
-        let (hw1_ms, eps_hw1) = match (&bound1, cli.gpus) {
-            (Some((bc, br)), 1) => {
+        let (hw1_ms, eps_hw1) = match &bound1 {
+            Some((bc, br)) => {
                 let b = bc.t_ns + br.t_ns;
                 (format!("{:.4}", ms(b)), Some(t as f64 / b.max(1) as f64 - 1.0))
             }
             _ => (String::new(), None),
         };
-        if let (Some((bc, br)), 1) = (&bound, cli.gpus) {
+        if let Some((bc, br)) = &bound {
             let eps = |t: u64, b: u64| 100.0 * (t as f64 / b.max(1) as f64 - 1.0);
             let (tc, tr) = (run.col.makespan_ns, run.row.makespan_ns);
             phases.push(format!(
@@ -1639,7 +1651,13 @@ mod test {
 
     #[test]
     fn bad_arguments_are_refused() {
-        for args in [&["seti", "--x", "100"][..], &["seti", "--tasks", "3"], &["seti", "--x", "16", "--tasks", "32"]] {
+        let huge = (1usize << 32).to_string();
+        for args in [
+            &["seti", "--x", "100"][..],
+            &["seti", "--tasks", "3"],
+            &["seti", "--x", "16", "--tasks", "32"],
+            &["seti", "--x", &huge, "--y", &huge],
+        ] {
             assert!(validate(&Cli::parse_from(args)).is_err(), "{args:?}");
         }
     }

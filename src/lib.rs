@@ -66,7 +66,8 @@ pub use error::{BoxError, Error, Result, TaskFailure};
 pub use kernel::{Arg, Dim3, Kernel, KernelHandle, LaunchShape, Param, ScalarArgs, TwinArgs};
 pub use memory::{DeviceBuffer, Element, HostBuffer, HostRead, HostWrite};
 pub use report::{
-    CommandRecord, DispatchStats, HardwareBound, LinkRates, LostGpu, LowerBound, MovedTask, Report, TaskWork,
+    zero_overhead_makespan, CommandRecord, DispatchStats, HardwareBound, LinkRates, LostGpu, LowerBound, MovedTask,
+    Report, TaskWork,
 };
 pub use scheduler::Scheduler;
 pub use stage::{OverlapMatrix, Stage, Thresholds};

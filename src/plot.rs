@@ -111,6 +111,7 @@ pub fn line_chart(
             }
             chart
                 .configure_series_labels()
+                .position(legend_corner(series, log_x, (x0, x1), (y0, y1)))
                 .background_style(WHITE.mix(0.85))
                 .border_style(BLACK)
                 .label_font(("sans-serif", 14))
@@ -126,6 +127,42 @@ pub fn line_chart(
         draw!(builder.build_cartesian_2d(x0..x1, y0..y1).map_err(err)?);
     }
     root.present().map_err(err)
+}
+
+/// The corner of the plot where the legend covers the least of the lines: each
+/// segment is sampled and the samples inside a legend-sized box in each corner counted.
+fn legend_corner(series: &[Series], log_x: bool, (x0, x1): (f64, f64), (y0, y1): (f64, f64)) -> SeriesLabelPosition {
+    let fx = |x: f64| if log_x { (x.ln() - x0.ln()) / (x1.ln() - x0.ln()) } else { (x - x0) / (x1 - x0) };
+    let fy = |y: f64| (y - y0) / (y1 - y0);
+    // The legend's share of the plot: about a third wide, a line per series high.
+    let (w, h) = (0.36, (0.06 * series.len() as f64 + 0.04).min(0.9));
+    let corners = [
+        (SeriesLabelPosition::UpperRight, (1.0 - w, 1.0), (1.0 - h, 1.0)),
+        (SeriesLabelPosition::UpperLeft, (0.0, w), (1.0 - h, 1.0)),
+        (SeriesLabelPosition::LowerRight, (1.0 - w, 1.0), (0.0, h)),
+        (SeriesLabelPosition::LowerLeft, (0.0, w), (0.0, h)),
+    ];
+    let mut covered = [0usize; 4];
+    for s in series {
+        let pts: Vec<(f64, f64)> =
+            s.points.iter().filter(|p| p.0.is_finite() && p.1.is_finite()).map(|p| (fx(p.0), fy(p.1))).collect();
+        for seg in pts.windows(2) {
+            for t in 0..=32 {
+                let t = t as f64 / 32.0;
+                let (u, v) = (seg[0].0 + t * (seg[1].0 - seg[0].0), seg[0].1 + t * (seg[1].1 - seg[0].1));
+                for (c, (_, (ua, ub), (va, vb))) in covered.iter_mut().zip(&corners) {
+                    *c += usize::from((*ua..=*ub).contains(&u) && (*va..=*vb).contains(&v));
+                }
+            }
+        }
+        for &(u, v) in &pts {
+            for (c, (_, (ua, ub), (va, vb))) in covered.iter_mut().zip(&corners) {
+                *c += 8 * usize::from((*ua..=*ub).contains(&u) && (*va..=*vb).contains(&v));
+            }
+        }
+    }
+    let best = (0..4).min_by_key(|&i| covered[i]).unwrap_or(0);
+    corners[best].0.clone()
 }
 
 /// One bar of a Gantt chart: GPU, stage, start and end (ns).
@@ -255,6 +292,18 @@ fn gantt_bars(path: &Path, title: &str, bars: &[Bar]) -> Result<(), String> {
 #[cfg(test)]
 mod test {
     use super::*;
+
+    /// A line rising from the lower left to the upper right leaves the other corners
+    /// free; one falling across the top leaves the bottom free.
+    #[test]
+    fn the_legend_goes_where_no_line_runs() {
+        let rising = Series { label: "a".into(), points: vec![(0.1, 0.0), (1.0, 5.0), (10.0, 10.0)] };
+        let p = legend_corner(&[rising], true, (0.1, 10.0), (0.0, 10.0));
+        assert!(matches!(p, SeriesLabelPosition::UpperLeft | SeriesLabelPosition::LowerRight), "{p:?}");
+        let top = Series { label: "b".into(), points: vec![(0.0, 10.0), (5.0, 9.0), (10.0, 10.0)] };
+        let p = legend_corner(&[top], false, (0.0, 10.0), (0.0, 10.0));
+        assert!(matches!(p, SeriesLabelPosition::LowerRight | SeriesLabelPosition::LowerLeft), "{p:?}");
+    }
 
     fn event(pid: &str, ts: &str, dur: &str) -> String {
         format!(r#"{{"traceEvents":[{{"ph":"X","pid":{pid},"tid":2,"ts":{ts},"dur":{dur}}}]}}"#)

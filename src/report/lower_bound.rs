@@ -119,7 +119,7 @@ impl LinkRates {
         LinkRates { up: self.up * k, down: self.down * k, both: self.both * k }
     }
 
-    fn positive(&self) -> bool {
+    pub(crate) fn positive(&self) -> bool {
         self.up > 0.0 && self.down > 0.0 && self.both > 0.0
     }
 }

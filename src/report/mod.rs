@@ -3,9 +3,11 @@
 //! T_LB and the overhead ε = T/T_LB − 1, and the dispatcher's own host cost.
 
 mod lower_bound;
+mod replay;
 mod trace;
 
 pub use lower_bound::{HardwareBound, LinkRates, LowerBound, TaskWork};
+pub use replay::zero_overhead_makespan;
 
 use crate::error::TaskFailure;
 use crate::stage::Stage;
