@@ -74,26 +74,65 @@ pub fn shift(
     chunks: &[Range<usize>],
     iters: u32,
 ) -> Result<BaselineTiming> {
-    let bad = |name: &'static str, value: String, allowed: &str| Error::InvalidConfig {
-        name,
-        value,
-        allowed: allowed.into(),
-    };
-    if streams == 0 {
-        return Err(bad("streams", "0".into(), "at least 1"));
-    }
-    let limit = input.len().min(output.len());
-    if let Some(c) = chunks.iter().find(|c| c.start >= c.end || c.end > limit) {
-        return Err(bad("chunks", format!("{c:?}"), &format!("non-empty ranges inside 0..{limit}")));
-    }
-    let mut sorted: Vec<_> = chunks.to_vec();
-    sorted.sort_by_key(|c| c.start);
-    if let Some(w) = sorted.windows(2).find(|w| w[0].end > w[1].start) {
-        return Err(bad(
-            "chunks",
-            format!("{:?} and {:?}", w[0], w[1]),
-            "ranges that do not overlap (readbacks would race)",
-        ));
+    shift_with(baseline, ordinal, streams, input, output, chunks, iters, None)
+}
+
+/// [`shift`] on several GPUs at once: each caller (one thread per GPU) warms up, then
+/// waits at `start`, a barrier of as many parties as callers, so that the timed runs
+/// begin together and every GPU copies while the others do. Each waits there once on
+/// every path, errors included, so one failing caller does not strand the others.
+///
+/// ```no_run
+/// use chariot::baseline::{shift_started_by, Baseline};
+/// # fn demo(s: &chariot::Scheduler) -> chariot::Result<()> {
+/// let input = s.alloc_host::<u32>(1 << 20)?;
+/// let mut outs = [s.alloc_host::<u32>(1 << 20)?, s.alloc_host::<u32>(1 << 20)?];
+/// let halves = [vec![0..1 << 19], vec![1 << 19..1 << 20]];
+/// let start = std::sync::Barrier::new(2);
+/// std::thread::scope(|t| {
+///     for (gpu, (out, half)) in outs.iter_mut().zip(&halves).enumerate() {
+///         let (input, start) = (&input, &start);
+///         t.spawn(move || shift_started_by(Baseline::BreadthFirst, gpu, 4, input, out, half, 100, start));
+///     }
+/// });
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// As [`shift`].
+#[allow(clippy::too_many_arguments)]
+pub fn shift_started_by(
+    baseline: Baseline,
+    ordinal: usize,
+    streams: usize,
+    input: &HostBuffer<u32>,
+    output: &mut HostBuffer<u32>,
+    chunks: &[Range<usize>],
+    iters: u32,
+    start: &std::sync::Barrier,
+) -> Result<BaselineTiming> {
+    shift_with(baseline, ordinal, streams, input, output, chunks, iters, Some(start))
+}
+
+/// [`shift`], with the timed run held until every party of `start` has warmed up.
+#[allow(clippy::too_many_arguments)]
+fn shift_with(
+    baseline: Baseline,
+    ordinal: usize,
+    streams: usize,
+    input: &HostBuffer<u32>,
+    output: &mut HostBuffer<u32>,
+    chunks: &[Range<usize>],
+    iters: u32,
+    start: Option<&std::sync::Barrier>,
+) -> Result<BaselineTiming> {
+    let checked = check_shift(streams, input.len().min(output.len()), chunks);
+    if let Err(e) = checked {
+        // The other parties must not wait for this one.
+        if let Some(b) = start {
+            b.wait();
+        }
+        return Err(e);
     }
     let kind = match baseline {
         Baseline::Serial => crate::backend::cuda::baseline::Kind::Serial,
@@ -112,8 +151,35 @@ pub fn shift(
         &mut output,
         chunks,
         iters,
+        start,
     )
     .map(|t| BaselineTiming { setup_ns: t.setup_ns, wall_ns: t.wall_ns })
+}
+
+/// The checks of [`shift`] that need no GPU: streams, and chunks inside `0..limit`
+/// that do not overlap.
+fn check_shift(streams: usize, limit: usize, chunks: &[Range<usize>]) -> Result<()> {
+    let bad = |name: &'static str, value: String, allowed: &str| Error::InvalidConfig {
+        name,
+        value,
+        allowed: allowed.into(),
+    };
+    if streams == 0 {
+        return Err(bad("streams", "0".into(), "at least 1"));
+    }
+    if let Some(c) = chunks.iter().find(|c| c.start >= c.end || c.end > limit) {
+        return Err(bad("chunks", format!("{c:?}"), &format!("non-empty ranges inside 0..{limit}")));
+    }
+    let mut sorted: Vec<_> = chunks.to_vec();
+    sorted.sort_by_key(|c| c.start);
+    if let Some(w) = sorted.windows(2).find(|w| w[0].end > w[1].start) {
+        return Err(bad(
+            "chunks",
+            format!("{:?} and {:?}", w[0], w[1]),
+            "ranges that do not overlap (readbacks would race)",
+        ));
+    }
+    Ok(())
 }
 
 /// Where [`in_order`] runs.

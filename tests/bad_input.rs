@@ -1279,6 +1279,34 @@ fn baseline_arguments_are_checked_before_cuda() {
     }
 }
 
+/// Baselines started together on several GPUs: a caller whose arguments are wrong (or
+/// that has no GPU) still meets the others at the barrier, so none of them hangs.
+#[test]
+fn a_failing_party_of_shift_started_by_strands_no_one() {
+    use chariot::baseline::{shift_started_by, Baseline};
+    with_timeout(DEADLINE_S, || {
+        let s = sched(1, 1);
+        let input = s.alloc_host::<u32>(64).unwrap();
+        let mut outs = [s.alloc_host::<u32>(64).unwrap(), s.alloc_host::<u32>(64).unwrap()];
+        let start = std::sync::Barrier::new(2);
+        let results = std::thread::scope(|t| {
+            let [a, b] = &mut outs;
+            let (input, start) = (&input, &start);
+            let bad = t.spawn(move || shift_started_by(Baseline::BreadthFirst, 0, 0, input, a, &[0..8], 1, start));
+            let good = t.spawn(move || shift_started_by(Baseline::BreadthFirst, 0, 2, input, b, &[8..16], 1, start));
+            [bad.join().unwrap(), good.join().unwrap()]
+        });
+        match &results[0] {
+            Err(e) => assert!(matches!(e, Error::InvalidConfig { name: "streams", .. }), "{e:?}"),
+            Ok(_) => panic!("0 streams accepted"),
+        }
+        match &results[1] {
+            Ok(t) => assert!(t.wall_ns > 0),
+            Err(e) => assert!(matches!(e, Error::CudaUnavailable { .. }), "{e:?}"),
+        }
+    });
+}
+
 /// The hand-written in-order pipeline, on its CPU-twin device: a bad plan is a `Setup`
 /// error before any thread starts; a producer's or consumer's error or panic, or a
 /// chunk that does not fit the plan, names the chunk.

@@ -329,7 +329,9 @@ impl Rig {
 }
 
 /// Runs `kind` over `chunks` of `input` into `output` on GPU `ordinal` with `streams`
-/// streams: once to warm up (module load, first touches), then timed.
+/// streams: once to warm up (module load, first touches), then timed. With `start`, the
+/// timed run waits until every party of that barrier has warmed up (or failed), so
+/// that runs on several GPUs are timed while all of them copy.
 ///
 /// The ordinal is checked against the driver's device count first, as the scheduler
 /// does (`Machine::open`): a GPU that does not exist is [`Failure::NoSuchGpu`], not a
@@ -345,17 +347,26 @@ pub(crate) fn shift<E: From<Failure>>(
     output: &mut [u32],
     chunks: &[Range<usize>],
     iters: u32,
+    start: Option<&std::sync::Barrier>,
 ) -> Result<Timing, E> {
     let setup = |e: String| Failure::Cuda(format!("baseline set-up: {e}"));
-    let available = super::Machine::probe().map_err(setup)?;
-    if ordinal >= available {
-        return Err(Failure::NoSuchGpu { ordinal, available }.into());
+    let warmed = (|| {
+        let available = super::Machine::probe().map_err(setup)?;
+        if ordinal >= available {
+            return Err(Failure::NoSuchGpu { ordinal, available });
+        }
+        let max_len = chunks.iter().map(|c| c.end - c.start).max().unwrap_or(1).max(1);
+        let streams = if kind == Kind::Serial { 1 } else { streams };
+        let mut rig = Rig::open(ordinal, kernel, streams, max_len).map_err(setup)?;
+        // The first run builds the graph (its set-up time is kept) and warms everything up.
+        let first = rig.run(kind, chunks, input, output, iters).map_err(Failure::Cuda)?;
+        Ok((rig, first))
+    })();
+    // Every path waits once, so a failing party cannot strand the others.
+    if let Some(b) = start {
+        b.wait();
     }
-    let max_len = chunks.iter().map(|c| c.end - c.start).max().unwrap_or(1).max(1);
-    let streams = if kind == Kind::Serial { 1 } else { streams };
-    let mut rig = Rig::open(ordinal, kernel, streams, max_len).map_err(setup)?;
-    // The first run builds the graph (its set-up time is kept) and warms everything up.
-    let first = rig.run(kind, chunks, input, output, iters).map_err(Failure::Cuda)?;
+    let (mut rig, first) = warmed?;
     let second = rig.run(kind, chunks, input, output, iters).map_err(Failure::Cuda)?;
     Ok(Timing { setup_ns: first.setup_ns, wall_ns: second.wall_ns })
 }
@@ -371,7 +382,17 @@ mod test {
         let (input, mut output) = (vec![1u32; 4], vec![0u32; 4]);
         let kernel = crate::demo::shift_kernel();
         let run = |ordinal, output: &mut [u32]| {
-            shift::<crate::Error>(Kind::Serial, ordinal, 1, &kernel, &input, output, std::slice::from_ref(&(0..4)), 1)
+            shift::<crate::Error>(
+                Kind::Serial,
+                ordinal,
+                1,
+                &kernel,
+                &input,
+                output,
+                std::slice::from_ref(&(0..4)),
+                1,
+                None,
+            )
         };
         match run(usize::MAX, &mut output) {
             Err(crate::Error::NoSuchGpu { ordinal: usize::MAX, backend: "cuda", .. }) => {}
