@@ -1292,8 +1292,12 @@ fn a_failing_party_of_shift_started_by_strands_no_one() {
         let results = std::thread::scope(|t| {
             let [a, b] = &mut outs;
             let (input, start) = (&input, &start);
-            let bad = t.spawn(move || shift_started_by(Baseline::BreadthFirst, 0, 0, input, a, &[0..8], 1, start));
-            let good = t.spawn(move || shift_started_by(Baseline::BreadthFirst, 0, 2, input, b, &[8..16], 1, start));
+            let bad = t.spawn(move || {
+                shift_started_by(Baseline::BreadthFirst, 0, 0, input, a, std::slice::from_ref(&(0..8)), 1, start)
+            });
+            let good = t.spawn(move || {
+                shift_started_by(Baseline::BreadthFirst, 0, 2, input, b, std::slice::from_ref(&(8..16)), 1, start)
+            });
             [bad.join().unwrap(), good.join().unwrap()]
         });
         match &results[0] {
