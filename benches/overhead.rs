@@ -110,7 +110,8 @@ struct Cli {
     plot_from: Option<PathBuf>,
     /// Compare chariot's makespans of this run (or of --plot-from) with those of the
     /// same configurations in this CSV, written by a run on a GPU: prints the error
-    /// per D and writes prediction.csv into --out.
+    /// per D and writes prediction.csv into --out. This run takes each point's kernel
+    /// iterations from that CSV, so both runs time the same kernels.
     #[arg(long)]
     predict_from: Option<PathBuf>,
     /// Only draw the Gantt chart (gantt.png, into --out or beside the trace) of a Chrome
@@ -702,11 +703,21 @@ fn main() -> Result<(), String> {
     };
     let mut rows: Vec<Row> = Vec::new();
     let mut below = Vec::new();
+    // A prediction runs the GPU run's kernels: its iteration count at each point, not
+    // one derived from this run's probe (which on the sim, or after a disturbed probe
+    // on the GPU, would set a different kernel for the same target r).
+    let gpu_iters: Vec<Row> = match &cli.predict_from {
+        Some(gpu_csv) => read_rows(gpu_csv)?,
+        None => Vec::new(),
+    };
     for (sizes, random, seed, r) in plan {
         let chunks = chunk_ranges(cli.chunks, min, max, random, seed);
         let mean = chunks.iter().map(|c| c.len()).sum::<usize>() / chunks.len();
         let copy_ns = mean as f64 * 4.0 * (1.0 / link.up + 1.0 / link.down);
-        let iters = (((copy_ns / r) / mean as f64 - a) / b).clamp(0.0, 4e9) as u32;
+        let iters = gpu_iters
+            .iter()
+            .find(|g| g.sizes == sizes && g.seed == seed && g.r_target == r)
+            .map_or_else(|| (((copy_ns / r) / mean as f64 - a) / b).clamp(0.0, 4e9) as u32, |g| g.iters);
         let r_model = copy_ns / kernel_ns(mean, iters);
         let tasks = work(&chunks, iters, (a, b));
         let mut point = Vec::new();
