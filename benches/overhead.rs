@@ -258,7 +258,8 @@ fn replay_table(rows: &[Row], traces: &Path, out: &Path, cal: &[Calibration]) ->
             let mut downloads: Vec<&&serde_json::Value> =
                 events.iter().filter(|e| e["cat"] == "download" && num(e, "pid") as usize == g).collect();
             downloads.sort_by(|x, y| num(x, "ts").total_cmp(&num(y, "ts")));
-            slots = slots.max(downloads.iter().map(|e| num(e, "stream") as usize + 1).max().unwrap_or(1));
+            let gpu_slots = downloads.iter().map(|e| num(e, "stream") as usize + 1).max().unwrap_or(1);
+            slots = slots.max(gpu_slots);
             let tasks: Vec<TaskWork> = downloads
                 .iter()
                 .map(|e| {
@@ -271,7 +272,7 @@ fn replay_table(rows: &[Row], traces: &Path, out: &Path, cal: &[Calibration]) ->
                 })
                 .collect();
             let rates = if p.gpus > 1 { share } else { link };
-            replay_ns = replay_ns.max(chariot::zero_overhead_makespan(&tasks, rates, slots));
+            replay_ns = replay_ns.max(chariot::zero_overhead_makespan(&tasks, rates, gpu_slots));
         }
         let start = events.iter().map(|e| num(e, "ts")).fold(f64::INFINITY, f64::min);
         let end = events.iter().map(|e| num(e, "ts") + num(e, "dur")).fold(f64::NEG_INFINITY, f64::max);
