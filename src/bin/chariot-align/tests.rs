@@ -114,7 +114,6 @@ fn check(
     let dbp = dir.0.join("db.fa");
     let recs = write_db(&dbp, n, long, 7 + n as u64);
     let m = Matrix::blosum62();
-    let gaps = Gaps { open: 11, extend: 1 };
     let queries: Vec<Query> = qlens
         .iter()
         .enumerate()
@@ -123,20 +122,7 @@ fn check(
     let index = DbIndex::build(&dbp, &m, chunk).unwrap();
     assert_eq!(index.sequences as usize, n);
     let out = dir.0.join("hits.tsv");
-    let opt = Options {
-        backend,
-        gpus,
-        streams,
-        order,
-        stage_depth: 1,
-        kernels: 1,
-        slots: 0,
-        top: 5,
-        gaps,
-        out: Some(out.clone()),
-        progress: false,
-        sim_gcups: 300.0,
-    };
+    let opt = Options { out: Some(out.clone()), ..test_options(backend, gpus, streams, order, 5) };
     let (hits, digest) = match pipeline {
         Pipeline::Chariot => {
             let o = search::search(&index, &m, &queries, &opt).unwrap();
@@ -225,28 +211,40 @@ fn hand_pipeline_matches_gotoh_and_chariot_on_the_twin() {
     }
 }
 
-#[test]
-fn hand_pipeline_reports_a_changed_file() {
-    let dir = TempDir::new("hand-changed");
+/// Test options: the given machine, streams and order, `top` hits, stage depth 1, one
+/// kernel at a time, no output file.
+fn test_options(backend: Backend, gpus: usize, streams: usize, order: Order, top: usize) -> Options {
+    Options {
+        backend,
+        gpus,
+        streams,
+        order,
+        stage_depth: 1,
+        kernels: 1,
+        slots: 0,
+        top,
+        gaps: Gaps { open: 11, extend: 1 },
+        out: None,
+        progress: false,
+        sim_gcups: 300.0,
+    }
+}
+
+/// A database indexed, then rewritten under the index: what a search must notice.
+fn changed_database(name: &str) -> (TempDir, DbIndex, Matrix) {
+    let dir = TempDir::new(name);
     let dbp = dir.0.join("db.fa");
     write_db(&dbp, 300, 100, 3);
     let m = Matrix::blosum62();
     let index = DbIndex::build(&dbp, &m, 50).unwrap();
     std::fs::write(&dbp, ">x\nAC\n").unwrap();
-    let opt = Options {
-        backend: Backend::SimWith(SimProfile::instant()),
-        gpus: 1,
-        streams: 2,
-        order: Order::Fcfs,
-        stage_depth: 1,
-        kernels: 1,
-        slots: 0,
-        top: 3,
-        gaps: Gaps { open: 11, extend: 1 },
-        out: None,
-        progress: false,
-        sim_gcups: 300.0,
-    };
+    (dir, index, m)
+}
+
+#[test]
+fn hand_pipeline_reports_a_changed_file() {
+    let (_dir, index, m) = changed_database("hand-changed");
+    let opt = test_options(Backend::SimWith(SimProfile::instant()), 1, 2, Order::Fcfs, 3);
     let q = [Query { id: "q".into(), codes: vec![0, 1, 2] }];
     let e = hand::search(&index, &m, &q, &opt, 2).unwrap_err();
     assert!(e.contains("chunk 0") && e.contains("changed"), "{e}");
@@ -254,26 +252,8 @@ fn hand_pipeline_reports_a_changed_file() {
 
 #[test]
 fn file_changed_under_the_search_is_an_error_not_a_hang() {
-    let dir = TempDir::new("changed");
-    let dbp = dir.0.join("db.fa");
-    write_db(&dbp, 300, 100, 3);
-    let m = Matrix::blosum62();
-    let index = DbIndex::build(&dbp, &m, 50).unwrap();
-    std::fs::write(&dbp, ">x\nAC\n").unwrap();
-    let opt = Options {
-        backend: Backend::SimWith(SimProfile::instant()),
-        gpus: 1,
-        streams: 2,
-        order: Order::LargestFirst,
-        stage_depth: 1,
-        kernels: 1,
-        slots: 0,
-        top: 3,
-        gaps: Gaps { open: 11, extend: 1 },
-        out: None,
-        progress: false,
-        sim_gcups: 300.0,
-    };
+    let (_dir, index, m) = changed_database("changed");
+    let opt = test_options(Backend::SimWith(SimProfile::instant()), 1, 2, Order::LargestFirst, 3);
     let q = [Query { id: "q".into(), codes: vec![0, 1, 2] }];
     let e = search::search(&index, &m, &q, &opt).unwrap_err();
     assert!(e.contains("changed") || e.contains("FASTA") || e.contains("sequence data"), "{e}");
