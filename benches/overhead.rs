@@ -60,6 +60,19 @@ struct Cli {
     /// Stage depths.
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
     depths: Vec<usize>,
+    /// Kernel concurrencies of the hand-set grid (kernels one GPU runs at once); none
+    /// given: the kernel stage admits kernels by their fill, as by default.
+    #[arg(long, value_delimiter = ',')]
+    kernels: Vec<usize>,
+    /// Timed batches of every chariot configuration at each point, alternated between
+    /// the configurations (each configuration warmed up once first).
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
+    /// Skip chariot's defaults (by default they run at every point and D beside the
+    /// grid of --streams × --orders × --depths × --kernels, which is set by hand and
+    /// not adapted).
+    #[arg(long)]
+    no_default: bool,
     /// GPU counts D, comma-separated: chariot on the first D GPUs. The one-GPU
     /// baselines run at D = 1, the static split at each D > 1.
     #[arg(long, value_delimiter = ',', default_value = "1")]
@@ -118,9 +131,110 @@ struct Cli {
     /// trace written by chariot (e.g. the demo's demo-trace.json); run nothing.
     #[arg(long)]
     gantt_from: Option<PathBuf>,
+    /// Run nothing else: the host study (issue 14). At each D of --gpus, chunks of
+    /// --max-mib copied up alone, down alone and both ways at once, 5 times each, with
+    /// each GPU's rate in each direction (its bytes over its busy time); then the host
+    /// memory's own bandwidth (memcpy on 1 and on every core). Writes host.csv into --out.
+    #[arg(long)]
+    host_study: bool,
     /// Accepted for `cargo bench`.
     #[arg(long, hide = true)]
     bench: bool,
+}
+
+/// `--host-study`: per-direction copy rates of D GPUs copying at once, and the host
+/// memory's bandwidth. Prints a table and writes `host.csv` into `out`.
+fn host_study(backend: &Backend, gpus: &[usize], mib: f64, out: Option<&Path>) -> Result<(), String> {
+    use chariot::Stage;
+    let len = elements(mib);
+    let mut csv = String::from("gpus,rep,batch,gpu,up_gb_s,down_gb_s\n");
+    println!("{:>2} {:>6} {:>4} {:>10} {:>10} {:>10}", "D", "batch", "GPU", "up GB/s", "down GB/s", "sum");
+    for &d in gpus {
+        let sched = Scheduler::builder()
+            .backend(backend.clone())
+            .gpus(d)
+            .streams(4)
+            .stage_depth(2)
+            .adapt(false)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let n = 8 * d;
+        let mut input = sched.alloc_host::<u32>(len * n).map_err(|e| e.to_string())?;
+        let output = sched.alloc_host::<u32>(len * n).map_err(|e| e.to_string())?;
+        fill(&mut input, 7);
+        let d_in = sched.alloc::<u32>(len).map_err(|e| e.to_string())?;
+        let d_out = sched.alloc::<u32>(len).map_err(|e| e.to_string())?;
+        // 0: uploads alone, 1: readbacks alone, 2: both at once.
+        let batch = |kind: u8| -> Result<chariot::Report, String> {
+            for i in 0..n {
+                let r = i * len..(i + 1) * len;
+                if kind != 1 {
+                    sched
+                        .task(2 * i as u64, 1)
+                        .download(&d_in, 0, &input, r.clone())
+                        .submit()
+                        .map_err(|e| e.to_string())?;
+                }
+                if kind != 0 {
+                    sched
+                        .task(2 * i as u64 + 1, 1)
+                        .readback(&output, r, &d_out, 0)
+                        .submit()
+                        .map_err(|e| e.to_string())?;
+                }
+            }
+            sched.synchronize().map_err(|e| e.to_string())
+        };
+        batch(2)?;
+        for rep in 0..5 {
+            for (kind, name) in [(0u8, "up"), (1, "down"), (2, "both")] {
+                let report = batch(kind)?;
+                let (mut tu, mut td) = (0.0, 0.0);
+                for g in 0..d {
+                    let rate = |stage: Stage| {
+                        let bytes: u64 = report
+                            .records
+                            .iter()
+                            .filter(|r| r.gpu as usize == g && r.stage == stage)
+                            .map(|r| r.bytes)
+                            .sum();
+                        bytes as f64 / report.busy_ns[g][stage.index()].max(1) as f64
+                    };
+                    let (u, dn) = (rate(Stage::Download), rate(Stage::Readback));
+                    tu += u;
+                    td += dn;
+                    csv += &format!("{d},{rep},{name},{g},{u:.3},{dn:.3}\n");
+                }
+                csv += &format!("{d},{rep},{name},all,{tu:.3},{td:.3}\n");
+                println!("{d:>2} {name:>6} {:>4} {tu:>10.1} {td:>10.1} {:>10.1}", "all", tu + td);
+            }
+        }
+    }
+    // The host memory itself: memcpy between two 1 GiB buffers, read and written bytes.
+    let bytes = 1usize << 30;
+    let src = vec![1u8; bytes];
+    let mut dst = vec![0u8; bytes];
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    for threads in [1, cores / 2, cores] {
+        let mut best = 0.0f64;
+        for _ in 0..3 {
+            let t0 = Instant::now();
+            let per = bytes.div_ceil(threads);
+            std::thread::scope(|scope| {
+                for (s, d) in src.chunks(per).zip(dst.chunks_mut(per)) {
+                    scope.spawn(move || d.copy_from_slice(s));
+                }
+            });
+            best = best.max(2.0 * bytes as f64 / t0.elapsed().as_nanos() as f64);
+        }
+        println!("host memory, memcpy on {threads} thread(s): {best:.1} GB/s read + written");
+        csv += &format!("0,0,memcpy-{threads},all,{best:.3},0\n");
+    }
+    if let Some(dir) = out {
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        std::fs::write(dir.join("host.csv"), csv).map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 fn order(s: &str) -> Result<Order, String> {
@@ -403,6 +517,15 @@ fn work(chunks: &[Range<usize>], iters: u32, (a, b): (f64, f64)) -> Vec<TaskWork
         .collect()
 }
 
+/// `tasks` with each kernel's time at most `ns_per_element` times its chunk's length.
+fn work_at_most(tasks: &[TaskWork], chunks: &[Range<usize>], ns_per_element: f64) -> Vec<TaskWork> {
+    tasks
+        .iter()
+        .zip(chunks)
+        .map(|(t, c)| TaskWork { kernel_ns: t.kernel_ns.min((c.len() as f64 * ns_per_element) as u64), ..*t })
+        .collect()
+}
+
 /// The hardware-aware bound of `tasks` at `d` GPUs (the one-GPU bound at D = 1).
 fn bound_for(tasks: &[TaskWork], d: usize, link: LinkRates, host: LinkRates) -> HardwareBound {
     if d == 1 {
@@ -426,7 +549,10 @@ fn below_bound(rows: &[Row]) -> Vec<String> {
                 r.system,
                 r.streams,
                 if r.system == "chariot" {
-                    format!(" {} depth {} pin {} B {}", r.order, r.depth, r.pin, r.buses)
+                    format!(
+                        " {} {} depth {} kernels {} pin {} B {} run {}",
+                        r.config, r.order, r.depth, r.kernels, r.pin, r.buses, r.rep
+                    )
                 } else {
                     String::new()
                 },
@@ -484,6 +610,13 @@ struct Row {
     /// The best static split at this point and D (NaN where none ran).
     static_ms: f64,
     tasks_per_gpu: String,
+    /// chariot: "default" (everything chosen by chariot) or "hand" (the grid); empty
+    /// for the baselines.
+    config: String,
+    /// chariot's kernel concurrency: a number set by hand, or "fill" (by occupancy).
+    kernels: String,
+    /// Which timed batch of the configuration (0-based).
+    rep: usize,
 }
 
 impl Row {
@@ -492,7 +625,7 @@ impl Row {
     }
 }
 
-const HEADER: &str = "sizes,seed,r_target,r_model,iters,system,streams,order,depth,wall_ms,makespan_ms,hw_bound_ms,serial_ms,speedup,eps_hw,paper_eps,runtime_us_per_cmd,gpus,pin,buses_mode,buses,paper_bound_ms,hw_limit,static_ms,tasks_per_gpu";
+const HEADER: &str = "sizes,seed,r_target,r_model,iters,system,streams,order,depth,wall_ms,makespan_ms,hw_bound_ms,serial_ms,speedup,eps_hw,paper_eps,runtime_us_per_cmd,gpus,pin,buses_mode,buses,paper_bound_ms,hw_limit,static_ms,tasks_per_gpu,config,kernels,rep";
 
 fn main() -> Result<(), String> {
     let cli = Cli::parse();
@@ -510,10 +643,15 @@ fn main() -> Result<(), String> {
         || !(cli.min_mib > 0.0 && cli.max_mib >= cli.min_mib)
         || cli.streams.contains(&0)
         || cli.depths.contains(&0)
+        || cli.kernels.contains(&0)
+        || cli.repeat == 0
         || cli.gpus.is_empty()
         || cli.gpus.contains(&0)
     {
-        return Err("--chunks, --min-mib <= --max-mib, --streams, --depths and --gpus must be positive".into());
+        return Err(
+            "--chunks, --min-mib <= --max-mib, --streams, --depths, --kernels, --repeat and --gpus must be positive"
+                .into(),
+        );
     }
     let orders = cli.orders.iter().map(|o| order(o)).collect::<Result<Vec<_>, _>>()?;
     let pins = cli.pin.iter().map(|p| pin(p)).collect::<Result<Vec<_>, _>>()?;
@@ -546,6 +684,9 @@ fn main() -> Result<(), String> {
         ("sim", None) => Backend::SimWith(SimProfile::h100()),
         _ => Backend::Auto,
     };
+    if cli.host_study {
+        return host_study(&backend, &cli.gpus, cli.max_mib, cli.out.as_deref());
+    }
     let shift = || match &cli.sim_kernel {
         Some(k) => demo::shift_kernel_costing(k[0], k[1]),
         None => demo::shift_kernel(),
@@ -564,6 +705,27 @@ fn main() -> Result<(), String> {
             .build()
             .map_err(|e| e.to_string())
     };
+    // The grid: every knob set by hand, nothing adapted.
+    let build_hand = |d: usize, s: usize, depth: usize, order: Order, pin: bool, buses: usize, k: Option<usize>| {
+        let b = Scheduler::builder()
+            .backend(backend.clone())
+            .gpus(d)
+            .streams(s)
+            .stage_depth(depth)
+            .order(order)
+            .pin_dispatchers(pin)
+            .buses(buses)
+            .adapt(false);
+        match k {
+            Some(k) => b.kernel_concurrency(k),
+            None => b,
+        }
+        .build()
+        .map_err(|e| e.to_string())
+    };
+    // chariot's defaults: only the GPUs (and the sim's profile) given.
+    let build_default =
+        |d: usize| Scheduler::builder().backend(backend.clone()).gpus(d).build().map_err(|e| e.to_string());
     let probe_sched = build(1, 4, 2, Order::Fcfs, true, 1)?;
     let on_cuda = probe_sched.backend_name() == "cuda";
     let gpu = probe_sched.gpu_info()[0].clone();
@@ -674,7 +836,9 @@ fn main() -> Result<(), String> {
                     } else {
                         cli.streams.len()
                     };
-                    base + variants(m, p.3).len() * cli.streams.len() * orders.len() * cli.depths.len()
+                    let kernels = cli.kernels.len().max(1);
+                    let grid = variants(m, p.3).len() * cli.streams.len() * orders.len() * cli.depths.len() * kernels;
+                    base + (grid + usize::from(!cli.no_default)) * cli.repeat
                 })
                 .sum::<usize>()
         })
@@ -721,6 +885,37 @@ fn main() -> Result<(), String> {
             .map_or_else(|| (((copy_ns / r) / mean as f64 - a) / b).clamp(0.0, 4e9) as u32, |g| g.iters);
         let r_model = copy_ns / kernel_ns(mean, iters);
         let tasks = work(&chunks, iters, (a, b));
+        // The kernels' own best: this point's kernels alone, back to back on one GPU at
+        // the most concurrency it allows, fastest of 3. No pipeline runs them faster, so
+        // the bound's kernel times take this where the fitted model (an extrapolation
+        // from two probes) says more.
+        let kernels_alone = if predicting {
+            f64::INFINITY
+        } else {
+            let sched = build_hand(1, 16, 2, Order::Fcfs, true, 1, Some(16))?;
+            let k = sched.register_kernel(shift()).map_err(|e| e.to_string())?;
+            let (d_in, d_out) = (
+                sched.alloc::<u32>(max).map_err(|e| e.to_string())?,
+                sched.alloc::<u32>(max).map_err(|e| e.to_string())?,
+            );
+            let total: usize = chunks.iter().map(|c| c.len()).sum();
+            let mut best = f64::INFINITY;
+            for _ in 0..4 {
+                for (i, c) in chunks.iter().enumerate() {
+                    let n = c.len() as u32;
+                    let args = [Arg::buffer(&d_out), Arg::buffer(&d_in), Arg::u32(n), Arg::u32(iters)];
+                    sched
+                        .task(i as u64, 1)
+                        .launch(&k, n.div_ceil(demo::BLOCK), demo::BLOCK, 0, &args)
+                        .submit()
+                        .map_err(|e| e.to_string())?;
+                }
+                let report = sched.synchronize().map_err(|e| e.to_string())?;
+                best = best.min(report.makespan_ns as f64 / total as f64);
+            }
+            best
+        };
+        let tasks = work_at_most(&tasks, &chunks, kernels_alone);
         let mut point = Vec::new();
         for m in &machines {
             let d = m.gpus;
@@ -751,6 +946,9 @@ fn main() -> Result<(), String> {
                 limit: hw.limit.to_string(),
                 static_ms: f64::NAN,
                 tasks_per_gpu: String::new(),
+                config: String::new(),
+                kernels: String::new(),
+                rep: 0,
             };
             if d == 1 {
                 for &bl in &baselines {
@@ -784,59 +982,118 @@ fn main() -> Result<(), String> {
                 }
             }
             let mut fastest_trace: Option<(f64, String)> = None;
+            // Every chariot configuration of this point: the defaults, then the grid.
+            struct Config {
+                sched: Scheduler,
+                kernel: chariot::KernelHandle,
+                d_in: chariot::DeviceBuffer<u32>,
+                d_out: chariot::DeviceBuffer<u32>,
+                default: bool,
+                order: String,
+                variant: Variant,
+                kernels: Option<usize>,
+            }
+            let mut configs: Vec<Config> = Vec::new();
+            let mut add = |sched: Scheduler, default: bool, order: &str, variant: Variant, kernels: Option<usize>| {
+                let kernel = sched.register_kernel(shift()).map_err(|e| e.to_string())?;
+                let d_in = sched.alloc::<u32>(max).map_err(|e| e.to_string())?;
+                let d_out = sched.alloc::<u32>(max).map_err(|e| e.to_string())?;
+                configs.push(Config { sched, kernel, d_in, d_out, default, order: order.into(), variant, kernels });
+                Ok::<(), String>(())
+            };
+            if !cli.no_default {
+                let v = Variant { pin: true, bus_mode: "default".into(), buses: d };
+                add(build_default(d)?, true, "fcfs", v, None)?;
+            }
+            let kernel_grid: Vec<Option<usize>> =
+                if cli.kernels.is_empty() { vec![None] } else { cli.kernels.iter().map(|&k| Some(k)).collect() };
             for &depth in &cli.depths {
                 for (&o, oname) in orders.iter().zip(&cli.orders) {
                     for &s in &cli.streams {
-                        for v in variants(m, r) {
-                            let sched = build(d, s, depth, o, v.pin, v.buses)?;
-                            let k = sched.register_kernel(shift()).map_err(|e| e.to_string())?;
-                            let d_in = sched.alloc::<u32>(max).map_err(|e| e.to_string())?;
-                            let d_out = sched.alloc::<u32>(max).map_err(|e| e.to_string())?;
-                            // Timed on the second batch, as the baselines are: the first
-                            // touches device memory and the context's first copies from
-                            // these host buffers (on 2 × H200 a cold first batch ran up to
-                            // 10% slower at D = 2). Poisoned before each, so the check below
-                            // sees the timed batch's outputs.
-                            let mut timed = None;
-                            for _ in 0..2 {
-                                if !predicting {
-                                    demo::poison(&mut output, 0xdead_beef);
-                                }
-                                let t0 = Instant::now();
-                                submit_batch(&sched, &k, &d_in, &d_out, &input, &output, &chunks, iters)?;
-                                let report = sched.synchronize().map_err(|e| e.to_string())?;
-                                timed = Some((report, t0.elapsed().as_secs_f64() * 1e3));
+                        for &k in &kernel_grid {
+                            for v in variants(m, r) {
+                                add(build_hand(d, s, depth, o, v.pin, v.buses, k)?, false, oname, v, k)?;
                             }
-                            let (report, wall) = timed.expect("two batches ran");
-                            let bad: usize = if predicting {
-                                0
-                            } else {
-                                chunks.iter().map(|c| mismatches(&input, &output, c.clone(), iters)).sum()
-                            };
-                            let pin_name = if v.pin { "on" } else { "off" };
-                            let config = format!("D {d} S {s} {oname} depth {depth} pin {pin_name} B {}", v.buses);
-                            if bad > 0 {
-                                return Err(format!("chariot {config}: {bad} wrong elements"));
-                            }
-                            let mut row = base("chariot", s, wall, report.makespan_ms());
-                            row.order = oname.clone();
-                            row.depth = depth;
-                            row.pin = pin_name.to_string();
-                            row.bus_mode = v.bus_mode.clone();
-                            row.buses = report.buses;
-                            row.paper_eps = report.epsilon.unwrap_or(f64::NAN);
-                            row.paper_bound_ms = report.lower_bound.t_lb_ns as f64 / 1e6;
-                            row.runtime_us = report.dispatch.runtime_ns_per_command() / 1e3;
-                            row.tasks_per_gpu =
-                                report.tasks_per_gpu.iter().map(|n| n.to_string()).collect::<Vec<_>>().join("/");
-                            if cli.trace && fastest_trace.as_ref().is_none_or(|t| wall < t.0) {
-                                fastest_trace = Some((wall, report.chrome_trace()));
-                            }
-                            point.push(row);
-                            bar.inc(1);
                         }
                     }
                 }
+            }
+            // The first batch of each touches device memory and the context's first
+            // copies from these host buffers (on 2 × H200 a cold first batch ran up to
+            // 10% slower at D = 2): a warm-up, as the baselines have. Then the timed
+            // batches, alternated: each repetition visits every configuration, starting
+            // from another one. Outputs poisoned before each batch and checked after it.
+            let run_batch = |c: &Config, output: &mut HostBuffer<u32>| -> Result<(chariot::Report, f64), String> {
+                if !predicting {
+                    demo::poison(output, 0xdead_beef);
+                }
+                let t0 = Instant::now();
+                submit_batch(&c.sched, &c.kernel, &c.d_in, &c.d_out, &input, output, &chunks, iters)?;
+                let report = c.sched.synchronize().map_err(|e| e.to_string())?;
+                Ok((report, t0.elapsed().as_secs_f64() * 1e3))
+            };
+            for c in &configs {
+                run_batch(c, &mut output)?;
+            }
+            // What chariot's copies achieved at this point and D: the baselines' bounds
+            // take it too (they keep no records, and run on the same machine).
+            let (mut seen_link, mut seen_host) = (link, m.host);
+            for rep in 0..cli.repeat {
+                for i in 0..configs.len() {
+                    let c = &configs[(i + rep) % configs.len()];
+                    let (report, wall) = run_batch(c, &mut output)?;
+                    let bad: usize = if predicting {
+                        0
+                    } else {
+                        chunks.iter().map(|c| mismatches(&input, &output, c.clone(), iters)).sum()
+                    };
+                    let t = c.sched.tuning();
+                    let (s, depth) = (t.streams, t.stage_depth);
+                    let pin_name = if c.variant.pin { "on" } else { "off" };
+                    let kernels = c.kernels.map_or("fill".to_string(), |k| k.to_string());
+                    let which = if c.default { "default" } else { "hand" };
+                    let config = format!(
+                        "D {d} {which} S {s} {} depth {depth} kernels {kernels} pin {pin_name} B {}",
+                        c.order, c.variant.buses
+                    );
+                    if bad > 0 {
+                        return Err(format!("chariot {config}: {bad} wrong elements"));
+                    }
+                    let mut row = base("chariot", s, wall, report.makespan_ms());
+                    // This run's own bound: the probed rates raised to what its copies
+                    // did, on one link and on the host (no run beats its own copies).
+                    let own_link = link.at_least(LinkRates::observed(&report.records));
+                    let own_host = m.host.at_least(LinkRates::observed_host(&report.records));
+                    let own = bound_for(&tasks, d, own_link, if d == 1 { own_link } else { own_host });
+                    seen_link = seen_link.at_least(own_link);
+                    seen_host = seen_host.at_least(own_host);
+                    row.bound_ms = own.t_ns as f64 / 1e6;
+                    row.limit = own.limit.to_string();
+                    row.order = c.order.clone();
+                    row.depth = depth;
+                    row.pin = pin_name.to_string();
+                    row.bus_mode = c.variant.bus_mode.clone();
+                    row.buses = report.buses;
+                    row.paper_eps = report.epsilon.unwrap_or(f64::NAN);
+                    row.paper_bound_ms = report.lower_bound.t_lb_ns as f64 / 1e6;
+                    row.runtime_us = report.dispatch.runtime_ns_per_command() / 1e3;
+                    row.tasks_per_gpu =
+                        report.tasks_per_gpu.iter().map(|n| n.to_string()).collect::<Vec<_>>().join("/");
+                    row.config = which.to_string();
+                    row.kernels = kernels;
+                    row.rep = rep;
+                    if cli.trace && fastest_trace.as_ref().is_none_or(|t| wall < t.0) {
+                        fastest_trace = Some((wall, report.chrome_trace()));
+                    }
+                    point.push(row);
+                    bar.inc(1);
+                }
+            }
+            drop(configs);
+            let seen = bound_for(&tasks, d, seen_link, if d == 1 { seen_link } else { seen_host });
+            for p in point.iter_mut().filter(|p| p.system != "chariot" && p.gpus == d) {
+                p.bound_ms = seen.t_ns as f64 / 1e6;
+                p.limit = seen.limit.to_string();
             }
             if let (Some(dir), Some((_, json))) = (&cli.out, fastest_trace) {
                 let file = dir.join(format!("trace-{sizes}-{seed}-r{r}-d{d}.json"));
@@ -953,8 +1210,9 @@ fn static_split(
                         barrier,
                     )
                     .map_err(|e| format!("static split, GPU {ordinal}: {e}"));
-                    let end = epoch.elapsed().as_secs_f64();
-                    timed.map(|t| (t.wall_ns, end))
+                    // Placed by when its last result came, not by when the thread got
+                    // back: tearing a run down (freeing its memory) takes time of its own.
+                    timed.map(|t| (t.wall_ns, t.ended.saturating_duration_since(epoch).as_secs_f64()))
                 })
             })
             .collect();
@@ -1015,7 +1273,7 @@ fn write_calibration(
 fn write_row(f: &mut std::fs::File, r: &Row) -> std::io::Result<()> {
     writeln!(
         f,
-        "{},{},{},{:.4},{},{},{},{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.5},{:.5},{:.3},{},{},{},{},{:.4},{},{:.4},{}",
+        "{},{},{},{:.4},{},{},{},{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.5},{:.5},{:.3},{},{},{},{},{:.4},{},{:.4},{},{},{},{}",
         r.sizes,
         r.seed,
         r.r_target,
@@ -1040,7 +1298,10 @@ fn write_row(f: &mut std::fs::File, r: &Row) -> std::io::Result<()> {
         r.paper_bound_ms,
         r.limit,
         r.static_ms,
-        r.tasks_per_gpu
+        r.tasks_per_gpu,
+        r.config,
+        r.kernels,
+        r.rep
     )?;
     f.flush()
 }
@@ -1075,6 +1336,7 @@ fn read_rows(path: &Path) -> Result<Vec<Row>, String> {
     }
     let [gpus, pin, bus_mode, buses, paper_bound, limit, static_ms, per_gpu] =
         ["gpus", "pin", "buses_mode", "buses", "paper_bound_ms", "hw_limit", "static_ms", "tasks_per_gpu"].map(col);
+    let [config, kernels, rep] = ["config", "kernels", "rep"].map(col);
     let f = |v: &[&str], i: usize| v[idx[i]].parse::<f64>().unwrap_or(f64::NAN);
     let opt = |v: &[&str], i: Option<usize>| i.and_then(|i| v.get(i)).map(|s| s.to_string());
     let num = |v: &[&str], i: Option<usize>| opt(v, i).and_then(|s| s.parse::<f64>().ok()).unwrap_or(f64::NAN);
@@ -1112,6 +1374,9 @@ fn read_rows(path: &Path) -> Result<Vec<Row>, String> {
                 limit: opt(&v, limit).unwrap_or_default(),
                 static_ms: num(&v, static_ms),
                 tasks_per_gpu: opt(&v, per_gpu).unwrap_or_default(),
+                config: opt(&v, config).unwrap_or_else(|| if chariot { "hand".into() } else { String::new() }),
+                kernels: opt(&v, kernels).unwrap_or_default(),
+                rep: opt(&v, rep).and_then(|s| s.parse().ok()).unwrap_or(0),
             })
         })
         .collect()
@@ -1195,6 +1460,7 @@ fn summary(rows: &[Row]) {
             );
         }
     }
+    default_against_best(rows, &gpus);
     // Same configuration, one thing changed: the ratio of makespans, per pair.
     let pairs = |label: &str, differs: &dyn Fn(&Row, &Row) -> bool, same: &dyn Fn(&Row, &Row) -> bool| {
         let chariot: Vec<&Row> = rows.iter().filter(|r| r.system == "chariot").collect();
@@ -1262,6 +1528,67 @@ fn summary(rows: &[Row]) {
     }
     if !lines.is_empty() {
         println!("\nD > 1: chariot's best against the static split's best, and its scaling:\n{}", lines.join("\n"));
+    }
+}
+
+/// chariot's defaults against the best configuration set by hand, per point and D: the
+/// median wall time of each configuration over its timed batches, then the default's
+/// over the least of the grid's. Prints the table and the worst ratio.
+fn default_against_best(rows: &[Row], gpus: &[usize]) {
+    type Key = (usize, String, usize, String, String, usize);
+    let key = |r: &Row| -> Key { (r.streams, r.order.clone(), r.depth, r.kernels.clone(), r.pin.clone(), r.buses) };
+    let mut lines = Vec::new();
+    let mut worst: Option<(f64, String)> = None;
+    for (sizes, seed, rb) in points(rows) {
+        for &d in gpus {
+            let here: Vec<&Row> = rows
+                .iter()
+                .filter(|r| r.system == "chariot" && r.gpus == d && r.point() == (sizes.clone(), seed, rb))
+                .collect();
+            let default: Vec<f64> = here.iter().filter(|r| r.config == "default").map(|r| r.wall_ms).collect();
+            if default.is_empty() {
+                continue;
+            }
+            let mut hand: Vec<(Key, Vec<f64>)> = Vec::new();
+            for r in here.iter().filter(|r| r.config != "default") {
+                match hand.iter_mut().find(|(k, _)| *k == key(r)) {
+                    Some((_, v)) => v.push(r.wall_ms),
+                    None => hand.push((key(r), vec![r.wall_ms])),
+                }
+            }
+            let best = hand.into_iter().map(|(k, v)| (median(v), k)).min_by(|a, b| a.0.total_cmp(&b.0));
+            let Some((t_best, k)) = best else { continue };
+            let t_default = median(default.clone());
+            let ratio = t_default / t_best;
+            let what = format!("{sizes} seed {seed} r {} D {d}", f64::from_bits(rb));
+            if worst.as_ref().is_none_or(|w| ratio > w.0) {
+                worst = Some((ratio, what.clone()));
+            }
+            let d_row = here.iter().find(|r| r.config == "default").expect("a default row");
+            lines.push(format!(
+                "  {what:<28} default (S {} depth {}) {t_default:>9.3} ms, best by hand (S {} {} depth {} kernels {} pin {} B {}) {t_best:>9.3} ms: {:+.1}% ({} runs each)",
+                d_row.streams,
+                d_row.depth,
+                k.0,
+                k.1,
+                k.2,
+                k.3,
+                k.4,
+                k.5,
+                (ratio - 1.0) * 100.0,
+                default.len()
+            ));
+        }
+    }
+    if lines.is_empty() {
+        return;
+    }
+    println!("\nchariot's defaults against the best configuration set by hand (medians of the timed runs, wall time):");
+    for l in &lines {
+        println!("{l}");
+    }
+    if let Some((ratio, what)) = worst {
+        println!("  worst: {what}, default {:+.1}% over the best", (ratio - 1.0) * 100.0);
     }
 }
 

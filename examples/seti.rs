@@ -65,6 +65,103 @@ extern "C" __global__ void touch(float2* buf, unsigned long long n, unsigned str
     }
 }"#;
 
+/// One configuration of the pipelined runs: chariot's defaults (`auto`), or S and,
+/// where given, the stage depth and the kernel concurrency set by hand.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Shape {
+    streams: Option<usize>,
+    depth: Option<usize>,
+    kernels: Option<usize>,
+    /// The kernel stage's capacity in GPU-fills (`Builder::kernel_fills`).
+    fills: Option<f64>,
+}
+
+impl Shape {
+    const AUTO: Shape = Shape { streams: None, depth: None, kernels: None, fills: None };
+
+    /// S streams, the rest chosen by chariot.
+    fn streams(s: usize) -> Shape {
+        Shape { streams: Some(s), ..Shape::AUTO }
+    }
+
+    /// This shape with `depth` where it gives none.
+    fn or_depth(self, depth: Option<usize>) -> Shape {
+        Shape { depth: self.depth.or(depth), ..self }
+    }
+
+    /// `auto`, `S4`, `S4 d2`, `S4 d2 k1`.
+    fn name(&self) -> String {
+        let Some(s) = self.streams else { return "auto".into() };
+        let mut name = format!("S{s}");
+        if let Some(d) = self.depth {
+            name += &format!(" d{d}");
+        }
+        if let Some(k) = self.kernels {
+            name += &format!(" k{k}");
+        }
+        if let Some(f) = self.fills {
+            name += &format!(" f{f}");
+        }
+        name
+    }
+
+    fn builder(&self, mut b: chariot::Builder) -> chariot::Builder {
+        if let Some(s) = self.streams {
+            b = b.streams(s);
+        }
+        if let Some(d) = self.depth {
+            b = b.stage_depth(d);
+        }
+        if let Some(k) = self.kernels {
+            b = b.kernel_concurrency(k);
+        }
+        if let Some(f) = self.fills {
+            b = b.kernel_fills(f);
+        }
+        // Set by hand throughout: no adaptation.
+        if self.streams.is_some() && self.depth.is_some() && (self.kernels.is_some() || self.fills.is_some()) {
+            b = b.adapt(false);
+        }
+        b
+    }
+}
+
+impl std::str::FromStr for Shape {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Shape, String> {
+        if text == "auto" {
+            return Ok(Shape::AUTO);
+        }
+        let parts: Vec<&str> = text.split(':').collect();
+        let number = |p: &str| {
+            p.parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| format!("`{text}`: `{p}` is not a positive number (auto or S[:DEPTH[:KERNELS]])"))
+        };
+        if parts.len() > 3 {
+            return Err(format!("`{text}`: at most S:DEPTH:KERNELS"));
+        }
+        // The third part: a kernel count (`4` or `k4`) or GPU-fills (`f2`, `f0.5`).
+        let (mut kernels, mut fills) = (None, None);
+        match parts.get(2) {
+            Some(p) if p.starts_with('f') => {
+                let f = p[1..].parse::<f64>().ok().filter(|f| f.is_finite() && *f > 0.0);
+                fills = Some(f.ok_or_else(|| format!("`{text}`: `{p}` is not f and a positive number of fills"))?);
+            }
+            Some(p) => kernels = Some(number(p.trim_start_matches('k'))?),
+            None => {}
+        }
+        Ok(Shape {
+            streams: Some(number(parts[0])?),
+            depth: parts.get(1).map(|p| number(p)).transpose()?,
+            kernels,
+            fills,
+        })
+    }
+}
+
 /// Two-phase 2-D FFT of an x × y complex matrix streamed through D GPUs × S streams,
 /// against serial, in-core cuFFT and rustfft on the CPU.
 #[derive(Parser, Debug, Clone)]
@@ -82,13 +179,18 @@ struct Cli {
     /// GPUs D.
     #[arg(long, default_value_t = 1)]
     gpus: usize,
-    /// Streams per GPU S to run, comma-separated (S = 1 is the serial baseline and always runs).
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
-    streams: Vec<usize>,
-    /// Stage depth (1: the paper's gating).
-    #[arg(long, default_value_t = 1)]
-    depth: usize,
-    /// Timed repetitions of each configuration after one warm-up; the median is reported.
+    /// Pipelined configurations to run, comma-separated: `auto` (chariot's defaults,
+    /// chosen from the hardware), or S with, where given, the stage depth and kernel
+    /// concurrency (a count, or `f` and GPU-fills) set by hand, `S[:DEPTH[:KERNELS]]`
+    /// (e.g. `4`, `4:2`, `8:2:1`, `16:2:f2`; all three set: no adaptation). The serial
+    /// baseline (S = 1) always runs first.
+    #[arg(long, value_delimiter = ',', default_value = "auto")]
+    streams: Vec<Shape>,
+    /// Stage depth of the configurations that give none (default: chariot's choice).
+    #[arg(long)]
+    depth: Option<usize>,
+    /// Timed repetitions of each configuration after one warm-up, alternated between
+    /// the configurations; the median is reported.
     #[arg(long, default_value_t = 3)]
     repeat: usize,
     /// Column kernel of the two-phase runs: tiled (a block per tile of adjacent
@@ -580,22 +682,15 @@ impl Pipeline {
     fn new(
         backend: &Backend,
         gpus: usize,
-        streams: usize,
-        depth: usize,
+        shape: Shape,
         device_timing: bool,
         x: usize,
         y: usize,
         n: usize,
     ) -> Result<Self, String> {
-        let sched = Scheduler::builder()
-            .backend(backend.clone())
-            .gpus(gpus)
-            .streams(streams)
-            .stage_depth(depth)
-            .device_timing(device_timing)
-            .order(Order::Fcfs)
-            .build()
-            .map_err(err)?;
+        let builder =
+            Scheduler::builder().backend(backend.clone()).gpus(gpus).device_timing(device_timing).order(Order::Fcfs);
+        let sched = shape.builder(builder).build().map_err(|e| format!("{}: {e}", shape.name()))?;
         let chunk = x * y / n;
         let tiled = sched.register_kernel(column_kernel()).map_err(err)?;
         let strided = sched.register_kernel(strided_kernel()).map_err(err)?;
@@ -616,6 +711,17 @@ impl Pipeline {
             sched,
             work: ColumnWork::Fft(ColumnKernel::TiledStreaming),
         })
+    }
+
+    /// The share of GPU 0's SMs a launch of column kernel `k` on `w` columns fills.
+    fn column_fill(&self, k: ColumnKernel, w: usize, y: usize) -> f64 {
+        let fill = match k {
+            ColumnKernel::Tiled | ColumnKernel::TiledStreaming => {
+                self.sched.launch_fill(0, &self.tiled, (w >> column_tile(w)) as u32, TILED_THREADS, 0)
+            }
+            ColumnKernel::Strided => self.sched.launch_fill(0, &self.strided, w as u32, column_block(y), 0),
+        };
+        fill.unwrap_or(1.0)
     }
 
     /// Adds the launch of column kernel `k` on the `y` rows of `w` columns of `d_in` to `t`.
@@ -709,6 +815,33 @@ impl Pipeline {
     }
 }
 
+/// The hardware-aware bounds of one run's two phases: `n` chunks of `chunk_bytes` each
+/// way, the kernels' SM-times `k_col` and `k_row`, at the probed rates raised to what the
+/// run's own copies achieved (no run can beat its own copies).
+#[allow(clippy::too_many_arguments)]
+fn run_bounds(
+    run: &Run,
+    k_col: u64,
+    k_row: u64,
+    chunk_bytes: u64,
+    n: usize,
+    gpus: usize,
+    rates_col: LinkRates,
+    rates_row: LinkRates,
+) -> (HardwareBound, HardwareBound) {
+    let bound = |k: u64, probe: LinkRates, r: &Report| {
+        let work = vec![TaskWork { up_bytes: chunk_bytes, kernel_ns: k, down_bytes: chunk_bytes }; n];
+        let rates = probe.at_least(LinkRates::observed(&r.records));
+        if gpus > 1 {
+            HardwareBound::multi_gpu(&work, gpus, rates, rates.times(gpus as f64))
+        } else {
+            HardwareBound::one_gpu(&work, rates)
+        }
+    };
+    (bound(k_col, rates_col, &run.col), bound(k_row, rates_row, &run.row))
+}
+
+#[derive(Clone)]
 struct Run {
     wall_ns: u64,
     col: Report,
@@ -857,15 +990,15 @@ fn diagnose(
     backend: &Backend,
     input: &HostBuffer<C>,
     work: &HostBuffer<C>,
-    streams: &[usize],
-    base: &dyn Fn(usize, &str) -> String,
+    shapes: &[Shape],
+    base: &dyn Fn(usize, usize, &str) -> String,
     col_bound_ns: Option<u64>,
 ) -> Result<Vec<String>, String> {
     let (x, y, n) = (cli.x, cli.y, cli.tasks);
     let (w, size) = (x / n, std::mem::size_of::<C>());
     let of512 = |b: usize| if b % 512 == 0 { "a multiple of 512" } else { "not a multiple of 512" };
     println!(
-        "\ndiagnosis of the column phase, run alone (depth {}{}): each 2-D copy moves {y} rows of {} B; host pitch {} B ({}), device pitch {} B ({}); task i starts at host byte i·{} ({}) and device byte 0",
+        "\ndiagnosis of the column phase, run alone (depth {:?}{}): each 2-D copy moves {y} rows of {} B; host pitch {} B ({}), device pitch {} B ({}); task i starts at host byte i·{} ({}) and device byte 0",
         cli.depth,
         if cli.device_timing { ", device timing" } else { "" },
         w * size,
@@ -887,14 +1020,15 @@ fn diagnose(
         println!("hardware-aware bound of the column phase (with the tiled kernel's serial time): {:.3} ms", ms(b));
     }
     println!(
-        "{:>3} {:>31} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "S", "column work", "T ms", "down ms", "kernel ms", "read ms", "Σ down", "Σ kernel", "Σ read"
+        "{:>10} {:>31} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "config", "column work", "T ms", "down ms", "kernel ms", "read ms", "Σ down", "Σ kernel", "Σ read"
     );
     let mut rows = Vec::new();
     // The waiting kernel waits as long as the strided kernel takes alone (S = 1 comes first).
     let mut spin_ns = 0;
-    for &s in streams {
-        let mut p = Pipeline::new(backend, cli.gpus, s, cli.depth, cli.device_timing, x, y, n)?;
+    for &shape in shapes {
+        let mut p = Pipeline::new(backend, cli.gpus, shape, cli.device_timing, x, y, n)?;
+        let (s, depth, config) = (p.sched.streams(), p.sched.tuning().stage_depth, shape.name());
         let chunk = x * y / n;
         p.d_touch = Some(p.sched.alloc::<C>(2 * chunk).map_err(err)?);
         // Fills every stream slot's device buffers, so the kernels alone work on data.
@@ -935,7 +1069,7 @@ fn diagnose(
             let med = stages.map(|st| ms(stage_median(&r, st)));
             let sum = stages.map(|st| ms(stage_sum(&r, st)));
             println!(
-                "{s:>3} {:>31} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
+                "{config:>10} {:>31} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
                 name,
                 r.makespan_ms(),
                 med[0],
@@ -947,7 +1081,7 @@ fn diagnose(
             );
             rows.push(format!(
                 "{},{:.4},{:.4},,,,,,,,{:.4},{:.4},{:.4},,,,,,,,,",
-                base(s, &format!("diag_{name}")),
+                base(s, depth, &format!("diag_{name}")),
                 r.makespan_ms(),
                 r.makespan_ms(),
                 sum[0],
@@ -1038,8 +1172,8 @@ fn validate(cli: &Cli) -> Result<(), String> {
         return Err("a chunk must stay under 2^31 elements (cuFFT's 32-bit plans)".into());
     }
     ColumnKernel::from_name(&cli.kernel)?;
-    if cli.streams.is_empty() || cli.streams.contains(&0) || cli.gpus == 0 || cli.depth == 0 || cli.repeat == 0 {
-        return Err("--streams, --gpus, --depth and --repeat must be positive".into());
+    if cli.streams.is_empty() || cli.gpus == 0 || cli.depth == Some(0) || cli.repeat == 0 {
+        return Err("--streams must name a configuration; --gpus, --depth and --repeat must be positive".into());
     }
     Ok(())
 }
@@ -1084,12 +1218,13 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
     let kernel = ColumnKernel::from_name(&cli.kernel)?;
     let backend = Backend::from_name(&cli.backend, SimProfile::h100().with_time_scale(cli.sim_scale))
         .map_err(|e| e.to_string())?;
-    let mut streams: Vec<usize> = cli.streams.clone();
-    if !streams.contains(&1) {
-        streams.insert(0, 1);
+    // The serial baseline first, then each configuration once.
+    let mut shapes = vec![Shape::streams(1).or_depth(cli.depth)];
+    for sh in cli.streams.iter().map(|sh| sh.or_depth(cli.depth)) {
+        if !shapes.contains(&sh) {
+            shapes.push(sh);
+        }
     }
-    streams.sort_unstable();
-    streams.dedup();
 
     // Host memory: the input, the working matrix (both pinned) and the reference.
     let owner = Scheduler::builder().backend(backend.clone()).gpus(cli.gpus).streams(1).build().map_err(err)?;
@@ -1110,17 +1245,11 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
 
     let chunk_bytes = x * y / n * 8;
     let mut rows = Vec::new();
-    let base = |s: usize, way: &str| {
-        format!(
-            "{},{},{x},{y},{n},{},{s},{},{way}",
-            owner.backend_name(),
-            device.replace(',', " "),
-            cli.gpus,
-            cli.depth
-        )
+    let base = |s: usize, depth: usize, way: &str| {
+        format!("{},{},{x},{y},{n},{},{s},{depth},{way}", owner.backend_name(), device.replace(',', " "), cli.gpus)
     };
     if cli.diagnose_only {
-        rows.extend(diagnose(cli, &backend, &input, &work, &streams, &base, None)?);
+        rows.extend(diagnose(cli, &backend, &input, &work, &shapes, &base, None)?);
         return Ok(Outcome::with_kernel(rows, &cli.kernel));
     }
 
@@ -1132,12 +1261,21 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
     check_peaks(&reference, x, y).map_err(|e| format!("the CPU reference itself: {e}"))?;
     println!("rustfft 2-D on {threads} threads: {:.1} ms (the reference; its peaks check)", ms(t_cpu));
 
-    rows.push(format!("{},{:.4},,,{:.4},,,,,,,,,,,,,,,{threads},,", base(0, "cpu_rustfft"), ms(t_cpu), ms(t_cpu)));
+    rows.push(format!("{},{:.4},,,{:.4},,,,,,,,,,,,,,,{threads},,", base(0, 0, "cpu_rustfft"), ms(t_cpu), ms(t_cpu)));
 
     // Copy rates for the hardware-aware bound, per phase (one GPU).
-    let (rates_col, rates_row) = {
-        let p = Pipeline::new(&backend, 1, 4, 2, false, x, y, n)?;
-        (probe_rates(&p, &input, &work, x, y, n, true)?, probe_rates(&p, &input, &work, x, y, n, false)?)
+    // On sim the profile's own rates are what no run can beat: the probe is raised to
+    // them. A sim with no modeled time models no hardware (its times are the CPU's real
+    // work), so there is nothing to bound and the check is not made.
+    let (rates_col, rates_row, bounded) = {
+        let p = Pipeline::new(&backend, 1, Shape::AUTO, false, x, y, n)?;
+        let (col, row) =
+            (probe_rates(&p, &input, &work, x, y, n, true)?, probe_rates(&p, &input, &work, x, y, n, false)?);
+        match (p.sched.backend_name(), p.sched.modeled_rates()) {
+            ("sim", Some((link, _))) => (col.at_least(link), row.at_least(link), true),
+            ("sim", None) => (col, row, false),
+            _ => (col, row, true),
+        }
     };
     println!(
         "sustained copy rates (GB/s) column phase (pitched): up {:.1}, down {:.1}, both {:.1}; row phase: up {:.1}, down {:.1}, both {:.1}",
@@ -1153,8 +1291,8 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
     let mut phases: Vec<String> = Vec::new();
     println!();
     println!(
-        "{:>3} {:>10} {:>10} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8} {:>11} {:>10}",
-        "S",
+        "{:>10} {:>10} {:>10} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8} {:>11} {:>10}",
+        "config",
         "T ms",
         "col ms",
         "row ms",
@@ -1169,21 +1307,53 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
         "dev buf MiB",
         "GPU MiB"
     );
-    for &s in &streams {
-        let mut p = Pipeline::new(&backend, cli.gpus, s, cli.depth, cli.device_timing, x, y, n)?;
+    // Every configuration built and warmed up once, then timed `repeat` times in turn,
+    // each repetition starting from another one; every run's result is checked.
+    let mut pipelines = Vec::with_capacity(shapes.len());
+    for &shape in &shapes {
+        let mut p = Pipeline::new(&backend, cli.gpus, shape, cli.device_timing, x, y, n)?;
         p.work = ColumnWork::Fft(kernel);
-        let mut runs = Vec::new();
-        for i in 0..=cli.repeat {
-            let r = p.run(&input, &work, x, y, n)?;
-            if i > 0 {
-                runs.push(r);
-            }
+        p.run(&input, &work, x, y, n)?;
+        pipelines.push(p);
+    }
+    let mut timed: Vec<Vec<(Run, f64)>> = shapes.iter().map(|_| Vec::new()).collect();
+    for rep in 0..cli.repeat {
+        for i in 0..shapes.len() {
+            let c = (i + rep) % shapes.len();
+            let r = pipelines[c].run(&input, &work, x, y, n)?;
+            let e = check(&work.read(), &reference, x, y, threads).map_err(|e| format!("{}: {e}", shapes[c].name()))?;
+            timed[c].push((r, e));
         }
+    }
+    for runs in timed.iter_mut() {
+        runs.sort_by_key(|(r, _)| r.t_ns());
+    }
+    // Each run against its bound: the probed rates raised to what its own copies did.
+    let mut below = Vec::new();
+    let mut alone: Option<(u64, u64)> = None;
+    let mut medians = Vec::new();
+    let mut chosen: Vec<String> = Vec::new();
+    for (c, runs) in timed.into_iter().enumerate() {
+        let p = &pipelines[c];
+        let name = shapes[c].name();
+        let s = p.sched.streams();
+        let depth = p.sched.tuning().stage_depth;
         let gpu_mem = p.sched.device_memory_in_use(0);
-        runs.sort_by_key(|r| r.t_ns());
-        let run = runs.swap_remove(runs.len() / 2);
-        let e = check(&work.read(), &reference, x, y, threads).map_err(|e| format!("S = {s}: {e}"))?;
-        if s == 1 {
+        let e = runs.iter().map(|(_, e)| *e).fold(0.0, f64::max);
+        let runs: Vec<Run> = runs.into_iter().map(|(r, _)| r).collect();
+        let run = runs[runs.len() / 2].clone();
+        medians.push(run.t_ns());
+        if shapes[c] == Shape::AUTO {
+            // What chariot chose and why, as its reports print it (the median run's).
+            for line in run.col.tuning.iter().chain(&run.row.tuning) {
+                if !chosen.contains(line) {
+                    chosen.push(line.clone());
+                }
+            }
+            let adapted = run.col.adaptations.iter().chain(&run.row.adaptations);
+            chosen.extend(adapted.map(|a| format!("adapted: {a}")));
+        }
+        if c == 0 {
             // The bound: each phase's chunks at the sustained rates, kernels at their
             // median time alone (from the serial run, where nothing overlaps them).
             let k = |r: &Report| {
@@ -1202,7 +1372,12 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
                     HardwareBound::one_gpu(w, r)
                 }
             };
-            bound = Some((hw(&work_of(k(&run.col)), rates_col), hw(&work_of(k(&run.row)), rates_row)));
+            // The column kernel fills part of the GPU and may run beside another: its
+            // SM-time (time alone × fill) is what kernels of one GPU add up to.
+            let fill = p.column_fill(kernel, x / n, y);
+            let k_col = (k(&run.col) as f64 * fill) as u64;
+            alone = Some((k_col, k(&run.row)));
+            bound = Some((hw(&work_of(k_col), rates_col), hw(&work_of(k(&run.row)), rates_row)));
             let one_at_a_time = |r: &Report, probe: LinkRates| {
                 let rate = |stage: Stage| {
                     let ns = median(r.records.iter().filter(|c| c.stage == stage).map(|c| c.duration_ns()).collect());
@@ -1212,13 +1387,33 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
                 LinkRates { up, down, both: probe.both.min(up + down).max(up.max(down)) }
             };
             bound1 = Some((
-                hw(&work_of(k(&run.col)), one_at_a_time(&run.col, rates_col)),
+                hw(&work_of(k_col), one_at_a_time(&run.col, rates_col)),
                 hw(&work_of(k(&run.row)), one_at_a_time(&run.row, rates_row)),
             ));
         }
+        if let Some((k_col, k_row)) = alone.filter(|_| bounded) {
+            for r in &runs {
+                let (col, row) = run_bounds(r, k_col, k_row, chunk_bytes as u64, n, cli.gpus, rates_col, rates_row);
+                if r.col.makespan_ns < col.t_ns || r.row.makespan_ns < row.t_ns {
+                    below.push(format!(
+                        "{name}: column phase {:.3} ms (bound {:.3}, {}), row phase {:.3} ms (bound {:.3}, {})",
+                        r.col.makespan_ms(),
+                        ms(col.t_ns),
+                        col.limit,
+                        r.row.makespan_ms(),
+                        ms(row.t_ns),
+                        row.limit
+                    ));
+                }
+            }
+        }
         let t = run.t_ns();
         let t_serial = serial.as_ref().map_or(t, |r| r.t_ns());
-        let (hw_ms, eps_hw) = match &bound {
+        // This run's own bound (the probed rates raised to its copies'), as checked above.
+        let own = alone.map(|(k_col, k_row)| {
+            run_bounds(&run, k_col, k_row, chunk_bytes as u64, n, cli.gpus, rates_col, rates_row)
+        });
+        let (hw_ms, eps_hw) = match own.as_ref().or(bound.as_ref()) {
             Some((bc, br)) => {
                 let b = bc.t_ns + br.t_ns;
                 (format!("{:.4}", ms(b)), Some(t as f64 / b.max(1) as f64 - 1.0))
@@ -1232,11 +1427,11 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
             }
             _ => (String::new(), None),
         };
-        if let Some((bc, br)) = &bound {
+        if let Some((bc, br)) = own.as_ref() {
             let eps = |t: u64, b: u64| 100.0 * (t as f64 / b.max(1) as f64 - 1.0);
             let (tc, tr) = (run.col.makespan_ns, run.row.makespan_ns);
             phases.push(format!(
-                "  S = {s}: column phase {:.3} ms against {:.3} (eps_hw {:.1}%), row phase {:.3} ms against {:.3} (eps_hw {:.1}%)",
+                "  {name}: column phase {:.3} ms against {:.3} (eps_hw {:.1}%), row phase {:.3} ms against {:.3} (eps_hw {:.1}%)",
                 ms(tc),
                 ms(bc.t_ns),
                 eps(tc, bc.t_ns),
@@ -1250,7 +1445,7 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
         let dev_mib = (2 * cli.gpus * s * chunk_bytes) as f64 / 1048576.0;
         let gpu_mib = gpu_mem.map_or(f64::NAN, |b| b as f64 / 1048576.0);
         println!(
-            "{s:>3} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>7.2}x {:>10} {:>7} {:>10} {:>7} {:>10.3} {:>7.1}% {:>11.0} {:>10.0}",
+            "{name:>10} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>7.2}x {:>10} {:>7} {:>10} {:>7} {:>10.3} {:>7.1}% {:>11.0} {:>10.0}",
             ms(t),
             run.col.makespan_ms(),
             run.row.makespan_ms(),
@@ -1279,7 +1474,7 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
         ];
         rows.push(format!(
             "{},{:.4},{:.4},{:.4},{:.4},{:.4},{hw_ms},{},{:.4},{:.5},{},{e:.3e},{dev_mib:.1},{gpu_mib:.0},{threads},{hw1_ms},{}",
-            base(s, if s == 1 { "serial" } else { "pipelined" }),
+            base(s, depth, &if c == 0 { "serial".to_string() } else { format!("pipelined {name}") }),
             ms(t),
             run.col.makespan_ms(),
             run.row.makespan_ms(),
@@ -1291,9 +1486,39 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
             sums.iter().map(|&v| format!("{:.4}", ms(v))).collect::<Vec<_>>().join(","),
             eps_hw1.map_or(String::new(), |e| format!("{e:.5}")),
         ));
-        if s == 1 {
+        if c == 0 {
             serial = Some(run);
         }
+    }
+    if medians.len() > 2 {
+        let auto = shapes.iter().position(|sh| *sh == Shape::AUTO);
+        let best = (1..medians.len()).filter(|&c| Some(c) != auto).min_by_key(|&c| medians[c]);
+        if let (Some(a), Some(b)) = (auto, best) {
+            println!(
+                "\ndefault (auto) {:.3} ms against the best configuration set by hand ({}) {:.3} ms: {:+.1}% (medians of {})",
+                ms(medians[a]),
+                shapes[b].name(),
+                ms(medians[b]),
+                (medians[a] as f64 / medians[b].max(1) as f64 - 1.0) * 100.0,
+                cli.repeat
+            );
+        }
+    }
+    if !chosen.is_empty() {
+        println!("\nchariot's choices (auto), as its report gives them:");
+        chosen.iter().for_each(|l| println!("  {l}"));
+    }
+    if !bounded {
+        println!(
+            "bound check: not made (sim with no modeled time: no hardware is modeled, the times are the CPU's work)"
+        );
+    } else if below.is_empty() {
+        println!("bound check: no phase of the {} timed runs below its hardware bound", cli.repeat * shapes.len());
+    } else {
+        for b in &below {
+            println!("BOUND VIOLATED: {b}");
+        }
+        return Err(format!("{} run(s) below the hardware bound: the bound is not one", below.len()));
     }
 
     // Table 2 of the paper, for this GPU: the serial run's breakdown.
@@ -1349,8 +1574,9 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
 
     if cli.copies_only {
         println!("\ncopies only (no FFT; the result must equal the input):");
-        for &s in &streams {
-            let mut p = Pipeline::new(&backend, cli.gpus, s, cli.depth, cli.device_timing, x, y, n)?;
+        for &shape in &shapes {
+            let mut p = Pipeline::new(&backend, cli.gpus, shape, cli.device_timing, x, y, n)?;
+            let (s, depth, name) = (p.sched.streams(), p.sched.tuning().stage_depth, shape.name());
             p.work = ColumnWork::CopiesOnly;
             let mut runs = Vec::new();
             for i in 0..=cli.repeat {
@@ -1360,19 +1586,19 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
                 }
             }
             if work.read()[..] != input.read()[..] {
-                return Err(format!("copies only, S = {s}: the result differs from the input"));
+                return Err(format!("copies only, {name}: the result differs from the input"));
             }
             runs.sort_by_key(|r| r.t_ns());
             let run = runs.swap_remove(runs.len() / 2);
             println!(
-                "  S = {s}: T = {:.3} ms (column phase {:.3}, row phase {:.3})",
+                "  {name}: T = {:.3} ms (column phase {:.3}, row phase {:.3})",
                 ms(run.t_ns()),
                 run.col.makespan_ms(),
                 run.row.makespan_ms()
             );
             rows.push(format!(
                 "{},{:.4},{:.4},{:.4},{:.4},,,,,,,,,,,,,,,{threads},,",
-                base(s, "copies_only"),
+                base(s, depth, "copies_only"),
                 ms(run.t_ns()),
                 run.col.makespan_ms(),
                 run.row.makespan_ms(),
@@ -1383,7 +1609,7 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
 
     if cli.diagnose {
         let col_bound = bound.as_ref().filter(|_| cli.gpus == 1).map(|(bc, _)| bc.t_ns);
-        rows.extend(diagnose(cli, &backend, &input, &work, &streams, &base, col_bound)?);
+        rows.extend(diagnose(cli, &backend, &input, &work, &shapes, &base, col_bound)?);
     }
 
     // (b) the in-core way, where the GPU holds the matrix.
@@ -1405,7 +1631,7 @@ fn run_all(cli: &Cli) -> Result<Outcome, String> {
                 );
                 rows.push(format!(
                     "{},{:.4},,,,{:.4},,,,,{:.4},{:.4},{:.4},,,,{e:.3e},{:.1},,{threads},,",
-                    base(1, "incore_cufft2d"),
+                    base(1, 1, "incore_cufft2d"),
                     r.makespan_ms(),
                     t_serial as f64 / r.makespan_ns.max(1) as f64,
                     ms(d),
@@ -1507,7 +1733,8 @@ mod test {
         let mut input = owner.alloc_host::<C>(x * y).unwrap();
         input.write().copy_from_slice(&m);
         let work = owner.alloc_host::<C>(x * y).unwrap();
-        let p = Pipeline::new(&backend, gpus, streams, 1, false, x, y, n).unwrap();
+        let shape = Shape { streams: Some(streams), depth: Some(1), ..Shape::AUTO };
+        let p = Pipeline::new(&backend, gpus, shape, false, x, y, n).unwrap();
         let run = p.run(&input, &work, x, y, n).unwrap();
         assert_eq!(run.col.tasks + run.row.tasks, 2 * n);
         // Element by element against rustfft: |a − b| ≤ 1e-5·log2(xy)·‖b‖∞ plus the L2 bound.
@@ -1629,7 +1856,7 @@ mod test {
         let mut input = owner.alloc_host::<C>(x * y).unwrap();
         input.write().copy_from_slice(&m);
         let work = owner.alloc_host::<C>(x * y).unwrap();
-        let mut p = Pipeline::new(&backend, 1, 2, 1, false, x, y, n).unwrap();
+        let mut p = Pipeline::new(&backend, 1, Shape::streams(2).or_depth(Some(1)), false, x, y, n).unwrap();
         p.d_touch = Some(p.sched.alloc::<C>(x * y / n).unwrap());
         for what in [
             ColumnWork::Fft(ColumnKernel::Tiled),
@@ -1674,7 +1901,7 @@ mod test {
             let mut input = owner.alloc_host::<C>(x * y).unwrap();
             input.write().copy_from_slice(&m);
             let mut work = owner.alloc_host::<C>(x * y).unwrap();
-            let mut p = Pipeline::new(&backend, 1, s, 1, false, x, y, n).unwrap();
+            let mut p = Pipeline::new(&backend, 1, Shape::streams(s).or_depth(Some(1)), false, x, y, n).unwrap();
             let mut errors = Vec::new();
             for k in [ColumnKernel::Strided, ColumnKernel::Tiled, ColumnKernel::TiledStreaming] {
                 work.write().fill(C::default());

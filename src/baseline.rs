@@ -46,12 +46,15 @@ impl Baseline {
 }
 
 /// Host time of a baseline run, ns.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BaselineTiming {
     /// Building what is reused (the graph's capture and instantiation; 0 for the others).
     pub setup_ns: u64,
     /// Running the chunks: first call to last result, after a warm-up run.
     pub wall_ns: u64,
+    /// When the timed run's last result arrived, before the baseline tore anything
+    /// down: runs on several GPUs are placed in time by it (their overlap).
+    pub ended: std::time::Instant,
 }
 
 /// Runs the shift kernel ([`crate::demo::shift_kernel`]) over `chunks` of `input` into
@@ -153,7 +156,11 @@ fn shift_with(
         iters,
         start,
     )
-    .map(|t| BaselineTiming { setup_ns: t.setup_ns, wall_ns: t.wall_ns })
+    .map(|t| BaselineTiming {
+        setup_ns: t.setup_ns,
+        wall_ns: t.wall_ns,
+        ended: t.ended.unwrap_or_else(std::time::Instant::now),
+    })
 }
 
 /// The checks of [`shift`] that need no GPU: streams, and chunks inside `0..limit`

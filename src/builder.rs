@@ -4,7 +4,8 @@
 
 use crate::backend::{Backend, Machine};
 use crate::error::{Error, Result};
-use crate::stage::{OverlapMatrix, Stage, Thresholds};
+use crate::stage::tuning::{self, Asked};
+use crate::stage::{OverlapMatrix, Stage, Thresholds, Tuning};
 use crate::task::Order;
 
 /// Which GPUs to use.
@@ -35,6 +36,11 @@ impl Gpus {
 /// Builds a [`Scheduler`](crate::Scheduler). Get one from
 /// [`Scheduler::builder`](crate::Scheduler::builder).
 ///
+/// Every knob left unset is chosen from the hardware at `build` (see [`Tuning`]): S,
+/// the stage depth, the stage limits, and an online adaptation of the limits. The
+/// plain loop needs no setting but the GPUs; [`Scheduler::tuning`](crate::Scheduler::tuning)
+/// says what was chosen and why, with the call that sets each by hand.
+///
 /// ```
 /// use chariot::{Backend, Order, Scheduler};
 /// let sched = Scheduler::builder()
@@ -45,19 +51,27 @@ impl Gpus {
 ///     .cpu_cores(16)
 ///     .build()?;
 /// assert_eq!(sched.gpu_count(), 2);
-/// assert_eq!(sched.thresholds().local, [4, 1, 1, 1]);
+/// assert_eq!(sched.streams(), 4);
+/// assert_eq!(sched.tuning().stage_depth, 2); // three copy engines on the simulated H100
+/// // The paper's thresholds, one call away (at depth 1 unless the depth is set).
+/// let paper = Scheduler::builder().backend(Backend::Sim).streams(4).cpu_cores(16).paper_thresholds().build()?;
+/// assert_eq!(paper.thresholds().local, [4, 1, 1, 1]);
 /// # Ok::<(), chariot::Error>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct Builder {
     gpus: Gpus,
-    streams: usize,
+    streams: Option<usize>,
     order: Order,
     local: Option<[usize; Stage::K]>,
     global: Option<[usize; Stage::K]>,
+    paper: bool,
+    kernels: Option<usize>,
+    fills: Option<f64>,
+    adapt: Option<bool>,
     buses: Option<usize>,
     cores: Option<usize>,
-    depth: usize,
+    depth: Option<usize>,
     backend: Backend,
     pin: bool,
     device_timing: bool,
@@ -68,13 +82,17 @@ impl Default for Builder {
     fn default() -> Self {
         Builder {
             gpus: Gpus::Count(1),
-            streams: 2,
+            streams: None,
             order: Order::Fcfs,
             local: None,
             global: None,
+            paper: false,
+            kernels: None,
+            fills: None,
+            adapt: None,
             buses: None,
             cores: None,
-            depth: 1,
+            depth: None,
             backend: Backend::Auto,
             pin: true,
             device_timing: false,
@@ -88,7 +106,9 @@ impl Default for Builder {
 pub(crate) struct Config {
     pub(crate) streams: usize,
     pub(crate) order: Order,
+    /// The hard caps L and G (`tuning.thresholds`).
     pub(crate) thresholds: Thresholds,
+    pub(crate) tuning: Tuning,
     pub(crate) matrices: Vec<OverlapMatrix>,
     pub(crate) buses: usize,
     pub(crate) pin: bool,
@@ -110,9 +130,10 @@ impl Builder {
         self
     }
 
-    /// CUDA streams per GPU, S (default 2; 1..=64).
+    /// CUDA streams per GPU, S (1..=64; default: one per CPU core over the GPUs, at
+    /// least what the GPU stages hold at once, at most 32: see [`Tuning`]).
     pub fn streams(mut self, s: usize) -> Self {
-        self.streams = s;
+        self.streams = Some(s);
         self
     }
 
@@ -122,17 +143,61 @@ impl Builder {
         self
     }
 
-    /// Local thresholds L, overriding the paper's `(min(C,S), 1, 1, 1)`. Each ≥ 1.
+    /// Local thresholds L, over the paper's `(min(C,S), 1, 1, 1)`. Each ≥ 1. Setting
+    /// thresholds by hand gives the paper's gating: every stage counted against its
+    /// threshold (times the stage depth), nothing adapted.
     pub fn local_thresholds(mut self, l: [usize; Stage::K]) -> Self {
         self.local = Some(l);
         self
     }
 
-    /// Global thresholds G, overriding the paper's `(min(C,D·S), B, D, B)`. Each ≥ 1.
+    /// Global thresholds G, over the paper's `(min(C,D·S), B, D, B)`. Each ≥ 1.
     /// G_1 is also the number of executioner threads, capped at D·S: no more tasks than
-    /// that hold a stream slot, so no more CPU callbacks can run at once.
+    /// that hold a stream slot, so no more CPU callbacks can run at once. As with
+    /// [`local_thresholds`](Builder::local_thresholds), the paper's gating, nothing adapted.
     pub fn global_thresholds(mut self, g: [usize; Stage::K]) -> Self {
         self.global = Some(g);
+        self
+    }
+
+    /// The paper's thresholds ([`Thresholds::paper`], times the stage depth) and its
+    /// gating: one kernel per GPU per level of depth, nothing adapted. With
+    /// `.stage_depth(1)` this is GPU-chariot as published.
+    pub fn paper_thresholds(mut self) -> Self {
+        self.paper = true;
+        self
+    }
+
+    /// Kernels one GPU may run at once (1..=64; at most S take effect), counted whatever
+    /// their size; G_3 becomes D·n. Default: chosen per kernel from its occupancy (see
+    /// [`Tuning::kernel_fills`]) and adapted.
+    pub fn kernel_concurrency(mut self, n: usize) -> Self {
+        self.kernels = Some(n);
+        self
+    }
+
+    /// The kernel stage's capacity in GPU-fills (0 < f ≤ 64): kernels are admitted while
+    /// the fills of those in flight stay within it, each counting its grid over one full
+    /// wave, at most 1 (a kernel alone always runs). Default: 2 × the stage depth where
+    /// kernels run concurrently, and adapted; set by hand, it is not adapted.
+    ///
+    /// ```
+    /// use chariot::{Backend, Scheduler};
+    /// let s = Scheduler::builder().backend(Backend::Sim).kernel_fills(1.0).build()?;
+    /// assert_eq!(s.tuning().kernel_fills, Some(1.0));
+    /// assert!(Scheduler::builder().backend(Backend::Sim).kernel_fills(0.0).build().is_err());
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    pub fn kernel_fills(mut self, fills: f64) -> Self {
+        self.fills = Some(fills);
+        self
+    }
+
+    /// Whether the online adaptation may move the stage limits chosen automatically
+    /// (default true). `true` beside thresholds set by hand is an error at `build`:
+    /// those limits are the user's.
+    pub fn adapt(mut self, on: bool) -> Self {
+        self.adapt = Some(on);
         self
     }
 
@@ -143,17 +208,19 @@ impl Builder {
         self
     }
 
-    /// CPU cores C for the thresholds (default: what the OS reports).
+    /// CPU cores C for the thresholds and S (default: what the OS reports).
     pub fn cpu_cores(mut self, c: usize) -> Self {
         self.cores = Some(c);
         self
     }
 
-    /// Commands a GPU stage may hold per GPU: 1 (default) is the paper's gating;
-    /// 2 lets a second command wait in the hardware queue behind the running one,
-    /// hiding idle-detection time between commands. Multiplies L and G of the GPU stages.
+    /// Commands a GPU stage holds per GPU (1..=16): 1 is the paper's gating; 2 lets a
+    /// second command wait in the hardware queue behind the running one, hiding
+    /// idle-detection time between commands. Default: 2 where every GPU has two or
+    /// more copy engines, else 1; with thresholds set by hand, 1, and then it
+    /// multiplies L and G of the GPU stages.
     pub fn stage_depth(mut self, depth: usize) -> Self {
-        self.depth = depth;
+        self.depth = Some(depth);
         self
     }
 
@@ -189,11 +256,25 @@ impl Builder {
             }
             Gpus::Count(_) => {}
         }
-        if !(1..=64).contains(&self.streams) {
-            return Err(Self::invalid("streams", self.streams, "1..=64 streams per GPU"));
+        if let Some(s) = self.streams.filter(|s| !(1..=64).contains(s)) {
+            return Err(Self::invalid("streams", s, "1..=64 streams per GPU"));
         }
-        if !(1..=16).contains(&self.depth) {
-            return Err(Self::invalid("stage_depth", self.depth, "1..=16"));
+        if let Some(d) = self.depth.filter(|d| !(1..=16).contains(d)) {
+            return Err(Self::invalid("stage_depth", d, "1..=16"));
+        }
+        if let Some(k) = self.kernels.filter(|k| !(1..=64).contains(k)) {
+            return Err(Self::invalid("kernel_concurrency", k, "1..=64 kernels at once per GPU"));
+        }
+        if let Some(f) = self.fills.filter(|f| !(f.is_finite() && *f > 0.0 && *f <= 64.0)) {
+            return Err(Self::invalid("kernel_fills", f, "a number of GPU-fills in (0, 64]"));
+        }
+        let manual = self.local.is_some() || self.global.is_some() || self.paper;
+        if self.fills.is_some() && (self.kernels.is_some() || manual) {
+            return Err(Self::invalid(
+                "kernel_fills",
+                self.fills,
+                "unset where kernel_concurrency or thresholds are set by hand (kernels are then counted)",
+            ));
         }
         for (name, v) in [("local_thresholds", self.local), ("global_thresholds", self.global)] {
             if let Some(v) = v {
@@ -201,6 +282,14 @@ impl Builder {
                     return Err(Self::invalid(name, v, "every threshold >= 1 (0 would stall that stage forever)"));
                 }
             }
+        }
+        if self.adapt == Some(true) && (self.local.is_some() || self.global.is_some() || self.paper) {
+            return Err(Self::invalid(
+                "adapt",
+                true,
+                "false, or leave the thresholds unset: the adaptation moves only limits chosen automatically, \
+                 and thresholds set by hand (local_thresholds, global_thresholds, paper_thresholds) are kept",
+            ));
         }
         if self.buses == Some(0) {
             return Err(Self::invalid("buses", 0, "at least 1"));
@@ -210,7 +299,6 @@ impl Builder {
         }
         Ok(())
     }
-
     /// Resolves [`Backend::Auto`] (and `CHARIOT_BACKEND`).
     fn resolve_backend(&self) -> Result<Backend> {
         if self.backend != Backend::Auto {
@@ -270,26 +358,29 @@ impl Builder {
         let backend = self.resolve_backend()?;
         let machine = Machine::open(&backend, &self.gpus)?;
         let d = machine.gpus().len();
-        let s = self.streams;
         let cores = self.cores.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let buses = self.buses.unwrap_or(match &backend {
             Backend::SimWith(p) => p.buses.map_or(d, |b| b.min(d)),
             _ => d,
         });
-        let mut thresholds = Thresholds::paper(cores, s, d, buses);
-        if let Some(l) = self.local {
-            thresholds.local = l;
-        }
-        if let Some(g) = self.global {
-            thresholds.global = g;
-        }
-        let thresholds = thresholds.with_depth(self.depth);
+        let asked = Asked {
+            streams: self.streams,
+            depth: self.depth,
+            local: self.local,
+            global: self.global,
+            paper: self.paper,
+            kernels: self.kernels,
+            fills: self.fills,
+            adapt: self.adapt,
+        };
+        let tuning = tuning::choose(&asked, machine.gpus(), cores, buses);
         let matrices =
             machine.gpus().iter().map(|g| OverlapMatrix::from_hardware(g.copy_engines, g.concurrent_kernels)).collect();
         let config = Config {
-            streams: s,
+            streams: tuning.streams,
             order: self.order,
-            thresholds,
+            thresholds: tuning.thresholds,
+            tuning,
             matrices,
             buses,
             pin: self.pin,

@@ -181,12 +181,20 @@ pub struct Kernel {
     pub(crate) params: Vec<Param>,
     pub(crate) twin: Option<Arc<TwinFn>>,
     pub(crate) sim_cost: Option<Arc<CostFn>>,
+    pub(crate) sim_share: Option<f64>,
 }
 
 impl Kernel {
     /// A kernel named `name` (its `extern "C" __global__` entry point) in `source`.
     pub fn new(name: impl Into<String>, source: impl Into<String>) -> Self {
-        Kernel { name: name.into(), source: source.into(), params: Vec::new(), twin: None, sim_cost: None }
+        Kernel {
+            name: name.into(),
+            source: source.into(),
+            params: Vec::new(),
+            twin: None,
+            sim_cost: None,
+            sim_share: None,
+        }
     }
 
     /// Declares the parameters, in order.
@@ -212,6 +220,28 @@ impl Kernel {
         cost: impl Fn(&LaunchShape, &ScalarArgs<'_>) -> Duration + Send + Sync + 'static,
     ) -> Self {
         self.sim_cost = Some(Arc::new(cost));
+        self
+    }
+
+    /// The share of a simulated GPU's SMs the kernel keeps busy while it runs alone, in
+    /// (0, 1] (default: its grid over one full wave, at most 1). A kernel whose last
+    /// blocks run far longer than the others (a chunk's longest subject, say) fills the
+    /// GPU by its grid and yet leaves most SMs idle most of its time: a smaller share
+    /// lets the sim show what running such kernels side by side gains. Only the sim
+    /// backend reads it; another value is [`Error::KernelInvalid`](crate::Error::KernelInvalid)
+    /// at registration.
+    ///
+    /// ```
+    /// use chariot::{Backend, Kernel, Scheduler};
+    /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
+    /// let tails = Kernel::new("tails", "").cpu_twin(|_| Ok(())).sim_sm_share(0.2);
+    /// assert!(s.register_kernel(tails).is_ok());
+    /// let bad = Kernel::new("bad", "").cpu_twin(|_| Ok(())).sim_sm_share(1.5);
+    /// assert!(s.register_kernel(bad).is_err());
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    pub fn sim_sm_share(mut self, share: f64) -> Self {
+        self.sim_share = Some(share);
         self
     }
 
@@ -253,6 +283,18 @@ pub(crate) struct KernelInner {
     pub(crate) sched_id: u64,
     /// Per GPU (cuda backend): the loaded function. Empty on sim.
     pub(crate) functions: Vec<crate::backend::cuda::Function>,
+    /// Per launch shape (threads a block, dynamic shared bytes): the blocks one full
+    /// wave of each GPU holds (SMs × resident blocks per SM), asked once per shape.
+    pub(crate) waves: parking_lot::Mutex<Vec<(LaunchKey, Arc<[u32]>)>>,
+}
+
+/// A launch's threads a block and dynamic shared bytes: what its occupancy depends on.
+pub(crate) type LaunchKey = (u32, u32);
+
+impl KernelInner {
+    pub(crate) fn new(def: Kernel, sched_id: u64, functions: Vec<crate::backend::cuda::Function>) -> Self {
+        KernelInner { def, sched_id, functions, waves: Default::default() }
+    }
 }
 
 fn scalar_at(values: &[ArgValue], i: usize) -> Result<&ArgValue, BoxError> {

@@ -66,11 +66,11 @@ pub use error::{BoxError, Error, Result, TaskFailure};
 pub use kernel::{Arg, Dim3, Kernel, KernelHandle, LaunchShape, Param, ScalarArgs, TwinArgs};
 pub use memory::{DeviceBuffer, Element, HostBuffer, HostRead, HostWrite};
 pub use report::{
-    zero_overhead_makespan, CommandRecord, DispatchStats, HardwareBound, LinkRates, LostGpu, LowerBound, MovedTask,
-    Report, TaskWork,
+    zero_overhead_makespan, Adapted, CommandRecord, DispatchStats, HardwareBound, LinkRates, LostGpu, LowerBound,
+    MovedTask, Report, TaskWork,
 };
 pub use scheduler::Scheduler;
-pub use stage::{OverlapMatrix, Stage, Thresholds};
+pub use stage::{Choice, OverlapMatrix, Stage, Thresholds, Tuning};
 pub use task::{Copy2d, Order, TaskBuilder, TaskId};
 
 /// The README's Rust examples, compiled and run by `cargo test` so they stay true.

@@ -1,16 +1,20 @@
 //! `cargo run --release`: the paper's dummy shift kernel over N chunks on the best
-//! backend, serially and pipelined, with T, the paper's bound T_LB and ε, a
-//! hardware-aware bound, the speedup over serial, and an element-by-element check.
+//! backend, serially and pipelined with chariot's defaults (chosen from the hardware),
+//! with T, the paper's bound T_LB and ε, a hardware-aware bound, the speedup over
+//! serial, and an element-by-element check. `--sweep` also runs a grid of hand-set
+//! configurations (S × stage depth × kernel concurrency), alternated with the default,
+//! and says how far the default is from the best of them.
 
 use chariot::demo::{self, fill, mismatches, run_shift};
-use chariot::{Backend, HardwareBound, HostBuffer, Report, Scheduler, SimProfile, Stage, TaskWork};
+use chariot::{Backend, HardwareBound, HostBuffer, LinkRates, Report, Scheduler, SimProfile, Stage, TaskWork};
 use clap::Parser;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Pipelines the paper's dummy shift kernel over N chunks and compares it with the
-/// serial loop and with what the hardware allows.
+/// Pipelines the paper's dummy shift kernel over N chunks with chariot's defaults and
+/// compares it with the serial loop, with what the hardware allows, and (--sweep) with
+/// every hand-set configuration of a grid.
 #[derive(Parser, Debug)]
 #[command(version, about, long_about = None)]
 struct Cli {
@@ -23,12 +27,23 @@ struct Cli {
     /// Chunk size in MiB (default 16 on CUDA, 4 on sim).
     #[arg(long)]
     chunk_mib: Option<f64>,
-    /// Streams per GPU to try, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4")]
+    /// Also run the grid of --streams × --depths × --kernels, each set by hand (no
+    /// adaptation), alternated with the default, and compare.
+    #[arg(long)]
+    sweep: bool,
+    /// Streams per GPU of the sweep's grid.
+    #[arg(long, value_delimiter = ',', default_value = "2,4,8,16", value_parser = clap::value_parser!(usize))]
     streams: Vec<usize>,
-    /// Stage depths to try (1: the paper's gating; 2: a second command queued per stage).
+    /// Stage depths of the sweep's grid (1: the paper's gating; 2: a second command queued per stage).
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
     depths: Vec<usize>,
+    /// Kernel concurrencies of the sweep's grid (kernels one GPU runs at once).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+    kernels: Vec<usize>,
+    /// Timed runs of each configuration after a warm-up, alternated (default 5 with
+    /// --sweep, else 1); medians are reported.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    repeat: Option<u64>,
     /// Kernel rounds per element (default: calibrated so the kernel takes as long as a copy).
     #[arg(long)]
     iters: Option<u32>,
@@ -36,7 +51,7 @@ struct Cli {
     /// CPU's real work (copies, the kernel's twin) stays inside the modeled times.
     #[arg(long, default_value_t = 40.0)]
     sim_scale: f64,
-    /// Directory for demo.csv and the best run's Chrome trace (created if missing).
+    /// Directory for demo.csv and the default run's Chrome trace (created if missing).
     #[arg(long)]
     out: Option<PathBuf>,
     /// Timestamp commands on the device with timing events (slower on Hopper: they
@@ -57,9 +72,31 @@ struct Setup {
     chunks: usize,
 }
 
+/// One configuration of the comparison: chariot's defaults, or S, depth and kernel
+/// concurrency set by hand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Config {
+    Default,
+    Hand { streams: usize, depth: usize, kernels: usize },
+}
+
+impl Config {
+    fn name(&self) -> String {
+        match self {
+            Config::Default => "default".into(),
+            Config::Hand { streams, depth, kernels } => format!("S{streams} d{depth} k{kernels}"),
+        }
+    }
+}
+
 fn median(mut v: Vec<u64>) -> u64 {
     v.sort_unstable();
     v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+fn median_f(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// Median duration of `stage` commands.
@@ -67,29 +104,60 @@ fn median_of(report: &Report, stage: Stage) -> u64 {
     median(report.records.iter().filter(|r| r.stage == stage).map(|r| r.duration_ns()).collect())
 }
 
-fn scheduler(setup: &Setup, streams: usize, depth: usize) -> chariot::Result<Scheduler> {
-    Scheduler::builder()
-        .backend(setup.backend.clone())
-        .streams(streams)
-        .stage_depth(depth)
-        .device_timing(setup.device_timing)
-        .build()
+fn scheduler(setup: &Setup, config: Config) -> chariot::Result<Scheduler> {
+    let b = Scheduler::builder().backend(setup.backend.clone()).device_timing(setup.device_timing);
+    match config {
+        Config::Default => b.build(),
+        Config::Hand { streams, depth, kernels } => {
+            b.streams(streams).stage_depth(depth).kernel_concurrency(kernels).adapt(false).build()
+        }
+    }
 }
 
-/// Runs the whole chunk set on `sched`, checks every element, returns the report.
-fn run(setup: &mut Setup, sched: &Scheduler, iters: u32) -> Result<Report, String> {
-    demo::poison(&mut setup.output, 0xdead_beef);
-    let kernel = sched.register_kernel(demo::shift_kernel()).map_err(|e| e.to_string())?;
-    let d_in = sched.alloc::<u32>(setup.len).map_err(|e| e.to_string())?;
-    let d_out = sched.alloc::<u32>(setup.len).map_err(|e| e.to_string())?;
-    let report =
-        run_shift(sched, &kernel, &setup.input, &setup.output, &d_in, &d_out, 0..setup.chunks, setup.len, iters)
-            .map_err(|e| e.to_string())?;
-    let bad = mismatches(&setup.input, &setup.output, 0..setup.len * setup.chunks, iters);
-    if bad > 0 {
-        return Err(format!("{bad} of {} output elements differ from the CPU reference", setup.len * setup.chunks));
+/// A configuration's scheduler with its kernel and device buffers.
+struct Pipeline {
+    config: Config,
+    sched: Scheduler,
+    kernel: chariot::KernelHandle,
+    d_in: chariot::DeviceBuffer<u32>,
+    d_out: chariot::DeviceBuffer<u32>,
+}
+
+impl Pipeline {
+    fn new(setup: &Setup, config: Config) -> Result<Pipeline, String> {
+        let sched = scheduler(setup, config).map_err(|e| format!("{}: {e}", config.name()))?;
+        let kernel = sched.register_kernel(demo::shift_kernel()).map_err(|e| e.to_string())?;
+        let d_in = sched.alloc::<u32>(setup.len).map_err(|e| e.to_string())?;
+        let d_out = sched.alloc::<u32>(setup.len).map_err(|e| e.to_string())?;
+        Ok(Pipeline { config, sched, kernel, d_in, d_out })
     }
-    Ok(report)
+
+    /// Runs the whole chunk set, checks every element, returns the report.
+    fn run(&self, setup: &mut Setup, iters: u32) -> Result<Report, String> {
+        demo::poison(&mut setup.output, 0xdead_beef);
+        let (input, output) = (&setup.input, &setup.output);
+        let report = run_shift(
+            &self.sched,
+            &self.kernel,
+            input,
+            output,
+            &self.d_in,
+            &self.d_out,
+            0..setup.chunks,
+            setup.len,
+            iters,
+        )
+        .map_err(|e| e.to_string())?;
+        let bad = mismatches(&setup.input, &setup.output, 0..setup.len * setup.chunks, iters);
+        if bad > 0 {
+            return Err(format!(
+                "{}: {bad} of {} output elements differ from the CPU reference",
+                self.config.name(),
+                setup.len * setup.chunks
+            ));
+        }
+        Ok(report)
+    }
 }
 
 fn main() -> ExitCode {
@@ -103,12 +171,19 @@ fn main() -> ExitCode {
     }
 }
 
+/// One timed run: its configuration, repetition, report and bound.
+struct Run {
+    config: usize,
+    rep: u64,
+    report: Report,
+    bound: HardwareBound,
+}
+
 fn real_main(cli: Cli) -> Result<(), String> {
-    if cli.streams.is_empty() || cli.streams.contains(&0) || cli.depths.is_empty() || cli.depths.contains(&0) {
-        return Err(format!(
-            "--streams {:?} and --depths {:?} must be non-empty lists of positive numbers",
-            cli.streams, cli.depths
-        ));
+    for (name, list) in [("--streams", &cli.streams), ("--depths", &cli.depths), ("--kernels", &cli.kernels)] {
+        if list.is_empty() || list.contains(&0) {
+            return Err(format!("{name} {list:?} must be a non-empty list of positive numbers"));
+        }
     }
     if !(cli.sim_scale.is_finite() && cli.sim_scale > 0.0) {
         return Err(format!("--sim-scale {} must be a positive number", cli.sim_scale));
@@ -122,6 +197,7 @@ fn real_main(cli: Cli) -> Result<(), String> {
     }
     let len = ((mib * 1048576.0) as usize / 4).max(1);
     let chunks = cli.chunks as usize;
+    let repeat = cli.repeat.unwrap_or(if cli.sweep { 5 } else { 1 });
     let serial = Scheduler::builder()
         .backend(backend.clone())
         .streams(1)
@@ -130,10 +206,11 @@ fn real_main(cli: Cli) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let gpu = serial.gpu_info()[0].clone();
     println!(
-        "chariot demo: backend {} ({}, {} copy engines){}",
+        "chariot demo: backend {} ({}, {} copy engines, {} SMs){}",
         serial.backend_name(),
         gpu.name,
         gpu.copy_engines,
+        gpu.sm_count,
         if on_sim { format!(", modeled time x{}", cli.sim_scale) } else { String::new() }
     );
     let input = serial.alloc_host::<u32>(len * chunks).map_err(|e| e.to_string())?;
@@ -142,49 +219,66 @@ fn real_main(cli: Cli) -> Result<(), String> {
     fill(&mut setup.input, cli.seed);
     println!("N = {chunks} chunks of {:.1} MiB ({len} u32)", (len * 4) as f64 / 1048576.0);
 
+    let serial = Pipeline::from(serial, &setup)?;
     // Calibrate: the kernel as long as a copy (download ≈ kernel ≈ readback).
     let iters = match cli.iters {
         Some(i) => i,
         None => {
             let probe = 256u32;
             let mut s1 = Setup { chunks: chunks.min(4), ..setup };
-            let warm = run(&mut s1, &serial, probe)?;
+            let warm = serial.run(&mut s1, probe)?;
             let (d, k) = (median_of(&warm, Stage::Download), median_of(&warm, Stage::Kernel).max(1));
             setup = Setup { chunks, ..s1 };
             ((probe as f64 * d as f64 / k as f64).round() as u32).max(1)
         }
     };
-    let serial_report = run(&mut setup, &serial, iters)?;
+    let serial_report = serial.run(&mut setup, iters)?;
     drop(serial);
     let t_serial = serial_report.makespan_ns;
-    let per_task: Vec<(u64, u64, u64)> = {
-        let mut m = std::collections::BTreeMap::<u64, (u64, u64, u64)>::new();
-        for r in &serial_report.records {
-            let e = m.entry(r.task.0).or_default();
-            match r.stage {
-                Stage::Download => e.0 += r.duration_ns(),
-                Stage::Kernel => e.1 += r.duration_ns(),
-                Stage::Readback => e.2 += r.duration_ns(),
-                Stage::Cpu => {}
+    let stage_median = |stage: Stage| {
+        let mut per_task = std::collections::BTreeMap::<u64, u64>::new();
+        for r in serial_report.records.iter().filter(|r| r.stage == stage) {
+            *per_task.entry(r.task.0).or_default() += r.duration_ns();
+        }
+        median(per_task.into_values().collect())
+    };
+    let (sd, sk, sr) = (stage_median(Stage::Download), stage_median(Stage::Kernel), stage_median(Stage::Readback));
+
+    // Rates for the bound: the sim's own model, or probed on the GPU (and raised, run
+    // by run, to what each run's copies achieved: the bound must hold for the run).
+    let bytes = (len * 4) as u64;
+    let (link, kernel_ns) = {
+        let probe = Scheduler::builder().backend(setup.backend.clone()).build().map_err(|e| e.to_string())?;
+        match probe.modeled_rates() {
+            Some((link, _)) => {
+                // The shift kernel's modeled time alone, at the sim's time scale.
+                let k = len as f64 * iters as f64 * 1e9 / demo::SIM_SHIFT_RATE * cli.sim_scale;
+                (link, k)
+            }
+            None => {
+                let r = demo::probe_rates(
+                    &probe,
+                    demo::shift_kernel(),
+                    &setup.input,
+                    &mut setup.output,
+                    setup.len,
+                    setup.chunks,
+                    iters,
+                )
+                .map_err(|e| e.to_string())?;
+                (r.link, r.kernel_ns)
             }
         }
-        m.into_values().collect()
     };
-    let (sd, sk, sr) = (
-        median(per_task.iter().map(|t| t.0).collect()),
-        median(per_task.iter().map(|t| t.1).collect()),
-        median(per_task.iter().map(|t| t.2).collect()),
-    );
-    let rates = {
-        let probe = scheduler(&setup, 4, 2).map_err(|e| e.to_string())?;
-        demo::probe_rates(&probe, demo::shift_kernel(), &setup.input, &mut setup.output, setup.len, setup.chunks, iters)
-            .map_err(|e| e.to_string())?
+    let duplex = link.both / (link.up + link.down);
+    let hw_tasks = vec![TaskWork { up_bytes: bytes, kernel_ns: kernel_ns as u64, down_bytes: bytes }; chunks];
+    // Each run's own bound: on CUDA, the probed rates raised to what its copies did (no
+    // run beats its own copies); on sim, the model's own rates.
+    let bound_of = |report: &Report| {
+        let rates = if on_sim { link } else { link.at_least(LinkRates::observed(&report.records)) };
+        HardwareBound::one_gpu(&hw_tasks, rates)
     };
-    let duplex = rates.link.both / (rates.link.up + rates.link.down);
-    // The bound: every chunk's bytes at the sustained rates, kernels at their sustained time.
-    let bytes = (len * 4) as u64;
-    let hw_tasks = vec![TaskWork { up_bytes: bytes, kernel_ns: rates.kernel_ns as u64, down_bytes: bytes }; chunks];
-    let bound = HardwareBound::one_gpu(&hw_tasks, rates.link);
+    let bound = HardwareBound::one_gpu(&hw_tasks, link);
     let ideal = 3.0 * chunks as f64 / (chunks as f64 + 2.0);
     println!(
         "iters = {iters}; serial (S = 1): T = {:.3} ms; per chunk download {:.1} us, kernel {:.1} us, readback {:.1} us",
@@ -194,12 +288,12 @@ fn real_main(cli: Cli) -> Result<(), String> {
         sr as f64 / 1e3
     );
     println!(
-        "sustained: up {:.1} GB/s, down {:.1} GB/s, both at once {:.1} GB/s ({:.3} of the sum), kernel {:.1} us",
-        rates.link.up,
-        rates.link.down,
-        rates.link.both,
-        duplex,
-        rates.kernel_ns / 1e3
+        "{}: up {:.1} GB/s, down {:.1} GB/s, both at once {:.1} GB/s ({duplex:.3} of the sum), kernel {:.1} us",
+        if on_sim { "modeled" } else { "sustained" },
+        link.up,
+        link.down,
+        link.both,
+        kernel_ns / 1e3
     );
     println!(
         "hardware bound T_hw = {:.3} ms ({}), speedup bound {:.2}x (3N/(N+2) = {ideal:.2}x with equal stages and free duplex)",
@@ -207,90 +301,166 @@ fn real_main(cli: Cli) -> Result<(), String> {
         bound.limit,
         t_serial as f64 / bound.t_ns.max(1) as f64
     );
-    println!();
-    println!(
-        "{:>5} {:>5} {:>10} {:>10} {:>8} {:>8} {:>9} {:>8} {:>10} {:>10}",
-        "S", "depth", "T ms", "T_LB ms", "eps", "speedup", "of bound", "eps_hw", "rt us/cmd", "drv us/cmd"
-    );
-    let mut rows = Vec::new();
-    let mut best: Option<Report> = None;
-    for &depth in &cli.depths {
-        for &s in &cli.streams {
-            let sched = scheduler(&setup, s, depth).map_err(|e| e.to_string())?;
-            let report = run(&mut setup, &sched, iters)?;
-            let speedup = t_serial as f64 / report.makespan_ns as f64;
-            let bound_speedup = t_serial as f64 / bound.t_ns.max(1) as f64;
-            let eps_hw = report.makespan_ns as f64 / bound.t_ns.max(1) as f64 - 1.0;
-            println!(
-                "{s:>5} {depth:>5} {:>10.3} {:>10.3} {:>7.1}% {:>7.2}x {:>8.1}% {:>7.1}% {:>10.2} {:>10.2}",
-                report.makespan_ms(),
-                report.lower_bound.t_lb_ns as f64 / 1e6,
-                report.epsilon.unwrap_or(f64::NAN) * 100.0,
-                speedup,
-                100.0 * speedup / bound_speedup,
-                eps_hw * 100.0,
-                report.dispatch.runtime_ns_per_command() / 1e3,
-                report.dispatch.driver_ns_per_command() / 1e3
-            );
-            rows.push(format!(
-                "{},{},{},{},{},{},{},{:.6},{:.6},{:.4},{:.6},{:.5},{:.6},{},{:.4},{:.5},{:.4},{:.3},{:.3}",
-                report.backend,
-                gpu.name,
-                chunks,
-                len * 4,
-                iters,
-                s,
-                depth,
-                report.makespan_ms(),
-                t_serial as f64 / 1e6,
-                speedup,
-                report.lower_bound.t_lb_ns as f64 / 1e6,
-                report.epsilon.unwrap_or(f64::NAN),
-                bound.t_ns as f64 / 1e6,
-                bound.limit,
-                bound_speedup,
-                eps_hw,
-                duplex,
-                report.dispatch.runtime_ns_per_command() / 1e3,
-                report.dispatch.driver_ns_per_command() / 1e3,
-            ));
-            if best.as_ref().is_none_or(|b| report.makespan_ns < b.makespan_ns) {
-                best = Some(report);
+
+    // The default, and with --sweep the grid, each built once and warmed up once.
+    let mut configs = vec![Config::Default];
+    if cli.sweep {
+        for &streams in &cli.streams {
+            for &depth in &cli.depths {
+                for &kernels in &cli.kernels {
+                    configs.push(Config::Hand { streams, depth, kernels });
+                }
             }
         }
     }
-    if let Some(b) = &best {
-        println!("\nbest run:\n{b}");
+    let mut pipelines = Vec::with_capacity(configs.len());
+    for &c in &configs {
+        let p = Pipeline::new(&setup, c)?;
+        p.run(&mut setup, iters)?;
+        pipelines.push(p);
+    }
+    let default_tuning = pipelines[0].sched.tuning().clone();
+    println!("\nchariot's defaults here:\n{default_tuning}");
+    // Timed runs, alternated: each repetition visits every configuration, from a
+    // different one each time.
+    let mut runs: Vec<Run> = Vec::new();
+    for rep in 0..repeat {
+        for i in 0..pipelines.len() {
+            let c = (i + rep as usize) % pipelines.len();
+            let report = pipelines[c].run(&mut setup, iters)?;
+            let bound = bound_of(&report);
+            runs.push(Run { config: c, rep, report, bound });
+        }
+    }
+    let below: Vec<&Run> = runs.iter().filter(|r| r.report.makespan_ns < r.bound.t_ns).collect();
+
+    println!();
+    println!(
+        "{:>14} {:>10} {:>10} {:>8} {:>8} {:>9} {:>8} {:>10} {:>10}",
+        "config", "T ms", "T_LB ms", "eps", "speedup", "of bound", "eps_hw", "rt us/cmd", "drv us/cmd"
+    );
+    let mut medians = Vec::new();
+    for (c, p) in pipelines.iter().enumerate() {
+        let mine: Vec<&Run> = runs.iter().filter(|r| r.config == c).collect();
+        let t = median(mine.iter().map(|r| r.report.makespan_ns).collect());
+        let t_lb = median(mine.iter().map(|r| r.report.lower_bound.t_lb_ns).collect());
+        let eps_hw =
+            median_f(mine.iter().map(|r| r.report.makespan_ns as f64 / r.bound.t_ns.max(1) as f64 - 1.0).collect());
+        let rt = median_f(mine.iter().map(|r| r.report.dispatch.runtime_ns_per_command()).collect());
+        let drv = median_f(mine.iter().map(|r| r.report.dispatch.driver_ns_per_command()).collect());
+        let speedup = t_serial as f64 / t.max(1) as f64;
+        println!(
+            "{:>14} {:>10.3} {:>10.3} {:>7.1}% {:>7.2}x {:>8.1}% {:>7.1}% {:>10.2} {:>10.2}",
+            p.config.name(),
+            t as f64 / 1e6,
+            t_lb as f64 / 1e6,
+            (t as f64 / t_lb.max(1) as f64 - 1.0) * 100.0,
+            speedup,
+            100.0 * speedup / (t_serial as f64 / bound.t_ns.max(1) as f64),
+            eps_hw * 100.0,
+            rt / 1e3,
+            drv / 1e3
+        );
+        medians.push(t);
+    }
+    if pipelines.len() > 1 {
+        let (best, &t_best) =
+            medians.iter().enumerate().skip(1).min_by_key(|(_, &t)| t).expect("the grid has a configuration");
+        println!(
+            "\ndefault {:.3} ms against the best hand-set configuration ({}) {:.3} ms: {:+.1}% (medians of {repeat})",
+            medians[0] as f64 / 1e6,
+            pipelines[best].config.name(),
+            t_best as f64 / 1e6,
+            (medians[0] as f64 / t_best.max(1) as f64 - 1.0) * 100.0
+        );
+    }
+    if below.is_empty() {
+        println!("bound check: no makespan of the {} runs below its hardware bound", runs.len());
+    } else {
+        for r in &below {
+            println!(
+                "BOUND VIOLATED: {} run {}: makespan {:.3} ms < bound {:.3} ms ({})",
+                pipelines[r.config].config.name(),
+                r.rep,
+                r.report.makespan_ms(),
+                r.bound.t_ns as f64 / 1e6,
+                r.bound.limit
+            );
+        }
+    }
+    let default_run = runs.iter().filter(|r| r.config == 0).min_by_key(|r| r.report.makespan_ns);
+    if let Some(r) = default_run {
+        println!("\nthe default's fastest run:\n{}", r.report);
     }
     if let Some(dir) = cli.out {
         std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
         let mut f = std::fs::File::create(dir.join("demo.csv")).map_err(|e| e.to_string())?;
-        writeln!(f, "backend,device,chunks,chunk_bytes,iters,streams,depth,makespan_ms,serial_ms,speedup,paper_t_lb_ms,paper_eps,hw_bound_ms,hw_limit,hw_speedup_bound,eps_hw,duplex_factor,runtime_us_per_cmd,driver_us_per_cmd")
+        writeln!(f, "backend,device,chunks,chunk_bytes,iters,config,streams,depth,kernels,rep,makespan_ms,serial_ms,speedup,paper_t_lb_ms,paper_eps,hw_bound_ms,hw_limit,eps_hw,duplex_factor,runtime_us_per_cmd,driver_us_per_cmd")
             .map_err(|e| e.to_string())?;
-        for r in rows {
-            writeln!(f, "{r}").map_err(|e| e.to_string())?;
+        for r in &runs {
+            let p = &pipelines[r.config];
+            let t = p.sched.tuning();
+            let kernels = p.sched.thresholds().local[Stage::Kernel.index()];
+            let rep = &r.report;
+            writeln!(
+                f,
+                "{},{},{chunks},{},{iters},{},{},{},{},{},{:.6},{:.6},{:.4},{:.6},{:.5},{:.6},{},{:.5},{duplex:.4},{:.3},{:.3}",
+                rep.backend,
+                gpu.name,
+                len * 4,
+                p.config.name(),
+                t.streams,
+                t.stage_depth,
+                if t.kernel_fills.is_some() { "auto".to_string() } else { kernels.to_string() },
+                r.rep,
+                rep.makespan_ms(),
+                t_serial as f64 / 1e6,
+                t_serial as f64 / rep.makespan_ns.max(1) as f64,
+                rep.lower_bound.t_lb_ns as f64 / 1e6,
+                rep.epsilon.unwrap_or(f64::NAN),
+                r.bound.t_ns as f64 / 1e6,
+                r.bound.limit,
+                rep.makespan_ns as f64 / r.bound.t_ns.max(1) as f64 - 1.0,
+                rep.dispatch.runtime_ns_per_command() / 1e3,
+                rep.dispatch.driver_ns_per_command() / 1e3,
+            )
+            .map_err(|e| e.to_string())?;
         }
-        if let Some(b) = best {
-            std::fs::write(dir.join("demo-trace.json"), b.chrome_trace()).map_err(|e| e.to_string())?;
-            let title = format!("demo, best run: S = {}, T = {:.3} ms", b.streams, b.makespan_ms());
-            if let Err(e) = chariot::plot::gantt(dir.join("demo-gantt.png"), &title, &b) {
+        if let Some(r) = default_run {
+            std::fs::write(dir.join("demo-trace.json"), r.report.chrome_trace()).map_err(|e| e.to_string())?;
+            let title = format!(
+                "demo, the default's fastest run: S = {}, T = {:.3} ms",
+                r.report.streams,
+                r.report.makespan_ms()
+            );
+            if let Err(e) = chariot::plot::gantt(dir.join("demo-gantt.png"), &title, &r.report) {
                 eprintln!("Gantt chart not drawn: {e}");
             }
         }
-        for (name, rep) in [("serial", &serial_report)] {
-            let mut f =
-                std::fs::File::create(dir.join(format!("demo-{name}-records.csv"))).map_err(|e| e.to_string())?;
-            writeln!(f, "task,command,stage,stream,dispatched_ns,start_ns,end_ns,bytes").map_err(|e| e.to_string())?;
-            for r in &rep.records {
-                writeln!(
-                    f,
-                    "{},{},{},{},{},{},{},{}",
-                    r.task.0, r.command, r.stage, r.stream, r.dispatched_ns, r.start_ns, r.end_ns, r.bytes
-                )
-                .map_err(|e| e.to_string())?;
-            }
+        let mut f = std::fs::File::create(dir.join("demo-serial-records.csv")).map_err(|e| e.to_string())?;
+        writeln!(f, "task,command,stage,stream,dispatched_ns,start_ns,end_ns,bytes").map_err(|e| e.to_string())?;
+        for r in &serial_report.records {
+            writeln!(
+                f,
+                "{},{},{},{},{},{},{},{}",
+                r.task.0, r.command, r.stage, r.stream, r.dispatched_ns, r.start_ns, r.end_ns, r.bytes
+            )
+            .map_err(|e| e.to_string())?;
         }
         println!("wrote {}/demo.csv and demo-trace.json", dir.display());
     }
+    if !below.is_empty() {
+        return Err(format!("{} run(s) below the hardware bound: the bound is not one", below.len()));
+    }
     Ok(())
+}
+
+impl Pipeline {
+    /// The serial pipeline on a scheduler built already (the one that owns the host buffers).
+    fn from(sched: Scheduler, setup: &Setup) -> Result<Pipeline, String> {
+        let kernel = sched.register_kernel(demo::shift_kernel()).map_err(|e| e.to_string())?;
+        let d_in = sched.alloc::<u32>(setup.len).map_err(|e| e.to_string())?;
+        let d_out = sched.alloc::<u32>(setup.len).map_err(|e| e.to_string())?;
+        Ok(Pipeline { config: Config::Default, sched, kernel, d_in, d_out })
+    }
 }

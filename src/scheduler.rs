@@ -21,7 +21,7 @@ use crate::error::{Error, Result, TaskFailure};
 use crate::kernel::{Kernel, KernelHandle, KernelInner};
 use crate::memory::claims::Holder;
 use crate::memory::{checked_bytes, DeviceBuffer, DeviceBufferInner, Element, Graveyard, HostBuffer, HostShared};
-use crate::report::{CommandRecord, DispatchStats, LostGpu, MovedTask, Report};
+use crate::report::{kernel_lines, Adapted, CommandRecord, DispatchStats, KernelUse, LostGpu, MovedTask, Report};
 use crate::signal::Signal;
 use crate::stage::queues::StageQueues;
 use crate::stage::Thresholds;
@@ -70,6 +70,13 @@ pub(crate) struct Shared {
     pub(crate) alive: Vec<AtomicBool>,
     pub(crate) timelines: Vec<Mutex<Vec<CommandRecord>>>,
     pub(crate) stats: Vec<Mutex<DispatchStats>>,
+    /// The adaptation's changes since the last `synchronize`.
+    pub(crate) adaptations: Mutex<Vec<Adapted>>,
+    /// Per GPU: the kernel stage's capacity in GPU-fills in force now, where the stage is
+    /// counted by fill (the adaptation moves it), for the report's kernel lines.
+    pub(crate) kernel_fills_now: Mutex<Vec<Option<f64>>>,
+    /// Every kernel launched so far and the fill of its launches, for the report.
+    pub(crate) kernels: Mutex<Vec<KernelUse>>,
     pub(crate) epoch: Instant,
 }
 
@@ -147,13 +154,13 @@ pub struct Scheduler {
     shared: Arc<Shared>,
     closed: AtomicBool,
     seq: AtomicU64,
-    graveyard: Graveyard,
+    graveyard: Arc<Graveyard>,
     threads: Mutex<Option<(Vec<JoinHandle<()>>, Executioners)>>,
 }
 
 impl Scheduler {
-    /// A builder with the defaults: 1 GPU, 2 streams, FCFS, the paper's thresholds,
-    /// backend `Auto`, dispatchers pinned.
+    /// A builder with the defaults: 1 GPU, FCFS, backend `Auto`, dispatchers pinned,
+    /// and S, the stage depth and the stage limits chosen from the hardware at `build`.
     pub fn builder() -> Builder {
         Builder::default()
     }
@@ -174,6 +181,9 @@ impl Scheduler {
             alive: (0..d).map(|_| AtomicBool::new(true)).collect(),
             timelines: (0..d).map(|_| Mutex::new(Vec::new())).collect(),
             stats: (0..d).map(|_| Mutex::new(DispatchStats::default())).collect(),
+            adaptations: Mutex::new(Vec::new()),
+            kernel_fills_now: Mutex::new(vec![config.tuning.kernel_fills; d]),
+            kernels: Mutex::new(Vec::new()),
             epoch,
         });
         let nvtx = match (&*machine, config.nvtx) {
@@ -215,12 +225,12 @@ impl Scheduler {
         }
         Ok(Scheduler {
             id: NEXT_SCHEDULER.fetch_add(1, Ordering::Relaxed),
+            graveyard: Graveyard::new(machine.clone()),
             machine,
             config,
             shared,
             closed: AtomicBool::new(false),
             seq: AtomicU64::new(0),
-            graveyard: Default::default(),
             threads: Mutex::new(Some((dispatchers, executioners))),
         })
     }
@@ -260,14 +270,38 @@ impl Scheduler {
         self.config.streams
     }
 
-    /// The thresholds in force.
+    /// The thresholds in force: the hard caps L and G that no stage exceeds (the
+    /// adaptation moves the limits below them; see [`tuning`](Scheduler::tuning)).
     pub fn thresholds(&self) -> Thresholds {
         self.config.thresholds
+    }
+
+    /// What `build` chose for each knob left unset, and why (see [`Tuning`](crate::Tuning)).
+    pub fn tuning(&self) -> &crate::Tuning {
+        &self.config.tuning
     }
 
     /// The overlap matrix of GPU `gpu`.
     pub fn overlap_matrix(&self, gpu: usize) -> Option<crate::OverlapMatrix> {
         self.config.matrices.get(gpu).copied()
+    }
+
+    /// On the sim backend, the rates its model moves bytes at (bytes per ns of real
+    /// time): one GPU's link alone, and the host with every GPU of this scheduler
+    /// copying at once. No copy runs faster, so bounds built on them hold (the
+    /// [`HardwareBound`](crate::HardwareBound)s take them). `None` on CUDA, where rates
+    /// must be measured, and on a sim without modeled time.
+    ///
+    /// ```
+    /// use chariot::{Backend, LinkRates, Scheduler, SimProfile};
+    /// let s = Scheduler::builder().backend(Backend::SimWith(SimProfile::h100().with_time_scale(2.0))).gpus(2).build()?;
+    /// let (link, host) = s.modeled_rates().unwrap();
+    /// assert_eq!(link, LinkRates { up: 27.5, down: 27.5, both: 45.0 });
+    /// assert_eq!(host, link.times(2.0));
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    pub fn modeled_rates(&self) -> Option<(crate::LinkRates, crate::LinkRates)> {
+        self.machine.modeled_rates()
     }
 
     /// Host buses B in force.
@@ -344,6 +378,12 @@ impl Scheduler {
         if kernel.name.is_empty() {
             return Err(Error::KernelInvalid { kernel: kernel.name, message: "the name is empty".into() });
         }
+        if let Some(share) = kernel.sim_share.filter(|s| !(s.is_finite() && *s > 0.0 && *s <= 1.0)) {
+            return Err(Error::KernelInvalid {
+                kernel: kernel.name.clone(),
+                message: format!("sim_sm_share = {share}; must be in (0, 1] (a share of the SMs)"),
+            });
+        }
         if kernel.params.len() > 32 {
             return Err(Error::KernelInvalid {
                 kernel: kernel.name.clone(),
@@ -351,11 +391,49 @@ impl Scheduler {
             });
         }
         let functions = self.machine.load_kernel(&kernel)?;
-        Ok(KernelHandle { inner: Arc::new(KernelInner { def: kernel, sched_id: self.id, functions }) })
+        Ok(KernelHandle { inner: Arc::new(KernelInner::new(kernel, self.id, functions)) })
+    }
+
+    /// The share of GPU `gpu`'s SMs a launch of `kernel` with this shape occupies while
+    /// it runs alone: its blocks over one full wave (SMs × resident blocks per SM, from
+    /// the occupancy calculator on CUDA), at most 1. The kernel stage admits kernels by
+    /// it, and a bound that adds kernels up should take each kernel's time times it.
+    /// `None` for a GPU index out of range.
+    ///
+    /// ```
+    /// use chariot::{Backend, Kernel, Scheduler};
+    /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
+    /// let k = s.register_kernel(Kernel::new("k", "").cpu_twin(|_| Ok(())))?;
+    /// assert_eq!(s.launch_fill(0, &k, 132 * 4, 256, 0), Some(0.5)); // 8 blocks of 256 an SM
+    /// assert_eq!(s.launch_fill(0, &k, 100_000, 256, 0), Some(1.0));
+    /// assert_eq!(s.launch_fill(9, &k, 1, 1, 0), None);
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    pub fn launch_fill(
+        &self,
+        gpu: usize,
+        kernel: &KernelHandle,
+        grid: impl Into<crate::Dim3>,
+        block: impl Into<crate::Dim3>,
+        shared_bytes: u32,
+    ) -> Option<f64> {
+        if gpu >= self.gpu_count() {
+            return None;
+        }
+        let (grid, block) = (grid.into(), block.into());
+        let threads = u32::try_from(block.count()).unwrap_or(u32::MAX);
+        let wave = self.machine.waves(&kernel.inner, threads, shared_bytes)[gpu];
+        Some(if wave == 0 { 1.0 } else { (grid.count() as f64 / wave as f64).min(1.0) })
+    }
+
+    /// Notes a launch of `blocks` blocks of `kernel` (one wave of the first GPU holds
+    /// `wave`), for the report's line on the kernel's concurrency.
+    pub(crate) fn note_launch(&self, kernel: &str, blocks: u64, wave: u32) {
+        KernelUse::note(&mut self.shared.kernels.lock(), kernel, blocks, wave);
     }
 
     /// Starts building task `id` with granularity `granularity` (its chunk's size, used
-    /// by the LF and SF rules).
+    /// by the LF and SF rules; the adaptation counts work done by it).
     pub fn task(&self, id: u64, granularity: u64) -> TaskBuilder<'_> {
         TaskBuilder::new(self, TaskId(id), granularity)
     }
@@ -432,10 +510,26 @@ impl Scheduler {
             stats.add(&std::mem::take(&mut *s.lock()));
         }
         // Nothing runs now: freeing device memory cannot stall a pipeline.
-        self.machine.free_device(std::mem::take(&mut *self.graveyard.lock()));
+        self.graveyard.free_buried();
         let names = self.machine.gpus().iter().map(|g| g.name.clone()).collect();
-        let report =
-            Report::build(self.machine.name(), names, self.config.streams, self.config.buses, records, stats, outcome);
+        let tuning = &self.config.tuning;
+        let mut lines: Vec<String> = tuning.choices.iter().map(|c| c.to_string()).collect();
+        // The capacity in force now (the adaptation may have raised it): the largest of
+        // the GPUs', as each GPU's own adaptation is listed among the changes.
+        let now = self.shared.kernel_fills_now.lock().iter().flatten().copied().reduce(f64::max);
+        lines.extend(kernel_lines(tuning, now, &self.shared.kernels.lock()));
+        let adaptations = std::mem::take(&mut *self.shared.adaptations.lock());
+        let report = Report::build(
+            self.machine.name(),
+            names,
+            self.config.streams,
+            self.config.buses,
+            records,
+            stats,
+            outcome,
+            lines,
+            adaptations,
+        );
         if failures.is_empty() {
             Ok(report)
         } else {
@@ -455,7 +549,7 @@ impl Scheduler {
         self.closed.store(true, Ordering::SeqCst);
         let report = self.synchronize();
         stop_threads(&self.shared, self.threads.lock().take());
-        self.machine.free_device(std::mem::take(&mut *self.graveyard.lock()));
+        self.graveyard.close();
         report
     }
 
@@ -501,7 +595,7 @@ impl Drop for Scheduler {
             // (nor its thread be joined) until the callback returns, so the rest of the
             // shutdown runs on a thread of its own, which ends once every task has.
             self.closed.store(true, Ordering::SeqCst);
-            let (shared, machine, graveyard) = (self.shared.clone(), self.machine.clone(), self.graveyard.clone());
+            let (shared, graveyard) = (self.shared.clone(), self.graveyard.clone());
             // Kept from `Drop` (an executioner's would join this very thread) unless the
             // finishing thread takes them.
             let threads = std::mem::ManuallyDrop::new(self.threads.lock().take());
@@ -513,7 +607,7 @@ impl Drop for Scheduler {
                 }
                 drop(batch);
                 stop_threads(&shared, threads);
-                machine.free_device(std::mem::take(&mut *graveyard.lock()));
+                graveyard.close();
             };
             // Without that thread the runtime's threads outlive the scheduler, idle: a
             // leak, where joining them here would hang.

@@ -138,6 +138,50 @@ fn zero_thresholds_are_invalid_config() {
     assert_eq!((s.thresholds().local, s.thresholds().global), ([3, 1, 2, 1], [5, 4, 3, 2]));
 }
 
+/// The knobs of the automatic choice (issue 14): each value out of range, and the
+/// combinations that contradict each other, are `InvalidConfig` naming the knob.
+#[test]
+fn bad_kernel_and_adaptation_settings_are_invalid_config() {
+    for k in [0usize, 65, usize::MAX] {
+        let e = Scheduler::builder().backend(sim()).kernel_concurrency(k).build().unwrap_err();
+        assert_invalid_config(e, "kernel_concurrency", &k.to_string());
+    }
+    for f in [0.0f64, -1.0, 64.5, f64::NAN, f64::INFINITY] {
+        let e = Scheduler::builder().backend(sim()).kernel_fills(f).build().unwrap_err();
+        assert_invalid_config(e, "kernel_fills", &format!("{f:?}"));
+    }
+    // Counted and by fill at once; by fill beside the paper's thresholds.
+    let e = Scheduler::builder().backend(sim()).kernel_concurrency(2).kernel_fills(2.0).build().unwrap_err();
+    assert_invalid_config(e, "kernel_fills", "2.0");
+    let e = Scheduler::builder().backend(sim()).paper_thresholds().kernel_fills(2.0).build().unwrap_err();
+    assert_invalid_config(e, "kernel_fills", "2.0");
+    // Adaptation asked for over thresholds set by hand, which it would not move.
+    for b in [
+        Scheduler::builder().backend(sim()).paper_thresholds(),
+        Scheduler::builder().backend(sim()).local_thresholds([1, 1, 1, 1]),
+        Scheduler::builder().backend(sim()).global_thresholds([1, 1, 1, 1]),
+    ] {
+        let e = b.adapt(true).build().unwrap_err();
+        assert_invalid_config(e, "adapt", "true");
+    }
+    // Turned off, or beside knobs it leaves alone, it is fine.
+    assert!(Scheduler::builder().backend(sim()).paper_thresholds().adapt(false).build().is_ok());
+    let s = Scheduler::builder().backend(sim()).kernel_concurrency(3).adapt(true).build().unwrap();
+    assert_eq!((s.thresholds().local[2], s.tuning().adaptive[2]), (3, false));
+}
+
+#[test]
+fn a_sim_sm_share_outside_zero_to_one_is_kernel_invalid() {
+    let s = Scheduler::builder().backend(sim()).build().unwrap();
+    for share in [0.0f64, -0.5, 1.01, f64::NAN, f64::INFINITY] {
+        let k = Kernel::new("k", "").cpu_twin(|_| Ok(())).sim_sm_share(share);
+        let e = s.register_kernel(k).unwrap_err();
+        assert!(matches!(&e, Error::KernelInvalid { kernel, .. } if kernel == "k"), "{share}: {e:?}");
+        assert!(e.to_string().contains("sim_sm_share") && e.to_string().contains("(0, 1]"), "{e}");
+    }
+    assert!(s.register_kernel(Kernel::new("k", "").cpu_twin(|_| Ok(())).sim_sm_share(1.0)).is_ok());
+}
+
 #[test]
 fn an_invalid_sim_profile_is_invalid_config() {
     let bad = SimProfile::instant().with_time_scale(-1.0);
@@ -702,6 +746,7 @@ fn every_invalid_sim_profile_field_is_named() {
         ("time_scale", base.clone().with_time_scale(f64::INFINITY)),
         ("copy_engines", base.clone().with_copy_engines(0)),
         ("buses", base.clone().with_buses(0)),
+        ("sm_count", SimProfile { sm_count: 0, ..base.clone() }),
     ];
     for (field, profile) in cases {
         let e = Scheduler::builder().backend(Backend::SimWith(profile)).build().unwrap_err();

@@ -151,9 +151,36 @@ fn cuda_device_timing_events() {
 #[ignore = "needs a CUDA GPU"]
 fn cuda_stage_depth_two() {
     isolated("cuda_stage_depth_two", || {
-        let sched = builder(4, Order::Fcfs).stage_depth(2).build().unwrap();
+        let sched = builder(4, Order::Fcfs).paper_thresholds().stage_depth(2).build().unwrap();
         assert_eq!(sched.thresholds(), Thresholds::paper(4, 4, 1, 1).with_depth(2));
         run_workload(&sched, plan(78, 1, 64, 1 << 16, CUDA_RECIPES), Clocks::HOST);
+    });
+}
+
+/// The defaults chosen from the real device (issue 14): depth 2 and kernels admitted by
+/// their fill where the GPU has two or more copy engines and concurrent kernels; the
+/// fill from the driver's occupancy calculator; every invariant under them.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_defaults_follow_the_device() {
+    isolated("cuda_defaults_follow_the_device", || {
+        let sched = Scheduler::builder().backend(Backend::Cuda).gpus(1).cpu_cores(4).build().unwrap();
+        let (info, t) = (sched.gpu_info()[0].clone(), sched.tuning().clone());
+        assert!(info.sm_count > 0 && info.max_threads_per_sm >= 1024 && info.shared_bytes_per_sm > 0, "{info:?}");
+        let depth = if info.copy_engines >= 2 { 2 } else { 1 };
+        assert_eq!(t.stage_depth, depth, "{t:?}");
+        assert_eq!(t.kernel_fills, info.concurrent_kernels.then_some(2.0 * depth as f64), "{t:?}");
+        assert!(t.streams >= 8 || info.copy_engines < 2, "{t:?}");
+        // The occupancy calculator: a block on each SM fills 1 / (blocks an SM holds),
+        // which the driver says is 1 to 32...
+        let w = Workload::new(&sched, plan(80, 1, 1, 16, &[Recipe::Plain])).unwrap();
+        let one_each = sched.launch_fill(0, &w.affine, info.sm_count, BLOCK, 0).unwrap();
+        assert!((1.0 / 32.0..=1.0).contains(&one_each), "{one_each}");
+        // ...and one of many waves fills it.
+        assert_eq!(sched.launch_fill(0, &w.affine, 1 << 20, BLOCK, 0), Some(1.0));
+        drop(w);
+        let report = run_workload(&sched, plan(81, 1, 96, 1 << 16, CUDA_RECIPES), Clocks::HOST);
+        assert!(report.tuning.iter().any(|l| l.starts_with("kernel concurrency")), "{:?}", report.tuning);
     });
 }
 
@@ -369,7 +396,9 @@ fn cuda_sticky_error_retires_the_gpu_not_the_process() {
     isolated("cuda_sticky_error_retires_the_gpu_not_the_process", || {
         let n = 1usize << 16;
         {
-            let sched = cuda(2, Order::Fcfs);
+            // One kernel at a time: kernels running side by side all see the sticky
+            // error, and each is blamed (the driver does not say whose it was).
+            let sched = builder(2, Order::Fcfs).kernel_concurrency(1).build().unwrap();
             let mut input = sched.alloc_host::<u32>(24 * n).unwrap();
             input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
             let out = sched.alloc_host::<u32>(24 * n).unwrap();
@@ -464,6 +493,31 @@ fn cuda_sticky_error_moves_tasks_to_the_other_gpu() {
             let r = i as usize * n..(i as usize + 1) * n;
             assert_eq!(&out[r.clone()], &input[r], "task {i}");
         }
+    });
+}
+
+/// A device buffer dropped after its scheduler (a struct holding the scheduler before its
+/// buffers drops them in that order) returns its memory: found leaking in issue 14.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_a_buffer_that_outlives_its_scheduler_frees_its_memory() {
+    isolated("cuda_a_buffer_that_outlives_its_scheduler_frees_its_memory", || {
+        // A first scheduler of the same shape settles the driver's own allocations
+        // (stream pools): what is measured then is the buffer's.
+        let probe = cuda(1, Order::Fcfs);
+        drop(cuda(4, Order::Fcfs));
+        probe.synchronize().unwrap();
+        let mem0 = probe.device_memory_in_use(0).unwrap();
+        let sched = cuda(4, Order::Fcfs);
+        let d = sched.alloc::<u32>(64 << 20).unwrap(); // 4 copies of 256 MiB
+        let during = probe.device_memory_in_use(0).unwrap();
+        assert!(during >= mem0 + (1 << 30), "{mem0} -> {during}");
+        // The scheduler first, then its buffer (as a struct that holds both in that
+        // order drops them): the memory still goes back.
+        drop(sched);
+        drop(d);
+        let after = probe.device_memory_in_use(0).unwrap();
+        assert_eq!(after, mem0, "device memory of a buffer dropped after its scheduler not returned");
     });
 }
 

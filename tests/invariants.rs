@@ -261,9 +261,9 @@ fn host_claims_match_a_brute_force_model() {
 #[test]
 fn stage_depth_two_respects_doubled_thresholds() {
     with_timeout(DEADLINE_S, || {
-        let base = Scheduler::builder().backend(timed(2)).gpus(2).streams(4).cpu_cores(4).build().unwrap();
-        let sched =
-            Scheduler::builder().backend(timed(2)).gpus(2).streams(4).cpu_cores(4).stage_depth(2).build().unwrap();
+        let paper = || Scheduler::builder().backend(timed(2)).gpus(2).streams(4).cpu_cores(4).paper_thresholds();
+        let base = paper().build().unwrap();
+        let sched = paper().stage_depth(2).build().unwrap();
         assert_eq!(base.thresholds(), Thresholds::paper(4, 4, 2, 2));
         assert_eq!(sched.thresholds(), Thresholds::paper(4, 4, 2, 2).with_depth(2));
         assert_eq!(sched.thresholds().local, [4, 2, 2, 2]);
@@ -288,6 +288,7 @@ fn shared_buses_respect_global_thresholds() {
             .streams(2)
             .buses(2)
             .cpu_cores(4)
+            .paper_thresholds()
             .build()
             .unwrap();
         assert_eq!(sched.buses(), 2);
@@ -310,7 +311,8 @@ fn buses_default_to_the_profile() {
     let profile = SimProfile::h100().with_gpus(4).with_buses(2);
     let sched = Scheduler::builder().backend(Backend::SimWith(profile)).gpus(4).build().unwrap();
     assert_eq!(sched.buses(), 2);
-    assert_eq!(sched.thresholds().global[Stage::Download.index()], 2);
+    // Depth 2 (three copy engines) on each of the two buses.
+    assert_eq!(sched.thresholds().global[Stage::Download.index()], 4);
 }
 
 #[test]
@@ -453,6 +455,8 @@ fn fake_report(records: Vec<CommandRecord>) -> Report {
         failures: vec![],
         moved: vec![],
         lost_gpus: vec![],
+        tuning: vec![],
+        adaptations: vec![],
     }
 }
 

@@ -86,6 +86,39 @@ pub struct GpuInfo {
     pub memory_bytes: u64,
     /// CPU cores local to the GPU, where the PCI topology says.
     pub local_cpus: Option<Vec<usize>>,
+    /// Streaming multiprocessors (`CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT`).
+    pub sm_count: u32,
+    /// Resident threads one SM holds at most.
+    pub max_threads_per_sm: u32,
+    /// Resident blocks one SM holds at most.
+    pub max_blocks_per_sm: u32,
+    /// Shared memory of one SM, bytes.
+    pub shared_bytes_per_sm: u32,
+}
+
+impl GpuInfo {
+    /// Blocks of `block_threads` threads and `shared_bytes` of dynamic shared memory
+    /// that one SM holds at once, by the device's limits alone (threads, blocks, shared
+    /// memory; registers are not known here). The CUDA backend asks the driver instead
+    /// (`cuOccupancyMaxActiveBlocksPerMultiprocessor`), which also counts registers; the
+    /// sim backend uses this.
+    ///
+    /// ```
+    /// use chariot::{Backend, Scheduler};
+    /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
+    /// let h100 = &s.gpu_info()[0];
+    /// assert_eq!(h100.blocks_per_sm(256, 0), 8);          // 2048 threads an SM
+    /// assert_eq!(h100.blocks_per_sm(32, 0), 32);          // 32 blocks an SM
+    /// assert_eq!(h100.blocks_per_sm(256, 64 << 10), 3);   // 228 KiB of shared memory
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    pub fn blocks_per_sm(&self, block_threads: u32, shared_bytes: u32) -> u32 {
+        // Threads are granted by whole warps.
+        let warps = block_threads.max(1).div_ceil(32) * 32;
+        let by_threads = self.max_threads_per_sm / warps;
+        let by_shared = self.shared_bytes_per_sm.checked_div(shared_bytes).unwrap_or(u32::MAX);
+        by_threads.min(by_shared).min(self.max_blocks_per_sm)
+    }
 }
 
 /// Start and end of a command, in nanoseconds since the scheduler started.
@@ -233,6 +266,40 @@ impl Machine {
         }
     }
 
+    /// The blocks of `kernel` that one full wave of each GPU holds with this block and
+    /// dynamic shared memory: SMs × resident blocks per SM (the driver's occupancy
+    /// calculator on CUDA, the device limits on sim). Asked once per shape and kept.
+    pub(crate) fn waves(
+        &self,
+        kernel: &crate::kernel::KernelInner,
+        block_threads: u32,
+        shared_bytes: u32,
+    ) -> Arc<[u32]> {
+        let key = (block_threads, shared_bytes);
+        if let Some((_, w)) = kernel.waves.lock().iter().find(|(k, _)| *k == key) {
+            return w.clone();
+        }
+        let waves: Arc<[u32]> = self
+            .gpus()
+            .iter()
+            .enumerate()
+            .map(|(g, info)| {
+                let by_limits = info.blocks_per_sm(block_threads, shared_bytes);
+                let per_sm = match (self, kernel.functions.get(g)) {
+                    // A refusal (a shape the kernel cannot launch with) fails at issue; the
+                    // limits' figure stands in until then.
+                    (Machine::Cuda(m), Some(f)) => {
+                        m.blocks_per_sm(g, f, block_threads, shared_bytes).unwrap_or(by_limits)
+                    }
+                    _ => by_limits,
+                };
+                info.sm_count.saturating_mul(per_sm)
+            })
+            .collect();
+        kernel.waves.lock().push((key, waves.clone()));
+        waves
+    }
+
     /// One dispatcher's handle on GPU `gpu`, with `streams` stream slots.
     pub(crate) fn open_gpu(
         &self,
@@ -246,6 +313,15 @@ impl Machine {
         match self {
             Machine::Cuda(m) => Ok(Gpu::Cuda(Box::new(m.open_gpu(gpu, streams, epoch, device_timing, nvtx)?))),
             Machine::Sim(m) => Ok(Gpu::Sim(m.open_gpu(gpu, streams, epoch, wake))),
+        }
+    }
+
+    /// The sim's modeled link and host rates (see `sim::Machine::rates`); `None` on CUDA,
+    /// where they must be measured.
+    pub(crate) fn modeled_rates(&self) -> Option<(crate::LinkRates, crate::LinkRates)> {
+        match self {
+            Machine::Cuda(_) => None,
+            Machine::Sim(m) => m.rates(m.gpus().len()),
         }
     }
 

@@ -13,6 +13,14 @@
 //! order on one GPU and stream; `running[k] <= L_k` here and C_k.global <= G_k on all
 //! GPUs; a command starts only when every stage running on this GPU may overlap it.
 //!
+//! Below the caps L_k, a stage may have a tighter limit of its own (issue 14): a copy
+//! stage its depth, the kernel stage a capacity in GPU-fills (the kernels in flight
+//! fill at most that many GPUs, each its grid over one wave). The online adaptation
+//! (`crate::stage::adaptation`) moves these limits from what each window of tasks
+//! measures. A slot takes a task from Q only when no other slot of the GPU holds one
+//! that has not started, so that tasks stay in Q, where the order rule and every GPU
+//! can still reach them, until a GPU can start them.
+//!
 //! When a turn makes no progress the dispatcher spins while GPU commands are in
 //! flight on a backend that must be polled (CUDA), and otherwise parks on its signal,
 //! which submits, executioners, simulated engines and other dispatchers ring.
@@ -23,9 +31,11 @@ use crate::backend::{Fault, Gpu, Reach, Span};
 use crate::builder::Config;
 use crate::callback::{CallInfo, CpuDone, CpuJob};
 use crate::error::TaskFailure;
+use crate::report::Adapted;
 use crate::report::{CommandRecord, DispatchStats, LostGpu, MovedTask};
 use crate::scheduler::Shared;
 use crate::signal::Signal;
+use crate::stage::adaptation::{Adaptation, Knob, Window};
 use crate::stage::queues::Grant;
 use crate::stage::{OverlapMatrix, Stage, Thresholds};
 use crate::task::command::{Command, CopyCmd, Direction};
@@ -35,6 +45,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// Tasks a measured window holds at least (more where more are in flight: a window
+/// spans a turnover of the pipeline).
+const MIN_WINDOW: usize = 8;
+
 /// How long an idle CUDA dispatcher spins before it parks.
 const SPIN_BEFORE_PARK: std::time::Duration = std::time::Duration::from_micros(200);
 
@@ -43,15 +57,73 @@ const SPIN_BEFORE_PARK: std::time::Duration = std::time::Duration::from_micros(2
 struct Busy {
     stage: Stage,
     dispatched_ns: u64,
+    /// The share of the GPU a kernel-stage command fills (0 for other stages).
+    fill: f64,
 }
 
 #[derive(Default)]
 struct Slot {
     task: Option<Box<Task>>,
     busy: Option<Busy>,
+    /// The task was taken from Q and has not dispatched a command here yet.
+    fresh: bool,
     /// The task's next command was in flight when the GPU was lost: it began, and may
     /// have written part of its output.
     interrupted: bool,
+}
+
+/// What a stage's selection found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pick {
+    /// This slot's next command may start now.
+    Go(usize),
+    /// A command is ready at the stage but waits for the stage's limit on this GPU.
+    Held,
+    /// No command can start at the stage (none ready, or the overlap matrix forbids).
+    Nothing,
+}
+
+/// One window's measurement for the adaptation (see `crate::stage::adaptation`).
+#[derive(Debug, Default)]
+struct Meter {
+    /// When the window began; `None` while the GPU has no task.
+    start_ns: Option<u64>,
+    /// The window ends once this many tasks have ended in it.
+    target: usize,
+    tasks: usize,
+    work: f64,
+    busy_ns: [u64; Stage::K],
+    busy_since: [Option<u64>; Stage::K],
+    blocked_ns: [u64; Stage::K],
+    blocked_since: [Option<u64>; Stage::K],
+    /// The next window follows an idle spell (the pipeline fills again): not judged.
+    skip: bool,
+}
+
+impl Meter {
+    /// Starts a window at `now` with `running` commands in flight per stage and
+    /// `held` stages waiting for their limit.
+    fn open(&mut self, now: u64, tasks_in_flight: usize, running: &[usize; Stage::K], held: &[bool; Stage::K]) {
+        *self = Meter {
+            start_ns: Some(now),
+            target: tasks_in_flight.max(MIN_WINDOW),
+            busy_since: std::array::from_fn(|k| (running[k] > 0).then_some(now)),
+            blocked_since: std::array::from_fn(|k| held[k].then_some(now)),
+            skip: self.skip,
+            ..Default::default()
+        };
+    }
+
+    /// The window up to `now`.
+    fn window(&self, now: u64) -> Window {
+        let open = |total: u64, since: Option<u64>| total + since.map_or(0, |t| now.saturating_sub(t));
+        Window {
+            ns: now.saturating_sub(self.start_ns.unwrap_or(now)),
+            work: self.work,
+            busy_ns: std::array::from_fn(|k| open(self.busy_ns[k], self.busy_since[k])),
+            blocked_ns: std::array::from_fn(|k| open(self.blocked_ns[k], self.blocked_since[k])),
+        }
+    }
 }
 
 pub(crate) struct Dispatcher {
@@ -64,6 +136,18 @@ pub(crate) struct Dispatcher {
     slots: Vec<Slot>,
     /// C_k.local: commands of stage k in flight on this GPU.
     running: [usize; Stage::K],
+    /// Per stage: commands it may hold on this GPU (at most L_k): the copy stages'
+    /// depth; L_k for the others.
+    limit: [usize; Stage::K],
+    /// The kernel stage's capacity in GPU-fills, where kernels are admitted by fill.
+    kernel_fills: Option<f64>,
+    /// Σ fill of the kernel-stage commands in flight.
+    load: f64,
+    /// Per stage: whether a ready command waits for the stage's limit.
+    held: [bool; Stage::K],
+    /// The adaptation of the limits, and its measurement.
+    adaptation: Option<Adaptation>,
+    meter: Meter,
     /// Whether this GPU is in P_k.
     queued: [bool; Stage::K],
     /// W_k: the slot that last dispatched at stage k.
@@ -90,6 +174,24 @@ impl Dispatcher {
     ) -> Self {
         let (cpu_done_tx, cpu_done) = crossbeam_channel::unbounded();
         let s = config.streams;
+        let t = &config.tuning;
+        let caps = config.thresholds.local;
+        let mut limit = caps;
+        for stage in [Stage::Download, Stage::Readback] {
+            limit[stage.index()] = t.copy_limit.min(caps[stage.index()]);
+        }
+        let adaptation = t.adapt.then(|| {
+            let mut knobs = [None; Stage::K];
+            for stage in [Stage::Download, Stage::Readback].into_iter().filter(|s| t.adaptive[s.index()]) {
+                let (v, cap) = (limit[stage.index()] as f64, caps[stage.index()] as f64);
+                knobs[stage.index()] = Some(Knob { value: v, min: v, max: cap.max(v), times: 1.0, plus: 1.0 });
+            }
+            if let Some(f) = t.kernel_fills.filter(|_| t.adaptive[Stage::Kernel.index()]) {
+                let max = (caps[Stage::Kernel.index()] as f64).max(f);
+                knobs[Stage::Kernel.index()] = Some(Knob { value: f, min: f, max, times: 2.0, plus: 0.0 });
+            }
+            Adaptation::new(knobs)
+        });
         Dispatcher {
             gpu,
             device,
@@ -99,6 +201,12 @@ impl Dispatcher {
             shared,
             slots: (0..s).map(|_| Slot::default()).collect(),
             running: [0; Stage::K],
+            limit,
+            kernel_fills: t.kernel_fills,
+            load: 0.0,
+            held: [false; Stage::K],
+            adaptation: adaptation.filter(|a| a.active()),
+            meter: Meter::default(),
             queued: [false; Stage::K],
             active: [s - 1; Stage::K],
             gpu_busy: 0,
@@ -171,6 +279,16 @@ impl Dispatcher {
                 // Stats reach the shared copy when a task ends (see `complete`) and here,
                 // before parking, never on a spinning turn: no lock while polling.
                 self.flush_stats();
+                if self.idle() && self.meter.start_ns.is_some() {
+                    // An idle GPU measures nothing: the window is dropped, a trial under
+                    // way is void (the next work may differ), and the next window (the
+                    // pipeline filling again) is not judged.
+                    self.meter.start_ns = None;
+                    self.meter.skip = true;
+                    if let Some(change) = self.adaptation.as_mut().and_then(|a| a.interrupt()) {
+                        self.apply(&[change]);
+                    }
+                }
                 if self.device.spins() {
                     // A CUDA dispatcher owns its core: stay hot a little before parking.
                     self.signal.spin_then_park(seen, SPIN_BEFORE_PARK);
@@ -231,6 +349,15 @@ impl Dispatcher {
         if k.on_gpu() {
             self.gpu_busy -= 1;
         }
+        if k == Stage::Kernel {
+            self.load = if self.running[k.index()] == 0 { 0.0 } else { (self.load - busy.fill).max(0.0) };
+        }
+        if self.running[k.index()] == 0 {
+            if let Some(since) = self.meter.busy_since[k.index()].take() {
+                let end = result.as_ref().map_or_else(|_| self.now_ns(), |s| s.end_ns);
+                self.meter.busy_ns[k.index()] += end.saturating_sub(since);
+            }
+        }
         if self.shared.queues.release(k) {
             // Other GPUs wait in P_k for the slot just given back.
             for (g, s) in self.shared.signals.iter().enumerate() {
@@ -264,10 +391,12 @@ impl Dispatcher {
                 task.next += 1;
                 if task.next == task.commands.len() {
                     let task = self.slots[j].task.take().expect("checked above");
+                    let granularity = task.granularity;
                     // Counts reach the shared stats before the task counts as ended, so
                     // `synchronize` never misses them.
                     self.flush_stats();
                     self.shared.end_task(task, None);
+                    self.task_ended(granularity);
                 }
             }
             Err(fault) => {
@@ -284,6 +413,7 @@ impl Dispatcher {
     }
 
     fn fail_task(&mut self, j: usize, command: usize, stage: Stage, message: String) {
+        self.slots[j].fresh = false;
         if let Some(task) = self.slots[j].task.take() {
             let failure = TaskFailure { task: task.id, command, stage, gpu: self.gpu, stream: j, message };
             self.flush_stats();
@@ -291,46 +421,126 @@ impl Dispatcher {
         }
     }
 
-    /// Task assignment (Algorithm 2, lines 4-8): idle slots take tasks from Q.
+    /// Task assignment (Algorithm 2, lines 4-8): an idle slot takes a task from Q, one
+    /// at a time: not while another slot's task has yet to start (it waits for its
+    /// first stage, and so would this one).
     fn assign(&mut self) -> bool {
-        let mut progress = false;
-        if self.lost.is_some() {
+        if self.lost.is_some() || self.slots.iter().any(|s| s.fresh) {
             return false;
         }
-        for slot in &mut self.slots {
-            if slot.task.is_none() && slot.busy.is_none() {
-                match self.shared.buffer.pop() {
-                    Some(task) => {
-                        slot.task = Some(task);
-                        progress = true;
-                    }
-                    None => break,
-                }
-            }
+        let Some(j) = self.slots.iter().position(|s| s.task.is_none() && s.busy.is_none()) else { return false };
+        let Some(task) = self.shared.buffer.pop() else { return false };
+        self.slots[j].task = Some(task);
+        self.slots[j].fresh = true;
+        if self.meter.start_ns.is_none() && self.adaptation.is_some() {
+            let tasks = self.slots.iter().filter(|s| s.task.is_some()).count();
+            self.meter.open(self.now_ns(), tasks, &self.running, &self.held);
         }
-        progress
+        true
     }
 
-    /// Algorithm 2 with pop = false: the slot whose next command is at `stage` and may
-    /// start now, searched cyclically after W_k.
-    fn select(&self, stage: Stage) -> Option<usize> {
+    /// Whether stage `stage` may start slot `j`'s next command now on this GPU: below
+    /// L_k, below the copy stages' depth, and, for kernels admitted by fill, within the
+    /// kernel stage's capacity (a kernel alone always fits).
+    fn room(&self, stage: Stage, j: usize) -> bool {
         let k = stage.index();
-        if !self.thresholds.local_allows(stage, self.running[k]) || !self.matrix.can_overlap(stage, &self.running) {
-            return None;
+        if !self.thresholds.local_allows(stage, self.running[k]) || self.running[k] >= self.limit[k] {
+            return false;
+        }
+        match (stage, self.kernel_fills) {
+            (Stage::Kernel, Some(cap)) if self.running[k] > 0 => {
+                let fill = self.slots[j].task.as_ref().map_or(1.0, |t| t.commands[t.next].fill(self.gpu));
+                self.load + fill <= cap + 1e-9
+            }
+            _ => true,
+        }
+    }
+
+    /// Algorithm 2 with pop = false: the slot whose next command is at `stage`, searched
+    /// cyclically after W_k, and whether it may start now.
+    fn select(&self, stage: Stage) -> Pick {
+        let k = stage.index();
+        if !self.matrix.can_overlap(stage, &self.running) {
+            return Pick::Nothing;
         }
         let s = self.slots.len();
-        (1..=s).map(|i| (self.active[k] + i) % s).find(|&j| {
+        let ready = (1..=s).map(|i| (self.active[k] + i) % s).find(|&j| {
             let slot = &self.slots[j];
             slot.busy.is_none()
                 && slot.task.as_ref().is_some_and(|t| t.commands.get(t.next).is_some_and(|c| c.stage() == stage))
-        })
+        });
+        match ready {
+            None => Pick::Nothing,
+            Some(j) if self.room(stage, j) => Pick::Go(j),
+            Some(_) => Pick::Held,
+        }
+    }
+
+    /// Notes whether a ready command of `stage` waits for the stage's limit, for the
+    /// adaptation's measure (the clock is read only when that changes).
+    fn note_held(&mut self, stage: Stage, held: bool) {
+        let k = stage.index();
+        if self.held[k] == held {
+            return;
+        }
+        self.held[k] = held;
+        if self.meter.start_ns.is_none() {
+            return;
+        }
+        let now = self.now_ns();
+        if held {
+            self.meter.blocked_since[k] = Some(now);
+        } else if let Some(since) = self.meter.blocked_since[k].take() {
+            self.meter.blocked_ns[k] += now.saturating_sub(since);
+        }
+    }
+
+    /// A task ended on this GPU: counts it in the window, and at the window's end lets
+    /// the adaptation judge it and applies what it changes.
+    fn task_ended(&mut self, granularity: u64) {
+        if self.adaptation.is_none() || self.meter.start_ns.is_none() {
+            return;
+        }
+        self.meter.tasks += 1;
+        self.meter.work += granularity as f64;
+        if self.meter.tasks < self.meter.target {
+            return;
+        }
+        let now = self.now_ns();
+        let window = self.meter.window(now);
+        let skip = std::mem::take(&mut self.meter.skip);
+        let changes = match self.adaptation.as_mut() {
+            Some(a) if !skip => a.end_window(&window),
+            _ => Vec::new(),
+        };
+        self.apply(&changes);
+        let tasks = self.slots.iter().filter(|s| s.task.is_some()).count();
+        self.meter.open(now, tasks, &self.running, &self.held);
+    }
+
+    /// Puts the adaptation's changes in force and logs them for the report.
+    fn apply(&mut self, changes: &[crate::stage::adaptation::Change]) {
+        for c in changes {
+            match c.stage {
+                Stage::Kernel => {
+                    self.kernel_fills = Some(c.in_force());
+                    self.shared.kernel_fills_now.lock()[self.gpu] = self.kernel_fills;
+                }
+                stage => self.limit[stage.index()] = (c.in_force().round() as usize).max(1),
+            }
+        }
+        if !changes.is_empty() {
+            let mut log = self.shared.adaptations.lock();
+            log.extend(changes.iter().map(|&change| Adapted::new(self.gpu, change)));
+        }
     }
 
     /// Steps 1-3 of §5.4 for one stage.
     fn try_stage(&mut self, stage: Stage) -> bool {
         let k = stage.index();
-        let candidate = if self.lost.is_some() { None } else { self.select(stage) };
-        let Some(j) = candidate else {
+        let pick = if self.lost.is_some() { Pick::Nothing } else { self.select(stage) };
+        self.note_held(stage, pick == Pick::Held);
+        let Pick::Go(j) = pick else {
             if self.queued[k] {
                 if let Some(g) = self.shared.queues.withdraw(stage, self.gpu, &mut self.queued[k]) {
                     self.shared.signals[g].notify();
@@ -363,9 +573,18 @@ impl Dispatcher {
     fn dispatch(&mut self, j: usize, stage: Stage) -> u64 {
         let k = stage.index();
         let dispatched_ns = self.now_ns();
+        if self.running[k] == 0 && self.meter.start_ns.is_some() {
+            self.meter.busy_since[k] = Some(dispatched_ns);
+        }
         self.running[k] += 1;
         self.active[k] = j;
-        self.slots[j].busy = Some(Busy { stage, dispatched_ns });
+        let fill = match self.slots[j].task.as_ref() {
+            Some(t) if stage == Stage::Kernel => t.commands[t.next].fill(self.gpu),
+            _ => 0.0,
+        };
+        self.load += fill;
+        self.slots[j].fresh = false;
+        self.slots[j].busy = Some(Busy { stage, dispatched_ns, fill });
         let task = self.slots[j].task.as_mut().expect("selected slots hold a task");
         let info = CallInfo { task: task.id, gpu: self.gpu, stream: j };
         let index = task.next;
@@ -417,6 +636,7 @@ impl Dispatcher {
         self.device.quiesce();
         self.flush_stats();
         for j in 0..self.slots.len() {
+            self.slots[j].fresh = false;
             let interrupted = std::mem::take(&mut self.slots[j].interrupted);
             let Some(mut task) = self.slots[j].task.take() else { continue };
             match restart_point(&task, interrupted) {
@@ -450,6 +670,7 @@ impl Dispatcher {
             if let Some(busy) = self.slots[j].busy.take() {
                 self.shared.queues.release(busy.stage);
             }
+            self.slots[j].fresh = false;
             if let Some(task) = self.slots[j].task.take() {
                 let failure = failure_at_next(&task, self.gpu, j, message.to_string());
                 self.shared.end_task(task, Some(failure));

@@ -5,7 +5,8 @@
 //! Lifetime: commands hold an `Arc` of the buffer, so the physical memory outlives
 //! every queued command that names it. When the last reference goes, the physical
 //! buffers move to the graveyard and return to the driver at the next
-//! `synchronize` or at shutdown, never on the dispatch path.
+//! `synchronize` or at shutdown, never on the dispatch path. A buffer that outlives
+//! its scheduler's shutdown returns its memory when it drops (nothing runs then).
 
 use super::Element;
 use parking_lot::Mutex;
@@ -24,8 +25,50 @@ pub(crate) enum PhysBuf {
     Sim(Arc<crate::backend::sim::SimMemory>),
 }
 
-/// Physical buffers whose virtual buffer is gone, waiting to be freed.
-pub(crate) type Graveyard = Arc<Mutex<Vec<PhysBuf>>>;
+/// Physical buffers whose virtual buffer is gone, waiting to be freed; after the
+/// scheduler's shutdown (`close`), buffers are freed as they come.
+#[derive(Debug)]
+pub(crate) struct Graveyard {
+    buried: Mutex<Vec<PhysBuf>>,
+    closed: std::sync::atomic::AtomicBool,
+    machine: Arc<crate::backend::Machine>,
+}
+
+impl Graveyard {
+    pub(crate) fn new(machine: Arc<crate::backend::Machine>) -> Arc<Self> {
+        Arc::new(Graveyard { buried: Mutex::new(Vec::new()), closed: Default::default(), machine })
+    }
+
+    /// Takes `bufs` in, or frees them at once after `close`.
+    fn bury(&self, bufs: &mut Vec<PhysBuf>) {
+        let mut buried = self.buried.lock();
+        if self.closed.load(Ordering::SeqCst) {
+            drop(buried);
+            self.machine.free_device(std::mem::take(bufs));
+        } else {
+            buried.append(bufs);
+        }
+    }
+
+    /// Returns what is buried to the driver. Only called when no command runs; the
+    /// lock is not held while the driver frees (a buffer dropped on another thread
+    /// meanwhile waits for nothing).
+    pub(crate) fn free_buried(&self) {
+        let bufs = std::mem::take(&mut *self.buried.lock());
+        self.machine.free_device(bufs);
+    }
+
+    /// The scheduler has shut down: frees what is buried, and from now on every buffer
+    /// as it drops.
+    pub(crate) fn close(&self) {
+        let bufs = {
+            let mut buried = self.buried.lock();
+            self.closed.store(true, Ordering::SeqCst);
+            std::mem::take(&mut *buried)
+        };
+        self.machine.free_device(bufs);
+    }
+}
 
 /// What commands share: the physical buffers and their shape.
 #[derive(Debug)]
@@ -36,11 +79,11 @@ pub(crate) struct DeviceBufferInner {
     /// Stream slots per GPU: physical buffer of (gpu, slot) is `phys[gpu * slots + slot]`.
     pub(crate) slots: usize,
     pub(crate) phys: Vec<PhysBuf>,
-    graveyard: Graveyard,
+    graveyard: Arc<Graveyard>,
 }
 
 impl DeviceBufferInner {
-    pub(crate) fn new(sched_id: u64, slots: usize, phys: Vec<PhysBuf>, graveyard: Graveyard) -> Self {
+    pub(crate) fn new(sched_id: u64, slots: usize, phys: Vec<PhysBuf>, graveyard: Arc<Graveyard>) -> Self {
         DeviceBufferInner { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), sched_id, slots, phys, graveyard }
     }
 
@@ -52,7 +95,7 @@ impl DeviceBufferInner {
 
 impl Drop for DeviceBufferInner {
     fn drop(&mut self) {
-        self.graveyard.lock().append(&mut self.phys);
+        self.graveyard.bury(&mut self.phys);
     }
 }
 

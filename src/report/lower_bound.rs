@@ -122,9 +122,125 @@ impl LinkRates {
     pub(crate) fn positive(&self) -> bool {
         self.up > 0.0 && self.down > 0.0 && self.both > 0.0
     }
+
+    /// The larger of each rate here and in `other`: probed rates raised to what a run
+    /// achieved (see [`LinkRates::observed`]), so that a bound taking them is one that
+    /// run cannot beat.
+    ///
+    /// ```
+    /// use chariot::LinkRates;
+    /// let probe = LinkRates { up: 50.0, down: 55.0, both: 90.0 };
+    /// let run = LinkRates { up: 52.0, down: 54.0, both: 0.0 };
+    /// assert_eq!(probe.at_least(run), LinkRates { up: 52.0, down: 55.0, both: 90.0 });
+    /// ```
+    pub fn at_least(self, other: LinkRates) -> LinkRates {
+        LinkRates { up: self.up.max(other.up), down: self.down.max(other.down), both: self.both.max(other.both) }
+    }
+
+    /// The fastest rates a run's copies sustained on one GPU's link: each direction, and
+    /// both together, the most bytes moved in any window of the run (each copy's bytes
+    /// spread evenly over its span), over the window's length. The window is four times
+    /// the median copy (at least 100 µs): long enough that a span observed a few
+    /// microseconds short or late (the dispatcher sees completions, not the engine's
+    /// clock) changes the rate by a few per mille only, short enough to catch a burst.
+    /// A bound that takes `probed.at_least(observed)` thus holds for the run: no run
+    /// moves more in a window than it moved.
+    ///
+    /// ```
+    /// use chariot::{CommandRecord, LinkRates, Stage, TaskId};
+    /// let copy = |stage, start_ns, end_ns, bytes| CommandRecord {
+    ///     task: TaskId(0), granularity: 1, command: 0, stage, gpu: 0, stream: 0,
+    ///     dispatched_ns: start_ns, start_ns, end_ns, bytes, failed: false,
+    /// };
+    /// // Uploads at 50 bytes/ns back to back, readbacks at 40 beside them.
+    /// let mut records = Vec::new();
+    /// for i in 0..8u64 {
+    ///     records.push(copy(Stage::Download, i * 100_000, (i + 1) * 100_000, 5_000_000));
+    ///     records.push(copy(Stage::Readback, i * 100_000, (i + 1) * 100_000, 4_000_000));
+    /// }
+    /// let r = LinkRates::observed(&records);
+    /// assert!((r.up - 50.0).abs() < 1e-9 && (r.down - 40.0).abs() < 1e-9 && (r.both - 90.0).abs() < 1e-9);
+    /// ```
+    pub fn observed(records: &[CommandRecord]) -> LinkRates {
+        let mut gpus: Vec<u16> = copies(records).map(|r| r.gpu).collect();
+        gpus.sort_unstable();
+        gpus.dedup();
+        let window = window_ns(records);
+        gpus.into_iter().map(|g| windowed(records, Some(g), window)).fold(
+            LinkRates { up: 0.0, down: 0.0, both: 0.0 },
+            |a, b| LinkRates { up: a.up.max(b.up), down: a.down.max(b.down), both: a.both.max(b.both) },
+        )
+    }
+
+    /// The same for the copies of all GPUs together: what the host carried at most in
+    /// any window, each direction and both. `probed_host.at_least(observed_host)` gives
+    /// host rates that a bound for the run may take.
+    ///
+    /// ```
+    /// use chariot::{CommandRecord, LinkRates, Stage, TaskId};
+    /// let copy = |gpu, start_ns, end_ns, bytes| CommandRecord {
+    ///     task: TaskId(0), granularity: 1, command: 0, stage: Stage::Download, gpu, stream: 0,
+    ///     dispatched_ns: start_ns, start_ns, end_ns, bytes, failed: false,
+    /// };
+    /// // Two GPUs uploading at 50 and 40 bytes/ns at the same time.
+    /// let records: Vec<_> = (0..8u64)
+    ///     .flat_map(|i| [copy(0, i * 100_000, (i + 1) * 100_000, 5_000_000), copy(1, i * 100_000, (i + 1) * 100_000, 4_000_000)])
+    ///     .collect();
+    /// let r = LinkRates::observed_host(&records);
+    /// assert!((r.up - 90.0).abs() < 1e-9 && r.down == 0.0);
+    /// ```
+    pub fn observed_host(records: &[CommandRecord]) -> LinkRates {
+        windowed(records, None, window_ns(records))
+    }
+}
+
+/// The copies of `records` that moved bytes over a span of time.
+fn copies(records: &[CommandRecord]) -> impl Iterator<Item = &CommandRecord> {
+    records.iter().filter(|r| r.bytes > 0 && !r.failed && r.end_ns > r.start_ns)
+}
+
+/// The window of [`LinkRates::observed`]: four median copies, at least 100 µs.
+fn window_ns(records: &[CommandRecord]) -> u64 {
+    let mut spans: Vec<u64> = copies(records).map(|r| r.duration_ns()).collect();
+    spans.sort_unstable();
+    spans.get(spans.len() / 2).map_or(100_000, |&m| (4 * m).max(100_000))
+}
+
+/// The most bytes per ns the copies of `gpu` (all GPUs for `None`) moved in any window
+/// of `window` ns, each copy's bytes spread evenly over its span: uploads, readbacks,
+/// and both together. Windows start at each copy's start and end at each copy's end,
+/// where the sums change slope; a run shorter than a window is one window.
+fn windowed(records: &[CommandRecord], gpu: Option<u16>, window: u64) -> LinkRates {
+    let mine: Vec<&CommandRecord> = copies(records).filter(|r| gpu.is_none_or(|g| r.gpu == g)).collect();
+    let (Some(first), Some(last)) = (mine.iter().map(|r| r.start_ns).min(), mine.iter().map(|r| r.end_ns).max()) else {
+        return LinkRates { up: 0.0, down: 0.0, both: 0.0 };
+    };
+    let window = window.min(last - first).max(1);
+    let starts = mine.iter().map(|r| r.start_ns).chain(mine.iter().map(|r| r.end_ns.saturating_sub(window)));
+    let mut most = LinkRates { up: 0.0, down: 0.0, both: 0.0 };
+    for t in starts.map(|t| t.clamp(first, last - window)) {
+        let (mut up, mut down) = (0.0, 0.0);
+        for r in &mine {
+            let overlap = r.end_ns.min(t + window).saturating_sub(r.start_ns.max(t));
+            let bytes = r.bytes as f64 * overlap as f64 / r.duration_ns() as f64;
+            match r.stage {
+                Stage::Download => up += bytes,
+                _ => down += bytes,
+            }
+        }
+        let w = window as f64;
+        most.up = most.up.max(up / w);
+        most.down = most.down.max(down / w);
+        most.both = most.both.max((up + down) / w);
+    }
+    most
 }
 
 /// One task's work for [`HardwareBound`]: bytes each way and kernel time alone.
+///
+/// `kernel_ns` is the kernel's time on a whole GPU. Where kernels of one GPU can run
+/// side by side (a kernel that fills only part of the SMs), give its time alone times
+/// the share of the SMs it keeps busy: the bound adds the kernels of one GPU up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct TaskWork {
     /// Bytes downloaded.
@@ -468,10 +584,14 @@ mod test {
                 .readback(&output, r, &d_out, 0)
                 .submit()
                 .unwrap();
-            // The sim charges n·b·iters ns, truncated, as `shift_kernel_costing` does.
+            // The sim charges n·b·iters ns, truncated, as `shift_kernel_costing` does,
+            // on the share of the SMs its grid fills (kernels of small chunks run side by
+            // side): the bound takes its SM-time.
+            let wave = sched.gpu_info()[0].sm_count as f64 * sched.gpu_info()[0].blocks_per_sm(demo::BLOCK, 0) as f64;
+            let share = ((n as u32).div_ceil(demo::BLOCK) as f64 / wave).min(1.0);
             work.push(TaskWork {
                 up_bytes: 4 * n as u64,
-                kernel_ns: (n as f64 * b * iters as f64) as u64,
+                kernel_ns: (n as f64 * b * iters as f64 * share) as u64,
                 down_bytes: 4 * n as u64,
             });
         }

@@ -2,9 +2,13 @@
 //! makespan T, busy time per stage and GPU, tasks per GPU, the paper's lower bound
 //! T_LB and the overhead ε = T/T_LB − 1, and the dispatcher's own host cost.
 
+mod adapted;
 mod lower_bound;
 mod replay;
 mod trace;
+
+pub use adapted::Adapted;
+pub(crate) use adapted::{kernel_lines, KernelUse};
 
 pub use lower_bound::{HardwareBound, LinkRates, LowerBound, TaskWork};
 pub use replay::zero_overhead_makespan;
@@ -146,6 +150,11 @@ pub struct Report {
     /// GPUs lost during the batch. They stay out of the rotation for the scheduler's
     /// life (see [`Scheduler::live_gpus`](crate::Scheduler::live_gpus)).
     pub lost_gpus: Vec<LostGpu>,
+    /// What `build` chose and why, one line per choice (see [`Tuning`](crate::Tuning)),
+    /// then one line per kernel launched so far: how many run at once, from its fill.
+    pub tuning: Vec<String>,
+    /// The changes the online adaptation made to the stage limits in this batch.
+    pub adaptations: Vec<Adapted>,
 }
 
 /// Union length of `[start, end)` intervals.
@@ -166,6 +175,7 @@ pub(crate) fn union_ns(mut spans: Vec<(u64, u64)>) -> u64 {
 }
 
 impl Report {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn build(
         backend: &str,
         gpus: Vec<String>,
@@ -174,6 +184,8 @@ impl Report {
         records: Vec<CommandRecord>,
         dispatch: DispatchStats,
         outcome: crate::scheduler::Outcome,
+        tuning: Vec<String>,
+        adaptations: Vec<Adapted>,
     ) -> Report {
         let d = gpus.len();
         let start_ns = records.iter().map(|r| r.start_ns).min().unwrap_or(0);
@@ -218,6 +230,8 @@ impl Report {
             failures: outcome.failures,
             moved: outcome.moved,
             lost_gpus: outcome.lost_gpus,
+            tuning,
+            adaptations,
         }
     }
 
@@ -275,6 +289,12 @@ impl std::fmt::Display for Report {
             self.dispatch.driver_ns_per_command() / 1e3,
             self.dispatch.polls
         )?;
+        for line in &self.tuning {
+            write!(f, "\nchosen: {line}")?;
+        }
+        for a in &self.adaptations {
+            write!(f, "\nadapted: {a}")?;
+        }
         for l in &self.lost_gpus {
             write!(f, "\nGPU {} lost at {:.3} ms: {}", l.gpu, l.at_ns as f64 / 1e6, l.message)?;
         }

@@ -2,12 +2,15 @@
 //! which stages may overlap on one GPU ([`OverlapMatrix`]), how many commands a stage
 //! may run at once ([`Thresholds`]), and the shared per-stage request queues P_k.
 
+pub(crate) mod adaptation;
 mod overlap;
 pub(crate) mod queues;
 mod thresholds;
+pub(crate) mod tuning;
 
 pub use overlap::OverlapMatrix;
 pub use thresholds::Thresholds;
+pub use tuning::{Choice, Tuning};
 
 use serde::Serialize;
 

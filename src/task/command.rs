@@ -46,6 +46,21 @@ pub(crate) struct LaunchCmd {
     /// Shared, so that a simulated engine holds them without a copy and a task moved
     /// to another GPU launches with them again.
     pub(crate) args: Arc<[ArgValue]>,
+    /// Per GPU: the blocks one full wave holds for this launch's shape (see
+    /// `Machine::waves`), for [`LaunchCmd::fill`].
+    pub(crate) waves: Arc<[u32]>,
+}
+
+impl LaunchCmd {
+    /// The share of GPU `gpu`'s SMs this launch occupies while it runs alone: its blocks
+    /// over one full wave, at most 1 (a launch of several waves fills the GPU).
+    pub(crate) fn fill(&self, gpu: usize) -> f64 {
+        let blocks = self.shape.grid.count() as f64;
+        match self.waves.get(gpu) {
+            Some(&w) if w > 0 => (blocks / w as f64).min(1.0),
+            _ => 1.0,
+        }
+    }
 }
 
 /// One command of a task. Callbacks are `Option`s: taken when they run.
@@ -65,6 +80,15 @@ impl Command {
                 Direction::Download => Stage::Download,
                 Direction::Readback => Stage::Readback,
             },
+        }
+    }
+
+    /// The share of GPU `gpu`'s SMs the command occupies (kernel stage): a launch's
+    /// [`LaunchCmd::fill`]; a GPU callback's library work is taken to fill the GPU.
+    pub(crate) fn fill(&self, gpu: usize) -> f64 {
+        match self {
+            Command::Launch(l) => l.fill(gpu),
+            _ => 1.0,
         }
     }
 

@@ -308,9 +308,12 @@ impl<'s> TaskBuilder<'s> {
         args: &[Arg],
     ) -> Self {
         let shape = LaunchShape { grid: grid.into(), block: block.into(), shared_bytes };
-        let built = self
-            .check_launch(kernel, shape, args)
-            .map(|args| (Command::Launch(LaunchCmd { kernel: kernel.inner.clone(), shape, args: args.into() }), None));
+        let built = self.check_launch(kernel, shape, args).map(|args| {
+            let threads = shape.block.count() as u32; // at most 1024: checked above
+            let waves = self.sched.machine().waves(&kernel.inner, threads, shape.shared_bytes);
+            self.sched.note_launch(&kernel.inner.def.name, shape.grid.count(), waves.first().copied().unwrap_or(0));
+            (Command::Launch(LaunchCmd { kernel: kernel.inner.clone(), shape, args: args.into(), waves }), None)
+        });
         self.push(built)
     }
 

@@ -104,6 +104,8 @@ pub(crate) fn load_kernel(dev: sys::CUdevice, kernel: &Kernel) -> Result<(sys::C
 pub(crate) struct Timing {
     pub(crate) setup_ns: u64,
     pub(crate) wall_ns: u64,
+    /// When the run's last result arrived (before anything is torn down).
+    pub(crate) ended: Option<Instant>,
 }
 
 /// Why a baseline run failed.
@@ -323,7 +325,9 @@ impl Rig {
             }
         }
         self.sync_all()?;
-        timing.wall_ns = t0.elapsed().as_nanos() as u64;
+        let ended = Instant::now();
+        timing.wall_ns = (ended - t0).as_nanos() as u64;
+        timing.ended = Some(ended);
         Ok(timing)
     }
 }
@@ -368,7 +372,7 @@ pub(crate) fn shift<E: From<Failure>>(
     }
     let (mut rig, first) = warmed?;
     let second = rig.run(kind, chunks, input, output, iters).map_err(Failure::Cuda)?;
-    Ok(Timing { setup_ns: first.setup_ns, wall_ns: second.wall_ns })
+    Ok(Timing { setup_ns: first.setup_ns, wall_ns: second.wall_ns, ended: second.ended })
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use std::sync::{Arc, OnceLock};
 /// adds its function here. Left out on purpose, so that older drivers still run the
 /// rest: `cuEventElapsedTime_v2` (CUDA 12.8; only `device_timing` uses it) and the
 /// graph and capture functions of the hand-written baselines.
-const DRIVER_FUNCTIONS: [&str; 34] = [
+const DRIVER_FUNCTIONS: [&str; 35] = [
     "cuInit",
     "cuDeviceGetCount",
     "cuDeviceGet",
@@ -50,6 +50,7 @@ const DRIVER_FUNCTIONS: [&str; 34] = [
     "cuModuleGetFunction",
     "cuModuleUnload",
     "cuLaunchKernel",
+    "cuOccupancyMaxActiveBlocksPerMultiprocessor",
     "cuStreamCreate",
     "cuStreamDestroy_v2",
     "cuStreamSynchronize",
@@ -193,6 +194,14 @@ impl Machine {
                 attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).map_err(driver("cuDeviceGetAttribute"))?;
             let minor =
                 attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).map_err(driver("cuDeviceGetAttribute"))?;
+            let per_sm = [
+                CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+                CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR,
+                CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+            ]
+            .map(|a| attr(dev, a).map(|v| v.max(1) as u32));
+            let [sm_count, max_threads_per_sm, max_blocks_per_sm, shared_bytes_per_sm] = per_sm;
             let name = result::device::get_name(dev).map_err(|e| driver("cuDeviceGetName")(describe(e)))?;
             // SAFETY: `dev` is valid.
             let memory =
@@ -215,6 +224,10 @@ impl Machine {
                 concurrent_kernels: concurrent != 0,
                 arch: format!("sm_{major}{minor}"),
                 memory_bytes: memory as u64,
+                sm_count: sm_count.map_err(driver("cuDeviceGetAttribute"))?,
+                max_threads_per_sm: max_threads_per_sm.map_err(driver("cuDeviceGetAttribute"))?,
+                max_blocks_per_sm: max_blocks_per_sm.map_err(driver("cuDeviceGetAttribute"))?,
+                shared_bytes_per_sm: shared_bytes_per_sm.map_err(driver("cuDeviceGetAttribute"))?,
             });
             contexts.push(context);
         }
@@ -309,6 +322,28 @@ impl Machine {
             let _ = unsafe { result::free_host(p as *mut std::ffi::c_void) };
         });
         Ok(HostAlloc::pinned(ptr, bytes, free))
+    }
+
+    /// Blocks of `function` (loaded on GPU `gpu`) that one SM holds at once with
+    /// `block_threads` threads and `shared_bytes` of dynamic shared memory, by the
+    /// driver's occupancy calculator (registers, shared memory, threads, blocks).
+    pub(crate) fn blocks_per_sm(
+        &self,
+        gpu: usize,
+        function: &Function,
+        block_threads: u32,
+        shared_bytes: u32,
+    ) -> Result<u32, String> {
+        let ctx = self.contexts.get(gpu).ok_or_else(|| format!("no GPU {gpu}"))?;
+        ctx.bind()?;
+        let threads = i32::try_from(block_threads).map_err(|_| format!("{block_threads} threads a block"))?;
+        // SAFETY: `function` was loaded in this GPU's context, which is current; the
+        // call only reads the function's attributes.
+        let n = unsafe {
+            result::occupancy::max_active_block_per_multiprocessor(function.func, threads, shared_bytes as usize)
+        }
+        .map_err(|e| failed("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))?;
+        Ok(n.max(0) as u32)
     }
 
     /// Compiles `kernel` for each architecture present and loads it on every GPU.

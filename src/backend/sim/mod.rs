@@ -11,6 +11,7 @@
 //! can count fails its task.
 
 mod clock;
+mod compute;
 mod faults;
 mod link;
 mod profile;
@@ -24,6 +25,7 @@ use crate::kernel::{ArgValue, KernelInner, LaunchShape, ScalarArgs, TwinArgs};
 use crate::memory::{DeviceBufferInner, HostShared, PhysBuf};
 use crate::signal::Signal;
 use crate::task::command::{Command, CopyCmd, Direction};
+use compute::Sms;
 use crossbeam_channel::{Receiver, Sender};
 use link::{Dir, Links};
 use parking_lot::Mutex;
@@ -79,6 +81,10 @@ impl Machine {
                 arch: "sim".into(),
                 memory_bytes: profile.memory_bytes,
                 local_cpus: None,
+                sm_count: profile.sm_count,
+                max_threads_per_sm: 2048,
+                max_blocks_per_sm: 32,
+                shared_bytes_per_sm: 228 << 10,
             })
             .collect::<Vec<_>>();
         let in_use = gpus.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
@@ -119,6 +125,35 @@ impl Machine {
         Ok(PhysBuf::Sim(Arc::new(SimMemory { data: Mutex::new(words), bytes, in_use: counter.clone() })))
     }
 
+    /// The rates the model moves bytes at, in bytes per ns of real time: one GPU's link
+    /// alone, and the host with `gpus` GPUs copying at once (each on its own link, or
+    /// GPU g on bus g mod B). No copy of the model is faster (latencies and slowed GPUs
+    /// only add time), so a bound taking them holds. `None` without modeled time.
+    pub(crate) fn rates(&self, gpus: usize) -> Option<(crate::LinkRates, crate::LinkRates)> {
+        let p = &self.profile;
+        if p.time_scale == 0.0 {
+            return None;
+        }
+        let per_ns = |bytes_per_s: f64| bytes_per_s / p.time_scale / 1e9;
+        let link = crate::LinkRates {
+            up: per_ns(p.h2d_bytes_per_s),
+            down: per_ns(p.d2h_bytes_per_s),
+            both: per_ns(p.duplex_bytes_per_s),
+        };
+        let host = match p.buses {
+            None => link.times(gpus as f64),
+            Some(b) => {
+                let k = b.min(gpus).max(1) as f64;
+                crate::LinkRates {
+                    up: k * per_ns(p.bus_bytes_per_s).min(link.up * gpus as f64 / k),
+                    down: k * per_ns(p.bus_bytes_per_s).min(link.down * gpus as f64 / k),
+                    both: k * per_ns(p.bus_duplex_bytes_per_s),
+                }
+            }
+        };
+        Some((link, host))
+    }
+
     pub(crate) fn memory_in_use(&self, gpu: usize) -> u64 {
         self.in_use[gpu].load(Ordering::SeqCst)
     }
@@ -137,28 +172,36 @@ impl Machine {
         let death =
             self.profile.faults.death(gpu).and_then(|at| epoch.checked_add(clock::scale(at, self.profile.time_scale)));
         let slow = self.profile.faults.slowdown(gpu);
+        let sms = Arc::new(Sms::new());
         for &kind in kinds {
             let (tx, rx) = crossbeam_channel::unbounded::<Job>();
-            let engine = Engine {
-                gpu,
-                profile: self.profile.clone(),
-                links: self.links.clone(),
-                done: done.clone(),
-                wake: wake.clone(),
-                epoch,
-                lost: lost.clone(),
-                death,
-                slow,
-                lost_once: self.lost_once.clone(),
-            };
-            let t = std::thread::Builder::new()
-                .name(format!("chariot-sim{gpu}-{kind:?}"))
-                .spawn(move || engine.run(rx))
-                .expect("spawning a simulated engine thread");
+            // Kernels of different streams run side by side where the GPU allows: a
+            // compute thread per stream slot, sharing the SMs' fluid model.
+            let workers = if kind == EngineKind::Compute && self.profile.concurrent_kernels { streams } else { 1 };
+            for w in 0..workers {
+                let engine = Engine {
+                    gpu,
+                    profile: self.profile.clone(),
+                    links: self.links.clone(),
+                    sms: sms.clone(),
+                    done: done.clone(),
+                    wake: wake.clone(),
+                    epoch,
+                    lost: lost.clone(),
+                    death,
+                    slow,
+                    lost_once: self.lost_once.clone(),
+                };
+                let rx = rx.clone();
+                let t = std::thread::Builder::new()
+                    .name(format!("chariot-sim{gpu}-{kind:?}{w}"))
+                    .spawn(move || engine.run(rx))
+                    .expect("spawning a simulated engine thread");
+                threads.push(t);
+            }
             senders.push((kind, tx));
-            threads.push(t);
         }
-        Gpu { gpu, spin: self.profile.spin, senders, threads, done, lost }
+        Gpu { gpu, spin: self.profile.spin, senders, threads, done, lost, launched: 0 }
     }
 }
 
@@ -172,8 +215,20 @@ enum EngineKind {
 
 /// A command's work, as an engine takes it.
 enum Work {
-    Copy { dir: Direction, host: Arc<HostShared>, dev: Arc<DeviceBufferInner>, shape: [usize; 6] },
-    Launch { kernel: Arc<KernelInner>, shape: LaunchShape, args: Arc<[ArgValue]> },
+    Copy {
+        dir: Direction,
+        host: Arc<HostShared>,
+        dev: Arc<DeviceBufferInner>,
+        shape: [usize; 6],
+    },
+    /// A kernel, the `seq`-th launched on its GPU, using `share` of the SMs alone.
+    Launch {
+        kernel: Arc<KernelInner>,
+        shape: LaunchShape,
+        args: Arc<[ArgValue]>,
+        seq: u64,
+        share: f64,
+    },
     Callback(GpuFn),
 }
 
@@ -195,6 +250,8 @@ pub(crate) struct Gpu {
     done: Completions,
     /// Set when the GPU is lost (an injected death or crash): every command fails.
     lost: Arc<AtomicBool>,
+    /// Kernels launched so far (their order on the SMs).
+    launched: u64,
 }
 
 impl Gpu {
@@ -220,7 +277,10 @@ impl Gpu {
                 (kind, Work::Copy { dir: *dir, host: host.clone(), dev: dev.clone(), shape })
             }
             Command::Launch(l) => {
-                (EngineKind::Compute, Work::Launch { kernel: l.kernel.clone(), shape: l.shape, args: l.args.clone() })
+                self.launched += 1;
+                let share = l.kernel.def.sim_share.unwrap_or_else(|| l.fill(self.gpu));
+                let (kernel, shape, args, seq) = (l.kernel.clone(), l.shape, l.args.clone(), self.launched);
+                (EngineKind::Compute, Work::Launch { kernel, shape, args, seq, share })
             }
             Command::Gpu(f) => {
                 let f = f.take().ok_or("GPU callback already ran")?;
@@ -256,6 +316,8 @@ struct Engine {
     gpu: usize,
     profile: SimProfile,
     links: Arc<Links>,
+    /// The GPU's SMs, shared by its compute threads.
+    sms: Arc<Sms>,
     done: Completions,
     wake: Arc<Signal>,
     epoch: Instant,
@@ -383,7 +445,7 @@ impl Engine {
                 let link_dir = if dir == Direction::Download { Dir::Up } else { Dir::Down };
                 self.links.transfer(self.gpu, link_dir, (width * height) as f64 * self.slow)
             }
-            Work::Launch { kernel, shape, args } => {
+            Work::Launch { kernel, shape, args, seq, share } => {
                 let began = Instant::now();
                 if self.profile.execute {
                     self.run_twin(&kernel, shape, &args, info)?;
@@ -393,8 +455,19 @@ impl Engine {
                     Some(cost) => cost(&shape, &ScalarArgs { values: &args }),
                     None => real,
                 };
-                let what = || format!("kernel `{}`", kernel.def.name);
-                self.hold(start, self.profile.launch_latency.saturating_add(modeled), what)
+                // Its time alone, from `start` (the twin's run counts as part of it), on
+                // the SMs that the kernels launched before it leave.
+                let modeled = self.profile.launch_latency.saturating_add(modeled);
+                let factor = self.profile.time_scale * self.slow;
+                let end = start.checked_add(clock::scale(modeled, factor)).ok_or_else(|| {
+                    format!(
+                        "kernel `{}`: modeled time {modeled:?} × {factor} (time_scale × slowdown) ends past what the \
+                         simulated clock can count",
+                        kernel.def.name
+                    )
+                })?;
+                let left = end.saturating_duration_since(Instant::now());
+                self.sms.run(seq, share, left).map_err(|m| format!("`{}`: {m}", kernel.def.name))
             }
             Work::Callback(f) => {
                 let mut call = GpuCall { info, on: GpuCallOn::Sim { _life: std::marker::PhantomData } };

@@ -43,6 +43,9 @@ pub struct SimProfile {
     pub launch_latency: Duration,
     /// Device memory per GPU, bytes.
     pub memory_bytes: u64,
+    /// Streaming multiprocessors per GPU (the occupancy of a launch is counted against
+    /// them: see [`GpuInfo::blocks_per_sm`](crate::GpuInfo::blocks_per_sm)).
+    pub sm_count: u32,
     /// Modeled time runs at this factor of real time: 1.0 real time, 0.0 no modeled
     /// time at all (results only, as fast as the CPU twins run). At most
     /// [`SimProfile::MAX_TIME_SCALE`].
@@ -81,6 +84,7 @@ impl SimProfile {
             copy_latency: Duration::from_micros(2),
             launch_latency: Duration::from_nanos(3500),
             memory_bytes: 80 << 30,
+            sm_count: 132,
             time_scale: 1.0,
             execute: true,
             spin: false,
@@ -185,6 +189,9 @@ impl SimProfile {
         }
         if self.copy_engines == 0 {
             return Err("copy_engines = 0; must be at least 1".into());
+        }
+        if self.sm_count == 0 {
+            return Err("sm_count = 0; must be at least 1".into());
         }
         if self.buses == Some(0) {
             return Err("buses = Some(0); must be at least 1".into());

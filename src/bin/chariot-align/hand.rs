@@ -81,7 +81,7 @@ pub fn search(
     let prof_bytes: Vec<u8> = profiles.bytes.iter().map(|&b| b as u8).collect();
     let plan = InOrderPlan {
         device: device(&opt.backend),
-        streams: opt.streams,
+        streams: opt.streams.unwrap_or(4),
         readers,
         chunks: index.chunks.len(),
         input_len: size.packed.next_multiple_of(64),

@@ -85,12 +85,14 @@ struct Common {
     /// Chunk slots kept in host memory (0: 3·D·S, at least 4).
     #[arg(long, default_value_t = 0)]
     slots: usize,
-    /// Stage depth (1: the paper's gating; 2: one more command queued per GPU stage).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4))]
-    stage_depth: u32,
-    /// Kernels one GPU may run at once under chariot (1: the paper's threshold L_3 = 1).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
-    kernels: u32,
+    /// Stage depth (default: chosen by chariot from the GPU's copy engines; 1: the
+    /// paper's gating; 2: one more command queued per GPU stage).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4))]
+    stage_depth: Option<u32>,
+    /// Kernels one GPU may run at once (default: chosen by chariot from each kernel's
+    /// occupancy, and adapted as the search runs; 1: the paper's threshold).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    kernels: Option<u32>,
     /// Modeled kernel rate on the sim backend, G cells/s.
     #[arg(long, default_value_t = 300.0)]
     sim_gcups: f64,
@@ -106,9 +108,10 @@ struct SearchArgs {
     /// Best hits shown per query.
     #[arg(long, default_value_t = 10)]
     top: usize,
-    /// Streams per GPU S (also the number of file-read threads, D·S).
-    #[arg(long, default_value_t = 8)]
-    streams: usize,
+    /// Streams per GPU S, also the number of file-read threads, D·S (default: chosen
+    /// by chariot: a slot per CPU core, at least 8).
+    #[arg(long, value_parser = clap::value_parser!(usize))]
+    streams: Option<usize>,
     /// Task order: lf (largest residue count first), fcfs (file order) or sf.
     #[arg(long, default_value = "lf", value_parser = ["lf", "fcfs", "sf"])]
     order: String,
@@ -158,14 +161,18 @@ struct GenerateArgs {
 struct BenchArgs {
     #[command(flatten)]
     common: Common,
-    /// Configurations: serial (chariot, S = 1, FCFS: the non-pipelined code), hand (the
+    /// Configurations: auto (chariot with its defaults, largest first: what `search`
+    /// runs), serial (chariot, S = 1, FCFS: the non-pipelined code), hand (the
     /// hand-written in-order pipeline: S streams, S file-read threads, no chariot), fcfs
-    /// (chariot, S streams, file order), lf (chariot, S streams, largest first). A suffix
+    /// (chariot, S streams, file order), lf (chariot, S streams, largest first; fcfs and
+    /// lf with S, depth and kernels set by hand and no adaptation). A suffix
     /// `:N` sets S = N; on hand a second `:R` sets the read threads (`hand:2:1` is one
     /// producer thread with double buffering); on fcfs and lf `:all` gives every chunk a
     /// slot (the whole task set queued at once) and `:kN` lets a GPU run N kernels at
-    /// once (as `--kernels`), e.g. `lf:8:all`, `fcfs:4:k4`.
-    #[arg(long, value_delimiter = ',', default_value = "serial,hand,fcfs,lf")]
+    /// once (as `--kernels`), `:fF` admits kernels up to F GPU-fills (by occupancy) and
+    /// `:dN` sets the stage depth (as `--stage-depth`), e.g. `lf:8:all`, `fcfs:4:k4`,
+    /// `lf:16:k8:d2`, `lf:16:f2:d2`.
+    #[arg(long, value_delimiter = ',', default_value = "auto,serial,hand,fcfs,lf")]
     configs: Vec<String>,
     /// Streams per GPU S for the pipelined configurations.
     #[arg(long, default_value_t = 4)]
@@ -179,6 +186,14 @@ struct BenchArgs {
     /// Threads of the CPU baseline (0: all cores).
     #[arg(long, default_value_t = 0)]
     cpu_threads: usize,
+    /// Search all the queries at once in each configuration (as `search` does), rather
+    /// than each query alone; no CPU baseline then.
+    #[arg(long)]
+    together: bool,
+    /// Run the first configuration once, untimed, before the others: the process's
+    /// first search pays the CUDA context's and the kernel's first use.
+    #[arg(long)]
+    warmup: bool,
 }
 
 fn backend(name: &str) -> Backend {
@@ -216,14 +231,23 @@ fn load_queries(path: &Path, m: &Matrix) -> Result<Vec<Query>, String> {
     Ok(qs.into_iter().map(|(id, codes)| Query { id, codes }).collect())
 }
 
-fn options(c: &Common, streams: usize, ord: Order, top: usize, out: Option<PathBuf>, progress: bool) -> Options {
+fn options(
+    c: &Common,
+    streams: Option<usize>,
+    ord: Order,
+    top: usize,
+    out: Option<PathBuf>,
+    progress: bool,
+) -> Options {
     Options {
         backend: backend(&c.backend),
         gpus: c.gpus,
         streams,
         order: ord,
-        stage_depth: c.stage_depth as usize,
-        kernels: c.kernels as usize,
+        stage_depth: c.stage_depth.map(|d| d as usize),
+        kernels: c.kernels.map(|k| k as usize),
+        fills: None,
+        adapt: true,
         slots: c.slots,
         top,
         gaps: Gaps { open: c.gap_open, extend: c.gap_extend },
@@ -274,13 +298,19 @@ fn run_search(a: SearchArgs) -> Result<(), String> {
         o.report.backend,
         o.report.gpus.join(", "),
         a.common.gpus,
-        a.streams,
+        o.report.streams,
         a.order,
         o.slots,
         o.wall.as_secs_f64(),
         o.gcups()
     );
     print_stages(&o);
+    for line in &o.report.tuning {
+        println!("  chosen: {line}");
+    }
+    for a in &o.report.adaptations {
+        println!("  adapted: {a}");
+    }
     for (q, hits) in queries.iter().zip(&o.hits) {
         println!("\nquery {} ({} residues): top {}", q.id, q.codes.len(), hits.len());
         println!("  {:>4}  {:>7}  subject", "rank", "score");
@@ -355,17 +385,18 @@ fn opt_cell(v: Option<f64>, digits: usize) -> String {
 }
 
 /// Runs configuration `cfg` for one query.
-fn bench_one(a: &BenchArgs, index: &db::DbIndex, m: &Matrix, q: &Query, cfg: &str) -> Result<Row, String> {
+fn bench_one(a: &BenchArgs, index: &db::DbIndex, m: &Matrix, q1: &[Query], cfg: &str) -> Result<Row, String> {
     let mut parts = cfg.split(':');
     let kind = parts.next().unwrap_or_default();
     let (mut s, ord, name) = match kind {
+        "auto" => (0, Order::LargestFirst, "lf"),
         "serial" => (1, Order::Fcfs, "fcfs"),
         "hand" => (a.streams, Order::Fcfs, "in-order"),
         "fcfs" => (a.streams, Order::Fcfs, "fcfs"),
         "lf" => (a.streams, Order::LargestFirst, "lf"),
-        other => return Err(format!("unknown configuration `{other}` (serial, hand, fcfs, lf)")),
+        other => return Err(format!("unknown configuration `{other}` (auto, serial, hand, fcfs, lf)")),
     };
-    let (mut all_slots, mut readers, mut kernels) = (false, None, None);
+    let (mut all_slots, mut readers, mut kernels, mut depth, mut fills) = (false, None, None, None, None);
     for (k, p) in parts.enumerate() {
         let number = |n: &str| {
             n.parse::<usize>()
@@ -376,12 +407,20 @@ fn bench_one(a: &BenchArgs, index: &db::DbIndex, m: &Matrix, q: &Query, cfg: &st
         match (kind, k, p) {
             ("fcfs" | "lf" | "serial", _, "all") => all_slots = true,
             ("fcfs" | "lf" | "serial", _, p) if p.starts_with('k') => kernels = Some(number(&p[1..])?),
+            ("fcfs" | "lf" | "serial", _, p) if p.starts_with('d') => depth = Some(number(&p[1..])?),
+            ("fcfs" | "lf" | "serial", _, p) if p.starts_with('f') => {
+                let f = p[1..].parse::<f64>().ok().filter(|f| f.is_finite() && *f > 0.0);
+                fills = Some(f.ok_or_else(|| format!("configuration `{cfg}`: `{p}` is no number of GPU-fills"))?);
+            }
             (_, 0, n) => s = number(n)?,
             ("hand", 1, n) => readers = Some(number(n)?),
             _ => return Err(format!("configuration `{cfg}`: `{p}` is not understood")),
         }
     }
-    let mut opt = options(&a.common, s, ord, 10, None, false);
+    if kind == "auto" && (readers.is_some() || kernels.is_some() || cfg.contains(':')) {
+        return Err(format!("configuration `{cfg}`: auto takes no suffix (it is chariot's own choice)"));
+    }
+    let mut opt = options(&a.common, (kind != "auto").then_some(s), ord, 10, None, false);
     if kind == "serial" || kind == "hand" {
         opt.gpus = 1;
     }
@@ -389,9 +428,14 @@ fn bench_one(a: &BenchArgs, index: &db::DbIndex, m: &Matrix, q: &Query, cfg: &st
         opt.slots = index.chunks.len();
     }
     if let Some(k) = kernels {
-        opt.kernels = k;
+        opt.kernels = Some(k);
     }
-    let q1 = std::slice::from_ref(q);
+    if let Some(d) = depth {
+        opt.stage_depth = Some(d);
+    }
+    opt.fills = fills;
+    // A configuration set by hand is set by hand throughout: no adaptation.
+    opt.adapt = kind == "auto";
     if kind == "hand" {
         let readers = readers.unwrap_or(s);
         let o = hand::search(index, m, q1, &opt, readers)?;
@@ -427,13 +471,22 @@ fn bench_one(a: &BenchArgs, index: &db::DbIndex, m: &Matrix, q: &Query, cfg: &st
     }
     let o = search::search(index, m, q1, &opt)?;
     let wall = o.wall.as_secs_f64() * 1e3;
+    let s = o.report.streams;
+    let kernels = opt.kernels.map_or("auto".to_string(), |k| k.to_string());
     println!(
-        "{cfg:>9}: D = {}, S = {s}, {name}, {} kernel(s) at once: {wall:.1} ms, {:.1} GCUPS, total/slowest stage {:.3}",
+        "{cfg:>9}: D = {}, S = {s}, {name}, {kernels} kernel(s) at once: {wall:.1} ms, {:.1} GCUPS, total/slowest stage {:.3}",
         opt.gpus,
-        opt.kernels,
         o.gcups(),
         wall * 1e6 / o.slowest_busy_ns().max(1) as f64
     );
+    if kind == "auto" {
+        for line in o.report.tuning.iter().filter(|l| l.starts_with("kernel concurrency")) {
+            println!("           chosen: {line}");
+        }
+        for a in &o.report.adaptations {
+            println!("           adapted: {a}");
+        }
+    }
     if kind == "serial" {
         print_stages(&o);
     }
@@ -477,11 +530,25 @@ fn run_bench(a: BenchArgs) -> Result<(), String> {
          readers,speedup_vs_hand\n",
     );
     let gaps = Gaps { open: a.common.gap_open, extend: a.common.gap_extend };
-    for q in &queries {
+    // Each query alone, or all of them at once.
+    let groups: Vec<Vec<Query>> =
+        if a.together { vec![queries.clone()] } else { queries.iter().map(|q| vec![q.clone()]).collect() };
+    for group in &groups {
+        let q = match group.as_slice() {
+            [one] => one.clone(),
+            all => Query {
+                id: format!("{}-queries", all.len()),
+                codes: all.iter().flat_map(|q| q.codes.iter().copied()).collect(),
+            },
+        };
         println!("\n== query {} ({} residues)", q.id, q.codes.len());
+        if let (true, Some(first)) = (a.warmup, a.configs.first()) {
+            bench_one(&a, &index, &m, group, first)?;
+            println!("   (the run above warmed up, untimed)");
+        }
         let mut rows: Vec<Row> = Vec::new();
         for cfg in &a.configs {
-            let row = bench_one(&a, &index, &m, q, cfg)?;
+            let row = bench_one(&a, &index, &m, group, cfg)?;
             if let Some(r) = rows.first() {
                 if r.top != row.top {
                     return Err(format!(
@@ -535,7 +602,7 @@ fn run_bench(a: BenchArgs) -> Result<(), String> {
             ]);
             csv += &(cells.join(",") + "\n");
         }
-        if a.cpu_seqs > 0 {
+        if a.cpu_seqs > 0 && group.len() == 1 {
             let threads = if a.cpu_threads == 0 {
                 std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
             } else {

@@ -35,15 +35,19 @@ pub struct Options {
     pub backend: Backend,
     /// D.
     pub gpus: usize,
-    /// S.
-    pub streams: usize,
+    /// S (`None`: chariot chooses).
+    pub streams: Option<usize>,
     /// Task order.
     pub order: Order,
-    /// Stage depth (see the crate's Builder).
-    pub stage_depth: usize,
-    /// Kernels one GPU may run at once (the kernel stage's thresholds L and G/D). 1 is
-    /// the paper's default: chariot then never overlaps two kernels on a GPU.
-    pub kernels: usize,
+    /// Stage depth (see the crate's Builder; `None`: chariot chooses).
+    pub stage_depth: Option<usize>,
+    /// Kernels one GPU may run at once (`None`: chariot chooses from each kernel's
+    /// occupancy; 1 is the paper's threshold: chariot then never overlaps two kernels).
+    pub kernels: Option<usize>,
+    /// The kernel stage's capacity in GPU-fills (`None`: chariot chooses).
+    pub fills: Option<f64>,
+    /// Whether chariot adapts the limits it chose as the search runs.
+    pub adapt: bool,
     /// Chunk slots in host memory (0: 3·D·S, at least 4).
     pub slots: usize,
     /// Hits kept per query.
@@ -317,24 +321,25 @@ impl Shared {
 pub fn search(index: &DbIndex, matrix: &Matrix, queries: &[Query], opt: &Options) -> Result<Outcome, String> {
     let profiles = Profiles::new(queries, matrix)?;
     let nq = queries.len();
-    let mut builder = Scheduler::builder()
-        .backend(opt.backend.clone())
-        .gpus(opt.gpus)
-        .streams(opt.streams)
-        .order(opt.order)
-        .stage_depth(opt.stage_depth);
-    if opt.kernels > 1 {
-        // The paper's thresholds (one bus per GPU, as the builder assumes on CUDA) with
-        // the kernel stage widened.
-        let (d, s, k) = (opt.gpus, opt.streams, opt.kernels);
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        builder = builder.local_thresholds([cores.min(s), 1, k, 1]).global_thresholds([cores.min(d * s), d, d * k, d]);
+    let mut builder =
+        Scheduler::builder().backend(opt.backend.clone()).gpus(opt.gpus).order(opt.order).adapt(opt.adapt);
+    if let Some(s) = opt.streams {
+        builder = builder.streams(s);
+    }
+    if let Some(d) = opt.stage_depth {
+        builder = builder.stage_depth(d);
+    }
+    if let Some(k) = opt.kernels {
+        builder = builder.kernel_concurrency(k);
+    }
+    if let Some(f) = opt.fills {
+        builder = builder.kernel_fills(f);
     }
     let sched = builder.build().map_err(|e| format!("cannot start the scheduler: {e}"))?;
     let kernel = sched
         .register_kernel(sw::kernel(Arc::new(profiles.list.clone()), profiles.offsets.clone(), opt.sim_gcups))
         .map_err(|e| format!("kernel: {e}"))?;
-    let slots = if opt.slots == 0 { (3 * opt.gpus * opt.streams).max(4) } else { opt.slots };
+    let slots = if opt.slots == 0 { (3 * sched.gpu_count() * sched.streams()).max(4) } else { opt.slots };
     let slots = slots.min(index.chunks.len()).max(1);
     let size = Sizes::of(index);
     let slot_bytes = size.packed.next_multiple_of(64);
