@@ -50,6 +50,12 @@ fn the_defaults_follow_the_simulated_engines() {
                 assert_eq!(sched.streams(), streams, "{case}");
                 // Every choice says why, and how to make it by hand.
                 assert!(t.choices.iter().all(|c| !c.why.is_empty() && c.call.starts_with('.')), "{case}");
+                // ...with the value itself, so the call can be pasted (no placeholder).
+                assert!(t.choices.iter().all(|c| c.call.ends_with(')') && !c.call.contains("(n)")), "{case}");
+                if concurrent {
+                    let fills = format!(".kernel_fills({})", 2 * depth);
+                    assert!(t.choices.iter().any(|c| c.call == fills), "{case}");
+                }
                 assert!(t.choices.iter().any(|c| c.what == format!("stage depth {depth}")), "{case}");
                 // One copy engine: downloads and readbacks never overlap.
                 let m = sched.overlap_matrix(0).unwrap();
@@ -123,7 +129,10 @@ fn kernels_are_admitted_by_their_fill() {
         assert!(most >= 12, "at most {most} small kernels at once");
         let text = report.to_string();
         // Launches that run 4 to 16 at once: the call that reproduces it admits by fill.
-        assert!(text.contains("kernel concurrency 4-16: idle fills ") && text.contains("[.kernel_fills(4)]"), "{text}");
+        assert!(
+            text.contains("kernel concurrency 4-16: idle fills ") && text.contains("at most S = 16 [.kernel_fills(4)]"),
+            "{text}"
+        );
     });
 }
 
@@ -176,7 +185,7 @@ fn kernel_limit(log: &[Adapted], start: f64) -> f64 {
 fn the_adaptation_converges_when_the_bottleneck_moves() {
     with_timeout(DEADLINE_S, || {
         let _turn = timed_turn();
-        let p = SimProfile::h100().with_gpus(1).with_time_scale(20.0).timing_only();
+        let p = SimProfile::h100().with_gpus(1).with_time_scale(100.0).timing_only();
         let sched = Scheduler::builder().backend(Backend::SimWith(p)).cpu_cores(16).build().unwrap();
         assert_eq!((sched.streams(), sched.tuning().kernel_fills), (16, Some(4.0)));
         // First half: kernels that fill the GPU by their grid but keep 15% of the SMs
@@ -189,19 +198,28 @@ fn the_adaptation_converges_when_the_bottleneck_moves() {
         let out = sched.alloc_host::<u32>(small * 200).unwrap();
         let (d_big, d_small) = (sched.alloc::<u32>(big).unwrap(), sched.alloc::<u32>(small).unwrap());
         // Granularity is the work: the tails kernel's SM-time, the upload's time, in µs.
+        // The halves are two batches, as a program's phases are (seti's column and row
+        // phases): a window of the first half's stragglers beside the second half's
+        // work would measure neither (the unit tests cover trials across such a change).
         let half = 96u64;
-        for i in 0..2 * half {
-            let (t, kernel, grid, up) =
-                if i < half { (sched.task(i, 150), &tails, 2112, small) } else { (sched.task(i, 36), &tiny, 16, big) };
-            let r = i as usize * small..(i as usize + 1) * small;
-            t.download(&d_big, 0, &host, 0..up)
-                .launch(kernel, grid, 256, 0, &[Arg::u32(0)])
-                .readback(&out, r, &d_small, 0)
-                .submit()
-                .unwrap();
+        let mut reports = Vec::new();
+        for second in [false, true] {
+            for i in (0..half).map(|i| i + second as u64 * half) {
+                let (t, kernel, grid, up) = if second {
+                    (sched.task(i, 36), &tiny, 16, big)
+                } else {
+                    (sched.task(i, 150), &tails, 2112, small)
+                };
+                let r = i as usize * small..(i as usize + 1) * small;
+                t.download(&d_big, 0, &host, 0..up)
+                    .launch(kernel, grid, 256, 0, &[Arg::u32(0)])
+                    .readback(&out, r, &d_small, 0)
+                    .submit()
+                    .unwrap();
+            }
+            reports.push(sched.synchronize().unwrap());
         }
-        let report = sched.synchronize().unwrap();
-        let log = report.adaptations.clone();
+        let log: Vec<Adapted> = reports.iter().flat_map(|r| r.adaptations.clone()).collect();
         let text: Vec<String> = log.iter().map(|a| a.to_string()).collect();
         let kernel: Vec<&Adapted> = log.iter().filter(|a| a.stage == Stage::Kernel).collect();
         // The first half raised the kernel stage and kept it: 4 → 8 pays 1.67×.
@@ -224,7 +242,12 @@ fn the_adaptation_converges_when_the_bottleneck_moves() {
         unique.dedup();
         assert_eq!(unique.len(), trials.len(), "a trial was repeated: {text:#?}");
         assert!(trials.len() <= 6, "{} trials: {text:#?}", trials.len());
-        // The report lists them.
-        assert!(report.to_string().contains("adapted: GPU 0 kernel stage 4 -> 8 GPU-fills: kept"), "{report}");
+        // The report lists them, and each kernel's line gives the capacity in force at
+        // the batch's end (the adaptation's, not the start's).
+        let first = &reports[0];
+        assert!(first.to_string().contains("adapted: GPU 0 kernel stage 4 -> 8 GPU-fills: kept"), "{first}");
+        let in_force = kernel_limit(&first.adaptations, 4.0);
+        let line = first.tuning.iter().find(|l| l.contains("tails fills")).expect("a line for the tails kernel");
+        assert!(line.contains(&format!(" {in_force} GPU-fills at once")), "{line} ({in_force} in force)");
     });
 }

@@ -223,7 +223,7 @@ pub(crate) fn choose(asked: &Asked, gpus: &[GpuInfo], cores: usize, buses: usize
                      kernel that fills a tenth of the GPU runs beside others, one of many waves beside one more \
                      (its last wave leaves SMs idle); the report names each kernel's concurrency"
                 ),
-                call: ".kernel_concurrency(n)".into(),
+                call: format!(".kernel_fills({fills})"),
             });
             Some(fills)
         } else {
