@@ -55,8 +55,8 @@ struct Cli {
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
     streams: Vec<usize>,
     /// Ordering rules: fcfs, lf, sf.
-    #[arg(long, value_delimiter = ',', default_value = "fcfs,lf,sf")]
-    orders: Vec<String>,
+    #[arg(long, value_delimiter = ',', default_value = "fcfs,lf,sf", value_parser = order)]
+    orders: Vec<Order>,
     /// Stage depths.
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
     depths: Vec<usize>,
@@ -237,13 +237,9 @@ fn host_study(backend: &Backend, gpus: &[usize], mib: f64, out: Option<&Path>) -
     Ok(())
 }
 
+/// An `--orders` entry, by chariot's one parser of order names (a usage error otherwise).
 fn order(s: &str) -> Result<Order, String> {
-    match s {
-        "fcfs" => Ok(Order::Fcfs),
-        "lf" => Ok(Order::LargestFirst),
-        "sf" => Ok(Order::SmallestFirst),
-        o => Err(format!("--orders: unknown order {o:?} (fcfs, lf, sf)")),
-    }
+    s.parse::<Order>().map_err(|e| e.to_string())
 }
 
 fn pin(s: &str) -> Result<bool, String> {
@@ -653,7 +649,6 @@ fn main() -> Result<(), String> {
                 .into(),
         );
     }
-    let orders = cli.orders.iter().map(|o| order(o)).collect::<Result<Vec<_>, _>>()?;
     let pins = cli.pin.iter().map(|p| pin(p)).collect::<Result<Vec<_>, _>>()?;
     if pins.is_empty() {
         return Err("--pin needs on, off or both".into());
@@ -837,7 +832,8 @@ fn main() -> Result<(), String> {
                         cli.streams.len()
                     };
                     let kernels = cli.kernels.len().max(1);
-                    let grid = variants(m, p.3).len() * cli.streams.len() * orders.len() * cli.depths.len() * kernels;
+                    let grid =
+                        variants(m, p.3).len() * cli.streams.len() * cli.orders.len() * cli.depths.len() * kernels;
                     base + (grid + usize::from(!cli.no_default)) * cli.repeat
                 })
                 .sum::<usize>()
@@ -1008,11 +1004,11 @@ fn main() -> Result<(), String> {
             let kernel_grid: Vec<Option<usize>> =
                 if cli.kernels.is_empty() { vec![None] } else { cli.kernels.iter().map(|&k| Some(k)).collect() };
             for &depth in &cli.depths {
-                for (&o, oname) in orders.iter().zip(&cli.orders) {
+                for &o in &cli.orders {
                     for &s in &cli.streams {
                         for &k in &kernel_grid {
                             for v in variants(m, r) {
-                                add(build_hand(d, s, depth, o, v.pin, v.buses, k)?, false, oname, v, k)?;
+                                add(build_hand(d, s, depth, o, v.pin, v.buses, k)?, false, o.name(), v, k)?;
                             }
                         }
                     }

@@ -314,6 +314,15 @@ pub enum InOrderError {
     /// The plan is invalid, or the device could not be set up.
     #[error(transparent)]
     Setup(#[from] Error),
+    /// The GPU could not be set up for the pipeline (a driver call, or the kernel's
+    /// compilation or loading, failed).
+    #[error("setting up the in-order pipeline on GPU {gpu} failed: {message}")]
+    Device {
+        /// The device ordinal.
+        gpu: usize,
+        /// The driver's or NVRTC's message.
+        message: String,
+    },
     /// The producer of `chunk` failed or panicked, or returned a chunk that does not
     /// fit the plan.
     #[error("chunk {chunk}: preparing it failed: {message}")]

@@ -49,14 +49,13 @@ pub enum Error {
         reason: String,
     },
     /// A CUDA driver call failed outside any task (allocation, set-up).
-    #[error("CUDA driver call {call} failed on GPU {gpu}: {message}")]
+    #[error("on GPU {gpu}, {error}")]
     Driver {
-        /// The driver function, e.g. `cuMemAlloc`.
-        call: &'static str,
-        /// The GPU (index in the scheduler's list).
+        /// The GPU (index in the scheduler's list, or the device ordinal where no
+        /// scheduler is involved).
         gpu: usize,
-        /// The driver's error name and text.
-        message: String,
+        /// The call, the driver's code, and its name and text.
+        error: DriverError,
     },
     /// A kernel's CUDA C did not compile; `log` is NVRTC's log.
     #[error("kernel `{kernel}` failed to compile for {arch}:\n{log}")]
@@ -173,6 +172,52 @@ pub enum Error {
     },
 }
 
+/// A CUDA driver call that failed: the call, the driver's code (a `CUresult`) to match
+/// on, and the driver's name and text for it.
+///
+/// ```
+/// use chariot::DriverError;
+/// let e = DriverError { call: "cuMemAlloc".into(), code: 2, name: "CUDA_ERROR_OUT_OF_MEMORY".into(), text: "out of memory".into() };
+/// assert_eq!(e.to_string(), "cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)");
+/// assert!(e.is(2));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct DriverError {
+    /// The driver function, e.g. `cuMemAlloc`, or the step that made the call.
+    pub call: String,
+    /// The driver's code (`CUresult` as a number; 0 is success and never appears).
+    pub code: i32,
+    /// The code's name, e.g. `CUDA_ERROR_OUT_OF_MEMORY`.
+    pub name: String,
+    /// The driver's text for it, e.g. `out of memory`.
+    pub text: String,
+}
+
+impl DriverError {
+    /// Whether the driver returned `code` (a `CUresult` as a number).
+    pub fn is(&self, code: i32) -> bool {
+        self.code == code
+    }
+}
+
+impl std::fmt::Display for DriverError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} failed: {}", self.call, self.name)?;
+        if !self.text.is_empty() {
+            write!(f, " ({})", self.text)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for DriverError {}
+
+impl From<DriverError> for String {
+    fn from(e: DriverError) -> String {
+        e.to_string()
+    }
+}
+
 /// One failed task: which command failed, where, and why.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct TaskFailure {
@@ -188,6 +233,8 @@ pub struct TaskFailure {
     pub stream: usize,
     /// The driver's, the callback's or the panic's message.
     pub message: String,
+    /// Where a CUDA driver call failed: the call and the driver's code.
+    pub driver: Option<DriverError>,
 }
 
 impl std::fmt::Display for TaskFailure {

@@ -62,7 +62,7 @@ pub mod plot;
 pub use backend::{Backend, GpuInfo, SimFaults, SimProfile};
 pub use builder::{Builder, Gpus};
 pub use callback::{CallInfo, GpuCall, Resource};
-pub use error::{BoxError, Error, Result, TaskFailure};
+pub use error::{BoxError, DriverError, Error, Result, TaskFailure};
 pub use kernel::{Arg, Dim3, Kernel, KernelHandle, LaunchShape, Param, ScalarArgs, TwinArgs};
 pub use memory::{DeviceBuffer, Element, HostBuffer, HostRead, HostWrite};
 pub use report::{

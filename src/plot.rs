@@ -1,35 +1,46 @@
 //! PNG plots of reports and studies (plotters, bitmap backend): a Gantt chart of a
 //! timeline, and line charts such as ε or speedup against the transfer ratio r.
 //!
-//! Text needs a TrueType font, loaded at run time (nothing is linked at build time):
-//! `CHARIOT_FONT` if set, else DejaVu Sans or Liberation Sans where Debian installs them.
+//! Text is drawn in DejaVu Sans, built into the binary (`assets/fonts/DejaVuSans.ttf`,
+//! license in `assets/fonts/LICENSE`), so plots draw on a machine with no fonts
+//! installed. `CHARIOT_FONT`, the path of a TrueType or OpenType file, draws them in
+//! another font instead.
 
 use crate::report::Report;
 use crate::stage::Stage;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
 use std::sync::OnceLock;
 
-const FONT_PATHS: [&str; 3] = [
-    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
-    "/usr/share/fonts/TTF/DejaVuSans.ttf",
-];
+/// DejaVu Sans 2.37, unmodified (about 740 KiB).
+static EMBEDDED_FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
 
-/// Registers the font once; every plot calls it first.
+/// The family every plot asks for; [`font`] registers it.
+const FAMILY: &str = "sans-serif";
+
+/// The font's bytes and where they came from: the file `CHARIOT_FONT` names if it is
+/// set and not empty, else the built-in DejaVu Sans.
+fn font_bytes(chariot_font: Option<std::ffi::OsString>) -> Result<(&'static [u8], String), String> {
+    match chariot_font.filter(|p| !p.is_empty()) {
+        Some(path) => {
+            let shown = format!("CHARIOT_FONT={}", Path::new(&path).display());
+            let bytes =
+                std::fs::read(&path).map_err(|e| format!("{shown}: {e} (unset it to use the built-in font)"))?;
+            // Registered fonts live for the process: leaking the bytes once is the contract.
+            Ok((Box::leak(bytes.into_boxed_slice()), shown))
+        }
+        None => Ok((EMBEDDED_FONT, "the built-in DejaVu Sans".to_string())),
+    }
+}
+
+/// Registers the font with plotters, once for the process; every plot calls it first.
 fn font() -> Result<(), String> {
     static FONT: OnceLock<Result<(), String>> = OnceLock::new();
     FONT.get_or_init(|| {
-        let candidates: Vec<String> =
-            std::env::var("CHARIOT_FONT").into_iter().chain(FONT_PATHS.iter().map(|s| s.to_string())).collect();
-        let (path, bytes) = candidates
-            .iter()
-            .find_map(|p| std::fs::read(p).ok().map(|b| (p.clone(), b)))
-            .ok_or_else(|| format!("no TrueType font found for the plots (tried {candidates:?}); set CHARIOT_FONT"))?;
-        // Registered fonts live for the process: leaking the bytes once is the contract.
-        let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-        plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
-            .map_err(|_| format!("{path} is not a usable TrueType font"))
+        let (bytes, source) = font_bytes(std::env::var_os("CHARIOT_FONT"))?;
+        plotters::style::register_font(FAMILY, FontStyle::Normal, bytes)
+            .map_err(|_| format!("{source} is not a usable TrueType or OpenType font"))
     })
     .clone()
 }
@@ -57,7 +68,8 @@ pub struct Series {
 /// ```
 ///
 /// # Errors
-/// No usable font, no points, or a file that cannot be written.
+/// No points, a file that cannot be written, or a `CHARIOT_FONT` that names no usable
+/// font.
 pub fn line_chart(
     path: impl AsRef<Path>,
     title: &str,
@@ -67,6 +79,20 @@ pub fn line_chart(
     series: &[Series],
 ) -> Result<(), String> {
     font()?;
+    let extent = extent(title, log_x, series)?;
+    let root = BitMapBackend::new(path.as_ref(), LINE_CHART_PX).into_drawing_area();
+    draw_line_chart(&root, title, x_label, y_label, log_x, series, extent)?;
+    root.present().map_err(err)
+}
+
+/// A line chart's size in pixels.
+const LINE_CHART_PX: (u32, u32) = (960, 600);
+
+/// A line chart's x and y ranges: ((x0, x1), (y0, y1)).
+type Extent = ((f64, f64), (f64, f64));
+
+/// The x and y ranges of a line chart: those of the finite points, padded.
+fn extent(title: &str, log_x: bool, series: &[Series]) -> Result<Extent, String> {
     let all: Vec<(f64, f64)> =
         series.iter().flat_map(|s| s.points.iter().copied()).filter(|p| p.0.is_finite() && p.1.is_finite()).collect();
     if all.is_empty() {
@@ -85,19 +111,26 @@ pub fn line_chart(
     let pad = ((y1 - y0) * 0.08).max(1e-3);
     y0 -= pad;
     y1 += pad;
-    let root = BitMapBackend::new(path.as_ref(), (960, 600)).into_drawing_area();
+    Ok(((x0, x1), (y0, y1)))
+}
+
+/// Draws a line chart on `root`, any plotters backend (a PNG file, or a buffer in the
+/// tests); the font must be registered.
+fn draw_line_chart<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    log_x: bool,
+    series: &[Series],
+    ((x0, x1), (y0, y1)): Extent,
+) -> Result<(), String> {
     root.fill(&WHITE).map_err(err)?;
     let colors = [BLUE, RED, GREEN, MAGENTA, CYAN, BLACK, RGBColor(255, 140, 0), RGBColor(128, 0, 128)];
     macro_rules! draw {
         ($chart:expr) => {{
             let mut chart = $chart;
-            chart
-                .configure_mesh()
-                .x_desc(x_label)
-                .y_desc(y_label)
-                .label_style(("sans-serif", 15))
-                .draw()
-                .map_err(err)?;
+            chart.configure_mesh().x_desc(x_label).y_desc(y_label).label_style((FAMILY, 15)).draw().map_err(err)?;
             for (i, s) in series.iter().enumerate() {
                 let c = colors[i % colors.len()];
                 let pts: Vec<(f64, f64)> =
@@ -114,19 +147,19 @@ pub fn line_chart(
                 .position(legend_corner(series, log_x, (x0, x1), (y0, y1)))
                 .background_style(WHITE.mix(0.85))
                 .border_style(BLACK)
-                .label_font(("sans-serif", 14))
+                .label_font((FAMILY, 14))
                 .draw()
                 .map_err(err)?;
         }};
     }
-    let mut builder = ChartBuilder::on(&root);
-    builder.caption(title, ("sans-serif", 22)).margin(15).x_label_area_size(45).y_label_area_size(65);
+    let mut builder = ChartBuilder::on(root);
+    builder.caption(title, (FAMILY, 22)).margin(15).x_label_area_size(45).y_label_area_size(65);
     if log_x {
         draw!(builder.build_cartesian_2d((x0..x1).log_scale(), y0..y1).map_err(err)?);
     } else {
         draw!(builder.build_cartesian_2d(x0..x1, y0..y1).map_err(err)?);
     }
-    root.present().map_err(err)
+    Ok(())
 }
 
 /// The corner of the plot where the legend covers the least of the lines: each
@@ -175,8 +208,8 @@ const GANTT_MAX_GPUS: usize = 256;
 /// Draws the timeline of `report` as a Gantt chart: a row per GPU and GPU stage.
 ///
 /// # Errors
-/// No usable font, an empty timeline, more than 256 GPUs, or a file that cannot be
-/// written.
+/// An empty timeline, more than 256 GPUs, a file that cannot be written, or a
+/// `CHARIOT_FONT` that names no usable font.
 pub fn gantt(path: impl AsRef<Path>, title: &str, report: &Report) -> Result<(), String> {
     let bars: Vec<Bar> = report.records.iter().map(|r| (r.gpu as usize, r.stage, r.start_ns, r.end_ns)).collect();
     gantt_bars(path.as_ref(), title, &bars)
@@ -194,7 +227,7 @@ pub fn gantt(path: impl AsRef<Path>, title: &str, report: &Report) -> Result<(),
 /// # Errors
 /// Trace JSON that is not one of ours (among them a stage event whose `ts` or `dur` is
 /// negative, or whose `pid`, the GPU, is 256 or more: the picture would be too large),
-/// no usable font, or a file that cannot be written.
+/// a file that cannot be written, or a `CHARIOT_FONT` that names no usable font.
 pub fn gantt_from_trace(path: impl AsRef<Path>, title: &str, trace_json: &str) -> Result<(), String> {
     let v: serde_json::Value = serde_json::from_str(trace_json).map_err(|e| format!("trace: {e}"))?;
     let events = v.get("traceEvents").and_then(|e| e.as_array()).ok_or("trace: no traceEvents array")?;
@@ -242,7 +275,7 @@ fn gantt_bars(path: &Path, title: &str, bars: &[Bar]) -> Result<(), String> {
     root.fill(&WHITE).map_err(err)?;
     let span_ms = t1.saturating_sub(t0) as f64 / 1e6;
     let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 22))
+        .caption(title, (FAMILY, 22))
         .margin(15)
         .x_label_area_size(40)
         .y_label_area_size(130)
@@ -261,7 +294,7 @@ fn gantt_bars(path: &Path, title: &str, bars: &[Bar]) -> Result<(), String> {
             let i = i as usize;
             format!("GPU {} {}", i / Stage::K, Stage::ALL[i % Stage::K])
         })
-        .label_style(("sans-serif", 14))
+        .label_style((FAMILY, 14))
         .disable_y_mesh()
         .draw()
         .map_err(err)?;
@@ -303,6 +336,73 @@ mod test {
         let top = Series { label: "b".into(), points: vec![(0.0, 10.0), (5.0, 9.0), (10.0, 10.0)] };
         let p = legend_corner(&[top], false, (0.0, 10.0), (0.0, 10.0));
         assert!(matches!(p, SeriesLabelPosition::LowerRight | SeriesLabelPosition::LowerLeft), "{p:?}");
+    }
+
+    /// Without `CHARIOT_FONT` (or with it empty) the font is the built-in one, and it
+    /// parses; a `CHARIOT_FONT` that cannot be read is an error naming it.
+    #[test]
+    fn the_built_in_font_is_used_unless_chariot_font_names_another() {
+        for var in [None, Some("".into())] {
+            let (bytes, source) = font_bytes(var).unwrap();
+            assert_eq!(bytes.as_ptr(), EMBEDDED_FONT.as_ptr());
+            assert!(source.contains("built-in"), "{source}");
+        }
+        assert!(EMBEDDED_FONT.len() > 100_000, "{} bytes", EMBEDDED_FONT.len());
+        assert!(plotters::style::register_font("chariot-unit-embedded", FontStyle::Normal, EMBEDDED_FONT).is_ok());
+        let e = font_bytes(Some("/nonexistent/chariot-font.ttf".into())).unwrap_err();
+        assert!(e.contains("CHARIOT_FONT=/nonexistent/chariot-font.ttf"), "{e}");
+    }
+
+    /// The caption band of a line chart holds only the title: drawn with a title it
+    /// has anti-aliased text in it (dark pixels, and greys), drawn without one it is
+    /// white. Nothing here reads a font file, so it passes with no fonts installed.
+    #[test]
+    fn a_chart_draws_its_text_with_the_built_in_font() {
+        font().unwrap();
+        let (w, h) = LINE_CHART_PX;
+        let s = Series { label: "chariot".into(), points: vec![(0.1, 1.0), (1.0, 1.9), (10.0, 1.95)] };
+        let draw = |title: &str| {
+            let mut buf = vec![0u8; (w * h * 3) as usize];
+            {
+                let root = BitMapBackend::with_buffer(&mut buf, (w, h)).into_drawing_area();
+                let extent = extent(title, true, std::slice::from_ref(&s)).unwrap();
+                draw_line_chart(&root, title, "r", "speedup", true, std::slice::from_ref(&s), extent).unwrap();
+                root.present().unwrap();
+            }
+            // The caption band: the margin and the 22 px title above the plot.
+            let band: Vec<[u8; 3]> = buf[..(w * 40 * 3) as usize].chunks(3).map(|p| [p[0], p[1], p[2]]).collect();
+            let dark = band.iter().filter(|p| p.iter().all(|&c| c < 128)).count();
+            let mut colours = band.clone();
+            colours.sort_unstable();
+            colours.dedup();
+            (dark, colours.len())
+        };
+        let (dark, colours) = draw("speedup over serial");
+        assert!(dark > 100 && colours > 4, "title band: {dark} dark pixels, {colours} colours");
+        assert_eq!(draw(""), (0, 1), "the band holds nothing but the title");
+    }
+
+    /// Both kinds of chart are written as PNG files.
+    #[test]
+    fn charts_are_written_as_png_files() {
+        let dir = std::env::temp_dir();
+        let line = dir.join(format!("chariot-plot-unit-{}-line.png", std::process::id()));
+        let s = Series { label: "chariot".into(), points: vec![(0.1, 1.0), (1.0, 1.9), (10.0, 1.95)] };
+        line_chart(&line, "speedup over serial", "r", "speedup", true, &[s]).unwrap();
+        let gantt = dir.join(format!("chariot-plot-unit-{}-gantt.png", std::process::id()));
+        let trace = r#"{"traceEvents":[{"ph":"X","pid":0,"tid":1,"ts":0,"dur":40},
+            {"ph":"X","pid":0,"tid":2,"ts":40,"dur":100},{"ph":"X","pid":0,"tid":3,"ts":140,"dur":40}]}"#;
+        gantt_from_trace(&gantt, "timeline", trace).unwrap();
+        for path in [line, gantt] {
+            let png = std::fs::read(&path).unwrap();
+            let _ = std::fs::remove_file(&path);
+            assert!(
+                png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 5_000,
+                "{}: {} bytes",
+                path.display(),
+                png.len()
+            );
+        }
     }
 
     fn event(pid: &str, ts: &str, dur: &str) -> String {

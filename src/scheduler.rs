@@ -260,7 +260,7 @@ impl Scheduler {
     }
 
     /// The GPUs still in the rotation (indices in the scheduler's list). A GPU whose
-    /// context hit a sticky error leaves it for good; see the README's "Faults".
+    /// context hit a sticky error leaves it for good; see `docs/faults.md`.
     pub fn live_gpus(&self) -> Vec<usize> {
         (0..self.gpu_count()).filter(|&g| self.shared.alive[g].load(Ordering::SeqCst)).collect()
     }

@@ -2,8 +2,8 @@
 //! with a message naming the offending value, and failures stay confined to their task.
 //! Also the host-buffer guards: a read waits for an in-flight task writing its range.
 //!
-//! The README's "Bad input" table lists every public entry point and bad value with the
-//! test here that shows what it gets. Tests of inputs that once hung, aborted or
+//! The "Bad input" table of `docs/bad-input.md` lists every public entry point and bad
+//! value with the test here that shows what it gets. Tests of inputs that once hung, aborted or
 //! panicked run under a deadline or in a child process, so that a regression is
 //! reported as a failure and the suite goes on. Tests that need a CUDA GPU are ignored
 //! here and run on the GPU machine with `--include-ignored`.
@@ -1554,6 +1554,17 @@ fn the_tools_refuse_bad_arguments_and_files() {
         let (code, err) = run_tool(exe, &args);
         assert_eq!(code, Some(2), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    // An unknown order name, in --order or as a --configs entry, is a usage error
+    // naming the option, the value and the order names allowed (never largest first).
+    for (args, needle) in [
+        (vec!["bench", "-q", "q.fa", "-d", "db.fa", "--configs", "auto,xx:8"], "invalid value 'xx:8' for '--configs"),
+        (vec!["search", "-q", "q.fa", "-d", "db.fa", "--order", "LF"], "invalid value 'LF' for '--order"),
+    ] {
+        let args: Vec<_> = args.into_iter().map(os).collect();
+        let (code, err) = run_tool(align, &args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle) && err.contains("fcfs, lf or sf"), "{args:?}: {err}");
     }
     // Files: missing, malformed FASTA, malformed matrix: exit code 1 and a message
     // naming the file and the line.

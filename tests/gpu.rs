@@ -408,6 +408,9 @@ fn cuda_sticky_error_retires_the_gpu_not_the_process() {
             let blamed = failures.iter().find(|f| f.task.0 == 5).expect("task 5 is reported");
             assert_eq!(blamed.stage, Stage::Kernel, "{blamed}");
             assert!(blamed.message.contains("ILLEGAL_ADDRESS"), "{blamed}");
+            // The driver's code, to match on: CUDA_ERROR_ILLEGAL_ADDRESS is 700.
+            let driver = blamed.driver.as_ref().expect("a driver error carries its code");
+            assert!(driver.is(700) && driver.name == "CUDA_ERROR_ILLEGAL_ADDRESS", "{driver:?}");
             assert_eq!(report.lost_gpus.len(), 1, "{:?}", report.lost_gpus);
             assert!(sched.live_gpus().is_empty());
             for f in failures.iter().filter(|f| f.task.0 != 5) {
@@ -438,8 +441,8 @@ fn cuda_sticky_error_retires_the_gpu_not_the_process() {
                 assert_eq!(&*out.read(), &*input.read());
                 eprintln!("a new scheduler got a fresh context");
             }
-            Err(e @ Error::Driver { .. }) => {
-                assert!(e.to_string().contains("ILLEGAL_ADDRESS"), "{e}");
+            Err(Error::Driver { error, .. }) if error.is(700) => {
+                let e = error;
                 eprintln!("a new scheduler is refused: {e}");
             }
             Err(e) => panic!("unexpected error from a new scheduler: {e}"),
@@ -475,7 +478,7 @@ fn cuda_sticky_error_moves_tasks_to_the_other_gpu() {
         assert!(!report.lost_gpus.is_empty());
         // Measured on 2 x H200 (driver 580): the driver poisons every context of the
         // process, not only the faulting one, so the GPU a task moves to fails at its
-        // next call too (README, "Faults"). Either way: no hang, the culprit blamed,
+        // next call too (docs/faults.md). Either way: no hang, the culprit blamed,
         // every other task completed correctly or failed with a reason.
         if report.lost_gpus.len() == 1 {
             assert_eq!(sched.live_gpus().len(), 1);

@@ -539,6 +539,7 @@ fn checker_catches_missing_and_duplicate_commands() {
         gpu: 0,
         stream: 0,
         message: "x".into(),
+        driver: None,
     });
     let v = violations(&report, &specs, &limits, Clocks::SIM);
     assert!(v.is_empty(), "{v:#?}");

@@ -8,7 +8,7 @@
 //! `build` gives `InvalidConfig` naming the first parameter out of range (or the sim
 //! profile, `backend`, e.g. a `time_scale` outside `0..=1e6`), else `NoSuchGpu` naming the
 //! first ordinal missing (`gpus(usize::MAX)` among them), else a scheduler; `submit`
-//! gives `InvalidCommand` at the first command the README's rules refuse (ranges, copy
+//! gives `InvalidCommand` at the first command the rules of docs/bad-input.md refuse (ranges, copy
 //! extents, pitches whose bytes overflow, launch arguments, CUDA's launch limits and
 //! thread count), else `EmptyTask`, else `ShutDown`, else `DuplicateTask` for an id taken
 //! since the last `synchronize` (ended or not; a submit refused with `HostConflict` frees
@@ -287,7 +287,7 @@ impl Range {
         }
     }
 
-    /// The elements it names in a buffer of `len`, if it fits (the README's rule:
+    /// The elements it names in a buffer of `len`, if it fits (the rule of docs/bad-input.md:
     /// not reversed, not past the end, no bound that overflows).
     fn resolve(self, len: usize) -> Option<std::ops::Range<usize>> {
         let (start, end) = self.bounds();
@@ -583,7 +583,7 @@ impl<'a> World<'a> {
         self.devs[second as usize].len()
     }
 
-    /// Whether `submit` refuses the command (the README's rules, in "Bad input").
+    /// Whether `submit` refuses the command (the rules of docs/bad-input.md).
     fn invalid(&self, c: &Cmd) -> bool {
         let host = self.host.len();
         match c {

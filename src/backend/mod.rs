@@ -135,6 +135,8 @@ pub(crate) struct Fault {
     pub(crate) message: String,
     /// How far it reaches.
     pub(crate) reach: Reach,
+    /// The driver's error, where a driver call failed.
+    pub(crate) driver: Option<crate::DriverError>,
 }
 
 /// How far a fault reaches: one task, or the whole GPU.
@@ -156,7 +158,7 @@ pub(crate) enum Reach {
 impl Fault {
     /// A fault of this task only.
     pub(crate) fn task(message: impl Into<String>) -> Fault {
-        Fault { message: message.into(), reach: Reach::Task }
+        Fault { message: message.into(), reach: Reach::Task, driver: None }
     }
 
     /// Whether the GPU is lost.
@@ -312,7 +314,7 @@ impl Machine {
     ) -> crate::Result<Gpu> {
         match self {
             Machine::Cuda(m) => Ok(Gpu::Cuda(Box::new(m.open_gpu(gpu, streams, epoch, device_timing, nvtx)?))),
-            Machine::Sim(m) => Ok(Gpu::Sim(m.open_gpu(gpu, streams, epoch, wake))),
+            Machine::Sim(m) => Ok(Gpu::Sim(m.open_gpu(gpu, streams, epoch, wake)?)),
         }
     }
 

@@ -30,7 +30,7 @@ pub(crate) mod affinity;
 use crate::backend::{Fault, Gpu, Reach, Span};
 use crate::builder::Config;
 use crate::callback::{CallInfo, CpuDone, CpuJob};
-use crate::error::TaskFailure;
+use crate::error::{DriverError, TaskFailure};
 use crate::report::Adapted;
 use crate::report::{CommandRecord, DispatchStats, LostGpu, MovedTask};
 use crate::scheduler::Shared;
@@ -406,16 +406,16 @@ impl Dispatcher {
                 match fault.reach {
                     // Kept for `retire`, which moves it if that is safe.
                     Reach::Gpu => self.slots[j].interrupted = true,
-                    Reach::Task | Reach::GpuByTask => self.fail_task(j, index, k, fault.message),
+                    Reach::Task | Reach::GpuByTask => self.fail_task(j, index, k, fault.message, fault.driver),
                 }
             }
         }
     }
 
-    fn fail_task(&mut self, j: usize, command: usize, stage: Stage, message: String) {
+    fn fail_task(&mut self, j: usize, command: usize, stage: Stage, message: String, driver: Option<DriverError>) {
         self.slots[j].fresh = false;
         if let Some(task) = self.slots[j].task.take() {
-            let failure = TaskFailure { task: task.id, command, stage, gpu: self.gpu, stream: j, message };
+            let failure = TaskFailure { task: task.id, command, stage, gpu: self.gpu, stream: j, message, driver };
             self.flush_stats();
             self.shared.end_task(task, Some(failure));
         }
@@ -744,5 +744,5 @@ fn overlap(a: &CopyCmd, b: &CopyCmd) -> bool {
 /// The failure of `task` at the command it would run next.
 fn failure_at_next(task: &Task, gpu: usize, stream: usize, message: String) -> TaskFailure {
     let stage = task.commands.get(task.next).map_or(Stage::Cpu, |c| c.stage());
-    TaskFailure { task: task.id, command: task.next, stage, gpu, stream, message }
+    TaskFailure { task: task.id, command: task.next, stage, gpu, stream, message, driver: None }
 }

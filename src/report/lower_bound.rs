@@ -263,7 +263,7 @@ pub struct TaskWork {
 ///   `T ≥ a + z + (U + R − up·a − down·z) / both` with `a = d_min + k_min`,
 ///   `z = k_min + r_min`.
 ///
-/// Valid for any schedule given the rates (measured, sustained); the README derives it.
+/// Valid for any schedule given the rates (measured, sustained); `docs/bounds.md` derives it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct HardwareBound {
     /// The bound, ns.

@@ -8,7 +8,7 @@
 //! * depth-first: every chunk's three commands on stream i mod S, all enqueued at once;
 //! * graph: the depth-first sequence captured once as a CUDA graph and launched.
 
-use super::{failed, nvrtc};
+use super::{failed_text, nvrtc};
 use crate::kernel::Kernel;
 use cudarc::driver::result;
 use cudarc::driver::sys;
@@ -77,15 +77,15 @@ pub(crate) fn load_kernel(dev: sys::CUdevice, kernel: &Kernel) -> Result<(sys::C
     let (major, minor) = unsafe {
         (
             result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
-                .map_err(|e| failed("cuDeviceGetAttribute", e))?,
+                .map_err(|e| failed_text("cuDeviceGetAttribute", e))?,
             result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
-                .map_err(|e| failed("cuDeviceGetAttribute", e))?,
+                .map_err(|e| failed_text("cuDeviceGetAttribute", e))?,
         )
     };
     let image = nvrtc::compile(kernel, &format!("sm_{major}{minor}")).map_err(|e| e.to_string())?;
     // SAFETY: a complete cubin for this device; the caller unloads it.
     let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
-        .map_err(|e| failed("cuModuleLoadData", e))?;
+        .map_err(|e| failed_text("cuModuleLoadData", e))?;
     let name = CString::new(kernel.name.clone()).map_err(|_| "kernel name has a NUL byte".to_string())?;
     // SAFETY: the module was just loaded.
     match unsafe { result::module::get_function(module, name) } {
@@ -93,7 +93,7 @@ pub(crate) fn load_kernel(dev: sys::CUdevice, kernel: &Kernel) -> Result<(sys::C
         Err(e) => {
             // SAFETY: loaded above, used by nothing.
             let _ = unsafe { result::module::unload(module) };
-            Err(failed("cuModuleGetFunction", e))
+            Err(failed_text("cuModuleGetFunction", e))
         }
     }
 }
@@ -141,9 +141,10 @@ impl From<Failure> for String {
 impl Rig {
     /// Opens GPU `ordinal`, which exists (see [`shift`]).
     fn open(ordinal: usize, kernel: &Kernel, streams: usize, max_len: usize) -> Result<Rig, String> {
-        let dev = result::device::get(ordinal as i32).map_err(|e| failed("cuDeviceGet", e))?;
+        let dev = result::device::get(ordinal as i32).map_err(|e| failed_text("cuDeviceGet", e))?;
         // SAFETY: `dev` is valid; released once in Drop.
-        let ctx = unsafe { result::primary_ctx::retain(dev) }.map_err(|e| failed("cuDevicePrimaryCtxRetain", e))?;
+        let ctx =
+            unsafe { result::primary_ctx::retain(dev) }.map_err(|e| failed_text("cuDevicePrimaryCtxRetain", e))?;
         let mut rig = Rig {
             dev,
             ctx,
@@ -155,7 +156,7 @@ impl Rig {
             graph: None,
         };
         // SAFETY: the context was just retained.
-        unsafe { result::ctx::set_current(ctx) }.map_err(|e| failed("cuCtxSetCurrent", e))?;
+        unsafe { result::ctx::set_current(ctx) }.map_err(|e| failed_text("cuCtxSetCurrent", e))?;
         let (module, func) = load_kernel(dev, kernel)?;
         rig.module = Some(module);
         rig.func = func;
@@ -163,24 +164,24 @@ impl Rig {
         for _ in 0..streams {
             rig.streams.push(
                 result::stream::create(result::stream::StreamKind::NonBlocking)
-                    .map_err(|e| failed("cuStreamCreate", e))?,
+                    .map_err(|e| failed_text("cuStreamCreate", e))?,
             );
             rig.events.push(
                 result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
-                    .map_err(|e| failed("cuEventCreate", e))?,
+                    .map_err(|e| failed_text("cuEventCreate", e))?,
             );
             // SAFETY: the context is current; freed in Drop.
             let pair = unsafe {
                 (
-                    result::malloc_sync(bytes).map_err(|e| failed("cuMemAlloc", e))?,
-                    result::malloc_sync(bytes).map_err(|e| failed("cuMemAlloc", e))?,
+                    result::malloc_sync(bytes).map_err(|e| failed_text("cuMemAlloc", e))?,
+                    result::malloc_sync(bytes).map_err(|e| failed_text("cuMemAlloc", e))?,
                 )
             };
             rig.buffers.push(pair);
         }
         rig.events.push(
             result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
-                .map_err(|e| failed("cuEventCreate", e))?,
+                .map_err(|e| failed_text("cuEventCreate", e))?,
         );
         Ok(rig)
     }
@@ -205,7 +206,7 @@ impl Rig {
             match which {
                 0 => sys::cuMemcpyHtoDAsync_v2(d_in, input[c.clone()].as_ptr() as *const c_void, n * 4, stream)
                     .result()
-                    .map_err(|e| failed("cuMemcpyHtoDAsync", e)),
+                    .map_err(|e| failed_text("cuMemcpyHtoDAsync", e)),
                 1 => {
                     let mut values: [u64; 4] = [d_out, d_in, n as u64, iters as u64];
                     let mut params: [*mut c_void; 4] = [
@@ -216,11 +217,11 @@ impl Rig {
                     ];
                     let grid = (n as u32).div_ceil(crate::demo::BLOCK);
                     result::launch_kernel(self.func, (grid, 1, 1), (crate::demo::BLOCK, 1, 1), 0, stream, &mut params)
-                        .map_err(|e| failed("cuLaunchKernel", e))
+                        .map_err(|e| failed_text("cuLaunchKernel", e))
                 }
                 _ => sys::cuMemcpyDtoHAsync_v2(output[c.clone()].as_mut_ptr() as *mut c_void, d_out, n * 4, stream)
                     .result()
-                    .map_err(|e| failed("cuMemcpyDtoHAsync", e)),
+                    .map_err(|e| failed_text("cuMemcpyDtoHAsync", e)),
             }
         }
     }
@@ -228,7 +229,7 @@ impl Rig {
     fn sync_all(&self) -> Result<(), String> {
         for &s in &self.streams {
             // SAFETY: a live stream of this rig.
-            unsafe { result::stream::synchronize(s) }.map_err(|e| failed("cuStreamSynchronize", e))?;
+            unsafe { result::stream::synchronize(s) }.map_err(|e| failed_text("cuStreamSynchronize", e))?;
         }
         Ok(())
     }
@@ -267,11 +268,11 @@ impl Rig {
             // through the fork event and rejoin the origin before it ends.
             unsafe {
                 result::stream::begin_capture(origin, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
-                    .map_err(|e| failed("cuStreamBeginCapture", e))?;
-                result::event::record(fork, origin).map_err(|e| failed("cuEventRecord", e))?;
+                    .map_err(|e| failed_text("cuStreamBeginCapture", e))?;
+                result::event::record(fork, origin).map_err(|e| failed_text("cuEventRecord", e))?;
                 for &st in &self.streams[1..] {
                     result::stream::wait_event(st, fork, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT)
-                        .map_err(|e| failed("cuStreamWaitEvent", e))?;
+                        .map_err(|e| failed_text("cuStreamWaitEvent", e))?;
                 }
             }
             let issued = self.depth_first(chunks, input, output, iters);
@@ -285,14 +286,14 @@ impl Rig {
                         sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
                     );
                 }
-                result::stream::end_capture(origin).map_err(|e| failed("cuStreamEndCapture", e))?
+                result::stream::end_capture(origin).map_err(|e| failed_text("cuStreamEndCapture", e))?
             };
             issued?;
             // SAFETY: `graph` was just captured; destroyed in Drop.
             let exec = unsafe { result::graph::instantiate(graph, sys::CUgraphInstantiate_flags(0)) }.map_err(|e| {
                 // SAFETY: not instantiated, so destroyed here once.
                 let _ = unsafe { result::graph::destroy(graph) };
-                failed("cuGraphInstantiate", e)
+                failed_text("cuGraphInstantiate", e)
             })?;
             self.graph = Some((graph, exec));
             timing.setup_ns = t0.elapsed().as_nanos() as u64;
@@ -321,7 +322,7 @@ impl Rig {
                 let (_, exec) = self.graph.expect("instantiated above");
                 // SAFETY: `exec` is live; its nodes name this rig's buffers and the
                 // caller's host slices, which outlive the run.
-                unsafe { result::graph::launch(exec, self.streams[0]) }.map_err(|e| failed("cuGraphLaunch", e))?;
+                unsafe { result::graph::launch(exec, self.streams[0]) }.map_err(|e| failed_text("cuGraphLaunch", e))?;
             }
         }
         self.sync_all()?;

@@ -113,7 +113,7 @@ unsafe impl Sync for Context {}
 
 impl Context {
     /// Makes the context current on the calling thread.
-    pub(crate) fn bind(&self) -> Result<(), String> {
+    pub(crate) fn bind(&self) -> Result<(), crate::DriverError> {
         // SAFETY: the context was retained in `Machine::open` and is released only when
         // this value drops.
         unsafe { result::ctx::set_current(self.ctx) }.map_err(|e| failed("cuCtxSetCurrent", e))
@@ -147,7 +147,7 @@ pub(crate) struct Machine {
     modules: Mutex<Vec<(Arc<Context>, usize)>>,
 }
 
-fn attr(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> Result<i32, String> {
+fn attr(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> Result<i32, crate::DriverError> {
     // SAFETY: `dev` came from cuDeviceGet; attributes are plain queries.
     unsafe { result::device::get_attribute(dev, a) }.map_err(|e| failed("cuDeviceGetAttribute", e))
 }
@@ -179,21 +179,18 @@ impl Machine {
         let mut contexts = Vec::new();
         let mut gpus = Vec::new();
         for (index, &ordinal) in ordinals.iter().enumerate() {
-            let driver = |call: &'static str| move |message: String| crate::Error::Driver { call, gpu: index, message };
-            let dev = result::device::get(ordinal as i32).map_err(|e| driver("cuDeviceGet")(describe(e)))?;
+            let driver = |error: crate::DriverError| crate::Error::Driver { gpu: index, error };
+            let dev = result::device::get(ordinal as i32).map_err(|e| driver(failed("cuDeviceGet", e)))?;
             // SAFETY: `dev` is a valid device; the context is released in Context::drop.
             let ctx = unsafe { result::primary_ctx::retain(dev) }
-                .map_err(|e| driver("cuDevicePrimaryCtxRetain")(describe(e)))?;
+                .map_err(|e| driver(failed("cuDevicePrimaryCtxRetain", e)))?;
             let context = Arc::new(Context { index, dev, ctx });
-            context.bind().map_err(driver("cuCtxSetCurrent"))?;
+            context.bind().map_err(driver)?;
             use sys::CUdevice_attribute::*;
-            let engines = attr(dev, CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT).map_err(driver("cuDeviceGetAttribute"))?;
-            let concurrent =
-                attr(dev, CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS).map_err(driver("cuDeviceGetAttribute"))?;
-            let major =
-                attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).map_err(driver("cuDeviceGetAttribute"))?;
-            let minor =
-                attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).map_err(driver("cuDeviceGetAttribute"))?;
+            let engines = attr(dev, CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT).map_err(driver)?;
+            let concurrent = attr(dev, CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS).map_err(driver)?;
+            let major = attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).map_err(driver)?;
+            let minor = attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).map_err(driver)?;
             let per_sm = [
                 CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                 CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
@@ -202,10 +199,10 @@ impl Machine {
             ]
             .map(|a| attr(dev, a).map(|v| v.max(1) as u32));
             let [sm_count, max_threads_per_sm, max_blocks_per_sm, shared_bytes_per_sm] = per_sm;
-            let name = result::device::get_name(dev).map_err(|e| driver("cuDeviceGetName")(describe(e)))?;
+            let name = result::device::get_name(dev).map_err(|e| driver(failed("cuDeviceGetName", e)))?;
             // SAFETY: `dev` is valid.
             let memory =
-                unsafe { result::device::total_mem(dev) }.map_err(|e| driver("cuDeviceTotalMem")(describe(e)))?;
+                unsafe { result::device::total_mem(dev) }.map_err(|e| driver(failed("cuDeviceTotalMem", e)))?;
             let pci =
                 [CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID]
                     .map(|a| attr(dev, a).unwrap_or(-1));
@@ -224,10 +221,10 @@ impl Machine {
                 concurrent_kernels: concurrent != 0,
                 arch: format!("sm_{major}{minor}"),
                 memory_bytes: memory as u64,
-                sm_count: sm_count.map_err(driver("cuDeviceGetAttribute"))?,
-                max_threads_per_sm: max_threads_per_sm.map_err(driver("cuDeviceGetAttribute"))?,
-                max_blocks_per_sm: max_blocks_per_sm.map_err(driver("cuDeviceGetAttribute"))?,
-                shared_bytes_per_sm: shared_bytes_per_sm.map_err(driver("cuDeviceGetAttribute"))?,
+                sm_count: sm_count.map_err(driver)?,
+                max_threads_per_sm: max_threads_per_sm.map_err(driver)?,
+                max_blocks_per_sm: max_blocks_per_sm.map_err(driver)?,
+                shared_bytes_per_sm: shared_bytes_per_sm.map_err(driver)?,
             });
             contexts.push(context);
         }
@@ -239,14 +236,14 @@ impl Machine {
     }
 
     pub(crate) fn alloc_device(&self, gpu: usize, bytes: usize) -> crate::Result<PhysBuf> {
-        self.contexts[gpu].bind().map_err(|message| crate::Error::Driver { call: "cuCtxSetCurrent", gpu, message })?;
+        self.contexts[gpu].bind().map_err(|error| crate::Error::Driver { gpu, error })?;
         // SAFETY: the context is current; the pointer is freed once, in `free_device`.
         match unsafe { result::malloc_sync(bytes) } {
             Ok(ptr) => Ok(PhysBuf::Cuda { gpu, ptr }),
             Err(e) => Err(crate::Error::OutOfMemory {
                 what: format!("device memory on GPU {gpu}"),
                 bytes,
-                message: failed("cuMemAlloc", e),
+                message: failed("cuMemAlloc", e).to_string(),
             }),
         }
     }
@@ -290,7 +287,7 @@ impl Machine {
         nvtx: Option<Arc<super::nvtx::Nvtx>>,
     ) -> crate::Result<super::Gpu> {
         super::Gpu::open(self.contexts[gpu].clone(), streams, epoch, timing, nvtx)
-            .map_err(|message| crate::Error::Driver { call: "opening streams and events", gpu, message })
+            .map_err(|error| crate::Error::Driver { gpu, error })
     }
 
     pub(crate) fn memory_in_use(&self, gpu: usize) -> Option<u64> {
@@ -303,10 +300,14 @@ impl Machine {
     /// the CPU to read back), zeroed.
     pub(crate) fn alloc_host(&self, bytes: usize) -> crate::Result<HostAlloc> {
         let ctx = self.contexts[0].clone();
-        ctx.bind().map_err(|message| crate::Error::Driver { call: "cuCtxSetCurrent", gpu: 0, message })?;
+        ctx.bind().map_err(|error| crate::Error::Driver { gpu: 0, error })?;
         // SAFETY: a context is current; the block is freed once, by the closure below.
         let ptr = unsafe { result::malloc_host(bytes, sys::CU_MEMHOSTALLOC_PORTABLE) }.map_err(|e| {
-            crate::Error::OutOfMemory { what: "pinned host memory".into(), bytes, message: failed("cuMemHostAlloc", e) }
+            crate::Error::OutOfMemory {
+                what: "pinned host memory".into(),
+                bytes,
+                message: failed("cuMemHostAlloc", e).to_string(),
+            }
         })?;
         let ptr = NonNull::new(ptr as *mut u8).ok_or_else(|| crate::Error::OutOfMemory {
             what: "pinned host memory".into(),
@@ -356,11 +357,11 @@ impl Machine {
         for (gpu, info) in self.gpus.iter().enumerate() {
             let image = nvrtc::compile(kernel, &info.arch)?;
             let ctx = &self.contexts[gpu];
-            ctx.bind().map_err(|message| crate::Error::Driver { call: "cuCtxSetCurrent", gpu, message })?;
+            ctx.bind().map_err(|error| crate::Error::Driver { gpu, error })?;
             // SAFETY: `image` is a complete cubin for this device's architecture; the
             // module stays loaded until the Machine drops (see Drop).
             let module = unsafe { result::module::load_data(image.as_ptr() as *const _) }
-                .map_err(|e| crate::Error::Driver { call: "cuModuleLoadData", gpu, message: describe(e) })?;
+                .map_err(|e| crate::Error::Driver { gpu, error: failed("cuModuleLoadData", e) })?;
             self.modules.lock().push((ctx.clone(), module as usize));
             // SAFETY: `module` is loaded and `entry` is a valid C string.
             let func = unsafe { result::module::get_function(module, entry.clone()) }.map_err(|e| {

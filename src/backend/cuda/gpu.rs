@@ -49,7 +49,7 @@ pub(crate) struct Gpu {
 // first use is allowed by the driver (they are not tied to a thread).
 unsafe impl Send for Gpu {}
 
-fn driver(call: &str) -> impl Fn(DriverError) -> String + '_ {
+fn driver(call: &str) -> impl Fn(DriverError) -> crate::DriverError + '_ {
     move |e| failed(call, e)
 }
 
@@ -93,7 +93,8 @@ fn issue_fault(call: &str) -> impl Fn(DriverError) -> Fault + '_ {
             Reach::GpuByTask => Reach::Gpu,
             r => r,
         };
-        Fault { message: failed(call, e), reach }
+        let error = failed(call, e);
+        Fault { message: error.to_string(), reach, driver: Some(error) }
     }
 }
 
@@ -104,7 +105,7 @@ impl Gpu {
         epoch: Instant,
         timing: bool,
         nvtx: Option<Arc<super::nvtx::Nvtx>>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, crate::DriverError> {
         ctx.bind()?;
         let mut gpu = Gpu {
             ctx,
@@ -155,7 +156,7 @@ impl Gpu {
                 r.nvtx().name_this_thread(&name);
             }
         }
-        self.ctx.bind()
+        self.ctx.bind().map_err(String::from)
     }
 
     pub(crate) fn quiesce(&self) {
@@ -314,7 +315,8 @@ impl Gpu {
             Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_READY)) => None,
             Err(e) => {
                 let kernel = self.stage[j] == crate::stage::Stage::Kernel;
-                Some(Err(Fault { message: failed("cuEventQuery", e), reach: reach(e, kernel) }))
+                let error = failed("cuEventQuery", e);
+                Some(Err(Fault { message: error.to_string(), reach: reach(e, kernel), driver: Some(error) }))
             }
         }
     }

@@ -13,7 +13,7 @@
 //! stream's event has completed. So no staging buffer is rewritten while its download
 //! may still read it, and no output is consumed before its readback has ended.
 
-use super::failed;
+use super::failed_text;
 use crate::baseline::{DeviceArg, InOrderDevice, InOrderError, InOrderLaunch, InOrderPlan, InOrderTiming, Prepared};
 use crate::callback::run_caught;
 use crate::error::{BoxError, Error};
@@ -89,9 +89,8 @@ where
             if ordinal >= available {
                 return Err(InOrderError::Setup(Error::NoSuchGpu { ordinal, available, backend: "cuda" }));
             }
-            let mut rig = Rig::open(ordinal, kernel, plan, slots, in_bytes, out_bytes).map_err(|message| {
-                InOrderError::Setup(Error::Driver { call: "in-order pipeline set-up", gpu: ordinal, message })
-            })?;
+            let mut rig = Rig::open(ordinal, kernel, plan, slots, in_bytes, out_bytes)
+                .map_err(|message| InOrderError::Device { gpu: ordinal, message })?;
             let Rig { engine, host, .. } = &mut rig;
             let mut blocks = host.slices();
             let (ins, outs) = blocks.split_at_mut(slots);
@@ -401,9 +400,10 @@ impl Rig {
         in_bytes: usize,
         out_bytes: usize,
     ) -> Result<Rig, String> {
-        let dev = result::device::get(ordinal as i32).map_err(|e| failed("cuDeviceGet", e))?;
+        let dev = result::device::get(ordinal as i32).map_err(|e| failed_text("cuDeviceGet", e))?;
         // SAFETY: `dev` is valid; released once in Drop.
-        let ctx = unsafe { result::primary_ctx::retain(dev) }.map_err(|e| failed("cuDevicePrimaryCtxRetain", e))?;
+        let ctx =
+            unsafe { result::primary_ctx::retain(dev) }.map_err(|e| failed_text("cuDevicePrimaryCtxRetain", e))?;
         let mut rig = Rig {
             dev,
             ctx,
@@ -422,7 +422,7 @@ impl Rig {
             host: Host { blocks: Vec::new() },
         };
         // SAFETY: the context was just retained.
-        unsafe { result::ctx::set_current(ctx) }.map_err(|e| failed("cuCtxSetCurrent", e))?;
+        unsafe { result::ctx::set_current(ctx) }.map_err(|e| failed_text("cuCtxSetCurrent", e))?;
         // The same cubin chariot loads (NVRTC's cache is per process).
         let (module, func) = super::baseline::load_kernel(dev, kernel)?;
         rig.module = Some(module);
@@ -430,17 +430,17 @@ impl Rig {
         let alloc = |bytes: usize| {
             // SAFETY: the context is current; every pointer is pushed to the rig at once
             // and freed in Drop.
-            unsafe { result::malloc_sync(bytes.max(1)) }.map_err(|e| failed("cuMemAlloc", e))
+            unsafe { result::malloc_sync(bytes.max(1)) }.map_err(|e| failed_text("cuMemAlloc", e))
         };
         let e = &mut rig.engine;
         for _ in 0..plan.streams {
             e.streams.push(
                 result::stream::create(result::stream::StreamKind::NonBlocking)
-                    .map_err(|e| failed("cuStreamCreate", e))?,
+                    .map_err(|e| failed_text("cuStreamCreate", e))?,
             );
             e.events.push(
                 result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
-                    .map_err(|e| failed("cuEventCreate", e))?,
+                    .map_err(|e| failed_text("cuEventCreate", e))?,
             );
             e.inputs.push(alloc(in_bytes)?);
             e.outputs.push(alloc(out_bytes)?);
@@ -455,14 +455,14 @@ impl Rig {
             e.constants.push(d);
             if !c.is_empty() {
                 // SAFETY: `d` holds `c.len()` bytes; the copy is synchronous.
-                unsafe { result::memcpy_htod_sync(d, c) }.map_err(|e| failed("cuMemcpyHtoD", e))?;
+                unsafe { result::memcpy_htod_sync(d, c) }.map_err(|e| failed_text("cuMemcpyHtoD", e))?;
             }
         }
         for bytes in std::iter::repeat_n(in_bytes, slots).chain(std::iter::repeat_n(out_bytes, slots)) {
             // Pinned and portable, as chariot's host buffers are, so the copies are DMA.
             // SAFETY: a context is current; freed in Drop.
             let p = unsafe { result::malloc_host(bytes, sys::CU_MEMHOSTALLOC_PORTABLE) }
-                .map_err(|e| failed("cuMemHostAlloc", e))?;
+                .map_err(|e| failed_text("cuMemHostAlloc", e))?;
             if p.is_null() {
                 return Err("cuMemHostAlloc returned null".into());
             }
@@ -489,7 +489,7 @@ impl Device for Engine {
             // length fits (checked); the host slice is pinned and stays untouched until
             // the stream's event has completed (the caller's contract).
             unsafe { result::memcpy_htod_async(self.inputs[s], input, stream) }
-                .map_err(|e| failed("cuMemcpyHtoDAsync", e))?;
+                .map_err(|e| failed_text("cuMemcpyHtoDAsync", e))?;
         }
         for l in launches {
             for (i, a) in l.args.iter().enumerate() {
@@ -522,20 +522,20 @@ impl Device for Engine {
                     &mut self.pointers[..l.args.len()],
                 )
             }
-            .map_err(|e| failed("cuLaunchKernel", e))?;
+            .map_err(|e| failed_text("cuLaunchKernel", e))?;
         }
         if !output.is_empty() {
             // SAFETY: as for the download, with the stream's output buffer.
             unsafe { result::memcpy_dtoh_async(output, self.outputs[s], stream) }
-                .map_err(|e| failed("cuMemcpyDtoHAsync", e))?;
+                .map_err(|e| failed_text("cuMemcpyDtoHAsync", e))?;
         }
         // SAFETY: the stream's own event; its previous chunk was waited for.
-        unsafe { result::event::record(self.events[s], stream) }.map_err(|e| failed("cuEventRecord", e))
+        unsafe { result::event::record(self.events[s], stream) }.map_err(|e| failed_text("cuEventRecord", e))
     }
 
     fn wait(&mut self, s: usize) -> Result<(), String> {
         // SAFETY: the stream's event, recorded by `issue`.
-        unsafe { result::event::synchronize(self.events[s]) }.map_err(|e| failed("cuEventSynchronize", e))
+        unsafe { result::event::synchronize(self.events[s]) }.map_err(|e| failed_text("cuEventSynchronize", e))
     }
 
     fn quiesce(&mut self) {

@@ -43,7 +43,17 @@ pub(crate) fn describe(e: DriverError) -> String {
     }
 }
 
-/// `call` failed with `e`, as a message.
-pub(crate) fn failed(call: &str, e: DriverError) -> String {
-    format!("{call} failed: {}", describe(e))
+/// `call` failed with `e`, as a message (for the baselines, whose errors are text).
+pub(crate) fn failed_text(call: &str, e: DriverError) -> String {
+    failed(call, e).to_string()
+}
+
+/// `call` failed with `e`: the call, the driver's code, name and text.
+pub(crate) fn failed(call: &str, e: DriverError) -> crate::DriverError {
+    crate::DriverError {
+        call: call.to_string(),
+        code: e.0 as i32,
+        name: e.error_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|_| format!("{:?}", e.0)),
+        text: e.error_string().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+    }
 }

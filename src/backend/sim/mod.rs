@@ -158,16 +158,30 @@ impl Machine {
         self.in_use[gpu].load(Ordering::SeqCst)
     }
 
-    pub(crate) fn open_gpu(&self, gpu: usize, streams: usize, epoch: Instant, wake: Arc<Signal>) -> Gpu {
+    /// Starts GPU `gpu`'s engine threads.
+    ///
+    /// # Errors
+    /// [`Error::Thread`](crate::Error::Thread) where the OS refuses a thread; the
+    /// threads already started are stopped and joined first.
+    pub(crate) fn open_gpu(&self, gpu: usize, streams: usize, epoch: Instant, wake: Arc<Signal>) -> crate::Result<Gpu> {
         let done: Completions = (0..streams).map(|_| Mutex::new(None)).collect();
         let kinds: &[EngineKind] = if self.profile.copy_engines >= 2 {
             &[EngineKind::Up, EngineKind::Down, EngineKind::Compute]
         } else {
             &[EngineKind::Copy, EngineKind::Compute]
         };
-        let mut senders = Vec::new();
-        let mut threads = Vec::new();
         let lost = Arc::new(AtomicBool::new(false));
+        // Built first, so that a failed spawn drops it: its drop ends and joins the
+        // threads started so far (the sender of the kind being started drops before it).
+        let mut g = Gpu {
+            gpu,
+            spin: self.profile.spin,
+            senders: Vec::new(),
+            threads: Vec::new(),
+            done: done.clone(),
+            lost: lost.clone(),
+            launched: 0,
+        };
         // A death past what the clock can count never comes.
         let death =
             self.profile.faults.death(gpu).and_then(|at| epoch.checked_add(clock::scale(at, self.profile.time_scale)));
@@ -193,15 +207,16 @@ impl Machine {
                     lost_once: self.lost_once.clone(),
                 };
                 let rx = rx.clone();
+                let name = format!("chariot-sim{gpu}-{kind:?}{w}");
                 let t = std::thread::Builder::new()
-                    .name(format!("chariot-sim{gpu}-{kind:?}{w}"))
+                    .name(name.clone())
                     .spawn(move || engine.run(rx))
-                    .expect("spawning a simulated engine thread");
-                threads.push(t);
+                    .map_err(|e| crate::Error::Thread { name, message: e.to_string() })?;
+                g.threads.push(t);
             }
-            senders.push((kind, tx));
+            g.senders.push((kind, tx));
         }
-        Gpu { gpu, spin: self.profile.spin, senders, threads, done, lost, launched: 0 }
+        Ok(g)
     }
 }
 
@@ -309,7 +324,7 @@ impl Drop for Gpu {
 
 /// The fault of a lost simulated GPU.
 fn lost_fault(gpu: usize, reach: Reach) -> Fault {
-    Fault { message: format!("simulated GPU {gpu} lost (injected fault)"), reach }
+    Fault { message: format!("simulated GPU {gpu} lost (injected fault)"), reach, driver: None }
 }
 
 struct Engine {
@@ -399,6 +414,7 @@ impl Engine {
                     info.task
                 ),
                 reach: Reach::GpuByTask,
+                driver: None,
             });
         }
         if faults.fails(info.task.0, command) {

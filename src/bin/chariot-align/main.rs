@@ -113,8 +113,8 @@ struct SearchArgs {
     #[arg(long, value_parser = clap::value_parser!(usize))]
     streams: Option<usize>,
     /// Task order: lf (largest residue count first), fcfs (file order) or sf.
-    #[arg(long, default_value = "lf", value_parser = ["lf", "fcfs", "sf"])]
-    order: String,
+    #[arg(long, default_value = "lf", value_parser = order)]
+    order: Order,
     /// No progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -163,17 +163,18 @@ struct BenchArgs {
     common: Common,
     /// Configurations: auto (chariot with its defaults, largest first: what `search`
     /// runs), serial (chariot, S = 1, FCFS: the non-pipelined code), hand (the
-    /// hand-written in-order pipeline: S streams, S file-read threads, no chariot), fcfs
-    /// (chariot, S streams, file order), lf (chariot, S streams, largest first; fcfs and
-    /// lf with S, depth and kernels set by hand and no adaptation). A suffix
-    /// `:N` sets S = N; on hand a second `:R` sets the read threads (`hand:2:1` is one
-    /// producer thread with double buffering); on fcfs and lf `:all` gives every chunk a
-    /// slot (the whole task set queued at once) and `:kN` lets a GPU run N kernels at
-    /// once (as `--kernels`), `:fF` admits kernels up to F GPU-fills (by occupancy) and
-    /// `:dN` sets the stage depth (as `--stage-depth`), e.g. `lf:8:all`, `fcfs:4:k4`,
-    /// `lf:16:k8:d2`, `lf:16:f2:d2`.
-    #[arg(long, value_delimiter = ',', default_value = "auto,serial,hand,fcfs,lf")]
-    configs: Vec<String>,
+    /// hand-written in-order pipeline: S streams, S file-read threads, no chariot), or
+    /// an order: fcfs (chariot, S streams, file order), lf (chariot, S streams, largest
+    /// first) or sf (smallest first), each with S, depth and kernels set by hand and no
+    /// adaptation. A suffix `:N` sets S = N; on hand a second `:R` sets the read
+    /// threads (`hand:2:1` is one producer thread with double buffering); on serial and
+    /// the orders `:all` gives every chunk a slot (the whole task set queued at once)
+    /// and `:kN` lets a GPU run N kernels at once (as `--kernels`), `:fF` admits
+    /// kernels up to F GPU-fills (by occupancy) and `:dN` sets the stage depth (as
+    /// `--stage-depth`), e.g. `lf:8:all`, `fcfs:4:k4`, `lf:16:k8:d2`, `lf:16:f2:d2`.
+    /// Every entry is checked before anything runs.
+    #[arg(long, value_delimiter = ',', default_value = "auto,serial,hand,fcfs,lf", value_parser = BenchConfig::parse)]
+    configs: Vec<BenchConfig>,
     /// Streams per GPU S for the pipelined configurations.
     #[arg(long, default_value_t = 4)]
     streams: usize,
@@ -205,11 +206,107 @@ fn backend(name: &str) -> Backend {
     }
 }
 
-fn order(name: &str) -> Order {
-    match name {
-        "fcfs" => Order::Fcfs,
-        "sf" => Order::SmallestFirst,
-        _ => Order::LargestFirst,
+/// `--order`, by chariot's one parser of order names: another name is a usage error.
+fn order(name: &str) -> Result<Order, String> {
+    name.parse::<Order>().map_err(|e| e.to_string())
+}
+
+/// What a `--configs` entry runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    /// chariot with its defaults, largest first (what `search` runs).
+    Auto,
+    /// chariot with S = 1, FCFS.
+    Serial,
+    /// The hand-written in-order pipeline.
+    Hand,
+    /// chariot with this order, set by hand.
+    Chariot(Order),
+}
+
+impl Kind {
+    /// The entry's first word.
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Auto => "auto",
+            Kind::Serial => "serial",
+            Kind::Hand => "hand",
+            Kind::Chariot(o) => o.name(),
+        }
+    }
+}
+
+/// One `--configs` entry, checked when the command line is read.
+#[derive(Clone, Debug, PartialEq)]
+struct BenchConfig {
+    /// The entry as given, e.g. `lf:16:k8:d2`.
+    text: String,
+    kind: Kind,
+    /// `:N`: S = N.
+    streams: Option<usize>,
+    /// hand's second `:R`: read threads.
+    readers: Option<usize>,
+    /// `:all`: a slot for every chunk.
+    all_slots: bool,
+    /// `:kN`: kernels a GPU runs at once.
+    kernels: Option<usize>,
+    /// `:dN`: stage depth.
+    depth: Option<usize>,
+    /// `:fF`: GPU-fills admitted.
+    fills: Option<f64>,
+}
+
+impl BenchConfig {
+    /// Parses an entry; the error names what is wrong and what is allowed (clap adds
+    /// the entry and the option).
+    fn parse(cfg: &str) -> Result<BenchConfig, String> {
+        let mut parts = cfg.split(':');
+        let first = parts.next().unwrap_or_default();
+        let kind = match first {
+            "auto" => Kind::Auto,
+            "serial" => Kind::Serial,
+            "hand" => Kind::Hand,
+            other => match other.parse::<Order>() {
+                Ok(o) => Kind::Chariot(o),
+                Err(chariot::Error::InvalidConfig { allowed, .. }) => {
+                    return Err(format!(
+                        "unknown configuration `{other}`; allowed: auto, serial, hand, or an order ({allowed})"
+                    ))
+                }
+                Err(e) => return Err(e.to_string()),
+            },
+        };
+        let mut c = BenchConfig {
+            text: cfg.to_string(),
+            kind,
+            streams: None,
+            readers: None,
+            all_slots: false,
+            kernels: None,
+            depth: None,
+            fills: None,
+        };
+        if kind == Kind::Auto && cfg.contains(':') {
+            return Err("auto takes no suffix (it is chariot's own choice)".into());
+        }
+        let set_by_hand = matches!(kind, Kind::Serial | Kind::Chariot(_));
+        for (k, p) in parts.enumerate() {
+            let number =
+                |n: &str| n.parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| format!("`{n}` is no count"));
+            match (kind, k, p) {
+                (_, _, "all") if set_by_hand => c.all_slots = true,
+                (_, _, p) if set_by_hand && p.starts_with('k') => c.kernels = Some(number(&p[1..])?),
+                (_, _, p) if set_by_hand && p.starts_with('d') => c.depth = Some(number(&p[1..])?),
+                (_, _, p) if set_by_hand && p.starts_with('f') => {
+                    let f = p[1..].parse::<f64>().ok().filter(|f| f.is_finite() && *f > 0.0);
+                    c.fills = Some(f.ok_or_else(|| format!("`{p}` is no number of GPU-fills"))?);
+                }
+                (_, 0, n) => c.streams = Some(number(n)?),
+                (Kind::Hand, 1, n) => c.readers = Some(number(n)?),
+                _ => return Err(format!("`{p}` is not understood")),
+            }
+        }
+        Ok(c)
     }
 }
 
@@ -291,7 +388,7 @@ fn run_search(a: SearchArgs) -> Result<(), String> {
         index.chunks.len(),
         index_time.as_secs_f64()
     );
-    let opt = options(&a.common, a.streams, order(&a.order), a.top, a.out.clone(), !a.no_progress);
+    let opt = options(&a.common, a.streams, a.order, a.top, a.out.clone(), !a.no_progress);
     let o = search::search(&index, &m, &queries, &opt)?;
     println!(
         "backend {} ({}), D = {}, S = {}, order {}, {} slots: {:.3} s, {:.1} GCUPS",
@@ -384,42 +481,16 @@ fn opt_cell(v: Option<f64>, digits: usize) -> String {
     v.map(|v| format!("{v:.digits$}")).unwrap_or_default()
 }
 
-/// Runs configuration `cfg` for one query.
-fn bench_one(a: &BenchArgs, index: &db::DbIndex, m: &Matrix, q1: &[Query], cfg: &str) -> Result<Row, String> {
-    let mut parts = cfg.split(':');
-    let kind = parts.next().unwrap_or_default();
-    let (mut s, ord, name) = match kind {
-        "auto" => (0, Order::LargestFirst, "lf"),
-        "serial" => (1, Order::Fcfs, "fcfs"),
-        "hand" => (a.streams, Order::Fcfs, "in-order"),
-        "fcfs" => (a.streams, Order::Fcfs, "fcfs"),
-        "lf" => (a.streams, Order::LargestFirst, "lf"),
-        other => return Err(format!("unknown configuration `{other}` (auto, serial, hand, fcfs, lf)")),
+/// Runs configuration `c` for one query.
+fn bench_one(a: &BenchArgs, index: &db::DbIndex, m: &Matrix, q1: &[Query], c: &BenchConfig) -> Result<Row, String> {
+    let (cfg, kind) = (c.text.as_str(), c.kind.name());
+    let (s, ord, name) = match c.kind {
+        Kind::Auto => (0, Order::LargestFirst, Order::LargestFirst.name()),
+        Kind::Serial => (c.streams.unwrap_or(1), Order::Fcfs, Order::Fcfs.name()),
+        Kind::Hand => (c.streams.unwrap_or(a.streams), Order::Fcfs, "in-order"),
+        Kind::Chariot(o) => (c.streams.unwrap_or(a.streams), o, o.name()),
     };
-    let (mut all_slots, mut readers, mut kernels, mut depth, mut fills) = (false, None, None, None, None);
-    for (k, p) in parts.enumerate() {
-        let number = |n: &str| {
-            n.parse::<usize>()
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or_else(|| format!("configuration `{cfg}`: `{n}` is no count"))
-        };
-        match (kind, k, p) {
-            ("fcfs" | "lf" | "serial", _, "all") => all_slots = true,
-            ("fcfs" | "lf" | "serial", _, p) if p.starts_with('k') => kernels = Some(number(&p[1..])?),
-            ("fcfs" | "lf" | "serial", _, p) if p.starts_with('d') => depth = Some(number(&p[1..])?),
-            ("fcfs" | "lf" | "serial", _, p) if p.starts_with('f') => {
-                let f = p[1..].parse::<f64>().ok().filter(|f| f.is_finite() && *f > 0.0);
-                fills = Some(f.ok_or_else(|| format!("configuration `{cfg}`: `{p}` is no number of GPU-fills"))?);
-            }
-            (_, 0, n) => s = number(n)?,
-            ("hand", 1, n) => readers = Some(number(n)?),
-            _ => return Err(format!("configuration `{cfg}`: `{p}` is not understood")),
-        }
-    }
-    if kind == "auto" && (readers.is_some() || kernels.is_some() || cfg.contains(':')) {
-        return Err(format!("configuration `{cfg}`: auto takes no suffix (it is chariot's own choice)"));
-    }
+    let (all_slots, readers, kernels, depth, fills) = (c.all_slots, c.readers, c.kernels, c.depth, c.fills);
     let mut opt = options(&a.common, (kind != "auto").then_some(s), ord, 10, None, false);
     if kind == "serial" || kind == "hand" {
         opt.gpus = 1;
@@ -547,8 +618,8 @@ fn run_bench(a: BenchArgs) -> Result<(), String> {
             println!("   (the run above warmed up, untimed)");
         }
         let mut rows: Vec<Row> = Vec::new();
-        for cfg in &a.configs {
-            let row = bench_one(&a, &index, &m, group, cfg)?;
+        for c in &a.configs {
+            let (cfg, row) = (&c.text, bench_one(&a, &index, &m, group, c)?);
             if let Some(r) = rows.first() {
                 if r.top != row.top {
                     return Err(format!(

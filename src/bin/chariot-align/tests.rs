@@ -293,3 +293,55 @@ fn hand_pipeline_matches_gotoh_and_chariot_on_gpu() {
     let chariot = check(Pipeline::Chariot, Backend::Cuda, 1, 2, Order::Fcfs, 200, 3000, &long, 64);
     assert_eq!(check(Pipeline::Hand(2), Backend::Cuda, 1, 2, Order::Fcfs, 200, 3000, &long, 64), chariot);
 }
+
+/// `--configs` and `--order` take chariot's order names and nothing else: an unknown
+/// name is a usage error (exit code 2) naming the entry and the names allowed, never
+/// largest first.
+#[test]
+fn unknown_orders_are_usage_errors() {
+    use crate::{BenchConfig, Cli, Command, Kind};
+    use clap::Parser;
+    let parse = |args: &[&str]| Cli::try_parse_from(["chariot-align"].iter().chain(args));
+    let bench = |configs: &str| parse(&["bench", "-q", "q.fa", "-d", "db.fa", "--configs", configs]);
+    for bad in ["xx:8", "LF", "largest-first:4", "", "auto,lfx"] {
+        let e = bench(bad).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{bad:?}: {e}");
+        let text = e.to_string();
+        let entry = bad.rsplit(',').next().unwrap();
+        assert!(text.contains(&format!("invalid value '{entry}' for '--configs")), "{bad:?}: {text}");
+        assert!(text.contains("allowed: auto, serial, hand, or an order (fcfs, lf or sf)"), "{bad:?}: {text}");
+    }
+    for bad in ["xx", "LF", ""] {
+        let e = parse(&["search", "-q", "q.fa", "-d", "db.fa", "--order", bad]).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{bad:?}: {e}");
+        let text = e.to_string();
+        assert!(text.contains(&format!("invalid value '{bad}' for '--order")), "{text}");
+        assert!(text.contains(&format!("order = {bad:?}; allowed: fcfs, lf or sf")), "{text}");
+    }
+    // Every order names a configuration; auto, serial and hand keep their meaning.
+    let Command::Bench(a) = bench("auto,serial:all,hand:2:1,fcfs,lf:16:k8:d2,sf:4:f2").unwrap().command else {
+        panic!("not bench")
+    };
+    let kinds: Vec<Kind> = a.configs.iter().map(|c| c.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            Kind::Auto,
+            Kind::Serial,
+            Kind::Hand,
+            Kind::Chariot(Order::Fcfs),
+            Kind::Chariot(Order::LargestFirst),
+            Kind::Chariot(Order::SmallestFirst)
+        ]
+    );
+    let lf = &a.configs[4];
+    assert_eq!((lf.text.as_str(), lf.streams, lf.kernels, lf.depth), ("lf:16:k8:d2", Some(16), Some(8), Some(2)));
+    assert_eq!((a.configs[2].streams, a.configs[2].readers), (Some(2), Some(1)));
+    assert!(a.configs[1].all_slots);
+    assert_eq!(a.configs[5].fills, Some(2.0));
+    assert_eq!(BenchConfig::parse("auto:4").unwrap_err(), "auto takes no suffix (it is chariot's own choice)");
+    let Command::Search(s) = parse(&["search", "-q", "q.fa", "-d", "db.fa"]).unwrap().command else {
+        panic!("not search")
+    };
+    assert_eq!(s.order, Order::LargestFirst);
+}
