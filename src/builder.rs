@@ -3,43 +3,28 @@
 //! threads, stopping those it started if a later one fails.
 
 use crate::backend::{Backend, Machine};
+use crate::config::{Config, Gpus};
 use crate::error::{Error, Result};
+use crate::scheduler::Scheduler;
 use crate::stage::tuning::{self, Asked};
-use crate::stage::{OverlapMatrix, Stage, Thresholds, Tuning};
+use crate::stage::{OverlapMatrix, Stage};
 use crate::task::Order;
 
-/// Which GPUs to use.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Gpus {
-    /// The first `n` GPUs (ordinals `0..n`).
-    Count(usize),
-    /// These ordinals, in this order.
-    List(Vec<usize>),
-}
-
-impl Gpus {
-    /// Resolves to ordinals on a backend with `available` GPUs. A count is checked
-    /// before any list is made: `Count(usize::MAX)` names ordinal `available`, the
-    /// first one missing.
-    pub(crate) fn resolve(&self, available: usize, backend: &'static str) -> Result<Vec<usize>> {
-        match self {
-            Gpus::Count(n) if *n > available => Err(Error::NoSuchGpu { ordinal: available, available, backend }),
-            Gpus::Count(n) => Ok((0..*n).collect()),
-            Gpus::List(v) => match v.iter().find(|&&o| o >= available) {
-                Some(&ordinal) => Err(Error::NoSuchGpu { ordinal, available, backend }),
-                None => Ok(v.clone()),
-            },
-        }
+impl Scheduler {
+    /// A builder with the defaults: 1 GPU, FCFS, backend `Auto`, dispatchers pinned,
+    /// and S, the stage depth and the stage limits chosen from the hardware at `build`.
+    pub fn builder() -> Builder {
+        Builder::default()
     }
 }
 
-/// Builds a [`Scheduler`](crate::Scheduler). Get one from
-/// [`Scheduler::builder`](crate::Scheduler::builder).
+/// Builds a [`Scheduler`]. Get one from [`Scheduler::builder`].
 ///
-/// Every knob left unset is chosen from the hardware at `build` (see [`Tuning`]): S,
-/// the stage depth, the stage limits, and an online adaptation of the limits. The
-/// plain loop needs no setting but the GPUs; [`Scheduler::tuning`](crate::Scheduler::tuning)
-/// says what was chosen and why, with the call that sets each by hand.
+/// Every knob left unset is chosen from the hardware at `build` (see
+/// [`Tuning`](crate::Tuning)): S, the stage depth, the stage limits, and an online
+/// adaptation of the limits. The plain loop needs no setting but the GPUs;
+/// [`Scheduler::tuning`](crate::Scheduler::tuning) says what was chosen and why, with
+/// the call that sets each by hand.
 ///
 /// ```
 /// use chariot::{Backend, Order, Scheduler};
@@ -101,21 +86,6 @@ impl Default for Builder {
     }
 }
 
-/// The validated configuration the running parts see.
-#[derive(Clone, Debug)]
-pub(crate) struct Config {
-    pub(crate) streams: usize,
-    pub(crate) order: Order,
-    /// The hard caps L and G (`tuning.thresholds`).
-    pub(crate) thresholds: Thresholds,
-    pub(crate) tuning: Tuning,
-    pub(crate) matrices: Vec<OverlapMatrix>,
-    pub(crate) buses: usize,
-    pub(crate) pin: bool,
-    pub(crate) device_timing: bool,
-    pub(crate) nvtx: bool,
-}
-
 impl Builder {
     /// Use the first `n` GPUs (default 1). `n` = 0 is an error at `build`, as is more
     /// than the backend has.
@@ -131,7 +101,7 @@ impl Builder {
     }
 
     /// CUDA streams per GPU, S (1..=64; default: one per CPU core over the GPUs, at
-    /// least what the GPU stages hold at once, at most 32: see [`Tuning`]).
+    /// least what the GPU stages hold at once, at most 32: see [`Tuning`](crate::Tuning)).
     pub fn streams(mut self, s: usize) -> Self {
         self.streams = Some(s);
         self
@@ -160,9 +130,9 @@ impl Builder {
         self
     }
 
-    /// The paper's thresholds ([`Thresholds::paper`], times the stage depth) and its
-    /// gating: one kernel per GPU per level of depth, nothing adapted. With
-    /// `.stage_depth(1)` this is GPU-chariot as published.
+    /// The paper's thresholds ([`Thresholds::paper`](crate::Thresholds::paper), times
+    /// the stage depth) and its gating: one kernel per GPU per level of depth, nothing
+    /// adapted. With `.stage_depth(1)` this is GPU-chariot as published.
     pub fn paper_thresholds(mut self) -> Self {
         self.paper = true;
         self
@@ -170,7 +140,7 @@ impl Builder {
 
     /// Kernels one GPU may run at once (1..=64; at most S take effect), counted whatever
     /// their size; G_3 becomes D·n. Default: chosen per kernel from its occupancy (see
-    /// [`Tuning::kernel_fills`]) and adapted.
+    /// [`Tuning::kernel_fills`](crate::Tuning::kernel_fills)) and adapted.
     pub fn kernel_concurrency(mut self, n: usize) -> Self {
         self.kernels = Some(n);
         self
@@ -353,7 +323,7 @@ impl Builder {
     /// [`Error::InvalidConfig`] for a parameter out of range, [`Error::NoSuchGpu`] for
     /// more GPUs than the backend has, [`Error::CudaUnavailable`] for `Backend::Cuda`
     /// without a driver or device, [`Error::Driver`] or [`Error::Thread`] if set-up fails.
-    pub fn build(self) -> Result<crate::Scheduler> {
+    pub fn build(self) -> Result<Scheduler> {
         self.validate()?;
         let backend = self.resolve_backend()?;
         let machine = Machine::open(&backend, &self.gpus)?;
@@ -387,24 +357,6 @@ impl Builder {
             device_timing: self.device_timing,
             nvtx: self.nvtx.unwrap_or_else(|| std::env::var("CHARIOT_NVTX").is_ok_and(|v| v == "1")),
         };
-        crate::scheduler::Scheduler::start(machine, config)
-    }
-}
-
-#[cfg(test)]
-mod test {
-    use super::*;
-
-    #[test]
-    fn a_count_is_checked_before_it_is_listed() {
-        assert_eq!(Gpus::Count(2).resolve(8, "sim").ok(), Some(vec![0, 1]));
-        assert_eq!(Gpus::Count(8).resolve(8, "sim").ok(), Some((0..8).collect()));
-        for n in [9, 1 << 40, usize::MAX] {
-            let e = Gpus::Count(n).resolve(8, "sim").unwrap_err();
-            assert!(matches!(e, Error::NoSuchGpu { ordinal: 8, available: 8, backend: "sim" }), "{n}: {e:?}");
-        }
-        let e = Gpus::List(vec![1, 9, 3]).resolve(8, "cuda").unwrap_err();
-        assert!(matches!(e, Error::NoSuchGpu { ordinal: 9, available: 8, backend: "cuda" }), "{e:?}");
-        assert_eq!(Gpus::List(vec![3, 1]).resolve(8, "sim").ok(), Some(vec![3, 1]));
+        Scheduler::start(machine, config)
     }
 }

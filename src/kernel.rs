@@ -4,6 +4,7 @@
 //! A kernel declares its parameters; a launch whose arguments do not match them is
 //! refused when the command is added, never at dispatch.
 
+use crate::backend::device::Function;
 use crate::error::BoxError;
 use crate::memory::{DeviceBuffer, DeviceBufferInner, Element};
 use std::sync::Arc;
@@ -282,7 +283,7 @@ pub(crate) struct KernelInner {
     /// The scheduler it was registered with.
     pub(crate) sched_id: u64,
     /// Per GPU (cuda backend): the loaded function. Empty on sim.
-    pub(crate) functions: Vec<crate::backend::cuda::Function>,
+    pub(crate) functions: Vec<Function>,
     /// Per launch shape (threads a block, dynamic shared bytes): the blocks one full
     /// wave of each GPU holds (SMs × resident blocks per SM), asked once per shape.
     pub(crate) waves: parking_lot::Mutex<Vec<(LaunchKey, Arc<[u32]>)>>,
@@ -292,7 +293,7 @@ pub(crate) struct KernelInner {
 pub(crate) type LaunchKey = (u32, u32);
 
 impl KernelInner {
-    pub(crate) fn new(def: Kernel, sched_id: u64, functions: Vec<crate::backend::cuda::Function>) -> Self {
+    pub(crate) fn new(def: Kernel, sched_id: u64, functions: Vec<Function>) -> Self {
         KernelInner { def, sched_id, functions, waves: Default::default() }
     }
 }

@@ -37,11 +37,16 @@
 
 #![deny(missing_docs, missing_debug_implementations)]
 
+// The modules run in layers, lowest first (the table and its picture are in
+// scripts/check-layers.py, which CI runs): a module imports only from its own layer
+// and those below it.
 mod backend;
 mod builder;
 mod callback;
+mod config;
 mod dispatch;
 mod error;
+mod ids;
 mod kernel;
 mod memory;
 mod report;
@@ -59,19 +64,23 @@ pub mod demo;
 pub mod fft;
 pub mod plot;
 
-pub use backend::{Backend, GpuInfo, SimFaults, SimProfile};
-pub use builder::{Builder, Gpus};
+pub use backend::device::GpuInfo;
+pub use backend::{Backend, SimFaults, SimProfile};
+pub use builder::Builder;
 pub use callback::{CallInfo, GpuCall, Resource};
-pub use error::{BoxError, DriverError, Error, Result, TaskFailure};
+pub use config::Gpus;
+pub use error::{BoxError, Error, Result};
+pub use ids::TaskId;
 pub use kernel::{Arg, Dim3, Kernel, KernelHandle, LaunchShape, Param, ScalarArgs, TwinArgs};
 pub use memory::{DeviceBuffer, Element, HostBuffer, HostRead, HostWrite};
 pub use report::{
-    zero_overhead_makespan, Adapted, CommandRecord, DispatchStats, HardwareBound, LinkRates, LostGpu, LowerBound,
-    MovedTask, Report, TaskWork,
+    zero_overhead_makespan, Adapted, CommandRecord, DispatchStats, DriverError, HardwareBound, LinkRates, LostGpu,
+    LowerBound, MovedTask, Report, TaskFailure, TaskWork,
 };
 pub use scheduler::Scheduler;
 pub use stage::{Choice, OverlapMatrix, Stage, Thresholds, Tuning};
-pub use task::{Copy2d, Order, TaskBuilder, TaskId};
+pub use task::builder::TaskBuilder;
+pub use task::{Copy2d, Order};
 
 /// The README's Rust examples, compiled and run by `cargo test` so they stay true.
 #[cfg(doctest)]

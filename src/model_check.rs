@@ -34,11 +34,12 @@
 //! Runs are seeded, so a failure replays; `CHARIOT_MODEL_SEED` picks another seed and
 //! `CHARIOT_MODEL_SCALE` multiplies the iterations for longer searches.
 
+use crate::ids::TaskId;
 use crate::signal::Signal;
 use crate::stage::queues::{Grant, StageQueues};
 use crate::stage::{OverlapMatrix, Stage, Thresholds};
 use crate::task::buffer::TaskBuffer;
-use crate::task::{Order, Task, TaskId};
+use crate::task::{Order, Task};
 use shuttle::scheduler::{PctScheduler, RandomScheduler};
 use shuttle::sync::atomic::{AtomicBool, AtomicUsize};
 use shuttle::sync::{mpsc, Condvar, Mutex};

@@ -13,110 +13,31 @@
 //! callback of this scheduler return [`Error::WaitInCallback`], and a `Drop` there (the
 //! last handle moved into a callback) hands steps 2 to 5 to a thread of their own.
 
-use crate::backend::{GpuInfo, Machine};
-use crate::builder::{Builder, Config};
-use crate::callback::Executioners;
+use crate::backend::device::GpuInfo;
+use crate::backend::Machine;
+use crate::config::Config;
+use crate::dispatch::executioners::Executioners;
+use crate::dispatch::shared::{Batch, Shared};
 use crate::dispatch::Dispatcher;
-use crate::error::{Error, Result, TaskFailure};
+use crate::error::{Error, Result};
+use crate::ids::TaskId;
 use crate::kernel::{Kernel, KernelHandle, KernelInner};
 use crate::memory::claims::Holder;
 use crate::memory::{checked_bytes, DeviceBuffer, DeviceBufferInner, Element, Graveyard, HostBuffer, HostShared};
-use crate::report::{kernel_lines, Adapted, CommandRecord, DispatchStats, KernelUse, LostGpu, MovedTask, Report};
+use crate::report::{kernel_lines, DispatchStats, KernelUse, Report};
 use crate::signal::Signal;
 use crate::stage::queues::StageQueues;
 use crate::stage::Thresholds;
 use crate::task::buffer::TaskBuffer;
 use crate::task::command::Command;
-use crate::task::{HostClaim, Task, TaskBuilder, TaskId};
+use crate::task::{HostClaim, Task};
 use parking_lot::{Condvar, Mutex};
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
 static NEXT_SCHEDULER: AtomicU64 = AtomicU64::new(1);
-
-/// Tasks submitted and not yet ended, the ids used since the last `synchronize`, and
-/// what ended badly.
-#[derive(Debug, Default)]
-pub(crate) struct Batch {
-    pub(crate) outstanding: usize,
-    /// Every id submitted in this batch, ended or not: the report counts tasks by id,
-    /// so an id is taken until `synchronize` closes the batch.
-    pub(crate) ids: HashSet<TaskId>,
-    pub(crate) outcome: Outcome,
-}
-
-/// What went wrong in a batch: failed tasks, tasks moved off lost GPUs, lost GPUs.
-#[derive(Debug, Default)]
-pub(crate) struct Outcome {
-    pub(crate) failures: Vec<TaskFailure>,
-    pub(crate) moved: Vec<MovedTask>,
-    pub(crate) lost_gpus: Vec<LostGpu>,
-}
-
-/// What the dispatchers share with the scheduler.
-pub(crate) struct Shared {
-    pub(crate) buffer: TaskBuffer,
-    pub(crate) queues: StageQueues,
-    pub(crate) signals: Vec<Arc<Signal>>,
-    pub(crate) batch: Mutex<Batch>,
-    pub(crate) batch_done: Condvar,
-    pub(crate) stop: AtomicBool,
-    /// Dispatchers still running their loop; the last one to die fails what is left.
-    pub(crate) live: std::sync::atomic::AtomicUsize,
-    /// Per GPU: whether it is still in the rotation.
-    pub(crate) alive: Vec<AtomicBool>,
-    pub(crate) timelines: Vec<Mutex<Vec<CommandRecord>>>,
-    pub(crate) stats: Vec<Mutex<DispatchStats>>,
-    /// The adaptation's changes since the last `synchronize`.
-    pub(crate) adaptations: Mutex<Vec<Adapted>>,
-    /// Per GPU: the kernel stage's capacity in GPU-fills in force now, where the stage is
-    /// counted by fill (the adaptation moves it), for the report's kernel lines.
-    pub(crate) kernel_fills_now: Mutex<Vec<Option<f64>>>,
-    /// Every kernel launched so far and the fill of its launches, for the report.
-    pub(crate) kernels: Mutex<Vec<KernelUse>>,
-    pub(crate) epoch: Instant,
-}
-
-impl Shared {
-    pub(crate) fn wake_all(&self) {
-        for s in &self.signals {
-            s.notify();
-        }
-    }
-
-    /// Ends a task: gives back its host claims, then counts it out of the batch (its id
-    /// stays taken until `synchronize`).
-    pub(crate) fn end_task(&self, task: Box<Task>, failure: Option<TaskFailure>) {
-        let id = task.id;
-        for h in &task.hosts {
-            h.release(Holder::Task(id));
-        }
-        drop(task);
-        let mut batch = self.batch.lock();
-        batch.outstanding -= 1;
-        batch.outcome.failures.extend(failure);
-        if batch.outstanding == 0 {
-            self.batch_done.notify_all();
-        }
-    }
-
-    /// Puts a task moved off a lost GPU back in Q for the others, and says so in the
-    /// batch's report. The task keeps its claims and stays outstanding.
-    pub(crate) fn requeue(&self, task: Box<Task>, moved: MovedTask) {
-        self.batch.lock().outcome.moved.push(moved);
-        self.buffer.push(task);
-        self.wake_all();
-    }
-
-    /// Records that `gpu` left the rotation.
-    pub(crate) fn lose_gpu(&self, lost: LostGpu) {
-        self.alive[lost.gpu].store(false, Ordering::SeqCst);
-        self.batch.lock().outcome.lost_gpus.push(lost);
-    }
-}
 
 /// The runtime: build one with [`Scheduler::builder`], allocate buffers, register
 /// kernels, submit tasks, and [`synchronize`](Scheduler::synchronize).
@@ -159,12 +80,6 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
-    /// A builder with the defaults: 1 GPU, FCFS, backend `Auto`, dispatchers pinned,
-    /// and S, the stage depth and the stage limits chosen from the hardware at `build`.
-    pub fn builder() -> Builder {
-        Builder::default()
-    }
-
     pub(crate) fn start(machine: Machine, config: Config) -> Result<Scheduler> {
         let machine = Arc::new(machine);
         let d = machine.gpus().len();
@@ -432,12 +347,6 @@ impl Scheduler {
         KernelUse::note(&mut self.shared.kernels.lock(), kernel, blocks, wave);
     }
 
-    /// Starts building task `id` with granularity `granularity` (its chunk's size, used
-    /// by the LF and SF rules; the adaptation counts work done by it).
-    pub fn task(&self, id: u64, granularity: u64) -> TaskBuilder<'_> {
-        TaskBuilder::new(self, TaskId(id), granularity)
-    }
-
     pub(crate) fn submit_task(
         &self,
         id: TaskId,
@@ -571,7 +480,7 @@ impl Scheduler {
 
     /// The task of this scheduler whose callback this thread runs, if any.
     fn own_callback_task(&self) -> Option<TaskId> {
-        crate::callback::current().filter(|&(sched, _)| sched == self.id).map(|(_, task)| task)
+        crate::ids::current().filter(|&(sched, _)| sched == self.id).map(|(_, task)| task)
     }
 }
 

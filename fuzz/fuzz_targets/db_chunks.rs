@@ -8,18 +8,10 @@
 
 #![no_main]
 
-#[allow(dead_code)]
-#[path = "../../src/bin/chariot-align/db.rs"]
-mod db;
-#[allow(dead_code)]
-#[path = "../../src/bin/chariot-align/fasta.rs"]
-mod fasta;
-#[allow(dead_code)]
-#[path = "../../src/bin/chariot-align/matrix.rs"]
-mod matrix;
-
+use chariot_align::db;
+use chariot_align::fasta::FastaReader;
+use chariot_align::matrix::Matrix;
 use libfuzzer_sys::fuzz_target;
-use matrix::Matrix;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -49,7 +41,7 @@ fuzz_target!(|data: &[u8]| {
     };
     assert!(chunk_seqs > 0, "a chunk size of 0 was accepted");
     // The plain reader over the whole file.
-    let mut reader = fasta::FastaReader::new(text, "whole");
+    let mut reader = FastaReader::new(text, "whole");
     let (mut ids, mut codes, mut seq) = (Vec::new(), Vec::new(), Vec::new());
     while let Some(rec) = reader.next_record(m, &mut seq).expect("the index accepted the file") {
         ids.push(rec.id);

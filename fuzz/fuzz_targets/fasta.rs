@@ -4,17 +4,9 @@
 
 #![no_main]
 
-// The tool's own modules, unchanged (they are a binary's, not the library's).
-#[allow(dead_code)]
-#[path = "../../src/bin/chariot-align/fasta.rs"]
-mod fasta;
-#[allow(dead_code)]
-#[path = "../../src/bin/chariot-align/matrix.rs"]
-mod matrix;
-
-use fasta::FastaReader;
+use chariot_align::fasta::FastaReader;
+use chariot_align::matrix::Matrix;
 use libfuzzer_sys::fuzz_target;
-use matrix::Matrix;
 use std::sync::OnceLock;
 
 fn blosum62() -> &'static Matrix {

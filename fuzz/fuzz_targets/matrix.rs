@@ -5,15 +5,9 @@
 
 #![no_main]
 
-#[allow(dead_code)]
-#[path = "../../src/bin/chariot-align/fasta.rs"]
-mod fasta;
-#[allow(dead_code)]
-#[path = "../../src/bin/chariot-align/matrix.rs"]
-mod matrix;
-
+use chariot_align::fasta::FastaReader;
+use chariot_align::matrix::{Matrix, INVALID, MAX_LETTERS, SKIP};
 use libfuzzer_sys::fuzz_target;
-use matrix::{Matrix, INVALID, MAX_LETTERS, SKIP};
 
 fuzz_target!(|data: &[u8]| {
     // The matrix text, then after a NUL byte (if any) a FASTA text to read with it.
@@ -42,7 +36,7 @@ fuzz_target!(|data: &[u8]| {
             assert!([b' ', b'\t', b'\r'].contains(&(b as u8)), "byte {b:#x} is skipped");
         }
     }
-    let mut reader = fasta::FastaReader::new(fasta, "fuzz.fa");
+    let mut reader = FastaReader::new(fasta, "fuzz.fa");
     let mut seq = Vec::new();
     while let Ok(Some(_)) = reader.next_record(&m, &mut seq) {
         assert!(seq.iter().all(|&c| (c as usize) < n));

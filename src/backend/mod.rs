@@ -5,16 +5,24 @@
 //! object): [`Machine`] owns the GPUs (allocation, kernel loading) and [`Gpu`] is one
 //! dispatcher's handle on its GPU: issue a command on a stream slot, and poll whether
 //! it completed. The dispatcher cannot tell the two apart.
+//!
+//! The backend has a low part, `device` and `host_alloc`: the values that memory,
+//! kernels and the stage rules hold (a GPU's description, physical buffers, loaded
+//! kernels, host blocks). Those are built on it, and the rest of the backend runs
+//! them, so imports run one way (see `scripts/check-layers.py`).
 
 pub(crate) mod cuda;
+pub(crate) mod device;
 pub(crate) mod host_alloc;
 pub(crate) mod sim;
 
 use crate::callback::CallInfo;
+use crate::config::Gpus;
 use crate::kernel::Kernel;
-use crate::memory::PhysBuf;
+use crate::memory::FreeDevice;
 use crate::signal::Signal;
 use crate::task::command::Command;
+use device::{Function, GpuInfo, PhysBuf};
 use host_alloc::HostAlloc;
 use std::sync::Arc;
 use std::time::Instant;
@@ -66,58 +74,6 @@ impl Backend {
                 allowed: "auto, cuda or sim".into(),
             }),
         }
-    }
-}
-
-/// What the dispatcher needs to know about a GPU.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GpuInfo {
-    /// Device name.
-    pub name: String,
-    /// Ordinal on its backend (CUDA device number).
-    pub ordinal: usize,
-    /// `CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT`.
-    pub copy_engines: u32,
-    /// `CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS`.
-    pub concurrent_kernels: bool,
-    /// Compute architecture, e.g. `sm_90` (`sim` on the simulator).
-    pub arch: String,
-    /// Device memory in bytes.
-    pub memory_bytes: u64,
-    /// CPU cores local to the GPU, where the PCI topology says.
-    pub local_cpus: Option<Vec<usize>>,
-    /// Streaming multiprocessors (`CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT`).
-    pub sm_count: u32,
-    /// Resident threads one SM holds at most.
-    pub max_threads_per_sm: u32,
-    /// Resident blocks one SM holds at most.
-    pub max_blocks_per_sm: u32,
-    /// Shared memory of one SM, bytes.
-    pub shared_bytes_per_sm: u32,
-}
-
-impl GpuInfo {
-    /// Blocks of `block_threads` threads and `shared_bytes` of dynamic shared memory
-    /// that one SM holds at once, by the device's limits alone (threads, blocks, shared
-    /// memory; registers are not known here). The CUDA backend asks the driver instead
-    /// (`cuOccupancyMaxActiveBlocksPerMultiprocessor`), which also counts registers; the
-    /// sim backend uses this.
-    ///
-    /// ```
-    /// use chariot::{Backend, Scheduler};
-    /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
-    /// let h100 = &s.gpu_info()[0];
-    /// assert_eq!(h100.blocks_per_sm(256, 0), 8);          // 2048 threads an SM
-    /// assert_eq!(h100.blocks_per_sm(32, 0), 32);          // 32 blocks an SM
-    /// assert_eq!(h100.blocks_per_sm(256, 64 << 10), 3);   // 228 KiB of shared memory
-    /// # Ok::<(), chariot::Error>(())
-    /// ```
-    pub fn blocks_per_sm(&self, block_threads: u32, shared_bytes: u32) -> u32 {
-        // Threads are granted by whole warps.
-        let warps = block_threads.max(1).div_ceil(32) * 32;
-        let by_threads = self.max_threads_per_sm / warps;
-        let by_shared = self.shared_bytes_per_sm.checked_div(shared_bytes).unwrap_or(u32::MAX);
-        by_threads.min(by_shared).min(self.max_blocks_per_sm)
     }
 }
 
@@ -191,7 +147,7 @@ pub(crate) enum Machine {
 
 impl Machine {
     /// Opens the backend with the GPUs of the given ordinals (`None`: the first `count`).
-    pub(crate) fn open(backend: &Backend, ordinals: &crate::builder::Gpus) -> crate::Result<Machine> {
+    pub(crate) fn open(backend: &Backend, ordinals: &Gpus) -> crate::Result<Machine> {
         match backend {
             Backend::Cuda => Ok(Machine::Cuda(cuda::Machine::open(ordinals)?)),
             Backend::Sim => Ok(Machine::Sim(sim::Machine::open(ordinals, SimProfile::h100())?)),
@@ -253,7 +209,7 @@ impl Machine {
     }
 
     /// Compiles and loads `kernel` on every GPU (cuda), or checks it has a CPU twin (sim).
-    pub(crate) fn load_kernel(&self, kernel: &Kernel) -> crate::Result<Vec<cuda::Function>> {
+    pub(crate) fn load_kernel(&self, kernel: &Kernel) -> crate::Result<Vec<Function>> {
         match self {
             Machine::Cuda(m) => m.load_kernel(kernel),
             Machine::Sim(_) => match kernel.twin {
@@ -333,6 +289,13 @@ impl Machine {
             Machine::Cuda(m) => m.memory_in_use(gpu),
             Machine::Sim(m) => Some(m.memory_in_use(gpu)),
         }
+    }
+}
+
+/// Buried device buffers go back to the driver through the machine that made them.
+impl FreeDevice for Machine {
+    fn free_device(&self, bufs: Vec<PhysBuf>) {
+        Machine::free_device(self, bufs)
     }
 }
 

@@ -1,23 +1,8 @@
 //! Choosing a core for each dispatcher: distinct cores, near the GPU when the PCI
-//! topology lists the GPU's local CPUs (`/sys/bus/pci/devices/*/local_cpulist`).
+//! topology lists the GPU's local CPUs (`/sys/bus/pci/devices/*/local_cpulist`, which
+//! the CUDA backend reads into [`GpuInfo::local_cpus`]).
 
-use crate::backend::GpuInfo;
-
-/// Parses a Linux CPU list such as `0-31,64-95`.
-pub(crate) fn parse_cpulist(s: &str) -> Vec<usize> {
-    let mut cpus = Vec::new();
-    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                if let (Ok(a), Ok(b)) = (a.trim().parse::<usize>(), b.trim().parse::<usize>()) {
-                    cpus.extend(a..=b);
-                }
-            }
-            None => cpus.extend(part.trim().parse::<usize>().ok()),
-        }
-    }
-    cpus
-}
+use crate::backend::device::GpuInfo;
 
 /// One core per GPU (`None`: leave the thread unpinned).
 pub(crate) fn choose(gpus: &[GpuInfo], pin: bool) -> Vec<Option<core_affinity::CoreId>> {
@@ -43,13 +28,4 @@ pub(crate) fn choose(gpus: &[GpuInfo], pin: bool) -> Vec<Option<core_affinity::C
             })
         })
         .collect()
-}
-
-#[cfg(test)]
-mod test {
-    #[test]
-    fn cpulists() {
-        assert_eq!(super::parse_cpulist("0-3,8,10-11\n"), vec![0, 1, 2, 3, 8, 10, 11]);
-        assert!(super::parse_cpulist("").is_empty());
-    }
 }

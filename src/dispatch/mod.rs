@@ -26,14 +26,14 @@
 //! which submits, executioners, simulated engines and other dispatchers ring.
 
 pub(crate) mod affinity;
+pub(crate) mod executioners;
+pub(crate) mod shared;
 
 use crate::backend::{Fault, Gpu, Reach, Span};
-use crate::builder::Config;
-use crate::callback::{CallInfo, CpuDone, CpuJob};
-use crate::error::{DriverError, TaskFailure};
+use crate::callback::CallInfo;
+use crate::config::Config;
 use crate::report::Adapted;
-use crate::report::{CommandRecord, DispatchStats, LostGpu, MovedTask};
-use crate::scheduler::Shared;
+use crate::report::{CommandRecord, DispatchStats, DriverError, LostGpu, MovedTask, TaskFailure};
 use crate::signal::Signal;
 use crate::stage::adaptation::{Adaptation, Knob, Window};
 use crate::stage::queues::Grant;
@@ -41,6 +41,8 @@ use crate::stage::{OverlapMatrix, Stage, Thresholds};
 use crate::task::command::{Command, CopyCmd, Direction};
 use crate::task::Task;
 use crossbeam_channel::{Receiver, Sender};
+use executioners::{CpuDone, CpuJob};
+use shared::Shared;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;

@@ -7,7 +7,7 @@
 //! commands run in order). Tasks never wait on claims: a conflicting submit is refused.
 //! User guards wait, on the buffer's condition variable, for conflicting tasks to end.
 
-use crate::task::TaskId;
+use crate::ids::TaskId;
 use std::collections::{BTreeMap, HashMap};
 
 /// Who holds a claim.

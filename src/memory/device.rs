@@ -9,6 +9,7 @@
 //! its scheduler's shutdown returns its memory when it drops (nothing runs then).
 
 use super::Element;
+use crate::backend::device::PhysBuf;
 use parking_lot::Mutex;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,13 +17,11 @@ use std::sync::Arc;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// One physical buffer of a virtual one.
-#[derive(Debug)]
-pub(crate) enum PhysBuf {
-    /// A `cuMemAlloc` block on a GPU (index in the scheduler's list).
-    Cuda { gpu: usize, ptr: u64 },
-    /// A simulated GPU's memory.
-    Sim(Arc<crate::backend::sim::SimMemory>),
+/// What gives physical buffers back to the driver: the backend's machine. A trait, so
+/// that device buffers sit below the backend that allocates and frees them.
+pub(crate) trait FreeDevice: std::fmt::Debug + Send + Sync {
+    /// Returns `bufs` to the driver. Only called when no command runs.
+    fn free_device(&self, bufs: Vec<PhysBuf>);
 }
 
 /// Physical buffers whose virtual buffer is gone, waiting to be freed; after the
@@ -31,11 +30,11 @@ pub(crate) enum PhysBuf {
 pub(crate) struct Graveyard {
     buried: Mutex<Vec<PhysBuf>>,
     closed: std::sync::atomic::AtomicBool,
-    machine: Arc<crate::backend::Machine>,
+    machine: Arc<dyn FreeDevice>,
 }
 
 impl Graveyard {
-    pub(crate) fn new(machine: Arc<crate::backend::Machine>) -> Arc<Self> {
+    pub(crate) fn new(machine: Arc<dyn FreeDevice>) -> Arc<Self> {
         Arc::new(Graveyard { buried: Mutex::new(Vec::new()), closed: Default::default(), machine })
     }
 

@@ -62,7 +62,7 @@ impl HostShared {
         }
         // Only a guard that would wait asks which callback this thread runs. The task's
         // claims were all made at its submit, so one check before waiting is enough.
-        if let Some((_, task)) = crate::callback::current() {
+        if let Some((_, task)) = crate::ids::current() {
             if let Some(held) = claims.held_against(region, write, Holder::Task(task)) {
                 let (guard, access) = if write { ("write guard", "touches") } else { ("read guard", "writes") };
                 return Err(crate::Error::WaitInCallback {

@@ -6,7 +6,7 @@ mod device;
 pub(crate) mod host;
 
 pub use device::DeviceBuffer;
-pub(crate) use device::{DeviceBufferInner, Graveyard, PhysBuf};
+pub(crate) use device::{DeviceBufferInner, FreeDevice, Graveyard};
 pub(crate) use host::HostShared;
 pub use host::{HostBuffer, HostRead, HostWrite};
 

@@ -137,7 +137,7 @@ pub(crate) fn kernel_lines(tuning: &Tuning, fills_now: Option<f64>, uses: &[Kern
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::backend::GpuInfo;
+    use crate::backend::device::GpuInfo;
     use crate::stage::tuning::{choose, Asked};
 
     fn hopper() -> Tuning {

@@ -15,8 +15,8 @@
 //! bound past `u64::MAX` ns saturates there.
 
 use super::CommandRecord;
+use crate::ids::TaskId;
 use crate::stage::Stage;
-use crate::task::TaskId;
 use serde::Serialize;
 use std::collections::HashMap;
 

@@ -3,19 +3,20 @@
 //! T_LB and the overhead ε = T/T_LB − 1, and the dispatcher's own host cost.
 
 mod adapted;
+mod failure;
 mod lower_bound;
 mod replay;
 mod trace;
 
 pub use adapted::Adapted;
 pub(crate) use adapted::{kernel_lines, KernelUse};
+pub use failure::{DriverError, TaskFailure};
 
 pub use lower_bound::{HardwareBound, LinkRates, LowerBound, TaskWork};
 pub use replay::zero_overhead_makespan;
 
-use crate::error::TaskFailure;
+use crate::ids::TaskId;
 use crate::stage::Stage;
-use crate::task::TaskId;
 use serde::Serialize;
 
 /// One command as it ran.
@@ -74,6 +75,14 @@ pub struct LostGpu {
     pub at_ns: u64,
     /// The driver's (or injector's) message.
     pub message: String,
+}
+
+/// What went wrong in a batch: failed tasks, tasks moved off lost GPUs, lost GPUs.
+#[derive(Debug, Default)]
+pub(crate) struct Outcome {
+    pub(crate) failures: Vec<TaskFailure>,
+    pub(crate) moved: Vec<MovedTask>,
+    pub(crate) lost_gpus: Vec<LostGpu>,
 }
 
 /// Host time the dispatchers spent, per command, outside and inside driver calls.
@@ -183,7 +192,7 @@ impl Report {
         buses: usize,
         records: Vec<CommandRecord>,
         dispatch: DispatchStats,
-        outcome: crate::scheduler::Outcome,
+        outcome: Outcome,
         tuning: Vec<String>,
         adaptations: Vec<Adapted>,
     ) -> Report {

@@ -18,7 +18,7 @@
 //!   `2 × depth`; the hard caps (the [`Thresholds`]) are those maxima.
 
 use super::{Stage, Thresholds};
-use crate::backend::GpuInfo;
+use crate::backend::device::GpuInfo;
 
 /// One automatic choice: what was chosen, why, and the builder call that fixes it.
 ///

@@ -7,11 +7,11 @@
 //! backend calls, so that a library that is not a CUDA driver, or one too old, is
 //! `CudaUnavailable` (and `Auto` falls back to sim) with nothing printed.
 
-use super::{describe, failed, nvrtc, Function};
+use super::{describe, failed, nvrtc};
+use crate::backend::device::{Function, GpuInfo, PhysBuf};
 use crate::backend::host_alloc::HostAlloc;
-use crate::backend::GpuInfo;
+use crate::config::Gpus;
 use crate::kernel::Kernel;
-use crate::memory::PhysBuf;
 use cudarc::driver::result;
 use cudarc::driver::sys;
 use parking_lot::Mutex;
@@ -173,7 +173,7 @@ impl Machine {
         }
     }
 
-    pub(crate) fn open(selection: &crate::builder::Gpus) -> crate::Result<Self> {
+    pub(crate) fn open(selection: &Gpus) -> crate::Result<Self> {
         let count = Self::probe().map_err(|reason| crate::Error::CudaUnavailable { reason })?;
         let ordinals = selection.resolve(count, "cuda")?;
         let mut contexts = Vec::new();
@@ -211,7 +211,7 @@ impl Machine {
                 pci[0], pci[1], pci[2]
             ))
             .ok()
-            .map(|s| crate::dispatch::affinity::parse_cpulist(&s))
+            .map(|s| parse_cpulist(&s))
             .filter(|v| !v.is_empty());
             gpus.push(GpuInfo {
                 local_cpus,
@@ -389,5 +389,30 @@ impl Drop for Machine {
                 let _ = unsafe { result::module::unload(module as sys::CUmodule) };
             }
         }
+    }
+}
+
+/// Parses a Linux CPU list such as `0-31,64-95`.
+fn parse_cpulist(s: &str) -> Vec<usize> {
+    let mut cpus = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.trim().parse::<usize>(), b.trim().parse::<usize>()) {
+                    cpus.extend(a..=b);
+                }
+            }
+            None => cpus.extend(part.trim().parse::<usize>().ok()),
+        }
+    }
+    cpus
+}
+
+#[cfg(test)]
+mod test {
+    #[test]
+    fn cpulists() {
+        assert_eq!(super::parse_cpulist("0-3,8,10-11\n"), vec![0, 1, 2, 3, 8, 10, 11]);
+        assert!(super::parse_cpulist("").is_empty());
     }
 }

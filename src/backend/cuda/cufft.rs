@@ -136,8 +136,8 @@ impl Plan {
         }
         let stream = call.cuda_stream().ok_or("a cuFFT plan used on the sim backend")?;
         let ptr = match buf.phys(info.gpu, info.stream) {
-            crate::memory::PhysBuf::Cuda { ptr, .. } => *ptr,
-            crate::memory::PhysBuf::Sim(_) => return Err("simulated buffer given to cuFFT".into()),
+            crate::backend::device::PhysBuf::Cuda { ptr, .. } => *ptr,
+            crate::backend::device::PhysBuf::Sim(_) => return Err("simulated buffer given to cuFFT".into()),
         };
         // SAFETY: see above: `ptr` is a live allocation of this GPU with at least
         // `elements` complex pairs, used only by this task's stream, and `stream` is

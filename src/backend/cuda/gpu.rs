@@ -4,10 +4,10 @@
 
 use super::context::Context;
 use super::failed;
+use crate::backend::device::PhysBuf;
 use crate::backend::{DriverNs, Fault, Reach, Span};
 use crate::callback::{run_caught, CallInfo, GpuCall, GpuCallOn};
 use crate::kernel::ArgValue;
-use crate::memory::PhysBuf;
 use crate::task::command::{Command, CopyCmd, Direction};
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;

@@ -2,7 +2,8 @@
 //! without chariot. Producer threads prepare chunks into pinned staging slots; the
 //! calling thread issues chunk i on stream i mod S, in order, and before reusing a
 //! stream waits for that stream's previous chunk (its event) and consumes its output.
-//! [`crate::baseline::in_order`] is the safe entry point and states the protocol.
+//! [`crate::baseline::in_order`] is the safe entry point and states the protocol; the
+//! types of its plan and outcome are defined here, and `crate::baseline` re-exports them.
 //!
 //! The loop ([`pipeline`]) is written once over [`Device`], which has two
 //! implementations: [`Rig`], plain driver calls on the primary context, and [`Twin`],
@@ -14,10 +15,9 @@
 //! may still read it, and no output is consumed before its readback has ended.
 
 use super::failed_text;
-use crate::baseline::{DeviceArg, InOrderDevice, InOrderError, InOrderLaunch, InOrderPlan, InOrderTiming, Prepared};
 use crate::callback::run_caught;
 use crate::error::{BoxError, Error};
-use crate::kernel::{ArgValue, Kernel, Param, TwinArgs};
+use crate::kernel::{ArgValue, Kernel, LaunchShape, Param, TwinArgs};
 use crate::memory::Element;
 use cudarc::driver::result;
 use cudarc::driver::sys;
@@ -25,6 +25,167 @@ use parking_lot::Mutex;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
+
+/// Where [`in_order`](crate::baseline::in_order) runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InOrderDevice {
+    /// CUDA GPU `ordinal`, through plain driver calls on its primary context.
+    Cuda {
+        /// The CUDA device number.
+        ordinal: usize,
+    },
+    /// The kernel's CPU twin, run on the calling thread at issue, with the same
+    /// producer threads, slots and order: for checking a pipeline's wiring where there
+    /// is no GPU. Its times say nothing about a GPU.
+    CpuTwin,
+}
+
+/// A device buffer a launch of [`in_order`](crate::baseline::in_order) names, or a scalar argument.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum DeviceArg {
+    /// The stream's input buffer: the chunk as the producer wrote it.
+    Input,
+    /// The stream's output buffer, read back after the chunk's last launch.
+    Output,
+    /// The stream's scratch buffer `k` (of [`InOrderPlan::scratch_bytes`]).
+    Scratch(usize),
+    /// Constant buffer `k` (of [`InOrderPlan::constants`]), downloaded once before the
+    /// run and shared by every stream.
+    Constant(usize),
+    /// An `int`.
+    I32(i32),
+    /// An `unsigned int`.
+    U32(u32),
+    /// A `long long`.
+    I64(i64),
+    /// An `unsigned long long`.
+    U64(u64),
+    /// A `float`.
+    F32(f32),
+    /// A `double`.
+    F64(f64),
+}
+
+impl DeviceArg {
+    /// The kernel parameter kind this argument fills.
+    pub fn param(&self) -> Param {
+        match self {
+            DeviceArg::Input | DeviceArg::Output | DeviceArg::Scratch(_) | DeviceArg::Constant(_) => Param::Buffer,
+            DeviceArg::I32(_) => Param::I32,
+            DeviceArg::U32(_) => Param::U32,
+            DeviceArg::I64(_) => Param::I64,
+            DeviceArg::U64(_) => Param::U64,
+            DeviceArg::F32(_) => Param::F32,
+            DeviceArg::F64(_) => Param::F64,
+        }
+    }
+}
+
+/// One kernel launch of a chunk.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InOrderLaunch {
+    /// Grid, block and dynamic shared memory.
+    pub shape: LaunchShape,
+    /// The arguments, one per declared parameter of the kernel.
+    pub args: Vec<DeviceArg>,
+}
+
+/// What the producer made of a chunk: how much of the staging buffer to download, the
+/// launches, how much output to read back, and `meta`, which the consumer receives
+/// with that output.
+#[derive(Clone, Debug)]
+pub struct Prepared<M> {
+    /// Anything the consumer needs besides the output (names, a permutation).
+    pub meta: M,
+    /// Elements of the staging buffer to download, from its start.
+    pub input_len: usize,
+    /// Launches, in order, on the chunk's stream.
+    pub launches: Vec<InOrderLaunch>,
+    /// Elements of the output buffer to read back, from its start.
+    pub output_len: usize,
+}
+
+/// The shape of an [`in_order`](crate::baseline::in_order) run.
+#[derive(Clone, Debug)]
+pub struct InOrderPlan<'a> {
+    /// Where it runs.
+    pub device: InOrderDevice,
+    /// Streams S: chunk i runs on stream i mod S (2: classic double buffering).
+    pub streams: usize,
+    /// Producer threads: chunk i is prepared by thread i mod `readers`. There are
+    /// `streams + readers` slots (staging and output buffers), so the producers run at
+    /// most `readers` chunks ahead of the GPU.
+    pub readers: usize,
+    /// Chunks, prepared, run and consumed in order 0, 1, ….
+    pub chunks: usize,
+    /// Capacity of each staging (input) buffer, elements.
+    pub input_len: usize,
+    /// Capacity of each output buffer, elements.
+    pub output_len: usize,
+    /// Sizes in bytes of each stream's scratch buffers ([`DeviceArg::Scratch`]).
+    pub scratch_bytes: Vec<usize>,
+    /// Read-only inputs shared by every chunk ([`DeviceArg::Constant`]).
+    pub constants: Vec<&'a [u8]>,
+}
+
+/// What an [`in_order`](crate::baseline::in_order) run took. Times are ns since the run's start, taken just
+/// before the producers start (set-up — module, streams, allocations — is before it).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InOrderTiming {
+    /// From the start to the end of the last chunk's consumer.
+    pub wall_ns: u64,
+    /// Per chunk: when its producer ran.
+    pub produce: Vec<(u64, u64)>,
+    /// Per chunk: when its consumer ran.
+    pub consume: Vec<(u64, u64)>,
+    /// Time the issuing thread waited for a prepared chunk.
+    pub starved_ns: u64,
+    /// Time the issuing thread waited for a stream's previous chunk to finish.
+    pub waiting_ns: u64,
+}
+
+/// Why an [`in_order`](crate::baseline::in_order) run failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InOrderError {
+    /// The plan is invalid, or the device could not be set up.
+    #[error(transparent)]
+    Setup(#[from] Error),
+    /// The GPU could not be set up for the pipeline (a driver call, or the kernel's
+    /// compilation or loading, failed).
+    #[error("setting up the in-order pipeline on GPU {gpu} failed: {message}")]
+    Device {
+        /// The device ordinal.
+        gpu: usize,
+        /// The driver's or NVRTC's message.
+        message: String,
+    },
+    /// The producer of `chunk` failed or panicked, or returned a chunk that does not
+    /// fit the plan.
+    #[error("chunk {chunk}: preparing it failed: {message}")]
+    Produce {
+        /// The chunk.
+        chunk: usize,
+        /// The producer's message, or what does not fit.
+        message: String,
+    },
+    /// A driver call (or the CPU twin) failed while running `chunk`.
+    #[error("chunk {chunk}: running it failed: {message}")]
+    Run {
+        /// The chunk.
+        chunk: usize,
+        /// The driver's (or the twin's) message.
+        message: String,
+    },
+    /// The consumer of `chunk` failed or panicked.
+    #[error("chunk {chunk}: consuming its output failed: {message}")]
+    Consume {
+        /// The chunk.
+        chunk: usize,
+        /// The consumer's message.
+        message: String,
+    },
+}
 
 /// Kernel parameters at most, as for chariot's own launches.
 pub(crate) const MAX_PARAMS: usize = super::gpu::MAX_PARAMS;

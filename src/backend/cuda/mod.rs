@@ -20,19 +20,6 @@ pub(crate) use context::Machine;
 pub(crate) use gpu::Gpu;
 
 use cudarc::driver::result::DriverError;
-use cudarc::driver::sys;
-
-/// A kernel's loaded entry point on one GPU.
-#[derive(Debug)]
-pub(crate) struct Function {
-    pub(crate) func: sys::CUfunction,
-}
-
-// SAFETY: a CUfunction is a handle the driver lets any thread use once its context is
-// current; the module it belongs to stays loaded until the Machine drops.
-unsafe impl Send for Function {}
-// SAFETY: as above; launching through a shared handle is thread-safe in the driver.
-unsafe impl Sync for Function {}
 
 /// The driver's name and text for an error, e.g. `CUDA_ERROR_OUT_OF_MEMORY (out of memory)`.
 pub(crate) fn describe(e: DriverError) -> String {

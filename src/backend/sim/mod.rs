@@ -19,10 +19,12 @@ mod profile;
 pub use faults::SimFaults;
 pub use profile::SimProfile;
 
-use super::{Fault, GpuInfo, Reach, Span};
+use super::device::{GpuInfo, PhysBuf, SimMemory};
+use super::{Fault, Reach, Span};
 use crate::callback::{run_caught, CallInfo, GpuCall, GpuCallOn, GpuFn};
+use crate::config::Gpus;
 use crate::kernel::{ArgValue, KernelInner, LaunchShape, ScalarArgs, TwinArgs};
-use crate::memory::{DeviceBufferInner, HostShared, PhysBuf};
+use crate::memory::{DeviceBufferInner, HostShared};
 use crate::signal::Signal;
 use crate::task::command::{Command, CopyCmd, Direction};
 use compute::Sms;
@@ -37,20 +39,6 @@ use std::time::{Duration, Instant};
 /// Per stream slot: the completion an engine posted and the dispatcher has not polled.
 type Completions = Arc<[Mutex<Option<Result<Span, Fault>>>]>;
 
-/// A simulated GPU's memory: 16-byte words, so any element type casts safely.
-#[derive(Debug)]
-pub(crate) struct SimMemory {
-    pub(crate) data: Mutex<Vec<u128>>,
-    bytes: usize,
-    in_use: Arc<AtomicU64>,
-}
-
-impl Drop for SimMemory {
-    fn drop(&mut self) {
-        self.in_use.fetch_sub(self.bytes as u64, Ordering::SeqCst);
-    }
-}
-
 /// All simulated GPUs.
 #[derive(Debug)]
 pub(crate) struct Machine {
@@ -64,7 +52,7 @@ pub(crate) struct Machine {
 }
 
 impl Machine {
-    pub(crate) fn open(selection: &crate::builder::Gpus, profile: SimProfile) -> crate::Result<Self> {
+    pub(crate) fn open(selection: &Gpus, profile: SimProfile) -> crate::Result<Self> {
         profile.validate().and_then(|()| profile.faults.validate()).map_err(|m| crate::Error::InvalidConfig {
             name: "backend",
             value: format!("SimProfile {}", profile.name),
@@ -122,7 +110,7 @@ impl Machine {
                 });
             }
         };
-        Ok(PhysBuf::Sim(Arc::new(SimMemory { data: Mutex::new(words), bytes, in_use: counter.clone() })))
+        Ok(PhysBuf::Sim(Arc::new(SimMemory::new(words, bytes, counter.clone()))))
     }
 
     /// The rates the model moves bytes at, in bytes per ns of real time: one GPU's link

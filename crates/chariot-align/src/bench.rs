@@ -1,166 +1,23 @@
-//! chariot-align: Smith-Waterman protein database search on chariot (issue 6; seed 004
-//! §6.3). A query (or several) is aligned against every sequence of a FASTA database,
-//! streamed from disk in chunks of 8,192 sequences through the five-stage pipeline of
-//! [`search`]: file read → download → kernel → readback → file write.
-//!
-//! ```text
-//! chariot-align generate --sequences 536000 --out db.fa --queries-out q.fa
-//! chariot-align search -q q.fa -d db.fa -o hits.tsv --top 10
-//! chariot-align bench  -q q.fa -d db.fa --csv align.csv
-//! ```
-//!
-//! See `chariot-align <command> --help` for every option.
+//! The `bench` command: each `--configs` entry (chariot with its defaults or set by
+//! hand, the serial run, the hand-written in-order pipeline) run on each query, checked
+//! to find the same scores, timed per stage, against the CPU baseline.
 
-mod cpu;
-mod db;
-mod fasta;
-mod generate;
-mod hand;
-mod hits;
-mod matrix;
-mod search;
-mod sw;
-#[cfg(test)]
-mod tests;
-
-use chariot::{Backend, Order, SimProfile};
-use clap::{Args, Parser, Subcommand};
-use matrix::Matrix;
-use search::{Options, Outcome, Query, STAGES};
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use crate::commands::{load_matrix, load_queries, ms, options, print_stages, Common};
+use crate::matrix::Matrix;
+use crate::search::{self, Query};
+use crate::sw::Gaps;
+use crate::{cpu, db, hand};
+use chariot::Order;
+use clap::Args;
+use std::path::PathBuf;
 use std::time::Instant;
-use sw::Gaps;
 
-/// Smith-Waterman protein database search, pipelined over GPUs × CUDA streams by chariot.
-///
-/// Scores are local alignment scores (Gotoh's affine-gap Smith-Waterman) with a
-/// substitution matrix (BLOSUM62 unless --matrix) and gap cost open + k·extend for a
-/// gap of length k. Letters are case-insensitive; ASCII letters missing from the
-/// matrix (U, O, J) score as X; any other character is an error naming its line.
-#[derive(Parser, Debug)]
-#[command(name = "chariot-align", version)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Search a FASTA database with one or more FASTA queries.
-    Search(SearchArgs),
-    /// Generate a random protein database (and queries) with the paper's length shape.
-    Generate(GenerateArgs),
-    /// Measure: serial / hand-pipelined / FCFS / LF per query, Table 1, GCUPS, CPU baseline.
-    Bench(BenchArgs),
-}
-
-#[derive(Args, Debug, Clone)]
-struct Common {
-    /// Query sequences (FASTA; every record is a query).
-    #[arg(short, long)]
-    query: PathBuf,
-    /// Database (FASTA, any size; read chunk by chunk, never whole).
-    #[arg(short, long)]
-    db: PathBuf,
-    /// Substitution matrix in NCBI text format (default: built-in BLOSUM62).
-    #[arg(long)]
-    matrix: Option<PathBuf>,
-    /// Gap opening cost (a gap of length k costs open + k·extend).
-    #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(i32).range(0..=1000))]
-    gap_open: i32,
-    /// Gap extension cost.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(i32).range(0..=1000))]
-    gap_extend: i32,
-    /// Sequences per chunk (one task each).
-    #[arg(long, default_value_t = 8192, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
-    chunk: u32,
-    /// GPUs D.
-    #[arg(long, default_value_t = 1)]
-    gpus: usize,
-    /// Backend: auto, cuda, sim (modeled H100), sim-instant (no modeled time).
-    #[arg(long, default_value = "auto", value_parser = ["auto", "cuda", "sim", "sim-instant"])]
-    backend: String,
-    /// Chunk slots kept in host memory (0: 3·D·S, at least 4).
-    #[arg(long, default_value_t = 0)]
-    slots: usize,
-    /// Stage depth (default: chosen by chariot from the GPU's copy engines; 1: the
-    /// paper's gating; 2: one more command queued per GPU stage).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4))]
-    stage_depth: Option<u32>,
-    /// Kernels one GPU may run at once (default: chosen by chariot from each kernel's
-    /// occupancy, and adapted as the search runs; 1: the paper's threshold).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
-    kernels: Option<u32>,
-    /// Modeled kernel rate on the sim backend, G cells/s.
-    #[arg(long, default_value_t = 300.0)]
-    sim_gcups: f64,
-}
-
+/// The options of `bench`.
 #[derive(Args, Debug)]
-struct SearchArgs {
+pub struct BenchArgs {
+    /// The files, the scoring and the machine.
     #[command(flatten)]
-    common: Common,
-    /// Tab-separated output: query, subject id, score (one row per pair, chunks in completion order).
-    #[arg(short, long)]
-    out: Option<PathBuf>,
-    /// Best hits shown per query.
-    #[arg(long, default_value_t = 10)]
-    top: usize,
-    /// Streams per GPU S, also the number of file-read threads, D·S (default: chosen
-    /// by chariot: a slot per CPU core, at least 8).
-    #[arg(long, value_parser = clap::value_parser!(usize))]
-    streams: Option<usize>,
-    /// Task order: lf (largest residue count first), fcfs (file order) or sf.
-    #[arg(long, default_value = "lf", value_parser = order)]
-    order: Order,
-    /// No progress bar.
-    #[arg(long)]
-    no_progress: bool,
-    /// Also write chariot's report (JSON) here.
-    #[arg(long)]
-    report_json: Option<PathBuf>,
-}
-
-#[derive(Args, Debug)]
-struct GenerateArgs {
-    /// Output database (FASTA).
-    #[arg(long)]
-    out: PathBuf,
-    /// Sequences.
-    #[arg(long, default_value_t = 536_000)]
-    sequences: u64,
-    /// Mean length.
-    #[arg(long, default_value_t = 755.0)]
-    mean: f64,
-    /// σ of ln(length).
-    #[arg(long, default_value_t = 0.7)]
-    sigma: f64,
-    /// Shortest length.
-    #[arg(long, default_value_t = 2)]
-    min: u64,
-    /// Longest length (one sequence has it).
-    #[arg(long, default_value_t = 35_213)]
-    max: u64,
-    /// Seed.
-    #[arg(long, default_value_t = 2013)]
-    seed: u64,
-    /// Write the sequences sorted by length, shortest first (chunks then differ in size).
-    #[arg(long)]
-    sorted: bool,
-    /// Also write random queries here.
-    #[arg(long)]
-    queries_out: Option<PathBuf>,
-    /// Lengths of those queries.
-    #[arg(long, value_delimiter = ',', default_value = "63,127,255,511,1023,2047,5000")]
-    query_lengths: Vec<usize>,
-}
-
-#[derive(Args, Debug)]
-struct BenchArgs {
-    #[command(flatten)]
-    common: Common,
+    pub common: Common,
     /// Configurations: auto (chariot with its defaults, largest first: what `search`
     /// runs), serial (chariot, S = 1, FCFS: the non-pipelined code), hand (the
     /// hand-written in-order pipeline: S streams, S file-read threads, no chariot), or
@@ -174,46 +31,32 @@ struct BenchArgs {
     /// `--stage-depth`), e.g. `lf:8:all`, `fcfs:4:k4`, `lf:16:k8:d2`, `lf:16:f2:d2`.
     /// Every entry is checked before anything runs.
     #[arg(long, value_delimiter = ',', default_value = "auto,serial,hand,fcfs,lf", value_parser = BenchConfig::parse)]
-    configs: Vec<BenchConfig>,
+    pub configs: Vec<BenchConfig>,
     /// Streams per GPU S for the pipelined configurations.
     #[arg(long, default_value_t = 4)]
-    streams: usize,
+    pub streams: usize,
     /// CSV of the runs.
     #[arg(long)]
-    csv: Option<PathBuf>,
+    pub csv: Option<PathBuf>,
     /// Sequences for the multi-threaded CPU baseline (0: none).
     #[arg(long, default_value_t = 20_000)]
-    cpu_seqs: u64,
+    pub cpu_seqs: u64,
     /// Threads of the CPU baseline (0: all cores).
     #[arg(long, default_value_t = 0)]
-    cpu_threads: usize,
+    pub cpu_threads: usize,
     /// Search all the queries at once in each configuration (as `search` does), rather
     /// than each query alone; no CPU baseline then.
     #[arg(long)]
-    together: bool,
+    pub together: bool,
     /// Run the first configuration once, untimed, before the others: the process's
     /// first search pays the CUDA context's and the kernel's first use.
     #[arg(long)]
-    warmup: bool,
-}
-
-fn backend(name: &str) -> Backend {
-    match name {
-        "cuda" => Backend::Cuda,
-        "sim" => Backend::SimWith(SimProfile::h100()),
-        "sim-instant" => Backend::SimWith(SimProfile::instant()),
-        _ => Backend::Auto,
-    }
-}
-
-/// `--order`, by chariot's one parser of order names: another name is a usage error.
-fn order(name: &str) -> Result<Order, String> {
-    name.parse::<Order>().map_err(|e| e.to_string())
+    pub warmup: bool,
 }
 
 /// What a `--configs` entry runs.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Kind {
+pub enum Kind {
     /// chariot with its defaults, largest first (what `search` runs).
     Auto,
     /// chariot with S = 1, FCFS.
@@ -226,7 +69,7 @@ enum Kind {
 
 impl Kind {
     /// The entry's first word.
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Kind::Auto => "auto",
             Kind::Serial => "serial",
@@ -238,28 +81,29 @@ impl Kind {
 
 /// One `--configs` entry, checked when the command line is read.
 #[derive(Clone, Debug, PartialEq)]
-struct BenchConfig {
+pub struct BenchConfig {
     /// The entry as given, e.g. `lf:16:k8:d2`.
-    text: String,
-    kind: Kind,
+    pub text: String,
+    /// What the entry runs (its first word).
+    pub kind: Kind,
     /// `:N`: S = N.
-    streams: Option<usize>,
+    pub streams: Option<usize>,
     /// hand's second `:R`: read threads.
-    readers: Option<usize>,
+    pub readers: Option<usize>,
     /// `:all`: a slot for every chunk.
-    all_slots: bool,
+    pub all_slots: bool,
     /// `:kN`: kernels a GPU runs at once.
-    kernels: Option<usize>,
+    pub kernels: Option<usize>,
     /// `:dN`: stage depth.
-    depth: Option<usize>,
+    pub depth: Option<usize>,
     /// `:fF`: GPU-fills admitted.
-    fills: Option<f64>,
+    pub fills: Option<f64>,
 }
 
 impl BenchConfig {
     /// Parses an entry; the error names what is wrong and what is allowed (clap adds
     /// the entry and the option).
-    fn parse(cfg: &str) -> Result<BenchConfig, String> {
+    pub fn parse(cfg: &str) -> Result<BenchConfig, String> {
         let mut parts = cfg.split(':');
         let first = parts.next().unwrap_or_default();
         let kind = match first {
@@ -308,146 +152,6 @@ impl BenchConfig {
         }
         Ok(c)
     }
-}
-
-fn load_matrix(c: &Common) -> Result<Matrix, String> {
-    match &c.matrix {
-        Some(p) => Matrix::load(p),
-        None => Ok(Matrix::blosum62()),
-    }
-}
-
-fn load_queries(path: &Path, m: &Matrix) -> Result<Vec<Query>, String> {
-    let qs = fasta::read_all(path, m)?;
-    if qs.is_empty() {
-        return Err(format!("{}: no query records", path.display()));
-    }
-    for (id, codes) in &qs {
-        sw::Profile::new(codes, m).map_err(|e| format!("query `{id}`: {e}"))?;
-    }
-    Ok(qs.into_iter().map(|(id, codes)| Query { id, codes }).collect())
-}
-
-fn options(
-    c: &Common,
-    streams: Option<usize>,
-    ord: Order,
-    top: usize,
-    out: Option<PathBuf>,
-    progress: bool,
-) -> Options {
-    Options {
-        backend: backend(&c.backend),
-        gpus: c.gpus,
-        streams,
-        order: ord,
-        stage_depth: c.stage_depth.map(|d| d as usize),
-        kernels: c.kernels.map(|k| k as usize),
-        fills: None,
-        adapt: true,
-        slots: c.slots,
-        top,
-        gaps: Gaps { open: c.gap_open, extend: c.gap_extend },
-        out,
-        progress,
-        sim_gcups: c.sim_gcups,
-    }
-}
-
-fn ms(ns: u64) -> f64 {
-    ns as f64 / 1e6
-}
-
-fn print_stages(o: &Outcome) {
-    println!("  {:<11} {:>12} {:>12}", "stage", "sum (ms)", "busy (ms)");
-    for (k, name) in STAGES.iter().enumerate() {
-        println!("  {:<11} {:>12.1} {:>12.1}", name, ms(o.stage_sum_ns[k]), ms(o.stage_busy_ns[k]));
-    }
-    let t = o.wall.as_nanos() as f64;
-    println!(
-        "  total {:.1} ms; slowest stage busy {:.1} ms; total / slowest = {:.3}",
-        t / 1e6,
-        ms(o.slowest_busy_ns()),
-        t / o.slowest_busy_ns().max(1) as f64
-    );
-}
-
-fn run_search(a: SearchArgs) -> Result<(), String> {
-    let m = load_matrix(&a.common)?;
-    let queries = load_queries(&a.common.query, &m)?;
-    let t = Instant::now();
-    let index = db::DbIndex::build(&a.common.db, &m, a.common.chunk as usize)?;
-    let index_time = t.elapsed();
-    eprintln!(
-        "database {} ({} bytes): {} sequences, {} residues, longest {}, {} chunks (indexed in {:.2} s)",
-        a.common.db.display(),
-        index.bytes,
-        index.sequences,
-        index.residues,
-        index.max_len,
-        index.chunks.len(),
-        index_time.as_secs_f64()
-    );
-    let opt = options(&a.common, a.streams, a.order, a.top, a.out.clone(), !a.no_progress);
-    let o = search::search(&index, &m, &queries, &opt)?;
-    println!(
-        "backend {} ({}), D = {}, S = {}, order {}, {} slots: {:.3} s, {:.1} GCUPS",
-        o.report.backend,
-        o.report.gpus.join(", "),
-        a.common.gpus,
-        o.report.streams,
-        a.order,
-        o.slots,
-        o.wall.as_secs_f64(),
-        o.gcups()
-    );
-    print_stages(&o);
-    for line in &o.report.tuning {
-        println!("  chosen: {line}");
-    }
-    for a in &o.report.adaptations {
-        println!("  adapted: {a}");
-    }
-    for (q, hits) in queries.iter().zip(&o.hits) {
-        println!("\nquery {} ({} residues): top {}", q.id, q.codes.len(), hits.len());
-        println!("  {:>4}  {:>7}  subject", "rank", "score");
-        for (i, h) in hits.iter().enumerate() {
-            println!("  {:>4}  {:>7}  {}", i + 1, h.score, h.id);
-        }
-    }
-    if let Some(p) = &a.report_json {
-        let j = serde_json::to_string(&o.report).map_err(|e| e.to_string())?;
-        std::fs::write(p, j).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
-    }
-    if let Some(p) = &a.out {
-        eprintln!("scores written to {}", p.display());
-    }
-    Ok(())
-}
-
-fn run_generate(a: GenerateArgs) -> Result<(), String> {
-    let t = Instant::now();
-    let shape = generate::Shape {
-        sequences: a.sequences,
-        mean: a.mean,
-        sigma: a.sigma,
-        min: a.min,
-        max: a.max,
-        seed: a.seed,
-        sorted: a.sorted,
-    };
-    let (n, total, longest) = generate::database(&a.out, shape)?;
-    println!(
-        "{}: {n} sequences, {total} residues (mean {:.1}), longest {longest}, in {:.1} s",
-        a.out.display(),
-        total as f64 / n.max(1) as f64,
-        t.elapsed().as_secs_f64()
-    );
-    if let Some(q) = &a.queries_out {
-        generate::queries(q, &a.query_lengths, a.seed)?;
-        println!("{}: queries of {:?} residues", q.display(), a.query_lengths);
-    }
-    Ok(())
 }
 
 /// One measured configuration of a query, for the bench's lines and CSV.
@@ -580,7 +284,10 @@ fn bench_one(a: &BenchArgs, index: &db::DbIndex, m: &Matrix, q1: &[Query], c: &B
     Ok(row)
 }
 
-fn run_bench(a: BenchArgs) -> Result<(), String> {
+/// `bench`: indexes the database, runs every configuration on each query (or on all of
+/// them at once), checks that they find the same scores, prints a line per run and the
+/// speedups, and writes the CSV when asked.
+pub fn run_bench(a: BenchArgs) -> Result<(), String> {
     let m = load_matrix(&a.common)?;
     let queries = load_queries(&a.common.query, &m)?;
     let t = Instant::now();
@@ -707,21 +414,4 @@ fn run_bench(a: BenchArgs) -> Result<(), String> {
         std::fs::write(p, csv).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
     }
     Ok(())
-}
-
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let r = match cli.command {
-        Command::Search(a) => run_search(a),
-        Command::Generate(a) => run_generate(a),
-        Command::Bench(a) => run_bench(a),
-    };
-    let _ = std::io::stdout().flush();
-    match r {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("chariot-align: error: {e}");
-            ExitCode::FAILURE
-        }
-    }
 }

@@ -55,6 +55,12 @@ pub struct Residues {
     table: Vec<u8>,
 }
 
+impl Default for Residues {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Residues {
     /// The table.
     pub fn new() -> Self {

@@ -167,13 +167,12 @@ impl Matrix {
     }
 
     /// Score of query code `a` against subject code `b`.
-    #[cfg(test)]
     pub fn score(&self, a: u8, b: u8) -> i32 {
         self.scores[a as usize][b as usize] as i32
     }
 
-    /// Encodes a plain residue string (for tests).
-    #[cfg(test)]
+    /// Encodes a plain residue string (no FASTA: every byte a residue of the matrix, or
+    /// a blank, skipped); a byte that is neither is an error naming it.
     pub fn encode(&self, s: &[u8]) -> Result<Vec<u8>, String> {
         let mut out = Vec::with_capacity(s.len());
         for &b in s {

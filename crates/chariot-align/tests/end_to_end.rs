@@ -1,15 +1,15 @@
 //! End-to-end checks: every score of the pipeline (sim backend in CI, CUDA in the
 //! `#[ignore]`d test) equals a plain scalar Gotoh reference written here, on a
 //! generated database with empty, one-residue, long and unknown-letter records; and so
-//! does every score of the hand-written in-order pipeline ([`crate::hand`]: the CPU
-//! twin in CI, CUDA in the `#[ignore]`d test), whose scores also equal chariot's.
+//! does every score of the hand-written in-order pipeline ([`chariot_align::hand`]: the
+//! CPU twin in CI, CUDA in the `#[ignore]`d test), whose scores also equal chariot's.
 
-use crate::db::DbIndex;
-use crate::hand;
-use crate::matrix::Matrix;
-use crate::search::{self, Options, Query};
-use crate::sw::Gaps;
 use chariot::{Backend, Order, SimProfile};
+use chariot_align::db::DbIndex;
+use chariot_align::hand;
+use chariot_align::matrix::Matrix;
+use chariot_align::search::{self, Options, Query};
+use chariot_align::sw::Gaps;
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -292,56 +292,4 @@ fn hand_pipeline_matches_gotoh_and_chariot_on_gpu() {
     let long = [1100, 2500];
     let chariot = check(Pipeline::Chariot, Backend::Cuda, 1, 2, Order::Fcfs, 200, 3000, &long, 64);
     assert_eq!(check(Pipeline::Hand(2), Backend::Cuda, 1, 2, Order::Fcfs, 200, 3000, &long, 64), chariot);
-}
-
-/// `--configs` and `--order` take chariot's order names and nothing else: an unknown
-/// name is a usage error (exit code 2) naming the entry and the names allowed, never
-/// largest first.
-#[test]
-fn unknown_orders_are_usage_errors() {
-    use crate::{BenchConfig, Cli, Command, Kind};
-    use clap::Parser;
-    let parse = |args: &[&str]| Cli::try_parse_from(["chariot-align"].iter().chain(args));
-    let bench = |configs: &str| parse(&["bench", "-q", "q.fa", "-d", "db.fa", "--configs", configs]);
-    for bad in ["xx:8", "LF", "largest-first:4", "", "auto,lfx"] {
-        let e = bench(bad).unwrap_err();
-        assert_eq!(e.exit_code(), 2, "{bad:?}: {e}");
-        let text = e.to_string();
-        let entry = bad.rsplit(',').next().unwrap();
-        assert!(text.contains(&format!("invalid value '{entry}' for '--configs")), "{bad:?}: {text}");
-        assert!(text.contains("allowed: auto, serial, hand, or an order (fcfs, lf or sf)"), "{bad:?}: {text}");
-    }
-    for bad in ["xx", "LF", ""] {
-        let e = parse(&["search", "-q", "q.fa", "-d", "db.fa", "--order", bad]).unwrap_err();
-        assert_eq!(e.exit_code(), 2, "{bad:?}: {e}");
-        let text = e.to_string();
-        assert!(text.contains(&format!("invalid value '{bad}' for '--order")), "{text}");
-        assert!(text.contains(&format!("order = {bad:?}; allowed: fcfs, lf or sf")), "{text}");
-    }
-    // Every order names a configuration; auto, serial and hand keep their meaning.
-    let Command::Bench(a) = bench("auto,serial:all,hand:2:1,fcfs,lf:16:k8:d2,sf:4:f2").unwrap().command else {
-        panic!("not bench")
-    };
-    let kinds: Vec<Kind> = a.configs.iter().map(|c| c.kind).collect();
-    assert_eq!(
-        kinds,
-        [
-            Kind::Auto,
-            Kind::Serial,
-            Kind::Hand,
-            Kind::Chariot(Order::Fcfs),
-            Kind::Chariot(Order::LargestFirst),
-            Kind::Chariot(Order::SmallestFirst)
-        ]
-    );
-    let lf = &a.configs[4];
-    assert_eq!((lf.text.as_str(), lf.streams, lf.kernels, lf.depth), ("lf:16:k8:d2", Some(16), Some(8), Some(2)));
-    assert_eq!((a.configs[2].streams, a.configs[2].readers), (Some(2), Some(1)));
-    assert!(a.configs[1].all_slots);
-    assert_eq!(a.configs[5].fills, Some(2.0));
-    assert_eq!(BenchConfig::parse("auto:4").unwrap_err(), "auto takes no suffix (it is chariot's own choice)");
-    let Command::Search(s) = parse(&["search", "-q", "q.fa", "-d", "db.fa"]).unwrap().command else {
-        panic!("not search")
-    };
-    assert_eq!(s.order, Order::LargestFirst);
 }

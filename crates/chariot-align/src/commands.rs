@@ -1,0 +1,279 @@
+//! The `search` and `generate` commands: their options (clap's, flattened into the
+//! binary's command line) and what they run, with the pieces that `bench` shares.
+
+use crate::matrix::Matrix;
+use crate::search::{self, Options, Outcome, Query, STAGES};
+use crate::sw::{self, Gaps};
+use crate::{db, fasta, generate};
+use chariot::{Backend, Order, SimProfile};
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// The options `search` and `bench` share: the files, the scoring, the chunking and the machine.
+#[derive(Args, Debug, Clone)]
+pub struct Common {
+    /// Query sequences (FASTA; every record is a query).
+    #[arg(short, long)]
+    pub query: PathBuf,
+    /// Database (FASTA, any size; read chunk by chunk, never whole).
+    #[arg(short, long)]
+    pub db: PathBuf,
+    /// Substitution matrix in NCBI text format (default: built-in BLOSUM62).
+    #[arg(long)]
+    pub matrix: Option<PathBuf>,
+    /// Gap opening cost (a gap of length k costs open + k·extend).
+    #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(i32).range(0..=1000))]
+    pub gap_open: i32,
+    /// Gap extension cost.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(i32).range(0..=1000))]
+    pub gap_extend: i32,
+    /// Sequences per chunk (one task each).
+    #[arg(long, default_value_t = 8192, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub chunk: u32,
+    /// GPUs D.
+    #[arg(long, default_value_t = 1)]
+    pub gpus: usize,
+    /// Backend: auto, cuda, sim (modeled H100), sim-instant (no modeled time).
+    #[arg(long, default_value = "auto", value_parser = ["auto", "cuda", "sim", "sim-instant"])]
+    pub backend: String,
+    /// Chunk slots kept in host memory (0: 3·D·S, at least 4).
+    #[arg(long, default_value_t = 0)]
+    pub slots: usize,
+    /// Stage depth (default: chosen by chariot from the GPU's copy engines; 1: the
+    /// paper's gating; 2: one more command queued per GPU stage).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4))]
+    pub stage_depth: Option<u32>,
+    /// Kernels one GPU may run at once (default: chosen by chariot from each kernel's
+    /// occupancy, and adapted as the search runs; 1: the paper's threshold).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub kernels: Option<u32>,
+    /// Modeled kernel rate on the sim backend, G cells/s.
+    #[arg(long, default_value_t = 300.0)]
+    pub sim_gcups: f64,
+}
+
+/// The options of `search`.
+#[derive(Args, Debug)]
+pub struct SearchArgs {
+    /// The files, the scoring and the machine.
+    #[command(flatten)]
+    pub common: Common,
+    /// Tab-separated output: query, subject id, score (one row per pair, chunks in completion order).
+    #[arg(short, long)]
+    pub out: Option<PathBuf>,
+    /// Best hits shown per query.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// Streams per GPU S, also the number of file-read threads, D·S (default: chosen
+    /// by chariot: a slot per CPU core, at least 8).
+    #[arg(long, value_parser = clap::value_parser!(usize))]
+    pub streams: Option<usize>,
+    /// Task order: lf (largest residue count first), fcfs (file order) or sf.
+    #[arg(long, default_value = "lf", value_parser = order)]
+    pub order: Order,
+    /// No progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Also write chariot's report (JSON) here.
+    #[arg(long)]
+    pub report_json: Option<PathBuf>,
+}
+
+/// The options of `generate`.
+#[derive(Args, Debug)]
+pub struct GenerateArgs {
+    /// Output database (FASTA).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Sequences.
+    #[arg(long, default_value_t = 536_000)]
+    pub sequences: u64,
+    /// Mean length.
+    #[arg(long, default_value_t = 755.0)]
+    pub mean: f64,
+    /// σ of ln(length).
+    #[arg(long, default_value_t = 0.7)]
+    pub sigma: f64,
+    /// Shortest length.
+    #[arg(long, default_value_t = 2)]
+    pub min: u64,
+    /// Longest length (one sequence has it).
+    #[arg(long, default_value_t = 35_213)]
+    pub max: u64,
+    /// Seed.
+    #[arg(long, default_value_t = 2013)]
+    pub seed: u64,
+    /// Write the sequences sorted by length, shortest first (chunks then differ in size).
+    #[arg(long)]
+    pub sorted: bool,
+    /// Also write random queries here.
+    #[arg(long)]
+    pub queries_out: Option<PathBuf>,
+    /// Lengths of those queries.
+    #[arg(long, value_delimiter = ',', default_value = "63,127,255,511,1023,2047,5000")]
+    pub query_lengths: Vec<usize>,
+}
+
+/// The backend named by `--backend` (`auto`, `cuda`, `sim`, `sim-instant`; clap admits no other).
+pub fn backend(name: &str) -> Backend {
+    match name {
+        "cuda" => Backend::Cuda,
+        "sim" => Backend::SimWith(SimProfile::h100()),
+        "sim-instant" => Backend::SimWith(SimProfile::instant()),
+        _ => Backend::Auto,
+    }
+}
+
+/// `--order`, by chariot's one parser of order names: another name is a usage error.
+pub fn order(name: &str) -> Result<Order, String> {
+    name.parse::<Order>().map_err(|e| e.to_string())
+}
+
+/// The matrix of `--matrix`, or BLOSUM62.
+pub fn load_matrix(c: &Common) -> Result<Matrix, String> {
+    match &c.matrix {
+        Some(p) => Matrix::load(p),
+        None => Ok(Matrix::blosum62()),
+    }
+}
+
+/// The queries of a FASTA file, each checked to make a profile; no record is an error.
+pub fn load_queries(path: &Path, m: &Matrix) -> Result<Vec<Query>, String> {
+    let qs = fasta::read_all(path, m)?;
+    if qs.is_empty() {
+        return Err(format!("{}: no query records", path.display()));
+    }
+    for (id, codes) in &qs {
+        sw::Profile::new(codes, m).map_err(|e| format!("query `{id}`: {e}"))?;
+    }
+    Ok(qs.into_iter().map(|(id, codes)| Query { id, codes }).collect())
+}
+
+/// The search options of the command line's values (adaptation on, no GPU-fills limit).
+pub fn options(
+    c: &Common,
+    streams: Option<usize>,
+    ord: Order,
+    top: usize,
+    out: Option<PathBuf>,
+    progress: bool,
+) -> Options {
+    Options {
+        backend: backend(&c.backend),
+        gpus: c.gpus,
+        streams,
+        order: ord,
+        stage_depth: c.stage_depth.map(|d| d as usize),
+        kernels: c.kernels.map(|k| k as usize),
+        fills: None,
+        adapt: true,
+        slots: c.slots,
+        top,
+        gaps: Gaps { open: c.gap_open, extend: c.gap_extend },
+        out,
+        progress,
+        sim_gcups: c.sim_gcups,
+    }
+}
+
+/// Nanoseconds as milliseconds.
+pub fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// Prints a search's time per stage (sum of command times and busy time) and total / slowest stage.
+pub fn print_stages(o: &Outcome) {
+    println!("  {:<11} {:>12} {:>12}", "stage", "sum (ms)", "busy (ms)");
+    for (k, name) in STAGES.iter().enumerate() {
+        println!("  {:<11} {:>12.1} {:>12.1}", name, ms(o.stage_sum_ns[k]), ms(o.stage_busy_ns[k]));
+    }
+    let t = o.wall.as_nanos() as f64;
+    println!(
+        "  total {:.1} ms; slowest stage busy {:.1} ms; total / slowest = {:.3}",
+        t / 1e6,
+        ms(o.slowest_busy_ns()),
+        t / o.slowest_busy_ns().max(1) as f64
+    );
+}
+
+/// `search`: indexes the database, searches it with every query, prints the top hits
+/// (and writes the TSV and the report when asked).
+pub fn run_search(a: SearchArgs) -> Result<(), String> {
+    let m = load_matrix(&a.common)?;
+    let queries = load_queries(&a.common.query, &m)?;
+    let t = Instant::now();
+    let index = db::DbIndex::build(&a.common.db, &m, a.common.chunk as usize)?;
+    let index_time = t.elapsed();
+    eprintln!(
+        "database {} ({} bytes): {} sequences, {} residues, longest {}, {} chunks (indexed in {:.2} s)",
+        a.common.db.display(),
+        index.bytes,
+        index.sequences,
+        index.residues,
+        index.max_len,
+        index.chunks.len(),
+        index_time.as_secs_f64()
+    );
+    let opt = options(&a.common, a.streams, a.order, a.top, a.out.clone(), !a.no_progress);
+    let o = search::search(&index, &m, &queries, &opt)?;
+    println!(
+        "backend {} ({}), D = {}, S = {}, order {}, {} slots: {:.3} s, {:.1} GCUPS",
+        o.report.backend,
+        o.report.gpus.join(", "),
+        a.common.gpus,
+        o.report.streams,
+        a.order,
+        o.slots,
+        o.wall.as_secs_f64(),
+        o.gcups()
+    );
+    print_stages(&o);
+    for line in &o.report.tuning {
+        println!("  chosen: {line}");
+    }
+    for a in &o.report.adaptations {
+        println!("  adapted: {a}");
+    }
+    for (q, hits) in queries.iter().zip(&o.hits) {
+        println!("\nquery {} ({} residues): top {}", q.id, q.codes.len(), hits.len());
+        println!("  {:>4}  {:>7}  subject", "rank", "score");
+        for (i, h) in hits.iter().enumerate() {
+            println!("  {:>4}  {:>7}  {}", i + 1, h.score, h.id);
+        }
+    }
+    if let Some(p) = &a.report_json {
+        let j = serde_json::to_string(&o.report).map_err(|e| e.to_string())?;
+        std::fs::write(p, j).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    }
+    if let Some(p) = &a.out {
+        eprintln!("scores written to {}", p.display());
+    }
+    Ok(())
+}
+
+/// `generate`: writes a random database (and queries) with the paper's length shape.
+pub fn run_generate(a: GenerateArgs) -> Result<(), String> {
+    let t = Instant::now();
+    let shape = generate::Shape {
+        sequences: a.sequences,
+        mean: a.mean,
+        sigma: a.sigma,
+        min: a.min,
+        max: a.max,
+        seed: a.seed,
+        sorted: a.sorted,
+    };
+    let (n, total, longest) = generate::database(&a.out, shape)?;
+    println!(
+        "{}: {n} sequences, {total} residues (mean {:.1}), longest {longest}, in {:.1} s",
+        a.out.display(),
+        total as f64 / n.max(1) as f64,
+        t.elapsed().as_secs_f64()
+    );
+    if let Some(q) = &a.queries_out {
+        generate::queries(q, &a.query_lengths, a.seed)?;
+        println!("{}: queries of {:?} residues", q.display(), a.query_lengths);
+    }
+    Ok(())
+}

@@ -1,0 +1,28 @@
+//! chariot-align: Smith-Waterman protein database search on chariot (issue 6; seed 004
+//! §6.3). A query (or several) is aligned against every sequence of a FASTA database,
+//! streamed from disk in chunks of 8,192 sequences through the five-stage pipeline of
+//! [`search`]: file read → download → kernel → readback → file write.
+//!
+//! ```text
+//! chariot-align generate --sequences 536000 --out db.fa --queries-out q.fa
+//! chariot-align search -q q.fa -d db.fa -o hits.tsv --top 10
+//! chariot-align bench  -q q.fa -d db.fa --csv align.csv
+//! ```
+//!
+//! See `chariot-align <command> --help` for every option. This library holds all of the
+//! tool: the binary (`src/main.rs`) is its command line, which [`commands`] and
+//! [`bench`](mod@bench) run; the parsers ([`fasta`], [`matrix`], [`db`]) are also the fuzz targets'.
+
+#![warn(missing_docs)]
+
+pub mod bench;
+pub mod commands;
+pub mod cpu;
+pub mod db;
+pub mod fasta;
+pub mod generate;
+pub mod hand;
+pub mod hits;
+pub mod matrix;
+pub mod search;
+pub mod sw;

@@ -1,0 +1,89 @@
+//! What the dispatchers share with the scheduler: the task buffer Q, the stage queues
+//! P_k, the batch that `synchronize` waits on, and what the report is built from. The
+//! scheduler makes it; the dispatchers end, move and fail tasks through it.
+
+use crate::ids::TaskId;
+use crate::memory::claims::Holder;
+use crate::report::{Adapted, CommandRecord, DispatchStats, KernelUse, LostGpu, MovedTask, Outcome, TaskFailure};
+use crate::signal::Signal;
+use crate::stage::queues::StageQueues;
+use crate::task::buffer::TaskBuffer;
+use crate::task::Task;
+use parking_lot::{Condvar, Mutex};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Tasks submitted and not yet ended, the ids used since the last `synchronize`, and
+/// what ended badly.
+#[derive(Debug, Default)]
+pub(crate) struct Batch {
+    pub(crate) outstanding: usize,
+    /// Every id submitted in this batch, ended or not: the report counts tasks by id,
+    /// so an id is taken until `synchronize` closes the batch.
+    pub(crate) ids: HashSet<TaskId>,
+    pub(crate) outcome: Outcome,
+}
+
+/// What the dispatchers share with the scheduler.
+pub(crate) struct Shared {
+    pub(crate) buffer: TaskBuffer,
+    pub(crate) queues: StageQueues,
+    pub(crate) signals: Vec<Arc<Signal>>,
+    pub(crate) batch: Mutex<Batch>,
+    pub(crate) batch_done: Condvar,
+    pub(crate) stop: AtomicBool,
+    /// Dispatchers still running their loop; the last one to die fails what is left.
+    pub(crate) live: std::sync::atomic::AtomicUsize,
+    /// Per GPU: whether it is still in the rotation.
+    pub(crate) alive: Vec<AtomicBool>,
+    pub(crate) timelines: Vec<Mutex<Vec<CommandRecord>>>,
+    pub(crate) stats: Vec<Mutex<DispatchStats>>,
+    /// The adaptation's changes since the last `synchronize`.
+    pub(crate) adaptations: Mutex<Vec<Adapted>>,
+    /// Per GPU: the kernel stage's capacity in GPU-fills in force now, where the stage is
+    /// counted by fill (the adaptation moves it), for the report's kernel lines.
+    pub(crate) kernel_fills_now: Mutex<Vec<Option<f64>>>,
+    /// Every kernel launched so far and the fill of its launches, for the report.
+    pub(crate) kernels: Mutex<Vec<KernelUse>>,
+    pub(crate) epoch: Instant,
+}
+
+impl Shared {
+    pub(crate) fn wake_all(&self) {
+        for s in &self.signals {
+            s.notify();
+        }
+    }
+
+    /// Ends a task: gives back its host claims, then counts it out of the batch (its id
+    /// stays taken until `synchronize`).
+    pub(crate) fn end_task(&self, task: Box<Task>, failure: Option<TaskFailure>) {
+        let id = task.id;
+        for h in &task.hosts {
+            h.release(Holder::Task(id));
+        }
+        drop(task);
+        let mut batch = self.batch.lock();
+        batch.outstanding -= 1;
+        batch.outcome.failures.extend(failure);
+        if batch.outstanding == 0 {
+            self.batch_done.notify_all();
+        }
+    }
+
+    /// Puts a task moved off a lost GPU back in Q for the others, and says so in the
+    /// batch's report. The task keeps its claims and stays outstanding.
+    pub(crate) fn requeue(&self, task: Box<Task>, moved: MovedTask) {
+        self.batch.lock().outcome.moved.push(moved);
+        self.buffer.push(task);
+        self.wake_all();
+    }
+
+    /// Records that `gpu` left the rotation.
+    pub(crate) fn lose_gpu(&self, lost: LostGpu) {
+        self.alive[lost.gpu].store(false, Ordering::SeqCst);
+        self.batch.lock().outcome.lost_gpus.push(lost);
+    }
+}

@@ -1,0 +1,461 @@
+//! Building one task: a [`TaskBuilder`] holds the task's id and granularity (the paper
+//! passes them on every call) and checks each command as it is added; `submit` seals
+//! the task, claims its host regions and hands it to the task buffer.
+//!
+//! It sits above the scheduler it feeds ([`Scheduler::task`] starts one here, and
+//! `submit` hands the task to the scheduler), so that the task types below it need no
+//! scheduler.
+
+use super::command::{Command, CopyCmd, Direction, LaunchCmd};
+use super::{Copy2d, HostClaim};
+use crate::callback::{CallInfo, GpuCall, Resource};
+use crate::error::{BoxError, Error, Result};
+use crate::ids::{InCallback, TaskId};
+use crate::kernel::{Arg, ArgValue, KernelHandle, LaunchShape};
+use crate::memory::claims::Region;
+use crate::memory::{DeviceBuffer, Element, HostBuffer, HostShared};
+use crate::scheduler::Scheduler;
+use crate::stage::Stage;
+use std::ops::RangeBounds;
+use std::sync::Arc;
+
+/// CUDA's launch limits, the same on every GPU since compute capability 3.0: checked
+/// when a launch is added, so that it fails alike on both backends.
+const MAX_GRID_X: u32 = (1 << 31) - 1;
+const MAX_GRID_YZ: u32 = 65_535;
+const MAX_BLOCK_XY: u32 = 1024;
+const MAX_BLOCK_Z: u32 = 64;
+const MAX_BLOCK_THREADS: u64 = 1024;
+
+impl Scheduler {
+    /// Starts building task `id` with granularity `granularity` (its chunk's size, used
+    /// by the LF and SF rules; the adaptation counts work done by it).
+    pub fn task(&self, id: u64, granularity: u64) -> TaskBuilder<'_> {
+        TaskBuilder::new(self, TaskId(id), granularity)
+    }
+}
+
+/// Builds one task: add commands in the order they must run, then [`submit`](TaskBuilder::submit).
+///
+/// Each method checks its command at once; the first error is kept and returned by
+/// `submit` (so a chain needs one `?`). See [`Scheduler::task`](crate::Scheduler::task)
+/// for an example.
+#[must_use = "a task runs only once submitted"]
+pub struct TaskBuilder<'s> {
+    sched: &'s Scheduler,
+    id: TaskId,
+    granularity: u64,
+    commands: Vec<Command>,
+    claims: Vec<HostClaim>,
+    error: Option<Error>,
+}
+
+impl<'s> TaskBuilder<'s> {
+    pub(crate) fn new(sched: &'s Scheduler, id: TaskId, granularity: u64) -> Self {
+        TaskBuilder { sched, id, granularity, commands: Vec::new(), claims: Vec::new(), error: None }
+    }
+
+    fn bad(&self, stage: Stage, message: String) -> Error {
+        Error::InvalidCommand { task: self.id, command: self.commands.len(), stage, message }
+    }
+
+    fn push(mut self, built: Result<(Command, Option<HostClaim>)>) -> Self {
+        if self.error.is_some() {
+            return self;
+        }
+        match built {
+            Ok((cmd, claim)) => {
+                self.commands.push(cmd);
+                self.claims.extend(claim);
+            }
+            Err(e) => self.error = Some(e),
+        }
+        self
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn copy<T: Element>(
+        &self,
+        dir: Direction,
+        host: &HostBuffer<T>,
+        dev: &DeviceBuffer<T>,
+        shape: Copy2d,
+    ) -> Result<(Command, Option<HostClaim>)> {
+        let stage = match dir {
+            Direction::Download => Stage::Download,
+            Direction::Readback => Stage::Readback,
+        };
+        let size = std::mem::size_of::<T>();
+        let Copy2d { host_offset, host_pitch, dev_offset, dev_pitch, width, height } = shape;
+        if dev.inner().sched_id != self.sched.id() {
+            return Err(self.bad(stage, format!("device buffer {} belongs to another scheduler", dev.id())));
+        }
+        if width == 0 || height == 0 {
+            return Err(self.bad(stage, format!("empty copy: width {width}, height {height} (both must be > 0)")));
+        }
+        if host_pitch < width || dev_pitch < width {
+            return Err(self.bad(
+                stage,
+                format!("pitch smaller than width: host pitch {host_pitch}, device pitch {dev_pitch}, width {width} (elements)"),
+            ));
+        }
+        let extent = |offset: usize, pitch: usize| {
+            (height - 1).checked_mul(pitch).and_then(|r| r.checked_add(offset)).and_then(|r| r.checked_add(width))
+        };
+        match extent(host_offset, host_pitch) {
+            Some(end) if end <= host.len() => {}
+            end => {
+                return Err(self.bad(
+                    stage,
+                    format!(
+                        "host region ends at element {} but host buffer {} has {} elements",
+                        end.map_or("overflow".to_string(), |e| e.to_string()),
+                        host.id(),
+                        host.len()
+                    ),
+                ))
+            }
+        }
+        match extent(dev_offset, dev_pitch) {
+            Some(end) if end <= dev.len() => {}
+            end => {
+                return Err(self.bad(
+                    stage,
+                    format!(
+                        "copy reaches element {} of device buffer {}, which has {} elements",
+                        end.map_or("overflow".to_string(), |e| e.to_string()),
+                        dev.id(),
+                        dev.len()
+                    ),
+                ))
+            }
+        }
+        // The extents fit in their buffers, whose sizes in bytes fit in `isize`; only a
+        // pitch that no row steps over (one row) can still overflow in bytes.
+        let bytes = |name: &str, elements: usize| {
+            elements.checked_mul(size).ok_or_else(|| {
+                self.bad(
+                    stage,
+                    format!(
+                        "{name} {elements} elements of {size} bytes overflows usize in bytes (at most {} elements)",
+                        usize::MAX / size
+                    ),
+                )
+            })
+        };
+        let cmd = CopyCmd {
+            dir,
+            host: host.shared().clone(),
+            host_offset: bytes("host offset", host_offset)?,
+            host_pitch: bytes("host pitch", host_pitch)?,
+            dev: dev.inner().clone(),
+            dev_offset: bytes("device offset", dev_offset)?,
+            dev_pitch: bytes("device pitch", dev_pitch)?,
+            width: bytes("width", width)?,
+            height,
+        };
+        let region = Region { start: cmd.host_offset, width: cmd.width, pitch: cmd.host_pitch, height };
+        let claim = HostClaim { host: host.shared().clone(), region, write: dir == Direction::Readback };
+        Ok((Command::Copy(cmd), Some(claim)))
+    }
+
+    fn linear<T: Element>(
+        &self,
+        stage: Stage,
+        host: &HostBuffer<T>,
+        range: impl RangeBounds<usize>,
+    ) -> Result<std::ops::Range<usize>> {
+        let r = crate::memory::host::resolve(range, host.len())
+            .map_err(|m| self.bad(stage, format!("host buffer {}: {m}", host.id())))?;
+        Ok(r)
+    }
+
+    /// Downloads host elements `src_range` into `dst` starting at element `dst_offset`.
+    pub fn download<T: Element>(
+        self,
+        dst: &DeviceBuffer<T>,
+        dst_offset: usize,
+        src: &HostBuffer<T>,
+        src_range: impl RangeBounds<usize>,
+    ) -> Self {
+        let built = self.linear(Stage::Download, src, src_range).and_then(|r| {
+            let n = r.end - r.start;
+            self.copy(
+                Direction::Download,
+                src,
+                dst,
+                Copy2d {
+                    host_offset: r.start,
+                    host_pitch: n,
+                    dev_offset: dst_offset,
+                    dev_pitch: n,
+                    width: n,
+                    height: 1,
+                },
+            )
+        });
+        self.push(built)
+    }
+
+    /// Downloads a 2-D region of `src` into `dst` (the paper's `download2D`).
+    pub fn download_2d<T: Element>(self, dst: &DeviceBuffer<T>, src: &HostBuffer<T>, shape: Copy2d) -> Self {
+        let built = self.copy(Direction::Download, src, dst, shape);
+        self.push(built)
+    }
+
+    /// Reads `src` from element `src_offset` back into host elements `dst_range`.
+    pub fn readback<T: Element>(
+        self,
+        dst: &HostBuffer<T>,
+        dst_range: impl RangeBounds<usize>,
+        src: &DeviceBuffer<T>,
+        src_offset: usize,
+    ) -> Self {
+        let built = self.linear(Stage::Readback, dst, dst_range).and_then(|r| {
+            let n = r.end - r.start;
+            self.copy(
+                Direction::Readback,
+                dst,
+                src,
+                Copy2d {
+                    host_offset: r.start,
+                    host_pitch: n,
+                    dev_offset: src_offset,
+                    dev_pitch: n,
+                    width: n,
+                    height: 1,
+                },
+            )
+        });
+        self.push(built)
+    }
+
+    /// Reads a 2-D region of `src` back into `dst` (the paper's `readback2D`).
+    pub fn readback_2d<T: Element>(self, dst: &HostBuffer<T>, src: &DeviceBuffer<T>, shape: Copy2d) -> Self {
+        let built = self.copy(Direction::Readback, dst, src, shape);
+        self.push(built)
+    }
+
+    /// Launches `kernel` with `args`, which must match its declared parameters.
+    ///
+    /// The shape must be one CUDA can launch: no zero dimension, grid x below 2^31,
+    /// grid y and z at most 65535, block x and y at most 1024, block z at most 64, and
+    /// at most 1024 threads a block. Anything else is [`Error::InvalidCommand`] at
+    /// `submit`, naming the value and the limit, on either backend.
+    pub fn launch(
+        self,
+        kernel: &KernelHandle,
+        grid: impl Into<crate::Dim3>,
+        block: impl Into<crate::Dim3>,
+        shared_bytes: u32,
+        args: &[Arg],
+    ) -> Self {
+        let shape = LaunchShape { grid: grid.into(), block: block.into(), shared_bytes };
+        let built = self.check_launch(kernel, shape, args).map(|args| {
+            let threads = shape.block.count() as u32; // at most 1024: checked above
+            let waves = self.sched.machine().waves(&kernel.inner, threads, shape.shared_bytes);
+            self.sched.note_launch(&kernel.inner.def.name, shape.grid.count(), waves.first().copied().unwrap_or(0));
+            (Command::Launch(LaunchCmd { kernel: kernel.inner.clone(), shape, args: args.into(), waves }), None)
+        });
+        self.push(built)
+    }
+
+    fn check_launch(&self, kernel: &KernelHandle, shape: LaunchShape, args: &[Arg]) -> Result<Vec<ArgValue>> {
+        let def = &kernel.inner.def;
+        if kernel.inner.sched_id != self.sched.id() {
+            return Err(self.bad(Stage::Kernel, format!("kernel `{}` was registered with another scheduler", def.name)));
+        }
+        let got: Vec<_> = args.iter().map(|a| a.param()).collect();
+        if got != def.params {
+            return Err(self.bad(
+                Stage::Kernel,
+                format!(
+                    "arguments of `{}` do not match its parameters: expected {:?}, got {:?}",
+                    def.name, def.params, got
+                ),
+            ));
+        }
+        for d in [shape.grid, shape.block] {
+            if d.x == 0 || d.y == 0 || d.z == 0 {
+                return Err(self.bad(
+                    Stage::Kernel,
+                    format!(
+                        "launch of `{}` has a zero dimension: grid {:?}, block {:?}",
+                        def.name, shape.grid, shape.block
+                    ),
+                ));
+            }
+        }
+        let (grid, block) = (shape.grid, shape.block);
+        for (what, value, max) in [
+            ("grid x", grid.x, MAX_GRID_X),
+            ("grid y", grid.y, MAX_GRID_YZ),
+            ("grid z", grid.z, MAX_GRID_YZ),
+            ("block x", block.x, MAX_BLOCK_XY),
+            ("block y", block.y, MAX_BLOCK_XY),
+            ("block z", block.z, MAX_BLOCK_Z),
+        ] {
+            if value > max {
+                return Err(self.bad(
+                    Stage::Kernel,
+                    format!("launch of `{}`: {what} is {value}; CUDA allows at most {max}", def.name),
+                ));
+            }
+        }
+        match block.checked_count() {
+            Some(n) if n <= MAX_BLOCK_THREADS => {}
+            n => {
+                return Err(self.bad(
+                    Stage::Kernel,
+                    format!(
+                        "block of `{}` is {}×{}×{} = {} threads; at most {MAX_BLOCK_THREADS} are allowed",
+                        def.name,
+                        block.x,
+                        block.y,
+                        block.z,
+                        n.map_or("more than u64::MAX".to_string(), |n| n.to_string())
+                    ),
+                ))
+            }
+        }
+        let mut values = Vec::with_capacity(args.len());
+        for a in args {
+            if let ArgValue::Buffer(b) = &a.0 {
+                if b.sched_id != self.sched.id() {
+                    return Err(self.bad(Stage::Kernel, format!("device buffer {} belongs to another scheduler", b.id)));
+                }
+            }
+            values.push(a.0.clone());
+        }
+        Ok(values)
+    }
+
+    /// Adds a callback (the paper's `launchCallbackRoutine`). [`Resource::Cpu`]: `f` runs
+    /// on an executioner thread; [`Resource::Gpu`]: use [`TaskBuilder::gpu_callback`].
+    /// A CPU callback gets the task's [`CallInfo`].
+    ///
+    /// A callback must not wait for its own task: in one, `synchronize` and `shutdown`
+    /// of this scheduler return [`Error::WaitInCallback`], and so does a host guard on a
+    /// range this task claims against it (`HostBuffer::read` and `write`, which return
+    /// no `Result`, panic with that error's message, which fails the task).
+    pub fn callback(
+        self,
+        resource: Resource,
+        f: impl FnOnce(&CallInfo) -> Result<(), BoxError> + Send + 'static,
+    ) -> Self {
+        match resource {
+            Resource::Cpu => {
+                let sched = self.sched.id();
+                let cmd = Command::Cpu(Some(Box::new(move |info: &CallInfo| {
+                    let _in = InCallback::enter(sched, info.task);
+                    f(info)
+                })));
+                self.push(Ok((cmd, None)))
+            }
+            Resource::Gpu => self.gpu_callback(move |call| f(&call.info())),
+        }
+    }
+
+    /// Adds a GPU callback: kernel-stage work that enqueues library calls (cuFFT, …) on
+    /// the task's stream, with its resolved device buffers (see [`GpuCall`]). It runs on
+    /// the dispatcher's thread, so it must only enqueue work, never wait for it.
+    pub fn gpu_callback(self, f: impl FnOnce(&mut GpuCall<'_>) -> Result<(), BoxError> + Send + 'static) -> Self {
+        let sched = self.sched.id();
+        let cmd = Command::Gpu(Some(Box::new(move |call: &mut GpuCall<'_>| {
+            let _in = InCallback::enter(sched, call.info.task);
+            f(call)
+        })));
+        self.push(Ok((cmd, None)))
+    }
+
+    /// Adds a CPU callback that reads host elements `range` of `host` (e.g. writes
+    /// results to a file after a readback). The range is claimed for the task.
+    pub fn callback_reading<T: Element>(
+        self,
+        host: &HostBuffer<T>,
+        range: impl RangeBounds<usize>,
+        f: impl FnOnce(&[T], &CallInfo) -> Result<(), BoxError> + Send + 'static,
+    ) -> Self {
+        let sched = self.sched.id();
+        let built = self.host_region(host, range, false).map(|(shared, region)| {
+            let mem = shared.clone();
+            let cmd = Command::Cpu(Some(Box::new(move |info: &CallInfo| {
+                let _in = InCallback::enter(sched, info.task);
+                // This task's read claim on `region` excludes writers while `f` runs.
+                f(bytemuck::cast_slice(mem.alloc.bytes(region.start, region.end())), info)
+            }) as crate::callback::CpuFn));
+            (cmd, Some(HostClaim { host: shared, region, write: false }))
+        });
+        self.push(built)
+    }
+
+    /// Adds a CPU callback that writes host elements `range` of `host` (e.g. reads a
+    /// chunk from a file before its download). The range is claimed for the task.
+    pub fn callback_writing<T: Element>(
+        self,
+        host: &HostBuffer<T>,
+        range: impl RangeBounds<usize>,
+        f: impl FnOnce(&mut [T], &CallInfo) -> Result<(), BoxError> + Send + 'static,
+    ) -> Self {
+        let sched = self.sched.id();
+        let built = self.host_region(host, range, true).map(|(shared, region)| {
+            let mem = shared.clone();
+            let cmd = Command::Cpu(Some(Box::new(move |info: &CallInfo| {
+                let _in = InCallback::enter(sched, info.task);
+                // This task's write claim on `region` excludes every other access.
+                f(bytemuck::cast_slice_mut(mem.alloc.bytes_mut(region.start, region.end())), info)
+            }) as crate::callback::CpuFn));
+            (cmd, Some(HostClaim { host: shared, region, write: true }))
+        });
+        self.push(built)
+    }
+
+    fn host_region<T: Element>(
+        &self,
+        host: &HostBuffer<T>,
+        range: impl RangeBounds<usize>,
+        _write: bool,
+    ) -> Result<(Arc<HostShared>, Region)> {
+        let r = self.linear(Stage::Cpu, host, range)?;
+        if r.is_empty() {
+            return Err(
+                self.bad(Stage::Cpu, format!("empty host range {}..{} of buffer {}", r.start, r.end, host.id()))
+            );
+        }
+        let size = std::mem::size_of::<T>();
+        Ok((host.shared().clone(), Region::linear(r.start * size, (r.end - r.start) * size)))
+    }
+
+    /// The task's id.
+    pub fn id(&self) -> TaskId {
+        self.id
+    }
+
+    /// Seals the task and hands it to the runtime.
+    ///
+    /// # Errors
+    /// The first invalid command ([`Error::InvalidCommand`]), an empty task
+    /// ([`Error::EmptyTask`]), an id already submitted since the last `synchronize`
+    /// ([`Error::DuplicateTask`]), a host
+    /// region that another task or a read guard holds ([`Error::HostConflict`]), or a
+    /// scheduler that has shut down ([`Error::ShutDown`]).
+    pub fn submit(self) -> Result<TaskId> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        if self.commands.is_empty() {
+            return Err(Error::EmptyTask { task: self.id });
+        }
+        self.sched.submit_task(self.id, self.granularity, self.commands, self.claims)
+    }
+}
+
+impl std::fmt::Debug for TaskBuilder<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskBuilder")
+            .field("id", &self.id)
+            .field("granularity", &self.granularity)
+            .field("commands", &self.commands)
+            .finish()
+    }
+}
