@@ -7,6 +7,10 @@
 //! panicked run under a deadline or in a child process, so that a regression is
 //! reported as a failure and the suite goes on. Tests that need a CUDA GPU are ignored
 //! here and run on the GPU machine with `--include-ignored`.
+//!
+//! The tests follow the order of that table, one section per group of entry points:
+//! builder, backends and profiles, allocation, kernels, commands, submit, callbacks,
+//! guards, queries, FFT, baselines, bounds, plots and the tools' command lines.
 
 mod common;
 
@@ -23,12 +27,54 @@ use std::time::Duration;
 
 const DEADLINE_S: u64 = 60;
 
+/// Deadline for tests of inputs that once hung: short, so a regression fails fast.
+const HANG_S: u64 = 20;
+
+/// Set in a child process run by [`in_child`]: the test body runs there.
+const CHILD: &str = "CHARIOT_BAD_INPUT_CHILD";
+
 fn sim() -> Backend {
     Backend::SimWith(SimProfile::instant().with_gpus(8))
 }
 
 fn sched(gpus: usize, streams: usize) -> Scheduler {
     Scheduler::builder().backend(sim()).gpus(gpus).streams(streams).build().unwrap()
+}
+
+/// A sim backend whose GPUs have `bytes` of memory each.
+fn sim_with_memory(gpus: usize, bytes: u64) -> Backend {
+    let mut p = SimProfile::instant().with_gpus(gpus);
+    p.memory_bytes = bytes;
+    Backend::SimWith(p)
+}
+
+fn is_child() -> bool {
+    std::env::var_os(CHILD).is_some()
+}
+
+/// Runs test `name` of this binary again in a child process, with `env` set, for
+/// behaviour that can kill a process (an abort, a driver library) or needs its own
+/// environment from the start (`LD_LIBRARY_PATH`).
+fn in_child(name: &str, env: &[(&str, &std::ffi::OsStr)]) -> Output {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    Command::new(exe)
+        .args([name, "--exact", "--include-ignored", "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .env_remove("CHARIOT_BACKEND")
+        .envs(env.iter().copied())
+        .output()
+        .expect("running the test binary again")
+}
+
+/// Asserts that the child run of a test passed, showing its output if not.
+fn assert_child_passed(out: &Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: the child process ended with {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Asserts `e` is `InvalidConfig` for parameter `name` with a value containing `value`,
@@ -111,31 +157,45 @@ fn more_gpus_than_exist_is_no_such_gpu() {
 }
 
 #[test]
+fn a_sim_profile_without_gpus_is_no_such_gpu() {
+    let none = Backend::SimWith(SimProfile::instant().with_gpus(0));
+    let e = Scheduler::builder().backend(none).build().unwrap_err();
+    assert!(matches!(e, Error::NoSuchGpu { ordinal: 0, available: 0, backend: "sim" }), "{e:?}");
+    assert!(e.to_string().contains("0 GPU(s)"), "{e}");
+}
+
+/// On a CUDA machine, an ordinal past the last device.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_ordinals_that_do_not_exist_are_no_such_gpu() {
+    let s = Scheduler::builder().backend(Backend::Cuda).build().unwrap();
+    let n = s.gpu_count();
+    drop(s);
+    let e = Scheduler::builder().backend(Backend::Cuda).gpu_list([0, n + 3]).build().unwrap_err();
+    assert!(matches!(e, Error::NoSuchGpu { backend: "cuda", .. }), "{e:?}");
+    assert!(e.to_string().contains(&format!("GPU {}", n + 3)), "{e}");
+}
+
+/// `gpus(n)` with a huge `n` is a count the backend cannot have.
+#[test]
+fn a_huge_gpu_count_is_no_such_gpu() {
+    if !is_child() {
+        // The abort would take the whole test binary with it: the body runs in a child.
+        let out = in_child("a_huge_gpu_count_is_no_such_gpu", &[]);
+        return assert_child_passed(&out, "gpus(huge)");
+    }
+    for n in [usize::MAX, 1 << 40] {
+        let e = Scheduler::builder().backend(sim()).gpus(n).build().unwrap_err();
+        assert!(matches!(e, Error::NoSuchGpu { ordinal: 8, available: 8, backend: "sim" }), "gpus({n}): {e:?}");
+    }
+}
+
+#[test]
 fn stage_depth_zero_is_invalid_config() {
     let e = Scheduler::builder().backend(sim()).stage_depth(0).build().unwrap_err();
     assert_invalid_config(e, "stage_depth", "0");
     let e = Scheduler::builder().backend(sim()).stage_depth(17).build().unwrap_err();
     assert_invalid_config(e, "stage_depth", "17");
-}
-
-#[test]
-fn zero_thresholds_are_invalid_config() {
-    let e = Scheduler::builder().backend(sim()).local_thresholds([1, 0, 1, 1]).build().unwrap_err();
-    assert_invalid_config(e, "local_thresholds", "[1, 0, 1, 1]");
-    let e = Scheduler::builder().backend(sim()).global_thresholds([2, 1, 1, 0]).build().unwrap_err();
-    assert_invalid_config(e, "global_thresholds", "[2, 1, 1, 0]");
-    let e = Scheduler::builder().backend(sim()).buses(0).build().unwrap_err();
-    assert_invalid_config(e, "buses", "0");
-    let e = Scheduler::builder().backend(sim()).cpu_cores(0).build().unwrap_err();
-    assert_invalid_config(e, "cpu_cores", "0");
-    // Explicit thresholds replace the paper's.
-    let s = Scheduler::builder()
-        .backend(sim())
-        .local_thresholds([3, 1, 2, 1])
-        .global_thresholds([5, 4, 3, 2])
-        .build()
-        .unwrap();
-    assert_eq!((s.thresholds().local, s.thresholds().global), ([3, 1, 2, 1], [5, 4, 3, 2]));
 }
 
 /// The knobs of the automatic choice (issue 14): each value out of range, and the
@@ -171,567 +231,40 @@ fn bad_kernel_and_adaptation_settings_are_invalid_config() {
 }
 
 #[test]
-fn a_sim_sm_share_outside_zero_to_one_is_kernel_invalid() {
-    let s = Scheduler::builder().backend(sim()).build().unwrap();
-    for share in [0.0f64, -0.5, 1.01, f64::NAN, f64::INFINITY] {
-        let k = Kernel::new("k", "").cpu_twin(|_| Ok(())).sim_sm_share(share);
-        let e = s.register_kernel(k).unwrap_err();
-        assert!(matches!(&e, Error::KernelInvalid { kernel, .. } if kernel == "k"), "{share}: {e:?}");
-        assert!(e.to_string().contains("sim_sm_share") && e.to_string().contains("(0, 1]"), "{e}");
-    }
-    assert!(s.register_kernel(Kernel::new("k", "").cpu_twin(|_| Ok(())).sim_sm_share(1.0)).is_ok());
+fn zero_thresholds_are_invalid_config() {
+    let e = Scheduler::builder().backend(sim()).local_thresholds([1, 0, 1, 1]).build().unwrap_err();
+    assert_invalid_config(e, "local_thresholds", "[1, 0, 1, 1]");
+    let e = Scheduler::builder().backend(sim()).global_thresholds([2, 1, 1, 0]).build().unwrap_err();
+    assert_invalid_config(e, "global_thresholds", "[2, 1, 1, 0]");
+    let e = Scheduler::builder().backend(sim()).buses(0).build().unwrap_err();
+    assert_invalid_config(e, "buses", "0");
+    let e = Scheduler::builder().backend(sim()).cpu_cores(0).build().unwrap_err();
+    assert_invalid_config(e, "cpu_cores", "0");
+    // Explicit thresholds replace the paper's.
+    let s = Scheduler::builder()
+        .backend(sim())
+        .local_thresholds([3, 1, 2, 1])
+        .global_thresholds([5, 4, 3, 2])
+        .build()
+        .unwrap();
+    assert_eq!((s.thresholds().local, s.thresholds().global), ([3, 1, 2, 1], [5, 4, 3, 2]));
 }
 
+/// G_1 bounds the executioner threads; a G_1 larger than the D·S tasks that can hold a
+/// stream slot at once cannot be used: the threads are capped at D·S, and the
+/// thresholds report the G_1 given (it behaves the same).
 #[test]
-fn an_invalid_sim_profile_is_invalid_config() {
-    let bad = SimProfile::instant().with_time_scale(-1.0);
-    let e = Scheduler::builder().backend(Backend::SimWith(bad)).build().unwrap_err();
-    let text = e.to_string();
-    assert!(matches!(e, Error::InvalidConfig { name: "backend", .. }), "{e:?}");
-    assert!(text.contains("time_scale"), "{text}");
-    let bad = SimProfile::instant().with_copy_engines(0);
-    assert!(matches!(
-        Scheduler::builder().backend(Backend::SimWith(bad)).build().unwrap_err(),
-        Error::InvalidConfig { name: "backend", .. }
-    ));
-}
-
-#[test]
-fn cuda_backend_without_a_driver_is_cuda_unavailable() {
-    match Scheduler::builder().backend(Backend::Cuda).build() {
-        // A GPU is present (e.g. on the GPU machine): nothing to check here.
-        Ok(s) => eprintln!("skipped: the CUDA backend is available here ({:?})", s.gpu_info()),
-        Err(Error::CudaUnavailable { reason }) => {
-            assert!(!reason.is_empty());
-            let e = Error::CudaUnavailable { reason: reason.clone() };
-            assert!(e.to_string().contains(&reason));
-        }
-        Err(other) => panic!("expected CudaUnavailable, got {other:?}"),
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// Allocation and kernels
-// ---------------------------------------------------------------------------------------
-
-#[test]
-fn alloc_of_zero_elements_is_invalid_length() {
-    let s = sched(1, 1);
-    let e = s.alloc::<u32>(0).unwrap_err();
-    assert!(matches!(e, Error::InvalidLength { len: 0, elem_size: 4, .. }), "{e:?}");
-    assert!(e.to_string().contains("length 0"), "{e}");
-    let e = s.alloc_host::<f64>(0).unwrap_err();
-    assert!(matches!(e, Error::InvalidLength { len: 0, elem_size: 8, .. }), "{e:?}");
-    let e = s.alloc_host::<u64>(usize::MAX / 4).unwrap_err();
-    assert!(matches!(e, Error::InvalidLength { .. }), "{e:?}");
-    // A range outside a host buffer, through the guards.
-    let h = s.alloc_host::<u32>(10).unwrap();
-    let e = h.read_range(5..11).unwrap_err();
-    assert!(matches!(e, Error::InvalidLength { len: 10, .. }), "{e:?}");
-    assert!(e.to_string().contains("5..11"), "{e}");
-}
-
-#[test]
-fn a_kernel_without_cpu_twin_is_kernel_invalid_on_sim() {
-    let s = sched(1, 1);
-    let e = s.register_kernel(Kernel::new("no_twin", AFFINE_SRC).params([Param::Buffer])).unwrap_err();
-    let text = e.to_string();
-    match e {
-        Error::KernelInvalid { kernel, message } => {
-            assert_eq!(kernel, "no_twin");
-            assert!(message.contains("twin"), "{message}");
-            assert!(text.contains("no_twin"), "{text}");
-        }
-        other => panic!("expected KernelInvalid, got {other:?}"),
-    }
-    let e = s.register_kernel(Kernel::new("", AFFINE_SRC).cpu_twin(|_| Ok(()))).unwrap_err();
-    assert!(matches!(e, Error::KernelInvalid { .. }), "{e:?}");
-    let many = Kernel::new("many", "").params(vec![Param::U32; 33]).cpu_twin(|_| Ok(()));
-    let e = s.register_kernel(many).unwrap_err();
-    assert!(matches!(e, Error::KernelInvalid { ref message, .. } if message.contains("33")), "{e:?}");
-}
-
-// ---------------------------------------------------------------------------------------
-// Commands
-// ---------------------------------------------------------------------------------------
-
-#[test]
-fn a_copy_larger_than_its_device_buffer_is_invalid_command() {
-    let s = sched(1, 2);
-    let host = s.alloc_host::<u32>(1000).unwrap();
-    let dev = s.alloc::<u32>(100).unwrap();
-    let e = s.task(1, 1).download(&dev, 0, &host, 0..200).submit().unwrap_err();
-    assert_invalid_command(e, 1, 0, Stage::Download, &["200", "100"]);
-    // Fits in size, but not at that offset: 60 + 50 = 110 > 100.
-    let e = s.task(2, 1).download(&dev, 60, &host, 0..50).submit().unwrap_err();
-    assert_invalid_command(e, 2, 0, Stage::Download, &["110", "100"]);
-    let e = s.task(3, 1).readback(&host, 0..150, &dev, 0).submit().unwrap_err();
-    assert_invalid_command(e, 3, 0, Stage::Readback, &["150", "100"]);
-    // Nothing was submitted, so the ids are free and nothing is outstanding.
-    s.task(1, 1).download(&dev, 0, &host, 0..100).submit().unwrap();
-    s.synchronize().unwrap();
-}
-
-#[test]
-fn a_host_range_outside_its_host_buffer_is_invalid_command() {
-    let s = sched(1, 1);
-    let host = s.alloc_host::<u32>(100).unwrap();
-    let dev = s.alloc::<u32>(1000).unwrap();
-    let e = s.task(1, 1).download(&dev, 0, &host, 90..120).submit().unwrap_err();
-    assert_invalid_command(e, 1, 0, Stage::Download, &["90..120", "0..100"]);
-    let e = s.task(2, 1).readback(&host, 50..=100, &dev, 0).submit().unwrap_err();
-    assert_invalid_command(e, 2, 0, Stage::Readback, &["50..101", "0..100"]);
-    let e = s.task(3, 1).callback_writing(&host, 0..101, |_, _| Ok(())).submit().unwrap_err();
-    assert_invalid_command(e, 3, 0, Stage::Cpu, &["0..101"]);
-    let e = s.task(4, 1).callback_reading(&host, 7..7, |_, _| Ok(())).submit().unwrap_err();
-    assert_invalid_command(e, 4, 0, Stage::Cpu, &["7..7"]);
-    // The command index is the bad command's position; the first error is kept.
-    let e = s
-        .task(5, 1)
-        .download(&dev, 0, &host, 0..10)
-        .readback(&host, 0..10, &dev, 0)
-        .download(&dev, 0, &host, 99..200)
-        .download(&dev, 5000, &host, 0..1)
-        .submit()
-        .unwrap_err();
-    assert_invalid_command(e, 5, 2, Stage::Download, &["99..200"]);
-}
-
-#[test]
-fn bad_2d_copies_are_invalid_command() {
-    let s = sched(1, 1);
-    let host = s.alloc_host::<u32>(1000).unwrap();
-    let dev = s.alloc::<u32>(1000).unwrap();
-    let ok = Copy2d { host_offset: 0, host_pitch: 100, dev_offset: 0, dev_pitch: 50, width: 50, height: 10 };
-    // Pitch smaller than the width, on either side.
-    let e = s.task(1, 1).download_2d(&dev, &host, Copy2d { host_pitch: 40, ..ok }).submit().unwrap_err();
-    assert_invalid_command(e, 1, 0, Stage::Download, &["pitch", "40", "50"]);
-    let e = s.task(2, 1).readback_2d(&host, &dev, Copy2d { dev_pitch: 49, ..ok }).submit().unwrap_err();
-    assert_invalid_command(e, 2, 0, Stage::Readback, &["pitch", "49", "50"]);
-    // 11 rows of pitch 100 end at element 10 * 100 + 50 = 1050 > 1000.
-    let e = s.task(3, 1).download_2d(&dev, &host, Copy2d { height: 11, ..ok }).submit().unwrap_err();
-    assert_invalid_command(e, 3, 0, Stage::Download, &["1050", "1000"]);
-    // The device side: offset 600 + 9 * 50 + 50 = 1100 > 1000.
-    let e = s.task(4, 1).readback_2d(&host, &dev, Copy2d { dev_offset: 600, ..ok }).submit().unwrap_err();
-    assert_invalid_command(e, 4, 0, Stage::Readback, &["1100", "1000"]);
-    let e = s.task(5, 1).download_2d(&dev, &host, Copy2d { width: 0, ..ok }).submit().unwrap_err();
-    assert_invalid_command(e, 5, 0, Stage::Download, &["empty"]);
-    // An overflowing extent is refused, not wrapped.
-    let huge = Copy2d { host_pitch: usize::MAX / 2, height: 3, ..ok };
-    let e = s.task(6, 1).download_2d(&dev, &host, huge).submit().unwrap_err();
-    assert_invalid_command(e, 6, 0, Stage::Download, &["overflow"]);
-    // The valid shape runs.
-    s.task(7, 1).download_2d(&dev, &host, ok).readback_2d(&host, &dev, ok).submit().unwrap();
-    s.synchronize().unwrap();
-}
-
-#[test]
-fn a_launch_with_mismatched_arguments_is_invalid_command() {
-    let s = sched(1, 1);
-    let a = s.alloc::<u32>(16).unwrap();
-    let k = s.register_kernel(affine_kernel()).unwrap();
-    let args4 = [Arg::buffer(&a), Arg::buffer(&a), Arg::u32(16), Arg::u32(1)];
-    let e = s.task(1, 1).launch(&k, 1, 32, 0, &args4).submit().unwrap_err();
-    assert_invalid_command(e, 1, 0, Stage::Kernel, &["affine", "expected", "got"]);
-    let wrong_kind = [Arg::buffer(&a), Arg::buffer(&a), Arg::f32(16.0), Arg::u32(1), Arg::u32(2)];
-    let e = s.task(2, 1).launch(&k, 1, 32, 0, &wrong_kind).submit().unwrap_err();
-    assert_invalid_command(e, 2, 0, Stage::Kernel, &["F32"]);
-    let good = [Arg::buffer(&a), Arg::buffer(&a), Arg::u32(16), Arg::u32(1), Arg::u32(2)];
-    let e = s.task(3, 1).launch(&k, 0, 32, 0, &good).submit().unwrap_err();
-    assert_invalid_command(e, 3, 0, Stage::Kernel, &["zero dimension"]);
-    let e = s.task(4, 1).launch(&k, 1, (32, 32, 2), 0, &good).submit().unwrap_err();
-    assert_invalid_command(e, 4, 0, Stage::Kernel, &["2048", "1024"]);
-}
-
-#[test]
-fn buffers_and_kernels_of_another_scheduler_are_invalid_command() {
-    let (s1, s2) = (sched(1, 1), sched(1, 1));
-    let host = s1.alloc_host::<u32>(8).unwrap();
-    let foreign = s2.alloc::<u32>(8).unwrap();
-    let k2 = s2.register_kernel(mix_kernel()).unwrap();
-    let e = s1.task(1, 1).download(&foreign, 0, &host, ..).submit().unwrap_err();
-    assert_invalid_command(e, 1, 0, Stage::Download, &["another scheduler"]);
-    let e =
-        s1.task(2, 1).launch(&k2, 1, 8, 0, &[Arg::buffer(&foreign), Arg::u32(8), Arg::u32(1)]).submit().unwrap_err();
-    assert_invalid_command(e, 2, 0, Stage::Kernel, &["another scheduler"]);
-}
-
-#[test]
-fn an_empty_task_is_empty_task() {
-    let s = sched(1, 1);
-    let e = s.task(77, 1).submit().unwrap_err();
-    assert!(matches!(e, Error::EmptyTask { task: TaskId(77) }), "{e:?}");
-    assert!(e.to_string().contains("#77"), "{e}");
-}
-
-#[test]
-fn a_submit_after_shutdown_is_shut_down() {
-    with_timeout(DEADLINE_S, || {
-        let s = sched(2, 2);
-        let w = Workload::new(&s, plan(3, 1, 8, 100, SIM_RECIPES)).unwrap();
-        w.submit_all(&s).unwrap();
-        let report = s.shutdown().unwrap();
-        // Shutdown waited for the batch.
-        check(&report, &w.specs(), &Limits::of(&s), Clocks::SIM);
-        w.verify(&report);
-        let e = w.submit(&s, &w.plan[0]).unwrap_err();
-        assert!(matches!(e, Error::ShutDown), "{e:?}");
-        assert!(e.to_string().contains("shut down"));
-        // Shutting down twice is harmless.
-        assert_eq!(s.shutdown().unwrap().tasks, 0);
-    });
-}
-
-// ---------------------------------------------------------------------------------------
-// Ids and host regions
-// ---------------------------------------------------------------------------------------
-
-#[test]
-fn a_duplicate_task_id_in_flight_is_duplicate_task() {
-    with_timeout(DEADLINE_S, || {
-        let s = sched(1, 2);
-        let host = s.alloc_host::<u32>(64).unwrap();
-        let (open, wait) = gate();
-        s.task(5, 1).callback(Resource::Cpu, wait).submit().unwrap();
-        let e = s.task(5, 1).callback_reading(&host, .., |_, _| Ok(())).submit().unwrap_err();
-        assert!(matches!(e, Error::DuplicateTask { task: TaskId(5) }), "{e:?}");
-        assert!(e.to_string().contains("#5"), "{e}");
-        // Another id is fine meanwhile.
-        s.task(6, 1).callback_reading(&host, .., |_, _| Ok(())).submit().unwrap();
-        open.send(()).unwrap();
-        let report = s.synchronize().unwrap();
-        assert_eq!(report.tasks, 2);
-        // Once it has ended, the id may be used again.
-        s.task(5, 1).callback_reading(&host, .., |_, _| Ok(())).submit().unwrap();
-        s.synchronize().unwrap();
-    });
-}
-
-/// An id stays taken until `synchronize`, even after its task ended: the report keys
-/// tasks by id, so a second task with it is `DuplicateTask` ("ids must be unique until
-/// synchronize"), and after `synchronize` the id is free again.
-#[test]
-fn a_task_id_reused_in_one_batch_is_duplicate_task() {
-    with_timeout(DEADLINE_S, || {
-        let s = sched(1, 1);
-        let host = s.alloc_host::<u32>(16).unwrap();
-        let dev = s.alloc::<u32>(16).unwrap();
-        s.task(1, 1).readback(&host, 0..8, &dev, 0).submit().unwrap();
-        // The read waits for task 1's readback; the pause lets it end (its id leaves
-        // the in-flight set just after its claims).
-        drop(host.read());
-        std::thread::sleep(Duration::from_millis(100));
-        let e = s.task(1, 1).readback(&host, 8..16, &dev, 0).submit().unwrap_err();
-        assert!(matches!(e, Error::DuplicateTask { task: TaskId(1) }), "{e:?}");
-        assert_eq!(s.synchronize().unwrap().tasks, 1, "the refused task did not run");
-        s.task(1, 1).readback(&host, 8..16, &dev, 0).submit().unwrap();
-        assert_eq!(s.synchronize().unwrap().tasks, 1, "the id is free after synchronize");
-    });
-}
-
-#[test]
-fn two_tasks_writing_one_host_region_is_host_conflict() {
-    with_timeout(DEADLINE_S, || {
-        let s = sched(1, 2);
-        let host = s.alloc_host::<u32>(100).unwrap();
-        let dev = s.alloc::<u32>(100).unwrap();
-        let (open, wait) = gate();
-        s.task(1, 1).callback(Resource::Cpu, wait).readback(&host, 10..30, &dev, 0).submit().unwrap();
-        // Overlapping writes (a readback, a writing callback) and a read of a written
-        // region are refused while task 1 is in flight.
-        let e = s.task(2, 1).readback(&host, 25..40, &dev, 0).submit().unwrap_err();
-        let text = e.to_string();
-        match e {
-            Error::HostConflict { task, buffer, region, holder } => {
-                assert_eq!((task, buffer), (TaskId(2), host.id()));
-                assert!(region.contains("100..160"), "bytes of elements 25..40: {region}");
-                assert!(holder.contains("#1"), "{holder}");
-                assert!(text.contains("#2") && text.contains("#1"), "{text}");
-            }
-            other => panic!("expected HostConflict, got {other:?}"),
-        }
-        let e = s.task(3, 1).callback_writing(&host, 0..11, |_, _| Ok(())).submit().unwrap_err();
-        assert!(matches!(e, Error::HostConflict { task: TaskId(3), .. }), "{e:?}");
-        let e = s.task(4, 1).download(&dev, 0, &host, 29..31).submit().unwrap_err();
-        assert!(matches!(e, Error::HostConflict { task: TaskId(4), .. }), "{e:?}");
-        // A refused task leaves no claim behind: its other region is free.
-        let e = s.task(5, 1).readback(&host, 60..70, &dev, 0).readback(&host, 20..21, &dev, 0).submit().unwrap_err();
-        assert!(matches!(e, Error::HostConflict { task: TaskId(5), .. }), "{e:?}");
-        // Adjacent regions do not conflict.
-        s.task(6, 1).readback(&host, 30..40, &dev, 0).submit().unwrap();
-        s.task(7, 1).readback(&host, 60..70, &dev, 0).submit().unwrap();
-        open.send(()).unwrap();
-        let report = s.synchronize().unwrap();
-        assert_eq!(report.tasks, 3);
-        // Once task 1 has ended, its region is free.
-        s.task(2, 1).readback(&host, 25..40, &dev, 0).submit().unwrap();
-        s.synchronize().unwrap();
-    });
-}
-
-#[test]
-fn writing_under_a_live_read_guard_is_host_conflict() {
-    with_timeout(DEADLINE_S, || {
-        let s = sched(1, 1);
-        let host = s.alloc_host::<u32>(100).unwrap();
-        let dev = s.alloc::<u32>(100).unwrap();
-        let guard = host.read_range(40..60).unwrap();
-        let e = s.task(1, 1).readback(&host, 50..55, &dev, 0).submit().unwrap_err();
-        match e {
-            Error::HostConflict { task, holder, .. } => {
-                assert_eq!(task, TaskId(1));
-                assert!(holder.contains("read guard"), "{holder}");
-            }
-            other => panic!("expected HostConflict, got {other:?}"),
-        }
-        let e = s.task(2, 1).callback_writing(&host, 0..41, |_, _| Ok(())).submit().unwrap_err();
-        assert!(matches!(e, Error::HostConflict { task: TaskId(2), .. }), "{e:?}");
-        // Reading under a read guard is fine, and so is writing outside it.
-        s.task(3, 1).download(&dev, 0, &host, 45..50).readback(&host, 60..65, &dev, 0).submit().unwrap();
-        s.synchronize().unwrap();
-        drop(guard);
-        s.task(1, 1).readback(&host, 50..55, &dev, 0).submit().unwrap();
-        s.synchronize().unwrap();
-    });
-}
-
-// ---------------------------------------------------------------------------------------
-// Failures stay in their task
-// ---------------------------------------------------------------------------------------
-
-/// A panicking CPU callback fails its task alone (see `panic_scenario`).
-#[test]
-fn a_panicking_callback_fails_only_its_task() {
-    with_timeout(DEADLINE_S, || {
-        let s = Scheduler::builder().backend(sim()).gpus(2).streams(2).build().unwrap();
-        panic_scenario(&s, Clocks::SIM);
-    });
-}
-
-#[test]
-fn failing_gpu_callbacks_and_twins_fail_only_their_tasks() {
-    with_timeout(DEADLINE_S, || {
-        let s = Scheduler::builder().backend(sim()).gpus(1).streams(3).build().unwrap();
-        let mut host = s.alloc_host::<u32>(64).unwrap();
-        host.write().fill(5);
-        let d = s.alloc::<u32>(64).unwrap();
-        let picky = s
-            .register_kernel(Kernel::new("picky", "").params([Param::Buffer, Param::U32]).cpu_twin(|a| {
-                if a.u32(1)? == 13 {
-                    Err("unlucky thirteen".into())
-                } else {
-                    Ok(())
-                }
-            }))
-            .unwrap();
-        s.task(1, 1)
-            .download(&d, 0, &host, 0..8)
-            .gpu_callback(|_| panic!("gpu callback exploded"))
-            .readback(&host, 0..8, &d, 0)
-            .submit()
-            .unwrap();
-        s.task(2, 1)
-            .download(&d, 0, &host, 8..16)
-            .launch(&picky, 1, 1, 0, &[Arg::buffer(&d), Arg::u32(13)])
-            .readback(&host, 8..16, &d, 0)
-            .submit()
-            .unwrap();
-        s.task(3, 1)
-            .download(&d, 0, &host, 16..24)
-            .launch(&picky, 1, 1, 0, &[Arg::buffer(&d), Arg::u32(12)])
-            .callback(Resource::Cpu, |_| Err("callback said no".into()))
-            .submit()
-            .unwrap();
-        s.task(4, 1)
-            .download(&d, 0, &host, 24..32)
-            .launch(&picky, 1, 1, 0, &[Arg::buffer(&d), Arg::u32(12)])
-            .readback(&host, 24..32, &d, 0)
-            .submit()
-            .unwrap();
-        let Err(Error::TasksFailed { mut failures, report }) = s.synchronize() else { panic!("expected TasksFailed") };
-        failures.sort_by_key(|f| f.task);
-        let got: Vec<_> = failures.iter().map(|f| (f.task.0, f.command, f.stage)).collect();
-        assert_eq!(got, vec![(1, 1, Stage::Kernel), (2, 1, Stage::Kernel), (3, 2, Stage::Cpu)]);
-        assert!(failures[0].message.contains("gpu callback exploded"), "{}", failures[0].message);
-        assert!(
-            failures[1].message.contains("unlucky thirteen") && failures[1].message.contains("picky"),
-            "{}",
-            failures[1].message
-        );
-        assert!(failures[2].message.contains("callback said no"), "{}", failures[2].message);
-        let dkr = [Stage::Download, Stage::Kernel, Stage::Readback];
-        let specs = vec![
-            TaskSpec::new(1, 1, &dkr).failing_at(1),
-            TaskSpec::new(2, 1, &dkr).failing_at(1),
-            TaskSpec::new(3, 1, &[Stage::Download, Stage::Kernel, Stage::Cpu]).failing_at(2),
-            TaskSpec::new(4, 1, &dkr),
-        ];
-        check(&report, &specs, &Limits::of(&s), Clocks::SIM);
-        assert_eq!(report.tasks, 4);
-    });
-}
-
-// ---------------------------------------------------------------------------------------
-// Guards wait for tasks
-// ---------------------------------------------------------------------------------------
-
-/// `HostBuffer::read` must wait while an in-flight task will still write the range: a
-/// task holds its readback region from submit until it ends. Task 1 is held at a gate
-/// (its first command), then fills the device buffer with 7s and reads them back. The
-/// reader thread, started after the submit, must see the 7s and the gate opened.
-#[test]
-fn host_read_waits_for_an_in_flight_readback() {
-    with_timeout(DEADLINE_S, || {
-        let s = sched(1, 1);
-        let mut host = s.alloc_host::<u32>(1024).unwrap();
-        host.write().fill(1);
-        let d = s.alloc::<u32>(512).unwrap();
-        let (started_tx, started_rx) = mpsc::channel();
-        let (open, wait) = gate();
-        let d2 = d.clone();
-        s.task(1, 512)
-            .callback(Resource::Cpu, move |info| {
-                started_tx.send(()).map_err(|e| e.to_string())?;
-                wait(info)
-            })
-            .gpu_callback(move |call| gpu_fill(call, &d2, 512, 7))
-            .readback(&host, 0..512, &d, 0)
-            .submit()
-            .unwrap();
-        started_rx.recv_timeout(Duration::from_secs(20)).expect("task 1 started");
-        let opened = AtomicBool::new(false);
-        std::thread::scope(|sc| {
-            let reader = sc.spawn(|| {
-                let g = host.read();
-                let was_open = opened.load(Ordering::SeqCst);
-                (was_open, g[..512].iter().all(|&x| x == 7), g[512..].iter().all(|&x| x == 1))
-            });
-            // The untouched half can be read while the task is in flight (it would
-            // hang here, and hit the deadline, if guards waited for unrelated regions).
-            assert!(host.read_range(512..).unwrap().iter().all(|&x| x == 1));
-            // Give the reader time to reach `read` (no timing is asserted: if `read`
-            // did not wait, the reader would finish before `opened` is set).
-            std::thread::sleep(Duration::from_millis(100));
-            assert!(!reader.is_finished(), "HostBuffer::read returned while a task was to write the range");
-            opened.store(true, Ordering::SeqCst);
-            open.send(()).unwrap();
-            let (was_open, sevens, ones) = reader.join().unwrap();
-            assert!(was_open, "HostBuffer::read returned before the writing task ended");
-            assert!(sevens, "the reader saw the range before the readback wrote it");
-            assert!(ones);
-        });
-        s.synchronize().unwrap();
-    });
-}
-
-/// `HostBuffer::write` waits for an in-flight task that reads the range (a download).
-#[test]
-fn host_write_waits_for_an_in_flight_download() {
-    with_timeout(DEADLINE_S, || {
-        let s = sched(1, 1);
-        let mut host = s.alloc_host::<u32>(256).unwrap();
-        let mut out = s.alloc_host::<u32>(256).unwrap();
-        host.write().fill(3);
-        out.write().fill(0);
-        let d = s.alloc::<u32>(256).unwrap();
-        let (started_tx, started_rx) = mpsc::channel();
-        let (open, wait) = gate();
-        s.task(1, 256)
-            .callback(Resource::Cpu, move |info| {
-                started_tx.send(()).map_err(|e| e.to_string())?;
-                wait(info)
-            })
-            .download(&d, 0, &host, ..)
-            .readback(&out, .., &d, 0)
-            .submit()
-            .unwrap();
-        started_rx.recv_timeout(Duration::from_secs(20)).expect("task 1 started");
-        let opened = AtomicBool::new(false);
-        std::thread::scope(|sc| {
-            let writer = sc.spawn(|| {
-                let mut g = host.write();
-                let was_open = opened.load(Ordering::SeqCst);
-                g.fill(9);
-                was_open
-            });
-            std::thread::sleep(Duration::from_millis(100));
-            assert!(!writer.is_finished(), "HostBuffer::write returned while a task was to read the range");
-            opened.store(true, Ordering::SeqCst);
-            open.send(()).unwrap();
-            assert!(writer.join().unwrap(), "HostBuffer::write returned before the reading task ended");
-        });
-        s.synchronize().unwrap();
-        assert!(out.read().iter().all(|&x| x == 3), "the download saw the write made after it");
-        assert!(host.read().iter().all(|&x| x == 9));
-    });
-}
-
-// ---------------------------------------------------------------------------------------
-// Helpers for the tests below
-// ---------------------------------------------------------------------------------------
-
-/// Deadline for tests of inputs that once hung: short, so a regression fails fast.
-const HANG_S: u64 = 20;
-
-/// Set in a child process run by [`in_child`]: the test body runs there.
-const CHILD: &str = "CHARIOT_BAD_INPUT_CHILD";
-
-fn is_child() -> bool {
-    std::env::var_os(CHILD).is_some()
-}
-
-/// Runs test `name` of this binary again in a child process, with `env` set, for
-/// behaviour that can kill a process (an abort, a driver library) or needs its own
-/// environment from the start (`LD_LIBRARY_PATH`).
-fn in_child(name: &str, env: &[(&str, &std::ffi::OsStr)]) -> Output {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    Command::new(exe)
-        .args([name, "--exact", "--include-ignored", "--nocapture", "--test-threads=1"])
-        .env(CHILD, "1")
-        .env_remove("CHARIOT_BACKEND")
-        .envs(env.iter().copied())
-        .output()
-        .expect("running the test binary again")
-}
-
-/// Asserts that the child run of a test passed, showing its output if not.
-fn assert_child_passed(out: &Output, what: &str) {
-    assert!(
-        out.status.success(),
-        "{what}: the child process ended with {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A sim backend whose GPUs have `bytes` of memory each.
-fn sim_with_memory(gpus: usize, bytes: u64) -> Backend {
-    let mut p = SimProfile::instant().with_gpus(gpus);
-    p.memory_bytes = bytes;
-    Backend::SimWith(p)
+fn a_huge_cpu_threshold_is_capped() {
+    let s = Scheduler::builder().backend(sim()).gpus(1).streams(2).global_thresholds([usize::MAX, 1, 1, 1]).build();
+    let s = s.unwrap();
+    assert_eq!(s.thresholds().global[0], usize::MAX);
+    s.task(1, 1).callback(Resource::Cpu, |_| Ok(())).submit().unwrap();
+    assert_eq!(s.synchronize().unwrap().tasks, 1);
 }
 
 // ---------------------------------------------------------------------------------------
 // Backends and profiles
 // ---------------------------------------------------------------------------------------
-
-#[test]
-fn an_unknown_backend_name_is_invalid_config() {
-    for name in ["gpu", "CUDA", "Sim", " sim", "sim ", "", "sim-instant", "cuda\0"] {
-        let e = Backend::from_name(name, SimProfile::instant()).unwrap_err();
-        assert_invalid_config(e, "backend", &format!("{name:?}"));
-    }
-    let e = Backend::from_name("gpu", SimProfile::h100()).unwrap_err();
-    assert!(e.to_string().contains("auto, cuda or sim"), "{e}");
-    assert_eq!(Backend::from_name("sim", SimProfile::instant()).unwrap(), Backend::SimWith(SimProfile::instant()));
-    assert_eq!(Backend::from_name("cuda", SimProfile::instant()).unwrap(), Backend::Cuda);
-    // `auto` resolves now: CUDA where a driver and a device are there, else the profile.
-    match Backend::from_name("auto", SimProfile::instant()).unwrap() {
-        Backend::Cuda | Backend::SimWith(_) => {}
-        other => panic!("auto resolved to {other:?}"),
-    }
-}
 
 #[test]
 fn every_invalid_sim_profile_field_is_named() {
@@ -757,11 +290,39 @@ fn every_invalid_sim_profile_field_is_named() {
 }
 
 #[test]
-fn a_sim_profile_without_gpus_is_no_such_gpu() {
-    let none = Backend::SimWith(SimProfile::instant().with_gpus(0));
-    let e = Scheduler::builder().backend(none).build().unwrap_err();
-    assert!(matches!(e, Error::NoSuchGpu { ordinal: 0, available: 0, backend: "sim" }), "{e:?}");
-    assert!(e.to_string().contains("0 GPU(s)"), "{e}");
+fn an_invalid_sim_profile_is_invalid_config() {
+    let bad = SimProfile::instant().with_time_scale(-1.0);
+    let e = Scheduler::builder().backend(Backend::SimWith(bad)).build().unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, Error::InvalidConfig { name: "backend", .. }), "{e:?}");
+    assert!(text.contains("time_scale"), "{text}");
+    let bad = SimProfile::instant().with_copy_engines(0);
+    assert!(matches!(
+        Scheduler::builder().backend(Backend::SimWith(bad)).build().unwrap_err(),
+        Error::InvalidConfig { name: "backend", .. }
+    ));
+}
+
+/// Modeled time is real time times `time_scale`; a scale outside 0..=1e6
+/// (`SimProfile::MAX_TIME_SCALE`) is refused when the profile is checked.
+#[test]
+fn an_unrepresentable_sim_time_scale_is_invalid_config() {
+    with_timeout(HANG_S, || {
+        let p = SimProfile::instant().with_time_scale(1e30);
+        match Scheduler::builder().backend(Backend::SimWith(p)).build() {
+            Err(e) => {
+                let text = e.to_string();
+                assert!(matches!(e, Error::InvalidConfig { name: "backend", .. }), "{e:?}");
+                assert!(text.contains("time_scale"), "{text}");
+            }
+            Ok(s) => {
+                let host = s.alloc_host::<u32>(16).unwrap();
+                let dev = s.alloc::<u32>(16).unwrap();
+                s.task(1, 1).download(&dev, 0, &host, ..).submit().unwrap();
+                panic!("time_scale 1e30 was accepted; synchronize gives {:?}", s.synchronize().map(|r| r.tasks));
+            }
+        }
+    });
 }
 
 #[test]
@@ -789,52 +350,42 @@ fn a_sim_death_past_the_clock_never_comes() {
     }
 }
 
-/// `gpus(n)` with a huge `n` is a count the backend cannot have.
+/// NVTX ranges on a machine without the NVTX library: a clear error at `build` naming
+/// what was tried (the GPU machines here have none); ignored on the simulator.
 #[test]
-fn a_huge_gpu_count_is_no_such_gpu() {
+#[ignore = "needs a CUDA GPU"]
+fn cuda_nvtx_without_its_library_is_invalid_config() {
     if !is_child() {
-        // The abort would take the whole test binary with it: the body runs in a child.
-        let out = in_child("a_huge_gpu_count_is_no_such_gpu", &[]);
-        return assert_child_passed(&out, "gpus(huge)");
+        let out = in_child(
+            "cuda_nvtx_without_its_library_is_invalid_config",
+            &[("CHARIOT_NVTX_LIB", std::ffi::OsStr::new("/nonexistent/libnvToolsExt.so"))],
+        );
+        return assert_child_passed(&out, "nvtx without its library");
     }
-    for n in [usize::MAX, 1 << 40] {
-        let e = Scheduler::builder().backend(sim()).gpus(n).build().unwrap_err();
-        assert!(matches!(e, Error::NoSuchGpu { ordinal: 8, available: 8, backend: "sim" }), "gpus({n}): {e:?}");
-    }
-}
-
-/// G_1 bounds the executioner threads; a G_1 larger than the D·S tasks that can hold a
-/// stream slot at once cannot be used: the threads are capped at D·S, and the
-/// thresholds report the G_1 given (it behaves the same).
-#[test]
-fn a_huge_cpu_threshold_is_capped() {
-    let s = Scheduler::builder().backend(sim()).gpus(1).streams(2).global_thresholds([usize::MAX, 1, 1, 1]).build();
-    let s = s.unwrap();
-    assert_eq!(s.thresholds().global[0], usize::MAX);
-    s.task(1, 1).callback(Resource::Cpu, |_| Ok(())).submit().unwrap();
-    assert_eq!(s.synchronize().unwrap().tasks, 1);
-}
-
-/// Modeled time is real time times `time_scale`; a scale outside 0..=1e6
-/// (`SimProfile::MAX_TIME_SCALE`) is refused when the profile is checked.
-#[test]
-fn an_unrepresentable_sim_time_scale_is_invalid_config() {
-    with_timeout(HANG_S, || {
-        let p = SimProfile::instant().with_time_scale(1e30);
-        match Scheduler::builder().backend(Backend::SimWith(p)).build() {
-            Err(e) => {
-                let text = e.to_string();
-                assert!(matches!(e, Error::InvalidConfig { name: "backend", .. }), "{e:?}");
-                assert!(text.contains("time_scale"), "{text}");
-            }
-            Ok(s) => {
-                let host = s.alloc_host::<u32>(16).unwrap();
-                let dev = s.alloc::<u32>(16).unwrap();
-                s.task(1, 1).download(&dev, 0, &host, ..).submit().unwrap();
-                panic!("time_scale 1e30 was accepted; synchronize gives {:?}", s.synchronize().map(|r| r.tasks));
-            }
+    assert!(Scheduler::builder().backend(sim()).nvtx(true).build().is_ok(), "ignored on sim");
+    match Scheduler::builder().backend(Backend::Cuda).nvtx(true).build() {
+        // A machine with NVTX installed loads it from the system.
+        Ok(s) => assert_eq!(s.backend_name(), "cuda"),
+        Err(e) => {
+            let text = e.to_string();
+            assert!(matches!(e, Error::InvalidConfig { name: "nvtx", .. }), "{e:?}");
+            assert!(text.contains("/nonexistent/libnvToolsExt.so"), "{text}");
         }
-    });
+    }
+}
+
+#[test]
+fn cuda_backend_without_a_driver_is_cuda_unavailable() {
+    match Scheduler::builder().backend(Backend::Cuda).build() {
+        // A GPU is present (e.g. on the GPU machine): nothing to check here.
+        Ok(s) => eprintln!("skipped: the CUDA backend is available here ({:?})", s.gpu_info()),
+        Err(Error::CudaUnavailable { reason }) => {
+            assert!(!reason.is_empty());
+            let e = Error::CudaUnavailable { reason: reason.clone() };
+            assert!(e.to_string().contains(&reason));
+        }
+        Err(other) => panic!("expected CudaUnavailable, got {other:?}"),
+    }
 }
 
 /// A library found under the driver's name that is not the CUDA driver (here: the C
@@ -869,44 +420,25 @@ fn a_wrong_cuda_driver_library_is_cuda_unavailable() {
     assert_eq!(Scheduler::builder().backend(Backend::Auto).build().unwrap().backend_name(), "sim");
 }
 
-/// NVTX ranges on a machine without the NVTX library: a clear error at `build` naming
-/// what was tried (the GPU machines here have none); ignored on the simulator.
 #[test]
-#[ignore = "needs a CUDA GPU"]
-fn cuda_nvtx_without_its_library_is_invalid_config() {
-    if !is_child() {
-        let out = in_child(
-            "cuda_nvtx_without_its_library_is_invalid_config",
-            &[("CHARIOT_NVTX_LIB", std::ffi::OsStr::new("/nonexistent/libnvToolsExt.so"))],
-        );
-        return assert_child_passed(&out, "nvtx without its library");
+fn an_unknown_backend_name_is_invalid_config() {
+    for name in ["gpu", "CUDA", "Sim", " sim", "sim ", "", "sim-instant", "cuda\0"] {
+        let e = Backend::from_name(name, SimProfile::instant()).unwrap_err();
+        assert_invalid_config(e, "backend", &format!("{name:?}"));
     }
-    assert!(Scheduler::builder().backend(sim()).nvtx(true).build().is_ok(), "ignored on sim");
-    match Scheduler::builder().backend(Backend::Cuda).nvtx(true).build() {
-        // A machine with NVTX installed loads it from the system.
-        Ok(s) => assert_eq!(s.backend_name(), "cuda"),
-        Err(e) => {
-            let text = e.to_string();
-            assert!(matches!(e, Error::InvalidConfig { name: "nvtx", .. }), "{e:?}");
-            assert!(text.contains("/nonexistent/libnvToolsExt.so"), "{text}");
-        }
+    let e = Backend::from_name("gpu", SimProfile::h100()).unwrap_err();
+    assert!(e.to_string().contains("auto, cuda or sim"), "{e}");
+    assert_eq!(Backend::from_name("sim", SimProfile::instant()).unwrap(), Backend::SimWith(SimProfile::instant()));
+    assert_eq!(Backend::from_name("cuda", SimProfile::instant()).unwrap(), Backend::Cuda);
+    // `auto` resolves now: CUDA where a driver and a device are there, else the profile.
+    match Backend::from_name("auto", SimProfile::instant()).unwrap() {
+        Backend::Cuda | Backend::SimWith(_) => {}
+        other => panic!("auto resolved to {other:?}"),
     }
-}
-
-/// On a CUDA machine, an ordinal past the last device.
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn cuda_ordinals_that_do_not_exist_are_no_such_gpu() {
-    let s = Scheduler::builder().backend(Backend::Cuda).build().unwrap();
-    let n = s.gpu_count();
-    drop(s);
-    let e = Scheduler::builder().backend(Backend::Cuda).gpu_list([0, n + 3]).build().unwrap_err();
-    assert!(matches!(e, Error::NoSuchGpu { backend: "cuda", .. }), "{e:?}");
-    assert!(e.to_string().contains(&format!("GPU {}", n + 3)), "{e}");
 }
 
 // ---------------------------------------------------------------------------------------
-// Allocation and memory
+// Allocation
 // ---------------------------------------------------------------------------------------
 
 #[derive(Clone, Copy, bytemuck::Zeroable, bytemuck::Pod)]
@@ -914,9 +446,23 @@ fn cuda_ordinals_that_do_not_exist_are_no_such_gpu() {
 struct Wide([u8; 32]);
 
 #[test]
+fn alloc_of_zero_elements_is_invalid_length() {
+    let s = sched(1, 1);
+    let e = s.alloc::<u32>(0).unwrap_err();
+    assert!(matches!(e, Error::InvalidLength { len: 0, elem_size: 4, .. }), "{e:?}");
+    assert!(e.to_string().contains("length 0"), "{e}");
+    let e = s.alloc_host::<f64>(0).unwrap_err();
+    assert!(matches!(e, Error::InvalidLength { len: 0, elem_size: 8, .. }), "{e:?}");
+}
+
+#[test]
 fn allocations_whose_size_overflows_are_invalid_length() {
     let s = sched(1, 2);
-    for e in [s.alloc::<u64>(usize::MAX / 4).unwrap_err(), s.alloc::<u8>(isize::MAX as usize + 1).unwrap_err()] {
+    for e in [
+        s.alloc::<u64>(usize::MAX / 4).unwrap_err(),
+        s.alloc_host::<u64>(usize::MAX / 4).unwrap_err(),
+        s.alloc::<u8>(isize::MAX as usize + 1).unwrap_err(),
+    ] {
         assert!(matches!(e, Error::InvalidLength { .. }), "{e:?}");
         assert!(e.to_string().contains("overflows"), "{e}");
     }
@@ -1034,17 +580,105 @@ fn a_simulated_allocation_beyond_host_memory_is_out_of_memory() {
     assert_eq!(s.device_memory_in_use(0), Some(0));
 }
 
+// ---------------------------------------------------------------------------------------
+// Kernels
+// ---------------------------------------------------------------------------------------
+
 #[test]
-fn out_of_range_gpu_queries_are_none() {
-    let s = sched(2, 1);
-    assert!(s.overlap_matrix(1).is_some() && s.overlap_matrix(2).is_none());
-    assert!(s.device_memory_in_use(1).is_some() && s.device_memory_in_use(2).is_none());
-    assert!(s.device_memory_in_use(usize::MAX).is_none());
+fn a_kernel_without_cpu_twin_is_kernel_invalid_on_sim() {
+    let s = sched(1, 1);
+    let e = s.register_kernel(Kernel::new("no_twin", AFFINE_SRC).params([Param::Buffer])).unwrap_err();
+    let text = e.to_string();
+    match e {
+        Error::KernelInvalid { kernel, message } => {
+            assert_eq!(kernel, "no_twin");
+            assert!(message.contains("twin"), "{message}");
+            assert!(text.contains("no_twin"), "{text}");
+        }
+        other => panic!("expected KernelInvalid, got {other:?}"),
+    }
+    let e = s.register_kernel(Kernel::new("", AFFINE_SRC).cpu_twin(|_| Ok(()))).unwrap_err();
+    assert!(matches!(e, Error::KernelInvalid { .. }), "{e:?}");
+    let many = Kernel::new("many", "").params(vec![Param::U32; 33]).cpu_twin(|_| Ok(()));
+    let e = s.register_kernel(many).unwrap_err();
+    assert!(matches!(e, Error::KernelInvalid { ref message, .. } if message.contains("33")), "{e:?}");
+}
+
+#[test]
+fn a_sim_sm_share_outside_zero_to_one_is_kernel_invalid() {
+    let s = Scheduler::builder().backend(sim()).build().unwrap();
+    for share in [0.0f64, -0.5, 1.01, f64::NAN, f64::INFINITY] {
+        let k = Kernel::new("k", "").cpu_twin(|_| Ok(())).sim_sm_share(share);
+        let e = s.register_kernel(k).unwrap_err();
+        assert!(matches!(&e, Error::KernelInvalid { kernel, .. } if kernel == "k"), "{share}: {e:?}");
+        assert!(e.to_string().contains("sim_sm_share") && e.to_string().contains("(0, 1]"), "{e}");
+    }
+    assert!(s.register_kernel(Kernel::new("k", "").cpu_twin(|_| Ok(())).sim_sm_share(1.0)).is_ok());
+}
+
+/// A kernel's modeled time on the sim backend is the user's `sim_cost`; one too long
+/// for a `Duration` sum must saturate (here with no modeled time at all: the instant
+/// profile) or fail its task, not stop the simulated GPU.
+#[test]
+fn a_sim_cost_past_duration_max_does_not_stop_the_gpu() {
+    with_timeout(HANG_S, || {
+        let s = sched(1, 1);
+        let k =
+            s.register_kernel(Kernel::new("forever", "").cpu_twin(|_| Ok(())).sim_cost(|_, _| Duration::MAX)).unwrap();
+        s.task(1, 1).launch(&k, 1, 1, 0, &[]).submit().unwrap();
+        match s.synchronize() {
+            Ok(r) => assert_eq!(r.tasks, 1),
+            Err(Error::TasksFailed { failures, .. }) => assert_eq!(failures[0].task, TaskId(1)),
+            Err(e) => panic!("{e:?}"),
+        }
+    });
 }
 
 // ---------------------------------------------------------------------------------------
 // Commands
 // ---------------------------------------------------------------------------------------
+
+#[test]
+fn a_host_range_outside_its_host_buffer_is_invalid_command() {
+    let s = sched(1, 1);
+    let host = s.alloc_host::<u32>(100).unwrap();
+    let dev = s.alloc::<u32>(1000).unwrap();
+    let e = s.task(1, 1).download(&dev, 0, &host, 90..120).submit().unwrap_err();
+    assert_invalid_command(e, 1, 0, Stage::Download, &["90..120", "0..100"]);
+    let e = s.task(2, 1).readback(&host, 50..=100, &dev, 0).submit().unwrap_err();
+    assert_invalid_command(e, 2, 0, Stage::Readback, &["50..101", "0..100"]);
+    let e = s.task(3, 1).callback_writing(&host, 0..101, |_, _| Ok(())).submit().unwrap_err();
+    assert_invalid_command(e, 3, 0, Stage::Cpu, &["0..101"]);
+    let e = s.task(4, 1).callback_reading(&host, 7..7, |_, _| Ok(())).submit().unwrap_err();
+    assert_invalid_command(e, 4, 0, Stage::Cpu, &["7..7"]);
+    // The command index is the bad command's position; the first error is kept.
+    let e = s
+        .task(5, 1)
+        .download(&dev, 0, &host, 0..10)
+        .readback(&host, 0..10, &dev, 0)
+        .download(&dev, 0, &host, 99..200)
+        .download(&dev, 5000, &host, 0..1)
+        .submit()
+        .unwrap_err();
+    assert_invalid_command(e, 5, 2, Stage::Download, &["99..200"]);
+}
+
+#[test]
+fn a_copy_larger_than_its_device_buffer_is_invalid_command() {
+    let s = sched(1, 2);
+    let host = s.alloc_host::<u32>(1000).unwrap();
+    let dev = s.alloc::<u32>(100).unwrap();
+    let e = s.task(1, 1).download(&dev, 0, &host, 0..200).submit().unwrap_err();
+    assert_invalid_command(e, 1, 0, Stage::Download, &["200", "100"]);
+    // Fits in size, but not at that offset: 60 + 50 = 110 > 100.
+    let e = s.task(2, 1).download(&dev, 60, &host, 0..50).submit().unwrap_err();
+    assert_invalid_command(e, 2, 0, Stage::Download, &["110", "100"]);
+    let e = s.task(3, 1).readback(&host, 0..150, &dev, 0).submit().unwrap_err();
+    assert_invalid_command(e, 3, 0, Stage::Readback, &["150", "100"]);
+    // Nothing was submitted, so the ids are free and nothing is outstanding.
+    s.task(1, 1).download(&dev, 0, &host, 0..100).submit().unwrap();
+    s.synchronize().unwrap();
+}
 
 #[test]
 fn odd_ranges_and_offsets_are_invalid_command() {
@@ -1075,6 +709,34 @@ fn odd_ranges_and_offsets_are_invalid_command() {
     assert_eq!(s.synchronize().unwrap().tasks, 0);
 }
 
+#[test]
+fn bad_2d_copies_are_invalid_command() {
+    let s = sched(1, 1);
+    let host = s.alloc_host::<u32>(1000).unwrap();
+    let dev = s.alloc::<u32>(1000).unwrap();
+    let ok = Copy2d { host_offset: 0, host_pitch: 100, dev_offset: 0, dev_pitch: 50, width: 50, height: 10 };
+    // Pitch smaller than the width, on either side.
+    let e = s.task(1, 1).download_2d(&dev, &host, Copy2d { host_pitch: 40, ..ok }).submit().unwrap_err();
+    assert_invalid_command(e, 1, 0, Stage::Download, &["pitch", "40", "50"]);
+    let e = s.task(2, 1).readback_2d(&host, &dev, Copy2d { dev_pitch: 49, ..ok }).submit().unwrap_err();
+    assert_invalid_command(e, 2, 0, Stage::Readback, &["pitch", "49", "50"]);
+    // 11 rows of pitch 100 end at element 10 * 100 + 50 = 1050 > 1000.
+    let e = s.task(3, 1).download_2d(&dev, &host, Copy2d { height: 11, ..ok }).submit().unwrap_err();
+    assert_invalid_command(e, 3, 0, Stage::Download, &["1050", "1000"]);
+    // The device side: offset 600 + 9 * 50 + 50 = 1100 > 1000.
+    let e = s.task(4, 1).readback_2d(&host, &dev, Copy2d { dev_offset: 600, ..ok }).submit().unwrap_err();
+    assert_invalid_command(e, 4, 0, Stage::Readback, &["1100", "1000"]);
+    let e = s.task(5, 1).download_2d(&dev, &host, Copy2d { width: 0, ..ok }).submit().unwrap_err();
+    assert_invalid_command(e, 5, 0, Stage::Download, &["empty"]);
+    // An overflowing extent is refused, not wrapped.
+    let huge = Copy2d { host_pitch: usize::MAX / 2, height: 3, ..ok };
+    let e = s.task(6, 1).download_2d(&dev, &host, huge).submit().unwrap_err();
+    assert_invalid_command(e, 6, 0, Stage::Download, &["overflow"]);
+    // The valid shape runs.
+    s.task(7, 1).download_2d(&dev, &host, ok).readback_2d(&host, &dev, ok).submit().unwrap();
+    s.synchronize().unwrap();
+}
+
 /// In a one-row copy the pitch is never used, but its size in bytes is computed.
 #[test]
 fn a_2d_pitch_whose_bytes_overflow_is_invalid_command() {
@@ -1087,6 +749,24 @@ fn a_2d_pitch_whose_bytes_overflow_is_invalid_command() {
         Copy2d { host_offset: 0, host_pitch: usize::MAX, dev_offset: 0, dev_pitch: usize::MAX, width: 10, height: 1 };
     let e = s.task(1, 1).download_2d(&dev, &host, row).readback(&out, 0..10, &dev, 0).submit().unwrap_err();
     assert_invalid_command(e, 1, 0, Stage::Download, &["pitch", &usize::MAX.to_string()]);
+}
+
+#[test]
+fn a_launch_with_mismatched_arguments_is_invalid_command() {
+    let s = sched(1, 1);
+    let a = s.alloc::<u32>(16).unwrap();
+    let k = s.register_kernel(affine_kernel()).unwrap();
+    let args4 = [Arg::buffer(&a), Arg::buffer(&a), Arg::u32(16), Arg::u32(1)];
+    let e = s.task(1, 1).launch(&k, 1, 32, 0, &args4).submit().unwrap_err();
+    assert_invalid_command(e, 1, 0, Stage::Kernel, &["affine", "expected", "got"]);
+    let wrong_kind = [Arg::buffer(&a), Arg::buffer(&a), Arg::f32(16.0), Arg::u32(1), Arg::u32(2)];
+    let e = s.task(2, 1).launch(&k, 1, 32, 0, &wrong_kind).submit().unwrap_err();
+    assert_invalid_command(e, 2, 0, Stage::Kernel, &["F32"]);
+    let good = [Arg::buffer(&a), Arg::buffer(&a), Arg::u32(16), Arg::u32(1), Arg::u32(2)];
+    let e = s.task(3, 1).launch(&k, 0, 32, 0, &good).submit().unwrap_err();
+    assert_invalid_command(e, 3, 0, Stage::Kernel, &["zero dimension"]);
+    let e = s.task(4, 1).launch(&k, 1, (32, 32, 2), 0, &good).submit().unwrap_err();
+    assert_invalid_command(e, 4, 0, Stage::Kernel, &["2048", "1024"]);
 }
 
 #[test]
@@ -1110,6 +790,114 @@ fn a_launch_beyond_cuda_limits_is_invalid_command() {
     assert_invalid_command(e, 2, 0, Stage::Kernel, &["2147483648"]);
     let e = s.task(3, 1).launch(&k, 1, (1, 1, 65), 0, &[]).submit().unwrap_err();
     assert_invalid_command(e, 3, 0, Stage::Kernel, &["65", "64"]);
+}
+
+#[test]
+fn buffers_and_kernels_of_another_scheduler_are_invalid_command() {
+    let (s1, s2) = (sched(1, 1), sched(1, 1));
+    let host = s1.alloc_host::<u32>(8).unwrap();
+    let foreign = s2.alloc::<u32>(8).unwrap();
+    let k2 = s2.register_kernel(mix_kernel()).unwrap();
+    let e = s1.task(1, 1).download(&foreign, 0, &host, ..).submit().unwrap_err();
+    assert_invalid_command(e, 1, 0, Stage::Download, &["another scheduler"]);
+    let e =
+        s1.task(2, 1).launch(&k2, 1, 8, 0, &[Arg::buffer(&foreign), Arg::u32(8), Arg::u32(1)]).submit().unwrap_err();
+    assert_invalid_command(e, 2, 0, Stage::Kernel, &["another scheduler"]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Submit: empty tasks, ids, host regions, shutdown
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn an_empty_task_is_empty_task() {
+    let s = sched(1, 1);
+    let e = s.task(77, 1).submit().unwrap_err();
+    assert!(matches!(e, Error::EmptyTask { task: TaskId(77) }), "{e:?}");
+    assert!(e.to_string().contains("#77"), "{e}");
+}
+
+#[test]
+fn a_duplicate_task_id_in_flight_is_duplicate_task() {
+    with_timeout(DEADLINE_S, || {
+        let s = sched(1, 2);
+        let host = s.alloc_host::<u32>(64).unwrap();
+        let (open, wait) = gate();
+        s.task(5, 1).callback(Resource::Cpu, wait).submit().unwrap();
+        let e = s.task(5, 1).callback_reading(&host, .., |_, _| Ok(())).submit().unwrap_err();
+        assert!(matches!(e, Error::DuplicateTask { task: TaskId(5) }), "{e:?}");
+        assert!(e.to_string().contains("#5"), "{e}");
+        // Another id is fine meanwhile.
+        s.task(6, 1).callback_reading(&host, .., |_, _| Ok(())).submit().unwrap();
+        open.send(()).unwrap();
+        let report = s.synchronize().unwrap();
+        assert_eq!(report.tasks, 2);
+        // Once it has ended, the id may be used again.
+        s.task(5, 1).callback_reading(&host, .., |_, _| Ok(())).submit().unwrap();
+        s.synchronize().unwrap();
+    });
+}
+
+/// An id stays taken until `synchronize`, even after its task ended: the report keys
+/// tasks by id, so a second task with it is `DuplicateTask` ("ids must be unique until
+/// synchronize"), and after `synchronize` the id is free again.
+#[test]
+fn a_task_id_reused_in_one_batch_is_duplicate_task() {
+    with_timeout(DEADLINE_S, || {
+        let s = sched(1, 1);
+        let host = s.alloc_host::<u32>(16).unwrap();
+        let dev = s.alloc::<u32>(16).unwrap();
+        s.task(1, 1).readback(&host, 0..8, &dev, 0).submit().unwrap();
+        // The read waits for task 1's readback; the pause lets it end (its id leaves
+        // the in-flight set just after its claims).
+        drop(host.read());
+        std::thread::sleep(Duration::from_millis(100));
+        let e = s.task(1, 1).readback(&host, 8..16, &dev, 0).submit().unwrap_err();
+        assert!(matches!(e, Error::DuplicateTask { task: TaskId(1) }), "{e:?}");
+        assert_eq!(s.synchronize().unwrap().tasks, 1, "the refused task did not run");
+        s.task(1, 1).readback(&host, 8..16, &dev, 0).submit().unwrap();
+        assert_eq!(s.synchronize().unwrap().tasks, 1, "the id is free after synchronize");
+    });
+}
+
+#[test]
+fn two_tasks_writing_one_host_region_is_host_conflict() {
+    with_timeout(DEADLINE_S, || {
+        let s = sched(1, 2);
+        let host = s.alloc_host::<u32>(100).unwrap();
+        let dev = s.alloc::<u32>(100).unwrap();
+        let (open, wait) = gate();
+        s.task(1, 1).callback(Resource::Cpu, wait).readback(&host, 10..30, &dev, 0).submit().unwrap();
+        // Overlapping writes (a readback, a writing callback) and a read of a written
+        // region are refused while task 1 is in flight.
+        let e = s.task(2, 1).readback(&host, 25..40, &dev, 0).submit().unwrap_err();
+        let text = e.to_string();
+        match e {
+            Error::HostConflict { task, buffer, region, holder } => {
+                assert_eq!((task, buffer), (TaskId(2), host.id()));
+                assert!(region.contains("100..160"), "bytes of elements 25..40: {region}");
+                assert!(holder.contains("#1"), "{holder}");
+                assert!(text.contains("#2") && text.contains("#1"), "{text}");
+            }
+            other => panic!("expected HostConflict, got {other:?}"),
+        }
+        let e = s.task(3, 1).callback_writing(&host, 0..11, |_, _| Ok(())).submit().unwrap_err();
+        assert!(matches!(e, Error::HostConflict { task: TaskId(3), .. }), "{e:?}");
+        let e = s.task(4, 1).download(&dev, 0, &host, 29..31).submit().unwrap_err();
+        assert!(matches!(e, Error::HostConflict { task: TaskId(4), .. }), "{e:?}");
+        // A refused task leaves no claim behind: its other region is free.
+        let e = s.task(5, 1).readback(&host, 60..70, &dev, 0).readback(&host, 20..21, &dev, 0).submit().unwrap_err();
+        assert!(matches!(e, Error::HostConflict { task: TaskId(5), .. }), "{e:?}");
+        // Adjacent regions do not conflict.
+        s.task(6, 1).readback(&host, 30..40, &dev, 0).submit().unwrap();
+        s.task(7, 1).readback(&host, 60..70, &dev, 0).submit().unwrap();
+        open.send(()).unwrap();
+        let report = s.synchronize().unwrap();
+        assert_eq!(report.tasks, 3);
+        // Once task 1 has ended, its region is free.
+        s.task(2, 1).readback(&host, 25..40, &dev, 0).submit().unwrap();
+        s.synchronize().unwrap();
+    });
 }
 
 /// 2-D host regions conflict only where they share a byte: column blocks of one matrix
@@ -1152,21 +940,123 @@ fn overlapping_2d_regions_are_host_conflict() {
     });
 }
 
-/// A kernel's modeled time on the sim backend is the user's `sim_cost`; one too long
-/// for a `Duration` sum must saturate (here with no modeled time at all: the instant
-/// profile) or fail its task, not stop the simulated GPU.
 #[test]
-fn a_sim_cost_past_duration_max_does_not_stop_the_gpu() {
-    with_timeout(HANG_S, || {
+fn writing_under_a_live_read_guard_is_host_conflict() {
+    with_timeout(DEADLINE_S, || {
         let s = sched(1, 1);
-        let k =
-            s.register_kernel(Kernel::new("forever", "").cpu_twin(|_| Ok(())).sim_cost(|_, _| Duration::MAX)).unwrap();
-        s.task(1, 1).launch(&k, 1, 1, 0, &[]).submit().unwrap();
-        match s.synchronize() {
-            Ok(r) => assert_eq!(r.tasks, 1),
-            Err(Error::TasksFailed { failures, .. }) => assert_eq!(failures[0].task, TaskId(1)),
-            Err(e) => panic!("{e:?}"),
+        let host = s.alloc_host::<u32>(100).unwrap();
+        let dev = s.alloc::<u32>(100).unwrap();
+        let guard = host.read_range(40..60).unwrap();
+        let e = s.task(1, 1).readback(&host, 50..55, &dev, 0).submit().unwrap_err();
+        match e {
+            Error::HostConflict { task, holder, .. } => {
+                assert_eq!(task, TaskId(1));
+                assert!(holder.contains("read guard"), "{holder}");
+            }
+            other => panic!("expected HostConflict, got {other:?}"),
         }
+        let e = s.task(2, 1).callback_writing(&host, 0..41, |_, _| Ok(())).submit().unwrap_err();
+        assert!(matches!(e, Error::HostConflict { task: TaskId(2), .. }), "{e:?}");
+        // Reading under a read guard is fine, and so is writing outside it.
+        s.task(3, 1).download(&dev, 0, &host, 45..50).readback(&host, 60..65, &dev, 0).submit().unwrap();
+        s.synchronize().unwrap();
+        drop(guard);
+        s.task(1, 1).readback(&host, 50..55, &dev, 0).submit().unwrap();
+        s.synchronize().unwrap();
+    });
+}
+
+#[test]
+fn a_submit_after_shutdown_is_shut_down() {
+    with_timeout(DEADLINE_S, || {
+        let s = sched(2, 2);
+        let w = Workload::new(&s, plan(3, 1, 8, 100, SIM_RECIPES)).unwrap();
+        w.submit_all(&s).unwrap();
+        let report = s.shutdown().unwrap();
+        // Shutdown waited for the batch.
+        check(&report, &w.specs(), &Limits::of(&s), Clocks::SIM);
+        w.verify(&report);
+        let e = w.submit(&s, &w.plan[0]).unwrap_err();
+        assert!(matches!(e, Error::ShutDown), "{e:?}");
+        assert!(e.to_string().contains("shut down"));
+        // Shutting down twice is harmless.
+        assert_eq!(s.shutdown().unwrap().tasks, 0);
+    });
+}
+
+// ---------------------------------------------------------------------------------------
+// Callbacks: failures stay in their task
+// ---------------------------------------------------------------------------------------
+
+/// A panicking CPU callback fails its task alone (see `panic_scenario`).
+#[test]
+fn a_panicking_callback_fails_only_its_task() {
+    with_timeout(DEADLINE_S, || {
+        let s = Scheduler::builder().backend(sim()).gpus(2).streams(2).build().unwrap();
+        panic_scenario(&s, Clocks::SIM);
+    });
+}
+
+#[test]
+fn failing_gpu_callbacks_and_twins_fail_only_their_tasks() {
+    with_timeout(DEADLINE_S, || {
+        let s = Scheduler::builder().backend(sim()).gpus(1).streams(3).build().unwrap();
+        let mut host = s.alloc_host::<u32>(64).unwrap();
+        host.write().fill(5);
+        let d = s.alloc::<u32>(64).unwrap();
+        let picky = s
+            .register_kernel(Kernel::new("picky", "").params([Param::Buffer, Param::U32]).cpu_twin(|a| {
+                if a.u32(1)? == 13 {
+                    Err("unlucky thirteen".into())
+                } else {
+                    Ok(())
+                }
+            }))
+            .unwrap();
+        s.task(1, 1)
+            .download(&d, 0, &host, 0..8)
+            .gpu_callback(|_| panic!("gpu callback exploded"))
+            .readback(&host, 0..8, &d, 0)
+            .submit()
+            .unwrap();
+        s.task(2, 1)
+            .download(&d, 0, &host, 8..16)
+            .launch(&picky, 1, 1, 0, &[Arg::buffer(&d), Arg::u32(13)])
+            .readback(&host, 8..16, &d, 0)
+            .submit()
+            .unwrap();
+        s.task(3, 1)
+            .download(&d, 0, &host, 16..24)
+            .launch(&picky, 1, 1, 0, &[Arg::buffer(&d), Arg::u32(12)])
+            .callback(Resource::Cpu, |_| Err("callback said no".into()))
+            .submit()
+            .unwrap();
+        s.task(4, 1)
+            .download(&d, 0, &host, 24..32)
+            .launch(&picky, 1, 1, 0, &[Arg::buffer(&d), Arg::u32(12)])
+            .readback(&host, 24..32, &d, 0)
+            .submit()
+            .unwrap();
+        let Err(Error::TasksFailed { mut failures, report }) = s.synchronize() else { panic!("expected TasksFailed") };
+        failures.sort_by_key(|f| f.task);
+        let got: Vec<_> = failures.iter().map(|f| (f.task.0, f.command, f.stage)).collect();
+        assert_eq!(got, vec![(1, 1, Stage::Kernel), (2, 1, Stage::Kernel), (3, 2, Stage::Cpu)]);
+        assert!(failures[0].message.contains("gpu callback exploded"), "{}", failures[0].message);
+        assert!(
+            failures[1].message.contains("unlucky thirteen") && failures[1].message.contains("picky"),
+            "{}",
+            failures[1].message
+        );
+        assert!(failures[2].message.contains("callback said no"), "{}", failures[2].message);
+        let dkr = [Stage::Download, Stage::Kernel, Stage::Readback];
+        let specs = vec![
+            TaskSpec::new(1, 1, &dkr).failing_at(1),
+            TaskSpec::new(2, 1, &dkr).failing_at(1),
+            TaskSpec::new(3, 1, &[Stage::Download, Stage::Kernel, Stage::Cpu]).failing_at(2),
+            TaskSpec::new(4, 1, &dkr),
+        ];
+        check(&report, &specs, &Limits::of(&s), Clocks::SIM);
+        assert_eq!(report.tasks, 4);
     });
 }
 
@@ -1205,7 +1095,7 @@ fn twin_argument_mistakes_fail_the_task() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Guards, callbacks and synchronize
+// Guards, and waiting in a callback
 // ---------------------------------------------------------------------------------------
 
 #[test]
@@ -1215,6 +1105,9 @@ fn guard_ranges_outside_their_buffer_are_invalid_length() {
     let e = host.write_range(5..11).unwrap_err();
     assert!(matches!(e, Error::InvalidLength { len: 10, elem_size: 4, .. }), "{e:?}");
     assert!(e.to_string().contains("5..11"), "{e}");
+    let e = host.read_range(5..11).unwrap_err();
+    assert!(matches!(e, Error::InvalidLength { len: 10, elem_size: 4, .. }), "{e:?}");
+    assert!(e.to_string().contains("5..11"), "{e}");
     let e = host.read_range(..=usize::MAX).unwrap_err();
     assert!(e.to_string().contains("overflows"), "{e}");
     #[allow(clippy::reversed_empty_ranges)]
@@ -1222,6 +1115,97 @@ fn guard_ranges_outside_their_buffer_are_invalid_length() {
     assert!(matches!(e, Error::InvalidLength { .. }), "{e:?}");
     // An empty range inside the buffer is a valid, empty guard.
     assert!(host.read_range(4..4).unwrap().is_empty());
+}
+
+/// `HostBuffer::read` must wait while an in-flight task will still write the range: a
+/// task holds its readback region from submit until it ends. Task 1 is held at a gate
+/// (its first command), then fills the device buffer with 7s and reads them back. The
+/// reader thread, started after the submit, must see the 7s and the gate opened.
+#[test]
+fn host_read_waits_for_an_in_flight_readback() {
+    with_timeout(DEADLINE_S, || {
+        let s = sched(1, 1);
+        let mut host = s.alloc_host::<u32>(1024).unwrap();
+        host.write().fill(1);
+        let d = s.alloc::<u32>(512).unwrap();
+        let (started_tx, started_rx) = mpsc::channel();
+        let (open, wait) = gate();
+        let d2 = d.clone();
+        s.task(1, 512)
+            .callback(Resource::Cpu, move |info| {
+                started_tx.send(()).map_err(|e| e.to_string())?;
+                wait(info)
+            })
+            .gpu_callback(move |call| gpu_fill(call, &d2, 512, 7))
+            .readback(&host, 0..512, &d, 0)
+            .submit()
+            .unwrap();
+        started_rx.recv_timeout(Duration::from_secs(20)).expect("task 1 started");
+        let opened = AtomicBool::new(false);
+        std::thread::scope(|sc| {
+            let reader = sc.spawn(|| {
+                let g = host.read();
+                let was_open = opened.load(Ordering::SeqCst);
+                (was_open, g[..512].iter().all(|&x| x == 7), g[512..].iter().all(|&x| x == 1))
+            });
+            // The untouched half can be read while the task is in flight (it would
+            // hang here, and hit the deadline, if guards waited for unrelated regions).
+            assert!(host.read_range(512..).unwrap().iter().all(|&x| x == 1));
+            // Give the reader time to reach `read` (no timing is asserted: if `read`
+            // did not wait, the reader would finish before `opened` is set).
+            std::thread::sleep(Duration::from_millis(100));
+            assert!(!reader.is_finished(), "HostBuffer::read returned while a task was to write the range");
+            opened.store(true, Ordering::SeqCst);
+            open.send(()).unwrap();
+            let (was_open, sevens, ones) = reader.join().unwrap();
+            assert!(was_open, "HostBuffer::read returned before the writing task ended");
+            assert!(sevens, "the reader saw the range before the readback wrote it");
+            assert!(ones);
+        });
+        s.synchronize().unwrap();
+    });
+}
+
+/// `HostBuffer::write` waits for an in-flight task that reads the range (a download).
+#[test]
+fn host_write_waits_for_an_in_flight_download() {
+    with_timeout(DEADLINE_S, || {
+        let s = sched(1, 1);
+        let mut host = s.alloc_host::<u32>(256).unwrap();
+        let mut out = s.alloc_host::<u32>(256).unwrap();
+        host.write().fill(3);
+        out.write().fill(0);
+        let d = s.alloc::<u32>(256).unwrap();
+        let (started_tx, started_rx) = mpsc::channel();
+        let (open, wait) = gate();
+        s.task(1, 256)
+            .callback(Resource::Cpu, move |info| {
+                started_tx.send(()).map_err(|e| e.to_string())?;
+                wait(info)
+            })
+            .download(&d, 0, &host, ..)
+            .readback(&out, .., &d, 0)
+            .submit()
+            .unwrap();
+        started_rx.recv_timeout(Duration::from_secs(20)).expect("task 1 started");
+        let opened = AtomicBool::new(false);
+        std::thread::scope(|sc| {
+            let writer = sc.spawn(|| {
+                let mut g = host.write();
+                let was_open = opened.load(Ordering::SeqCst);
+                g.fill(9);
+                was_open
+            });
+            std::thread::sleep(Duration::from_millis(100));
+            assert!(!writer.is_finished(), "HostBuffer::write returned while a task was to read the range");
+            opened.store(true, Ordering::SeqCst);
+            open.send(()).unwrap();
+            assert!(writer.join().unwrap(), "HostBuffer::write returned before the reading task ended");
+        });
+        s.synchronize().unwrap();
+        assert!(out.read().iter().all(|&x| x == 3), "the download saw the write made after it");
+        assert!(host.read().iter().all(|&x| x == 9));
+    });
 }
 
 /// A CPU callback that reads, through a guard, a range its own task writes waits for
@@ -1269,7 +1253,19 @@ fn synchronize_in_a_callback_is_an_error() {
 }
 
 // ---------------------------------------------------------------------------------------
-// The library's other entry points
+// Queries
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn out_of_range_gpu_queries_are_none() {
+    let s = sched(2, 1);
+    assert!(s.overlap_matrix(1).is_some() && s.overlap_matrix(2).is_none());
+    assert!(s.device_memory_in_use(1).is_some() && s.device_memory_in_use(2).is_none());
+    assert!(s.device_memory_in_use(usize::MAX).is_none());
+}
+
+// ---------------------------------------------------------------------------------------
+// FFT
 // ---------------------------------------------------------------------------------------
 
 #[test]
@@ -1298,6 +1294,10 @@ fn fft_shape_mistakes_fail_the_task() {
         assert!(failures[1].message.contains("on a buffer of 32"), "{}", failures[1].message);
     });
 }
+
+// ---------------------------------------------------------------------------------------
+// Baselines
+// ---------------------------------------------------------------------------------------
 
 /// The hand-written baselines check their arguments before any CUDA call.
 #[test]
@@ -1354,6 +1354,17 @@ fn a_failing_party_of_shift_started_by_strands_no_one() {
             Err(e) => assert!(matches!(e, Error::CudaUnavailable { .. }), "{e:?}"),
         }
     });
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn baseline_on_a_missing_gpu_is_no_such_gpu() {
+    use chariot::baseline::{shift, Baseline};
+    let s = Scheduler::builder().backend(Backend::Cuda).build().unwrap();
+    let input = s.alloc_host::<u32>(64).unwrap();
+    let mut output = s.alloc_host::<u32>(64).unwrap();
+    let e = shift(Baseline::Serial, 99, 1, &input, &mut output, std::slice::from_ref(&(0..64)), 1).unwrap_err();
+    assert!(matches!(e, Error::NoSuchGpu { ordinal: 99, backend: "cuda", .. }), "{e:?}");
 }
 
 /// The hand-written in-order pipeline, on its CPU-twin device: a bad plan is a `Setup`
@@ -1457,16 +1468,9 @@ fn in_order_baseline_mistakes_are_typed_errors() {
     });
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn baseline_on_a_missing_gpu_is_no_such_gpu() {
-    use chariot::baseline::{shift, Baseline};
-    let s = Scheduler::builder().backend(Backend::Cuda).build().unwrap();
-    let input = s.alloc_host::<u32>(64).unwrap();
-    let mut output = s.alloc_host::<u32>(64).unwrap();
-    let e = shift(Baseline::Serial, 99, 1, &input, &mut output, std::slice::from_ref(&(0..64)), 1).unwrap_err();
-    assert!(matches!(e, Error::NoSuchGpu { ordinal: 99, backend: "cuda", .. }), "{e:?}");
-}
+// ---------------------------------------------------------------------------------------
+// Bounds
+// ---------------------------------------------------------------------------------------
 
 #[test]
 fn bounds_of_no_work_are_zero() {
@@ -1497,6 +1501,22 @@ fn bounds_saturate_instead_of_overflowing() {
     assert!(HardwareBound::multi_gpu(&[huge, huge, huge], 2, link, link.times(2.0)).t_ns > 0);
 }
 
+// ---------------------------------------------------------------------------------------
+// Plots
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn gantt_of_no_trace_is_an_error() {
+    let path = std::env::temp_dir().join(format!("chariot-no-trace-{}.png", std::process::id()));
+    for trace in ["", "[]", "{}", r#"{"traceEvents":3}"#, r#"{"traceEvents":[{"ph":"B"}]}"#] {
+        let e = chariot::plot::gantt_from_trace(&path, "none", trace).unwrap_err();
+        assert!(!e.is_empty(), "{trace}");
+    }
+    let e = chariot::plot::line_chart(&path, "none", "x", "y", false, &[]).unwrap_err();
+    assert!(!e.is_empty());
+    assert!(!path.exists(), "nothing was drawn");
+}
+
 /// A Chrome trace whose events end before they start, or name a GPU past what fits in a
 /// picture, is not one of chariot's: an error, not a panic or a giant allocation.
 #[test]
@@ -1514,18 +1534,6 @@ fn a_hostile_trace_is_an_error() {
         assert!(r.is_err(), "{trace}: {r:?}");
     }
     std::fs::remove_file(&path).ok();
-}
-
-#[test]
-fn gantt_of_no_trace_is_an_error() {
-    let path = std::env::temp_dir().join(format!("chariot-no-trace-{}.png", std::process::id()));
-    for trace in ["", "[]", "{}", r#"{"traceEvents":3}"#, r#"{"traceEvents":[{"ph":"B"}]}"#] {
-        let e = chariot::plot::gantt_from_trace(&path, "none", trace).unwrap_err();
-        assert!(!e.is_empty(), "{trace}");
-    }
-    let e = chariot::plot::line_chart(&path, "none", "x", "y", false, &[]).unwrap_err();
-    assert!(!e.is_empty());
-    assert!(!path.exists(), "nothing was drawn");
 }
 
 // ---------------------------------------------------------------------------------------

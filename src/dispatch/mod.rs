@@ -24,32 +24,35 @@
 //! When a turn makes no progress the dispatcher spins while GPU commands are in
 //! flight on a backend that must be polled (CUDA), and otherwise parks on its signal,
 //! which submits, executioners, simulated engines and other dispatchers ring.
+//!
+//! Beside it: `recovery` (a lost GPU's retirement, and `die`) and `meter` (the
+//! adaptation's windows). Just over 500 lines: what is left is one loop over one
+//! slot state (idle detection, assignment, selection, dispatch); split, Algorithms 1
+//! and 2 would read across files.
 
 pub(crate) mod affinity;
 pub(crate) mod executioners;
+mod meter;
+mod recovery;
 pub(crate) mod shared;
 
 use crate::backend::{Fault, Gpu, Reach, Span};
 use crate::callback::CallInfo;
 use crate::config::Config;
-use crate::report::Adapted;
-use crate::report::{CommandRecord, DispatchStats, DriverError, LostGpu, MovedTask, TaskFailure};
+use crate::report::{CommandRecord, DispatchStats, DriverError, LostGpu, TaskFailure};
 use crate::signal::Signal;
-use crate::stage::adaptation::{Adaptation, Knob, Window};
+use crate::stage::adaptation::{Adaptation, Knob};
 use crate::stage::queues::Grant;
 use crate::stage::{OverlapMatrix, Stage, Thresholds};
-use crate::task::command::{Command, CopyCmd, Direction};
+use crate::task::command::Command;
 use crate::task::Task;
 use crossbeam_channel::{Receiver, Sender};
 use executioners::{CpuDone, CpuJob};
+use meter::Meter;
 use shared::Shared;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// Tasks a measured window holds at least (more where more are in flight: a window
-/// spans a turnover of the pipeline).
-const MIN_WINDOW: usize = 8;
 
 /// How long an idle CUDA dispatcher spins before it parks.
 const SPIN_BEFORE_PARK: std::time::Duration = std::time::Duration::from_micros(200);
@@ -83,49 +86,6 @@ enum Pick {
     Held,
     /// No command can start at the stage (none ready, or the overlap matrix forbids).
     Nothing,
-}
-
-/// One window's measurement for the adaptation (see `crate::stage::adaptation`).
-#[derive(Debug, Default)]
-struct Meter {
-    /// When the window began; `None` while the GPU has no task.
-    start_ns: Option<u64>,
-    /// The window ends once this many tasks have ended in it.
-    target: usize,
-    tasks: usize,
-    work: f64,
-    busy_ns: [u64; Stage::K],
-    busy_since: [Option<u64>; Stage::K],
-    blocked_ns: [u64; Stage::K],
-    blocked_since: [Option<u64>; Stage::K],
-    /// The next window follows an idle spell (the pipeline fills again): not judged.
-    skip: bool,
-}
-
-impl Meter {
-    /// Starts a window at `now` with `running` commands in flight per stage and
-    /// `held` stages waiting for their limit.
-    fn open(&mut self, now: u64, tasks_in_flight: usize, running: &[usize; Stage::K], held: &[bool; Stage::K]) {
-        *self = Meter {
-            start_ns: Some(now),
-            target: tasks_in_flight.max(MIN_WINDOW),
-            busy_since: std::array::from_fn(|k| (running[k] > 0).then_some(now)),
-            blocked_since: std::array::from_fn(|k| held[k].then_some(now)),
-            skip: self.skip,
-            ..Default::default()
-        };
-    }
-
-    /// The window up to `now`.
-    fn window(&self, now: u64) -> Window {
-        let open = |total: u64, since: Option<u64>| total + since.map_or(0, |t| now.saturating_sub(t));
-        Window {
-            ns: now.saturating_sub(self.start_ns.unwrap_or(now)),
-            work: self.work,
-            busy_ns: std::array::from_fn(|k| open(self.busy_ns[k], self.busy_since[k])),
-            blocked_ns: std::array::from_fn(|k| open(self.blocked_ns[k], self.blocked_since[k])),
-        }
-    }
 }
 
 pub(crate) struct Dispatcher {
@@ -478,65 +438,6 @@ impl Dispatcher {
         }
     }
 
-    /// Notes whether a ready command of `stage` waits for the stage's limit, for the
-    /// adaptation's measure (the clock is read only when that changes).
-    fn note_held(&mut self, stage: Stage, held: bool) {
-        let k = stage.index();
-        if self.held[k] == held {
-            return;
-        }
-        self.held[k] = held;
-        if self.meter.start_ns.is_none() {
-            return;
-        }
-        let now = self.now_ns();
-        if held {
-            self.meter.blocked_since[k] = Some(now);
-        } else if let Some(since) = self.meter.blocked_since[k].take() {
-            self.meter.blocked_ns[k] += now.saturating_sub(since);
-        }
-    }
-
-    /// A task ended on this GPU: counts it in the window, and at the window's end lets
-    /// the adaptation judge it and applies what it changes.
-    fn task_ended(&mut self, granularity: u64) {
-        if self.adaptation.is_none() || self.meter.start_ns.is_none() {
-            return;
-        }
-        self.meter.tasks += 1;
-        self.meter.work += granularity as f64;
-        if self.meter.tasks < self.meter.target {
-            return;
-        }
-        let now = self.now_ns();
-        let window = self.meter.window(now);
-        let skip = std::mem::take(&mut self.meter.skip);
-        let changes = match self.adaptation.as_mut() {
-            Some(a) if !skip => a.end_window(&window),
-            _ => Vec::new(),
-        };
-        self.apply(&changes);
-        let tasks = self.slots.iter().filter(|s| s.task.is_some()).count();
-        self.meter.open(now, tasks, &self.running, &self.held);
-    }
-
-    /// Puts the adaptation's changes in force and logs them for the report.
-    fn apply(&mut self, changes: &[crate::stage::adaptation::Change]) {
-        for c in changes {
-            match c.stage {
-                Stage::Kernel => {
-                    self.kernel_fills = Some(c.in_force());
-                    self.shared.kernel_fills_now.lock()[self.gpu] = self.kernel_fills;
-                }
-                stage => self.limit[stage.index()] = (c.in_force().round() as usize).max(1),
-            }
-        }
-        if !changes.is_empty() {
-            let mut log = self.shared.adaptations.lock();
-            log.extend(changes.iter().map(|&change| Adapted::new(self.gpu, change)));
-        }
-    }
-
     /// Steps 1-3 of §5.4 for one stage.
     fn try_stage(&mut self, stage: Stage) -> bool {
         let k = stage.index();
@@ -610,141 +511,4 @@ impl Dispatcher {
             }
         }
     }
-
-    /// Takes a lost GPU out of the rotation (issue 7): waits for every command in flight
-    /// here to end (on a lost context they end at once, with its error), so that no copy
-    /// of a first attempt can race with a second; then puts back in Q each task that
-    /// can safely run again elsewhere (see [`restart_point`]) and fails the others;
-    /// then leaves as a dying dispatcher does.
-    fn retire(&mut self) {
-        let (message, at_ns) = self.lost.clone().unwrap_or_default();
-        self.shared.lose_gpu(LostGpu { gpu: self.gpu, at_ns, message: message.clone() });
-        for stage in Stage::ALL {
-            let k = stage.index();
-            if let Some(g) = self.shared.queues.withdraw(stage, self.gpu, &mut self.queued[k]) {
-                self.shared.signals[g].notify();
-            }
-        }
-        while self.slots.iter().any(|s| s.busy.is_some()) {
-            let seen = self.signal.epoch();
-            if !self.detect_idle() {
-                if self.gpu_busy > 0 && self.device.polls() {
-                    std::thread::yield_now();
-                } else {
-                    self.signal.park(seen);
-                }
-            }
-        }
-        self.device.quiesce();
-        self.flush_stats();
-        for j in 0..self.slots.len() {
-            self.slots[j].fresh = false;
-            let interrupted = std::mem::take(&mut self.slots[j].interrupted);
-            let Some(mut task) = self.slots[j].task.take() else { continue };
-            match restart_point(&task, interrupted) {
-                Ok(restart) => {
-                    let moved = MovedTask { task: task.id, from_gpu: self.gpu, restart };
-                    task.next = restart;
-                    self.shared.requeue(task, moved);
-                }
-                Err(why) => {
-                    let text = format!("GPU {} lost ({message}); the task cannot run again elsewhere: {why}", self.gpu);
-                    let failure = failure_at_next(&task, self.gpu, j, text);
-                    self.shared.end_task(task, Some(failure));
-                }
-            }
-        }
-        self.die(&format!("GPU {} lost: {message}", self.gpu));
-    }
-
-    /// Leaves the pipeline without hanging anyone: gives back this GPU's stage slots and
-    /// P_k places, fails the tasks it holds, and, if no other dispatcher is alive,
-    /// fails every task still waiting (and any submitted later) until shutdown.
-    fn die(&mut self, message: &str) {
-        self.device.quiesce();
-        for stage in Stage::ALL {
-            let k = stage.index();
-            if let Some(g) = self.shared.queues.withdraw(stage, self.gpu, &mut self.queued[k]) {
-                self.shared.signals[g].notify();
-            }
-        }
-        for j in 0..self.slots.len() {
-            if let Some(busy) = self.slots[j].busy.take() {
-                self.shared.queues.release(busy.stage);
-            }
-            self.slots[j].fresh = false;
-            if let Some(task) = self.slots[j].task.take() {
-                let failure = failure_at_next(&task, self.gpu, j, message.to_string());
-                self.shared.end_task(task, Some(failure));
-            }
-        }
-        self.shared.wake_all();
-        if self.shared.live.fetch_sub(1, Ordering::SeqCst) != 1 {
-            return; // the others take the waiting tasks
-        }
-        while !self.shared.stop.load(Ordering::SeqCst) {
-            let seen = self.signal.epoch();
-            while let Some(task) = self.shared.buffer.pop() {
-                let why = format!("no GPU left to run it; the last one failed: {message}");
-                let failure = failure_at_next(&task, self.gpu, 0, why);
-                self.shared.end_task(task, Some(failure));
-            }
-            self.signal.park(seen);
-        }
-    }
-}
-
-/// Where a task on a lost GPU can run again from, or why it cannot. Its commands from
-/// its first GPU command on run again (device memory of the lost GPU is gone), so those
-/// already run must be repeatable: copies and launches are, callbacks are not (they run
-/// once). And a readback that had begun must not have written over host memory that
-/// one of its downloads reads (an in-place transform), or the second attempt would read
-/// a half-written input.
-fn restart_point(task: &Task, interrupted: bool) -> Result<usize, String> {
-    let Some(first) = task.commands.iter().position(|c| c.stage().on_gpu()) else { return Ok(task.next) };
-    if task.next < first || (task.next == first && !interrupted) {
-        return Ok(task.next); // nothing of it began on the GPU
-    }
-    let begun = (task.next + usize::from(interrupted)).min(task.commands.len());
-    for (i, c) in task.commands.iter().enumerate().take(begun).skip(first) {
-        match c {
-            Command::Copy(_) | Command::Launch(_) => {}
-            Command::Gpu(_) => return Err(format!("its GPU callback (command {i}) had run, and a callback runs once")),
-            Command::Cpu(_) => {
-                return Err(format!(
-                    "its CPU callback (command {i}) had run after its first GPU command, and a callback runs once"
-                ))
-            }
-        }
-    }
-    let copies = |range: std::ops::Range<usize>, dir: Direction| {
-        task.commands[range.clone()].iter().zip(range).filter_map(move |(c, i)| match c {
-            Command::Copy(copy) if copy.dir == dir => Some((i, copy)),
-            _ => None,
-        })
-    };
-    for (r, readback) in copies(first..begun, Direction::Readback) {
-        if let Some((d, _)) =
-            copies(first..task.commands.len(), Direction::Download).find(|(_, d)| overlap(readback, d))
-        {
-            return Err(format!(
-                "its readback (command {r}) had begun writing host memory that its download (command {d}) reads"
-            ));
-        }
-    }
-    Ok(first)
-}
-
-/// Whether two copies touch overlapping host bytes (by their spans, first row's start
-/// to last row's end: conservative for 2-D copies).
-fn overlap(a: &CopyCmd, b: &CopyCmd) -> bool {
-    let span = |c: &CopyCmd| (c.host_offset, c.host_offset + (c.height - 1) * c.host_pitch + c.width);
-    let ((a0, a1), (b0, b1)) = (span(a), span(b));
-    Arc::ptr_eq(&a.host, &b.host) && a0 < b1 && b0 < a1
-}
-
-/// The failure of `task` at the command it would run next.
-fn failure_at_next(task: &Task, gpu: usize, stream: usize, message: String) -> TaskFailure {
-    let stage = task.commands.get(task.next).map_or(Stage::Cpu, |c| c.stage());
-    TaskFailure { task: task.id, command: task.next, stage, gpu, stream, message, driver: None }
 }
