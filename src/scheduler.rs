@@ -9,6 +9,12 @@
 //! 4. join the dispatchers, then close and join the executioners;
 //! 5. free the device buffers in the graveyard.
 //!
+//! Driver errors met while freeing or tearing down (a dropped buffer's memory, pinned
+//! host memory, a retired GPU's streams and events) are kept and listed in the next
+//! report's `cleanup`; `shutdown` adds those of steps 3 to 5 to its report. After that,
+//! and when a `Drop` discards the report, they go to stderr (`chariot: while shutting
+//! down: …`).
+//!
 //! A callback never waits for its own task: `synchronize` and `shutdown` called in a
 //! callback of this scheduler return [`Error::WaitInCallback`], and a `Drop` there (the
 //! last handle moved into a callback) hands steps 2 to 5 to a thread of their own.
@@ -24,7 +30,7 @@ use crate::ids::TaskId;
 use crate::kernel::{Kernel, KernelHandle, KernelInner};
 use crate::memory::claims::Holder;
 use crate::memory::{checked_bytes, DeviceBuffer, DeviceBufferInner, Element, Graveyard, HostBuffer, HostShared};
-use crate::report::{kernel_lines, DispatchStats, KernelUse, Report};
+use crate::report::{kernel_lines, shutting_down, DispatchStats, KernelUse, Report};
 use crate::signal::Signal;
 use crate::stage::queues::StageQueues;
 use crate::stage::Thresholds;
@@ -132,6 +138,8 @@ impl Scheduler {
                     shared.stop.store(true, Ordering::SeqCst);
                     shared.wake_all();
                     for h in dispatchers {
+                        // A dispatcher catches its own panics (`Dispatcher::run`); the
+                        // error returned says why the start failed.
                         let _ = h.join();
                     }
                     return Err(Error::Thread { name, message: e.to_string() });
@@ -428,6 +436,7 @@ impl Scheduler {
         let now = self.shared.kernel_fills_now.lock().iter().flatten().copied().reduce(f64::max);
         lines.extend(kernel_lines(tuning, now, &self.shared.kernels.lock()));
         let adaptations = std::mem::take(&mut *self.shared.adaptations.lock());
+        let cleanup = self.machine.cleanup().take();
         let report = Report::build(
             self.machine.name(),
             names,
@@ -438,6 +447,7 @@ impl Scheduler {
             outcome,
             lines,
             adaptations,
+            cleanup,
         );
         if failures.is_empty() {
             Ok(report)
@@ -447,8 +457,10 @@ impl Scheduler {
     }
 
     /// Waits for all work, stops every runtime thread and returns the last batch's
-    /// report. Later submits fail with [`Error::ShutDown`]. Dropping the scheduler does
-    /// the same, discarding the report.
+    /// report, whose [`cleanup`](Report::cleanup) also lists the errors met while
+    /// tearing down. Later submits fail with [`Error::ShutDown`]. Dropping the scheduler
+    /// does the same, discarding the report: it writes any failure or cleanup error to
+    /// stderr (`chariot: while shutting down: …`) instead.
     ///
     /// # Errors
     /// Those of [`synchronize`](Scheduler::synchronize); [`Error::WaitInCallback`] in a
@@ -456,9 +468,17 @@ impl Scheduler {
     pub fn shutdown(&self) -> Result<Report> {
         self.refuse_in_callback("Scheduler::shutdown")?;
         self.closed.store(true, Ordering::SeqCst);
-        let report = self.synchronize();
+        let mut report = self.synchronize();
         stop_threads(&self.shared, self.threads.lock().take());
         self.graveyard.close();
+        // Steps 3 to 5 ran after the batch's report was made: their errors join it.
+        let teardown = self.machine.cleanup().close();
+        match &mut report {
+            Ok(r) => r.cleanup.extend(teardown),
+            Err(Error::TasksFailed { report, .. }) => report.cleanup.extend(teardown),
+            // Not reached (the refusal in a callback returned above); shown, not lost.
+            Err(_) => teardown.iter().for_each(|e| shutting_down(e)),
+        }
         report
     }
 
@@ -491,6 +511,8 @@ fn stop_threads(shared: &Shared, threads: Option<(Vec<JoinHandle<()>>, Execution
         shared.stop.store(true, Ordering::SeqCst);
         shared.wake_all();
         for h in dispatchers {
+            // A dispatcher catches its own panics and fails its tasks (`Dispatcher::run`):
+            // a join error has been reported through them already.
             let _ = h.join();
         }
         executioners.stop();
@@ -505,6 +527,7 @@ impl Drop for Scheduler {
             // shutdown runs on a thread of its own, which ends once every task has.
             self.closed.store(true, Ordering::SeqCst);
             let (shared, graveyard) = (self.shared.clone(), self.graveyard.clone());
+            let cleanup = self.machine.cleanup().clone();
             // Kept from `Drop` (an executioner's would join this very thread) unless the
             // finishing thread takes them.
             let threads = std::mem::ManuallyDrop::new(self.threads.lock().take());
@@ -517,13 +540,29 @@ impl Drop for Scheduler {
                 drop(batch);
                 stop_threads(&shared, threads);
                 graveyard.close();
+                // No report follows a `Drop`: what the teardown met is shown.
+                cleanup.close().iter().for_each(|e| shutting_down(e));
             };
             // Without that thread the runtime's threads outlive the scheduler, idle: a
             // leak, where joining them here would hang.
-            let _ = std::thread::Builder::new().name("chariot-shutdown".into()).spawn(finish);
+            if let Err(e) = std::thread::Builder::new().name("chariot-shutdown".into()).spawn(finish) {
+                shutting_down(&format!(
+                    "could not start the thread that finishes the shutdown ({e}); the runtime's threads stay, idle"
+                ));
+            }
             return;
         }
-        let _ = self.shutdown();
+        // Dropping discards the last report: what it holds of failures and cleanup
+        // errors is shown once, not lost.
+        match self.shutdown() {
+            Ok(report) => report.cleanup.iter().for_each(|e| shutting_down(e)),
+            Err(e) => {
+                if let Error::TasksFailed { report, .. } = &e {
+                    report.cleanup.iter().for_each(|c| shutting_down(c));
+                }
+                shutting_down(&e);
+            }
+        }
     }
 }
 
@@ -555,6 +594,7 @@ mod test {
         let (tx, rx) = mpsc::channel();
         let h = std::thread::spawn(move || {
             body();
+            // The receiver is gone only after a timeout, which has failed the test.
             let _ = tx.send(());
         });
         match rx.recv_timeout(Duration::from_secs(30)) {
@@ -593,6 +633,7 @@ mod test {
             let (a, b, o, tx2) = (s.clone(), s.clone(), other.clone(), tx.clone());
             s.task(1, 1)
                 .callback(Resource::Cpu, move |_| {
+                    // Test channels: the receiver outlives the tasks; the count is checked.
                     let _ = tx.send(("cpu synchronize", a.synchronize().map(|_| ()).map_err(|e| e.to_string())));
                     let _ = tx.send(("cpu shutdown", a.shutdown().map(|_| ()).map_err(|e| e.to_string())));
                     // Another scheduler's batch is not this task's: that wait is fine.
@@ -603,6 +644,7 @@ mod test {
                 .unwrap();
             s.task(2, 1)
                 .gpu_callback(move |_| {
+                    // As above.
                     let _ = tx2.send(("gpu synchronize", b.synchronize().map(|_| ()).map_err(|e| e.to_string())));
                     Ok(())
                 })
@@ -634,6 +676,7 @@ mod test {
             let inner = s.clone();
             s.task(1, 1)
                 .callback(Resource::Cpu, move |_| {
+                    // Test channels: a gone peer means the test has failed already.
                     let _ = wait.recv();
                     drop(inner);
                     let _ = done.send(());

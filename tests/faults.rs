@@ -291,3 +291,52 @@ fn bad_fault_parameters_are_invalid_config() {
     assert!(matches!(e, Error::InvalidConfig { name: "backend", .. }), "{e}");
     assert!(e.to_string().contains("slow_gpu(0, 0.5)"), "{e}");
 }
+
+#[test]
+fn a_failed_free_reaches_the_next_report_once() {
+    with_timeout(DEADLINE_S, || {
+        let s = sched(2, 2, SimFaults::default().fail_frees(), false);
+        let rig = Rig::new(&s, 8);
+        rig.submit(&s, 0);
+        // Buffers in use are not freed: nothing to report yet.
+        assert_eq!(s.synchronize().unwrap().cleanup, vec![]);
+        let Rig { din, dout, .. } = rig;
+        drop(din);
+        drop(dout);
+        // The D·S copies of both buffers went back at this synchronize; the same error,
+        // repeated, is listed once.
+        let report = s.synchronize().unwrap();
+        assert_eq!(report.cleanup.len(), 1, "{:?}", report.cleanup);
+        let e = &report.cleanup[0];
+        assert_eq!(
+            (e.call.as_str(), e.code, e.name.as_str()),
+            ("cuMemFree (simulated)", 1, "CUDA_ERROR_INVALID_VALUE")
+        );
+        assert!(
+            report.to_string().lines().any(|l| {
+                l
+                == "cleanup: cuMemFree (simulated) failed: CUDA_ERROR_INVALID_VALUE (injected by SimFaults::fail_frees)"
+            }),
+            "{report}"
+        );
+        // Reported once: the next report has nothing, and the memory came back anyway.
+        assert_eq!(s.synchronize().unwrap().cleanup, vec![]);
+        assert_eq!(s.device_memory_in_use(0), Some(0));
+        // A buffer still alive at shutdown is freed when it drops, after the last
+        // report; one dropped before is in shutdown's report.
+        let d = s.alloc::<u32>(N).unwrap();
+        drop(d);
+        assert_eq!(s.shutdown().unwrap().cleanup.len(), 1);
+    });
+}
+
+#[test]
+fn without_the_fault_no_cleanup_error_is_reported() {
+    with_timeout(DEADLINE_S, || {
+        let s = sched(1, 2, SimFaults::default(), false);
+        let d = s.alloc::<u32>(N).unwrap();
+        drop(d);
+        let report = s.synchronize().unwrap();
+        assert!(report.cleanup.is_empty() && !report.to_string().contains("cleanup:"), "{report}");
+    });
+}

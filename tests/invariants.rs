@@ -457,6 +457,7 @@ fn fake_report(records: Vec<CommandRecord>) -> Report {
         lost_gpus: vec![],
         tuning: vec![],
         adaptations: vec![],
+        cleanup: vec![],
     }
 }
 

@@ -20,6 +20,7 @@ use crate::callback::CallInfo;
 use crate::config::Gpus;
 use crate::kernel::Kernel;
 use crate::memory::FreeDevice;
+use crate::report::Cleanup;
 use crate::signal::Signal;
 use crate::task::command::Command;
 use device::{Function, GpuInfo, PhysBuf};
@@ -190,10 +191,21 @@ impl Machine {
         }
     }
 
-    /// Returns physical buffers to the driver. Only called when no command runs.
+    /// Returns physical buffers to the driver. Only called when no command runs. A
+    /// failed free is kept in [`cleanup`](Machine::cleanup) for the next report.
     pub(crate) fn free_device(&self, bufs: Vec<PhysBuf>) {
-        if let Machine::Cuda(m) = self {
-            m.free_device(bufs)
+        match self {
+            Machine::Cuda(m) => m.free_device(bufs),
+            Machine::Sim(m) => m.free_device(bufs),
+        }
+    }
+
+    /// Where frees and teardowns keep the driver errors they meet, for the next
+    /// `synchronize`'s report (or stderr once the scheduler has shut down).
+    pub(crate) fn cleanup(&self) -> &Arc<Cleanup> {
+        match self {
+            Machine::Cuda(m) => m.cleanup(),
+            Machine::Sim(m) => m.cleanup(),
         }
     }
 

@@ -58,6 +58,8 @@ impl Executioners {
     pub(crate) fn stop(&mut self) {
         self.jobs = None;
         for t in self.threads.drain(..) {
+            // Callbacks run through `run_caught` (a panic fails its task): a join error
+            // would be a panic the hook has printed already.
             let _ = t.join();
         }
     }

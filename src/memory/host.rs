@@ -300,6 +300,7 @@ mod test {
             .callback_writing(&host.lock().unwrap(), 0..32, |_, _| Ok(()))
             .callback(Resource::Cpu, move |_| {
                 let mut b = h.lock().unwrap();
+                // Test channel: the receiver outlives the task; a failed send shows as a count.
                 let _ = t.send(("read 0..32", b.read_range(0..32).map(|_| ())));
                 let _ = t.send(("read 32..64", b.read_range(32..64).map(|_| ())));
                 let _ = t.send(("write 16..48", b.write_range(16..48).map(|_| ())));

@@ -3,6 +3,7 @@
 
 use crate::ids::TaskId;
 use crate::stage::Stage;
+use parking_lot::Mutex;
 
 /// A CUDA driver call that failed: the call, the driver's code (a `CUresult`) to match
 /// on, and the driver's name and text for it.
@@ -48,6 +49,65 @@ impl From<DriverError> for String {
     fn from(e: DriverError) -> String {
         e.to_string()
     }
+}
+
+/// Driver errors met while freeing or tearing down (device and pinned memory, modules,
+/// streams and events, contexts), shared by the backend and the scheduler: kept for the
+/// next `synchronize`, whose report lists them ([`Report::cleanup`](crate::Report::cleanup)).
+/// An error repeated before that is kept once. After the scheduler's shutdown (`close`)
+/// no report follows: later errors, and any left when the last holder drops, go to
+/// stderr (see [`shutting_down`]).
+#[derive(Debug, Default)]
+pub(crate) struct Cleanup {
+    pending: Mutex<Pending>,
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    errors: Vec<DriverError>,
+    closed: bool,
+}
+
+impl Cleanup {
+    /// Keeps `error` for the next report, or writes it to stderr after `close`.
+    pub(crate) fn push(&self, error: DriverError) {
+        let mut pending = self.pending.lock();
+        if pending.closed {
+            drop(pending);
+            shutting_down(&error);
+        } else if !pending.errors.contains(&error) {
+            pending.errors.push(error);
+        }
+    }
+
+    /// The errors kept since the last call, for a report.
+    pub(crate) fn take(&self) -> Vec<DriverError> {
+        std::mem::take(&mut self.pending.lock().errors)
+    }
+
+    /// The scheduler has shut down: returns what is kept, and from now on writes every
+    /// error to stderr as it comes.
+    pub(crate) fn close(&self) -> Vec<DriverError> {
+        let mut pending = self.pending.lock();
+        pending.closed = true;
+        std::mem::take(&mut pending.errors)
+    }
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        // No report will list them (a scheduler that failed to start, or a teardown
+        // after the last report): shown rather than lost.
+        for e in self.pending.get_mut().errors.drain(..) {
+            shutting_down(&e);
+        }
+    }
+}
+
+/// Writes an error met while the scheduler shuts down (or after), which no report can
+/// carry, to stderr with a prefix that names chariot.
+pub(crate) fn shutting_down(what: &dyn std::fmt::Display) {
+    eprintln!("chariot: while shutting down: {what}");
 }
 
 /// One failed task: which command failed, where, and why.

@@ -10,6 +10,7 @@ mod trace;
 
 pub use adapted::Adapted;
 pub(crate) use adapted::{kernel_lines, KernelUse};
+pub(crate) use failure::{shutting_down, Cleanup};
 pub use failure::{DriverError, TaskFailure};
 
 pub use lower_bound::{HardwareBound, LinkRates, LowerBound, TaskWork};
@@ -164,6 +165,13 @@ pub struct Report {
     pub tuning: Vec<String>,
     /// The changes the online adaptation made to the stage limits in this batch.
     pub adaptations: Vec<Adapted>,
+    /// Driver errors met since the last report while freeing or tearing down: device
+    /// memory of dropped buffers, pinned host memory, streams and events of a retired
+    /// GPU; from `shutdown`, also the teardown of the GPUs' streams and events. Each is
+    /// listed once (a repeat before this report is not listed again). The work of the
+    /// batch is not affected; memory whose free failed may be lost until the process
+    /// ends.
+    pub cleanup: Vec<DriverError>,
 }
 
 /// Union length of `[start, end)` intervals.
@@ -195,6 +203,7 @@ impl Report {
         outcome: Outcome,
         tuning: Vec<String>,
         adaptations: Vec<Adapted>,
+        cleanup: Vec<DriverError>,
     ) -> Report {
         let d = gpus.len();
         let start_ns = records.iter().map(|r| r.start_ns).min().unwrap_or(0);
@@ -241,6 +250,7 @@ impl Report {
             lost_gpus: outcome.lost_gpus,
             tuning,
             adaptations,
+            cleanup,
         }
     }
 
@@ -313,6 +323,40 @@ impl std::fmt::Display for Report {
         if !self.failures.is_empty() {
             write!(f, "\n{} task(s) failed", self.failures.len())?;
         }
+        for e in &self.cleanup {
+            write!(f, "\ncleanup: {e}")?;
+        }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn cleanup_errors_are_shown_one_a_line() {
+        let build = |cleanup| {
+            let names = vec!["sim #0".into()];
+            let (stats, outcome) = (DispatchStats::default(), Outcome::default());
+            Report::build("sim", names, 1, 1, vec![], stats, outcome, vec![], vec![], cleanup)
+        };
+        assert!(!build(vec![]).to_string().contains("cleanup:"));
+        let e = DriverError {
+            call: "cuMemFree on GPU 0".into(),
+            code: 700,
+            name: "CUDA_ERROR_ILLEGAL_ADDRESS".into(),
+            text: "an illegal memory access was encountered".into(),
+        };
+        let shown = build(vec![e.clone(), DriverError { call: "cuEventDestroy on GPU 1".into(), ..e }]).to_string();
+        let lines: Vec<&str> = shown.lines().filter(|l| l.starts_with("cleanup: ")).collect();
+        assert_eq!(
+            lines,
+            [
+                "cleanup: cuMemFree on GPU 0 failed: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)",
+                "cleanup: cuEventDestroy on GPU 1 failed: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)",
+            ],
+            "{shown}"
+        );
     }
 }

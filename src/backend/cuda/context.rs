@@ -12,6 +12,7 @@ use crate::backend::device::{Function, GpuInfo, PhysBuf};
 use crate::backend::host_alloc::HostAlloc;
 use crate::config::Gpus;
 use crate::kernel::Kernel;
+use crate::report::Cleanup;
 use cudarc::driver::result;
 use cudarc::driver::sys;
 use parking_lot::Mutex;
@@ -104,6 +105,9 @@ pub(crate) struct Context {
     pub(crate) index: usize,
     dev: sys::CUdevice,
     pub(crate) ctx: sys::CUcontext,
+    /// The machine's list of errors met while freeing or tearing down: whatever is
+    /// freed in this context keeps its driver errors there.
+    pub(crate) cleanup: Arc<Cleanup>,
 }
 
 // SAFETY: a CUcontext may be made current on any thread; the handle is plain data.
@@ -130,11 +134,18 @@ impl Drop for Context {
             && result::ctx::synchronize().is_err_and(|e| super::gpu::reach(e, false) != crate::backend::Reach::Task);
         // SAFETY: retained once in `Machine::open`, released once here; the reset only
         // when the context is lost (see above).
-        unsafe {
-            let _ = result::primary_ctx::release(self.dev);
-            if poisoned {
-                let _ = sys::cuDevicePrimaryCtxReset_v2(self.dev).result();
-            }
+        let (released, reset) = unsafe {
+            let released = result::primary_ctx::release(self.dev);
+            (released, if poisoned { sys::cuDevicePrimaryCtxReset_v2(self.dev).result() } else { Ok(()) })
+        };
+        // The last holder of the context is gone, so the scheduler is too: the errors
+        // go to stderr (`cleanup` is closed, or reports them when it drops).
+        let gpu = self.index;
+        if let Err(e) = released {
+            self.cleanup.push(failed(&format!("cuDevicePrimaryCtxRelease on GPU {gpu}"), e));
+        }
+        if let Err(e) = reset {
+            self.cleanup.push(failed(&format!("cuDevicePrimaryCtxReset on GPU {gpu}"), e));
         }
     }
 }
@@ -145,6 +156,8 @@ pub(crate) struct Machine {
     contexts: Vec<Arc<Context>>,
     gpus: Vec<GpuInfo>,
     modules: Mutex<Vec<(Arc<Context>, usize)>>,
+    /// Driver errors met while freeing or tearing down, for the next report.
+    cleanup: Arc<Cleanup>,
 }
 
 fn attr(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> Result<i32, crate::DriverError> {
@@ -178,13 +191,14 @@ impl Machine {
         let ordinals = selection.resolve(count, "cuda")?;
         let mut contexts = Vec::new();
         let mut gpus = Vec::new();
+        let cleanup = Arc::new(Cleanup::default());
         for (index, &ordinal) in ordinals.iter().enumerate() {
             let driver = |error: crate::DriverError| crate::Error::Driver { gpu: index, error };
             let dev = result::device::get(ordinal as i32).map_err(|e| driver(failed("cuDeviceGet", e)))?;
             // SAFETY: `dev` is a valid device; the context is released in Context::drop.
             let ctx = unsafe { result::primary_ctx::retain(dev) }
                 .map_err(|e| driver(failed("cuDevicePrimaryCtxRetain", e)))?;
-            let context = Arc::new(Context { index, dev, ctx });
+            let context = Arc::new(Context { index, dev, ctx, cleanup: cleanup.clone() });
             context.bind().map_err(driver)?;
             use sys::CUdevice_attribute::*;
             let engines = attr(dev, CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT).map_err(driver)?;
@@ -228,7 +242,11 @@ impl Machine {
             });
             contexts.push(context);
         }
-        Ok(Machine { contexts, gpus, modules: Mutex::new(Vec::new()) })
+        Ok(Machine { contexts, gpus, modules: Mutex::new(Vec::new()), cleanup })
+    }
+
+    pub(crate) fn cleanup(&self) -> &Arc<Cleanup> {
+        &self.cleanup
     }
 
     pub(crate) fn gpus(&self) -> &[GpuInfo] {
@@ -248,13 +266,20 @@ impl Machine {
         }
     }
 
+    /// Returns `bufs` to the driver; a failed free (or a context that cannot be made
+    /// current for it) is kept in `cleanup` for the next report.
     pub(crate) fn free_device(&self, bufs: Vec<PhysBuf>) {
         for b in bufs {
             if let PhysBuf::Cuda { gpu, ptr } = b {
-                if self.contexts[gpu].bind().is_ok() {
-                    // SAFETY: allocated by cuMemAlloc in `alloc_device`; reaching the
-                    // graveyard means no command names it any more.
-                    let _ = unsafe { result::free_sync(ptr) };
+                if let Err(e) = self.contexts[gpu].bind() {
+                    self.cleanup
+                        .push(crate::DriverError { call: format!("{} for cuMemFree on GPU {gpu}", e.call), ..e });
+                    continue;
+                }
+                // SAFETY: allocated by cuMemAlloc in `alloc_device`; reaching the
+                // graveyard means no command names it any more.
+                if let Err(e) = unsafe { result::free_sync(ptr) } {
+                    self.cleanup.push(failed(&format!("cuMemFree on GPU {gpu}"), e));
                 }
             }
         }
@@ -317,10 +342,16 @@ impl Machine {
         // SAFETY: the block has `bytes` writable bytes and nobody else sees it yet.
         unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, bytes) };
         let free = Box::new(move |p: *mut u8| {
-            let _ = ctx.bind();
+            // Errors go to the next report (or stderr after the shutdown). The free is
+            // tried even without the context: portable pinned memory is any context's.
+            if let Err(e) = ctx.bind() {
+                ctx.cleanup.push(crate::DriverError { call: format!("{} for cuMemFreeHost", e.call), ..e });
+            }
             // SAFETY: `p` came from cuMemHostAlloc above and is freed once, when the
             // last task and handle referencing the HostAlloc are gone.
-            let _ = unsafe { result::free_host(p as *mut std::ffi::c_void) };
+            if let Err(e) = unsafe { result::free_host(p as *mut std::ffi::c_void) } {
+                ctx.cleanup.push(failed("cuMemFreeHost", e));
+            }
         });
         Ok(HostAlloc::pinned(ptr, bytes, free))
     }
@@ -382,11 +413,17 @@ impl Machine {
 
 impl Drop for Machine {
     fn drop(&mut self) {
+        // The scheduler is gone (it holds the Machine): `cleanup` is closed and writes
+        // these to stderr, or keeps them until it drops and writes them then.
         for (ctx, module) in self.modules.lock().drain(..) {
-            if ctx.bind().is_ok() {
-                // SAFETY: loaded in `load_kernel`; the dispatchers that launch from it
-                // have been joined before the Machine drops.
-                let _ = unsafe { result::module::unload(module as sys::CUmodule) };
+            if let Err(e) = ctx.bind() {
+                self.cleanup.push(crate::DriverError { call: format!("{} for cuModuleUnload", e.call), ..e });
+                continue;
+            }
+            // SAFETY: loaded in `load_kernel`; the dispatchers that launch from it
+            // have been joined before the Machine drops.
+            if let Err(e) = unsafe { result::module::unload(module as sys::CUmodule) } {
+                self.cleanup.push(failed(&format!("cuModuleUnload on GPU {}", ctx.index), e));
             }
         }
     }

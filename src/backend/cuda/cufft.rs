@@ -151,7 +151,15 @@ impl Drop for Plan {
         if self.ctx.bind().is_ok() {
             // SAFETY: made once in `rows`/`two_d`, destroyed once here; cuFFT waits for
             // nothing here, and the callers drop plans only when their work is done.
-            let _ = unsafe { result::destroy(self.handle) };
+            if let Err(e) = unsafe { result::destroy(self.handle) } {
+                // A cuFFT code, not a driver one: kept under its own name.
+                self.ctx.cleanup.push(crate::DriverError {
+                    call: format!("cufftDestroy on GPU {}", self.ctx.index),
+                    code: e.0 as i32,
+                    name: format!("{:?}", e.0),
+                    text: String::new(),
+                });
+            }
         }
     }
 }

@@ -162,6 +162,8 @@ impl Gpu {
     pub(crate) fn quiesce(&self) {
         if self.ctx.bind().is_ok() {
             for &s in &self.streams {
+                // A wait, not a free: its error is that of a command in flight, which
+                // `poll` reports for the command (or the lost GPU already is).
                 // SAFETY: a stream of this GPU, created in `open`, not yet destroyed.
                 let _ = unsafe { result::stream::synchronize(s) };
             }
@@ -346,19 +348,30 @@ impl Gpu {
 }
 
 impl Drop for Gpu {
+    /// Destroys the streams and events: when a retired GPU's dispatcher leaves, or at
+    /// shutdown. Errors go to the context's `cleanup`, for the next report (shutdown's
+    /// own, or stderr after it).
     fn drop(&mut self) {
-        if self.ctx.bind().is_err() {
+        let gpu = self.ctx.index;
+        let cleanup = self.ctx.cleanup.clone();
+        if let Err(e) = self.ctx.bind() {
+            cleanup.push(crate::DriverError { call: format!("{} to destroy GPU {gpu}'s streams", e.call), ..e });
             return;
         }
+        let keep = |call: &str, r: Result<(), DriverError>| {
+            if let Err(e) = r {
+                cleanup.push(failed(&format!("{call} on GPU {gpu}"), e));
+            }
+        };
         // SAFETY: handles created in `open`, destroyed once; the driver lets work still
         // queued finish before releasing a destroyed stream or event.
         unsafe {
             for &s in &self.streams {
-                let _ = result::stream::synchronize(s);
-                let _ = result::stream::destroy(s);
+                keep("cuStreamSynchronize", result::stream::synchronize(s));
+                keep("cuStreamDestroy", result::stream::destroy(s));
             }
             for &e in self.start.iter().chain(&self.end).chain(std::iter::once(&self.base)) {
-                let _ = result::event::destroy(e);
+                keep("cuEventDestroy", result::event::destroy(e));
             }
         }
     }

@@ -42,6 +42,8 @@ pub(crate) fn compile(kernel: &Kernel, arch: &str) -> crate::Result<Arc<Vec<u8>>
             Err(fail(format!("{e:?}\n{log}")))
         }
     };
+    // Not a driver resource, and it only fails for an invalid program (this one is
+    // live): at worst the compiler's host memory for it leaks; nothing to report.
     // SAFETY: created above, destroyed once.
     let _ = unsafe { result::destroy_program(prog) };
     let image = Arc::new(image?);

@@ -62,6 +62,7 @@ impl Nvtx {
             let found = unsafe {
                 let start = lib.get::<RangeStart>(b"nvtxRangeStartA\0").map(|s| *s);
                 let end = lib.get::<RangeEnd>(b"nvtxRangeEnd\0").map(|s| *s);
+                // Optional symbols (the naming calls): `None` where missing, not an error.
                 let stream = lib.get::<NameStream>(b"nvtxNameCuStreamA\0").map(|s| *s).ok();
                 let thread = lib.get::<NameThread>(b"nvtxNameOsThreadA\0").map(|s| *s).ok();
                 (start, end, stream, thread)
@@ -121,6 +122,7 @@ impl Ranges {
         // A command that failed at issue left its range open.
         self.end(j);
         self.text.clear();
+        // Writing into a String cannot fail.
         let _ = write!(self.text, "task {task} {stage} #{command}\0");
         // SAFETY: `text` ends with the NUL just written and holds no other; NVTX copies
         // the message during the call.

@@ -38,6 +38,10 @@ pub struct SimFaults {
     pub deaths: Vec<(usize, Duration)>,
     /// GPUs `(gpu, k)` on which every command takes `k` times as long.
     pub slow: Vec<(usize, f64)>,
+    /// Whether freeing device memory fails, as a `cuMemFree` returning an error would:
+    /// each free of a physical buffer reports an error, which the next `synchronize`
+    /// lists in [`Report::cleanup`](crate::Report::cleanup) (the memory still returns).
+    pub fail_frees: bool,
 }
 
 impl SimFaults {
@@ -70,6 +74,13 @@ impl SimFaults {
     /// Also makes GPU `gpu` run `k` times slower (see [`SimFaults::slow`]).
     pub fn slow_gpu(mut self, gpu: usize, k: f64) -> Self {
         self.slow.push((gpu, k));
+        self
+    }
+
+    /// Also makes every free of device memory report an error (see
+    /// [`SimFaults::fail_frees`](SimFaults#structfield.fail_frees)).
+    pub fn fail_frees(mut self) -> Self {
+        self.fail_frees = true;
         self
     }
 

@@ -49,6 +49,8 @@ pub(crate) struct Machine {
     /// Per `faults.losing` entry: whether it has fired (it fires once, on whichever GPU
     /// runs the command first, so that the moved task can complete elsewhere).
     lost_once: Arc<[AtomicBool]>,
+    /// Errors met while freeing (only `SimFaults::fail_frees` makes any).
+    cleanup: Arc<crate::report::Cleanup>,
 }
 
 impl Machine {
@@ -77,7 +79,28 @@ impl Machine {
             .collect::<Vec<_>>();
         let in_use = gpus.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
         let lost_once = profile.faults.losing.iter().map(|_| AtomicBool::new(false)).collect();
-        Ok(Machine { links: Arc::new(Links::new(profile.clone())), profile, gpus, in_use, lost_once })
+        let links = Arc::new(Links::new(profile.clone()));
+        Ok(Machine { links, profile, gpus, in_use, lost_once, cleanup: Default::default() })
+    }
+
+    /// Frees simulated buffers: their memory returns as they drop. Under
+    /// `SimFaults::fail_frees` each free also reports an error, as a failing
+    /// `cuMemFree` would (the memory is returned all the same).
+    pub(crate) fn free_device(&self, bufs: Vec<PhysBuf>) {
+        for _ in bufs {
+            if self.profile.faults.fail_frees {
+                self.cleanup.push(crate::DriverError {
+                    call: "cuMemFree (simulated)".into(),
+                    code: 1,
+                    name: "CUDA_ERROR_INVALID_VALUE".into(),
+                    text: "injected by SimFaults::fail_frees".into(),
+                });
+            }
+        }
+    }
+
+    pub(crate) fn cleanup(&self) -> &Arc<crate::report::Cleanup> {
+        &self.cleanup
     }
 
     pub(crate) fn gpus(&self) -> &[GpuInfo] {
@@ -305,6 +328,8 @@ impl Drop for Gpu {
     fn drop(&mut self) {
         self.senders.clear();
         for t in self.threads.drain(..) {
+            // An engine runs the twins through `run_caught`; a panic of its own is a
+            // bug the panic hook has printed already, and its GPU has stopped anyway.
             let _ = t.join();
         }
     }
