@@ -7,7 +7,7 @@ use crate::csv::Row;
 use crate::Cli;
 use chariot::baseline::{self, Baseline};
 use chariot::demo::{self, mismatches};
-use chariot::{Arg, Backend, HardwareBound, HostBuffer, Kernel, LinkRates, Order, Scheduler, TaskWork};
+use chariot::{Arg, Backend, Builder, HardwareBound, HostBuffer, Kernel, LinkRates, Order, Scheduler, TaskWork};
 use indicatif::ProgressBar;
 use std::ops::Range;
 use std::time::Instant;
@@ -290,6 +290,11 @@ impl Study<'_> {
         pin: bool,
         buses: usize,
     ) -> Result<Scheduler, String> {
+        self.builder(d, s, depth, order, pin, buses).build().map_err(|e| e.to_string())
+    }
+
+    /// The builder of [`Study::build`], for the variants that set more.
+    fn builder(&self, d: usize, s: usize, depth: usize, order: Order, pin: bool, buses: usize) -> Builder {
         Scheduler::builder()
             .backend(self.backend.clone())
             .gpus(d)
@@ -298,8 +303,6 @@ impl Study<'_> {
             .order(order)
             .pin_dispatchers(pin)
             .buses(buses)
-            .build()
-            .map_err(|e| e.to_string())
     }
 
     /// The grid: every knob set by hand, nothing adapted.
@@ -314,15 +317,7 @@ impl Study<'_> {
         buses: usize,
         k: Option<usize>,
     ) -> Result<Scheduler, String> {
-        let b = Scheduler::builder()
-            .backend(self.backend.clone())
-            .gpus(d)
-            .streams(s)
-            .stage_depth(depth)
-            .order(order)
-            .pin_dispatchers(pin)
-            .buses(buses)
-            .adapt(false);
+        let b = self.builder(d, s, depth, order, pin, buses).adapt(false);
         match k {
             Some(k) => b.kernel_concurrency(k),
             None => b,

@@ -38,6 +38,25 @@ pub struct GpuInfo {
 }
 
 impl GpuInfo {
+    /// A GPU with `copy_engines` copy engines and 132 SMs of Hopper's limits, for the
+    /// unit tests of the choices made from it.
+    #[cfg(test)]
+    pub(crate) fn for_tests(copy_engines: u32, concurrent_kernels: bool) -> GpuInfo {
+        GpuInfo {
+            name: "test".into(),
+            ordinal: 0,
+            copy_engines,
+            concurrent_kernels,
+            arch: "sim".into(),
+            memory_bytes: 1 << 30,
+            local_cpus: None,
+            sm_count: 132,
+            max_threads_per_sm: 2048,
+            max_blocks_per_sm: 32,
+            shared_bytes_per_sm: 228 << 10,
+        }
+    }
+
     /// Blocks of `block_threads` threads and `shared_bytes` of dynamic shared memory
     /// that one SM holds at once, by the device's limits alone (threads, blocks, shared
     /// memory; registers are not known here). The CUDA backend asks the driver instead

@@ -141,19 +141,7 @@ mod test {
     use crate::stage::tuning::{choose, Asked};
 
     fn hopper() -> Tuning {
-        let gpu = GpuInfo {
-            name: "test".into(),
-            ordinal: 0,
-            copy_engines: 3,
-            concurrent_kernels: true,
-            arch: "sim".into(),
-            memory_bytes: 1 << 30,
-            local_cpus: None,
-            sm_count: 132,
-            max_threads_per_sm: 2048,
-            max_blocks_per_sm: 32,
-            shared_bytes_per_sm: 228 << 10,
-        };
+        let gpu = GpuInfo::for_tests(3, true);
         choose(&Asked::default(), &[gpu], 16, 1)
     }
 

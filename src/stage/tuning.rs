@@ -276,19 +276,7 @@ mod test {
     use super::*;
 
     fn gpu(copy_engines: u32, concurrent_kernels: bool) -> GpuInfo {
-        GpuInfo {
-            name: "test".into(),
-            ordinal: 0,
-            copy_engines,
-            concurrent_kernels,
-            arch: "sim".into(),
-            memory_bytes: 1 << 30,
-            local_cpus: None,
-            sm_count: 132,
-            max_threads_per_sm: 2048,
-            max_blocks_per_sm: 32,
-            shared_bytes_per_sm: 228 << 10,
-        }
+        GpuInfo::for_tests(copy_engines, concurrent_kernels)
     }
 
     #[test]

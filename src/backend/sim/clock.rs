@@ -4,7 +4,39 @@
 //! too long for a `Duration` saturates at `Duration::MAX`, and an instant past what an
 //! `Instant` can count is `None`: a moment that never comes.
 
+use parking_lot::{Condvar, MutexGuard};
 use std::time::{Duration, Instant};
+
+/// Below this a wait ends by spinning: condition-variable timeouts overshoot by tens of
+/// microseconds, as much as a whole small copy.
+pub(crate) const SPIN: Duration = Duration::from_micros(120);
+
+/// Waits on `changed` until `eta` or a change of the fluid model behind `st`, whichever
+/// comes first; the last stretch before `eta` spins with the lock released. Shared by
+/// the links' and the SMs' models, whose threads each wait for their own flow.
+pub(crate) fn wait_on<T>(changed: &Condvar, st: &mut MutexGuard<'_, T>, eta: Instant) {
+    let now = Instant::now();
+    if eta > now + SPIN {
+        changed.wait_until(st, eta - SPIN);
+    } else {
+        MutexGuard::unlocked(st, || {
+            while Instant::now() < eta {
+                std::thread::yield_now();
+            }
+        });
+    }
+}
+
+/// Waits until `deadline`, precisely (sleep, then spin the last stretch).
+pub(crate) fn sleep_until(deadline: Instant) {
+    let now = Instant::now();
+    if deadline > now + SPIN {
+        std::thread::sleep(deadline - now - SPIN);
+    }
+    while Instant::now() < deadline {
+        std::thread::yield_now();
+    }
+}
 
 /// `d` × `factor` (`factor` ≥ 0), saturating at `Duration::MAX`.
 pub(crate) fn scale(d: Duration, factor: f64) -> Duration {

@@ -39,9 +39,6 @@ pub(crate) struct Sms {
     changed: Condvar,
 }
 
-/// Below this the wait ends by spinning (condition-variable timeouts overshoot).
-const SPIN: Duration = Duration::from_micros(120);
-
 impl Sms {
     pub(crate) fn new() -> Self {
         Sms { state: Mutex::new(State { flows: Vec::new(), last: Instant::now() }), changed: Condvar::new() }
@@ -87,16 +84,7 @@ impl Sms {
     }
 
     fn wait_until(&self, st: &mut MutexGuard<'_, State>, eta: Instant) {
-        let now = Instant::now();
-        if eta > now + SPIN {
-            self.changed.wait_until(st, eta - SPIN);
-        } else {
-            MutexGuard::unlocked(st, || {
-                while Instant::now() < eta {
-                    std::thread::yield_now();
-                }
-            });
-        }
+        super::clock::wait_on(&self.changed, st, eta);
     }
 
     fn advance(&self, st: &mut State) {

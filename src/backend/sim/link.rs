@@ -12,7 +12,7 @@
 
 use super::profile::SimProfile;
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Dir {
@@ -43,10 +43,6 @@ pub(crate) struct Links {
     state: Mutex<State>,
     changed: Condvar,
 }
-
-/// Below this the wait ends by spinning: condition-variable timeouts overshoot by tens
-/// of microseconds, as much as a whole small copy.
-const SPIN: Duration = Duration::from_micros(120);
 
 impl Links {
     pub(crate) fn new(profile: SimProfile) -> Self {
@@ -97,16 +93,7 @@ impl Links {
     }
 
     fn wait_until(&self, st: &mut MutexGuard<'_, State>, eta: Instant) {
-        let now = Instant::now();
-        if eta > now + SPIN {
-            self.changed.wait_until(st, eta - SPIN);
-        } else {
-            MutexGuard::unlocked(st, || {
-                while Instant::now() < eta {
-                    std::thread::yield_now();
-                }
-            });
-        }
+        super::clock::wait_on(&self.changed, st, eta);
     }
 
     fn advance(&self, st: &mut State) {
@@ -164,16 +151,5 @@ impl Links {
                 f.rate *= k;
             }
         }
-    }
-}
-
-/// Waits until `deadline`, precisely (sleep, then spin the last stretch).
-pub(crate) fn sleep_until(deadline: Instant) {
-    let now = Instant::now();
-    if deadline > now + SPIN {
-        std::thread::sleep(deadline - now - SPIN);
-    }
-    while Instant::now() < deadline {
-        std::thread::yield_now();
     }
 }

@@ -402,7 +402,7 @@ impl Engine {
                 what()
             )
         })?;
-        link::sleep_until(end);
+        clock::sleep_until(end);
         Ok(())
     }
 
