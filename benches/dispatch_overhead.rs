@@ -8,7 +8,8 @@
 //!
 //! Usage: `dispatch_overhead [--tasks N] [--streams S] [--depth D] [--backend auto|cuda|sim] [--out FILE.csv]`
 
-use chariot::{demo, Arg, Backend, Scheduler, SimProfile};
+use chariot::{Arg, Backend, Scheduler, SimProfile};
+use chariot_studies::demo;
 use clap::Parser;
 use std::io::Write;
 use std::time::Instant;

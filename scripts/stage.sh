@@ -3,7 +3,7 @@
 # (git ignores it; carry it to the device with `carry: [".gpu"]`). The shared
 # tools/gpu-stage stages every target with debug info, more than the 64 MiB a device
 # call carries; this stages the demo, chariot-align, seti, the overhead study and the
-# GPU test executable, about 15 MiB.
+# test executables that hold GPU tests, about 25 MiB.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 rm -rf .gpu && mkdir -p .gpu
@@ -15,13 +15,19 @@ for line in sys.stdin:
     except ValueError: continue
     if m.get("reason") != "compiler-artifact" or not m.get("executable"): continue
     t = m["target"]; name = t["name"]
-    if t["kind"][0] == "test": name = "test-" + name
+    # Test executables: test-NAME for the runtime'"'"'s, test-PACKAGE-NAME for the others'"'"'.
+    pkg = m["package_id"].split("#")[0].rstrip("/").split("/")[-1]
+    if m["profile"]["test"]: name = "test-" + (name if pkg == "chariot" else pkg + "-" + name)
     shutil.copy2(m["executable"], ".gpu/" + name)
     print("  .gpu/" + name)
 '
 }
 cargo build --release --bin chariot --bin chariot-align --example seti --bench overhead \
   --message-format=json-render-diagnostics | copy
-cargo test --release --test gpu --no-run --message-format=json-render-diagnostics | copy
+# The test executables with #[ignore]d GPU tests: the runtime's GPU suite and bad input,
+# the studies' library (the in-order pipeline) and bad input, chariot-align end to end.
+cargo test --release -p chariot --test gpu --test bad_input --no-run --message-format=json-render-diagnostics | copy
+cargo test --release -p chariot-studies --lib --test bad_input --no-run --message-format=json-render-diagnostics | copy
+cargo test --release -p chariot-align --test end_to_end --no-run --message-format=json-render-diagnostics | copy
 strip .gpu/*
 du -sh .gpu

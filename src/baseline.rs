@@ -8,9 +8,7 @@
 //!   thread puts chunk i on stream i mod S and, before reusing a stream, waits for its
 //!   previous chunk and hands that chunk's output to the consumer, in file order.
 
-use crate::error::{BoxError, Error, Result};
-use crate::kernel::Kernel;
-use crate::memory::{Element, HostBuffer};
+use chariot::{BoxError, Element, Error, HostBuffer, Kernel, Result};
 use std::ops::Range;
 
 // The in-order pipeline's types live with the pipeline (`backend/cuda/inorder.rs`),
@@ -92,7 +90,7 @@ pub fn shift(
 /// every path, errors included, so one failing caller does not strand the others.
 ///
 /// ```no_run
-/// use chariot::baseline::{shift_started_by, Baseline};
+/// use chariot_studies::baseline::{shift_started_by, Baseline};
 /// # fn demo(s: &chariot::Scheduler) -> chariot::Result<()> {
 /// let input = s.alloc_host::<u32>(1 << 20)?;
 /// let mut outs = [s.alloc_host::<u32>(1 << 20)?, s.alloc_host::<u32>(1 << 20)?];
@@ -242,16 +240,17 @@ where
         ("input_len", plan.input_len, std::mem::size_of::<I>()),
         ("output_len", plan.output_len, std::mem::size_of::<O>()),
     ] {
-        crate::memory::checked_bytes::<u8>(len.saturating_mul(size))
-            .map_err(|_| bad(name, len.to_string(), "at least 1 element, under isize::MAX bytes"))?;
+        if len == 0 || len.checked_mul(size).is_none_or(|b| b > isize::MAX as usize) {
+            return Err(bad(name, len.to_string(), "at least 1 element, under isize::MAX bytes"));
+        }
     }
     if let Some(b) = plan.scratch_bytes.iter().find(|&&b| b == 0) {
         return Err(bad("scratch_bytes", b.to_string(), "at least 1 byte each"));
     }
-    if kernel.params.len() > crate::backend::cuda::inorder::MAX_PARAMS {
+    if kernel.param_list().len() > crate::backend::cuda::inorder::MAX_PARAMS {
         return Err(bad(
             "kernel",
-            format!("{} parameters", kernel.params.len()),
+            format!("{} parameters", kernel.param_list().len()),
             &format!("at most {}", crate::backend::cuda::inorder::MAX_PARAMS),
         ));
     }

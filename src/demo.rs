@@ -7,7 +7,7 @@
 //! twin fast enough for the simulator. [`shift_reference`] is the plain loop the twin is
 //! tested against.
 
-use crate::{Arg, DeviceBuffer, HostBuffer, Kernel, KernelHandle, LinkRates, Param, Report, Result, Scheduler};
+use chariot::{Arg, DeviceBuffer, HostBuffer, Kernel, KernelHandle, LinkRates, Param, Report, Result, Scheduler};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,8 +29,8 @@ fn round(x: u32, k: u32) -> u32 {
 /// The kernel's result for one element, by the plain loop.
 ///
 /// ```
-/// assert_eq!(chariot::demo::shift_reference(1, 0), 1);
-/// assert_eq!(chariot::demo::shift_reference(1, 1), 2);
+/// assert_eq!(chariot_studies::demo::shift_reference(1, 0), 1);
+/// assert_eq!(chariot_studies::demo::shift_reference(1, 1), 2);
 /// ```
 pub fn shift_reference(mut x: u32, iters: u32) -> u32 {
     for k in 0..iters {
@@ -42,7 +42,7 @@ pub fn shift_reference(mut x: u32, iters: u32) -> u32 {
 /// `iters` rounds as byte tables and a constant: `f(x) = T0[x₀] ^ T1[x₁] ^ T2[x₂] ^ T3[x₃] ^ c`.
 ///
 /// ```
-/// use chariot::demo::{shift_reference, ShiftTable};
+/// use chariot_studies::demo::{shift_reference, ShiftTable};
 /// let t = ShiftTable::new(1000);
 /// for x in [0u32, 1, 0xdead_beef, u32::MAX] {
 ///     assert_eq!(t.apply(x), shift_reference(x, 1000));
@@ -271,14 +271,14 @@ pub fn probe_rates(
     // Both at once: each direction's bytes over its own busy time while both run, summed
     // (a slope would measure the slower direction alone once the faster one is done).
     let joint = batch(2, long)?;
-    let busy = |stage: crate::Stage| joint.busy_ns.iter().map(|b| b[stage.index()]).sum::<u64>().max(1) as f64;
+    let busy = |stage: chariot::Stage| joint.busy_ns.iter().map(|b| b[stage.index()]).sum::<u64>().max(1) as f64;
     let moved = bytes * long as f64;
-    let both = moved / busy(crate::Stage::Download) + moved / busy(crate::Stage::Readback);
+    let both = moved / busy(chariot::Stage::Download) + moved / busy(chariot::Stage::Readback);
     Ok(Rates { link: LinkRates { up, down, both }, kernel_ns: slope(3)? })
 }
 
 /// Sustained rates of all the GPUs of `sched` copying at once: machine-wide totals up,
-/// down and both ways, for [`HardwareBound::multi_gpu`](crate::HardwareBound::multi_gpu)
+/// down and both ways, for [`HardwareBound::multi_gpu`](chariot::HardwareBound::multi_gpu)
 /// and for choosing the host buses B.
 ///
 /// Runs `chunks` copies of whole chunks of `len` elements back to back (spread over
@@ -300,7 +300,7 @@ pub fn probe_host_rates(
     len: usize,
     chunks: usize,
 ) -> Result<LinkRates> {
-    use crate::Stage;
+    use chariot::Stage;
     let d_in = sched.alloc::<u32>(len)?;
     let d_out = sched.alloc::<u32>(len)?;
     let n = chunks.max(2).min(input.len().min(output.len()) / len.max(1));
@@ -333,7 +333,7 @@ pub fn probe_host_rates(
 
 /// Σ over GPUs of the bytes each moved in `stage` over its busy time in that stage
 /// (bytes per ns); GPUs that moved nothing add nothing.
-fn summed_rate(records: &[crate::CommandRecord], busy_ns: &[[u64; crate::Stage::K]], stage: crate::Stage) -> f64 {
+fn summed_rate(records: &[chariot::CommandRecord], busy_ns: &[[u64; chariot::Stage::K]], stage: chariot::Stage) -> f64 {
     busy_ns
         .iter()
         .enumerate()
@@ -352,7 +352,8 @@ fn summed_rate(records: &[crate::CommandRecord], busy_ns: &[[u64; crate::Stage::
 /// (G_2 = G_4 = B).
 ///
 /// ```
-/// use chariot::{demo::calibrated_buses, LinkRates};
+/// use chariot::LinkRates;
+/// use chariot_studies::demo::calibrated_buses;
 /// let link = LinkRates { up: 55.0, down: 55.0, both: 100.0 };
 /// assert_eq!(calibrated_buses(link, link.times(1.9), 2), 2);  // a link per GPU
 /// assert_eq!(calibrated_buses(link, link.times(1.2), 2), 1);  // one shared bus
@@ -387,7 +388,7 @@ mod test {
 #[cfg(test)]
 mod probe_test {
     use super::*;
-    use crate::{CommandRecord, Stage, TaskId};
+    use chariot::{CommandRecord, Stage, TaskId};
 
     fn copy(gpu: u16, stage: Stage, start_ns: u64, end_ns: u64, bytes: u64) -> CommandRecord {
         CommandRecord {

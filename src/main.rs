@@ -5,8 +5,8 @@
 //! configurations (S × stage depth × kernel concurrency), alternated with the default,
 //! and says how far the default is from the best of them.
 
-use chariot::demo::{self, fill, mismatches, run_shift};
 use chariot::{Backend, HardwareBound, HostBuffer, LinkRates, Report, Scheduler, SimProfile, Stage, TaskWork};
+use chariot_studies::demo::{self, fill, mismatches, run_shift};
 use clap::Parser;
 use std::io::Write;
 use std::path::PathBuf;
@@ -433,7 +433,7 @@ fn real_main(cli: Cli) -> Result<(), String> {
                 r.report.streams,
                 r.report.makespan_ms()
             );
-            if let Err(e) = chariot::plot::gantt(dir.join("demo-gantt.png"), &title, &r.report) {
+            if let Err(e) = chariot_studies::plot::gantt(dir.join("demo-gantt.png"), &title, &r.report) {
                 eprintln!("Gantt chart not drawn: {e}");
             }
         }

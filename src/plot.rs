@@ -6,8 +6,8 @@
 //! installed. `CHARIOT_FONT`, the path of a TrueType or OpenType file, draws them in
 //! another font instead.
 
-use crate::report::Report;
-use crate::stage::Stage;
+use chariot::Report;
+use chariot::Stage;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
@@ -62,7 +62,7 @@ pub struct Series {
 /// scale (for the transfer ratio r).
 ///
 /// ```no_run
-/// use chariot::plot::{line_chart, Series};
+/// use chariot_studies::plot::{line_chart, Series};
 /// let s = Series { label: "chariot".into(), points: vec![(0.1, 1.0), (1.0, 1.9), (10.0, 1.95)] };
 /// line_chart("speedup.png", "speedup over serial", "r", "speedup", true, &[s]).unwrap();
 /// ```
@@ -220,7 +220,7 @@ pub fn gantt(path: impl AsRef<Path>, title: &str, report: &Report) -> Result<(),
 /// ```
 /// // An event that ends before it starts is not one of chariot's.
 /// let trace = r#"{"traceEvents":[{"ph":"X","pid":0,"tid":1,"ts":10,"dur":-5}]}"#;
-/// let e = chariot::plot::gantt_from_trace("never-written.png", "t", trace).unwrap_err();
+/// let e = chariot_studies::plot::gantt_from_trace("never-written.png", "t", trace).unwrap_err();
 /// assert!(e.contains("event 0") && e.contains("dur -5"), "{e}");
 /// ```
 ///

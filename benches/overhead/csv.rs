@@ -1,7 +1,7 @@
 //! The study's CSV files: the rows of `overhead.csv` (written and read back) and
 //! `calibration.csv` (with `sim-args.txt`).
 
-use crate::runs::{host_for_bound, Machine};
+use crate::plan::{host_for_bound, Machine};
 use chariot::LinkRates;
 use std::io::Write;
 use std::path::Path;

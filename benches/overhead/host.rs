@@ -1,9 +1,9 @@
 //! The host study (`--host-study`): per-direction copy rates of D GPUs copying at
 //! once, and the host memory's own bandwidth.
 
-use crate::runs::elements;
-use chariot::demo::fill;
+use crate::plan::elements;
 use chariot::{Backend, Scheduler};
+use chariot_studies::demo::fill;
 use std::path::Path;
 use std::time::Instant;
 

@@ -24,18 +24,20 @@
 
 mod csv;
 mod host;
+mod plan;
 mod plots;
 mod predict;
 mod runs;
 mod summary;
 
-use chariot::baseline::Baseline;
-use chariot::demo::{self, fill};
 use chariot::{Backend, HostBuffer, Order, SimProfile};
+use chariot_studies::baseline::Baseline;
+use chariot_studies::demo::{self, fill};
 use clap::Parser;
 use csv::{read_calibration, read_rows, write_row, Row, HEADER};
 use indicatif::{ProgressBar, ProgressStyle};
-use runs::{below_bound, bound_check, bound_for, chunk_ranges, elements, work, Machine, Point, Probe, Study};
+use plan::{below_bound, bound_check, bound_for, chunk_ranges, elements, work, Machine};
+use runs::{Point, Probe, Study};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// (one GPU); at D > 1 also ε against both bounds for each D, the static split against
 /// chariot, and chariot's scaling over D = 1.
 pub fn plots(all: &[Row], dir: &Path) -> Result<(), String> {
-    use chariot::plot::Series;
+    use chariot_studies::plot::Series;
     // A chart whose series have no finite point (no serial run, say) is left out.
     let line_chart = |path: PathBuf, title: &str, x: &str, y: &str, log_x: bool, series: &[Series]| {
         let series: Vec<Series> = series
@@ -23,7 +23,7 @@ pub fn plots(all: &[Row], dir: &Path) -> Result<(), String> {
             println!("plot {} left out: nothing to draw", path.display());
             return Ok(());
         }
-        chariot::plot::line_chart(path, title, x, y, log_x, &series)
+        chariot_studies::plot::line_chart(path, title, x, y, log_x, &series)
     };
     // The one-GPU plots: D = 1 and chariot's default settings, as the one-GPU study.
     let rows: Vec<Row> = all
@@ -218,5 +218,5 @@ pub fn gantt(trace: &Path, out: Option<&Path>) -> Result<(), String> {
     let dir = out.map(Path::to_path_buf).or_else(|| trace.parent().map(|p| p.to_path_buf())).unwrap_or_default();
     let title =
         format!("timeline of {}", trace.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
-    chariot::plot::gantt_from_trace(dir.join("gantt.png"), &title, &json)
+    chariot_studies::plot::gantt_from_trace(dir.join("gantt.png"), &title, &json)
 }

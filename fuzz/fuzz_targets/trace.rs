@@ -114,7 +114,7 @@ fuzz_target!(|input: Input| {
     };
     let path = scratch();
     let _ = std::fs::remove_file(path);
-    let result = chariot::plot::gantt_from_trace(path, "fuzz", &text);
+    let result = chariot_studies::plot::gantt_from_trace(path, "fuzz", &text);
     match (expect(&text), result) {
         (Expect::Hostile(i, field), Err(message)) => {
             assert!(message.contains(&format!("event {i} has {field}")), "event {i}, {field}: {message}");

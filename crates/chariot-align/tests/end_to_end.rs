@@ -131,9 +131,9 @@ fn check(
         Pipeline::Hand(readers) => {
             let o = hand::search(&index, &m, &queries, &opt, readers).unwrap();
             let want = if opt.backend == Backend::Cuda {
-                chariot::baseline::InOrderDevice::Cuda { ordinal: 0 }
+                chariot_studies::baseline::InOrderDevice::Cuda { ordinal: 0 }
             } else {
-                chariot::baseline::InOrderDevice::CpuTwin
+                chariot_studies::baseline::InOrderDevice::CpuTwin
             };
             assert_eq!(o.device, want);
             // The TSV is written in file order, by the main thread: chunk by chunk,

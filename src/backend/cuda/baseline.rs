@@ -8,8 +8,8 @@
 //! * depth-first: every chunk's three commands on stream i mod S, all enqueued at once;
 //! * graph: the depth-first sequence captured once as a CUDA graph and launched.
 
-use super::{failed_text, nvrtc};
-use crate::kernel::Kernel;
+use super::failed_text;
+use chariot::Kernel;
 use cudarc::driver::result;
 use cudarc::driver::sys;
 use std::ffi::{c_void, CString};
@@ -82,11 +82,11 @@ pub(crate) fn load_kernel(dev: sys::CUdevice, kernel: &Kernel) -> Result<(sys::C
                 .map_err(|e| failed_text("cuDeviceGetAttribute", e))?,
         )
     };
-    let image = nvrtc::compile(kernel, &format!("sm_{major}{minor}")).map_err(|e| e.to_string())?;
+    let image = chariot::compile_cubin(kernel, &format!("sm_{major}{minor}")).map_err(|e| e.to_string())?;
     // SAFETY: a complete cubin for this device; the caller unloads it.
     let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
         .map_err(|e| failed_text("cuModuleLoadData", e))?;
-    let name = CString::new(kernel.name.clone()).map_err(|_| "kernel name has a NUL byte".to_string())?;
+    let name = CString::new(kernel.name()).map_err(|_| "kernel name has a NUL byte".to_string())?;
     // SAFETY: the module was just loaded.
     match unsafe { result::module::get_function(module, name) } {
         Ok(func) => Ok((module, func)),
@@ -117,13 +117,13 @@ pub(crate) enum Failure {
     Cuda(String),
 }
 
-impl From<Failure> for crate::Error {
+impl From<Failure> for chariot::Error {
     fn from(f: Failure) -> Self {
         match f {
             Failure::NoSuchGpu { ordinal, available } => {
-                crate::Error::NoSuchGpu { ordinal, available, backend: "cuda" }
+                chariot::Error::NoSuchGpu { ordinal, available, backend: "cuda" }
             }
-            Failure::Cuda(reason) => crate::Error::CudaUnavailable { reason },
+            Failure::Cuda(reason) => chariot::Error::CudaUnavailable { reason },
         }
     }
 }
@@ -132,7 +132,7 @@ impl From<Failure> for crate::Error {
 impl From<Failure> for String {
     fn from(f: Failure) -> Self {
         match f {
-            Failure::NoSuchGpu { .. } => crate::Error::from(f).to_string(),
+            Failure::NoSuchGpu { .. } => chariot::Error::from(f).to_string(),
             Failure::Cuda(message) => message,
         }
     }
@@ -340,7 +340,7 @@ impl Rig {
 ///
 /// The ordinal is checked against the driver's device count first, as the scheduler
 /// does (`Machine::open`): a GPU that does not exist is [`Failure::NoSuchGpu`], not a
-/// failed `cuDeviceGet`. The error converts into [`crate::Error`] (`NoSuchGpu` or
+/// failed `cuDeviceGet`. The error converts into [`chariot::Error`] (`NoSuchGpu` or
 /// `CudaUnavailable`) or into a message.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn shift<E: From<Failure>>(
@@ -356,7 +356,7 @@ pub(crate) fn shift<E: From<Failure>>(
 ) -> Result<Timing, E> {
     let setup = |e: String| Failure::Cuda(format!("baseline set-up: {e}"));
     let warmed = (|| {
-        let available = super::Machine::probe().map_err(setup)?;
+        let available = chariot::Backend::cuda_devices().map_err(|e| setup(e.to_string()))?;
         if ordinal >= available {
             return Err(Failure::NoSuchGpu { ordinal, available });
         }
@@ -387,7 +387,7 @@ mod test {
         let (input, mut output) = (vec![1u32; 4], vec![0u32; 4]);
         let kernel = crate::demo::shift_kernel();
         let run = |ordinal, output: &mut [u32]| {
-            shift::<crate::Error>(
+            shift::<chariot::Error>(
                 Kind::Serial,
                 ordinal,
                 1,
@@ -400,8 +400,10 @@ mod test {
             )
         };
         match run(usize::MAX, &mut output) {
-            Err(crate::Error::NoSuchGpu { ordinal: usize::MAX, backend: "cuda", .. }) => {}
-            Err(crate::Error::CudaUnavailable { reason }) => assert!(reason.starts_with("baseline set-up"), "{reason}"),
+            Err(chariot::Error::NoSuchGpu { ordinal: usize::MAX, backend: "cuda", .. }) => {}
+            Err(chariot::Error::CudaUnavailable { reason }) => {
+                assert!(reason.starts_with("baseline set-up"), "{reason}")
+            }
             other => panic!("expected NoSuchGpu or CudaUnavailable, got {other:?}"),
         }
         assert_eq!(output, [0; 4]);

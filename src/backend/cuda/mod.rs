@@ -1,46 +1,33 @@
-//! The CUDA backend: the safe layer over cudarc's raw (`sys`) and checked (`result`)
-//! layers, loaded at run time (`dynamic-loading`), so the crate builds and its CPU
-//! tests run where there is no CUDA at all.
-//!
-//! One primary context per GPU. Streams are non-blocking; each stream slot has a pair of
-//! timing events recorded around its one command in flight: the end event is the idle
-//! detection (paper §5.4 step 4, by `cuEventQuery`, never by synchronising a stream),
-//! and the pair gives the command's span for the timeline. cudarc's safe layer (and
-//! its cross-stream event tracking) is not used: the scheduler owns all ordering.
+//! The hand-written CUDA pipelines chariot is measured against, as a CUDA programmer
+//! writes them without a scheduler: plain driver calls through cudarc on the primary
+//! context. This is the studies crate's only `unsafe` code, as `backend/` is the
+//! runtime's; `crate::baseline` is its safe face.
 
 pub(crate) mod baseline;
-mod context;
-pub(crate) mod cufft;
-mod gpu;
 pub(crate) mod inorder;
-mod nvrtc;
-pub(crate) mod nvtx;
-
-pub(crate) use context::Machine;
-pub(crate) use gpu::Gpu;
 
 use cudarc::driver::result::DriverError;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// The driver's name and text for an error, e.g. `CUDA_ERROR_OUT_OF_MEMORY (out of memory)`.
-pub(crate) fn describe(e: DriverError) -> String {
-    let name = e.error_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|_| format!("{:?}", e.0));
-    match e.error_string() {
-        Ok(text) => format!("{name} ({})", text.to_string_lossy()),
-        Err(_) => name,
-    }
-}
-
-/// `call` failed with `e`, as a message (for the baselines, whose errors are text).
+/// `call` failed with `e`, as a message (the baselines' errors are text), with the
+/// driver's code, name and text as chariot writes them.
 pub(crate) fn failed_text(call: &str, e: DriverError) -> String {
-    failed(call, e).to_string()
+    chariot::DriverError::from_cuda(call, e).to_string()
 }
 
-/// `call` failed with `e`: the call, the driver's code, name and text.
-pub(crate) fn failed(call: &str, e: DriverError) -> crate::DriverError {
-    crate::DriverError {
-        call: call.to_string(),
-        code: e.0 as i32,
-        name: e.error_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|_| format!("{:?}", e.0)),
-        text: e.error_string().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+/// Runs a user closure (a producer or consumer of the in-order pipeline): its error or
+/// its panic as a message, so that a failing chunk ends the run with a value, not an
+/// unwinding thread.
+pub(crate) fn caught<R>(f: impl FnOnce() -> Result<R, chariot::BoxError>) -> Result<R, String> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(payload) => {
+            let text = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned());
+            Err(format!("panicked: {}", text.as_deref().unwrap_or("a non-string payload")))
+        }
     }
 }

@@ -532,9 +532,10 @@ impl Engine {
                 _ => index.push(None),
             }
         }
-        let sizes = mems.iter().map(|m| m.bytes).collect();
-        let guards = mems.iter().map(|m| m.data.lock()).collect();
-        let mut targs = TwinArgs::new(shape, args, guards, sizes, index);
+        let mut guards: Vec<_> = mems.iter().map(|m| m.data.lock()).collect();
+        let memory =
+            guards.iter_mut().zip(&mems).map(|(g, m)| &mut bytemuck::cast_slice_mut(&mut g[..])[..m.bytes]).collect();
+        let mut targs = TwinArgs::new(shape, args, memory, index);
         run_caught(|| twin(&mut targs)).map_err(|m| format!("CPU twin of `{}`: {m}", kernel.def.name))
     }
 }

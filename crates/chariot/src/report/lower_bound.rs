@@ -316,7 +316,7 @@ impl HardwareBound {
     /// what all `gpus` GPUs move together when they copy at once: totals over the
     /// machine up, down and both ways. On a machine where each GPU has its own link it
     /// is `link.times(gpus)`; where they share B host buses it is what those buses
-    /// carry, measured with every GPU copying ([`crate::demo::probe_host_rates`]).
+    /// carry, measured with every GPU copying (the studies' `demo::probe_host_rates`).
     /// Host rates are taken within one link's (one GPU copying alone moves that much,
     /// so a probe that saw less was disturbed) and `gpus` links' worth.
     ///
@@ -412,7 +412,22 @@ impl HardwareBound {
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::{demo, Arg, Backend, Order, Scheduler, SimProfile};
+    use crate::{Arg, Backend, Kernel, Order, Param, Scheduler, SimProfile};
+    use std::time::Duration;
+
+    const BLOCK: u32 = 256;
+
+    /// A kernel the sim charges `b·iters` ns per element (the demo's shift kernel, timing
+    /// only: these runs check bounds, not outputs).
+    fn costed(b: f64) -> Kernel {
+        Kernel::new("shift", "")
+            .params([Param::Buffer, Param::Buffer, Param::U32, Param::U32])
+            .cpu_twin(|_| Ok(()))
+            .sim_cost(move |_, s| {
+                let (n, iters) = (s.u32(2).unwrap_or(0) as f64, s.u32(3).unwrap_or(0) as f64);
+                Duration::from_nanos((n * b * iters).max(0.0) as u64)
+            })
+    }
 
     const LINK: LinkRates = LinkRates { up: 1.0, down: 1.0, both: 2.0 };
 
@@ -564,7 +579,7 @@ mod test {
         let max = *sizes.iter().max().unwrap();
         let input = sched.alloc_host::<u32>(total).unwrap();
         let output = sched.alloc_host::<u32>(total).unwrap();
-        let k = sched.register_kernel(demo::shift_kernel_costing(0.0, b)).unwrap();
+        let k = sched.register_kernel(costed(b)).unwrap();
         let (d_in, d_out) = (sched.alloc::<u32>(max).unwrap(), sched.alloc::<u32>(max).unwrap());
         let mut at = 0;
         let mut work = Vec::new();
@@ -576,19 +591,19 @@ mod test {
                 .download(&d_in, 0, &input, r.clone())
                 .launch(
                     &k,
-                    (n as u32).div_ceil(demo::BLOCK),
-                    demo::BLOCK,
+                    (n as u32).div_ceil(BLOCK),
+                    BLOCK,
                     0,
                     &[Arg::buffer(&d_out), Arg::buffer(&d_in), Arg::u32(n as u32), Arg::u32(iters)],
                 )
                 .readback(&output, r, &d_out, 0)
                 .submit()
                 .unwrap();
-            // The sim charges n·b·iters ns, truncated, as `shift_kernel_costing` does,
+            // The sim charges n·b·iters ns, truncated, as `costed` does,
             // on the share of the SMs its grid fills (kernels of small chunks run side by
             // side): the bound takes its SM-time.
-            let wave = sched.gpu_info()[0].sm_count as f64 * sched.gpu_info()[0].blocks_per_sm(demo::BLOCK, 0) as f64;
-            let share = ((n as u32).div_ceil(demo::BLOCK) as f64 / wave).min(1.0);
+            let wave = sched.gpu_info()[0].sm_count as f64 * sched.gpu_info()[0].blocks_per_sm(BLOCK, 0) as f64;
+            let share = ((n as u32).div_ceil(BLOCK) as f64 / wave).min(1.0);
             work.push(TaskWork {
                 up_bytes: 4 * n as u64,
                 kernel_ns: (n as f64 * b * iters as f64 * share) as u64,

@@ -5,6 +5,7 @@
 //! refused when the command is added, never at dispatch.
 
 use crate::backend::device::Function;
+use crate::callback::run_caught;
 use crate::error::BoxError;
 use crate::memory::{DeviceBuffer, DeviceBufferInner, Element};
 use std::sync::Arc;
@@ -250,6 +251,102 @@ impl Kernel {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// The CUDA C source.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The declared parameters, in order.
+    pub fn param_list(&self) -> &[Param] {
+        &self.params
+    }
+
+    /// Whether the kernel has a CPU twin.
+    pub fn has_cpu_twin(&self) -> bool {
+        self.twin.is_some()
+    }
+
+    /// Runs the CPU twin once on host memory, as the sim backend runs it for a launch:
+    /// for code that runs the kernel without a scheduler, such as the hand-written
+    /// pipelines chariot is measured against. A [`TwinArg::Buffer`] names one of
+    /// `buffers` by index (two arguments may name the same buffer); each buffer must be
+    /// aligned for the element type the twin reads it as, as a `Vec<u128>`'s bytes are.
+    /// A panic of the twin comes back as an error.
+    ///
+    /// ```
+    /// use chariot::{Kernel, LaunchShape, Param, TwinArg};
+    /// let k = Kernel::new("inc", "").params([Param::Buffer, Param::U32]).cpu_twin(|a| {
+    ///     let n = a.u32(1)? as usize;
+    ///     a.buffer_mut::<u32>(0)?[..n].iter_mut().for_each(|x| *x += 1);
+    ///     Ok(())
+    /// });
+    /// let mut store = vec![0u128; 1];
+    /// let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut store[..]);
+    /// let shape = LaunchShape { grid: 1.into(), block: 4.into(), shared_bytes: 0 };
+    /// k.run_cpu_twin(shape, &[TwinArg::Buffer(0), TwinArg::U32(4)], &mut [bytes])?;
+    /// assert_eq!(bytemuck::cast_slice::<u128, u32>(&store[..]), &[1, 1, 1, 1]);
+    /// // An argument naming a buffer that is not there is an error, not a panic.
+    /// assert!(k.run_cpu_twin(shape, &[TwinArg::Buffer(1), TwinArg::U32(4)], &mut []).is_err());
+    /// # Ok::<(), chariot::BoxError>(())
+    /// ```
+    pub fn run_cpu_twin(
+        &self,
+        shape: LaunchShape,
+        args: &[TwinArg],
+        buffers: &mut [&mut [u8]],
+    ) -> Result<(), BoxError> {
+        let twin = self.twin.as_ref().ok_or_else(|| format!("kernel `{}` has no CPU twin", self.name))?;
+        if args.len() != self.params.len() {
+            return Err(
+                format!("kernel `{}` takes {} arguments, {} given", self.name, self.params.len(), args.len()).into()
+            );
+        }
+        let mut values = Vec::with_capacity(args.len());
+        let mut index = Vec::with_capacity(args.len());
+        for (i, a) in args.iter().enumerate() {
+            index.push(match *a {
+                TwinArg::Buffer(b) if b >= buffers.len() => {
+                    return Err(format!("argument {i} names buffer {b}, {} given", buffers.len()).into())
+                }
+                TwinArg::Buffer(b) => Some(b),
+                _ => None,
+            });
+            values.push(match *a {
+                TwinArg::I32(v) => ArgValue::I32(v),
+                TwinArg::U32(v) => ArgValue::U32(v),
+                TwinArg::I64(v) => ArgValue::I64(v),
+                TwinArg::U64(v) => ArgValue::U64(v),
+                TwinArg::F32(v) => ArgValue::F32(v),
+                TwinArg::F64(v) => ArgValue::F64(v),
+                // A placeholder: the twin reaches buffers through `index`, not values.
+                TwinArg::Buffer(_) => ArgValue::U64(0),
+            });
+        }
+        let memory = buffers.iter_mut().map(|b| &mut **b).collect();
+        let mut targs = TwinArgs::new(shape, &values, memory, index);
+        run_caught(|| twin(&mut targs)).map_err(Into::into)
+    }
+}
+
+/// An argument of [`Kernel::run_cpu_twin`]: a scalar, or a buffer by its index in the
+/// buffers given.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TwinArg {
+    /// The buffer at this index.
+    Buffer(usize),
+    /// An `int`.
+    I32(i32),
+    /// An `unsigned`.
+    U32(u32),
+    /// A `long long`.
+    I64(i64),
+    /// An `unsigned long long`.
+    U64(u64),
+    /// A `float`.
+    F32(f32),
+    /// A `double`.
+    F64(f64),
 }
 
 impl std::fmt::Debug for Kernel {
@@ -334,10 +431,8 @@ impl ScalarArgs<'_> {
 pub struct TwinArgs<'a> {
     shape: LaunchShape,
     values: &'a [ArgValue],
-    /// Distinct buffers, locked for the twin's run.
-    memory: Vec<parking_lot::MutexGuard<'a, Vec<u128>>>,
-    /// Sizes in bytes of `memory`'s buffers.
-    sizes: Vec<usize>,
+    /// Distinct buffers, held for the twin's run, each cut to its size in bytes.
+    memory: Vec<&'a mut [u8]>,
     /// For each argument, its index in `memory` (buffers only).
     index: Vec<Option<usize>>,
 }
@@ -346,11 +441,10 @@ impl<'a> TwinArgs<'a> {
     pub(crate) fn new(
         shape: LaunchShape,
         values: &'a [ArgValue],
-        memory: Vec<parking_lot::MutexGuard<'a, Vec<u128>>>,
-        sizes: Vec<usize>,
+        memory: Vec<&'a mut [u8]>,
         index: Vec<Option<usize>>,
     ) -> Self {
-        TwinArgs { shape, values, memory, sizes, index }
+        TwinArgs { shape, values, memory, index }
     }
 
     /// The launch's grid, block and shared memory.
@@ -388,14 +482,13 @@ impl<'a> TwinArgs<'a> {
     /// Buffer argument `i`, read-only.
     pub fn buffer<T: Element>(&self, i: usize) -> Result<&[T], BoxError> {
         let m = self.slot(i)?;
-        Self::cast(&bytemuck::cast_slice(&self.memory[m][..])[..self.sizes[m]])
+        Self::cast(&self.memory[m][..])
     }
 
     /// Buffer argument `i`, writable.
     pub fn buffer_mut<T: Element>(&mut self, i: usize) -> Result<&mut [T], BoxError> {
         let m = self.slot(i)?;
-        let size = self.sizes[m];
-        Self::cast_mut(&mut bytemuck::cast_slice_mut(&mut self.memory[m][..])[..size])
+        Self::cast_mut(&mut self.memory[m][..])
     }
 
     /// Buffer `input` read-only and buffer `output` writable, at once; an error if both
@@ -409,11 +502,8 @@ impl<'a> TwinArgs<'a> {
         if mi == mo {
             return Err(format!("arguments {input} and {output} are the same buffer").into());
         }
-        let (si, so) = (self.sizes[mi], self.sizes[mo]);
         let (lo, hi) = self.memory.split_at_mut(mi.max(mo));
         let (a, b) = if mi < mo { (&lo[mi], &mut hi[0]) } else { (&hi[0], &mut lo[mo]) };
-        let a: &[u8] = &bytemuck::cast_slice(&a[..])[..si];
-        let b: &mut [u8] = &mut bytemuck::cast_slice_mut(&mut b[..])[..so];
         Ok((Self::cast(a)?, Self::cast_mut(b)?))
     }
 }

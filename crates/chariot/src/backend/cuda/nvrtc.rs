@@ -15,8 +15,12 @@ fn cache() -> &'static Cache {
     CACHE.get_or_init(Default::default)
 }
 
-/// The cubin of `kernel` for `arch` (e.g. `sm_90`).
-pub(crate) fn compile(kernel: &Kernel, arch: &str) -> crate::Result<Arc<Vec<u8>>> {
+/// The cubin of `kernel` for `arch` (e.g. `"sm_90"`), compiled by NVRTC with the
+/// options chariot loads kernels with, once per (name, source, arch) in the process: for
+/// code that runs a kernel beside chariot, such as the hand-written pipelines it is
+/// measured against. Needs libnvrtc at run time ([`Error::KernelCompile`](crate::Error::KernelCompile)
+/// without it, or with NVRTC's log for a kernel that does not compile).
+pub fn compile(kernel: &Kernel, arch: &str) -> crate::Result<Arc<Vec<u8>>> {
     let key = (kernel.name.clone(), kernel.source.clone(), arch.to_string());
     if let Some(image) = cache().lock().get(&key) {
         return Ok(image.clone());
