@@ -11,7 +11,8 @@
 #   8 backend     Machine and Gpu over cuda | sim: open, allocate, load kernels, issue, poll
 #   7 config      Gpus, Config: what the builder validated
 #   6 commands    callback (CallInfo, GpuCall), kernel (Kernel, Arg, TwinArgs), task (Task, Command, Q)
-#   5 memory      HostBuffer and its region claims, DeviceBuffer, Graveyard (frees through FreeDevice)
+#   5 memory      HostBuffer and its region claims, DeviceBuffer, Graveyard (frees through FreeDevice);
+#                 backend::host_alloc::exclusive: writes host bytes against the claims' proof
 #   4 error       Error, Result, BoxError
 #   3 report      Report, CommandRecord, TaskFailure, DriverError, bounds, replay, trace, adaptation lines
 #   2 stage       Stage, OverlapMatrix, Thresholds, Tuning (the choice), the adaptation rule, queues P_k
@@ -26,7 +27,9 @@
 # the report names stages, the `Tuning` and the adaptation's changes, so stage sits below
 # report; the stage rules read `GpuInfo` and memory holds physical buffers and host
 # blocks, so those few backend values are layer 1 (kept in backend/ with the `unsafe`
-# they need), while the backend proper, which runs tasks made of memory, kernels and
+# they need; so is the safe writer over claimed host bytes, in layer 5 as it names the
+# claims' proof, memory::claims, an entry of its own so memory -> writer -> claims is
+# no cycle), while the backend proper, which runs tasks made of memory, kernels and
 # callbacks, is layer 8; `Builder::build` and `TaskBuilder::submit` call the scheduler,
 # so the builders sit above it, with `Scheduler::builder` and `Scheduler::task` beside
 # them. Study code is on top: the runtime never imports it.
@@ -62,6 +65,8 @@ LAYERS = {
     "report": 3,
     "error": 4,
     "memory": 5,
+    "memory::claims": 5,
+    "backend::host_alloc::exclusive": 5,
     "callback": 6,
     "kernel": 6,
     "task": 6,
