@@ -1,0 +1,172 @@
+//! Baselines (`chariot::baseline`): only these tests, as they move to the studies' crate with the baselines.
+
+use super::*;
+
+/// The hand-written baselines check their arguments before any CUDA call.
+#[test]
+fn baseline_arguments_are_checked_before_cuda() {
+    use chariot::baseline::{shift, Baseline};
+    let s = sched(1, 1);
+    let input = s.alloc_host::<u32>(64).unwrap();
+    let mut output = s.alloc_host::<u32>(32).unwrap();
+    let e = shift(Baseline::Serial, 0, 0, &input, &mut output, std::slice::from_ref(&(0..8)), 1).unwrap_err();
+    assert_invalid_config(e, "streams", "0");
+    #[allow(clippy::reversed_empty_ranges)]
+    for bad in [0..0, 8..4, 16..40] {
+        let e = shift(Baseline::DepthFirst, 0, 2, &input, &mut output, std::slice::from_ref(&bad), 1).unwrap_err();
+        let text = e.to_string();
+        assert_invalid_config(e, "chunks", &format!("{bad:?}"));
+        assert!(text.contains("inside 0..32"), "{text}");
+    }
+    let e = shift(Baseline::Graph, 0, 2, &input, &mut output, &[0..8, 4..12], 1).unwrap_err();
+    assert_invalid_config(e, "chunks", "0..8 and 4..12");
+    // Valid arguments: a CUDA run, or CudaUnavailable where there is no driver.
+    match shift(Baseline::Serial, 0, 1, &input, &mut output, &[0..8, 8..16], 1) {
+        Ok(t) => assert!(t.wall_ns > 0),
+        Err(e) => assert!(matches!(e, Error::CudaUnavailable { .. }), "{e:?}"),
+    }
+}
+
+/// Baselines started together on several GPUs: a caller whose arguments are wrong (or
+/// that has no GPU) still meets the others at the barrier, so none of them hangs.
+#[test]
+fn a_failing_party_of_shift_started_by_strands_no_one() {
+    use chariot::baseline::{shift_started_by, Baseline};
+    with_timeout(DEADLINE_S, || {
+        let s = sched(1, 1);
+        let input = s.alloc_host::<u32>(64).unwrap();
+        let mut outs = [s.alloc_host::<u32>(64).unwrap(), s.alloc_host::<u32>(64).unwrap()];
+        let start = std::sync::Barrier::new(2);
+        let results = std::thread::scope(|t| {
+            let [a, b] = &mut outs;
+            let (input, start) = (&input, &start);
+            let bad = t.spawn(move || {
+                shift_started_by(Baseline::BreadthFirst, 0, 0, input, a, std::slice::from_ref(&(0..8)), 1, start)
+            });
+            let good = t.spawn(move || {
+                shift_started_by(Baseline::BreadthFirst, 0, 2, input, b, std::slice::from_ref(&(8..16)), 1, start)
+            });
+            [bad.join().unwrap(), good.join().unwrap()]
+        });
+        match &results[0] {
+            Err(e) => assert!(matches!(e, Error::InvalidConfig { name: "streams", .. }), "{e:?}"),
+            Ok(_) => panic!("0 streams accepted"),
+        }
+        match &results[1] {
+            Ok(t) => assert!(t.wall_ns > 0),
+            Err(e) => assert!(matches!(e, Error::CudaUnavailable { .. }), "{e:?}"),
+        }
+    });
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn baseline_on_a_missing_gpu_is_no_such_gpu() {
+    use chariot::baseline::{shift, Baseline};
+    let s = Scheduler::builder().backend(Backend::Cuda).build().unwrap();
+    let input = s.alloc_host::<u32>(64).unwrap();
+    let mut output = s.alloc_host::<u32>(64).unwrap();
+    let e = shift(Baseline::Serial, 99, 1, &input, &mut output, std::slice::from_ref(&(0..64)), 1).unwrap_err();
+    assert!(matches!(e, Error::NoSuchGpu { ordinal: 99, backend: "cuda", .. }), "{e:?}");
+}
+
+/// The hand-written in-order pipeline, on its CPU-twin device: a bad plan is a `Setup`
+/// error before any thread starts; a producer's or consumer's error or panic, or a
+/// chunk that does not fit the plan, names the chunk.
+#[test]
+fn in_order_baseline_mistakes_are_typed_errors() {
+    use chariot::baseline::{in_order, DeviceArg, InOrderDevice, InOrderError, InOrderLaunch, InOrderPlan, Prepared};
+    use chariot::{BoxError, LaunchShape};
+    with_timeout(DEADLINE_S, || {
+        let k = Kernel::new("copy", "").params([Param::Buffer, Param::Buffer, Param::U32]).cpu_twin(|a| {
+            let n = a.u32(2)? as usize;
+            let (i, o) = a.in_out::<u32, u32>(0, 1)?;
+            o[..n].copy_from_slice(&i[..n]);
+            Ok(())
+        });
+        let plan = InOrderPlan {
+            device: InOrderDevice::CpuTwin,
+            streams: 2,
+            readers: 1,
+            chunks: 4,
+            input_len: 8,
+            output_len: 8,
+            scratch_bytes: vec![],
+            constants: vec![],
+        };
+        let shape = LaunchShape { grid: 1.into(), block: 8.into(), shared_bytes: 0 };
+        let copy = |n: u32| InOrderLaunch { shape, args: vec![DeviceArg::Input, DeviceArg::Output, DeviceArg::U32(n)] };
+        let good = |i: usize, buf: &mut [u32]| -> Result<Prepared<usize>, BoxError> {
+            buf.fill(i as u32 + 1);
+            Ok(Prepared { meta: i, input_len: 8, launches: vec![copy(8)], output_len: 8 })
+        };
+        let ok = |_: usize, _: usize, _: &[u32]| -> Result<(), BoxError> { Ok(()) };
+        // The plan itself.
+        for (name, bad) in [
+            ("streams", InOrderPlan { streams: 0, ..plan.clone() }),
+            ("readers", InOrderPlan { readers: 0, ..plan.clone() }),
+            ("input_len", InOrderPlan { input_len: 0, ..plan.clone() }),
+            ("output_len", InOrderPlan { output_len: usize::MAX, ..plan.clone() }),
+            ("scratch_bytes", InOrderPlan { scratch_bytes: vec![16, 0], ..plan.clone() }),
+        ] {
+            match in_order(&k, &bad, good, ok) {
+                Err(InOrderError::Setup(Error::InvalidConfig { name: n, .. })) => assert_eq!(n, name),
+                other => panic!("{name}: expected Setup(InvalidConfig), got {other:?}"),
+            }
+        }
+        // A valid run consumes every chunk in order.
+        let mut seen = Vec::new();
+        in_order(&k, &plan, good, |i, meta, out: &[u32]| {
+            seen.push((i, meta, out[0]));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, (0..4).map(|i| (i, i, i as u32 + 1)).collect::<Vec<_>>());
+        // Chunks that do not fit, producers and consumers that fail.
+        let too_long = |i: usize, _: &mut [u32]| -> Result<Prepared<usize>, BoxError> {
+            Ok(Prepared { meta: i, input_len: 9, launches: vec![copy(8)], output_len: 8 })
+        };
+        let wrong_args = |i: usize, _: &mut [u32]| -> Result<Prepared<usize>, BoxError> {
+            Ok(Prepared {
+                meta: i,
+                input_len: 8,
+                launches: vec![copy(8), InOrderLaunch { shape, args: vec![] }],
+                output_len: 8,
+            })
+        };
+        let fails_at_2 = |i: usize, buf: &mut [u32]| -> Result<Prepared<usize>, BoxError> {
+            if i == 2 {
+                return Err("no chunk 2".into());
+            }
+            good(i, buf)
+        };
+        let panics_at_1 = |i: usize, buf: &mut [u32]| -> Result<Prepared<usize>, BoxError> {
+            assert!(i != 1, "producer panic at 1");
+            good(i, buf)
+        };
+        for (what, produce, chunk) in [
+            ("too long", &too_long as &(dyn Fn(usize, &mut [u32]) -> Result<Prepared<usize>, BoxError> + Sync), 0),
+            ("wrong arguments", &wrong_args, 0),
+            ("an error", &fails_at_2, 2),
+            ("a panic", &panics_at_1, 1),
+        ] {
+            match in_order(&k, &plan, produce, ok) {
+                Err(InOrderError::Produce { chunk: c, message }) => {
+                    assert_eq!(c, chunk, "{what}: {message}");
+                    assert!(!message.is_empty());
+                }
+                other => panic!("{what}: expected Produce for chunk {chunk}, got {other:?}"),
+            }
+        }
+        let consume = |i: usize, _: usize, _: &[u32]| -> Result<(), BoxError> {
+            if i == 3 {
+                return Err("no room for chunk 3".into());
+            }
+            Ok(())
+        };
+        match in_order(&k, &plan, good, consume) {
+            Err(InOrderError::Consume { chunk: 3, message }) => assert!(message.contains("no room"), "{message}"),
+            other => panic!("expected Consume for chunk 3, got {other:?}"),
+        }
+    });
+}
