@@ -19,7 +19,8 @@
 #   1 device      backend::{device, host_alloc}: GpuInfo, PhysBuf, SimMemory, Function, HostAlloc
 #   0 primitives  sync (std | shuttle), signal (Signal), ids (TaskId, the in-callback mark)
 #
-# Tests (`#[cfg(test)]` items and src/model_check.rs) may import anything: they are not
+# Tests (`#[cfg(test)]` items, src/model_check.rs and test modules in files of their own)
+# may import anything: they are not
 # part of the library's graph, and are skipped.
 #
 # Why this order (the code's dependencies, not a wish): `Error::TasksFailed` carries a
@@ -85,6 +86,7 @@ LAYERS = {
     "backend::cuda::baseline": 13,
     "backend::cuda::inorder": 13,
     "model_check": 14,
+    "report::lower_bound::test": 14,
 }
 
 NAMES = {
