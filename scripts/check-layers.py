@@ -10,14 +10,16 @@
 #   8 backend     Machine and Gpu over cuda | sim: open, allocate, load kernels, issue, poll
 #   7 config      Gpus, Config: what the builder validated
 #   6 commands    callback (CallInfo, GpuCall), kernel (Kernel, Arg, TwinArgs), task (Task, Command, Q)
-#   5 memory      HostBuffer and its region claims, DeviceBuffer, Graveyard (frees through FreeDevice)
+#   5 memory      HostBuffer and its region claims, DeviceBuffer, Graveyard (frees through FreeDevice);
+#                 backend::host_alloc::exclusive: writes host bytes against the claims' proof
 #   4 error       Error, Result, BoxError
 #   3 report      Report, CommandRecord, TaskFailure, DriverError, bounds, replay, trace, adaptation lines
 #   2 stage       Stage, OverlapMatrix, Thresholds, Tuning (the choice), the adaptation rule, queues P_k
 #   1 device      backend::{device, host_alloc}: GpuInfo, PhysBuf, SimMemory, Function, HostAlloc
 #   0 primitives  sync (std | shuttle), signal (Signal), ids (TaskId, the in-callback mark)
 #
-# Tests (`#[cfg(test)]` items and src/model_check.rs) may import anything: they are not
+# Tests (`#[cfg(test)]` items, src/model_check.rs and test modules in files of their own)
+# may import anything: they are not
 # part of the library's graph, and are skipped.
 #
 # Why this order (the code's dependencies, not a wish): `Error::TasksFailed` carries a
@@ -25,7 +27,9 @@
 # the report names stages, the `Tuning` and the adaptation's changes, so stage sits below
 # report; the stage rules read `GpuInfo` and memory holds physical buffers and host
 # blocks, so those few backend values are layer 1 (kept in backend/ with the `unsafe`
-# they need), while the backend proper, which runs tasks made of memory, kernels and
+# they need; so is the safe writer over claimed host bytes, in layer 5 as it names the
+# claims' proof, memory::claims, an entry of its own so memory -> writer -> claims is
+# no cycle), while the backend proper, which runs tasks made of memory, kernels and
 # callbacks, is layer 8; `Builder::build` and `TaskBuilder::submit` call the scheduler,
 # so the builders sit above it, with `Scheduler::builder` and `Scheduler::task` beside
 # them. Study code (the demo, the hand-written pipelines, plots) is another crate, the
@@ -62,6 +66,8 @@ LAYERS = {
     "report": 3,
     "error": 4,
     "memory": 5,
+    "memory::claims": 5,
+    "backend::host_alloc::exclusive": 5,
     "callback": 6,
     "kernel": 6,
     "task": 6,
@@ -74,6 +80,7 @@ LAYERS = {
     "fft": 11,
     "crate": 12,
     "model_check": 14,
+    "report::lower_bound::test": 14,
 }
 
 NAMES = {

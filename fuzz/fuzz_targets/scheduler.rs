@@ -22,7 +22,7 @@
 //! from the sim's small GPU memories); GPUs and streams up to a little past what the
 //! builder accepts, ordinals and thresholds small or near `usize::MAX` (the executioner
 //! threads are capped at D·S). Callbacks fail by returning an error, never by panicking:
-//! libfuzzer-sys aborts on any panic, caught or not (tests/bad_input.rs covers panicking
+//! libfuzzer-sys aborts on any panic, caught or not (tests/bad_input/callbacks.rs covers panicking
 //! callbacks); an assertion in a callback stops the run, as one anywhere else does.
 
 #![no_main]

@@ -1,3 +1,4 @@
+// Why this file is long: the GPU suite, one binary whose tests scripts run by name (--exact); modules rename them.
 //! The invariant suite and result checks on a real GPU (`Backend::Cuda`, D = 1): the
 //! same workloads as the sim suite, with kernels in CUDA C compiled by NVRTC, every
 //! output element compared with the CPU reference. Every test is ignored by default;

@@ -5,7 +5,11 @@
 //! Who may touch which bytes when is decided above this layer, by the region claims
 //! of `memory::claims`: every slice handed out here is covered by a claim that
 //! excludes conflicting access (a user guard, or a task whose commands touch it) for
-//! as long as the slice lives. This file only owns the allocation.
+//! as long as the slice lives. This file only owns the allocation. Writable slices
+//! are an `unsafe fn` ([`HostAlloc::bytes_mut`]); code outside `backend/` gets them
+//! from [`exclusive::bytes_mut`], which takes the claims' proof (`Exclusive`) instead.
+
+pub(crate) mod exclusive;
 
 use std::alloc::Layout;
 use std::ptr::NonNull;
@@ -28,7 +32,8 @@ pub(crate) struct HostAlloc {
 // SAFETY: the block is plain memory owned by this value; concurrent access to its
 // bytes is arbitrated by the region claims (see the module comment).
 unsafe impl Send for HostAlloc {}
-// SAFETY: as above; shared references only hand out claimed, non-conflicting slices.
+// SAFETY: as above; a shared reference hands out writable slices only through the
+// `unsafe` `bytes_mut`, whose callers prove that nothing else touches those bytes.
 unsafe impl Sync for HostAlloc {}
 
 impl HostAlloc {
@@ -64,12 +69,28 @@ impl HostAlloc {
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(start), end - start) }
     }
 
-    /// The bytes `start..end`, writable. The caller holds a claim on them that excludes
-    /// every other access for the slice's life.
-    #[allow(clippy::mut_from_ref)]
-    pub(crate) fn bytes_mut(&self, start: usize, end: usize) -> &mut [u8] {
+    /// The bytes `start..end`, writable, through a shared reference (many threads
+    /// write disjoint parts of one buffer at once).
+    ///
+    /// # Safety
+    /// For as long as the returned slice lives (`'a`, the caller's choice, as with
+    /// `slice::from_raw_parts_mut`; not tied to `&self`, which would make a `&mut` from a
+    /// `&`):
+    /// - the allocation lives (`self` is not dropped), and
+    /// - nothing else reads or writes any of its bytes: no other slice from
+    ///   [`bytes`](Self::bytes) or `bytes_mut` that shares a byte with it, and no copy by
+    ///   the driver to or from them.
+    ///
+    /// The region claims of `memory::claims` establish the second: outside `backend/`,
+    /// call [`exclusive::bytes_mut`], which takes their proof (`memory::claims::Exclusive`)
+    /// and ties the slice to the proof's lifetime.
+    ///
+    /// # Panics
+    /// If `start..end` is not a range within the block (checked before any access).
+    pub(crate) unsafe fn bytes_mut<'a>(&self, start: usize, end: usize) -> &'a mut [u8] {
         assert!(start <= end && end <= self.bytes, "host range {start}..{end} outside {} bytes", self.bytes);
-        // SAFETY: in bounds (asserted); the caller's exclusive claim rules out aliases.
+        // SAFETY: in bounds (asserted); the caller guarantees that the block outlives the
+        // slice and that nothing aliases it (see `# Safety`).
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().add(start), end - start) }
     }
 }

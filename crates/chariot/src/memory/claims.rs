@@ -6,9 +6,14 @@
 //! share a byte and one of them writes, unless both belong to the same task (a task's
 //! commands run in order). Tasks never wait on claims: a conflicting submit is refused.
 //! User guards wait, on the buffer's condition variable, for conflicting tasks to end.
+//!
+//! Writing host bytes needs an [`Exclusive`]: the proof, made only in this module, that
+//! nothing else touches them (the `unsafe` write it unlocks is in `backend/host_alloc`).
 
+use crate::backend::host_alloc::HostAlloc;
 use crate::ids::TaskId;
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
 
 /// Who holds a claim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -96,6 +101,43 @@ impl std::fmt::Display for Region {
     }
 }
 
+/// Proof that bytes `start..end` of one host allocation are touched by nothing else
+/// for `'a`: what [`exclusive::bytes_mut`](crate::backend::host_alloc::exclusive::bytes_mut)
+/// takes to hand out a writable slice. Neither `Clone` nor `Copy`: one slice per proof.
+///
+/// Only `src/memory` makes one (the fields and [`Exclusive::new`] are private to it),
+/// in two places, each under the buffer's claims lock:
+/// - `HostShared::task_exclusive`, for a task running one of its commands, after
+///   [`Claims::exclusive_to`] found the task's write claim covering the bytes and no
+///   other claim meeting them. The claim is given back only when the task ends, after
+///   the command; the token and its slice are used within the command.
+/// - `HostBuffer::write_span`, after [`Claims::task_conflict`] found no task's claim
+///   meeting the bytes. `'a` borrows the `HostBuffer` mutably: no task can be built on
+///   it (that takes `&HostBuffer`) and no read guard of it lives (they borrow it too).
+#[derive(Debug)]
+pub(crate) struct Exclusive<'a> {
+    alloc: &'a HostAlloc,
+    start: usize,
+    end: usize,
+}
+
+impl<'a> Exclusive<'a> {
+    /// Only for the two places named in the type's doc, once their check passed.
+    pub(super) fn new(alloc: &'a HostAlloc, bytes: Range<usize>) -> Self {
+        Exclusive { alloc, start: bytes.start, end: bytes.end }
+    }
+
+    /// The allocation the bytes are in.
+    pub(crate) fn alloc(&self) -> &'a HostAlloc {
+        self.alloc
+    }
+
+    /// The bytes.
+    pub(crate) fn range(&self) -> Range<usize> {
+        self.start..self.end
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Claim {
     region: Region,
@@ -139,6 +181,20 @@ impl Claims {
     /// `write`), if any: what a guard would wait for.
     pub(crate) fn held_against(&self, region: &Region, write: bool, holder: Holder) -> Option<Region> {
         self.near(region).find(|c| c.holder == holder && (write || c.write)).map(|c| c.region)
+    }
+
+    /// Whether `holder` may write the 1-D `region` alone: a write claim of its own covers
+    /// every byte, and no claim of another holder meets any.
+    pub(crate) fn exclusive_to(&self, region: &Region, holder: Holder) -> bool {
+        let covered = self.by_holder.get(&holder).is_some_and(|keys| {
+            keys.iter().filter_map(|k| self.by_start.get(k)).any(|c| {
+                let r = &c.region;
+                c.write
+                    && (r == region
+                        || (region.height == 1 && r.height == 1 && r.start <= region.start && region.end() <= r.end()))
+            })
+        });
+        covered && self.conflict(region, true, holder).is_none()
     }
 
     pub(crate) fn add(&mut self, region: Region, write: bool, holder: Holder) {
@@ -206,6 +262,23 @@ mod test {
         assert_eq!(c.held_against(&Region::linear(250, 10), true, t1), Some(Region::linear(200, 100)));
         assert_eq!(c.held_against(&Region::linear(450, 10), true, t1), None, "task 2's claim");
         assert_eq!(c.held_against(&Region::linear(100, 100), true, t1), None, "no shared byte");
+    }
+
+    #[test]
+    fn exclusive_needs_an_own_covering_write_claim_and_no_other() {
+        let mut c = Claims::default();
+        let (t1, t2) = (Holder::Task(TaskId(1)), Holder::Task(TaskId(2)));
+        c.add(Region::linear(0, 100), true, t1);
+        c.add(Region::linear(200, 100), false, t1);
+        assert!(c.exclusive_to(&Region::linear(0, 100), t1));
+        assert!(c.exclusive_to(&Region::linear(10, 20), t1), "inside its claim");
+        assert!(!c.exclusive_to(&Region::linear(90, 20), t1), "past its claim");
+        assert!(!c.exclusive_to(&Region::linear(200, 10), t1), "a read claim");
+        assert!(!c.exclusive_to(&Region::linear(0, 10), t2), "another's claim");
+        c.add(Region::linear(250, 100), false, Holder::UserRead(7));
+        c.add(Region::linear(80, 10), false, Holder::UserRead(7));
+        assert!(!c.exclusive_to(&Region::linear(0, 100), t1), "a reader meets it");
+        assert!(c.exclusive_to(&Region::linear(0, 50), t1));
     }
 
     #[test]

@@ -153,3 +153,51 @@ impl<T: Element> std::fmt::Debug for DeviceBuffer<T> {
         f.debug_struct("DeviceBuffer").field("id", &self.inner.id).field("len", &self.len).finish()
     }
 }
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::{OnceLock, Weak};
+
+    /// A driver whose every free checks that the graveyard's lock is free, and, the
+    /// first time, drops a buffer on another thread meanwhile (as a user would).
+    #[derive(Debug, Default)]
+    struct CheckingDriver {
+        graveyard: OnceLock<Weak<Graveyard>>,
+        freed: Mutex<Vec<(usize, bool)>>,
+        dropped_meanwhile: AtomicBool,
+    }
+
+    impl FreeDevice for CheckingDriver {
+        fn free_device(&self, bufs: Vec<PhysBuf>) {
+            let graveyard = self.graveyard.get().and_then(Weak::upgrade).unwrap();
+            // `try_lock`, not `lock`: a held lock fails the test instead of hanging it.
+            let unlocked = graveyard.buried.try_lock().is_some();
+            self.freed.lock().push((bufs.len(), unlocked));
+            if unlocked && !self.dropped_meanwhile.swap(true, Ordering::SeqCst) {
+                let buf = DeviceBufferInner::new(0, 1, vec![PhysBuf::Cuda { gpu: 0, ptr: 64 }], graveyard);
+                std::thread::spawn(move || drop(buf)).join().unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn no_graveyard_lock_is_held_while_the_driver_frees() {
+        let driver = Arc::new(CheckingDriver::default());
+        let graveyard = Graveyard::new(driver.clone());
+        driver.graveyard.set(Arc::downgrade(&graveyard)).unwrap();
+        let buffer = |ptr| {
+            DeviceBufferInner::new(0, 2, (0..2).map(|_| PhysBuf::Cuda { gpu: 0, ptr }).collect(), graveyard.clone())
+        };
+        drop(buffer(128));
+        graveyard.free_buried();
+        // The buffer dropped during that free waits in the graveyard for the next one.
+        assert_eq!(graveyard.buried.lock().len(), 1);
+        drop(buffer(256));
+        graveyard.close();
+        // After `close`, a buffer is freed as it drops.
+        drop(buffer(512));
+        assert_eq!(*driver.freed.lock(), [(2, true), (3, true), (2, true)]);
+    }
+}

@@ -11,9 +11,10 @@
 //! end while the callback runs): where that task's claim is in the way, the guard is
 //! refused with [`Error::WaitInCallback`](crate::Error::WaitInCallback).
 
-use super::claims::{Claims, Holder, Region};
+use super::claims::{Claims, Exclusive, Holder, Region};
 use super::Element;
-use crate::backend::host_alloc::HostAlloc;
+use crate::backend::host_alloc::{exclusive, HostAlloc};
+use crate::ids::TaskId;
 use parking_lot::{Condvar, Mutex};
 use std::marker::PhantomData;
 use std::ops::{Bound, Range, RangeBounds};
@@ -46,6 +47,22 @@ impl HostShared {
         if self.claims.lock().release(holder) {
             self.released.notify_all();
         }
+    }
+
+    /// The proof that `task`, running one of its commands, may write the 1-D `region`
+    /// (its write claim, made at submit, covers it); use it within that command only.
+    ///
+    /// # Panics
+    /// Where the claims say otherwise: a bug in their bookkeeping, caught before any
+    /// byte is written (the task fails with the message).
+    pub(crate) fn task_exclusive(&self, region: Region, task: TaskId) -> Exclusive<'_> {
+        let claims = self.claims.lock();
+        assert!(
+            claims.exclusive_to(&region, Holder::Task(task)),
+            "task {task} writes {region} of host buffer {} without an exclusive claim on them",
+            self.id
+        );
+        Exclusive::new(&self.alloc, region.start..region.end())
     }
 
     /// Waits until no task holds a claim on `region` that excludes a user's access
@@ -196,9 +213,15 @@ impl<T: Element> HostBuffer<T> {
         let region = Region::linear(start * size, (end - start) * size);
         // `&mut self` rules out this handle's read guards; waiting rules out tasks, and
         // holding no claim is enough because a task needs `&self` to be built.
-        drop(self.shared.wait_until_free(&region, true, call)?);
-        let bytes = self.shared.alloc.bytes_mut(region.start, region.end());
-        Ok(HostWrite { data: bytemuck::cast_slice_mut(bytes) })
+        let claims = self.shared.wait_until_free(&region, true, call)?;
+        assert!(
+            !claims.task_conflict(&region, true),
+            "a task claims {region} of host buffer {} under a write guard",
+            self.id()
+        );
+        drop(claims);
+        let token = Exclusive::new(&self.shared.alloc, region.start..region.end());
+        Ok(HostWrite { data: bytemuck::cast_slice_mut(exclusive::bytes_mut(token)) })
     }
 }
 

@@ -8,6 +8,7 @@
 
 use super::command::{Command, CopyCmd, Direction, LaunchCmd};
 use super::{Copy2d, HostClaim};
+use crate::backend::host_alloc::exclusive;
 use crate::callback::{CallInfo, GpuCall, Resource};
 use crate::error::{BoxError, Error, Result};
 use crate::ids::{InCallback, TaskId};
@@ -402,8 +403,10 @@ impl<'s> TaskBuilder<'s> {
             let mem = shared.clone();
             let cmd = Command::Cpu(Some(Box::new(move |info: &CallInfo| {
                 let _in = InCallback::enter(sched, info.task);
-                // This task's write claim on `region` excludes every other access.
-                f(bytemuck::cast_slice_mut(mem.alloc.bytes_mut(region.start, region.end())), info)
+                // This task's write claim on `region` excludes every other access while
+                // `f` runs (checked: `task_exclusive` panics, failing the task, if not).
+                let bytes = exclusive::bytes_mut(mem.task_exclusive(region, info.task));
+                f(bytemuck::cast_slice_mut(bytes), info)
             }) as crate::callback::CpuFn));
             (cmd, Some(HostClaim { host: shared, region, write: true }))
         });

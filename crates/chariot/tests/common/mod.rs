@@ -10,6 +10,7 @@
 //! Every test binary uses part of this module only.
 #![allow(dead_code)]
 
+mod expect;
 mod faults;
 mod invariants;
 mod kernels;
@@ -19,6 +20,8 @@ mod timeout;
 mod workload;
 
 // Each test binary imports part of these only, hence the allows.
+#[allow(unused_imports)]
+pub use expect::*;
 #[allow(unused_imports)]
 pub use faults::*;
 #[allow(unused_imports)]

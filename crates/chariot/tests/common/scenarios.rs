@@ -1,7 +1,8 @@
 //! Scenarios shared by the sim and CUDA suites: a checked workload run, the ordering
 //! rule's pop order, 2-D copies, a gate callback, and a panicking callback.
 
-use super::invariants::{check, first_starts, Clocks, Limits, TaskSpec};
+use super::expect::{Clocks, Limits, TaskSpec};
+use super::invariants::{check, first_starts};
 use super::kernels::{affine_kernel, affine_ref, gen, grid, BLOCK, SENTINEL};
 use super::workload::{plan, Planned, Recipe, Workload};
 use chariot::{Arg, BoxError, CallInfo, Order, Report, Resource, Scheduler, Stage, TaskId};

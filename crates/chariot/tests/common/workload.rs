@@ -2,7 +2,7 @@
 //! buffers, and a [`Workload`] that submits them and verifies every output against its
 //! CPU reference.
 
-use super::invariants::TaskSpec;
+use super::expect::TaskSpec;
 use super::kernels::{
     affine_kernel, affine_ref, checksum, gen, gen2, gpu_fill, grid, mix_kernel, mix_ref, BLOCK, SENTINEL,
 };

@@ -463,9 +463,12 @@ impl Engine {
                             Direction::Download => {
                                 dev_bytes[d..d + width].copy_from_slice(host.alloc.bytes(h, h + width))
                             }
-                            // The task's write claim excludes every other access.
+                            // SAFETY: the task's write claim on this host region, made at
+                            // submit and given back when the task ends, excludes every other
+                            // access while the copy runs; the slice lives for this statement,
+                            // while `host` holds the allocation.
                             Direction::Readback => {
-                                host.alloc.bytes_mut(h, h + width).copy_from_slice(&dev_bytes[d..d + width])
+                                unsafe { host.alloc.bytes_mut(h, h + width) }.copy_from_slice(&dev_bytes[d..d + width])
                             }
                         }
                     }
