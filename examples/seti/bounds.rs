@@ -3,7 +3,7 @@
 
 use chariot::{Backend, HardwareBound, HostBuffer, LinkRates, Report, Stage, TaskWork};
 
-use crate::fft::ColumnKernel;
+use crate::fft::{column_block, column_tile, ColumnKernel, TILED_THREADS};
 use crate::report::{median, ms};
 use crate::shape::Shape;
 use crate::{column_copy, err, Pipeline, Run, C};
@@ -151,7 +151,7 @@ pub(crate) fn serial_bounds(
     };
     // The column kernel fills part of the GPU and may run beside another: its
     // SM-time (time alone × fill) is what kernels of one GPU add up to.
-    let fill = p.column_fill(kernel, x / n, y);
+    let fill = column_fill(p, kernel, x / n, y);
     let k_col = (k(&run.col) as f64 * fill) as u64;
     let alone = (k_col, k(&run.row));
     let bound = (hw(&work_of(k_col), rates_col), hw(&work_of(k(&run.row)), rates_row));
@@ -168,6 +168,17 @@ pub(crate) fn serial_bounds(
         hw(&work_of(k(&run.row)), one_at_a_time(&run.row, rates_row)),
     );
     (alone, bound, bound1)
+}
+
+/// The share of GPU 0's SMs a launch of `p`'s column kernel `k` on `w` columns fills.
+fn column_fill(p: &Pipeline, k: ColumnKernel, w: usize, y: usize) -> f64 {
+    let fill = match k {
+        ColumnKernel::Tiled | ColumnKernel::TiledStreaming => {
+            p.sched.launch_fill(0, &p.tiled, (w >> column_tile(w)) as u32, TILED_THREADS, 0)
+        }
+        ColumnKernel::Strided => p.sched.launch_fill(0, &p.strided, w as u32, column_block(y), 0),
+    };
+    fill.unwrap_or(1.0)
 }
 
 /// The runs of configuration `name` that beat their own bound (the probed rates raised to

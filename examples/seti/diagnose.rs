@@ -1,102 +1,21 @@
 //! The `--diagnose` study of the column phase: what it runs between its copies (no kernel,
 //! a waiting kernel, a touching kernel, each column kernel), what runs before it, and the
-//! table of its stage times.
+//! table of its stage times. Its kernels and phase variants are in `probes`.
 
-use chariot::{Arg, Backend, HostBuffer, Kernel, Param, Report, Stage};
-use std::time::Duration;
+use chariot::{Backend, HostBuffer, Report, Stage};
 
 use crate::fft::{column_block, column_tile, log_lmax, pass_logs, ColumnKernel, TILED_THREADS};
+use crate::probes::{size_name, ColumnWork, Probes};
 use crate::report::{ms, stage_list, stage_median, stage_sum};
 use crate::shape::Shape;
-use crate::{err, Cli, Pipeline, C};
+use crate::{Cli, Pipeline, C};
 
-/// The diagnosis's kernels, put between the copies in place of the FFT. `spin` only
-/// waits: it reads the GPU's nanosecond timer until `ns` have passed and touches no
-/// memory. `touch` reads and rewrites `n` complex values of a buffer the copies never
-/// use (each value + 1), cache-streaming when `streaming` is set, as the FFT would.
-pub(crate) const DIAG_KERNELS: &str = r#"extern "C" __global__ void spin(unsigned long long ns) {
-    unsigned long long t0, t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
-}
-extern "C" __global__ void touch(float2* buf, unsigned long long n, unsigned streaming) {
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
-         i += (unsigned long long)gridDim.x * blockDim.x) {
-        float2 v = streaming ? __ldcs(buf + i) : buf[i];
-        v.x += 1.0f;
-        if (streaming) __stcs(buf + i, v); else buf[i] = v;
-    }
-}"#;
-
-/// The waiting kernel: `spin(ns)`, one block; on sim it does nothing for `ns`.
-pub(crate) fn spin_kernel() -> Kernel {
-    Kernel::new("spin", DIAG_KERNELS)
-        .params([Param::U64])
-        .cpu_twin(|_| Ok(()))
-        .sim_cost(|_, s| Duration::from_nanos(s.u64(0).unwrap_or(0)))
-}
-
-/// The touching kernel: `touch(buf, n, streaming)` adds 1 to the real part of the first
-/// `n` values of `buf`.
-pub(crate) fn touch_kernel() -> Kernel {
-    Kernel::new("touch", DIAG_KERNELS)
-        .params([Param::Buffer, Param::U64, Param::U32])
-        .cpu_twin(|a| {
-            let n = usize::try_from(a.u64(1)?)?;
-            let buf = a.buffer_mut::<C>(0)?;
-            let part = buf.get_mut(..n).ok_or("n exceeds the buffer")?;
-            part.iter_mut().for_each(|v| v.re += 1.0);
-            Ok(())
-        })
-        // Modeled: one read and one write of each value at 2 TB/s.
-        .sim_cost(|_, s| Duration::from_secs_f64(16.0 * s.u64(1).unwrap_or(0) as f64 / 2e12))
-}
-
-/// What the column phase runs between its copies; the diagnosis varies it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ColumnWork {
-    /// The column FFT with this kernel (the example's phase).
-    Fft(ColumnKernel),
-    /// No kernel: the readback returns what was downloaded. With it the row phase runs
-    /// its copies only too.
-    CopiesOnly,
-    /// The waiting kernel for this many ns, then the readback of what was downloaded.
-    Spin(u64),
-    /// The touching kernel on this many values of a buffer the copies never use
-    /// (cache-streaming or not), then the readback of what was downloaded.
-    Touch { values: usize, streaming: bool },
-    /// The kernel alone, on what the device buffers hold: no copies.
-    KernelOnly(ColumnKernel),
-}
-
-impl ColumnWork {
-    /// The name in the diagnosis table and the CSV's `way` (after `diag_`).
-    pub(crate) fn name(self) -> String {
-        match self {
-            ColumnWork::Fft(k) => format!("copies+{}", k.name()),
-            ColumnWork::CopiesOnly => "copies".into(),
-            ColumnWork::Spin(_) => "copies+spin".into(),
-            ColumnWork::Touch { values, streaming } => {
-                format!("copies+touch{}{}", size_name(values), if streaming { "-cs" } else { "" })
-            }
-            ColumnWork::KernelOnly(k) => format!("{}_alone", k.name()),
-        }
-    }
-}
-
-/// `values` complex values in MiB (`64M`) or, under 1 MiB, KiB (`8K`).
-pub(crate) fn size_name(values: usize) -> String {
-    let bytes = values * std::mem::size_of::<C>();
-    if bytes >= 1 << 20 {
-        format!("{}M", bytes >> 20)
-    } else {
-        format!("{}K", bytes >> 10)
-    }
-}
-
-/// The median of `repeat` runs of the column phase after a warm-up, by makespan.
+/// The median of `repeat` runs of the column phase with `what` after a warm-up, by
+/// makespan.
 pub(crate) fn median_columns(
-    p: &Pipeline,
+    p: &mut Pipeline,
+    probes: &Probes,
+    what: ColumnWork,
     input: &HostBuffer<C>,
     work: &HostBuffer<C>,
     cli: &Cli,
@@ -109,14 +28,9 @@ pub(crate) fn median_columns(
             Before::Rows => {
                 p.rows(work, cli.x, cli.y, cli.tasks)?;
             }
-            Before::Touch(values) => {
-                let d = p.d_touch.as_ref().ok_or("the touching kernel has no buffer")?;
-                let args = [Arg::buffer(d), Arg::u64(values as u64), Arg::u32(0)];
-                p.sched.task(u64::MAX, 1).launch(&p.touch, 264, 1024, 0, &args).submit().map_err(err)?;
-                p.sched.synchronize().map_err(err)?;
-            }
+            Before::Touch(values) => probes.touch_alone(p, values)?,
         }
-        let r = p.columns(input, work, cli.x, cli.y, cli.tasks)?;
+        let r = probes.columns(p, what, input, work, cli.x, cli.y, cli.tasks)?;
         if i > 0 {
             runs.push(r);
         }
@@ -194,10 +108,9 @@ pub(crate) fn diagnose(
         let mut p = Pipeline::new(backend, cli.gpus, shape, cli.device_timing, x, y, n)?;
         let (s, depth, config) = (p.sched.streams(), p.sched.tuning().stage_depth, shape.name());
         let chunk = x * y / n;
-        p.d_touch = Some(p.sched.alloc::<C>(2 * chunk).map_err(err)?);
+        let probes = Probes::new(&p, 2 * chunk)?;
         // Fills every stream slot's device buffers, so the kernels alone work on data.
-        p.work = ColumnWork::CopiesOnly;
-        p.columns(input, work, x, y, n)?;
+        probes.columns(&mut p, ColumnWork::CopiesOnly, input, work, x, y, n)?;
         let kernels = [ColumnKernel::Strided, ColumnKernel::Tiled, ColumnKernel::TiledStreaming];
         let small = chunk.min(1 << 19);
         let works = kernels
@@ -223,8 +136,7 @@ pub(crate) fn diagnose(
             if let ColumnWork::Spin(_) = what {
                 what = ColumnWork::Spin(spin_ns);
             }
-            p.work = what;
-            let r = median_columns(&p, input, work, cli, before)?;
+            let r = median_columns(&mut p, &probes, what, input, work, cli, before)?;
             let name = format!("{}{}", what.name(), before.suffix());
             if what == ColumnWork::KernelOnly(ColumnKernel::Strided) && spin_ns == 0 {
                 spin_ns = stage_median(&r, Stage::Kernel);

@@ -21,15 +21,17 @@
 //!
 //! `cargo run --release --example seti -- --help`
 //!
-//! This file holds the command line and the two phases as chariot tasks (`Pipeline`);
-//! `fft` the column kernels and their CPU twin, `signal` the input and the checks,
-//! `shape` the configurations, `bounds` the rate probes and bounds, `diagnose` the
+//! This file holds the command line and the two phases as chariot tasks (`Pipeline`,
+//! the loop of Fig. 1); `fft` the column kernels and their CPU twin, `signal` the input
+//! and the checks, `shape` the configurations, `bounds` the rate probes and bounds,
+//! `probes` the diagnosis's kernels and its variants of the phases, `diagnose` the
 //! `--diagnose` study, `run` a whole run (`run_all`) step by step, `report` the tables'
 //! arithmetic and the CSV.
 
 mod bounds;
 mod diagnose;
 mod fft;
+mod probes;
 mod report;
 mod run;
 mod shape;
@@ -46,7 +48,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::diagnose::{spin_kernel, touch_kernel, ColumnWork};
 use crate::fft::{column_block, column_kernel, column_tile, strided_kernel, ColumnKernel, TILED_THREADS};
 use crate::report::append_csv;
 use crate::run::run_all;
@@ -160,16 +161,12 @@ fn real_main(cli: Cli) -> Result<(), String> {
 pub(crate) struct Pipeline {
     pub(crate) d_in: DeviceBuffer<C>,
     pub(crate) d_out: DeviceBuffer<C>,
-    /// The touching kernel's buffer (the diagnosis allocates it).
-    pub(crate) d_touch: Option<DeviceBuffer<C>>,
     pub(crate) plans: Arc<FftPlans>,
     pub(crate) tiled: KernelHandle,
     pub(crate) strided: KernelHandle,
-    pub(crate) spin: KernelHandle,
-    pub(crate) touch: KernelHandle,
     pub(crate) sched: Scheduler,
-    /// What the column phase runs (the FFT with the tiled kernel unless changed).
-    pub(crate) work: ColumnWork,
+    /// The column phase's kernel (tiled, cache-streaming, unless changed).
+    pub(crate) kernel: ColumnKernel,
 }
 
 pub(crate) fn err(e: impl std::fmt::Display) -> String {
@@ -199,34 +196,10 @@ impl Pipeline {
         let chunk = x * y / n;
         let tiled = sched.register_kernel(column_kernel()).map_err(err)?;
         let strided = sched.register_kernel(strided_kernel()).map_err(err)?;
-        let spin = sched.register_kernel(spin_kernel()).map_err(err)?;
-        let touch = sched.register_kernel(touch_kernel()).map_err(err)?;
         let plans = FftPlans::new(&sched).map_err(err)?;
         let d_in = sched.alloc::<C>(chunk).map_err(err)?;
         let d_out = sched.alloc::<C>(chunk).map_err(err)?;
-        Ok(Pipeline {
-            d_in,
-            d_out,
-            d_touch: None,
-            plans,
-            tiled,
-            strided,
-            spin,
-            touch,
-            sched,
-            work: ColumnWork::Fft(ColumnKernel::TiledStreaming),
-        })
-    }
-
-    /// The share of GPU 0's SMs a launch of column kernel `k` on `w` columns fills.
-    pub(crate) fn column_fill(&self, k: ColumnKernel, w: usize, y: usize) -> f64 {
-        let fill = match k {
-            ColumnKernel::Tiled | ColumnKernel::TiledStreaming => {
-                self.sched.launch_fill(0, &self.tiled, (w >> column_tile(w)) as u32, TILED_THREADS, 0)
-            }
-            ColumnKernel::Strided => self.sched.launch_fill(0, &self.strided, w as u32, column_block(y), 0),
-        };
-        fill.unwrap_or(1.0)
+        Ok(Pipeline { d_in, d_out, plans, tiled, strided, sched, kernel: ColumnKernel::TiledStreaming })
     }
 
     /// Adds the launch of column kernel `k` on the `y` rows of `w` columns of `d_in` to `t`.
@@ -255,7 +228,8 @@ impl Pipeline {
         }
     }
 
-    /// The column phase: `input` → `work`, column FFTs (or what `self.work` says).
+    /// The column phase: task i downloads its columns of `input`, transforms them with
+    /// the column kernel and writes them to `work`.
     pub(crate) fn columns(
         &self,
         input: &HostBuffer<C>,
@@ -267,46 +241,29 @@ impl Pipeline {
         let w = x / n;
         for i in 0..n {
             let shape = column_copy(i, w, x, y);
-            let t = self.sched.task(i as u64, (w * y) as u64);
-            let t = match self.work {
-                ColumnWork::Fft(k) => self
-                    .launch_columns(t.download_2d(&self.d_in, input, shape), k, w, y)
-                    .readback_2d(work, &self.d_out, shape),
-                ColumnWork::CopiesOnly => t.download_2d(&self.d_in, input, shape).readback_2d(work, &self.d_in, shape),
-                ColumnWork::Spin(ns) => t
-                    .download_2d(&self.d_in, input, shape)
-                    .launch(&self.spin, 1, 32, 0, &[Arg::u64(ns)])
-                    .readback_2d(work, &self.d_in, shape),
-                ColumnWork::Touch { values, streaming } => {
-                    let d = self.d_touch.as_ref().ok_or("the touching kernel has no buffer")?;
-                    let args = [Arg::buffer(d), Arg::u64(values as u64), Arg::u32(u32::from(streaming))];
-                    t.download_2d(&self.d_in, input, shape)
-                        .launch(&self.touch, 264, 1024, 0, &args)
-                        .readback_2d(work, &self.d_in, shape)
-                }
-                ColumnWork::KernelOnly(k) => self.launch_columns(t, k, w, y),
-            };
-            t.submit().map_err(err)?;
+            let t = self.sched.task(i as u64, (w * y) as u64).download_2d(&self.d_in, input, shape);
+            let t = self.launch_columns(t, self.kernel, w, y);
+            t.readback_2d(work, &self.d_out, shape).submit().map_err(err)?;
         }
         self.sched.synchronize().map_err(err)
     }
 
-    /// The row phase: row FFTs of `work` in place, cuFFT through the plan cache.
+    /// The row phase: row FFTs of `work` in place, cuFFT through the plan cache (the CPU
+    /// callback makes or finds the plan, so the GPU callback only enqueues it).
     pub(crate) fn rows(&self, work: &HostBuffer<C>, x: usize, y: usize, n: usize) -> Result<Report, String> {
         let h = y / n;
         let shape = FftShape::Rows { len: x, batch: h };
         for i in 0..n {
             let r = i * h * x..(i + 1) * h * x;
             let (p1, p2, d) = (self.plans.clone(), self.plans.clone(), self.d_in.clone());
-            let t = self.sched.task((n + i) as u64, (h * x) as u64);
-            let t = if self.work == ColumnWork::CopiesOnly {
-                t.download(&self.d_in, 0, work, r.clone())
-            } else {
-                t.callback(Resource::Cpu, move |info| p1.prepare(info, shape))
-                    .download(&self.d_in, 0, work, r.clone())
-                    .gpu_callback(move |call| p2.forward(call, &d, shape))
-            };
-            t.readback(work, r, &self.d_in, 0).submit().map_err(err)?;
+            self.sched
+                .task((n + i) as u64, (h * x) as u64)
+                .callback(Resource::Cpu, move |info| p1.prepare(info, shape))
+                .download(&self.d_in, 0, work, r.clone())
+                .gpu_callback(move |call| p2.forward(call, &d, shape))
+                .readback(work, r, &self.d_in, 0)
+                .submit()
+                .map_err(err)?;
         }
         self.sched.synchronize().map_err(err)
     }

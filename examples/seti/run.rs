@@ -7,8 +7,9 @@ use chariot::{Backend, HardwareBound, HostBuffer, Report, Scheduler, SimProfile,
 use std::time::Instant;
 
 use crate::bounds::{below_bounds, check_bounds, probe_phases, run_bounds, serial_bounds};
-use crate::diagnose::{diagnose, ColumnWork};
+use crate::diagnose::diagnose;
 use crate::fft::{cpu_reference, ColumnKernel};
+use crate::probes::run_copies_only;
 use crate::report::{ms, print_default_vs_best, print_table2, print_table_header, stage_list, stage_sum, Outcome};
 use crate::shape::Shape;
 use crate::signal::{check, check_peaks, error_bound, fill_signal, threads_default};
@@ -290,7 +291,7 @@ fn timed_runs(
     let mut pipelines = Vec::with_capacity(shapes.len());
     for &shape in shapes {
         let mut p = Pipeline::new(backend, cli.gpus, shape, cli.device_timing, x, y, n)?;
-        p.work = ColumnWork::Fft(kernel);
+        p.kernel = kernel;
         p.run(input, work, x, y, n)?;
         pipelines.push(p);
     }
@@ -324,12 +325,11 @@ fn copies_only(
     let mut rows = Vec::new();
     println!("\ncopies only (no FFT; the result must equal the input):");
     for &shape in shapes {
-        let mut p = Pipeline::new(backend, cli.gpus, shape, cli.device_timing, x, y, n)?;
+        let p = Pipeline::new(backend, cli.gpus, shape, cli.device_timing, x, y, n)?;
         let (s, depth, name) = (p.sched.streams(), p.sched.tuning().stage_depth, shape.name());
-        p.work = ColumnWork::CopiesOnly;
         let mut runs = Vec::new();
         for i in 0..=cli.repeat {
-            let r = p.run(input, work, x, y, n)?;
+            let r = run_copies_only(&p, input, work, x, y, n)?;
             if i > 0 {
                 runs.push(r);
             }

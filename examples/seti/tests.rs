@@ -4,8 +4,8 @@ use chariot::fft::cpu_forward_2d;
 use chariot::{Backend, Scheduler, SimProfile, Stage};
 use clap::Parser;
 
-use crate::diagnose::ColumnWork;
 use crate::fft::{column_fft, column_tile, columns_twin, digit_reverse, log_lmax, pass_logs, ColumnKernel};
+use crate::probes::{ColumnWork, Probes};
 use crate::report::CSV_HEADER;
 use crate::run::{in_core, run_all, validate};
 use crate::shape::Shape;
@@ -214,7 +214,7 @@ fn diagnosis_runs_alone_and_each_column_work_leaves_its_result() {
     input.write().copy_from_slice(&m);
     let work = owner.alloc_host::<C>(x * y).unwrap();
     let mut p = Pipeline::new(&backend, 1, Shape::streams(2).or_depth(Some(1)), false, x, y, n).unwrap();
-    p.d_touch = Some(p.sched.alloc::<C>(x * y / n).unwrap());
+    let probes = Probes::new(&p, x * y / n).unwrap();
     for what in [
         ColumnWork::Fft(ColumnKernel::Tiled),
         ColumnWork::Fft(ColumnKernel::TiledStreaming),
@@ -223,13 +223,11 @@ fn diagnosis_runs_alone_and_each_column_work_leaves_its_result() {
         ColumnWork::Spin(1000),
         ColumnWork::Touch { values: x * y / n, streaming: true },
     ] {
-        p.work = what;
-        p.columns(&input, &work, x, y, n).unwrap();
+        probes.columns(&mut p, what, &input, &work, x, y, n).unwrap();
         let want = if matches!(what, ColumnWork::Fft(_)) { &expect } else { &m };
         assert!(rel_l2(&work.read(), want, 1) < 1e-6, "{what:?}");
     }
-    p.work = ColumnWork::KernelOnly(ColumnKernel::Tiled);
-    let r = p.columns(&input, &work, x, y, n).unwrap();
+    let r = probes.columns(&mut p, ColumnWork::KernelOnly(ColumnKernel::Tiled), &input, &work, x, y, n).unwrap();
     assert!(r.records.iter().all(|c| c.stage == Stage::Kernel), "no copies when the kernel runs alone");
 }
 
@@ -262,7 +260,7 @@ fn two_phase_and_in_core_match_rustfft_on_gpu() {
         let mut errors = Vec::new();
         for k in [ColumnKernel::Strided, ColumnKernel::Tiled, ColumnKernel::TiledStreaming] {
             work.write().fill(C::default());
-            p.work = ColumnWork::Fft(k);
+            p.kernel = k;
             p.run(&input, &work, x, y, n).unwrap();
             let e = check(&work.read(), &r, x, y, 4).unwrap_or_else(|e| panic!("{} kernel: {e}", k.name()));
             errors.push(format!("{e:.2e} ({})", k.name()));
