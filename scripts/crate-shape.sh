@@ -18,7 +18,7 @@ echo "Rust files of over 500 lines in the repository (lines, path, the reason at
 git ls-files '*.rs' | while read -r f; do
   n=$(wc -l < "$f")
   if [ "$n" -gt 500 ]; then
-    why=$(head -40 "$f" | grep -m1 -i 'long:' | sed 's/^ *\/\/[!\/] *//' | cut -c1-100 || true)
+    why=$(head -40 "$f" | grep -m1 -i 'file is long' | sed 's/^ *\/\/[!\/] *//' | cut -c1-100 || true)
     printf '%5d %s | %s\n' "$n" "$f" "${why:-(no reason written)}"
   fi
 done | sort -rn | sed 's/^/  /'

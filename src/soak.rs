@@ -18,6 +18,10 @@
 //! vectors settle there).
 //!
 //! `cargo run --release --example soak -- --help` runs it; `tests/soak.rs` runs it shorter.
+//!
+//! Why this file is long: the soak is one procedure (waves, output checks, samples of
+//! /proc and the driver, the verdict and its report); its command line is
+//! examples/soak.rs.
 
 use chariot::{Arg, Backend, HostBuffer, Kernel, KernelHandle, Param, Scheduler};
 use indicatif::ProgressBar;

@@ -2,6 +2,10 @@
 //! static split, chariot's configurations (defaults and the grid) alternated over
 //! the timed batches, each checked element by element, and the hardware-aware
 //! bounds each run is checked against.
+//!
+//! Why this file is long: one point's runs are one protocol (warm-up, the alternation of
+//! every system over the timed batches, each run checked against the reference and its
+//! bound); the pieces they are made of are in plan.rs.
 
 use crate::csv::Row;
 use crate::plan::{

@@ -24,6 +24,10 @@
 //! threads are capped at D·S). Callbacks fail by returning an error, never by panicking:
 //! libfuzzer-sys aborts on any panic, caught or not (tests/bad_input/callbacks.rs covers panicking
 //! callbacks); an assertion in a callback stops the run, as one anywhere else does.
+//!
+//! Why this file is long: one fuzz target is one program whose parts only make sense
+//! together: the input grammar, the oracle of what each call must return, and the check
+//! of each batch.
 
 #![no_main]
 
