@@ -107,11 +107,12 @@ pub(super) struct Job {
 }
 
 /// The engine of one GPU: runs commands in arrival order and posts each completion in
-/// its slot, then rings the dispatcher (as `backend/sim` does). Ends when its GPU goes.
+/// its slot, then rings the dispatcher's signal `ring` (as `backend/sim` does), if any
+/// (a polled GPU's dispatcher finds it by polling). Ends when its GPU goes.
 pub(super) fn engine(
     counts: Arc<Counts>,
     gpu: usize,
-    signal: Arc<Signal>,
+    ring: Option<Arc<Signal>>,
     jobs: mpsc::Receiver<Job>,
     posted: Arc<[Mutex<bool>]>,
 ) {
@@ -119,7 +120,9 @@ pub(super) fn engine(
         counts.enter(gpu, job.stage, job.task, job.command);
         thread::yield_now();
         *posted[job.slot].lock().unwrap() = true;
-        signal.notify();
+        if let Some(signal) = &ring {
+            signal.notify();
+        }
     }
 }
 
@@ -158,10 +161,10 @@ impl Device for ModelGpu {
     fn quiesce(&self) {}
 
     fn polls(&self) -> bool {
-        false
+        self.counts.config.polls(self.gpu)
     }
 
     fn spins(&self) -> bool {
-        self.gpu < self.counts.config.spinners
+        self.gpu < self.counts.config.spinners || self.polls()
     }
 }

@@ -31,9 +31,17 @@ pub(super) struct Config {
     pub(super) plans: Vec<(u64, Vec<Stage>)>,
     /// The first `spinners` dispatchers spin before parking (as on CUDA); the rest park.
     pub(super) spinners: usize,
+    /// The last `pollers` GPUs show completions only to polling, as on CUDA: their
+    /// engines do not ring, and their dispatchers spin while commands are in flight.
+    pollers: usize,
 }
 
 impl Config {
+    /// Whether `gpu`'s completions show only to polling.
+    pub(super) fn polls(&self, gpu: usize) -> bool {
+        gpu + self.pollers >= self.gpus
+    }
+
     /// The runtime's configuration for this machine: the caps as given, no adaptation.
     fn runtime(&self) -> crate::config::Config {
         let tuning = Tuning {
@@ -101,8 +109,9 @@ fn pipeline(config: &Config) {
     for gpu in 0..gpus {
         let (tx, rx) = mpsc::channel();
         let posted: Arc<[Mutex<bool>]> = (0..config.slots).map(|_| Mutex::new(false)).collect();
-        let (c, signal, p) = (counts.clone(), shared.signals[gpu].clone(), posted.clone());
-        threads.push(spawn(format!("engine {gpu}"), move || engine(c, gpu, signal, rx, p)));
+        let (c, p) = (counts.clone(), posted.clone());
+        let ring = (!config.polls(gpu)).then(|| shared.signals[gpu].clone());
+        threads.push(spawn(format!("engine {gpu}"), move || engine(c, gpu, ring, rx, p)));
         let device = ModelGpu { gpu, counts: counts.clone(), jobs: tx, posted, stages: vec![None; config.slots] };
         let dispatcher = Dispatcher::new(gpu, device, &runtime, shared.clone(), cpu_jobs.clone(), None);
         threads.push(spawn(format!("dispatcher {gpu}"), move || dispatcher.run()));
@@ -165,6 +174,7 @@ fn shared_bus() -> Config {
         order: Order::Fcfs,
         plans: vec![(4, vec![D, K, R]), (4, vec![D, K, R]), (4, vec![D, K, R])],
         spinners: 0,
+        pollers: 0,
     }
 }
 
@@ -184,11 +194,12 @@ fn one_copy_engine() -> Config {
         order: Order::LargestFirst,
         plans: vec![(1, vec![D, R]), (3, vec![D, K, R]), (2, vec![C, D, R]), (3, vec![R, D])],
         spinners: 1,
+        pollers: 0,
     }
 }
 
 /// Three GPUs, one slot each, G = 1 everywhere: P_k three deep, so a grant must name
-/// and wake the next head.
+/// and wake the next head. GPU 2 polls, as on CUDA.
 fn three_gpus() -> Config {
     Config {
         gpus: 3,
@@ -198,6 +209,7 @@ fn three_gpus() -> Config {
         order: Order::SmallestFirst,
         plans: vec![(2, vec![D, R]), (1, vec![D, K, R]), (2, vec![K, R])],
         spinners: 0,
+        pollers: 1,
     }
 }
 
@@ -211,6 +223,7 @@ fn depth_two() -> Config {
         order: Order::Fcfs,
         plans: vec![(1, vec![D, K, R]), (1, vec![D, R]), (1, vec![K, R]), (1, vec![D, K])],
         spinners: 2,
+        pollers: 0,
     }
 }
 
