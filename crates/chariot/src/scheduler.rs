@@ -37,7 +37,7 @@ use crate::stage::Thresholds;
 use crate::task::buffer::TaskBuffer;
 use crate::task::command::Command;
 use crate::task::{HostClaim, Task};
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -95,11 +95,11 @@ impl Scheduler {
             buffer: TaskBuffer::new(config.order),
             queues: StageQueues::new(config.thresholds.global),
             signals: signals.clone(),
-            batch: Mutex::new(Batch::default()),
-            batch_done: Condvar::new(),
-            stop: AtomicBool::new(false),
-            live: std::sync::atomic::AtomicUsize::new(d),
-            alive: (0..d).map(|_| AtomicBool::new(true)).collect(),
+            batch: crate::sync::Mutex::new(Batch::default()),
+            batch_done: crate::sync::Condvar::new(),
+            stop: crate::sync::AtomicBool::new(false),
+            live: crate::sync::AtomicUsize::new(d),
+            alive: (0..d).map(|_| crate::sync::AtomicBool::new(true)).collect(),
             timelines: (0..d).map(|_| Mutex::new(Vec::new())).collect(),
             stats: (0..d).map(|_| Mutex::new(DispatchStats::default())).collect(),
             adaptations: Mutex::new(Vec::new()),

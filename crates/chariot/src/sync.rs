@@ -1,7 +1,8 @@
 //! The synchronisation primitives of the dispatcher's shared structures (task buffer,
-//! stage queues, signal). Normally parking_lot's and std's, re-exported as they are, so
-//! the normal build pays nothing; with the `model-check` feature, shuttle's behind the
-//! same API, so that `src/model_check.rs` can explore their interleavings.
+//! stage queues, signal, the batch, the executioners' channels). Normally parking_lot's,
+//! std's and crossbeam's, re-exported as they are, so the normal build pays nothing;
+//! with the `model-check` feature, shuttle's behind the same API, so that
+//! `src/model_check.rs` can explore their interleavings with the real dispatcher.
 //!
 //! The API is parking_lot's: `Mutex::lock` returns the guard (no poisoning), and
 //! `Condvar::wait` takes `&mut guard`. Under the model a lock poisoned by a panic is
@@ -10,6 +11,8 @@
 //! With `model-check` on, these primitives work only inside a shuttle test
 //! (`shuttle::check_*`); the feature is for `cargo test --features model-check --lib
 //! model_check` and nothing else.
+
+pub(crate) mod channel;
 
 pub(crate) use std::sync::atomic::Ordering;
 
@@ -139,9 +142,19 @@ mod model {
             guard.0 = Some(self.0.wait(inner).unwrap_or_else(PoisonError::into_inner));
         }
 
+        /// A new condition variable.
+        pub(crate) fn new() -> Self {
+            Condvar(shuttle::sync::Condvar::new())
+        }
+
         /// Wakes one waiter, if any.
         pub(crate) fn notify_one(&self) {
             self.0.notify_one();
+        }
+
+        /// Wakes every waiter.
+        pub(crate) fn notify_all(&self) {
+            self.0.notify_all();
         }
     }
 }

@@ -3,7 +3,7 @@
 //! issued it. A panic in a callback is caught here and becomes that task's failure.
 
 use crate::callback::{run_caught, CallInfo, CpuFn};
-use crossbeam_channel::{Receiver, Sender};
+use crate::sync::channel::{Receiver, Sender};
 use std::thread::JoinHandle;
 
 /// A CPU callback on its way to an executioner.
@@ -36,7 +36,7 @@ impl Executioners {
     /// Starts `count` executioners. The caller caps `count` at what can run at once
     /// (G_1, and never more than the D·S tasks that hold a stream slot).
     pub(crate) fn start(count: usize) -> crate::Result<Self> {
-        let (tx, rx) = crossbeam_channel::unbounded::<CpuJob>();
+        let (tx, rx) = crate::sync::channel::unbounded::<CpuJob>();
         let mut pool = Executioners { jobs: Some(tx), threads: Vec::with_capacity(count) };
         for i in 0..count {
             let rx: Receiver<CpuJob> = rx.clone();
@@ -73,15 +73,21 @@ impl Drop for Executioners {
 
 fn executioner(jobs: Receiver<CpuJob>) {
     // Ends when every sender (scheduler and dispatchers) is gone.
-    for job in jobs {
-        let start_ns = job.epoch.elapsed().as_nanos() as u64;
-        let info = job.info;
-        let f = job.f;
-        let result = run_caught(|| f(&info));
-        let end_ns = job.epoch.elapsed().as_nanos() as u64;
-        // The dispatcher outlives its jobs (it waits for them); a closed channel only
-        // happens after a dispatcher panic, and then nobody waits for this result.
-        let _ = job.done.send(CpuDone { stream: info.stream, start_ns, end_ns, result });
-        job.wake.notify();
+    while let Ok(job) = jobs.recv() {
+        run(job);
     }
+}
+
+/// Runs one CPU callback and reports it to its dispatcher (the model checks' executioner
+/// runs jobs through this too).
+pub(crate) fn run(job: CpuJob) {
+    let start_ns = job.epoch.elapsed().as_nanos() as u64;
+    let info = job.info;
+    let f = job.f;
+    let result = run_caught(|| f(&info));
+    let end_ns = job.epoch.elapsed().as_nanos() as u64;
+    // The dispatcher outlives its jobs (it waits for them); a closed channel only
+    // happens after a dispatcher panic, and then nobody waits for this result.
+    let _ = job.done.send(CpuDone { stream: info.stream, start_ns, end_ns, result });
+    job.wake.notify();
 }

@@ -4,7 +4,7 @@
 //! whose changes are put in force here. Kept apart from Algorithms 1 and 2 in `mod.rs`,
 //! which only open windows and stamp busy time as commands start and end.
 
-use super::Dispatcher;
+use super::{Device, Dispatcher};
 use crate::report::Adapted;
 use crate::stage::adaptation::{Change, Window};
 use crate::stage::Stage;
@@ -62,7 +62,7 @@ impl Meter {
     }
 }
 
-impl Dispatcher {
+impl<D: Device> Dispatcher<D> {
     /// Notes whether a ready command of `stage` waits for the stage's limit, for the
     /// adaptation's measure (the clock is read only when that changes).
     pub(super) fn note_held(&mut self, stage: Stage, held: bool) {

@@ -25,18 +25,18 @@
 //! flight on a backend that must be polled (CUDA), and otherwise parks on its signal,
 //! which submits, executioners, simulated engines and other dispatchers ring.
 //!
-//! Beside it: `recovery` (a lost GPU's retirement, and `die`) and `meter` (the
-//! adaptation's windows). Just over 500 lines: what is left is one loop over one
-//! slot state (idle detection, assignment, selection, dispatch); split, Algorithms 1
-//! and 2 would read across files.
+//! The GPU is a [`Device`]: the backend's `Gpu`, or the model checks' model GPU. Beside
+//! it: `recovery` (a lost GPU's retirement, `die`) and `meter` (the adaptation's
+//! windows). Just over 500 lines: one loop over one slot state, kept whole.
 
 pub(crate) mod affinity;
+mod device;
 pub(crate) mod executioners;
 mod meter;
 mod recovery;
 pub(crate) mod shared;
 
-use crate::backend::{Fault, Gpu, Reach, Span};
+use crate::backend::{Fault, Reach, Span};
 use crate::callback::CallInfo;
 use crate::config::Config;
 use crate::report::{CommandRecord, DispatchStats, DriverError, LostGpu, TaskFailure};
@@ -44,13 +44,14 @@ use crate::signal::Signal;
 use crate::stage::adaptation::{Adaptation, Knob};
 use crate::stage::queues::Grant;
 use crate::stage::{OverlapMatrix, Stage, Thresholds};
+use crate::sync::channel::{Receiver, Sender};
+use crate::sync::Ordering;
 use crate::task::command::Command;
 use crate::task::Task;
-use crossbeam_channel::{Receiver, Sender};
+pub(crate) use device::Device;
 use executioners::{CpuDone, CpuJob};
 use meter::Meter;
 use shared::Shared;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -88,9 +89,10 @@ enum Pick {
     Nothing,
 }
 
-pub(crate) struct Dispatcher {
+/// One GPU's dispatcher, over its GPU `D` (see the module comment).
+pub(crate) struct Dispatcher<D: Device> {
     gpu: usize,
-    device: Gpu,
+    device: D,
     matrix: OverlapMatrix,
     thresholds: Thresholds,
     shared: Arc<Shared>,
@@ -125,16 +127,16 @@ pub(crate) struct Dispatcher {
     lost: Option<(String, u64)>,
 }
 
-impl Dispatcher {
+impl<D: Device> Dispatcher<D> {
     pub(crate) fn new(
         gpu: usize,
-        device: Gpu,
+        device: D,
         config: &Config,
         shared: Arc<Shared>,
         cpu_jobs: Sender<CpuJob>,
         core: Option<core_affinity::CoreId>,
     ) -> Self {
-        let (cpu_done_tx, cpu_done) = crossbeam_channel::unbounded();
+        let (cpu_done_tx, cpu_done) = crate::sync::channel::unbounded();
         let s = config.streams;
         let t = &config.tuning;
         let caps = config.thresholds.local;
@@ -233,9 +235,9 @@ impl Dispatcher {
                 // shared core still serves the executioners.
                 spins += 1;
                 if spins % 64 == 0 {
-                    std::thread::yield_now();
+                    crate::sync::thread::yield_now();
                 } else {
-                    std::hint::spin_loop();
+                    crate::sync::hint::spin_loop();
                 }
             } else {
                 // Stats reach the shared copy when a task ends (see `complete`) and here,
@@ -444,10 +446,8 @@ impl Dispatcher {
         let pick = if self.lost.is_some() { Pick::Nothing } else { self.select(stage) };
         self.note_held(stage, pick == Pick::Held);
         let Pick::Go(j) = pick else {
-            if self.queued[k] {
-                if let Some(g) = self.shared.queues.withdraw(stage, self.gpu, &mut self.queued[k]) {
-                    self.shared.signals[g].notify();
-                }
+            if let Some(g) = self.shared.queues.withdraw(stage, self.gpu, &mut self.queued[k]) {
+                self.shared.signals[g].notify();
             }
             return false;
         };

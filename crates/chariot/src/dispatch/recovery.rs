@@ -4,15 +4,15 @@
 //! `die` leaves the pipeline without hanging anyone (also after a panic or a GPU that
 //! cannot be bound). Apart from `mod.rs` so the main loop reads as Algorithms 1 and 2.
 
-use super::Dispatcher;
+use super::{Device, Dispatcher};
 use crate::report::{LostGpu, MovedTask, TaskFailure};
 use crate::stage::Stage;
+use crate::sync::Ordering;
 use crate::task::command::{Command, CopyCmd, Direction};
 use crate::task::Task;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-impl Dispatcher {
+impl<D: Device> Dispatcher<D> {
     /// Takes a lost GPU out of the rotation (issue 7): waits for every command in flight
     /// here to end (on a lost context they end at once, with its error), so that no copy
     /// of a first attempt can race with a second; then puts back in Q each task that
@@ -31,7 +31,7 @@ impl Dispatcher {
             let seen = self.signal.epoch();
             if !self.detect_idle() {
                 if self.gpu_busy > 0 && self.device.polls() {
-                    std::thread::yield_now();
+                    crate::sync::thread::yield_now();
                 } else {
                     self.signal.park(seen);
                 }

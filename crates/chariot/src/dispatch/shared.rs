@@ -7,11 +7,11 @@ use crate::memory::claims::Holder;
 use crate::report::{Adapted, CommandRecord, DispatchStats, KernelUse, LostGpu, MovedTask, Outcome, TaskFailure};
 use crate::signal::Signal;
 use crate::stage::queues::StageQueues;
+use crate::sync::{AtomicBool, AtomicUsize, Condvar, Ordering};
 use crate::task::buffer::TaskBuffer;
 use crate::task::Task;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -31,11 +31,13 @@ pub(crate) struct Shared {
     pub(crate) buffer: TaskBuffer,
     pub(crate) queues: StageQueues,
     pub(crate) signals: Vec<Arc<Signal>>,
-    pub(crate) batch: Mutex<Batch>,
+    /// On `crate::sync`'s primitives (as are the flags below): `synchronize` waits on
+    /// it, and the model checks wait on it under shuttle.
+    pub(crate) batch: crate::sync::Mutex<Batch>,
     pub(crate) batch_done: Condvar,
     pub(crate) stop: AtomicBool,
     /// Dispatchers still running their loop; the last one to die fails what is left.
-    pub(crate) live: std::sync::atomic::AtomicUsize,
+    pub(crate) live: AtomicUsize,
     /// Per GPU: whether it is still in the rotation.
     pub(crate) alive: Vec<AtomicBool>,
     pub(crate) timelines: Vec<Mutex<Vec<CommandRecord>>>,

@@ -21,6 +21,20 @@ struct StageQueue {
     waiting: AtomicUsize,
 }
 
+#[cfg(feature = "model-check")]
+impl StageQueue {
+    /// Under the model checks, after each change by `gpu` (under P_k's lock): P_k
+    /// holds `gpu` at most once, exactly while its `queued` flag says so, and `waiting`
+    /// is P_k's length. Only `gpu` changes its own membership, so this is exact.
+    fn check(&self, requests: &VecDeque<usize>, gpu: usize, queued: bool) {
+        let waiting = self.waiting.load(Ordering::SeqCst);
+        assert_eq!(waiting, requests.len(), "P_k's waiting count differs from its length: {requests:?}");
+        let mine = requests.iter().filter(|&&g| g == gpu).count();
+        assert!(mine <= 1, "GPU {gpu} is {mine} times in P_k: {requests:?}");
+        assert_eq!(mine == 1, queued, "GPU {gpu}'s queued flag, P_k = {requests:?}");
+    }
+}
+
 /// P_k and C_k.global for every stage.
 #[derive(Debug)]
 pub(crate) struct StageQueues {
@@ -57,19 +71,21 @@ impl StageQueues {
         // that releases a slot after our failed try then sees `waiting > 0` and wakes
         // us. Publishing after the try would let its release fall in between, unseen.
         q.waiting.store(requests.len(), Ordering::SeqCst);
-        if requests.front() != Some(&gpu) {
-            return Grant::Wait;
-        }
+        // Only the head may take a slot, and only below G_k.
         let limit = self.global[stage.index()];
-        let taken =
-            q.running.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < limit).then_some(n + 1)).is_ok();
-        if !taken {
-            return Grant::Wait;
-        }
-        requests.pop_front();
-        *queued = false;
-        q.waiting.store(requests.len(), Ordering::SeqCst);
-        Grant::Granted { wake: requests.front().copied() }
+        let grant = if requests.front() == Some(&gpu)
+            && q.running.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < limit).then_some(n + 1)).is_ok()
+        {
+            requests.pop_front();
+            *queued = false;
+            q.waiting.store(requests.len(), Ordering::SeqCst);
+            Grant::Granted { wake: requests.front().copied() }
+        } else {
+            Grant::Wait
+        };
+        #[cfg(feature = "model-check")]
+        q.check(&requests, gpu, *queued);
+        grant
     }
 
     /// Takes `gpu` out of P_k (its command is no longer ready, e.g. M now forbids it).
@@ -84,6 +100,8 @@ impl StageQueues {
         requests.retain(|&g| g != gpu);
         q.waiting.store(requests.len(), Ordering::SeqCst);
         *queued = false;
+        #[cfg(feature = "model-check")]
+        q.check(&requests, gpu, *queued);
         if was_head {
             requests.front().copied()
         } else {

@@ -1,0 +1,68 @@
+//! What a dispatcher needs from its GPU, as a trait: issue a command on a stream slot,
+//! find whether it completed, and how completions show (polled or announced). The
+//! dispatcher is generic over it, so that the model checks (`src/model_check.rs`) drive
+//! the real dispatch loop with a model GPU under shuttle, while the runtime drives it
+//! with the backend's [`Gpu`] (CUDA or sim): static dispatch, nothing boxed per command.
+
+use crate::backend::{DriverNs, Fault, Gpu, Span};
+use crate::callback::CallInfo;
+use crate::task::command::Command;
+
+/// One dispatcher's GPU, as the dispatcher sees it. Called only from the dispatcher's
+/// thread; a slot has at most one command in flight.
+pub(crate) trait Device: Send {
+    /// Runs on the dispatcher's thread before anything else (CUDA: makes the context
+    /// current); an error takes the GPU out of the rotation.
+    fn bind_thread(&self) -> Result<(), String>;
+
+    /// Issues GPU-stage command `cmd` (index `command` in its task) on stream slot
+    /// `stream`, which has nothing in flight, without waiting for it. Returns the time
+    /// spent in driver calls.
+    fn issue(&mut self, stream: usize, cmd: &mut Command, info: CallInfo, command: usize) -> Result<DriverNs, Fault>;
+
+    /// Whether the command in flight on `stream` has completed, and when it ran.
+    fn poll(&mut self, stream: usize) -> Option<Result<Span, Fault>>;
+
+    /// Waits until nothing issued on this GPU still runs (before a dying dispatcher
+    /// gives back what its commands use).
+    fn quiesce(&self);
+
+    /// Whether completions show only by polling (the dispatcher spins while commands
+    /// are in flight) rather than being announced on the dispatcher's signal.
+    fn polls(&self) -> bool;
+
+    /// Whether the dispatcher spins briefly before parking (it owns its core).
+    fn spins(&self) -> bool;
+}
+
+/// The runtime's GPU: the backend's handle, CUDA or sim.
+impl Device for Gpu {
+    #[inline]
+    fn bind_thread(&self) -> Result<(), String> {
+        Gpu::bind_thread(self)
+    }
+
+    #[inline]
+    fn issue(&mut self, stream: usize, cmd: &mut Command, info: CallInfo, command: usize) -> Result<DriverNs, Fault> {
+        Gpu::issue(self, stream, cmd, info, command)
+    }
+
+    #[inline]
+    fn poll(&mut self, stream: usize) -> Option<Result<Span, Fault>> {
+        Gpu::poll(self, stream)
+    }
+
+    fn quiesce(&self) {
+        Gpu::quiesce(self)
+    }
+
+    #[inline]
+    fn polls(&self) -> bool {
+        Gpu::polls(self)
+    }
+
+    #[inline]
+    fn spins(&self) -> bool {
+        Gpu::spins(self)
+    }
+}

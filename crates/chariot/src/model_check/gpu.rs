@@ -1,0 +1,170 @@
+//! The model GPU the real dispatcher drives (`dispatch::Device`): an engine thread per
+//! GPU runs the commands and posts completions; what runs is counted and checked.
+
+use super::pipeline::Config;
+use super::thread;
+use crate::backend::{DriverNs, Fault, Span};
+use crate::callback::CallInfo;
+use crate::dispatch::Device;
+use crate::memory::{DeviceBufferInner, FreeDevice, HostShared};
+use crate::signal::Signal;
+use crate::stage::Stage;
+use crate::task::command::{Command, CopyCmd, Direction};
+use shuttle::sync::atomic::AtomicUsize;
+use shuttle::sync::{mpsc, Mutex};
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::Arc;
+
+/// What the model GPUs, executioners and the final checks count.
+pub(super) struct Counts {
+    pub(super) config: Config,
+    /// Per stage: commands in flight on all GPUs.
+    pub(super) global: [AtomicUsize; Stage::K],
+    /// Per GPU and stage: commands in flight on that GPU.
+    pub(super) local: Vec<[AtomicUsize; Stage::K]>,
+    /// Per task: commands run so far.
+    pub(super) ran: Vec<AtomicUsize>,
+}
+
+impl Counts {
+    /// Command `command` of task `task`, of `stage`, starts on `gpu`.
+    pub(super) fn enter(&self, gpu: usize, stage: Stage, task: usize, command: usize) {
+        let (k, t) = (stage.index(), &self.config.thresholds);
+        let running: [usize; Stage::K] = std::array::from_fn(|s| self.local[gpu][s].load(SeqCst));
+        assert!(self.config.matrix.can_overlap(stage, &running), "stage {stage} overlaps a forbidden one: {running:?}");
+        let n = self.global[k].fetch_add(1, SeqCst) + 1;
+        assert!(n <= t.global[k], "{n} commands of stage {stage} in flight (G = {})", t.global[k]);
+        let n = self.local[gpu][k].fetch_add(1, SeqCst) + 1;
+        assert!(n <= t.local[k], "{n} commands of stage {stage} on GPU {gpu} (L = {})", t.local[k]);
+        let before = self.ran[task].fetch_add(1, SeqCst);
+        assert_eq!(before, command, "task {task} ran command {command} after {before} commands");
+    }
+
+    /// A command of `stage` on `gpu` has ended and its end is known.
+    pub(super) fn leave(&self, gpu: usize, stage: Stage) {
+        self.global[stage.index()].fetch_sub(1, SeqCst);
+        self.local[gpu][stage.index()].fetch_sub(1, SeqCst);
+    }
+}
+
+/// Device memory no model command touches: nothing to free.
+#[derive(Debug)]
+pub(super) struct NoFree;
+
+impl FreeDevice for NoFree {
+    fn free_device(&self, _bufs: Vec<crate::backend::device::PhysBuf>) {}
+}
+
+/// The commands of `plan`'s task `id`: copies of one byte, GPU callbacks for the kernel
+/// stage (the model GPU does not run them), and CPU callbacks that count themselves.
+pub(super) fn commands(
+    counts: &Arc<Counts>,
+    id: usize,
+    host: &Arc<HostShared>,
+    dev: &Arc<DeviceBufferInner>,
+) -> Vec<Command> {
+    let copy = |dir| {
+        let (host, dev) = (host.clone(), dev.clone());
+        Command::Copy(CopyCmd {
+            dir,
+            host,
+            host_offset: 0,
+            host_pitch: 1,
+            dev,
+            dev_offset: 0,
+            dev_pitch: 1,
+            width: 1,
+            height: 1,
+        })
+    };
+    let stages = &counts.config.plans[id].1;
+    stages
+        .iter()
+        .enumerate()
+        .map(|(i, stage)| match stage {
+            Stage::Download => copy(Direction::Download),
+            Stage::Readback => copy(Direction::Readback),
+            Stage::Kernel => Command::Gpu(None),
+            Stage::Cpu => {
+                let counts = counts.clone();
+                Command::Cpu(Some(Box::new(move |info: &CallInfo| {
+                    counts.enter(info.gpu, Stage::Cpu, id, i);
+                    thread::yield_now();
+                    counts.leave(info.gpu, Stage::Cpu);
+                    Ok(())
+                })))
+            }
+        })
+        .collect()
+}
+
+/// A command sent to a GPU's model engine.
+pub(super) struct Job {
+    slot: usize,
+    task: usize,
+    command: usize,
+    stage: Stage,
+}
+
+/// The engine of one GPU: runs commands in arrival order and posts each completion in
+/// its slot, then rings the dispatcher's signal `ring` (as `backend/sim` does), if any
+/// (a polled GPU's dispatcher finds it by polling). Ends when its GPU goes.
+pub(super) fn engine(
+    counts: Arc<Counts>,
+    gpu: usize,
+    ring: Option<Arc<Signal>>,
+    jobs: mpsc::Receiver<Job>,
+    posted: Arc<[Mutex<bool>]>,
+) {
+    while let Ok(job) = jobs.recv() {
+        counts.enter(gpu, job.stage, job.task, job.command);
+        thread::yield_now();
+        *posted[job.slot].lock().unwrap() = true;
+        if let Some(signal) = &ring {
+            signal.notify();
+        }
+    }
+}
+
+/// The model GPU the real dispatcher drives: issue hands the command to the engine;
+/// poll takes the slot's posted completion.
+pub(super) struct ModelGpu {
+    pub(super) gpu: usize,
+    pub(super) counts: Arc<Counts>,
+    pub(super) jobs: mpsc::Sender<Job>,
+    pub(super) posted: Arc<[Mutex<bool>]>,
+    /// Per slot: the stage of its command in flight.
+    pub(super) stages: Vec<Option<Stage>>,
+}
+
+impl Device for ModelGpu {
+    fn bind_thread(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn issue(&mut self, stream: usize, cmd: &mut Command, info: CallInfo, command: usize) -> Result<DriverNs, Fault> {
+        assert!(self.stages[stream].replace(cmd.stage()).is_none(), "slot {stream} issued twice");
+        let job = Job { slot: stream, task: info.task.0 as usize, command, stage: cmd.stage() };
+        self.jobs.send(job).expect("the engine outlives its GPU");
+        Ok(0)
+    }
+
+    fn poll(&mut self, stream: usize) -> Option<Result<Span, Fault>> {
+        if !std::mem::take(&mut *self.posted[stream].lock().unwrap()) {
+            return None;
+        }
+        let stage = self.stages[stream].take().expect("a completion of a busy slot");
+        self.counts.leave(self.gpu, stage);
+        Some(Ok(Span { start_ns: 0, end_ns: 0 }))
+    }
+
+    fn quiesce(&self) {}
+
+    fn polls(&self) -> bool {
+        self.counts.config.polls(self.gpu)
+    }
+
+    fn spins(&self) -> bool {
+        self.gpu < self.counts.config.spinners || self.polls()
+    }
+}
