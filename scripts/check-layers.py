@@ -81,6 +81,7 @@ LAYERS = {
     "crate": 12,
     "model_check": 14,
     "report::lower_bound::test": 14,
+    "scheduler::test": 14,
 }
 
 NAMES = {

@@ -22,7 +22,7 @@ macro_rules! scalar_getter {
     };
 }
 
-/// The scalar arguments of a launch, for a [`Kernel::sim_cost`] model.
+/// The scalar arguments of a launch, for a [`Kernel::sim_cost`](crate::Kernel::sim_cost) model.
 #[derive(Debug)]
 pub struct ScalarArgs<'a> {
     pub(crate) values: &'a [ArgValue],
@@ -125,7 +125,7 @@ impl std::fmt::Debug for TwinArgs<'_> {
     }
 }
 
-/// An argument of [`Kernel::run_cpu_twin`]: a scalar, or a buffer by its index in the
+/// An argument of [`Kernel::run_cpu_twin`](crate::Kernel::run_cpu_twin): a scalar, or a buffer by its index in the
 /// buffers given.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum TwinArg {

@@ -19,7 +19,8 @@
 //! callback of this scheduler return [`Error::WaitInCallback`], and a `Drop` there (the
 //! last handle moved into a callback) hands steps 2 to 5 to a thread of their own.
 
-use crate::backend::device::GpuInfo;
+mod queries;
+
 use crate::backend::Machine;
 use crate::config::Config;
 use crate::dispatch::executioners::Executioners;
@@ -33,7 +34,6 @@ use crate::memory::{checked_bytes, DeviceBuffer, DeviceBufferInner, Element, Gra
 use crate::report::{kernel_lines, shutting_down, DispatchStats, KernelUse, Report};
 use crate::signal::Signal;
 use crate::stage::queues::StageQueues;
-use crate::stage::Thresholds;
 use crate::task::buffer::TaskBuffer;
 use crate::task::command::Command;
 use crate::task::{HostClaim, Task};
@@ -165,76 +165,6 @@ impl Scheduler {
     /// The backend's machine, shared with library plan caches (`crate::fft`).
     pub(crate) fn machine(&self) -> &Arc<Machine> {
         &self.machine
-    }
-
-    /// `cuda` or `sim`.
-    pub fn backend_name(&self) -> &'static str {
-        self.machine.name()
-    }
-
-    /// D, the number of GPUs.
-    pub fn gpu_count(&self) -> usize {
-        self.machine.gpus().len()
-    }
-
-    /// What each GPU is (name, engines, architecture).
-    pub fn gpu_info(&self) -> &[GpuInfo] {
-        self.machine.gpus()
-    }
-
-    /// The GPUs still in the rotation (indices in the scheduler's list). A GPU whose
-    /// context hit a sticky error leaves it for good; see `docs/faults.md`.
-    pub fn live_gpus(&self) -> Vec<usize> {
-        (0..self.gpu_count()).filter(|&g| self.shared.alive[g].load(Ordering::SeqCst)).collect()
-    }
-
-    /// S, streams per GPU.
-    pub fn streams(&self) -> usize {
-        self.config.streams
-    }
-
-    /// The thresholds in force: the hard caps L and G that no stage exceeds (the
-    /// adaptation moves the limits below them; see [`tuning`](Scheduler::tuning)).
-    pub fn thresholds(&self) -> Thresholds {
-        self.config.thresholds
-    }
-
-    /// What `build` chose for each knob left unset, and why (see [`Tuning`](crate::Tuning)).
-    pub fn tuning(&self) -> &crate::Tuning {
-        &self.config.tuning
-    }
-
-    /// The overlap matrix of GPU `gpu`.
-    pub fn overlap_matrix(&self, gpu: usize) -> Option<crate::OverlapMatrix> {
-        self.config.matrices.get(gpu).copied()
-    }
-
-    /// On the sim backend, the rates its model moves bytes at (bytes per ns of real
-    /// time): one GPU's link alone, and the host with every GPU of this scheduler
-    /// copying at once. No copy runs faster, so bounds built on them hold (the
-    /// [`HardwareBound`](crate::HardwareBound)s take them). `None` on CUDA, where rates
-    /// must be measured, and on a sim without modeled time.
-    ///
-    /// ```
-    /// use chariot::{Backend, LinkRates, Scheduler, SimProfile};
-    /// let s = Scheduler::builder().backend(Backend::SimWith(SimProfile::h100().with_time_scale(2.0))).gpus(2).build()?;
-    /// let (link, host) = s.modeled_rates().unwrap();
-    /// assert_eq!(link, LinkRates { up: 27.5, down: 27.5, both: 45.0 });
-    /// assert_eq!(host, link.times(2.0));
-    /// # Ok::<(), chariot::Error>(())
-    /// ```
-    pub fn modeled_rates(&self) -> Option<(crate::LinkRates, crate::LinkRates)> {
-        self.machine.modeled_rates()
-    }
-
-    /// Host buses B in force.
-    pub fn buses(&self) -> usize {
-        self.config.buses
-    }
-
-    /// Device memory in use on `gpu` now, in bytes, where the backend can tell.
-    pub fn device_memory_in_use(&self, gpu: usize) -> Option<u64> {
-        (gpu < self.gpu_count()).then(|| self.machine.memory_in_use(gpu)).flatten()
     }
 
     /// Allocates a host buffer of `len` elements: pinned and portable on CUDA
@@ -579,114 +509,4 @@ impl std::fmt::Debug for Scheduler {
 }
 
 #[cfg(test)]
-mod test {
-    use super::*;
-    use crate::{Backend, Resource, SimProfile};
-    use std::sync::mpsc;
-    use std::time::Duration;
-
-    fn sim(streams: usize) -> Scheduler {
-        Scheduler::builder().backend(Backend::SimWith(SimProfile::instant())).streams(streams).build().unwrap()
-    }
-
-    /// Runs `body` on its own thread; a body still running after 30 s has hung.
-    fn within_30s(body: impl FnOnce() + Send + 'static) {
-        let (tx, rx) = mpsc::channel();
-        let h = std::thread::spawn(move || {
-            body();
-            // The receiver is gone only after a timeout, which has failed the test.
-            let _ = tx.send(());
-        });
-        match rx.recv_timeout(Duration::from_secs(30)) {
-            Err(mpsc::RecvTimeoutError::Timeout) => panic!("hung"),
-            _ => {
-                if let Err(p) = h.join() {
-                    std::panic::resume_unwind(p)
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn an_id_is_taken_until_synchronize() {
-        within_30s(|| {
-            let s = sim(1);
-            s.task(1, 1).callback(Resource::Cpu, |_| Ok(())).submit().unwrap();
-            while s.shared.batch.lock().outstanding > 0 {
-                std::thread::yield_now();
-            }
-            let e = s.task(1, 1).callback(Resource::Cpu, |_| Ok(())).submit().unwrap_err();
-            assert!(matches!(e, Error::DuplicateTask { task: TaskId(1) }), "{e:?}");
-            assert!(e.to_string().contains("already submitted in this batch"), "{e}");
-            assert_eq!(s.synchronize().unwrap().tasks, 1);
-            s.task(1, 1).callback(Resource::Cpu, |_| Ok(())).submit().unwrap();
-            assert_eq!(s.synchronize().unwrap().tasks, 1);
-        });
-    }
-
-    #[test]
-    fn waiting_for_the_batch_in_its_own_callback_is_refused() {
-        within_30s(|| {
-            let s = Arc::new(sim(2));
-            let other = Arc::new(sim(1));
-            let (tx, rx) = mpsc::channel();
-            let (a, b, o, tx2) = (s.clone(), s.clone(), other.clone(), tx.clone());
-            s.task(1, 1)
-                .callback(Resource::Cpu, move |_| {
-                    // Test channels: the receiver outlives the tasks; the count is checked.
-                    let _ = tx.send(("cpu synchronize", a.synchronize().map(|_| ()).map_err(|e| e.to_string())));
-                    let _ = tx.send(("cpu shutdown", a.shutdown().map(|_| ()).map_err(|e| e.to_string())));
-                    // Another scheduler's batch is not this task's: that wait is fine.
-                    let _ = tx.send(("other", o.synchronize().map(|_| ()).map_err(|e| e.to_string())));
-                    Ok(())
-                })
-                .submit()
-                .unwrap();
-            s.task(2, 1)
-                .gpu_callback(move |_| {
-                    // As above.
-                    let _ = tx2.send(("gpu synchronize", b.synchronize().map(|_| ()).map_err(|e| e.to_string())));
-                    Ok(())
-                })
-                .submit()
-                .unwrap();
-            assert_eq!(s.synchronize().unwrap().tasks, 2);
-            let got: Vec<_> = rx.try_iter().collect();
-            assert_eq!(got.len(), 4, "{got:?}");
-            for (what, r) in got {
-                if what == "other" {
-                    assert_eq!(r, Ok(()));
-                    continue;
-                }
-                let m = r.unwrap_err();
-                assert!(m.contains("callback") && m.contains("Scheduler::"), "{what}: {m}");
-            }
-            // The refused shutdown changed nothing.
-            s.task(3, 1).callback(Resource::Cpu, |_| Ok(())).submit().unwrap();
-            assert_eq!(s.synchronize().unwrap().tasks, 1);
-        });
-    }
-
-    #[test]
-    fn the_last_handle_dropped_in_a_callback_shuts_down_behind_it() {
-        within_30s(|| {
-            let s = Arc::new(sim(1));
-            let (open, wait) = mpsc::channel::<()>();
-            let (done, finished) = mpsc::channel();
-            let inner = s.clone();
-            s.task(1, 1)
-                .callback(Resource::Cpu, move |_| {
-                    // Test channels: a gone peer means the test has failed already.
-                    let _ = wait.recv();
-                    drop(inner);
-                    let _ = done.send(());
-                    Ok(())
-                })
-                .submit()
-                .unwrap();
-            drop(s);
-            open.send(()).unwrap();
-            finished.recv_timeout(Duration::from_secs(10)).expect("the drop returned");
-        });
-    }
-}
+mod test;

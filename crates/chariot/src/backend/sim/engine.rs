@@ -1,0 +1,264 @@
+//! A simulated GPU's engines: each copy engine and the compute engine is a thread that
+//! takes jobs (a copy, a kernel's CPU twin, a library callback) from its channel, holds
+//! them for their modeled time on the link and SM models, and posts each completion in
+//! its stream slot, ringing the dispatcher's signal. Injected faults (a failing command,
+//! a lost or slow GPU) act here.
+
+use super::clock;
+use super::compute::Sms;
+use super::link::{Dir, Links};
+use super::{Completions, SimProfile};
+use crate::backend::device::{PhysBuf, SimMemory};
+use crate::backend::{Fault, Reach, Span};
+use crate::callback::{run_caught, CallInfo, GpuCall, GpuCallOn, GpuFn};
+use crate::kernel::{ArgValue, KernelInner, LaunchShape, ScalarArgs, TwinArgs};
+use crate::memory::{DeviceBufferInner, HostShared};
+use crate::signal::Signal;
+use crate::task::command::Direction;
+use crossbeam_channel::Receiver;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum EngineKind {
+    Copy,
+    Up,
+    Down,
+    Compute,
+}
+
+/// A command's work, as an engine takes it.
+pub(super) enum Work {
+    Copy {
+        dir: Direction,
+        host: Arc<HostShared>,
+        dev: Arc<DeviceBufferInner>,
+        shape: [usize; 6],
+    },
+    /// A kernel, the `seq`-th launched on its GPU, using `share` of the SMs alone.
+    Launch {
+        kernel: Arc<KernelInner>,
+        shape: LaunchShape,
+        args: Arc<[ArgValue]>,
+        seq: u64,
+        share: f64,
+    },
+    Callback(GpuFn),
+}
+
+pub(super) struct Job {
+    pub(super) stream: usize,
+    pub(super) info: CallInfo,
+    /// The command's index in its task (for injected faults).
+    pub(super) command: usize,
+    pub(super) work: Work,
+}
+
+/// The fault of a lost simulated GPU.
+pub(super) fn lost_fault(gpu: usize, reach: Reach) -> Fault {
+    Fault { message: format!("simulated GPU {gpu} lost (injected fault)"), reach, driver: None }
+}
+
+pub(super) struct Engine {
+    pub(super) gpu: usize,
+    pub(super) profile: SimProfile,
+    pub(super) links: Arc<Links>,
+    /// The GPU's SMs, shared by its compute threads.
+    pub(super) sms: Arc<Sms>,
+    pub(super) done: Completions,
+    pub(super) wake: Arc<Signal>,
+    pub(super) epoch: Instant,
+    /// Shared by the GPU's engines and its handle.
+    pub(super) lost: Arc<AtomicBool>,
+    /// When the GPU dies, if an injected death is set.
+    pub(super) death: Option<Instant>,
+    /// Every command takes this many times as long.
+    pub(super) slow: f64,
+    /// See [`Machine::lost_once`](super::Machine::lost_once).
+    pub(super) lost_once: Arc<[AtomicBool]>,
+}
+
+impl Engine {
+    pub(super) fn run(self, jobs: Receiver<Job>) {
+        loop {
+            let job = if self.profile.spin {
+                // Spin (yielding) up to 200 µs for the next job before blocking.
+                let until = Instant::now() + Duration::from_micros(200);
+                loop {
+                    match jobs.try_recv() {
+                        Ok(job) => break Some(job),
+                        Err(crossbeam_channel::TryRecvError::Disconnected) => break None,
+                        Err(crossbeam_channel::TryRecvError::Empty) if Instant::now() < until => {
+                            std::thread::yield_now()
+                        }
+                        Err(crossbeam_channel::TryRecvError::Empty) => break jobs.recv().ok(),
+                    }
+                }
+            } else {
+                jobs.recv().ok()
+            };
+            let Some(job) = job else { return };
+            let start = Instant::now();
+            let result = self.run_job(job.work, job.info, job.command, start);
+            let end = Instant::now();
+            let span = Span {
+                start_ns: start.duration_since(self.epoch).as_nanos() as u64,
+                end_ns: end.duration_since(self.epoch).as_nanos() as u64,
+            };
+            *self.done[job.stream].lock() = Some(result.map(|()| span));
+            self.wake.notify();
+        }
+    }
+
+    /// Holds the command until `modeled` (scaled) after `start`; an end past what the
+    /// clock can count fails it.
+    fn hold(&self, start: Instant, modeled: Duration, what: impl FnOnce() -> String) -> Result<(), String> {
+        let factor = self.profile.time_scale * self.slow;
+        let end = start.checked_add(clock::scale(modeled, factor)).ok_or_else(|| {
+            format!(
+                "{}: modeled time {modeled:?} × {factor} (time_scale × slowdown) ends past what the \
+                 simulated clock can count",
+                what()
+            )
+        })?;
+        clock::sleep_until(end);
+        Ok(())
+    }
+
+    fn dead(&self) -> bool {
+        self.lost.load(Ordering::SeqCst) || self.death.is_some_and(|at| Instant::now() >= at)
+    }
+
+    /// Runs one command with the injected faults: a lost GPU fails everything (a command
+    /// running when it dies fails too), a failing command fails its task, a crashing one
+    /// takes the GPU down.
+    fn run_job(&self, work: Work, info: CallInfo, command: usize, start: Instant) -> Result<(), Fault> {
+        let faults = &self.profile.faults;
+        if self.dead() {
+            self.lost.store(true, Ordering::SeqCst);
+            return Err(lost_fault(self.gpu, Reach::Gpu));
+        }
+        if faults.crashes(info.task.0, command) {
+            self.lost.store(true, Ordering::SeqCst);
+            return Err(Fault {
+                message: format!(
+                    "simulated illegal address in command {command} of task {} (injected fault)",
+                    info.task
+                ),
+                reach: Reach::GpuByTask,
+                driver: None,
+            });
+        }
+        if faults.fails(info.task.0, command) {
+            return Err(Fault::task(format!("command {command} of task {} failed (injected fault)", info.task)));
+        }
+        self.work(work, info, start).map_err(Fault::task)?;
+        let losing = faults.losing.iter().position(|&(t, c)| (t, c) == (info.task.0, command));
+        if losing.is_some_and(|i| !self.lost_once[i].swap(true, Ordering::SeqCst)) {
+            self.lost.store(true, Ordering::SeqCst);
+        }
+        if self.dead() {
+            self.lost.store(true, Ordering::SeqCst);
+            return Err(lost_fault(self.gpu, Reach::Gpu));
+        }
+        Ok(())
+    }
+
+    fn work(&self, work: Work, info: CallInfo, start: Instant) -> Result<(), String> {
+        match work {
+            Work::Copy { dir, host, dev, shape } => {
+                let [host_offset, host_pitch, dev_offset, dev_pitch, width, height] = shape;
+                let PhysBuf::Sim(mem) = dev.phys(info.gpu, info.stream) else {
+                    return Err("device buffer is not simulated memory".into());
+                };
+                if self.profile.execute {
+                    let mut words = mem.data.lock();
+                    let dev_bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut words[..]);
+                    for row in 0..height {
+                        let h = host_offset + row * host_pitch;
+                        let d = dev_offset + row * dev_pitch;
+                        match dir {
+                            // The task's claim on this host region excludes writers.
+                            Direction::Download => {
+                                dev_bytes[d..d + width].copy_from_slice(host.alloc.bytes(h, h + width))
+                            }
+                            // SAFETY: the task's write claim on this host region, made at
+                            // submit and given back when the task ends, excludes every other
+                            // access while the copy runs; the slice lives for this statement,
+                            // while `host` holds the allocation.
+                            Direction::Readback => {
+                                unsafe { host.alloc.bytes_mut(h, h + width) }.copy_from_slice(&dev_bytes[d..d + width])
+                            }
+                        }
+                    }
+                }
+                self.hold(start, self.profile.copy_latency, || "copy".into())?;
+                let link_dir = if dir == Direction::Download { Dir::Up } else { Dir::Down };
+                self.links.transfer(self.gpu, link_dir, (width * height) as f64 * self.slow)
+            }
+            Work::Launch { kernel, shape, args, seq, share } => {
+                let began = Instant::now();
+                if self.profile.execute {
+                    self.run_twin(&kernel, shape, &args, info)?;
+                }
+                let real = began.elapsed();
+                let modeled = match &kernel.def.sim_cost {
+                    Some(cost) => cost(&shape, &ScalarArgs { values: &args }),
+                    None => real,
+                };
+                // Its time alone, from `start` (the twin's run counts as part of it), on
+                // the SMs that the kernels launched before it leave.
+                let modeled = self.profile.launch_latency.saturating_add(modeled);
+                let factor = self.profile.time_scale * self.slow;
+                let end = start.checked_add(clock::scale(modeled, factor)).ok_or_else(|| {
+                    format!(
+                        "kernel `{}`: modeled time {modeled:?} × {factor} (time_scale × slowdown) ends past what the \
+                         simulated clock can count",
+                        kernel.def.name
+                    )
+                })?;
+                let left = end.saturating_duration_since(Instant::now());
+                self.sms.run(seq, share, left).map_err(|m| format!("`{}`: {m}", kernel.def.name))
+            }
+            Work::Callback(f) => {
+                let mut call = GpuCall { info, on: GpuCallOn::Sim { _life: std::marker::PhantomData } };
+                run_caught(|| f(&mut call))?;
+                self.hold(start, self.profile.launch_latency, || "GPU callback".into())
+            }
+        }
+    }
+
+    fn run_twin(
+        &self,
+        kernel: &KernelInner,
+        shape: LaunchShape,
+        args: &[ArgValue],
+        info: CallInfo,
+    ) -> Result<(), String> {
+        let twin = kernel.def.twin.as_ref().ok_or("kernel has no CPU twin")?;
+        // Lock each distinct buffer once; arguments naming the same buffer share it.
+        let mut mems: Vec<&SimMemory> = Vec::new();
+        let mut index = Vec::with_capacity(args.len());
+        for a in args {
+            match a {
+                ArgValue::Buffer(b) => {
+                    let PhysBuf::Sim(m) = b.phys(info.gpu, info.stream) else {
+                        return Err("device buffer is not simulated memory".into());
+                    };
+                    let pos = mems.iter().position(|x| std::ptr::eq(*x, &**m)).unwrap_or_else(|| {
+                        mems.push(m);
+                        mems.len() - 1
+                    });
+                    index.push(Some(pos));
+                }
+                _ => index.push(None),
+            }
+        }
+        let mut guards: Vec<_> = mems.iter().map(|m| m.data.lock()).collect();
+        let memory =
+            guards.iter_mut().zip(&mems).map(|(g, m)| &mut bytemuck::cast_slice_mut(&mut g[..])[..m.bytes]).collect();
+        let mut targs = TwinArgs::new(shape, args, memory, index);
+        run_caught(|| twin(&mut targs)).map_err(|m| format!("CPU twin of `{}`: {m}", kernel.def.name))
+    }
+}

@@ -1,0 +1,112 @@
+//! The scheduler's own protocol: task ids per batch, waiting in a callback, the last
+//! handle dropped in a callback.
+
+use super::*;
+use crate::{Backend, Resource, SimProfile};
+use std::sync::mpsc;
+use std::time::Duration;
+
+fn sim(streams: usize) -> Scheduler {
+    Scheduler::builder().backend(Backend::SimWith(SimProfile::instant())).streams(streams).build().unwrap()
+}
+
+/// Runs `body` on its own thread; a body still running after 30 s has hung.
+fn within_30s(body: impl FnOnce() + Send + 'static) {
+    let (tx, rx) = mpsc::channel();
+    let h = std::thread::spawn(move || {
+        body();
+        // The receiver is gone only after a timeout, which has failed the test.
+        let _ = tx.send(());
+    });
+    match rx.recv_timeout(Duration::from_secs(30)) {
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("hung"),
+        _ => {
+            if let Err(p) = h.join() {
+                std::panic::resume_unwind(p)
+            }
+        }
+    }
+}
+
+#[test]
+fn an_id_is_taken_until_synchronize() {
+    within_30s(|| {
+        let s = sim(1);
+        s.task(1, 1).callback(Resource::Cpu, |_| Ok(())).submit().unwrap();
+        while s.shared.batch.lock().outstanding > 0 {
+            std::thread::yield_now();
+        }
+        let e = s.task(1, 1).callback(Resource::Cpu, |_| Ok(())).submit().unwrap_err();
+        assert!(matches!(e, Error::DuplicateTask { task: TaskId(1) }), "{e:?}");
+        assert!(e.to_string().contains("already submitted in this batch"), "{e}");
+        assert_eq!(s.synchronize().unwrap().tasks, 1);
+        s.task(1, 1).callback(Resource::Cpu, |_| Ok(())).submit().unwrap();
+        assert_eq!(s.synchronize().unwrap().tasks, 1);
+    });
+}
+
+#[test]
+fn waiting_for_the_batch_in_its_own_callback_is_refused() {
+    within_30s(|| {
+        let s = Arc::new(sim(2));
+        let other = Arc::new(sim(1));
+        let (tx, rx) = mpsc::channel();
+        let (a, b, o, tx2) = (s.clone(), s.clone(), other.clone(), tx.clone());
+        s.task(1, 1)
+            .callback(Resource::Cpu, move |_| {
+                // Test channels: the receiver outlives the tasks; the count is checked.
+                let _ = tx.send(("cpu synchronize", a.synchronize().map(|_| ()).map_err(|e| e.to_string())));
+                let _ = tx.send(("cpu shutdown", a.shutdown().map(|_| ()).map_err(|e| e.to_string())));
+                // Another scheduler's batch is not this task's: that wait is fine.
+                let _ = tx.send(("other", o.synchronize().map(|_| ()).map_err(|e| e.to_string())));
+                Ok(())
+            })
+            .submit()
+            .unwrap();
+        s.task(2, 1)
+            .gpu_callback(move |_| {
+                // As above.
+                let _ = tx2.send(("gpu synchronize", b.synchronize().map(|_| ()).map_err(|e| e.to_string())));
+                Ok(())
+            })
+            .submit()
+            .unwrap();
+        assert_eq!(s.synchronize().unwrap().tasks, 2);
+        let got: Vec<_> = rx.try_iter().collect();
+        assert_eq!(got.len(), 4, "{got:?}");
+        for (what, r) in got {
+            if what == "other" {
+                assert_eq!(r, Ok(()));
+                continue;
+            }
+            let m = r.unwrap_err();
+            assert!(m.contains("callback") && m.contains("Scheduler::"), "{what}: {m}");
+        }
+        // The refused shutdown changed nothing.
+        s.task(3, 1).callback(Resource::Cpu, |_| Ok(())).submit().unwrap();
+        assert_eq!(s.synchronize().unwrap().tasks, 1);
+    });
+}
+
+#[test]
+fn the_last_handle_dropped_in_a_callback_shuts_down_behind_it() {
+    within_30s(|| {
+        let s = Arc::new(sim(1));
+        let (open, wait) = mpsc::channel::<()>();
+        let (done, finished) = mpsc::channel();
+        let inner = s.clone();
+        s.task(1, 1)
+            .callback(Resource::Cpu, move |_| {
+                // Test channels: a gone peer means the test has failed already.
+                let _ = wait.recv();
+                drop(inner);
+                let _ = done.send(());
+                Ok(())
+            })
+            .submit()
+            .unwrap();
+        drop(s);
+        open.send(()).unwrap();
+        finished.recv_timeout(Duration::from_secs(10)).expect("the drop returned");
+    });
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Issue 15 on nvidia-h100-x1: the workspace (runtime crate, studies crate, the real
+# dispatcher generic over its device) against the code before it (commit d229f22), same
+# commands, alternated: every GPU test of the new code (the runtime's GPU suite and bad
+# input, the studies' in-order pipeline and bad input, the seti example's, chariot-align
+# end to end), then with chariot's defaults the demo (4 calls x 5 timed runs each), seti
+# 8192^2 (3 calls x 5) and the 7-query alignment search (3 calls). Binaries: new in $B
+# (default .gpu/, scripts/stage.sh), old in $OLD (default .gpu-old/: `cargo build
+# --release --bin chariot --bin chariot-align --example seti` in a worktree of d229f22,
+# stripped). Writes under $OUT.
+set -u
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+: "${OUT:?set OUT to a directory}"
+B=${B:-.gpu}; OLD=${OLD:-.gpu-old}; W=/tmp/ws-check; rm -rf "$W" && mkdir -p "$W"
+{ date -u; nvidia-smi -L; echo "cpus: $(nproc)"; } > "$OUT/machine.txt" 2>&1
+echo "== GPU tests (new code)"
+for t in "$B"/test-*; do
+  name=$(basename "$t")
+  (cd "$B" && timeout 240 "./$name" --include-ignored --test-threads=1) > "$OUT/$name.log" 2>&1
+  echo "$name exit $?: $(grep -E '^test result' "$OUT/$name.log" | tail -1)"
+done | tee "$OUT/gpu-tests.txt"
+echo "== demo, defaults, 48 x 16 MiB, 470 rounds: old, new alternated"
+for i in 1 2 3 4; do
+  for v in old new; do
+    bin=$B/chariot; [ $v = old ] && bin=$OLD/chariot
+    timeout 60 "$bin" --iters 470 --repeat 5 > "$W/demo-$v-$i.log" 2>&1
+    echo "$v $i $(grep -E '^ +default ' "$W/demo-$v-$i.log" | awk '{print $2}') | $(grep -m1 -o 'bound check[^(]*' "$W/demo-$v-$i.log")"
+  done
+done | tee "$OUT/demo.txt"
+echo "== seti 8192^2, defaults (auto), 5 timed runs a call: old, new alternated"
+for i in 1 2 3; do
+  for v in old new; do
+    bin=$B/seti; [ $v = old ] && bin=$OLD/seti
+    timeout 120 "$bin" --no-incore --repeat 5 --streams auto > "$W/seti-$v-$i.log" 2>&1
+    echo "$v $i $(grep -E '^ +auto ' "$W/seti-$v-$i.log" | head -1 | awk '{print $2}') | $(grep -m1 -o 'bound check[^(]*' "$W/seti-$v-$i.log")"
+  done
+done | tee "$OUT/seti.txt"
+echo "== chariot-align search, 7 queries: old, new alternated"
+"$B/chariot-align" generate --sequences 536000 --out "$W/db.fa" --queries-out "$W/q.fa" > /dev/null 2>&1
+for i in 1 2 3; do
+  for v in old new; do
+    bin=$B/chariot-align; [ $v = old ] && bin=$OLD/chariot-align
+    t0=$(date +%s.%N)
+    timeout 60 "$bin" search -q "$W/q.fa" -d "$W/db.fa" --no-progress --top 1 > "$W/align-$v-$i.log" 2>&1
+    t1=$(date +%s.%N)
+    echo "$v $i $(grep -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$W/align-$v-$i.log" | head -1), process $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}') s"
+  done
+done | tee "$OUT/align.txt"
+cp "$W"/demo-new-1.log "$W"/seti-new-1.log "$W"/align-new-1.log "$OUT/"
