@@ -16,8 +16,9 @@ for line in sys.stdin:
     if m.get("reason") != "compiler-artifact" or not m.get("executable"): continue
     t = m["target"]; name = t["name"]
     # Test executables: test-NAME for the runtime'"'"'s, test-PACKAGE-NAME for the others'"'"'.
-    pkg = m["package_id"].split("#")[0].rstrip("/").split("/")[-1]
-    if m["profile"]["test"]: name = "test-" + (name if pkg == "chariot" else pkg + "-" + name)
+    path, _, rest = m["package_id"].partition("#")  # path+file:///DIR#[NAME@]VERSION
+    pkg = rest.split("@")[0] if "@" in rest else path.rstrip("/").split("/")[-1]
+    if m["profile"]["test"] and t["kind"][0] != "bench": name = "test-" + (name if pkg == "chariot" else pkg + "-" + name)
     shutil.copy2(m["executable"], ".gpu/" + name)
     print("  .gpu/" + name)
 '
