@@ -7,26 +7,35 @@
 # 8192^2 (3 calls x 5) and the 7-query alignment search (3 calls). Binaries: new in $B
 # (default .gpu/, scripts/stage.sh), old in $OLD (default .gpu-old/: `cargo build
 # --release --bin chariot --bin chariot-align --example seti` in a worktree of d229f22,
-# stripped). Writes under $OUT.
+# stripped). Writes under $OUT. STEPS picks steps (default "tests demo seti align");
+# DEMO_CALLS the demo's calls per build (default 4).
 set -u
+STEPS=${STEPS:-tests demo seti align}; DEMO_CALLS=${DEMO_CALLS:-4}
+step() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 : "${OUT:?set OUT to a directory}"
 B=${B:-.gpu}; OLD=${OLD:-.gpu-old}; W=/tmp/ws-check; rm -rf "$W" && mkdir -p "$W"
 { date -u; nvidia-smi -L; echo "cpus: $(nproc)"; } > "$OUT/machine.txt" 2>&1
+if step tests; then
 echo "== GPU tests (new code)"
 for t in "$B"/test-*; do
   name=$(basename "$t")
-  (cd "$B" && timeout 240 "./$name" --include-ignored --test-threads=1) > "$OUT/$name.log" 2>&1
-  echo "$name exit $?: $(grep -E '^test result' "$OUT/$name.log" | tail -1)"
+  (cd "$B" && timeout 240 "./$name" --include-ignored --test-threads=1) > "$W/$name.log" 2>&1
+  echo "$name exit $?: $(grep -E '^test result' "$W/$name.log" | tail -1)"
 done | tee "$OUT/gpu-tests.txt"
+for f in "$W"/test-*.log; do echo "===== $(basename "$f")"; cat "$f"; done > "$OUT/gpu-tests.log"
+fi
+if step demo; then
 echo "== demo, defaults, 48 x 16 MiB, 470 rounds: old, new alternated"
-for i in 1 2 3 4; do
+for i in $(seq 1 "$DEMO_CALLS"); do
   for v in old new; do
     bin=$B/chariot; [ $v = old ] && bin=$OLD/chariot
     timeout 60 "$bin" --iters 470 --repeat 5 > "$W/demo-$v-$i.log" 2>&1
     echo "$v $i $(grep -E '^ +default ' "$W/demo-$v-$i.log" | awk '{print $2}') | $(grep -m1 -o 'bound check[^(]*' "$W/demo-$v-$i.log")"
   done
 done | tee "$OUT/demo.txt"
+fi
+if step seti; then
 echo "== seti 8192^2, defaults (auto), 5 timed runs a call: old, new alternated"
 for i in 1 2 3; do
   for v in old new; do
@@ -35,6 +44,8 @@ for i in 1 2 3; do
     echo "$v $i $(grep -E '^ +auto ' "$W/seti-$v-$i.log" | head -1 | awk '{print $2}') | $(grep -m1 -o 'bound check[^(]*' "$W/seti-$v-$i.log")"
   done
 done | tee "$OUT/seti.txt"
+fi
+if step align; then
 echo "== chariot-align search, 7 queries: old, new alternated"
 "$B/chariot-align" generate --sequences 536000 --out "$W/db.fa" --queries-out "$W/q.fa" > /dev/null 2>&1
 for i in 1 2 3; do
@@ -46,4 +57,5 @@ for i in 1 2 3; do
     echo "$v $i $(grep -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$W/align-$v-$i.log" | head -1), process $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}') s"
   done
 done | tee "$OUT/align.txt"
-cp "$W"/demo-new-1.log "$W"/seti-new-1.log "$W"/align-new-1.log "$OUT/"
+fi
+cp "$W"/*-new-1.log "$OUT/" 2>/dev/null || true

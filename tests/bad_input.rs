@@ -2,7 +2,7 @@
 //! hand-written baselines check their arguments and fail with typed errors, plots refuse
 //! traces that are not chariot's, and the demo's command line refuses bad values. The
 //! rows of `docs/bad-input.md` for baselines, plots and the demo's command line name
-//! these tests; the runtime's are in `crates/chariot/tests/bad_input.rs`.
+//! these tests; the runtime's are in `crates/chariot/tests/bad_input/`.
 
 mod common;
 
@@ -246,9 +246,16 @@ fn a_hostile_trace_is_an_error() {
 // The tools' command lines
 // ---------------------------------------------------------------------------------------
 
-/// Runs one of the crate's binaries; returns its exit code and stderr.
+/// Runs one of the crate's binaries (cargo's path for it; where the test executable was
+/// copied elsewhere, as to the GPU machines, the binary of that name beside it); returns
+/// its exit code and stderr.
 fn run_tool(exe: &str, args: &[&std::ffi::OsStr]) -> (Option<i32>, String) {
-    let out = Command::new(exe).args(args).env("CHARIOT_BACKEND", "sim").output().expect("running the tool");
+    let mut path = std::path::PathBuf::from(exe);
+    if !path.exists() {
+        let beside = std::env::current_exe().ok().and_then(|t| Some(t.parent()?.join(path.file_name()?)));
+        path = beside.filter(|p| p.exists()).unwrap_or(path);
+    }
+    let out = Command::new(&path).args(args).env("CHARIOT_BACKEND", "sim").output().expect("running the tool");
     (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 

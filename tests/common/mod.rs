@@ -1,7 +1,7 @@
 //! What the studies' tests share: a deadline for a test body (a hang fails the test
 //! instead of stalling the run) and re-running a test in a child process (for what can
 //! kill a process). The runtime's tests have the same helpers in
-//! `crates/chariot/tests/common/timeout.rs` and `crates/chariot/tests/bad_input.rs`: test
+//! `crates/chariot/tests/common/timeout.rs` and `crates/chariot/tests/bad_input/main.rs`: test
 //! crates of two packages share no module.
 
 #![allow(dead_code)] // each test binary uses a part

@@ -2,7 +2,7 @@
 //! `docs/bad-input.md`): values out of range and unknown order names are usage errors
 //! (exit code 2) naming the option; a missing or malformed file is exit code 1 with a
 //! message naming the file and the line. The demo's cases are the test of the same name
-//! in the runtime's `tests/bad_input.rs`.
+//! in the root package's `tests/bad_input.rs` (the studies crate).
 
 use std::ffi::OsStr;
 use std::path::Path;
