@@ -291,7 +291,7 @@ pub fn run_bench(a: BenchArgs) -> Result<(), String> {
     let m = load_matrix(&a.common)?;
     let queries = load_queries(&a.common.query, &m)?;
     let t = Instant::now();
-    let index = db::DbIndex::build(&a.common.db, &m, a.common.chunk as usize)?;
+    let index = db::DbIndex::open(&a.common.db, &m, a.common.chunk as usize)?;
     println!(
         "database {}: {} sequences, {} residues, longest {}, {} chunks of {} (indexed in {:.2} s)",
         a.common.db.display(),

@@ -16,7 +16,8 @@ pub struct Common {
     /// Query sequences (FASTA; every record is a query).
     #[arg(short, long)]
     pub query: PathBuf,
-    /// Database (FASTA, any size; read chunk by chunk, never whole).
+    /// Database: FASTA, or prepared by `makedb` (told by its first bytes); any size,
+    /// read chunk by chunk, never whole.
     #[arg(short, long)]
     pub db: PathBuf,
     /// Substitution matrix in NCBI text format (default: built-in BLOSUM62).
@@ -28,7 +29,8 @@ pub struct Common {
     /// Gap extension cost.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(i32).range(0..=1000))]
     pub gap_extend: i32,
-    /// Sequences per chunk (one task each).
+    /// Sequences per chunk (one task each; a prepared database's chunks also hold at
+    /// most 4× the mean chunk's residues).
     #[arg(long, default_value_t = 8192, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub chunk: u32,
     /// GPUs D.
@@ -78,6 +80,49 @@ pub struct SearchArgs {
     /// Also write chariot's report (JSON) here.
     #[arg(long)]
     pub report_json: Option<PathBuf>,
+}
+
+/// The options of `makedb`.
+#[derive(Args, Debug)]
+pub struct MakedbArgs {
+    /// The FASTA database to prepare.
+    #[arg(short, long)]
+    pub db: PathBuf,
+    /// The prepared database to write (replaced if it exists; written beside it as
+    /// `<out>.partial` and renamed when complete).
+    #[arg(short, long)]
+    pub out: PathBuf,
+    /// Substitution matrix in NCBI text format whose alphabet codes the residues
+    /// (default: built-in BLOSUM62). Only its letters matter: any matrix with the same
+    /// letters in the same order searches the prepared database.
+    #[arg(long)]
+    pub matrix: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// `makedb`: prepares a FASTA database once for many searches (see
+/// [`crate::prepared`]: residues encoded, sequences sorted by length, an index).
+pub fn run_makedb(a: MakedbArgs) -> Result<(), String> {
+    let m = match &a.matrix {
+        Some(p) => Matrix::load(p)?,
+        None => Matrix::blosum62(),
+    };
+    let t = Instant::now();
+    let s = crate::prepared::make(&a.db, &a.out, &m, !a.no_progress)?;
+    println!(
+        "{}: {} sequences, {} residues, longest {}, alphabet {} ({} bytes, format version {}) in {:.2} s",
+        a.out.display(),
+        s.layout.sequences,
+        s.layout.residues,
+        s.layout.max_len,
+        String::from_utf8_lossy(&s.layout.alphabet),
+        s.bytes,
+        crate::prepared::VERSION,
+        t.elapsed().as_secs_f64()
+    );
+    Ok(())
 }
 
 /// The options of `generate`.
@@ -203,11 +248,12 @@ pub fn run_search(a: SearchArgs) -> Result<(), String> {
     let m = load_matrix(&a.common)?;
     let queries = load_queries(&a.common.query, &m)?;
     let t = Instant::now();
-    let index = db::DbIndex::build(&a.common.db, &m, a.common.chunk as usize)?;
+    let index = db::DbIndex::open(&a.common.db, &m, a.common.chunk as usize)?;
     let index_time = t.elapsed();
     eprintln!(
-        "database {} ({} bytes): {} sequences, {} residues, longest {}, {} chunks (indexed in {:.2} s)",
+        "database {} ({}, {} bytes): {} sequences, {} residues, longest {}, {} chunks (indexed in {:.2} s)",
         a.common.db.display(),
+        if index.prepared.is_some() { "prepared" } else { "FASTA" },
         index.bytes,
         index.sequences,
         index.residues,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 /// Result of a CPU search.
 #[derive(Debug)]
 pub struct CpuRun {
-    /// Scores per sequence searched, in database order.
+    /// Scores per sequence searched, in database order (a prepared database's: sorted).
     pub scores: Vec<i32>,
     /// Residues searched.
     pub residues: u64,
@@ -33,7 +33,7 @@ pub fn search(
         if subjects.len() as u64 >= max_seqs {
             break;
         }
-        let d = db::read_chunk(&index.path, c, matrix)?;
+        let (d, _) = db::read_subjects(index, c, matrix)?;
         let mut s = 0usize;
         for &l in &d.lens {
             if subjects.len() as u64 >= max_seqs {

@@ -8,6 +8,10 @@
 //! its byte range. Memory: the index is a few dozen bytes per chunk; residues live only
 //! in the chunk slots in flight.
 //!
+//! A database prepared by `makedb` has its own index ([`crate::prepared::open`]) of the
+//! same [`ChunkInfo`]s: the byte range is the chunk's residues in the file, `first_seq`
+//! its first sequence in sorted order, `first_line` 0; its read stage copies, with no parse.
+//!
 //! Packed chunk layout (what the kernel reads), in bytes:
 //! `[u32 offsets; nseq + 1]` (little-endian residue offsets, sequences sorted by length,
 //! longest first), padding to 16, then the residues (matrix codes, one byte each).
@@ -24,9 +28,9 @@ pub struct ChunkInfo {
     pub start: u64,
     /// End of the byte range.
     pub end: u64,
-    /// Line of its first header.
+    /// Line of its first header (0 in a prepared database).
     pub first_line: u64,
-    /// Index of its first record in the database.
+    /// Index of its first record in the database (a prepared database's: in sorted order).
     pub first_seq: u64,
     /// Records.
     pub nseq: usize,
@@ -62,9 +66,24 @@ pub struct DbIndex {
     pub max_len: u64,
     /// File size.
     pub bytes: u64,
+    /// The layout of a prepared database (`None`: FASTA).
+    pub prepared: Option<crate::prepared::Layout>,
 }
 
 impl DbIndex {
+    /// Opens a database: a prepared one (`chariot-align makedb`, told by its first
+    /// byte; see [`crate::prepared`]) or FASTA ([`DbIndex::build`]).
+    ///
+    /// # Errors
+    /// Those of [`crate::prepared::open`] or [`DbIndex::build`].
+    pub fn open(path: &Path, matrix: &Matrix, chunk_seqs: usize) -> Result<DbIndex, String> {
+        if crate::prepared::looks_prepared(path)? {
+            crate::prepared::open(path, matrix, chunk_seqs)
+        } else {
+            DbIndex::build(path, matrix, chunk_seqs)
+        }
+    }
+
     /// Scans `path` once, checking every record (see [`crate::fasta`]).
     ///
     /// # Errors
@@ -117,7 +136,7 @@ impl DbIndex {
         if sequences == 0 {
             return Err(format!("{}: the database holds no FASTA records", path.display()));
         }
-        Ok(DbIndex { path: path.to_path_buf(), chunks, sequences, residues, max_len, bytes })
+        Ok(DbIndex { path: path.to_path_buf(), chunks, sequences, residues, max_len, bytes, prepared: None })
     }
 }
 
@@ -168,6 +187,19 @@ pub fn read_chunk(path: &Path, info: &ChunkInfo, matrix: &Matrix) -> Result<Chun
         ));
     }
     Ok(d)
+}
+
+/// Chunk `info` of either kind of database: its records (a prepared database's in
+/// sorted order) and each one's index in the FASTA file.
+pub fn read_subjects(index: &DbIndex, info: &ChunkInfo, matrix: &Matrix) -> Result<(ChunkData, Vec<u64>), String> {
+    match &index.prepared {
+        Some(layout) => crate::prepared::read_chunk(&index.path, layout, info),
+        None => {
+            let d = read_chunk(&index.path, info, matrix)?;
+            let seqs = (info.first_seq..info.first_seq + info.nseq as u64).collect();
+            Ok((d, seqs))
+        }
+    }
 }
 
 /// The fast path of [`read_chunk`]: plain well-formed FASTA only; `false` on anything

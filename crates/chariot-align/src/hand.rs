@@ -104,7 +104,7 @@ pub fn search(
         &plan,
         |i, buf| {
             let info = &index.chunks[i];
-            let data = search::read_into(&index.path, info, matrix, buf)?;
+            let data = search::read_into(index, info, matrix, buf)?;
             let launches = profiles
                 .list
                 .iter()

@@ -1,17 +1,20 @@
 //! chariot-align: Smith-Waterman protein database search on chariot (issue 6; seed 004
 //! §6.3). A query (or several) is aligned against every sequence of a FASTA database,
 //! streamed from disk in chunks of 8,192 sequences through the five-stage pipeline of
-//! [`search`]: file read → download → kernel → readback → file write.
+//! [`search`]: file read → download → kernel → readback → file write. The database is
+//! FASTA or a database prepared once by `makedb` ([`prepared`]: residues encoded and
+//! sorted by length, read with a copy).
 //!
 //! ```text
 //! chariot-align generate --sequences 536000 --out db.fa --queries-out q.fa
-//! chariot-align search -q q.fa -d db.fa -o hits.tsv --top 10
+//! chariot-align makedb -d db.fa -o db.cadb     # once: encoded, sorted by length
+//! chariot-align search -q q.fa -d db.cadb -o hits.tsv --top 10   # or -d db.fa
 //! chariot-align bench  -q q.fa -d db.fa --csv align.csv
 //! ```
 //!
 //! See `chariot-align <command> --help` for every option. This library holds all of the
 //! tool: the binary (`src/main.rs`) is its command line, which [`commands`] and
-//! [`bench`](mod@bench) run; the parsers ([`fasta`], [`matrix`], [`db`]) are also the fuzz targets'.
+//! [`bench`](mod@bench) run; the parsers ([`fasta`], [`matrix`], [`db`], [`prepared`]) are also the fuzz targets'.
 
 #![warn(missing_docs)]
 
@@ -24,5 +27,6 @@ pub mod generate;
 pub mod hand;
 pub mod hits;
 pub mod matrix;
+pub mod prepared;
 pub mod search;
 pub mod sw;

@@ -3,14 +3,15 @@
 //!
 //! ```text
 //! chariot-align generate --sequences 536000 --out db.fa --queries-out q.fa
-//! chariot-align search -q q.fa -d db.fa -o hits.tsv --top 10
+//! chariot-align makedb -d db.fa -o db.cadb
+//! chariot-align search -q q.fa -d db.cadb -o hits.tsv --top 10
 //! chariot-align bench  -q q.fa -d db.fa --csv align.csv
 //! ```
 //!
 //! See `chariot-align <command> --help` for every option.
 
 use chariot_align::bench::{run_bench, BenchArgs};
-use chariot_align::commands::{run_generate, run_search, GenerateArgs, SearchArgs};
+use chariot_align::commands::{run_generate, run_makedb, run_search, GenerateArgs, MakedbArgs, SearchArgs};
 use clap::{Parser, Subcommand};
 use std::io::Write;
 use std::process::ExitCode;
@@ -30,8 +31,10 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Search a FASTA database with one or more FASTA queries.
+    /// Search a database (FASTA, or prepared by makedb) with one or more FASTA queries.
     Search(SearchArgs),
+    /// Prepare a FASTA database once: residues encoded, sequences sorted by length, an index.
+    Makedb(MakedbArgs),
     /// Generate a random protein database (and queries) with the paper's length shape.
     Generate(GenerateArgs),
     /// Measure: serial / hand-pipelined / FCFS / LF per query, Table 1, GCUPS, CPU baseline.
@@ -42,6 +45,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.command {
         Command::Search(a) => run_search(a),
+        Command::Makedb(a) => run_makedb(a),
         Command::Generate(a) => run_generate(a),
         Command::Bench(a) => run_bench(a),
     };

@@ -1,5 +1,6 @@
 //! The search pipeline (paper §6.3): one task per database chunk, five stages —
-//! file read (CPU callback: read the chunk's byte range, parse, sort by length, pack),
+//! file read (CPU callback: read the chunk's byte range, parse, sort by length, pack;
+//! for a database prepared by `makedb`, copy the chunk's slice of the file),
 //! download (chunk and query profiles), one kernel launch per query, readback of the
 //! scores, file write (CPU callback: TSV rows, running top-k, progress).
 //!
@@ -14,7 +15,7 @@ use crate::sw::{self, Gaps, Profile, Role};
 use chariot::{Arg, Backend, Order, Report, Scheduler};
 use parking_lot::Mutex;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -133,19 +134,31 @@ impl Drop for SlotGuard {
     }
 }
 
-/// What one chunk's read leaves for its write: the names and the permutation from
-/// packed position to record.
+/// What one chunk's read leaves for its write: the names, the permutation from packed
+/// position to record, and (for a prepared database) each record's index in the FASTA
+/// file, so that results name and rank subjects as a FASTA search does.
 #[derive(Debug, Default)]
 pub struct SlotData {
     ids: Vec<String>,
     perm: Vec<u32>,
+    /// Original index per record; empty: `first_seq` + position (FASTA).
+    seqs: Vec<u64>,
 }
 
-/// The file read stage of one chunk: read, parse and check it, then pack it into `buf`.
-pub fn read_into(path: &Path, info: &ChunkInfo, matrix: &Matrix, buf: &mut [u8]) -> Result<SlotData, String> {
-    let d = db::read_chunk(path, info, matrix)?;
-    let perm = db::pack(&d, buf);
-    Ok(SlotData { ids: d.ids, perm })
+/// The file read stage of one chunk into `buf`: FASTA is read, parsed, checked and
+/// packed; a prepared database's chunk is copied (see [`crate::prepared::read_into`]).
+pub fn read_into(index: &DbIndex, info: &ChunkInfo, matrix: &Matrix, buf: &mut [u8]) -> Result<SlotData, String> {
+    match &index.prepared {
+        Some(layout) => {
+            let r = crate::prepared::read_into(&index.path, layout, info, buf)?;
+            Ok(SlotData { ids: r.ids, perm: (0..info.nseq as u32).collect(), seqs: r.seqs })
+        }
+        None => {
+            let d = db::read_chunk(&index.path, info, matrix)?;
+            let perm = db::pack(&d, buf);
+            Ok(SlotData { ids: d.ids, perm, seqs: Vec::new() })
+        }
+    }
 }
 
 /// The query profiles, laid out one after another as the kernel reads them.
@@ -264,17 +277,18 @@ impl Writer {
                 by_rec[q * n + r as usize] = scores[q * n + pos];
             }
         }
+        let seq = |r: usize| data.seqs.get(r).copied().unwrap_or(info.first_seq + r as u64);
         let mut digest = 0u64;
         for (i, &sc) in by_rec.iter().enumerate() {
             let (q, r) = (i / n.max(1), i % n.max(1));
-            digest = digest.wrapping_add(mix(mix(info.first_seq + r as u64) ^ mix(q as u64) ^ sc as u32 as u64));
+            digest = digest.wrapping_add(mix(mix(seq(r)) ^ mix(q as u64) ^ sc as u32 as u64));
         }
         self.digest.fetch_add(digest, Ordering::Relaxed);
         {
             let mut top = self.top.lock();
             for (q, t) in top.iter_mut().enumerate() {
                 for (r, &sc) in by_rec[q * n..(q + 1) * n].iter().enumerate() {
-                    t.offer(sc, info.first_seq + r as u64, || data.ids[r].clone());
+                    t.offer(sc, seq(r), || data.ids[r].clone());
                 }
             }
         }
@@ -304,7 +318,7 @@ impl Writer {
 
 struct Shared {
     matrix: Matrix,
-    path: PathBuf,
+    index: DbIndex,
     slots: Vec<Mutex<SlotData>>,
     writer: Writer,
     error: Mutex<Option<String>>,
@@ -365,7 +379,7 @@ pub fn search(index: &DbIndex, matrix: &Matrix, queries: &[Query], opt: &Options
 
     let shared = Arc::new(Shared {
         matrix: matrix.clone(),
-        path: index.path.clone(),
+        index: index.clone(),
         slots: (0..slots).map(|_| Mutex::new(SlotData::default())).collect(),
         writer: Writer::open(queries, opt, index.residues)?,
         error: Mutex::new(None),
@@ -391,7 +405,7 @@ pub fn search(index: &DbIndex, matrix: &Matrix, queries: &[Query], opt: &Options
             let mut t = sched
                 .task(c as u64, info.residues.max(1))
                 .callback_writing(&h_chunks, crange.clone(), move |buf, _| {
-                    let data = read_into(&sh_r.path, &info_r, &sh_r.matrix, buf).map_err(|e| sh_r.fail(e))?;
+                    let data = read_into(&sh_r.index, &info_r, &sh_r.matrix, buf).map_err(|e| sh_r.fail(e))?;
                     *sh_r.slots[s].lock() = data;
                     Ok(())
                 })

@@ -1,7 +1,9 @@
 //! Bad input to chariot-align's command line (the "Bad input" table of
 //! `docs/bad-input.md`): values out of range and unknown order names are usage errors
 //! (exit code 2) naming the option; a missing or malformed file is exit code 1 with a
-//! message naming the file and the line. The demo's cases are the test of the same name
+//! message naming the file and the line; a prepared database (`makedb`) that is not one,
+//! of another version, truncated or with offsets out of range is exit code 1 with a
+//! message naming the file and what is wrong. The demo's cases are the test of the same name
 //! in the root package's `tests/bad_input.rs` (the studies crate).
 
 use std::ffi::OsStr;
@@ -63,5 +65,69 @@ fn the_tools_refuse_bad_arguments_and_files() {
     assert!(code == Some(1) && err.contains("line 3, column 2"), "{code:?}: {err}");
     let (code, err) = search(&good, &good, Some(&matrix));
     assert!(code == Some(1) && err.contains("bad.mat") && err.contains("line 3"), "{code:?}: {err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn prepared_databases_refuse_bad_files() {
+    let os = |s: &'static str| OsStr::new(s);
+    let dir = std::env::temp_dir().join(format!("chariot-bad-prepared-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (fa, good, q) = (dir.join("db.fa"), dir.join("good.cadb"), dir.join("q.fa"));
+    std::fs::write(&fa, ">a\nACDEFG\n>b\nWW\n>c\nKLMNPQRST\n").unwrap();
+    std::fs::write(&q, ">q\nACDEFGHIKLMNPQRSTVWY\n").unwrap();
+    let (code, err) =
+        run_tool(&[os("makedb"), os("-d"), fa.as_os_str(), os("-o"), good.as_os_str(), os("--no-progress")]);
+    assert_eq!(code, Some(0), "{err}");
+    let search = |d: &Path, extra: &[&OsStr]| {
+        let mut args = vec![os("search"), os("-q"), q.as_os_str(), os("-d"), d.as_os_str(), os("--no-progress")];
+        args.extend_from_slice(extra);
+        run_tool(&args)
+    };
+    let (code, err) = search(&good, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let bytes = std::fs::read(&good).unwrap();
+    // Each corruption: the file's name and what is wrong.
+    let mut magic = bytes.clone();
+    magic[1] = b'X';
+    let mut version = bytes.clone();
+    version[8..12].copy_from_slice(&99u32.to_le_bytes());
+    let truncated = bytes[..bytes.len() - 3].to_vec();
+    let mut offset = bytes.clone();
+    offset[136..144].copy_from_slice(&1_000_000u64.to_le_bytes());
+    let mut order = bytes.clone();
+    order[136..144].copy_from_slice(&1u64.to_le_bytes()); // the longest first: 1 then 6 residues
+    let mut repeated = bytes.clone();
+    repeated.copy_within(160..168, 168); // original indices at 160: two the same
+    let mut code = bytes.clone();
+    *code.last_mut().unwrap() = 200; // a residue code past the alphabet, found by the read stage
+    for (name, data, needle) in [
+        ("magic.cadb", magic, "not a chariot-align prepared database"),
+        ("version.cadb", version, "format version 99 is not supported"),
+        ("truncated.cadb", truncated, "truncated prepared database"),
+        ("offset.cadb", offset, "residue offset 1: 1000000 out of range"),
+        ("order.cadb", order, "out of order"),
+        ("repeated.cadb", repeated, "original index 1"),
+        ("code.cadb", code, "residue code 200"),
+    ] {
+        let p = dir.join(name);
+        std::fs::write(&p, data).unwrap();
+        let (code, err) = search(&p, &[]);
+        assert!(code == Some(1) && err.contains(name) && err.contains(needle), "{name}: {code:?}: {err}");
+    }
+    // A matrix of another alphabet; makedb of a missing or malformed FASTA file.
+    let matrix = dir.join("ar.mat");
+    std::fs::write(&matrix, "   A  R  X\nA  1 -1  0\nR -1  1  0\nX  0  0  0\n").unwrap();
+    let (code, err) = search(&good, &[os("--matrix"), matrix.as_os_str()]);
+    assert!(code == Some(1) && err.contains("good.cadb") && err.contains("prepared for the alphabet"), "{err}");
+    let out = dir.join("out.cadb");
+    let makedb = |d: &Path| run_tool(&[os("makedb"), os("-d"), d.as_os_str(), os("-o"), out.as_os_str()]);
+    let (code, err) = makedb(&dir.join("missing.fa"));
+    assert!(code == Some(1) && err.contains("cannot open database") && err.contains("missing.fa"), "{err}");
+    let bad = dir.join("bad.fa");
+    std::fs::write(&bad, ">a\nACD\nA-C\n").unwrap();
+    let (code, err) = makedb(&bad);
+    assert!(code == Some(1) && err.contains("bad.fa") && err.contains("line 3, column 2"), "{err}");
+    assert!(!out.exists() && !dir.join("out.cadb.partial").exists(), "no partial database left");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -10,6 +10,7 @@ use chariot_align::hand;
 use chariot_align::matrix::Matrix;
 use chariot_align::search::{self, Options, Query};
 use chariot_align::sw::Gaps;
+use chariot_align::{commands, generate, prepared};
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -94,6 +95,8 @@ enum Pipeline {
     Chariot,
     /// The hand-written in-order pipeline with this many read threads.
     Hand(usize),
+    /// chariot's tasks on the database prepared by `makedb` (sorted by length).
+    Prepared,
 }
 
 /// Runs the search and compares every TSV score with the reference; returns the
@@ -119,12 +122,20 @@ fn check(
         .enumerate()
         .map(|(i, &l)| Query { id: format!("q{l}"), codes: m.encode(&random_query(l, i as u64)).unwrap() })
         .collect();
-    let index = DbIndex::build(&dbp, &m, chunk).unwrap();
+    let index = if pipeline == Pipeline::Prepared {
+        let prepared = dir.0.join("db.cadb");
+        prepared::make(&dbp, &prepared, &m, false).unwrap();
+        let index = DbIndex::open(&prepared, &m, chunk).unwrap();
+        assert!(index.prepared.is_some());
+        index
+    } else {
+        DbIndex::build(&dbp, &m, chunk).unwrap()
+    };
     assert_eq!(index.sequences as usize, n);
     let out = dir.0.join("hits.tsv");
     let opt = Options { out: Some(out.clone()), ..test_options(backend, gpus, streams, order, 5) };
     let (hits, digest) = match pipeline {
-        Pipeline::Chariot => {
+        Pipeline::Chariot | Pipeline::Prepared => {
             let o = search::search(&index, &m, &queries, &opt).unwrap();
             (o.hits, o.digest)
         }
@@ -181,19 +192,57 @@ fn check(
     digest
 }
 
+/// Every score equals the reference, on FASTA and on the database prepared by `makedb`:
+/// sorted by length, every score still equals the reference under its subject's original
+/// name, the top hits are the FASTA search's (ties in file order), and so is the digest.
 #[test]
 fn every_score_matches_gotoh_on_sim() {
-    check(
-        Pipeline::Chariot,
-        Backend::SimWith(SimProfile::instant()),
-        2,
-        3,
-        Order::LargestFirst,
-        2000,
-        3000,
-        &[1, 37, 130],
-        97,
-    );
+    let sim = || Backend::SimWith(SimProfile::instant());
+    let fasta = check(Pipeline::Chariot, sim(), 2, 3, Order::LargestFirst, 2000, 3000, &[1, 37, 130], 97);
+    let prepared = check(Pipeline::Prepared, sim(), 2, 3, Order::LargestFirst, 2000, 3000, &[1, 37, 130], 97);
+    assert_eq!(prepared, fasta);
+}
+
+/// A generated database searched as FASTA and as a prepared database: the same TSV rows
+/// (rows come chunk by chunk in completion order, so both are compared sorted), the same
+/// top hits and the same digest, with chariot and with the hand pipeline.
+#[test]
+fn generated_database_searched_as_fasta_and_prepared_gives_the_same_tsv() {
+    let dir = TempDir::new("fasta-vs-prepared");
+    let (fa, cadb, qf) = (dir.0.join("db.fa"), dir.0.join("db.cadb"), dir.0.join("q.fa"));
+    let shape = generate::Shape { sequences: 3000, mean: 200.0, sigma: 0.7, min: 2, max: 4000, seed: 5, sorted: false };
+    generate::database(&fa, shape).unwrap();
+    generate::queries(&qf, &[20, 150], 5).unwrap();
+    let m = Matrix::blosum62();
+    let queries = commands::load_queries(&qf, &m).unwrap();
+    let s = prepared::make(&fa, &cadb, &m, false).unwrap();
+    assert_eq!(s.layout.sequences, 3000);
+    let sim = || Backend::SimWith(SimProfile::instant());
+    let mut runs = Vec::new();
+    for (k, db) in [&fa, &cadb, &cadb].into_iter().enumerate() {
+        let index = DbIndex::open(db, &m, 256).unwrap();
+        assert_eq!(index.prepared.is_some(), k > 0);
+        let out = dir.0.join(format!("hits{k}.tsv"));
+        let opt = Options { out: Some(out.clone()), ..test_options(sim(), 1, 2, Order::LargestFirst, 10) };
+        let (hits, digest) = if k < 2 {
+            let o = search::search(&index, &m, &queries, &opt).unwrap();
+            (o.hits, o.digest)
+        } else {
+            let o = hand::search(&index, &m, &queries, &opt, 2).unwrap();
+            (o.hits, o.digest)
+        };
+        let text = std::fs::read_to_string(&out).unwrap();
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        assert_eq!(lines[0], "query\tsubject\tscore");
+        assert_eq!(lines.len(), 1 + 3000 * 2);
+        lines.sort();
+        runs.push((lines, hits, digest));
+    }
+    for r in &runs[1..] {
+        assert!(r.0 == runs[0].0, "the TSV rows differ");
+        assert_eq!(r.1, runs[0].1, "top hits");
+        assert_eq!(r.2, runs[0].2, "digest");
+    }
 }
 
 #[test]
@@ -278,6 +327,8 @@ fn reference_known_values() {
 fn every_score_matches_gotoh_on_gpu() {
     check(Pipeline::Chariot, Backend::Cuda, 1, 4, Order::LargestFirst, 4000, 6000, &[1, 37, 130, 511], 512);
     check(Pipeline::Chariot, Backend::Cuda, 1, 2, Order::Fcfs, 200, 3000, &[1100, 2500], 64);
+    check(Pipeline::Prepared, Backend::Cuda, 1, 4, Order::LargestFirst, 4000, 6000, &[1, 37, 130, 511], 512);
+    check(Pipeline::Prepared, Backend::Cuda, 1, 2, Order::Fcfs, 200, 3000, &[1100, 2500], 64);
 }
 
 #[test]
