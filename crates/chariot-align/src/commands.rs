@@ -61,7 +61,8 @@ pub struct SearchArgs {
     /// The files, the scoring and the machine.
     #[command(flatten)]
     pub common: Common,
-    /// Tab-separated output: query, subject id, score (one row per pair, chunks in completion order).
+    /// Tab-separated output: query, subject id, score (one row per pair, chunks in
+    /// completion order; within a prepared database's chunk, subjects in length order).
     #[arg(short, long)]
     pub out: Option<PathBuf>,
     /// Best hits shown per query.

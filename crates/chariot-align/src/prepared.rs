@@ -26,9 +26,9 @@
 //!
 //! The codes are positions in the alphabet, so a prepared database does not depend on
 //! the scores or the gap costs, only on the matrix's letters: a search with a matrix of
-//! the same letters in the same order (BLOSUM45/50/62/80/90 from NCBI share BLOSUM62's)
-//! reads it; another is refused, naming both alphabets (run `makedb --matrix`). Letters
-//! that the matrix lacks were stored as `X` (see [`crate::matrix`]).
+//! the same letters in the same order reads it; another is refused, naming both
+//! alphabets (run `makedb --matrix`). Letters that the matrix lacks were stored as `X`
+//! (see [`crate::matrix`]).
 //!
 //! # Reading
 //!
