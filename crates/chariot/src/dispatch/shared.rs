@@ -10,7 +10,7 @@ use crate::signal::Signal;
 use crate::stage::queues::StageQueues;
 use crate::sync::{AtomicBool, AtomicUsize, Condvar, Ordering};
 use crate::task::buffer::TaskBuffer;
-use crate::task::graph::{Graph, Released};
+use crate::task::graph::{Added, Graph, Released};
 use crate::task::Task;
 use parking_lot::Mutex;
 use std::sync::Arc;
@@ -91,6 +91,34 @@ impl Shared {
                         failing.push((t, Some(f)));
                     }
                 }
+            }
+        }
+    }
+
+    /// Counts a sealed task into the batch and the graph, to run after `after` (ids of
+    /// this batch, checked by the caller): it goes to Q now if each of them has ended
+    /// well, waits in the graph if one has not ended, and fails without running if one
+    /// failed. The task's host claims are dormant until it goes to Q.
+    pub(crate) fn admit(&self, task: Box<Task>, after: &[TaskId]) {
+        let (added, at) = {
+            let mut batch = self.batch.lock();
+            batch.outstanding += 1;
+            let added = batch.graph.add(task, after);
+            // Where the failed predecessor failed, for the failure of this one.
+            let at = match &added {
+                Added::Failed(_, cause) => {
+                    batch.outcome.failures.iter().find(|f| f.task == *cause).map_or((0, 0), |f| (f.gpu, f.stream))
+                }
+                _ => (0, 0),
+            };
+            (added, at)
+        };
+        match added {
+            Added::Ready(task) => self.ready(task),
+            Added::Waiting => {}
+            Added::Failed(task, cause) => {
+                let failure = not_run(&task, cause, at.0, at.1);
+                self.end_task(task, Some(failure));
             }
         }
     }

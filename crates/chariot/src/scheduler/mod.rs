@@ -24,7 +24,7 @@ mod queries;
 use crate::backend::Machine;
 use crate::config::Config;
 use crate::dispatch::executioners::Executioners;
-use crate::dispatch::shared::{not_run, Batch, Shared};
+use crate::dispatch::shared::{Batch, Shared};
 use crate::dispatch::Dispatcher;
 use crate::error::{Error, Result};
 use crate::ids::TaskId;
@@ -36,7 +36,6 @@ use crate::signal::Signal;
 use crate::stage::queues::StageQueues;
 use crate::task::buffer::TaskBuffer;
 use crate::task::command::Command;
-use crate::task::graph::Added;
 use crate::task::{HostClaim, Task};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -357,27 +356,7 @@ impl Scheduler {
             }
         }
         let task = Task { id, granularity, seq: self.seq.fetch_add(1, Ordering::Relaxed), commands, next: 0, hosts };
-        let (added, at) = {
-            let mut batch = self.shared.batch.lock();
-            batch.outstanding += 1;
-            let added = batch.graph.add(Box::new(task), &preds);
-            // Where the failed predecessor failed, for the failure of this one.
-            let at = match &added {
-                Added::Failed(_, cause) => {
-                    batch.outcome.failures.iter().find(|f| f.task == *cause).map_or((0, 0), |f| (f.gpu, f.stream))
-                }
-                _ => (0, 0),
-            };
-            (added, at)
-        };
-        match added {
-            Added::Ready(task) => self.shared.ready(task),
-            Added::Waiting => {}
-            Added::Failed(task, cause) => {
-                let failure = not_run(&task, cause, at.0, at.1);
-                self.shared.end_task(task, Some(failure));
-            }
-        }
+        self.shared.admit(Box::new(task), &preds);
         Ok(id)
     }
 
