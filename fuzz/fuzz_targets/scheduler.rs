@@ -12,7 +12,8 @@
 //! extents, pitches whose bytes overflow, launch arguments, CUDA's launch limits and
 //! thread count), else `EmptyTask`, else `ShutDown`, else `DuplicateTask` for an id taken
 //! since the last `synchronize` (ended or not; a submit refused with `HostConflict` frees
-//! its id), else `Ok` or `HostConflict`. In a callback, `synchronize`, `shutdown` and a
+//! its id), else `Ok` or `HostConflict` (every task here refuses conflicts rather than
+//! running after the task it meets). In a callback, `synchronize`, `shutdown` and a
 //! host guard on a range the task claims against it give `WaitInCallback`, and the
 //! scheduler goes on.
 //!
@@ -614,7 +615,10 @@ impl<'a> World<'a> {
         for c in &spec.commands {
             t = self.add(t, id, c);
         }
-        let result = t.submit();
+        // Conflicts refused, as before task graphs (issue 16): the oracle fails a batch's
+        // tasks by their own commands, and a task run after a failing one would fail with
+        // it. Task graphs are checked in crates/chariot/tests/graphs.rs.
+        let result = t.refuse_conflicts().submit();
         // The order `submit` checks in: commands, emptiness, shutdown, the id, claims.
         if let Some(first) = spec.commands.iter().position(|c| self.invalid(c)) {
             match result {

@@ -108,7 +108,46 @@ pub enum Error {
         /// The id given twice.
         task: TaskId,
     },
-    /// A task's host region conflicts with a region already claimed.
+    /// A task names, in [`TaskBuilder::after`](crate::TaskBuilder::after), an id that was
+    /// not submitted in this batch (since the last `synchronize`): a task runs only
+    /// after tasks submitted before it.
+    ///
+    /// ```
+    /// use chariot::{Backend, Error, Resource, Scheduler, TaskId};
+    /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
+    /// let e = s.task(2, 1).after(7).callback(Resource::Cpu, |_| Ok(())).submit().unwrap_err();
+    /// assert!(matches!(e, Error::UnknownDependency { task: TaskId(2), dependency: TaskId(7) }));
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    #[error(
+        "task {task} runs after task {dependency}, which was not submitted in this batch (a task may run only after \
+         tasks submitted before it, since the last synchronize)"
+    )]
+    UnknownDependency {
+        /// The task refused.
+        task: TaskId,
+        /// The id it named.
+        dependency: TaskId,
+    },
+    /// A task names itself in [`TaskBuilder::after`](crate::TaskBuilder::after): the only
+    /// cycle there can be, as a task runs only after tasks submitted before it.
+    ///
+    /// ```
+    /// use chariot::{Backend, Error, Resource, Scheduler, TaskId};
+    /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
+    /// let e = s.task(3, 1).after(3).callback(Resource::Cpu, |_| Ok(())).submit().unwrap_err();
+    /// assert!(matches!(e, Error::DependencyCycle { task: TaskId(3) }));
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    #[error("task {task} runs after itself: a dependency cycle")]
+    DependencyCycle {
+        /// The task refused.
+        task: TaskId,
+    },
+    /// A task's host region conflicts with a region a live read guard holds, or with an
+    /// unended task's where the task asked for the error
+    /// ([`TaskBuilder::refuse_conflicts`](crate::TaskBuilder::refuse_conflicts)); by
+    /// default such a task runs after the other task instead.
     #[error("task {task}: host buffer {buffer} elements {region} conflict with {holder}")]
     HostConflict {
         /// The task refused.

@@ -84,3 +84,8 @@ pub use task::{Copy2d, Order};
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
+
+/// The example of docs/graphs.md, compiled and run the same way.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/graphs.md")]
+struct GraphsDoctests;

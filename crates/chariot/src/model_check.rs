@@ -9,8 +9,9 @@
 //! the commands in arrival order and posts each completion in its slot, ringing the
 //! dispatcher's signal as the simulated backend does. CPU callbacks go to model
 //! executioners through the real hand-off (`executioners::run`). The main thread
-//! submits as `Scheduler::submit` does (count the task in the batch, push, wake every
-//! dispatcher) while the dispatchers run, then waits on the batch as `synchronize` does.
+//! submits as `Scheduler::submit` does (`Shared::admit`: count the task in the batch and
+//! the task graph; a ready task goes to Q and wakes every dispatcher) while the
+//! dispatchers run, then waits on the batch as `synchronize` does.
 //!
 //! What each schedule must show:
 //! * every task is popped once and each of its commands runs exactly once, in order,
@@ -22,7 +23,10 @@
 //!   and its published `waiting` count is its length (checked inside `StageQueues` at
 //!   each change under the model); all queues are empty at the end;
 //! * no lost wake-up: a dispatcher parked with work to do, with everyone else blocked,
-//!   is a deadlock, which shuttle reports as a failure.
+//!   is a deadlock, which shuttle reports as a failure;
+//! * (`graph`, issue 16) a task's first command starts only once every command of each
+//!   task it runs after has ended; waiting tasks reach Q from `Shared::end_task` on the
+//!   dispatchers' threads while the main thread submits.
 //!
 //! Beside that, `stage_protocol` drives P_k alone (request, park on `Wait`, release),
 //! where every request may be followed by a park, and `buffer_order` checks Q's order

@@ -111,6 +111,75 @@ gpu_pipeline_tests! {
     cuda_s4_sf: 4, Order::SmallestFirst;
 }
 
+/// Task graphs (issue 16) on CUDA, S = 4: twenty tasks add 1 in place to one host
+/// region (each runs after the one before, inferred from the region: RAW and WAW), then
+/// a fan-out of eight tasks named with `after` reads the result and a join runs after
+/// all of them; every dependency holds in the timeline, and the outputs are exact.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_task_graph_chain_and_fan_out() {
+    isolated("cuda_task_graph_chain_and_fan_out", || {
+        const N: usize = 1 << 16;
+        let sched = cuda(4, Order::LargestFirst);
+        let k = sched.register_kernel(affine_kernel()).unwrap();
+        let mut host = sched.alloc_host::<u32>(9 * N).unwrap();
+        host.write().iter_mut().enumerate().for_each(|(i, x)| *x = i as u32);
+        let (d_in, d_out) = (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
+        let args = [Arg::buffer(&d_in), Arg::buffer(&d_out), Arg::u32(N as u32), Arg::u32(1), Arg::u32(1)];
+        let mut deps: Vec<(u64, Vec<u64>)> = Vec::new();
+        for i in 0..20u64 {
+            sched
+                .task(i, i + 1)
+                .download(&d_in, 0, &host, ..N)
+                .launch(&k, grid(N), BLOCK, 0, &args)
+                .readback(&host, ..N, &d_out, 0)
+                .submit()
+                .unwrap();
+            if i > 0 {
+                deps.push((i, vec![i - 1]));
+            }
+        }
+        // Each of the fan-out writes its own region from the chain's result: it runs after
+        // task 19 by the region it reads, and after task 0 as named.
+        for f in 0..8u64 {
+            let r = (f as usize + 1) * N..(f as usize + 2) * N;
+            sched
+                .task(100 + f, 1)
+                .after(0)
+                .download(&d_in, 0, &host, ..N)
+                .launch(&k, grid(N), BLOCK, 0, &args)
+                .readback(&host, r, &d_out, 0)
+                .submit()
+                .unwrap();
+            deps.push((100 + f, vec![0, 19]));
+        }
+        let fan: Vec<u64> = (100..108).collect();
+        let done = Arc::new(Mutex::new(false));
+        let d = done.clone();
+        sched
+            .task(200, 1)
+            .after_all(fan.clone())
+            .callback(Resource::Cpu, move |_| {
+                *d.lock().unwrap() = true;
+                Ok(())
+            })
+            .submit()
+            .unwrap();
+        deps.push((200, fan));
+        let report = sched.synchronize().unwrap();
+        assert_eq!(report.tasks, 29);
+        let v = dependency_violations(&report, &deps);
+        assert!(v.is_empty(), "{v:#?}");
+        assert!(*done.lock().unwrap());
+        let h = host.read();
+        assert!(h[..N].iter().enumerate().all(|(i, &x)| x == i as u32 + 20), "the chain");
+        for f in 0..8 {
+            let part = &h[(f + 1) * N..(f + 2) * N];
+            assert!(part.iter().enumerate().all(|(i, &x)| x == i as u32 + 21), "fan-out task {f}");
+        }
+    });
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn cuda_fcfs_pops_the_oldest_task() {

@@ -1,6 +1,7 @@
 //! What the dispatchers share with the scheduler: the task buffer Q, the stage queues
-//! P_k, the batch that `synchronize` waits on, and what the report is built from. The
-//! scheduler makes it; the dispatchers end, move and fail tasks through it.
+//! P_k, the batch that `synchronize` waits on (with the batch's task graph), and what
+//! the report is built from. The scheduler makes it; the dispatchers end, move and fail
+//! tasks through it, and ending a task releases the tasks that wait for it.
 
 use crate::ids::TaskId;
 use crate::memory::claims::Holder;
@@ -9,20 +10,20 @@ use crate::signal::Signal;
 use crate::stage::queues::StageQueues;
 use crate::sync::{AtomicBool, AtomicUsize, Condvar, Ordering};
 use crate::task::buffer::TaskBuffer;
+use crate::task::graph::{Added, Graph, Released};
 use crate::task::Task;
 use parking_lot::Mutex;
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Tasks submitted and not yet ended, the ids used since the last `synchronize`, and
-/// what ended badly.
+/// Tasks submitted and not yet ended (those held back by the graph included), the
+/// tasks submitted since the last `synchronize`, and what ended badly.
 #[derive(Debug, Default)]
 pub(crate) struct Batch {
     pub(crate) outstanding: usize,
-    /// Every id submitted in this batch, ended or not: the report counts tasks by id,
-    /// so an id is taken until `synchronize` closes the batch.
-    pub(crate) ids: HashSet<TaskId>,
+    /// Every task submitted in this batch, ended or not, and what each waits for: the
+    /// report counts tasks by id, so an id is taken until `synchronize` closes the batch.
+    pub(crate) graph: Graph,
     pub(crate) outcome: Outcome,
 }
 
@@ -59,20 +60,78 @@ impl Shared {
         }
     }
 
-    /// Ends a task: gives back its host claims, then counts it out of the batch (its id
-    /// stays taken until `synchronize`).
+    /// Ends a task: gives back its host claims, counts it out of the batch (its id stays
+    /// taken until `synchronize`), and releases the tasks that waited for it: those now
+    /// ready go to Q ([`Shared::ready`]); if it failed, those waiting for it end failed
+    /// without running, and theirs in turn. No lock is held across another's.
     pub(crate) fn end_task(&self, task: Box<Task>, failure: Option<TaskFailure>) {
-        let id = task.id;
+        let mut released = Vec::new();
+        let mut failing = Vec::new();
+        let mut next = Some((task, failure));
+        while let Some((task, failure)) = next.take().or_else(|| failing.pop()) {
+            let id = task.id;
+            for h in &task.hosts {
+                h.release(Holder::Task(id));
+            }
+            drop(task);
+            let (gpu, stream) = failure.as_ref().map_or((0, 0), |f| (f.gpu, f.stream));
+            let mut batch = self.batch.lock();
+            batch.graph.end(id, failure.is_some(), &mut released);
+            batch.outstanding -= 1;
+            batch.outcome.failures.extend(failure);
+            if batch.outstanding == 0 {
+                self.batch_done.notify_all();
+            }
+            drop(batch);
+            for r in released.drain(..) {
+                match r {
+                    Released::Ready(t) => self.ready(t),
+                    Released::Failed(t, cause) => {
+                        let f = not_run(&t, cause, gpu, stream);
+                        failing.push((t, Some(f)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Counts a sealed task into the batch and the graph, to run after `after` (ids of
+    /// this batch, checked by the caller): it goes to Q now if each of them has ended
+    /// well, waits in the graph if one has not ended, and fails without running if one
+    /// failed. The task's host claims are dormant until it goes to Q.
+    pub(crate) fn admit(&self, task: Box<Task>, after: &[TaskId]) {
+        let (added, at) = {
+            let mut batch = self.batch.lock();
+            batch.outstanding += 1;
+            let added = batch.graph.add(task, after);
+            // Where the failed predecessor failed, for the failure of this one.
+            let at = match &added {
+                Added::Failed(_, cause) => {
+                    batch.outcome.failures.iter().find(|f| f.task == *cause).map_or((0, 0), |f| (f.gpu, f.stream))
+                }
+                _ => (0, 0),
+            };
+            (added, at)
+        };
+        match added {
+            Added::Ready(task) => self.ready(task),
+            Added::Waiting => {}
+            Added::Failed(task, cause) => {
+                let failure = not_run(&task, cause, at.0, at.1);
+                self.end_task(task, Some(failure));
+            }
+        }
+    }
+
+    /// A task whose predecessors have all ended (or that has none): its host claims
+    /// become active (nothing active conflicts with them now: see `memory::claims`), it
+    /// goes to Q, and the dispatchers are woken, as a submit wakes them.
+    pub(crate) fn ready(&self, task: Box<Task>) {
         for h in &task.hosts {
-            h.release(Holder::Task(id));
+            h.activate(Holder::Task(task.id));
         }
-        drop(task);
-        let mut batch = self.batch.lock();
-        batch.outstanding -= 1;
-        batch.outcome.failures.extend(failure);
-        if batch.outstanding == 0 {
-            self.batch_done.notify_all();
-        }
+        self.buffer.push(task);
+        self.wake_all();
     }
 
     /// Puts a task moved off a lost GPU back in Q for the others, and says so in the
@@ -87,5 +146,20 @@ impl Shared {
     pub(crate) fn lose_gpu(&self, lost: LostGpu) {
         self.alive[lost.gpu].store(false, Ordering::SeqCst);
         self.batch.lock().outcome.lost_gpus.push(lost);
+    }
+}
+
+/// The failure of a task that does not run because `cause`, a task it runs after, failed
+/// (on `gpu`, `stream`: where the first failure of the chain was).
+pub(crate) fn not_run(task: &Task, cause: TaskId, gpu: usize, stream: usize) -> TaskFailure {
+    let stage = task.commands.first().map_or(crate::stage::Stage::Cpu, |c| c.stage());
+    TaskFailure {
+        task: task.id,
+        command: 0,
+        stage,
+        gpu,
+        stream,
+        message: format!("not run: it runs after task {cause}, which failed"),
+        driver: None,
     }
 }

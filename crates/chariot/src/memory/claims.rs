@@ -4,8 +4,20 @@
 //! readbacks and writing callbacks write) and gives the claims back when it ends. A
 //! user guard claims its range while it lives. Two claims conflict when their regions
 //! share a byte and one of them writes, unless both belong to the same task (a task's
-//! commands run in order). Tasks never wait on claims: a conflicting submit is refused.
-//! User guards wait, on the buffer's condition variable, for conflicting tasks to end.
+//! commands run in order). A task whose claims conflict with earlier tasks' runs after
+//! them (docs/graphs.md): its claims are *dormant* until those tasks have ended, then
+//! *active*. Dormant claims are seen by later submits (which chain after them) and by
+//! guards (which wait for them), and ignored by [`Claims::exclusive_to`]: a dormant
+//! claim's task runs nothing yet. A submit that conflicts with a read guard, or whose
+//! task asked for it, is refused instead. User guards wait, on the buffer's condition
+//! variable, for conflicting tasks to end.
+//!
+//! Invariant: no two *active* claims of different holders conflict. A task's claims
+//! become active only once every task whose claim conflicted with them at its submit
+//! has ended (released its claims); a claim registered later that conflicts is either
+//! refused (a read guard meeting a task's write, or a task that refuses conflicts),
+//! waits (a guard; a task's claim, dormant until this task ends), or cannot be made (a
+//! write guard borrows the buffer mutably).
 //!
 //! Writing host bytes needs an [`Exclusive`]: the proof, made only in this module, that
 //! nothing else touches them (the `unsafe` write it unlocks is in `backend/host_alloc`).
@@ -108,9 +120,11 @@ impl std::fmt::Display for Region {
 /// Only `src/memory` makes one (the fields and [`Exclusive::new`] are private to it),
 /// in two places, each under the buffer's claims lock:
 /// - `HostShared::task_exclusive`, for a task running one of its commands, after
-///   [`Claims::exclusive_to`] found the task's write claim covering the bytes and no
-///   other claim meeting them. The claim is given back only when the task ends, after
-///   the command; the token and its slice are used within the command.
+///   [`Claims::exclusive_to`] found the task's (active) write claim covering the bytes
+///   and no other active claim meeting them. The claim is given back only when the task
+///   ends, after the command; the token and its slice are used within the command. A
+///   dormant claim meeting them belongs to a task that runs after this one (it found
+///   this task's claim at its submit), so it touches no byte before this claim is gone.
 /// - `HostBuffer::write_span`, after [`Claims::task_conflict`] found no task's claim
 ///   meeting the bytes. `'a` borrows the `HostBuffer` mutably: no task can be built on
 ///   it (that takes `&HostBuffer`) and no read guard of it lives (they borrow it too).
@@ -143,6 +157,8 @@ struct Claim {
     region: Region,
     write: bool,
     holder: Holder,
+    /// False while the holder is a task waiting for its predecessors (see the module).
+    active: bool,
 }
 
 /// The live claims of one host buffer, indexed so that a check costs O(log n + k) for
@@ -167,9 +183,28 @@ impl Claims {
         self.by_start.range((lo, 0)..(hi, 0)).map(|(_, c)| c).filter(move |c| c.region.overlaps(&r))
     }
 
-    /// The first claim that conflicts with `region` (written if `write`) by `holder`.
+    /// The first claim that conflicts with `region` (written if `write`) by `holder`,
+    /// dormant or active (the tests' short form of [`Claims::conflicts`]).
+    #[cfg(test)]
     pub(crate) fn conflict(&self, region: &Region, write: bool, holder: Holder) -> Option<Holder> {
         self.near(region).find(|c| c.holder != holder && (write || c.write)).map(|c| c.holder)
+    }
+
+    /// Every holder of a claim (dormant or active) that conflicts with `region` (written
+    /// if `write`) by `holder`, added to `out` once each: the tasks a submit runs after.
+    pub(crate) fn conflicts(&self, region: &Region, write: bool, holder: Holder, out: &mut Vec<Holder>) {
+        for c in self.near(region).filter(|c| c.holder != holder && (write || c.write)) {
+            if !out.contains(&c.holder) {
+                out.push(c.holder);
+            }
+        }
+    }
+
+    /// Whether a dormant claim (a task waiting for its predecessors) conflicts with a
+    /// user access: a guard in a callback must not wait for one (it may wait, through
+    /// the graph, for the callback's own task).
+    pub(crate) fn dormant_conflict(&self, region: &Region, write: bool) -> Option<Holder> {
+        self.near(region).find(|c| !c.active && (write || c.write)).map(|c| c.holder)
     }
 
     /// Whether a task (any task) holds a claim conflicting with a user access.
@@ -183,26 +218,50 @@ impl Claims {
         self.near(region).find(|c| c.holder == holder && (write || c.write)).map(|c| c.region)
     }
 
-    /// Whether `holder` may write the 1-D `region` alone: a write claim of its own covers
-    /// every byte, and no claim of another holder meets any.
+    /// Whether `holder` may write the 1-D `region` alone: an active write claim of its
+    /// own covers every byte, and no active claim of another holder meets any (a
+    /// dormant one belongs to a task that runs after `holder`'s: see the module).
     pub(crate) fn exclusive_to(&self, region: &Region, holder: Holder) -> bool {
         let covered = self.by_holder.get(&holder).is_some_and(|keys| {
             keys.iter().filter_map(|k| self.by_start.get(k)).any(|c| {
                 let r = &c.region;
-                c.write
+                c.active
+                    && c.write
                     && (r == region
                         || (region.height == 1 && r.height == 1 && r.start <= region.start && region.end() <= r.end()))
             })
         });
-        covered && self.conflict(region, true, holder).is_none()
+        covered && !self.near(region).any(|c| c.active && c.holder != holder)
     }
 
+    /// Adds an active claim (a guard's, or a task's that waits for no other task).
     pub(crate) fn add(&mut self, region: Region, write: bool, holder: Holder) {
-        let key = (region.start, self.next);
+        self.insert(Claim { region, write, holder, active: true });
+    }
+
+    /// Adds a dormant claim: a task's, made at its submit, until [`Claims::activate`].
+    pub(crate) fn add_dormant(&mut self, region: Region, write: bool, holder: Holder) {
+        self.insert(Claim { region, write, holder, active: false });
+    }
+
+    fn insert(&mut self, claim: Claim) {
+        let key = (claim.region.start, self.next);
         self.next += 1;
-        self.max_span = self.max_span.max(region.end() - region.start);
-        self.by_start.insert(key, Claim { region, write, holder });
-        self.by_holder.entry(holder).or_default().push(key);
+        self.max_span = self.max_span.max(claim.region.end() - claim.region.start);
+        self.by_start.insert(key, claim);
+        self.by_holder.entry(claim.holder).or_default().push(key);
+    }
+
+    /// Makes every claim of `holder` active: its task is ready to run (every task whose
+    /// claim conflicted with one of them at its submit has ended).
+    pub(crate) fn activate(&mut self, holder: Holder) {
+        if let Some(keys) = self.by_holder.get(&holder) {
+            for k in keys {
+                if let Some(c) = self.by_start.get_mut(k) {
+                    c.active = true;
+                }
+            }
+        }
     }
 
     /// Drops every claim of `holder`; returns whether any was dropped.
@@ -279,6 +338,35 @@ mod test {
         c.add(Region::linear(80, 10), false, Holder::UserRead(7));
         assert!(!c.exclusive_to(&Region::linear(0, 100), t1), "a reader meets it");
         assert!(c.exclusive_to(&Region::linear(0, 50), t1));
+    }
+
+    #[test]
+    fn dormant_claims_chain_but_do_not_block_exclusive() {
+        let mut c = Claims::default();
+        let (t1, t2, t3) = (Holder::Task(TaskId(1)), Holder::Task(TaskId(2)), Holder::Task(TaskId(3)));
+        c.add(Region::linear(0, 100), true, t1);
+        // Task 2 reads what task 1 writes: dormant, seen by conflicts and guards.
+        let mut preds = Vec::new();
+        c.conflicts(&Region::linear(50, 100), false, t2, &mut preds);
+        assert_eq!(preds, [t1]);
+        c.add_dormant(Region::linear(50, 100), false, t2);
+        assert!(c.exclusive_to(&Region::linear(0, 100), t1), "a dormant reader does not block the writer");
+        assert!(c.task_conflict(&Region::linear(120, 4), true), "a write guard waits for the dormant claim");
+        assert_eq!(c.dormant_conflict(&Region::linear(120, 4), true), Some(t2));
+        assert_eq!(c.dormant_conflict(&Region::linear(120, 4), false), None, "readers share");
+        // Task 3 writes over both: it runs after each, once.
+        let mut preds = Vec::new();
+        c.conflicts(&Region::linear(0, 200), true, t3, &mut preds);
+        c.conflicts(&Region::linear(60, 10), true, t3, &mut preds);
+        assert_eq!(preds, [t1, t2]);
+        c.add_dormant(Region::linear(0, 200), true, t3);
+        assert!(!c.exclusive_to(&Region::linear(0, 200), t3), "a dormant claim proves nothing");
+        c.release(t1);
+        c.activate(t2);
+        c.release(t2);
+        c.activate(t3);
+        assert!(c.exclusive_to(&Region::linear(0, 200), t3));
+        assert_eq!(c.dormant_conflict(&Region::linear(0, 200), true), None);
     }
 
     #[test]

@@ -5,11 +5,14 @@
 //! until no in-flight task writes the range) and writes it only through
 //! [`HostBuffer::write`] (which waits until no in-flight task touches the range, and
 //! borrows the buffer mutably, so no read guard of this handle lives meanwhile).
-//! Tasks claim their regions at submit; a claim that conflicts is refused.
+//! Tasks claim their regions at submit; a task whose claim conflicts with earlier
+//! tasks' runs after them (its claims dormant meanwhile; see `claims.rs`), and one that
+//! conflicts with a live read guard, or asked to be refused, is refused.
 //!
 //! A guard made in a callback never waits for the callback's own task (which cannot
-//! end while the callback runs): where that task's claim is in the way, the guard is
-//! refused with [`Error::WaitInCallback`](crate::Error::WaitInCallback).
+//! end while the callback runs): where that task's claim is in the way, or a dormant
+//! claim (a task waiting for other tasks, perhaps for this one), the guard is refused
+//! with [`Error::WaitInCallback`](crate::Error::WaitInCallback).
 
 use super::claims::{Claims, Exclusive, Holder, Region};
 use super::Element;
@@ -49,6 +52,11 @@ impl HostShared {
         }
     }
 
+    /// Makes every claim of `holder` active: its task's predecessors have ended.
+    pub(crate) fn activate(&self, holder: Holder) {
+        self.claims.lock().activate(holder);
+    }
+
     /// The proof that `task`, running one of its commands, may write the 1-D `region`
     /// (its write claim, made at submit, covers it); use it within that command only.
     ///
@@ -78,10 +86,13 @@ impl HostShared {
             return Ok(claims);
         }
         // Only a guard that would wait asks which callback this thread runs. The task's
-        // claims were all made at its submit, so one check before waiting is enough.
-        if let Some((_, task)) = crate::ids::current() {
+        // claims were all made at its submit, so one check before waiting is enough for
+        // them; a dormant claim may come later (a submit while this guard waits), so in
+        // a callback the wait wakes now and then to look for one.
+        let (guard, access) = if write { ("write guard", "touches") } else { ("read guard", "writes") };
+        let in_callback = crate::ids::current().map(|(_, task)| task);
+        if let Some(task) = in_callback {
             if let Some(held) = claims.held_against(region, write, Holder::Task(task)) {
-                let (guard, access) = if write { ("write guard", "touches") } else { ("read guard", "writes") };
                 return Err(crate::Error::WaitInCallback {
                     task,
                     call,
@@ -94,7 +105,23 @@ impl HostShared {
             }
         }
         while claims.task_conflict(region, write) {
-            self.released.wait(&mut claims);
+            let Some(task) = in_callback else {
+                self.released.wait(&mut claims);
+                continue;
+            };
+            if let Some(holder) = claims.dormant_conflict(region, write) {
+                return Err(crate::Error::WaitInCallback {
+                    task,
+                    call,
+                    reason: format!(
+                        "a {guard} on {region} of host buffer {} waits until no task {access} them, and {holder}, \
+                         which waits for other tasks (perhaps task {task}) before it runs, claims them; name the \
+                         range in the task instead, with callback_reading or callback_writing",
+                        self.id
+                    ),
+                });
+            }
+            self.released.wait_for(&mut claims, std::time::Duration::from_millis(1));
         }
         Ok(claims)
     }
@@ -254,7 +281,8 @@ impl<T: Element> std::fmt::Debug for HostBuffer<T> {
 }
 
 /// A read guard on a host range: no task writes it while the guard lives, and a
-/// submit of such a task is refused with [`Error::HostConflict`](crate::Error::HostConflict).
+/// submit of such a task is refused with [`Error::HostConflict`](crate::Error::HostConflict)
+/// (a guard is not a task: nothing would end it for the task to run after).
 pub struct HostRead<'a, T: Element> {
     shared: &'a HostShared,
     token: u64,

@@ -24,6 +24,8 @@ pub(super) struct Counts {
     pub(super) local: Vec<[AtomicUsize; Stage::K]>,
     /// Per task: commands run so far.
     pub(super) ran: Vec<AtomicUsize>,
+    /// Per task: commands whose end is known (a completion polled, a callback returned).
+    pub(super) finished: Vec<AtomicUsize>,
 }
 
 impl Counts {
@@ -36,12 +38,19 @@ impl Counts {
         assert!(n <= t.global[k], "{n} commands of stage {stage} in flight (G = {})", t.global[k]);
         let n = self.local[gpu][k].fetch_add(1, SeqCst) + 1;
         assert!(n <= t.local[k], "{n} commands of stage {stage} on GPU {gpu} (L = {})", t.local[k]);
+        if command == 0 {
+            for &p in self.config.after.get(task).into_iter().flatten() {
+                let (done, all) = (self.finished[p].load(SeqCst), self.config.plans[p].1.len());
+                assert_eq!(done, all, "task {task} starts after task {p}, of which {done} of {all} commands ended");
+            }
+        }
         let before = self.ran[task].fetch_add(1, SeqCst);
         assert_eq!(before, command, "task {task} ran command {command} after {before} commands");
     }
 
-    /// A command of `stage` on `gpu` has ended and its end is known.
-    pub(super) fn leave(&self, gpu: usize, stage: Stage) {
+    /// A command of `stage` of `task` on `gpu` has ended and its end is known.
+    pub(super) fn leave(&self, gpu: usize, stage: Stage, task: usize) {
+        self.finished[task].fetch_add(1, SeqCst);
         self.global[stage.index()].fetch_sub(1, SeqCst);
         self.local[gpu][stage.index()].fetch_sub(1, SeqCst);
     }
@@ -90,7 +99,7 @@ pub(super) fn commands(
                 Command::Cpu(Some(Box::new(move |info: &CallInfo| {
                     counts.enter(info.gpu, Stage::Cpu, id, i);
                     thread::yield_now();
-                    counts.leave(info.gpu, Stage::Cpu);
+                    counts.leave(info.gpu, Stage::Cpu, id);
                     Ok(())
                 })))
             }
@@ -133,8 +142,8 @@ pub(super) struct ModelGpu {
     pub(super) counts: Arc<Counts>,
     pub(super) jobs: mpsc::Sender<Job>,
     pub(super) posted: Arc<[Mutex<bool>]>,
-    /// Per slot: the stage of its command in flight.
-    pub(super) stages: Vec<Option<Stage>>,
+    /// Per slot: the stage and task of its command in flight.
+    pub(super) stages: Vec<Option<(Stage, usize)>>,
 }
 
 impl Device for ModelGpu {
@@ -143,8 +152,9 @@ impl Device for ModelGpu {
     }
 
     fn issue(&mut self, stream: usize, cmd: &mut Command, info: CallInfo, command: usize) -> Result<DriverNs, Fault> {
-        assert!(self.stages[stream].replace(cmd.stage()).is_none(), "slot {stream} issued twice");
-        let job = Job { slot: stream, task: info.task.0 as usize, command, stage: cmd.stage() };
+        let task = info.task.0 as usize;
+        assert!(self.stages[stream].replace((cmd.stage(), task)).is_none(), "slot {stream} issued twice");
+        let job = Job { slot: stream, task, command, stage: cmd.stage() };
         self.jobs.send(job).expect("the engine outlives its GPU");
         Ok(0)
     }
@@ -153,8 +163,8 @@ impl Device for ModelGpu {
         if !std::mem::take(&mut *self.posted[stream].lock().unwrap()) {
             return None;
         }
-        let stage = self.stages[stream].take().expect("a completion of a busy slot");
-        self.counts.leave(self.gpu, stage);
+        let (stage, task) = self.stages[stream].take().expect("a completion of a busy slot");
+        self.counts.leave(self.gpu, stage, task);
         Some(Ok(Span { start_ns: 0, end_ns: 0 }))
     }
 

@@ -29,6 +29,8 @@ pub(super) struct Config {
     order: Order,
     /// Per task (id = index): granularity and the stages of its commands.
     pub(super) plans: Vec<(u64, Vec<Stage>)>,
+    /// Per task: the tasks it runs after (earlier ones), as `TaskBuilder::after` names them.
+    pub(super) after: Vec<Vec<usize>>,
     /// The first `spinners` dispatchers spin before parking (as on CUDA); the rest park.
     pub(super) spinners: usize,
     /// The last `pollers` GPUs show completions only to polling, as on CUDA: their
@@ -78,6 +80,7 @@ fn pipeline(config: &Config) {
         global: Default::default(),
         local: (0..gpus).map(|_| Default::default()).collect(),
         ran: (0..n).map(|_| AtomicUsize::new(0)).collect(),
+        finished: (0..n).map(|_| AtomicUsize::new(0)).collect(),
     });
     let shared = Arc::new(Shared {
         buffer: TaskBuffer::new(config.order),
@@ -117,15 +120,16 @@ fn pipeline(config: &Config) {
         threads.push(spawn(format!("dispatcher {gpu}"), move || dispatcher.run()));
     }
     drop(cpu_jobs);
-    // Submit as `Scheduler::submit` does: count the task in, push, ring every dispatcher.
+    // Submit as `Scheduler::submit` does once the claims are made: `Shared::admit`
+    // counts the task in and adds it to the graph; a ready task goes to Q and rings
+    // every dispatcher, a waiting one goes when its last predecessor ends.
     let host = HostShared::new(HostAlloc::heap(1).expect("one byte of host memory"));
     let dev = Arc::new(DeviceBufferInner::new(0, config.slots, Vec::new(), Graveyard::new(Arc::new(NoFree))));
     for (id, &(granularity, _)) in config.plans.iter().enumerate() {
         let mut t = task(id, granularity);
         t.commands = commands(&counts, id, &host, &dev);
-        shared.batch.lock().outstanding += 1;
-        shared.buffer.push(t);
-        shared.wake_all();
+        let after: Vec<TaskId> = config.after.get(id).into_iter().flatten().map(|&p| TaskId(p as u64)).collect();
+        shared.admit(t, &after);
     }
     // Wait as `synchronize` does, then shut down as the scheduler does.
     let outcome = {
@@ -173,6 +177,7 @@ fn shared_bus() -> Config {
         matrix: OverlapMatrix::all(),
         order: Order::Fcfs,
         plans: vec![(4, vec![D, K, R]), (4, vec![D, K, R]), (4, vec![D, K, R])],
+        after: Vec::new(),
         spinners: 0,
         pollers: 0,
     }
@@ -193,6 +198,7 @@ fn one_copy_engine() -> Config {
         matrix: OverlapMatrix::from_hardware(1, true),
         order: Order::LargestFirst,
         plans: vec![(1, vec![D, R]), (3, vec![D, K, R]), (2, vec![C, D, R]), (3, vec![R, D])],
+        after: Vec::new(),
         spinners: 1,
         pollers: 0,
     }
@@ -208,6 +214,7 @@ fn three_gpus() -> Config {
         matrix: OverlapMatrix::all(),
         order: Order::SmallestFirst,
         plans: vec![(2, vec![D, R]), (1, vec![D, K, R]), (2, vec![K, R])],
+        after: Vec::new(),
         spinners: 0,
         pollers: 1,
     }
@@ -222,9 +229,41 @@ fn depth_two() -> Config {
         matrix: OverlapMatrix::all(),
         order: Order::Fcfs,
         plans: vec![(1, vec![D, K, R]), (1, vec![D, R]), (1, vec![K, R]), (1, vec![D, K])],
+        after: Vec::new(),
         spinners: 2,
         pollers: 0,
     }
+}
+
+/// A task graph on two GPUs with two slots (issue 16): a diamond after task 0 (tasks 1
+/// and 2, joined by 3), task 4 after 1, and task 5 free. Each task's first command
+/// starts only once every command of each task it runs after has ended (checked in
+/// `Counts::enter`); waiting tasks go to Q from `Shared::end_task` on the dispatchers'
+/// threads, racing the submits, and a lost wake-up there is a deadlock.
+fn graph() -> Config {
+    Config {
+        gpus: 2,
+        slots: 2,
+        thresholds: Thresholds { local: [2, 1, 1, 1], global: [2, 2, 2, 2] },
+        matrix: OverlapMatrix::all(),
+        order: Order::LargestFirst,
+        plans: vec![(1, vec![D, R]), (2, vec![C]), (3, vec![K, R]), (1, vec![D, C]), (2, vec![R]), (3, vec![D, K])],
+        after: vec![vec![], vec![0], vec![0], vec![1, 2], vec![1], vec![]],
+        spinners: 1,
+        pollers: 0,
+    }
+}
+
+#[test]
+fn graph_random() {
+    let config = graph();
+    random(2000, move || pipeline(&config));
+}
+
+#[test]
+fn graph_pct() {
+    let config = graph();
+    pct(1000, 3, move || pipeline(&config));
 }
 
 #[test]

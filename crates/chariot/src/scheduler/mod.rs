@@ -45,6 +45,18 @@ use std::time::Instant;
 
 static NEXT_SCHEDULER: AtomicU64 = AtomicU64::new(1);
 
+/// A sealed task as `TaskBuilder::submit` hands it over.
+pub(crate) struct Submitted {
+    pub(crate) id: TaskId,
+    pub(crate) granularity: u64,
+    pub(crate) commands: Vec<Command>,
+    pub(crate) claims: Vec<HostClaim>,
+    /// Tasks of this batch named by `TaskBuilder::after`.
+    pub(crate) after: Vec<TaskId>,
+    /// `TaskBuilder::refuse_conflicts`: a host conflict is an error, not a dependency.
+    pub(crate) refuse_conflicts: bool,
+}
+
 /// The runtime: build one with [`Scheduler::builder`], allocate buffers, register
 /// kernels, submit tasks, and [`synchronize`](Scheduler::synchronize).
 ///
@@ -80,6 +92,8 @@ pub struct Scheduler {
     config: Config,
     shared: Arc<Shared>,
     closed: AtomicBool,
+    /// Held for a whole submit: each task's dependencies are on tasks submitted before it.
+    submitting: Mutex<()>,
     seq: AtomicU64,
     graveyard: Arc<Graveyard>,
     threads: Mutex<Option<(Vec<JoinHandle<()>>, Executioners)>>,
@@ -153,6 +167,7 @@ impl Scheduler {
             config,
             shared,
             closed: AtomicBool::new(false),
+            submitting: Mutex::new(()),
             seq: AtomicU64::new(0),
             threads: Mutex::new(Some((dispatchers, executioners))),
         })
@@ -285,48 +300,63 @@ impl Scheduler {
         KernelUse::note(&mut self.shared.kernels.lock(), kernel, blocks, wave);
     }
 
-    pub(crate) fn submit_task(
-        &self,
-        id: TaskId,
-        granularity: u64,
-        commands: Vec<Command>,
-        claims: Vec<HostClaim>,
-    ) -> Result<TaskId> {
+    /// Submits a sealed task to run after the tasks of this batch named in `after` and
+    /// after every unended task whose host claims conflict with its own (refused with
+    /// [`Error::HostConflict`] instead where `refuse_conflicts`, or where a read guard
+    /// holds the region). Submits are serialised (`submitting`), so a task depends only
+    /// on tasks submitted before it and the graph has no cycle.
+    pub(crate) fn submit_task(&self, task: Submitted) -> Result<TaskId> {
+        let Submitted { id, granularity, commands, claims, after, refuse_conflicts } = task;
         if self.closed.load(Ordering::SeqCst) {
             return Err(Error::ShutDown);
         }
+        let _one_at_a_time = self.submitting.lock();
         {
-            let mut batch = self.shared.batch.lock();
-            if !batch.ids.insert(id) {
+            let batch = self.shared.batch.lock();
+            if batch.graph.contains(id) {
                 return Err(Error::DuplicateTask { task: id });
             }
+            for &p in &after {
+                if p == id {
+                    return Err(Error::DependencyCycle { task: id });
+                }
+                if !batch.graph.contains(p) {
+                    return Err(Error::UnknownDependency { task: id, dependency: p });
+                }
+            }
         }
+        let mut preds = after;
+        let mut holders = Vec::new();
         let mut hosts: Vec<Arc<HostShared>> = Vec::new();
         for HostClaim { host, region, write } in &claims {
             let mut list = host.claims.lock();
-            if let Some(holder) = list.conflict(region, *write, Holder::Task(id)) {
+            holders.clear();
+            list.conflicts(region, *write, Holder::Task(id), &mut holders);
+            if let Some(holder) = holders.iter().find(|h| refuse_conflicts || !matches!(h, Holder::Task(_))) {
+                let holder = holder.to_string();
                 drop(list);
                 for h in &hosts {
                     h.release(Holder::Task(id));
                 }
-                self.shared.batch.lock().ids.remove(&id);
-                return Err(Error::HostConflict {
-                    task: id,
-                    buffer: host.id,
-                    region: region.to_string(),
-                    holder: holder.to_string(),
-                });
+                return Err(Error::HostConflict { task: id, buffer: host.id, region: region.to_string(), holder });
             }
-            list.add(*region, *write, Holder::Task(id));
+            for h in &holders {
+                if let Holder::Task(t) = *h {
+                    if !preds.contains(&t) {
+                        preds.push(t);
+                    }
+                }
+            }
+            // Dormant until the task is ready (`Shared::ready`): seen by later submits
+            // and guards, not yet by `Claims::exclusive_to`.
+            list.add_dormant(*region, *write, Holder::Task(id));
             drop(list);
             if !hosts.iter().any(|h| Arc::ptr_eq(h, host)) {
                 hosts.push(host.clone());
             }
         }
-        self.shared.batch.lock().outstanding += 1;
         let task = Task { id, granularity, seq: self.seq.fetch_add(1, Ordering::Relaxed), commands, next: 0, hosts };
-        self.shared.buffer.push(Box::new(task));
-        self.shared.wake_all();
+        self.shared.admit(Box::new(task), &preds);
         Ok(id)
     }
 
@@ -344,7 +374,7 @@ impl Scheduler {
             while batch.outstanding > 0 {
                 self.shared.batch_done.wait(&mut batch);
             }
-            batch.ids.clear();
+            batch.graph.clear();
             std::mem::take(&mut batch.outcome)
         };
         let failures = outcome.failures.clone();

@@ -15,7 +15,7 @@ use crate::ids::{InCallback, TaskId};
 use crate::kernel::{Arg, ArgValue, KernelHandle, LaunchShape};
 use crate::memory::claims::Region;
 use crate::memory::{DeviceBuffer, Element, HostBuffer, HostShared};
-use crate::scheduler::Scheduler;
+use crate::scheduler::{Scheduler, Submitted};
 use crate::stage::Stage;
 use std::ops::RangeBounds;
 use std::sync::Arc;
@@ -48,12 +48,23 @@ pub struct TaskBuilder<'s> {
     granularity: u64,
     commands: Vec<Command>,
     claims: Vec<HostClaim>,
+    after: Vec<TaskId>,
+    refuse_conflicts: bool,
     error: Option<Error>,
 }
 
 impl<'s> TaskBuilder<'s> {
     pub(crate) fn new(sched: &'s Scheduler, id: TaskId, granularity: u64) -> Self {
-        TaskBuilder { sched, id, granularity, commands: Vec::new(), claims: Vec::new(), error: None }
+        TaskBuilder {
+            sched,
+            id,
+            granularity,
+            commands: Vec::new(),
+            claims: Vec::new(),
+            after: Vec::new(),
+            refuse_conflicts: false,
+            error: None,
+        }
     }
 
     fn bad(&self, stage: Stage, message: String) -> Error {
@@ -429,19 +440,96 @@ impl<'s> TaskBuilder<'s> {
         Ok((host.shared().clone(), Region::linear(r.start * size, (r.end - r.start) * size)))
     }
 
+    /// Runs this task after task `id` ends (it starts no command before that task's
+    /// last command has ended). `id` must be a task submitted earlier in this batch
+    /// (since the last `synchronize`); one that has already ended is no wait. If that
+    /// task fails, this one fails too without running (its failure names `id`). The
+    /// repository's `docs/graphs.md` says more.
+    ///
+    /// Besides these, a task runs after every unended task whose host regions conflict
+    /// with its own (one writes bytes the other touches), unless it
+    /// [`refuse_conflicts`](TaskBuilder::refuse_conflicts).
+    ///
+    /// ```
+    /// use chariot::{Backend, Resource, Scheduler};
+    /// use std::sync::{Arc, Mutex};
+    /// let s = Scheduler::builder().backend(Backend::Sim).gpus(2).build()?;
+    /// let log = Arc::new(Mutex::new(Vec::new()));
+    /// let step = |i: u32| { let log = log.clone(); move |_: &chariot::CallInfo| { log.lock().unwrap().push(i); Ok(()) } };
+    /// s.task(1, 1).callback(Resource::Cpu, step(1)).submit()?;
+    /// s.task(2, 1).after(1).callback(Resource::Cpu, step(2)).submit()?;
+    /// s.task(3, 1).after_all([1, 2]).callback(Resource::Cpu, step(3)).submit()?;
+    /// s.synchronize()?;
+    /// assert_eq!(*log.lock().unwrap(), [1, 2, 3]);
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    ///
+    /// # Errors (at `submit`)
+    /// [`Error::UnknownDependency`] for an id not submitted in this batch,
+    /// [`Error::DependencyCycle`] for the task's own id.
+    pub fn after(mut self, id: u64) -> Self {
+        self.after.push(TaskId(id));
+        self
+    }
+
+    /// Runs this task after each of `ids` ends: [`after`](TaskBuilder::after) for each.
+    ///
+    /// ```
+    /// use chariot::{Backend, Resource, Scheduler};
+    /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
+    /// for i in 0..3 {
+    ///     s.task(i, 1).callback(Resource::Cpu, |_| Ok(())).submit()?;
+    /// }
+    /// s.task(9, 1).after_all(0..3).callback(Resource::Cpu, |_| Ok(())).submit()?;
+    /// assert_eq!(s.synchronize()?.tasks, 4);
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    pub fn after_all(mut self, ids: impl IntoIterator<Item = u64>) -> Self {
+        self.after.extend(ids.into_iter().map(TaskId));
+        self
+    }
+
+    /// Refuses this task at `submit` with [`Error::HostConflict`] where one of its host
+    /// regions conflicts with an unended task's, instead of running it after that task
+    /// (the behaviour before task graphs; useful to find conflicts one did not expect).
+    ///
+    /// ```
+    /// use chariot::{Backend, Error, Resource, Scheduler};
+    /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
+    /// let host = s.alloc_host::<u32>(8)?;
+    /// let (tx, rx) = std::sync::mpsc::channel::<()>();
+    /// s.task(1, 1).callback(Resource::Cpu, move |_| { let _ = rx.recv(); Ok(()) }) // held until tx speaks
+    ///     .callback_writing(&host, 0..4, |_, _| Ok(())).submit()?;
+    /// let e = s.task(2, 1).callback_reading(&host, 2..3, |_, _| Ok(())).refuse_conflicts().submit().unwrap_err();
+    /// assert!(matches!(e, Error::HostConflict { .. }));
+    /// s.task(3, 1).callback_reading(&host, 2..3, |_, _| Ok(())).submit()?; // waits for task 1
+    /// tx.send(()).unwrap();
+    /// assert_eq!(s.synchronize()?.tasks, 2);
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    pub fn refuse_conflicts(mut self) -> Self {
+        self.refuse_conflicts = true;
+        self
+    }
+
     /// The task's id.
     pub fn id(&self) -> TaskId {
         self.id
     }
 
-    /// Seals the task and hands it to the runtime.
+    /// Seals the task and hands it to the runtime. It runs once the tasks it runs after
+    /// ([`after`](TaskBuilder::after), and those whose host regions conflict with its
+    /// own) have ended.
     ///
     /// # Errors
     /// The first invalid command ([`Error::InvalidCommand`]), an empty task
     /// ([`Error::EmptyTask`]), an id already submitted since the last `synchronize`
-    /// ([`Error::DuplicateTask`]), a host
-    /// region that another task or a read guard holds ([`Error::HostConflict`]), or a
-    /// scheduler that has shut down ([`Error::ShutDown`]).
+    /// ([`Error::DuplicateTask`]), a dependency on itself ([`Error::DependencyCycle`]) or
+    /// on an id not submitted in this batch ([`Error::UnknownDependency`]), a host
+    /// region that a read guard holds, or that an unended task holds where the task
+    /// [`refuse_conflicts`](TaskBuilder::refuse_conflicts) ([`Error::HostConflict`]), or
+    /// a scheduler that has shut down ([`Error::ShutDown`]). A refused task leaves no
+    /// claim and no id behind.
     pub fn submit(self) -> Result<TaskId> {
         if let Some(e) = self.error {
             return Err(e);
@@ -449,7 +537,14 @@ impl<'s> TaskBuilder<'s> {
         if self.commands.is_empty() {
             return Err(Error::EmptyTask { task: self.id });
         }
-        self.sched.submit_task(self.id, self.granularity, self.commands, self.claims)
+        self.sched.submit_task(Submitted {
+            id: self.id,
+            granularity: self.granularity,
+            commands: self.commands,
+            claims: self.claims,
+            after: self.after,
+            refuse_conflicts: self.refuse_conflicts,
+        })
     }
 }
 
@@ -459,6 +554,8 @@ impl std::fmt::Debug for TaskBuilder<'_> {
             .field("id", &self.id)
             .field("granularity", &self.granularity)
             .field("commands", &self.commands)
+            .field("after", &self.after)
+            .field("refuse_conflicts", &self.refuse_conflicts)
             .finish()
     }
 }

@@ -1,12 +1,15 @@
 //! Tasks (paper §3.1): the processing of one chunk, an ordered list of commands that
 //! all run on one GPU and stream. The sealed [`Task`], its [`Command`]s and the task
-//! buffer Q (`buffer.rs`) are what the dispatchers and the backends handle. The
+//! buffer Q (`buffer.rs`) are what the dispatchers and the backends handle; the batch's
+//! task graph (`graph.rs`) holds back a task until the tasks it runs after have ended.
+//! The
 //! `TaskBuilder` that checks each command and submits the task is in `builder.rs`, a
 //! layer above the scheduler it submits to (see `scripts/check-layers.py`).
 
 pub(crate) mod buffer;
 pub(crate) mod builder;
 pub(crate) mod command;
+pub(crate) mod graph;
 
 pub use buffer::Order;
 

@@ -63,7 +63,7 @@ fn two_tasks_writing_one_host_region_is_host_conflict() {
         s.task(1, 1).callback(Resource::Cpu, wait).readback(&host, 10..30, &dev, 0).submit().unwrap();
         // Overlapping writes (a readback, a writing callback) and a read of a written
         // region are refused while task 1 is in flight.
-        let e = s.task(2, 1).readback(&host, 25..40, &dev, 0).submit().unwrap_err();
+        let e = s.task(2, 1).readback(&host, 25..40, &dev, 0).refuse_conflicts().submit().unwrap_err();
         let text = e.to_string();
         match e {
             Error::HostConflict { task, buffer, region, holder } => {
@@ -74,12 +74,18 @@ fn two_tasks_writing_one_host_region_is_host_conflict() {
             }
             other => panic!("expected HostConflict, got {other:?}"),
         }
-        let e = s.task(3, 1).callback_writing(&host, 0..11, |_, _| Ok(())).submit().unwrap_err();
+        let e = s.task(3, 1).callback_writing(&host, 0..11, |_, _| Ok(())).refuse_conflicts().submit().unwrap_err();
         assert!(matches!(e, Error::HostConflict { task: TaskId(3), .. }), "{e:?}");
-        let e = s.task(4, 1).download(&dev, 0, &host, 29..31).submit().unwrap_err();
+        let e = s.task(4, 1).download(&dev, 0, &host, 29..31).refuse_conflicts().submit().unwrap_err();
         assert!(matches!(e, Error::HostConflict { task: TaskId(4), .. }), "{e:?}");
         // A refused task leaves no claim behind: its other region is free.
-        let e = s.task(5, 1).readback(&host, 60..70, &dev, 0).readback(&host, 20..21, &dev, 0).submit().unwrap_err();
+        let e = s
+            .task(5, 1)
+            .readback(&host, 60..70, &dev, 0)
+            .readback(&host, 20..21, &dev, 0)
+            .refuse_conflicts()
+            .submit()
+            .unwrap_err();
         assert!(matches!(e, Error::HostConflict { task: TaskId(5), .. }), "{e:?}");
         // Adjacent regions do not conflict.
         s.task(6, 1).readback(&host, 30..40, &dev, 0).submit().unwrap();
@@ -113,7 +119,7 @@ fn overlapping_2d_regions_are_host_conflict() {
         let (open, wait) = gate();
         s.task(1, 1).callback(Resource::Cpu, wait).readback_2d(&host, &dev, block(0)).submit().unwrap();
         // Columns 8..24 share columns 8..16 with task 1's block.
-        let e = s.task(2, 1).readback_2d(&host, &dev, block(8)).submit().unwrap_err();
+        let e = s.task(2, 1).readback_2d(&host, &dev, block(8)).refuse_conflicts().submit().unwrap_err();
         match e {
             Error::HostConflict { task, region, holder, .. } => {
                 assert_eq!(task, TaskId(2));
@@ -125,7 +131,12 @@ fn overlapping_2d_regions_are_host_conflict() {
         // Columns 16..32 interleave with task 1's rows without sharing a byte.
         s.task(3, 1).readback_2d(&host, &dev, block(16)).submit().unwrap();
         // Reading one element of row 5 that task 3 writes conflicts; one it does not, not.
-        let e = s.task(4, 1).download(&dev, 0, &host, 5 * cols + 20..5 * cols + 21).submit().unwrap_err();
+        let e = s
+            .task(4, 1)
+            .download(&dev, 0, &host, 5 * cols + 20..5 * cols + 21)
+            .refuse_conflicts()
+            .submit()
+            .unwrap_err();
         assert!(matches!(e, Error::HostConflict { task: TaskId(4), ref holder, .. } if holder.contains("#3")), "{e:?}");
         s.task(5, 1).download(&dev, 0, &host, 5 * cols + 40..5 * cols + 48).submit().unwrap();
         open.send(()).unwrap();
@@ -156,6 +167,39 @@ fn writing_under_a_live_read_guard_is_host_conflict() {
         drop(guard);
         s.task(1, 1).readback(&host, 50..55, &dev, 0).submit().unwrap();
         s.synchronize().unwrap();
+    });
+}
+
+/// `after` names only tasks submitted earlier in this batch: an id never submitted, one
+/// of a batch `synchronize` closed, or a refused task's is `UnknownDependency`; the task's
+/// own id is `DependencyCycle`. The refused task keeps no id and no claim.
+#[test]
+fn a_dependency_on_an_unknown_task_or_itself_is_refused() {
+    with_timeout(DEADLINE_S, || {
+        let s = sched(1, 2);
+        let host = s.alloc_host::<u32>(64).unwrap();
+        let e = s.task(2, 1).after(1).callback_writing(&host, 0..8, |_, _| Ok(())).submit().unwrap_err();
+        assert!(matches!(e, Error::UnknownDependency { task: TaskId(2), dependency: TaskId(1) }), "{e:?}");
+        let text = e.to_string();
+        assert!(text.contains("#2") && text.contains("#1") && text.contains("not submitted"), "{text}");
+        let e = s.task(3, 1).after_all([3]).callback_writing(&host, 0..8, |_, _| Ok(())).submit().unwrap_err();
+        assert!(matches!(e, Error::DependencyCycle { task: TaskId(3) }), "{e:?}");
+        assert!(e.to_string().contains("#3") && e.to_string().contains("cycle"), "{e}");
+        // Neither left an id or a claim: both submit now, and a task after an ended one runs.
+        s.task(2, 1).callback_writing(&host, 0..8, |_, _| Ok(())).submit().unwrap();
+        s.task(3, 1).after(2).callback_writing(&host, 0..8, |_, _| Ok(())).submit().unwrap();
+        assert_eq!(s.synchronize().unwrap().tasks, 2);
+        // A new batch: task 2 of the last one is unknown now.
+        let e = s.task(4, 1).after(2).callback(Resource::Cpu, |_| Ok(())).submit().unwrap_err();
+        assert!(matches!(e, Error::UnknownDependency { task: TaskId(4), dependency: TaskId(2) }), "{e:?}");
+        // A task refused for a conflict is unknown to later ones.
+        let guard = host.read_range(0..8).unwrap();
+        let e = s.task(5, 1).callback_writing(&host, 0..8, |_, _| Ok(())).submit().unwrap_err();
+        assert!(matches!(e, Error::HostConflict { task: TaskId(5), .. }), "{e:?}");
+        drop(guard);
+        let e = s.task(6, 1).after(5).callback(Resource::Cpu, |_| Ok(())).submit().unwrap_err();
+        assert!(matches!(e, Error::UnknownDependency { task: TaskId(6), dependency: TaskId(5) }), "{e:?}");
+        assert!(s.synchronize().is_ok());
     });
 }
 

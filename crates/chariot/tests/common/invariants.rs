@@ -414,3 +414,33 @@ pub fn first_starts(report: &Report) -> HashMap<u64, u64> {
     }
     m
 }
+
+/// Every dependency in `deps` (a task, and the tasks it runs after) honoured in the
+/// report's timeline: the task's first command is dispatched, and starts, no earlier than
+/// each predecessor's last command ends. A task with no record (it did not run) is
+/// skipped, and so is a predecessor with none.
+pub fn dependency_violations(report: &Report, deps: &[(u64, Vec<u64>)]) -> Vec<String> {
+    let mut first: HashMap<u64, (u64, u64)> = HashMap::new();
+    let mut last: HashMap<u64, u64> = HashMap::new();
+    for r in &report.records {
+        let f = first.entry(r.task.0).or_insert((u64::MAX, u64::MAX));
+        *f = (f.0.min(r.dispatched_ns), f.1.min(r.start_ns));
+        let l = last.entry(r.task.0).or_insert(0);
+        *l = (*l).max(r.end_ns);
+    }
+    let mut v = Vec::new();
+    for (task, preds) in deps {
+        let Some(&(dispatched, start)) = first.get(task) else { continue };
+        for p in preds {
+            if let Some(&end) = last.get(p) {
+                if dispatched < end || start < end {
+                    v.push(format!(
+                        "task #{task} runs after task #{p}, but its first command was dispatched at {dispatched} and \
+                         started at {start}, before #{p}'s last command ended at {end}"
+                    ));
+                }
+            }
+        }
+    }
+    v
+}

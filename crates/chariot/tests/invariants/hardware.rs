@@ -77,7 +77,7 @@ fn no_lost_wakeup_when_gpus_queue_for_one_bus() {
 
 /// Host-region claims against a brute-force model: random 1-D and 2-D regions of one
 /// 64 x 64 matrix are read (download) or written (readback) by tasks held in flight;
-/// a submit must be refused with HostConflict exactly when its region shares an element
+/// a submit that refuses conflicts must be refused with HostConflict exactly when its region shares an element
 /// with a region an accepted task writes, or writes an element an accepted task reads.
 #[test]
 fn host_claims_match_a_brute_force_model() {
@@ -119,7 +119,7 @@ fn host_claims_match_a_brute_force_model() {
                 id += 1;
                 let t = sched.task(id, 1);
                 let t = if write { t.readback_2d(&host, &dev, shape) } else { t.download_2d(&dev, &host, shape) };
-                match t.submit() {
+                match t.refuse_conflicts().submit() {
                     Ok(_) => {
                         assert!(!clash, "task #{id} ({shape:?}, write {write}) was accepted over a conflicting region");
                         taken.push((cells, write));

@@ -252,7 +252,8 @@ impl Gpu {
         let host = c.host.alloc.as_ptr();
         // SAFETY (both arms): the host block is pinned and covers the region (checked at
         // build), and the task's claim keeps conflicting access away until the task
-        // ends, after this copy completes; the device range lies in the allocation
+        // ends, after this copy completes (a conflicting task waits, its claim dormant,
+        // until then: `memory::claims`); the device range lies in the allocation
         // (checked at build), which the command's Arc keeps alive.
         unsafe {
             if c.height == 1 {

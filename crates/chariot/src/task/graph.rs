@@ -1,0 +1,197 @@
+//! The task graph of one batch (issue 16): which tasks each task runs after, and the
+//! tasks held back until those have ended. Pure bookkeeping, kept in the batch (under
+//! its lock, `dispatch::shared`); the scheduler adds tasks at submit and the dispatchers
+//! end them, and whatever this returns (tasks now ready, tasks that fail because a
+//! predecessor failed) they act on after the lock is let go.
+//!
+//! A task names only tasks submitted before it (an unknown id is refused at submit, and
+//! submits are serialised), so every edge points back in submit order and no cycle can
+//! form; a task naming itself is the one cycle there is, refused at submit.
+
+use super::Task;
+use crate::ids::TaskId;
+use std::collections::HashMap;
+
+/// Where one task of the batch stands.
+enum State {
+    /// Held until `unmet` predecessors have ended.
+    Waiting { task: Box<Task>, unmet: usize },
+    /// In Q or on a stream slot.
+    Live,
+    /// Ended; `failed` if it failed (or did not run because a predecessor failed).
+    Ended { failed: bool },
+}
+
+struct Node {
+    state: State,
+    /// Tasks that wait for this one (each once).
+    dependents: Vec<TaskId>,
+}
+
+/// What [`Graph::add`] did with a task.
+pub(crate) enum Added {
+    /// Every predecessor has ended well (or it has none): it may run now.
+    Ready(Box<Task>),
+    /// Held in the graph until its predecessors end.
+    Waiting,
+    /// A predecessor had failed: the task fails without running.
+    Failed(Box<Task>, TaskId),
+}
+
+/// A task released by [`Graph::end`].
+pub(crate) enum Released {
+    /// Its last predecessor ended: it may run now.
+    Ready(Box<Task>),
+    /// Its predecessor (the id) failed: it fails without running.
+    Failed(Box<Task>, TaskId),
+}
+
+/// The graph of the tasks submitted since the last `synchronize`.
+#[derive(Default)]
+pub(crate) struct Graph {
+    nodes: HashMap<TaskId, Node>,
+}
+
+impl Graph {
+    /// Whether `id` was submitted in this batch (ended or not).
+    pub(crate) fn contains(&self, id: TaskId) -> bool {
+        self.nodes.contains_key(&id)
+    }
+
+    /// Adds `task`, to run after each of `after` (ids of this batch; one not found, from
+    /// a batch `synchronize` has closed meanwhile, counts as ended). Allocates per task
+    /// (its node and its place in its predecessors' lists), never per command.
+    pub(crate) fn add(&mut self, task: Box<Task>, after: &[TaskId]) -> Added {
+        let id = task.id;
+        debug_assert!(!self.contains(id), "task {id} added twice");
+        let mut unmet = 0;
+        let mut failed = None;
+        for p in after {
+            let Some(pred) = self.nodes.get_mut(p) else { continue };
+            match pred.state {
+                State::Ended { failed: false } => {}
+                State::Ended { failed: true } => failed = failed.or(Some(*p)),
+                State::Waiting { .. } | State::Live => {
+                    if !pred.dependents.contains(&id) {
+                        pred.dependents.push(id);
+                        unmet += 1;
+                    }
+                }
+            }
+        }
+        if let Some(cause) = failed {
+            // Ended at once (the caller ends it); the lists it joined skip it then.
+            self.nodes.insert(id, Node { state: State::Ended { failed: true }, dependents: Vec::new() });
+            return Added::Failed(task, cause);
+        }
+        if unmet == 0 {
+            self.nodes.insert(id, Node { state: State::Live, dependents: Vec::new() });
+            return Added::Ready(task);
+        }
+        self.nodes.insert(id, Node { state: State::Waiting { task, unmet }, dependents: Vec::new() });
+        Added::Waiting
+    }
+
+    /// Task `id` ended (`failed` if it failed): its waiting dependents whose last
+    /// predecessor it was are released ready, or, if it failed, every waiting dependent
+    /// is released to fail (ending each of those in turn releases theirs).
+    pub(crate) fn end(&mut self, id: TaskId, failed: bool, out: &mut Vec<Released>) {
+        let Some(node) = self.nodes.get_mut(&id) else { return };
+        node.state = State::Ended { failed };
+        let dependents = std::mem::take(&mut node.dependents);
+        for d in dependents {
+            let Some(dep) = self.nodes.get_mut(&d) else { continue };
+            let State::Waiting { unmet, .. } = &mut dep.state else { continue };
+            *unmet -= 1;
+            if failed || *unmet == 0 {
+                let next = if failed { State::Ended { failed: true } } else { State::Live };
+                let State::Waiting { task, .. } = std::mem::replace(&mut dep.state, next) else { unreachable!() };
+                out.push(if failed { Released::Failed(task, id) } else { Released::Ready(task) });
+            }
+        }
+    }
+
+    /// Tasks held back now.
+    pub(crate) fn waiting(&self) -> usize {
+        self.nodes.values().filter(|n| matches!(n.state, State::Waiting { .. })).count()
+    }
+
+    /// Forgets the batch (`synchronize`, once every task has ended).
+    pub(crate) fn clear(&mut self) {
+        debug_assert_eq!(self.waiting(), 0, "synchronize with tasks held back");
+        self.nodes.clear();
+    }
+}
+
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Graph").field("tasks", &self.nodes.len()).field("waiting", &self.waiting()).finish()
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn task(id: u64) -> Box<Task> {
+        Box::new(Task { id: TaskId(id), granularity: 1, seq: id, commands: Vec::new(), next: 0, hosts: Vec::new() })
+    }
+
+    fn ids(out: &[Released]) -> Vec<(u64, bool)> {
+        out.iter()
+            .map(|r| match r {
+                Released::Ready(t) => (t.id.0, true),
+                Released::Failed(t, _) => (t.id.0, false),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_diamond_releases_its_join_after_both_branches() {
+        let mut g = Graph::default();
+        assert!(matches!(g.add(task(1), &[]), Added::Ready(_)));
+        assert!(matches!(g.add(task(2), &[TaskId(1)]), Added::Waiting));
+        assert!(matches!(g.add(task(3), &[TaskId(1), TaskId(1)]), Added::Waiting));
+        assert!(matches!(g.add(task(4), &[TaskId(2), TaskId(3)]), Added::Waiting));
+        assert_eq!(g.waiting(), 3);
+        let mut out = Vec::new();
+        g.end(TaskId(1), false, &mut out);
+        assert_eq!(ids(&out), [(2, true), (3, true)], "a repeated predecessor counts once");
+        out.clear();
+        g.end(TaskId(2), false, &mut out);
+        assert!(out.is_empty());
+        g.end(TaskId(3), false, &mut out);
+        assert_eq!(ids(&out), [(4, true)]);
+        out.clear();
+        // A task after ones that ended runs at once; after a live one, it waits.
+        g.end(TaskId(4), false, &mut out);
+        assert!(matches!(g.add(task(5), &[TaskId(4), TaskId(1)]), Added::Ready(_)));
+        assert!(matches!(g.add(task(6), &[TaskId(5)]), Added::Waiting));
+        assert!(g.contains(TaskId(5)) && !g.contains(TaskId(7)));
+        g.end(TaskId(5), false, &mut out);
+        assert_eq!(ids(&out), [(6, true)]);
+        g.clear();
+        assert!(!g.contains(TaskId(1)));
+    }
+
+    #[test]
+    fn a_failure_fails_the_waiting_dependents_once() {
+        let mut g = Graph::default();
+        let _ = g.add(task(1), &[]);
+        let _ = g.add(task(2), &[]);
+        let _ = g.add(task(3), &[TaskId(1), TaskId(2)]);
+        let _ = g.add(task(4), &[TaskId(3)]);
+        let mut out = Vec::new();
+        g.end(TaskId(1), true, &mut out);
+        assert!(matches!(&out[..], [Released::Failed(t, TaskId(1))] if t.id == TaskId(3)));
+        out.clear();
+        // Task 3's end (as the caller does) fails task 4; task 2's end releases nothing.
+        g.end(TaskId(3), true, &mut out);
+        assert_eq!(ids(&out), [(4, false)]);
+        out.clear();
+        g.end(TaskId(2), false, &mut out);
+        assert!(out.is_empty());
+        assert!(matches!(g.add(task(5), &[TaskId(2), TaskId(4)]), Added::Failed(_, TaskId(4))));
+        assert!(matches!(g.add(task(6), &[TaskId(99)]), Added::Ready(_)), "an id of a closed batch");
+    }
+}
