@@ -20,6 +20,7 @@
 //! last handle moved into a callback) hands steps 2 to 5 to a thread of their own.
 
 mod queries;
+mod resources;
 
 use crate::backend::Machine;
 use crate::config::Config;
@@ -28,10 +29,9 @@ use crate::dispatch::shared::{Batch, Shared};
 use crate::dispatch::Dispatcher;
 use crate::error::{Error, Result};
 use crate::ids::TaskId;
-use crate::kernel::{Kernel, KernelHandle, KernelInner};
 use crate::memory::claims::Holder;
-use crate::memory::{checked_bytes, DeviceBuffer, DeviceBufferInner, Element, Graveyard, HostBuffer, HostShared};
-use crate::report::{kernel_lines, shutting_down, DispatchStats, KernelUse, Report};
+use crate::memory::{Graveyard, HostShared};
+use crate::report::{kernel_lines, shutting_down, DispatchStats, Report};
 use crate::signal::Signal;
 use crate::stage::queues::StageQueues;
 use crate::task::buffer::TaskBuffer;
@@ -180,124 +180,6 @@ impl Scheduler {
     /// The backend's machine, shared with library plan caches (`crate::fft`).
     pub(crate) fn machine(&self) -> &Arc<Machine> {
         &self.machine
-    }
-
-    /// Allocates a host buffer of `len` elements: pinned and portable on CUDA
-    /// (not write-combined), ordinary memory on sim; zeroed.
-    ///
-    /// # Errors
-    /// [`Error::InvalidLength`] for 0 elements or a size that overflows,
-    /// [`Error::OutOfMemory`] if the allocation fails.
-    pub fn alloc_host<T: Element>(&self, len: usize) -> Result<HostBuffer<T>> {
-        let bytes = checked_bytes::<T>(len)?;
-        Ok(HostBuffer::new(self.machine.alloc_host(bytes)?, len))
-    }
-
-    /// Allocates a virtual device buffer of `len` elements: one physical buffer per GPU
-    /// and stream slot (D·S in all), allocated now so that running out of memory shows
-    /// here and not in the middle of a run.
-    ///
-    /// # Errors
-    /// [`Error::InvalidLength`] for 0 elements or a size that overflows,
-    /// [`Error::OutOfMemory`] if a GPU cannot hold them: `bytes` is one copy's size, the
-    /// message says how many copies (S per GPU, D·S in all) and bytes the buffer needs;
-    /// the copies already made are given back.
-    pub fn alloc<T: Element>(&self, len: usize) -> Result<DeviceBuffer<T>> {
-        let bytes = checked_bytes::<T>(len)?;
-        let (d, s) = (self.gpu_count(), self.config.streams);
-        let mut phys = Vec::with_capacity(d * s);
-        for g in 0..d {
-            for _ in 0..s {
-                match self.machine.alloc_device(g, bytes) {
-                    Ok(p) => phys.push(p),
-                    Err(e) => {
-                        let made = phys.len();
-                        self.machine.free_device(phys);
-                        return Err(match e {
-                            Error::OutOfMemory { what, bytes, message } => Error::OutOfMemory {
-                                what,
-                                message: format!(
-                                    "{message}; a device buffer needs one copy per stream on every GPU: 1 copy per \
-                                     stream × {s} streams × {d} GPU(s) = {} copies of {bytes} bytes, {} bytes in all; \
-                                     copy {} failed and the {made} made were given back (use fewer streams or a \
-                                     smaller buffer)",
-                                    d * s,
-                                    (d * s) as u128 * bytes as u128,
-                                    made + 1,
-                                ),
-                                bytes,
-                            },
-                            other => other,
-                        });
-                    }
-                }
-            }
-        }
-        Ok(DeviceBuffer::new(DeviceBufferInner::new(self.id, s, phys, self.graveyard.clone()), len))
-    }
-
-    /// Compiles `kernel` with NVRTC for each GPU's architecture and loads it (CUDA), or
-    /// checks it has a CPU twin (sim).
-    ///
-    /// # Errors
-    /// [`Error::KernelCompile`] with NVRTC's log, [`Error::KernelInvalid`] for a missing
-    /// entry point or (sim) a missing CPU twin.
-    pub fn register_kernel(&self, kernel: Kernel) -> Result<KernelHandle> {
-        if kernel.name.is_empty() {
-            return Err(Error::KernelInvalid { kernel: kernel.name, message: "the name is empty".into() });
-        }
-        if let Some(share) = kernel.sim_share.filter(|s| !(s.is_finite() && *s > 0.0 && *s <= 1.0)) {
-            return Err(Error::KernelInvalid {
-                kernel: kernel.name.clone(),
-                message: format!("sim_sm_share = {share}; must be in (0, 1] (a share of the SMs)"),
-            });
-        }
-        if kernel.params.len() > 32 {
-            return Err(Error::KernelInvalid {
-                kernel: kernel.name.clone(),
-                message: format!("{} parameters; at most 32 are supported", kernel.params.len()),
-            });
-        }
-        let functions = self.machine.load_kernel(&kernel)?;
-        Ok(KernelHandle { inner: Arc::new(KernelInner::new(kernel, self.id, functions)) })
-    }
-
-    /// The share of GPU `gpu`'s SMs a launch of `kernel` with this shape occupies while
-    /// it runs alone: its blocks over one full wave (SMs × resident blocks per SM, from
-    /// the occupancy calculator on CUDA), at most 1. The kernel stage admits kernels by
-    /// it, and a bound that adds kernels up should take each kernel's time times it.
-    /// `None` for a GPU index out of range.
-    ///
-    /// ```
-    /// use chariot::{Backend, Kernel, Scheduler};
-    /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
-    /// let k = s.register_kernel(Kernel::new("k", "").cpu_twin(|_| Ok(())))?;
-    /// assert_eq!(s.launch_fill(0, &k, 132 * 4, 256, 0), Some(0.5)); // 8 blocks of 256 an SM
-    /// assert_eq!(s.launch_fill(0, &k, 100_000, 256, 0), Some(1.0));
-    /// assert_eq!(s.launch_fill(9, &k, 1, 1, 0), None);
-    /// # Ok::<(), chariot::Error>(())
-    /// ```
-    pub fn launch_fill(
-        &self,
-        gpu: usize,
-        kernel: &KernelHandle,
-        grid: impl Into<crate::Dim3>,
-        block: impl Into<crate::Dim3>,
-        shared_bytes: u32,
-    ) -> Option<f64> {
-        if gpu >= self.gpu_count() {
-            return None;
-        }
-        let (grid, block) = (grid.into(), block.into());
-        let threads = u32::try_from(block.count()).unwrap_or(u32::MAX);
-        let wave = self.machine.waves(&kernel.inner, threads, shared_bytes)[gpu];
-        Some(if wave == 0 { 1.0 } else { (grid.count() as f64 / wave as f64).min(1.0) })
-    }
-
-    /// Notes a launch of `blocks` blocks of `kernel` (one wave of the first GPU holds
-    /// `wave`), for the report's line on the kernel's concurrency.
-    pub(crate) fn note_launch(&self, kernel: &str, blocks: u64, wave: u32) {
-        KernelUse::note(&mut self.shared.kernels.lock(), kernel, blocks, wave);
     }
 
     /// Submits a sealed task to run after the tasks of this batch named in `after` and

@@ -6,27 +6,19 @@
 //! `submit` hands the task to the scheduler), so that the task types below it need no
 //! scheduler.
 
-use super::command::{Command, CopyCmd, Direction, LaunchCmd};
+mod checks;
+
+use super::command::{Command, Direction, LaunchCmd};
 use super::{Copy2d, HostClaim};
 use crate::backend::host_alloc::exclusive;
 use crate::callback::{CallInfo, GpuCall, Resource};
 use crate::error::{BoxError, Error, Result};
 use crate::ids::{InCallback, TaskId};
-use crate::kernel::{Arg, ArgValue, KernelHandle, LaunchShape};
-use crate::memory::claims::Region;
-use crate::memory::{DeviceBuffer, Element, HostBuffer, HostShared};
+use crate::kernel::{Arg, KernelHandle, LaunchShape};
+use crate::memory::{DeviceBuffer, Element, HostBuffer};
 use crate::scheduler::{Scheduler, Submitted};
 use crate::stage::Stage;
 use std::ops::RangeBounds;
-use std::sync::Arc;
-
-/// CUDA's launch limits, the same on every GPU since compute capability 3.0: checked
-/// when a launch is added, so that it fails alike on both backends.
-const MAX_GRID_X: u32 = (1 << 31) - 1;
-const MAX_GRID_YZ: u32 = 65_535;
-const MAX_BLOCK_XY: u32 = 1024;
-const MAX_BLOCK_Z: u32 = 64;
-const MAX_BLOCK_THREADS: u64 = 1024;
 
 impl Scheduler {
     /// Starts building task `id` with granularity `granularity` (its chunk's size, used
@@ -83,103 +75,6 @@ impl<'s> TaskBuilder<'s> {
             Err(e) => self.error = Some(e),
         }
         self
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn copy<T: Element>(
-        &self,
-        dir: Direction,
-        host: &HostBuffer<T>,
-        dev: &DeviceBuffer<T>,
-        shape: Copy2d,
-    ) -> Result<(Command, Option<HostClaim>)> {
-        let stage = match dir {
-            Direction::Download => Stage::Download,
-            Direction::Readback => Stage::Readback,
-        };
-        let size = std::mem::size_of::<T>();
-        let Copy2d { host_offset, host_pitch, dev_offset, dev_pitch, width, height } = shape;
-        if dev.inner().sched_id != self.sched.id() {
-            return Err(self.bad(stage, format!("device buffer {} belongs to another scheduler", dev.id())));
-        }
-        if width == 0 || height == 0 {
-            return Err(self.bad(stage, format!("empty copy: width {width}, height {height} (both must be > 0)")));
-        }
-        if host_pitch < width || dev_pitch < width {
-            return Err(self.bad(
-                stage,
-                format!("pitch smaller than width: host pitch {host_pitch}, device pitch {dev_pitch}, width {width} (elements)"),
-            ));
-        }
-        let extent = |offset: usize, pitch: usize| {
-            (height - 1).checked_mul(pitch).and_then(|r| r.checked_add(offset)).and_then(|r| r.checked_add(width))
-        };
-        match extent(host_offset, host_pitch) {
-            Some(end) if end <= host.len() => {}
-            end => {
-                return Err(self.bad(
-                    stage,
-                    format!(
-                        "host region ends at element {} but host buffer {} has {} elements",
-                        end.map_or("overflow".to_string(), |e| e.to_string()),
-                        host.id(),
-                        host.len()
-                    ),
-                ))
-            }
-        }
-        match extent(dev_offset, dev_pitch) {
-            Some(end) if end <= dev.len() => {}
-            end => {
-                return Err(self.bad(
-                    stage,
-                    format!(
-                        "copy reaches element {} of device buffer {}, which has {} elements",
-                        end.map_or("overflow".to_string(), |e| e.to_string()),
-                        dev.id(),
-                        dev.len()
-                    ),
-                ))
-            }
-        }
-        // The extents fit in their buffers, whose sizes in bytes fit in `isize`; only a
-        // pitch that no row steps over (one row) can still overflow in bytes.
-        let bytes = |name: &str, elements: usize| {
-            elements.checked_mul(size).ok_or_else(|| {
-                self.bad(
-                    stage,
-                    format!(
-                        "{name} {elements} elements of {size} bytes overflows usize in bytes (at most {} elements)",
-                        usize::MAX / size
-                    ),
-                )
-            })
-        };
-        let cmd = CopyCmd {
-            dir,
-            host: host.shared().clone(),
-            host_offset: bytes("host offset", host_offset)?,
-            host_pitch: bytes("host pitch", host_pitch)?,
-            dev: dev.inner().clone(),
-            dev_offset: bytes("device offset", dev_offset)?,
-            dev_pitch: bytes("device pitch", dev_pitch)?,
-            width: bytes("width", width)?,
-            height,
-        };
-        let region = Region { start: cmd.host_offset, width: cmd.width, pitch: cmd.host_pitch, height };
-        let claim = HostClaim { host: host.shared().clone(), region, write: dir == Direction::Readback };
-        Ok((Command::Copy(cmd), Some(claim)))
-    }
-
-    fn linear<T: Element>(
-        &self,
-        stage: Stage,
-        host: &HostBuffer<T>,
-        range: impl RangeBounds<usize>,
-    ) -> Result<std::ops::Range<usize>> {
-        let r = crate::memory::host::resolve(range, host.len())
-            .map_err(|m| self.bad(stage, format!("host buffer {}: {m}", host.id())))?;
-        Ok(r)
     }
 
     /// Downloads host elements `src_range` into `dst` starting at element `dst_offset`.
@@ -272,76 +167,6 @@ impl<'s> TaskBuilder<'s> {
         self.push(built)
     }
 
-    fn check_launch(&self, kernel: &KernelHandle, shape: LaunchShape, args: &[Arg]) -> Result<Vec<ArgValue>> {
-        let def = &kernel.inner.def;
-        if kernel.inner.sched_id != self.sched.id() {
-            return Err(self.bad(Stage::Kernel, format!("kernel `{}` was registered with another scheduler", def.name)));
-        }
-        let got: Vec<_> = args.iter().map(|a| a.param()).collect();
-        if got != def.params {
-            return Err(self.bad(
-                Stage::Kernel,
-                format!(
-                    "arguments of `{}` do not match its parameters: expected {:?}, got {:?}",
-                    def.name, def.params, got
-                ),
-            ));
-        }
-        for d in [shape.grid, shape.block] {
-            if d.x == 0 || d.y == 0 || d.z == 0 {
-                return Err(self.bad(
-                    Stage::Kernel,
-                    format!(
-                        "launch of `{}` has a zero dimension: grid {:?}, block {:?}",
-                        def.name, shape.grid, shape.block
-                    ),
-                ));
-            }
-        }
-        let (grid, block) = (shape.grid, shape.block);
-        for (what, value, max) in [
-            ("grid x", grid.x, MAX_GRID_X),
-            ("grid y", grid.y, MAX_GRID_YZ),
-            ("grid z", grid.z, MAX_GRID_YZ),
-            ("block x", block.x, MAX_BLOCK_XY),
-            ("block y", block.y, MAX_BLOCK_XY),
-            ("block z", block.z, MAX_BLOCK_Z),
-        ] {
-            if value > max {
-                return Err(self.bad(
-                    Stage::Kernel,
-                    format!("launch of `{}`: {what} is {value}; CUDA allows at most {max}", def.name),
-                ));
-            }
-        }
-        match block.checked_count() {
-            Some(n) if n <= MAX_BLOCK_THREADS => {}
-            n => {
-                return Err(self.bad(
-                    Stage::Kernel,
-                    format!(
-                        "block of `{}` is {}×{}×{} = {} threads; at most {MAX_BLOCK_THREADS} are allowed",
-                        def.name,
-                        block.x,
-                        block.y,
-                        block.z,
-                        n.map_or("more than u64::MAX".to_string(), |n| n.to_string())
-                    ),
-                ))
-            }
-        }
-        let mut values = Vec::with_capacity(args.len());
-        for a in args {
-            if let ArgValue::Buffer(b) = &a.0 {
-                if b.sched_id != self.sched.id() {
-                    return Err(self.bad(Stage::Kernel, format!("device buffer {} belongs to another scheduler", b.id)));
-                }
-            }
-            values.push(a.0.clone());
-        }
-        Ok(values)
-    }
-
     /// Adds a callback (the paper's `launchCallbackRoutine`). [`Resource::Cpu`]: `f` runs
     /// on an executioner thread; [`Resource::Gpu`]: use [`TaskBuilder::gpu_callback`].
     /// A CPU callback gets the task's [`CallInfo`].
@@ -422,22 +247,6 @@ impl<'s> TaskBuilder<'s> {
             (cmd, Some(HostClaim { host: shared, region, write: true }))
         });
         self.push(built)
-    }
-
-    fn host_region<T: Element>(
-        &self,
-        host: &HostBuffer<T>,
-        range: impl RangeBounds<usize>,
-        _write: bool,
-    ) -> Result<(Arc<HostShared>, Region)> {
-        let r = self.linear(Stage::Cpu, host, range)?;
-        if r.is_empty() {
-            return Err(
-                self.bad(Stage::Cpu, format!("empty host range {}..{} of buffer {}", r.start, r.end, host.id()))
-            );
-        }
-        let size = std::mem::size_of::<T>();
-        Ok((host.shared().clone(), Region::linear(r.start * size, (r.end - r.start) * size)))
     }
 
     /// Runs this task after task `id` ends (it starts no command before that task's
