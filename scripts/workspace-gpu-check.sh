@@ -64,8 +64,8 @@ echo "== chariot-align makedb once, then 7 queries: old FASTA, new FASTA, new pr
 cat "$W/db.fa" "$W/q.fa" > /dev/null   # both in the page cache, as the issue's figures assume
 t0=$(date +%s.%N)
 "$B/chariot-align" makedb -d "$W/db.fa" -o "$W/db.cadb" --no-progress > "$W/makedb.log" 2>&1
-t1=$(date +%s.%N)
-echo "makedb exit $?: $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}') s, $(stat -c %s "$W/db.cadb") bytes" | tee "$OUT/makedb.txt"
+rc=$?; t1=$(date +%s.%N)
+echo "makedb exit $rc: $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}') s, $(stat -c %s "$W/db.cadb") bytes" | tee "$OUT/prepared.txt"
 for i in 1 2 3; do
   for v in old-fasta new-fasta new-prepared; do
     bin=$B/chariot-align; db=$W/db.fa
@@ -76,8 +76,9 @@ for i in 1 2 3; do
     t1=$(date +%s.%N)
     echo "$v $i $(grep -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$W/align-$v-$i.log" | head -1), process $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}') s"
   done
-done | tee "$OUT/prepared.txt"
-for v in old-fasta new-fasta new-prepared; do echo "$v $(sort "$W/$v-1.tsv" | md5sum | cut -c1-32)"; done | tee "$OUT/prepared-tsv-md5.txt"
+done | tee -a "$OUT/prepared.txt"
+echo "TSV digests (sorted rows of call 1):" | tee -a "$OUT/prepared.txt"
+for v in old-fasta new-fasta new-prepared; do echo "$v $(sort "$W/$v-1.tsv" | md5sum | cut -c1-32)"; done | tee -a "$OUT/prepared.txt"
 cp "$W"/align-new-prepared-1.log "$OUT/"
 fi
 cp "$W"/*-new-1.log "$OUT/" 2>/dev/null || true
