@@ -396,44 +396,40 @@ pub fn search(index: &DbIndex, matrix: &Matrix, queries: &[Query], opt: &Options
             Some(s) => s,
             None => rx.recv_timeout(Duration::from_secs(3600)).map_err(|_| "the pipeline stalled".to_string())?,
         };
-        loop {
-            let state = Arc::new(AtomicU8::new(PENDING));
-            let guard = SlotGuard { slot: s, state: state.clone(), tx: tx.clone() };
-            let crange = s * slot_bytes..s * slot_bytes + info.packed_bytes();
-            let srange = s * score_stride..s * score_stride + nq * info.nseq;
-            let (sh_r, sh_w, info_r, info_w) = (shared.clone(), shared.clone(), info.clone(), info.clone());
-            let mut t = sched
-                .task(c as u64, info.residues.max(1))
-                .callback_writing(&h_chunks, crange.clone(), move |buf, _| {
-                    let data = read_into(&sh_r.index, &info_r, &sh_r.matrix, buf).map_err(|e| sh_r.fail(e))?;
-                    *sh_r.slots[s].lock() = data;
-                    Ok(())
-                })
-                .download(&d_chunk, 0, &h_chunks, crange)
-                .download(&d_prof, 0, &h_prof, ..);
-            for (q, p) in profiles.list.iter().enumerate() {
-                let args = sw::args(p, q, profiles.offsets[q], info.nseq, info.res_off(), info.residues, gaps);
-                t = t.launch(&kernel, p.grid(info.nseq), sw::BLOCK, p.shared_bytes(), &args.map(arg));
-            }
-            let t = t.readback(&h_scores, srange.clone(), &d_scores, 0).callback_reading(
-                &h_scores,
-                srange,
-                move |scores, _| {
-                    let _guard = guard;
-                    let data = std::mem::take(&mut *sh_w.slots[s].lock());
-                    sh_w.writer.write(&data, scores, &info_w).map_err(|e| sh_w.fail(e))
-                },
-            );
-            match t.submit() {
-                Ok(_) => {
-                    if state.compare_exchange(PENDING, ARMED, Ordering::SeqCst, Ordering::SeqCst).is_err() {
-                        let _ = tx.send(s);
-                    }
-                    break;
+        let state = Arc::new(AtomicU8::new(PENDING));
+        let guard = SlotGuard { slot: s, state: state.clone(), tx: tx.clone() };
+        let crange = s * slot_bytes..s * slot_bytes + info.packed_bytes();
+        let srange = s * score_stride..s * score_stride + nq * info.nseq;
+        let (sh_r, sh_w, info_r, info_w) = (shared.clone(), shared.clone(), info.clone(), info.clone());
+        let mut t = sched
+            .task(c as u64, info.residues.max(1))
+            .callback_writing(&h_chunks, crange.clone(), move |buf, _| {
+                let data = read_into(&sh_r.index, &info_r, &sh_r.matrix, buf).map_err(|e| sh_r.fail(e))?;
+                *sh_r.slots[s].lock() = data;
+                Ok(())
+            })
+            .download(&d_chunk, 0, &h_chunks, crange)
+            .download(&d_prof, 0, &h_prof, ..);
+        for (q, p) in profiles.list.iter().enumerate() {
+            let args = sw::args(p, q, profiles.offsets[q], info.nseq, info.res_off(), info.residues, gaps);
+            t = t.launch(&kernel, p.grid(info.nseq), sw::BLOCK, p.shared_bytes(), &args.map(arg));
+        }
+        let t = t.readback(&h_scores, srange.clone(), &d_scores, 0).callback_reading(
+            &h_scores,
+            srange,
+            move |scores, _| {
+                let _guard = guard;
+                let data = std::mem::take(&mut *sh_w.slots[s].lock());
+                sh_w.writer.write(&data, scores, &info_w).map_err(|e| sh_w.fail(e))
+            },
+        );
+        match t.submit() {
+            Ok(_) => {
+                if state.compare_exchange(PENDING, ARMED, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+                    let _ = tx.send(s);
                 }
-                Err(chariot::Error::HostConflict { .. }) => std::thread::sleep(Duration::from_micros(50)),
-                Err(e) => return Err(format!("submit of chunk {c}: {e}")),
             }
+            Err(e) => return Err(format!("submit of chunk {c}: {e}")),
         }
     }
     let report = sched.synchronize();
