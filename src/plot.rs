@@ -390,8 +390,11 @@ mod test {
         let s = Series { label: "chariot".into(), points: vec![(0.1, 1.0), (1.0, 1.9), (10.0, 1.95)] };
         line_chart(&line, "speedup over serial", "r", "speedup", true, &[s]).unwrap();
         let gantt = dir.join(format!("chariot-plot-unit-{}-gantt.png", std::process::id()));
-        let trace = r#"{"traceEvents":[{"ph":"X","pid":0,"tid":1,"ts":0,"dur":40},
-            {"ph":"X","pid":0,"tid":2,"ts":40,"dur":100},{"ph":"X","pid":0,"tid":3,"ts":140,"dur":40}]}"#;
+        // With a dependency arrow (flow events, as chariot's traces have): not drawn.
+        let trace = r##"{"traceEvents":[{"ph":"X","pid":0,"tid":1,"ts":0,"dur":40},
+            {"ph":"X","pid":0,"tid":2,"ts":40,"dur":100},{"ph":"X","pid":0,"tid":3,"ts":140,"dur":40},
+            {"ph":"s","id":0,"name":"#1 -> #2","cat":"dependency","pid":0,"tid":1,"ts":140},
+            {"ph":"f","bp":"e","id":0,"name":"#1 -> #2","cat":"dependency","pid":0,"tid":2,"ts":180}]}"##;
         gantt_from_trace(&gantt, "timeline", trace).unwrap();
         for path in [line, gantt] {
             let png = std::fs::read(&path).unwrap();

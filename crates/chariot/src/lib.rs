@@ -72,8 +72,8 @@ pub use ids::TaskId;
 pub use kernel::{Arg, Dim3, Kernel, KernelHandle, LaunchShape, Param, ScalarArgs, TwinArg, TwinArgs};
 pub use memory::{DeviceBuffer, Element, HostBuffer, HostRead, HostWrite};
 pub use report::{
-    zero_overhead_makespan, Adapted, CommandRecord, DispatchStats, DriverError, HardwareBound, LinkRates, LostGpu,
-    LowerBound, MovedTask, Report, TaskFailure, TaskWork,
+    zero_overhead_makespan, Adapted, CommandRecord, CriticalPath, DispatchStats, DriverError, HardwareBound, LinkRates,
+    LostGpu, LowerBound, MovedTask, Report, TaskFailure, TaskWork,
 };
 pub use scheduler::Scheduler;
 pub use stage::{Choice, OverlapMatrix, Stage, Thresholds, Tuning};

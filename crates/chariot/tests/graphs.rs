@@ -7,9 +7,10 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use chariot::{Arg, Backend, Error, Order, Resource, Scheduler, SimProfile, Stage, TaskId};
+use chariot::{Arg, Backend, Error, Order, Report, Resource, Scheduler, SimProfile, Stage, TaskId};
 use common::*;
 use rand::{Rng, SeedableRng};
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -57,9 +58,10 @@ fn random_dag(seed: u64, count: usize) -> Vec<Node> {
         .collect()
 }
 
-/// Submits a random DAG of `count` tasks and checks the timeline, the invariants and the
-/// outputs; returns how many tasks had a predecessor.
-fn run_dag(sched: &Scheduler, seed: u64, count: usize) -> usize {
+/// Submits a random DAG of `count` tasks and checks the timeline, the invariants, the
+/// outputs and the report's graph (its edges, critical path and trace arrows); returns
+/// how many tasks had a predecessor, and the report.
+fn run_dag(sched: &Scheduler, seed: u64, count: usize) -> (usize, Report) {
     let k = sched.register_kernel(affine_kernel()).unwrap();
     let mut input = sched.alloc_host::<u32>(count * N).unwrap();
     input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
@@ -113,6 +115,20 @@ fn run_dag(sched: &Scheduler, seed: u64, count: usize) -> usize {
     check(&report, &specs, &Limits::of(sched), Clocks::SIM);
     let v = dependency_violations(&report, &deps);
     assert!(v.is_empty(), "{} dependencies broken:\n  {}", v.len(), v.join("\n  "));
+    // The report's edges: every named one, and only dependencies the test knows of (an
+    // inferred one only where the earlier task had not ended at submit).
+    let edges: HashSet<(u64, u64)> = report.dependencies.iter().map(|(p, s)| (p.0, s.0)).collect();
+    assert_eq!(edges.len(), report.dependencies.len(), "an edge listed twice");
+    for (i, node) in nodes.iter().enumerate() {
+        for &p in &node.after {
+            assert!(edges.contains(&(p as u64, i as u64)), "named edge #{p} -> #{i} not in the report");
+        }
+    }
+    for &(p, s) in &edges {
+        assert!(deps[s as usize].1.contains(&p), "edge #{p} -> #{s} is no dependency");
+    }
+    check_critical_path(&report);
+    check_trace_arrows(&report);
     // The CPU reference: each task adds 1 to its source.
     let mut expected = vec![0u32; count * N];
     for (i, node) in nodes.iter().enumerate() {
@@ -132,7 +148,76 @@ fn run_dag(sched: &Scheduler, seed: u64, count: usize) -> usize {
     for (slot, &w) in last_writer.iter().enumerate() {
         assert!(s[slot * M..(slot + 1) * M].iter().all(|&x| x == w), "scratch slot {slot}: expected {w}");
     }
-    deps.iter().filter(|(_, p)| !p.is_empty()).count()
+    (deps.iter().filter(|(_, p)| !p.is_empty()).count(), report)
+}
+
+/// Each task's span in the timeline: its first command's start to its last one's end.
+fn spans(report: &Report) -> HashMap<u64, u64> {
+    let mut m: HashMap<u64, (u64, u64)> = HashMap::new();
+    for r in &report.records {
+        let e = m.entry(r.task.0).or_insert((r.start_ns, r.end_ns));
+        *e = (e.0.min(r.start_ns), e.1.max(r.end_ns));
+    }
+    m.into_iter().map(|(t, (s, e))| (t, e - s)).collect()
+}
+
+/// The critical path is a chain of the report's edges whose ns is the sum of its tasks'
+/// spans, and no chain weighs more (the heaviest chain ending at each task, by ids in
+/// submit order, as every edge points back in it).
+fn check_critical_path(report: &Report) {
+    let Some(path) = report.critical_path() else {
+        assert!(report.dependencies.is_empty(), "no critical path with {} edges", report.dependencies.len());
+        return;
+    };
+    let span = spans(report);
+    let edges: HashSet<(TaskId, TaskId)> = report.dependencies.iter().copied().collect();
+    assert!(!path.tasks.is_empty());
+    for w in path.tasks.windows(2) {
+        assert!(edges.contains(&(w[0], w[1])), "{} -> {} is no edge: {path:?}", w[0], w[1]);
+    }
+    let sum: u64 = path.tasks.iter().map(|t| span.get(&t.0).copied().unwrap_or(0)).sum();
+    assert_eq!(path.ns, sum, "{path:?}");
+    let mut ids: Vec<u64> = span.keys().copied().chain(edges.iter().flat_map(|(p, s)| [p.0, s.0])).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut heaviest: HashMap<u64, u64> = HashMap::new();
+    for &t in &ids {
+        let before = edges.iter().filter(|e| e.1 .0 == t).map(|e| heaviest[&e.0 .0]).max().unwrap_or(0);
+        heaviest.insert(t, before + span.get(&t).copied().unwrap_or(0));
+    }
+    assert_eq!(Some(&path.ns), heaviest.values().max(), "{path:?}");
+}
+
+/// The trace has one `s`/`f` pair per edge, sharing id, cat and name; the `s` at the
+/// start of the predecessor's last command on its stream's track, the `f` (`bp: e`) at
+/// the start of the successor's first command on its own.
+fn check_trace_arrows(report: &Report) {
+    let trace: serde_json::Value = serde_json::from_str(&report.chrome_trace()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    let flows = |ph: &str| -> HashMap<u64, &serde_json::Value> {
+        let v: Vec<_> = events.iter().filter(|e| e["ph"] == ph).collect();
+        let m: HashMap<_, _> = v.iter().map(|e| (e["id"].as_u64().unwrap(), *e)).collect();
+        assert_eq!(m.len(), v.len(), "two {ph} events share an id");
+        m
+    };
+    let (starts, finishes) = (flows("s"), flows("f"));
+    assert_eq!(starts.len(), report.dependencies.len());
+    assert_eq!(finishes.len(), report.dependencies.len());
+    let at =
+        |e: &serde_json::Value| (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap(), e["ts"].as_f64().unwrap());
+    let place = |r: &chariot::CommandRecord| (r.gpu as u64, 100 + r.stream as u64, r.start_ns as f64 / 1e3);
+    for (id, s) in &starts {
+        let f = finishes.get(id).unwrap_or_else(|| panic!("flow {id} has no f"));
+        assert_eq!((&s["cat"], &s["name"]), (&f["cat"], &f["name"]), "flow {id}");
+        assert_eq!(f["bp"], "e", "flow {id}");
+        let (p, t) = report.dependencies[*id as usize];
+        let (pred, succ) = (report.task_records(p), report.task_records(t));
+        assert_eq!(at(s), place(pred.last().unwrap()), "flow {id}: s not on {p}'s last command");
+        assert_eq!(at(f), place(&succ[0]), "flow {id}: f not on {t}'s first command");
+        // The slice it binds to is there, on that track.
+        assert!(events.iter().any(|e| e["ph"] == "X" && at(e) == at(s)), "flow {id}: no slice under s");
+        assert!(events.iter().any(|e| e["ph"] == "X" && at(e) == at(f)), "flow {id}: no slice under f");
+    }
 }
 
 #[test]
@@ -144,11 +229,93 @@ fn random_dags_honour_every_dependency() {
                 for order in Order::ALL {
                     let sched = Scheduler::builder().backend(timed(d)).gpus(d).streams(s).order(order).build().unwrap();
                     seed += 1;
-                    let with_preds = run_dag(&sched, seed, 40);
+                    let (with_preds, _) = run_dag(&sched, seed, 40);
                     assert!(with_preds > 20, "D={d} S={s} {order}: only {with_preds} tasks had a predecessor");
                 }
             }
         }
+    });
+}
+
+/// On small random DAGs, no chain of the report's edges (enumerated one by one) weighs
+/// more than the critical path.
+#[test]
+fn the_critical_path_is_the_heaviest_chain_of_small_random_dags() {
+    with_timeout(DEADLINE_S, || {
+        for (seed, d, s) in [(101, 1, 1), (102, 2, 4), (103, 4, 4), (104, 1, 4), (105, 2, 1)] {
+            let sched = Scheduler::builder().backend(timed(d)).gpus(d).streams(s).build().unwrap();
+            let (_, report) = run_dag(&sched, seed, 12);
+            let path = report.critical_path().expect("a DAG of 12 tasks has edges");
+            let span = spans(&report);
+            let weight = |t: TaskId| span.get(&t.0).copied().unwrap_or(0);
+            // Every chain: from each task, every way along the edges.
+            let mut stack: Vec<(TaskId, u64)> = span.keys().map(|&t| (TaskId(t), weight(TaskId(t)))).collect();
+            let (mut chains, mut heaviest) = (0, 0);
+            while let Some((t, w)) = stack.pop() {
+                chains += 1;
+                heaviest = heaviest.max(w);
+                stack.extend(report.dependencies.iter().filter(|e| e.0 == t).map(|e| (e.1, w + weight(e.1))));
+            }
+            assert_eq!(path.ns, heaviest, "seed {seed}: {path:?} against {chains} chains");
+        }
+    });
+}
+
+/// A diamond (1 -> 2, 3 -> 4) and a chain (10 -> ... -> 15) in one batch: the path is
+/// the chain or the diamond through its heavier branch, whichever weighs more; the
+/// report shows it in one line, and a batch without dependencies has none.
+#[test]
+fn a_diamond_and_a_chain_show_their_critical_path_and_arrows() {
+    with_timeout(DEADLINE_S, || {
+        let sched = Scheduler::builder().backend(timed(2)).gpus(2).streams(2).build().unwrap();
+        let k = sched.register_kernel(affine_kernel()).unwrap();
+        let (d_in, d_out) = (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
+        let input = sched.alloc_host::<u32>(N).unwrap();
+        let out = sched.alloc_host::<u32>(16 * N).unwrap();
+        let args = [Arg::buffer(&d_in), Arg::buffer(&d_out), Arg::u32(N as u32), Arg::u32(1), Arg::u32(1)];
+        let submit = |id: u64, g: u64, after: &[u64]| {
+            let at = id as usize * N;
+            sched
+                .task(id, g)
+                .after_all(after.to_vec())
+                .download(&d_in, 0, &input, ..)
+                .launch(&k, grid(N), BLOCK, 0, &args)
+                .readback(&out, at..at + N, &d_out, 0)
+                .submit()
+                .unwrap();
+        };
+        let report = sched.synchronize().unwrap();
+        assert!(report.dependencies.is_empty() && report.critical_path().is_none());
+        submit(1, 1, &[]);
+        submit(2, 4, &[1]);
+        submit(3, 2, &[1]);
+        submit(4, 1, &[2, 3]);
+        submit(10, 1, &[]);
+        for i in 11..16 {
+            submit(i, 1, &[i - 1]);
+        }
+        let report = sched.synchronize().unwrap();
+        let pairs: Vec<(u64, u64)> = report.dependencies.iter().map(|(p, s)| (p.0, s.0)).collect();
+        let want = [(1, 2), (1, 3), (2, 4), (3, 4), (10, 11), (11, 12), (12, 13), (13, 14), (14, 15)];
+        assert_eq!(pairs, want, "named edges, in submit order");
+        let span = spans(&report);
+        let sum = |ids: &[u64]| ids.iter().map(|t| span[t]).sum::<u64>();
+        let branch = if span[&2] >= span[&3] { 2 } else { 3 };
+        let diamond = [1, branch, 4];
+        let chain: Vec<u64> = (10..16).collect();
+        let path = report.critical_path().unwrap();
+        let got: Vec<u64> = path.tasks.iter().map(|t| t.0).collect();
+        assert!(got == diamond || got == chain || (span[&2] == span[&3] && got == [1, 5 - branch, 4]), "{got:?}");
+        assert_eq!(path.ns, sum(&diamond).max(sum(&chain)), "{path:?}");
+        check_critical_path(&report);
+        check_trace_arrows(&report);
+        let shown = report.to_string();
+        let line: Vec<&str> = shown.lines().filter(|l| l.starts_with("critical path: ")).collect();
+        assert_eq!(line, [format!("critical path: {path}")], "{shown}");
+        assert!(shown.lines().nth(1).is_some_and(|l| l.starts_with("T = ")), "{shown}");
+        assert!(shown.lines().nth(2) == Some(line[0]), "next to the bounds: {shown}");
+        let report = sched.synchronize().unwrap();
+        assert!(!report.to_string().contains("critical path"));
     });
 }
 

@@ -103,6 +103,14 @@ impl Shared {
         let (added, at) = {
             let mut batch = self.batch.lock();
             batch.outstanding += 1;
+            // The report's edges: each predecessor of this batch once (per task, not
+            // per command).
+            let id = task.id;
+            for (i, &p) in after.iter().enumerate() {
+                if !after[..i].contains(&p) && batch.graph.contains(p) {
+                    batch.outcome.dependencies.push((p, id));
+                }
+            }
             let added = batch.graph.add(task, after);
             // Where the failed predecessor failed, for the failure of this one.
             let at = match &added {

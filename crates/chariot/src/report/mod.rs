@@ -1,8 +1,10 @@
 //! What a run produced (paper §6.1, Appendix C): the timeline of every command, the
 //! makespan T, busy time per stage and GPU, tasks per GPU, the paper's lower bound
-//! T_LB and the overhead ε = T/T_LB − 1, and the dispatcher's own host cost.
+//! T_LB and the overhead ε = T/T_LB − 1, the dependencies between the batch's tasks
+//! and their critical path, and the dispatcher's own host cost.
 
 mod adapted;
+mod critical;
 mod failure;
 mod lower_bound;
 mod replay;
@@ -10,6 +12,7 @@ mod trace;
 
 pub use adapted::Adapted;
 pub(crate) use adapted::{kernel_lines, KernelUse};
+pub use critical::CriticalPath;
 pub(crate) use failure::{shutting_down, Cleanup};
 pub use failure::{DriverError, TaskFailure};
 
@@ -84,6 +87,8 @@ pub(crate) struct Outcome {
     pub(crate) failures: Vec<TaskFailure>,
     pub(crate) moved: Vec<MovedTask>,
     pub(crate) lost_gpus: Vec<LostGpu>,
+    /// (predecessor, successor), as the graph learnt them (`Shared::admit`).
+    pub(crate) dependencies: Vec<(TaskId, TaskId)>,
 }
 
 /// Host time the dispatchers spent, per command, outside and inside driver calls.
@@ -160,6 +165,30 @@ pub struct Report {
     /// GPUs lost during the batch. They stay out of the rotation for the scheduler's
     /// life (see [`Scheduler::live_gpus`](crate::Scheduler::live_gpus)).
     pub lost_gpus: Vec<LostGpu>,
+    /// The batch's dependencies, `(predecessor, successor)`: each task's predecessors,
+    /// named with [`after`](crate::TaskBuilder::after) and inferred from host regions,
+    /// once each, in submit order of the successors. A named task that had already
+    /// ended is listed (it was no wait); empty for a batch of independent tasks.
+    ///
+    /// ```
+    /// use chariot::{Backend, Resource, Scheduler, TaskId};
+    /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
+    /// let host = s.alloc_host::<u32>(16)?;
+    /// s.task(1, 1).callback_writing(&host, .., |x, _| { x.fill(1); Ok(()) }).submit()?;
+    /// s.task(2, 1).after(1).callback(Resource::Cpu, |_| Ok(())).submit()?;
+    /// s.task(3, 1).after(1).callback(Resource::Cpu, |_| Ok(())).submit()?;
+    /// // Reads what task 1 writes (inferred, if task 1 has not ended) and names task 3.
+    /// s.task(4, 1).after(3).callback_reading(&host, .., |_, _| Ok(())).submit()?;
+    /// let report = s.synchronize()?;
+    /// let (one, three, four) = (TaskId(1), TaskId(3), TaskId(4));
+    /// assert!(report.dependencies.contains(&(one, TaskId(2))) && report.dependencies.contains(&(three, four)));
+    /// assert!(report.dependencies.iter().all(|&(p, s)| s != four || p == one || p == three));
+    /// // Chain 1 -> 2 or 1 -> 3 -> 4 or 1 -> 4: the one whose recorded spans add up most.
+    /// let path = report.critical_path().expect("the batch has dependencies");
+    /// assert_eq!(path.tasks[0], one);
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    pub dependencies: Vec<(TaskId, TaskId)>,
     /// What `build` chose and why, one line per choice (see [`Tuning`](crate::Tuning)),
     /// then one line per kernel launched so far: how many run at once, from its fill.
     pub tuning: Vec<String>,
@@ -248,6 +277,7 @@ impl Report {
             failures: outcome.failures,
             moved: outcome.moved,
             lost_gpus: outcome.lost_gpus,
+            dependencies: outcome.dependencies,
             tuning,
             adaptations,
             cleanup,
@@ -266,8 +296,23 @@ impl Report {
         v
     }
 
+    /// The critical path of the batch's task graph: the chain of
+    /// [`dependencies`](Report::dependencies) whose tasks' recorded spans (each its first
+    /// command's start to its last command's end) add up to the most; a task with no
+    /// dependency is a chain of one. Given those spans, no schedule of this batch could
+    /// end sooner than its first task's start plus `ns`, as each task of the chain
+    /// starts after the one before it ends: a bound on the graph's order, next to the
+    /// hardware bounds, not one of them (the spans are what this run's schedule made of
+    /// the tasks, waits between their commands included). `None` without dependencies.
+    /// See `docs/graphs.md`.
+    pub fn critical_path(&self) -> Option<CriticalPath> {
+        critical::critical_path(&self.records, &self.dependencies)
+    }
+
     /// The timeline as Chrome-trace JSON (open in Perfetto or chrome://tracing): one
-    /// process per GPU, one track per stage engine and per stream.
+    /// process per GPU, one track per stage engine and per stream, and one flow arrow
+    /// per dependency, from the predecessor's last command to the successor's first on
+    /// their streams' tracks.
     pub fn chrome_trace(&self) -> String {
         trace::chrome_trace(self)
     }
@@ -293,6 +338,9 @@ impl std::fmt::Display for Report {
             self.lower_bound.t2_ns as f64 / 1e6,
             self.epsilon.map_or("n/a".into(), |e| format!("{:.1}%", e * 100.0))
         )?;
+        if let Some(path) = self.critical_path() {
+            writeln!(f, "critical path: {path}")?;
+        }
         for (g, busy) in self.busy_ns.iter().enumerate() {
             write!(f, "GPU {g}: {} tasks, busy", self.tasks_per_gpu[g])?;
             for s in Stage::ALL {

@@ -51,6 +51,7 @@ fn fake_report(records: Vec<CommandRecord>) -> Report {
         failures: vec![],
         moved: vec![],
         lost_gpus: vec![],
+        dependencies: vec![],
         tuning: vec![],
         adaptations: vec![],
         cleanup: vec![],
