@@ -12,8 +12,14 @@ use std::process::Command;
 
 /// Runs the chariot-align binary; returns its exit code and stderr.
 fn run_tool(args: &[&OsStr]) -> (Option<i32>, String) {
-    let exe = env!("CARGO_BIN_EXE_chariot-align");
-    let out = Command::new(exe).args(args).env("CHARIOT_BACKEND", "sim").output().expect("running the tool");
+    // cargo's path for the binary; where the test executable was copied elsewhere (as to
+    // the GPU machines), the binary of that name beside it.
+    let mut exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_chariot-align"));
+    if !exe.exists() {
+        let beside = std::env::current_exe().ok().and_then(|t| Some(t.parent()?.join(exe.file_name()?)));
+        exe = beside.filter(|p| p.exists()).unwrap_or(exe);
+    }
+    let out = Command::new(&exe).args(args).env("CHARIOT_BACKEND", "sim").output().expect("running the tool");
     (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
