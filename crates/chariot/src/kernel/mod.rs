@@ -257,6 +257,15 @@ impl Kernel {
     }
 
     /// The CUDA C source.
+    ///
+    /// ```
+    /// use chariot::{Kernel, Param};
+    /// let k = Kernel::new("nop", "extern \"C\" __global__ void nop(unsigned n) {}").params([Param::U32]);
+    /// assert!(k.source().contains("__global__"));
+    /// assert_eq!(k.param_list(), &[Param::U32]);
+    /// assert!(!k.has_cpu_twin());
+    /// assert!(k.cpu_twin(|_| Ok(())).has_cpu_twin());
+    /// ```
     pub fn source(&self) -> &str {
         &self.source
     }

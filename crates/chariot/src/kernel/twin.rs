@@ -125,8 +125,15 @@ impl std::fmt::Debug for TwinArgs<'_> {
     }
 }
 
-/// An argument of [`Kernel::run_cpu_twin`](crate::Kernel::run_cpu_twin): a scalar, or a buffer by its index in the
-/// buffers given.
+/// An argument of [`Kernel::run_cpu_twin`](crate::Kernel::run_cpu_twin): a scalar, or a
+/// buffer by its index in the buffers given.
+///
+/// ```
+/// use chariot::TwinArg;
+/// // `scale(float* x, unsigned n, float a)` on the first buffer given:
+/// let args = [TwinArg::Buffer(0), TwinArg::U32(1024), TwinArg::F32(0.5)];
+/// assert_eq!(args[0], TwinArg::Buffer(0));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum TwinArg {
     /// The buffer at this index.

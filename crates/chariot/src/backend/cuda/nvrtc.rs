@@ -20,6 +20,15 @@ fn cache() -> &'static Cache {
 /// code that runs a kernel beside chariot, such as the hand-written pipelines it is
 /// measured against. Needs libnvrtc at run time ([`Error::KernelCompile`](crate::Error::KernelCompile)
 /// without it, or with NVRTC's log for a kernel that does not compile).
+///
+/// ```
+/// use chariot::{compile_cubin, Error, Kernel};
+/// let k = Kernel::new("nop", "extern \"C\" __global__ void nop() {}");
+/// match compile_cubin(&k, "sm_90") {
+///     Ok(cubin) => assert!(!cubin.is_empty()),
+///     Err(e) => assert!(matches!(e, Error::KernelCompile { .. }), "{e}"), // no libnvrtc here
+/// }
+/// ```
 pub fn compile(kernel: &Kernel, arch: &str) -> crate::Result<Arc<Vec<u8>>> {
     let key = (kernel.name.clone(), kernel.source.clone(), arch.to_string());
     if let Some(image) = cache().lock().get(&key) {
