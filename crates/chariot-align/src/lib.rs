@@ -4,11 +4,15 @@
 //! [`search`]: file read → download → kernel → readback → file write. The database is
 //! FASTA or a database prepared once by `makedb` ([`prepared`]: residues encoded and
 //! sorted by length, read with a copy).
+//! The top hits of each query can also be written as BLAST tabular output
+//! ([`tabular`]: alignments by a CPU traceback, [`traceback`]; E-values and bit scores
+//! as BLAST+ computes them, [`karlin`]).
 //!
 //! ```text
 //! chariot-align generate --sequences 536000 --out db.fa --queries-out q.fa
 //! chariot-align makedb -d db.fa -o db.cadb     # once: encoded, sorted by length
 //! chariot-align search -q q.fa -d db.cadb -o hits.tsv --top 10   # or -d db.fa
+//! chariot-align search -q q.fa -d db.fa --tabular hits.m8 --top 50  # BLAST -outfmt 6
 //! chariot-align bench  -q q.fa -d db.fa --csv align.csv
 //! ```
 //!
@@ -26,7 +30,10 @@ pub mod fasta;
 pub mod generate;
 pub mod hand;
 pub mod hits;
+pub mod karlin;
 pub mod matrix;
 pub mod prepared;
 pub mod search;
 pub mod sw;
+pub mod tabular;
+pub mod traceback;

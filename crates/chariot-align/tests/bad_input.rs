@@ -71,6 +71,17 @@ fn the_tools_refuse_bad_arguments_and_files() {
     assert!(code == Some(1) && err.contains("line 3, column 2"), "{code:?}: {err}");
     let (code, err) = search(&good, &good, Some(&matrix));
     assert!(code == Some(1) && err.contains("bad.mat") && err.contains("line 3"), "{code:?}: {err}");
+    // BLAST tabular output with gap costs (or a matrix) BLAST has no statistics for:
+    // exit code 1 before any search, naming what is supported.
+    let tab = dir.join("out.m8");
+    let mut args = vec![os("search"), os("-q"), good.as_os_str(), os("-d"), good.as_os_str(), os("--no-progress")];
+    args.extend([os("--gap-open"), os("5"), os("--tabular"), tab.as_os_str()]);
+    let (code, err) = run_tool(&args);
+    assert!(
+        code == Some(1) && err.contains("--tabular") && err.contains("5/1") && err.contains("11/1"),
+        "{code:?}: {err}"
+    );
+    assert!(!tab.exists(), "no output before the check");
     std::fs::remove_dir_all(&dir).ok();
 }
 
