@@ -21,7 +21,7 @@ pub struct Summary {
 /// failed run leaves no partial database under that name.
 ///
 /// # Errors
-/// What [`DbIndex::build`] refuses (unreadable or malformed FASTA, a bad residue, no
+/// What [`DbIndex::build`](crate::db::DbIndex::build) refuses (unreadable or malformed FASTA, a bad residue, no
 /// records), and an unwritable output.
 pub fn make(fasta: &Path, out: &Path, matrix: &Matrix, progress: bool) -> Result<Summary, String> {
     let f = std::fs::File::open(fasta).map_err(|e| format!("cannot open database {}: {e}", fasta.display()))?;
