@@ -10,7 +10,7 @@
 # stripped). Writes under $OUT. STEPS picks steps (default "tests demo seti align");
 # DEMO_CALLS the demo's calls per build (default 4).
 set -u
-STEPS=${STEPS:-tests demo seti align}   # also: prepared (issue 17: makedb, FASTA vs prepared); DEMO_CALLS=${DEMO_CALLS:-4}
+STEPS=${STEPS:-tests demo seti align}   # also: prepared (issue 17: makedb, FASTA vs prepared), tabular; DEMO_CALLS=${DEMO_CALLS:-4}
 step() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 : "${OUT:?set OUT to a directory}"
@@ -80,5 +80,20 @@ done | tee -a "$OUT/prepared.txt"
 echo "TSV digests (sorted rows of call 1):" | tee -a "$OUT/prepared.txt"
 for v in old-fasta new-fasta new-prepared; do echo "$v $(sort "$W/$v-1.tsv" | md5sum | cut -c1-32)"; done | tee -a "$OUT/prepared.txt"
 cp "$W"/align-new-prepared-1.log "$OUT/"
+fi
+if step tabular; then
+echo "== chariot-align 7 queries on the prepared database, --top 10: plain, then with --tabular, alternated"
+[ -f "$W/db.fa" ] || "$B/chariot-align" generate --sequences 536000 --out "$W/db.fa" --queries-out "$W/q.fa" > /dev/null 2>&1
+[ -f "$W/db.cadb" ] || "$B/chariot-align" makedb -d "$W/db.fa" -o "$W/db.cadb" --no-progress > /dev/null 2>&1
+for i in 1 2 3; do
+  for v in plain tabular; do
+    extra=""; [ $v = tabular ] && extra="--tabular $W/hits-$i.m8"
+    t0=$(date +%s.%N)
+    timeout 120 "$B/chariot-align" search -q "$W/q.fa" -d "$W/db.cadb" --no-progress --top 10 $extra > "$W/tab-$v-$i.log" 2>&1
+    rc=$?; t1=$(date +%s.%N)
+    echo "$v $i exit $rc: $(grep -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$W/tab-$v-$i.log" | head -1), process $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}') s"
+  done
+done | tee "$OUT/tabular.txt"
+{ echo "rows: $(wc -l < "$W/hits-1.m8")"; head -20 "$W/hits-1.m8"; } | tee -a "$OUT/tabular.txt"
 fi
 cp "$W"/*-new-1.log "$OUT/" 2>/dev/null || true
