@@ -260,9 +260,11 @@ pub fn format_bits(b: f64) -> String {
 /// C's `%.{prec}e`: mantissa, `e`, sign and at least two exponent digits.
 fn c_exp(x: f64, prec: usize) -> String {
     let s = format!("{x:.prec$e}");
-    let (mant, exp) = s.split_once('e').expect("an exponent");
-    let exp: i32 = exp.parse().expect("an integer exponent");
-    format!("{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
+    // Finite numbers always format as `MANTISSAeEXP`; NaN and infinities as they are.
+    match s.split_once('e').and_then(|(mant, exp)| Some((mant, exp.parse::<i32>().ok()?))) {
+        Some((mant, exp)) => format!("{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs()),
+        None => s,
+    }
 }
 
 #[cfg(test)]
