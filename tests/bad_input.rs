@@ -7,7 +7,7 @@
 mod common;
 
 use chariot::{Backend, Error, Kernel, Param, Scheduler, SimProfile};
-use common::{assert_child_passed, in_child, is_child, with_timeout};
+use common::{assert_child_passed, assert_invalid_config, in_child, is_child, with_timeout};
 use std::process::Command;
 
 const DEADLINE_S: u64 = 60;
@@ -16,20 +16,6 @@ const DEADLINE_S: u64 = 60;
 fn sched(gpus: usize, streams: usize) -> Scheduler {
     let backend = Backend::SimWith(SimProfile::instant().with_gpus(gpus));
     Scheduler::builder().backend(backend).gpus(gpus).streams(streams).build().unwrap()
-}
-
-/// `e` is `InvalidConfig` for `name`, its value naming `value`, its message both.
-fn assert_invalid_config(e: Error, name: &str, value: &str) {
-    let text = e.to_string();
-    match e {
-        Error::InvalidConfig { name: n, value: v, allowed } => {
-            assert_eq!(n, name, "{text}");
-            assert!(v.contains(value), "value {v:?} should name {value:?}");
-            assert!(!allowed.is_empty());
-            assert!(text.contains(name) && text.contains(value), "message {text:?} should name {name} and {value}");
-        }
-        other => panic!("expected InvalidConfig for {name}, got {other:?}"),
-    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -231,7 +217,7 @@ fn gantt_of_no_trace_is_an_error() {
 #[test]
 fn a_hostile_trace_is_an_error() {
     if !is_child() {
-        let out = in_child("a_hostile_trace_is_an_error", &[]);
+        let out = in_child(module_path!(), "a_hostile_trace_is_an_error", &[]);
         return assert_child_passed(&out, "hostile traces");
     }
     let path = std::env::temp_dir().join(format!("chariot-hostile-trace-{}.png", std::process::id()));

@@ -10,6 +10,8 @@
 //! Every test binary uses part of this module only.
 #![allow(dead_code)]
 
+mod child;
+mod errors;
 mod expect;
 mod faults;
 mod invariants;
@@ -20,6 +22,10 @@ mod timeout;
 mod workload;
 
 // Each test binary imports part of these only, hence the allows.
+#[allow(unused_imports)]
+pub use child::*;
+#[allow(unused_imports)]
+pub use errors::*;
 #[allow(unused_imports)]
 pub use expect::*;
 #[allow(unused_imports)]
