@@ -221,6 +221,7 @@ impl<D: Device> Dispatcher<D> {
                 return; // `run` retires the GPU
             }
             progress |= self.assign();
+            progress |= self.skip_valid_fetches();
             for stage in Stage::ALL {
                 progress |= self.try_stage(stage);
             }
@@ -418,6 +419,26 @@ impl<D: Device> Dispatcher<D> {
             self.meter.open(self.now_ns(), tasks, &self.running, &self.held);
         }
         true
+    }
+
+    /// Steps over the fetches at the front of idle slots' tasks whose pieces are all
+    /// valid here already: nothing to copy, so no stage slot, grant or record for them.
+    fn skip_valid_fetches(&mut self) -> bool {
+        let mut skipped = false;
+        for slot in self.slots.iter_mut().filter(|s| s.busy.is_none()) {
+            let Some(task) = slot.task.as_mut() else { continue };
+            let last = task.commands.len() - 1;
+            while let Some(Command::Fetch(f)) = task.commands.get_mut(task.next) {
+                // Looked at once: one that must copy waits for its stage as any copy.
+                if f.looked || task.next == last || !f.buf.all_valid(self.gpu, &f.pieces) {
+                    f.looked = true;
+                    break;
+                }
+                task.next += 1;
+                skipped = true;
+            }
+        }
+        skipped
     }
 
     /// Makes this GPU's copies of the task's resident buffers (evicting idle ones if

@@ -258,6 +258,12 @@ impl ResidentInner {
         st.users[gpu] = st.users[gpu].saturating_sub(1);
     }
 
+    /// Whether every piece of `pieces` is valid on `gpu` (a fetch would copy nothing).
+    pub(crate) fn all_valid(&self, gpu: usize, pieces: &[usize]) -> bool {
+        let st = self.state.lock();
+        pieces.iter().all(|&p| st.pieces[p].gpus & (1 << gpu) != 0)
+    }
+
     /// Whether a fetch of `pieces` to `gpu` must wait for another fetch bringing one of
     /// them there (no side effect: the dispatcher asks before it plans).
     pub(crate) fn fetch_waits(&self, gpu: usize, pieces: &[usize]) -> bool {

@@ -250,10 +250,9 @@ impl Scheduler {
         }
         let uses = self.resident_uses(id, resident, &mut preds);
         // The fetches run first, at the download stage, once the task is on a GPU.
-        let fetches = uses
-            .iter()
-            .filter(|u| !u.read.is_empty())
-            .map(|u| Command::Fetch(FetchCmd { buf: u.buf.clone(), pieces: u.read.clone(), plan: Vec::new() }));
+        let fetches = uses.iter().filter(|u| !u.read.is_empty()).map(|u| {
+            Command::Fetch(FetchCmd { buf: u.buf.clone(), pieces: u.read.clone(), plan: Vec::new(), looked: false })
+        });
         commands.splice(0..0, fetches);
         let residency = Residency { uses, ..Residency::default() };
         let task = Task {
