@@ -19,8 +19,8 @@
 // Element indices (NVRTC has no <cstddef>, so no size_t).
 typedef unsigned long long idx_t;
 
-__device__ __forceinline__ float pos_inf() { return __int_as_float(0x7f800000); }
-__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+__device__ __forceinline__ float pos_inf() { return __int_as_float((int)0x7f800000u); }
+__device__ __forceinline__ float neg_inf() { return __int_as_float((int)0xff800000u); }
 
 // Gaussian blur of `in` into `out` with a diameter × diameter kernel of standard
 // deviation sigma, centred (radius diameter / 2), normalised to sum 1. diameter is odd

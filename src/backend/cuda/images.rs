@@ -266,7 +266,9 @@ impl Rig {
         self.streams.iter().try_for_each(|&s| self.sync(s))
     }
 
-    /// The 1-D copy of `bytes` between host `host` and device `dev`, up or down.
+    /// The 1-D copy of `bytes` between host `host` and device `dev`, up or down (one
+    /// row of one slice, its pitch the row, as the runtime's `cudaGraphAddMemcpyNode1D`
+    /// describes it).
     fn copy_params(&self, up: bool, host: *mut c_void, dev: u64, bytes: usize) -> sys::CUDA_MEMCPY3D {
         const HOST: sys::CUmemorytype = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
         const DEVICE: sys::CUmemorytype = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
@@ -281,8 +283,8 @@ impl Rig {
             srcDevice: if up { 0 } else { dev },
             srcArray: null as sys::CUarray,
             reserved0: null,
-            srcPitch: 0,
-            srcHeight: 0,
+            srcPitch: bytes,
+            srcHeight: 1,
             dstXInBytes: 0,
             dstY: 0,
             dstZ: 0,
@@ -292,8 +294,8 @@ impl Rig {
             dstDevice: if up { dev } else { 0 },
             dstArray: null as sys::CUarray,
             reserved1: null,
-            dstPitch: 0,
-            dstHeight: 0,
+            dstPitch: bytes,
+            dstHeight: 1,
             WidthInBytes: bytes,
             Height: 1,
             Depth: 1,
