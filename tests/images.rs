@@ -4,8 +4,6 @@
 //! than the stream so that buffer sets are reused; the benchmark's code path runs and
 //! writes its CSV. The `#[ignore]`d test runs every variant on a CUDA GPU.
 
-#![cfg(feature = "resident")] // chariot's run needs the resident-data API (until it lands on main)
-
 mod common;
 
 use chariot::{Backend, Error, Scheduler, SimProfile};

@@ -95,37 +95,17 @@ pub struct Outcome {
     pub reference_ns: u64,
 }
 
-/// chariot's side of the runs (the resident-data API) where this build has it.
-#[cfg(feature = "resident")]
+/// chariot's side of the runs.
 struct ChariotSide(super::stream::ChariotImages);
 
-#[cfg(feature = "resident")]
 impl ChariotSide {
     fn open(sched: &Scheduler, cfg: &Config) -> Result<Self> {
         super::stream::ChariotImages::new(sched, cfg.n, cfg.ring).map(ChariotSide)
     }
 
+    /// Runs the images; chariot's makespan.
     fn run(&self, sched: &Scheduler, input: &HostBuffer<f32>, output: &HostBuffer<f32>, count: usize) -> Result<u64> {
         self.0.run(sched, input, output, count).map(|r| r.makespan_ns)
-    }
-}
-
-/// Without the resident-data API, chariot's variant cannot run.
-#[cfg(not(feature = "resident"))]
-struct ChariotSide;
-
-#[cfg(not(feature = "resident"))]
-impl ChariotSide {
-    fn open(_: &Scheduler, _: &Config) -> Result<Self> {
-        Err(Error::InvalidConfig {
-            name: "variants",
-            value: "chariot".into(),
-            allowed: "the hand-written ones (this build lacks the `resident` feature)".into(),
-        })
-    }
-
-    fn run(&self, _: &Scheduler, _: &HostBuffer<f32>, _: &HostBuffer<f32>, _: usize) -> Result<u64> {
-        unreachable!("never opened")
     }
 }
 

@@ -19,7 +19,7 @@
 //! uses of buffers), runs four ways:
 //!
 //! * [`stream`]: chariot, one task per node, the buffers resident in a ring of K sets
-//!   that the inferred dependencies order (compiled with the resident-data API);
+//!   that the inferred dependencies order;
 //! * [`baseline`]: by hand with the CUDA driver: synchronous, one CUDA graph per
 //!   buffer set launched per image, and four streams with events;
 //!
@@ -30,7 +30,6 @@ pub mod baseline;
 pub mod bench;
 pub mod kernels;
 pub mod reference;
-#[cfg(feature = "resident")]
 pub mod stream;
 
 use chariot::Dim3;
