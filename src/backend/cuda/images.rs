@@ -14,6 +14,10 @@
 //!   branch and the combines, readbacks; `Node::lane`), an event per node where
 //!   another stream depends on it, images pipelined over a ring of buffer sets: a
 //!   set's next upload waits for its last readback.
+//!
+//! Why this file is long: the three ways share one rig (module, buffer sets, streams,
+//! events, graphs) and its teardown, and a graph's copy nodes need the driver's whole
+//! 3-D copy descriptor written out.
 
 use super::failed_text;
 use crate::images::{kernels, Buf, Node, Use};
