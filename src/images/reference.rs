@@ -43,46 +43,85 @@ fn clip(x: usize, r: usize, n: usize) -> std::ops::Range<usize> {
 }
 
 /// Gaussian blur of the `n × n` image `input` into `out` (kernel `gaussian_blur`):
-/// pixels outside the image count as zero.
+/// pixels outside the image count as zero. Each pixel sums its taps row by row, column
+/// by column, as the kernel does; the columns whose window lies inside the image are
+/// summed a row of pixels at a time (the same order per pixel, vectorised).
 pub fn gaussian_blur(input: &[f32], out: &mut [f32], n: usize, filter: Filter) {
     let w = gaussian_weights(filter);
     let d = filter.diameter;
     let r = d / 2;
+    // The columns whose whole window lies inside the image (none for small images).
+    let inner = if n > 2 * r { r..n - r } else { 0..0 };
+    let mut acc = vec![0.0f32; n];
     for y in 0..n {
         let rows = clip(y, r, n);
-        for x in 0..n {
+        acc.fill(0.0);
+        for yy in rows.clone().filter(|_| !inner.is_empty()) {
+            let row = &input[yy * n..(yy + 1) * n];
+            let wrow = &w[(yy + r - y) * d..(yy + r - y + 1) * d];
+            for (k, &wk) in wrow.iter().enumerate() {
+                // Columns x of the inner range read row[x + k - r].
+                let src = &row[inner.start + k - r..inner.end + k - r];
+                for (a, &v) in acc[inner.clone()].iter_mut().zip(src) {
+                    *a += wk * v;
+                }
+            }
+        }
+        let line = &mut out[y * n..(y + 1) * n];
+        line[inner.clone()].copy_from_slice(&acc[inner.clone()]);
+        for x in (0..n).filter(|x| !inner.contains(x)) {
             let cols = clip(x, r, n);
-            let mut acc = 0.0f32;
+            let mut a = 0.0f32;
             for yy in rows.clone() {
                 let row = &input[yy * n..(yy + 1) * n];
                 let wrow = &w[(yy + r - y) * d..(yy + r - y + 1) * d];
                 for xx in cols.clone() {
-                    acc += wrow[xx + r - x] * row[xx];
+                    a += wrow[xx + r - x] * row[xx];
                 }
             }
-            out[y * n + x] = acc;
+            line[x] = a;
         }
     }
 }
 
-/// Sobel edge magnitude of `input` into `out` (kernel `sobel`): `sqrt(gx² + gy²)`.
+/// Sobel edge magnitude of `input` into `out` (kernel `sobel`): `sqrt(gx² + gy²)`,
+/// the taps in the kernel's order; inner columns a row at a time, as in [`gaussian_blur`].
 pub fn sobel(input: &[f32], out: &mut [f32], n: usize) {
     const KX: [f32; 9] = [-1.0, 0.0, 1.0, -2.0, 0.0, 2.0, -1.0, 0.0, 1.0];
     const KY: [f32; 9] = [-1.0, -2.0, -1.0, 0.0, 0.0, 0.0, 1.0, 2.0, 1.0];
+    let inner = if n > 2 { 1..n - 1 } else { 0..0 };
+    let (mut gx, mut gy) = (vec![0.0f32; n], vec![0.0f32; n]);
     for y in 0..n {
         let rows = clip(y, 1, n);
-        for x in 0..n {
+        gx.fill(0.0);
+        gy.fill(0.0);
+        for yy in rows.clone().filter(|_| !inner.is_empty()) {
+            let row = &input[yy * n..(yy + 1) * n];
+            for k in 0..3 {
+                let t = (yy + 1 - y) * 3 + k;
+                let src = &row[inner.start + k - 1..inner.end + k - 1];
+                for ((a, b), &v) in gx[inner.clone()].iter_mut().zip(&mut gy[inner.clone()]).zip(src) {
+                    *a += KX[t] * v;
+                    *b += KY[t] * v;
+                }
+            }
+        }
+        let line = &mut out[y * n..(y + 1) * n];
+        for x in inner.clone() {
+            line[x] = (gx[x] * gx[x] + gy[x] * gy[x]).sqrt();
+        }
+        for x in (0..n).filter(|x| !inner.contains(x)) {
             let cols = clip(x, 1, n);
-            let (mut gx, mut gy) = (0.0f32, 0.0f32);
+            let (mut ax, mut ay) = (0.0f32, 0.0f32);
             for yy in rows.clone() {
                 for xx in cols.clone() {
                     let v = input[yy * n + xx];
                     let k = (yy + 1 - y) * 3 + (xx + 1 - x);
-                    gx += KX[k] * v;
-                    gy += KY[k] * v;
+                    ax += KX[k] * v;
+                    ay += KY[k] * v;
                 }
             }
-            out[y * n + x] = (gx * gx + gy * gy).sqrt();
+            line[x] = (ax * ax + ay * ay).sqrt();
         }
     }
 }
@@ -175,17 +214,11 @@ pub fn pipeline(image: &[f32], n: usize) -> Vec<f32> {
 mod test {
     use super::*;
 
-    /// The clipped loops do what a loop over the whole window that skips pixels
-    /// outside the image does, in the same order.
-    #[test]
-    fn blur_matches_the_skipping_loop() {
-        let n = 7;
-        let image: Vec<f32> = (0..n * n).map(|i| (i as f32 * 0.37).sin().abs()).collect();
-        let f = BLUR_LARGE;
-        let mut fast = vec![0.0; n * n];
-        gaussian_blur(&image, &mut fast, n, f);
+    /// The blur as a loop over the whole window that skips pixels outside the image.
+    fn skipping_blur(image: &[f32], n: usize, f: Filter) -> Vec<f32> {
         let w = gaussian_weights(f);
         let r = f.diameter as i64 / 2;
+        let mut out = vec![0.0f32; n * n];
         for y in 0..n as i64 {
             for x in 0..n as i64 {
                 let mut acc = 0.0f32;
@@ -199,7 +232,58 @@ mod test {
                             w[((dy + r) * f.diameter as i64 + dx + r) as usize] * image[(yy * n as i64 + xx) as usize];
                     }
                 }
-                assert_eq!(acc.to_bits(), fast[(y * n as i64 + x) as usize].to_bits(), "({y}, {x})");
+                out[(y * n as i64 + x) as usize] = acc;
+            }
+        }
+        out
+    }
+
+    /// The row-at-a-time blur does what the skipping loop does, to the bit.
+    #[test]
+    fn blur_matches_the_skipping_loop() {
+        let n = 23;
+        let image: Vec<f32> = (0..n * n).map(|i| (i as f32 * 0.37).sin().abs()).collect();
+        for f in [BLUR_SMALL, BLUR_LARGE, BLUR_UNSHARPEN] {
+            let mut fast = vec![0.0; n * n];
+            gaussian_blur(&image, &mut fast, n, f);
+            let want = skipping_blur(&image, n, f);
+            assert!(fast.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "{f:?}");
+        }
+    }
+
+    /// The Sobel magnitude matches the loop over the whole window that skips pixels
+    /// outside the image, to the bit, for sides from 1 up; so does the blur.
+    #[test]
+    fn sobel_and_blur_match_the_skipping_loops_at_every_size() {
+        const KX: [f32; 9] = [-1.0, 0.0, 1.0, -2.0, 0.0, 2.0, -1.0, 0.0, 1.0];
+        const KY: [f32; 9] = [-1.0, -2.0, -1.0, 0.0, 0.0, 0.0, 1.0, 2.0, 1.0];
+        for n in [1usize, 2, 3, 4, 5, 6, 9, 17] {
+            let image: Vec<f32> = (0..n * n).map(|i| (i as f32 * 0.61).cos().abs()).collect();
+            let mut fast = vec![0.0; n * n];
+            sobel(&image, &mut fast, n);
+            for y in 0..n as i64 {
+                for x in 0..n as i64 {
+                    let (mut gx, mut gy) = (0.0f32, 0.0f32);
+                    for dy in -1..=1i64 {
+                        for dx in -1..=1i64 {
+                            let (yy, xx) = (y + dy, x + dx);
+                            if yy < 0 || xx < 0 || yy >= n as i64 || xx >= n as i64 {
+                                continue;
+                            }
+                            let v = image[(yy * n as i64 + xx) as usize];
+                            let k = ((dy + 1) * 3 + dx + 1) as usize;
+                            gx += KX[k] * v;
+                            gy += KY[k] * v;
+                        }
+                    }
+                    let want = (gx * gx + gy * gy).sqrt();
+                    assert_eq!(want.to_bits(), fast[(y * n as i64 + x) as usize].to_bits(), "n {n} ({y}, {x})");
+                }
+            }
+            for f in [BLUR_SMALL, BLUR_LARGE] {
+                let mut blurred = vec![0.0; n * n];
+                gaussian_blur(&image, &mut blurred, n, f);
+                assert_eq!(blurred, skipping_blur(&image, n, f), "n {n} {f:?}");
             }
         }
     }
