@@ -19,7 +19,7 @@ use std::process::ExitCode;
 /// chariot against synchronous, CUDA-graph and multi-stream code on GrCUDA's image
 /// pipeline, over a stream of images.
 #[derive(Parser, Debug)]
-#[command(about, long_about = None)]
+#[command(name = "images", long_about = None)]
 struct Cli {
     /// Image side N (images are N × N floats); default 2048 on CUDA, 64 on sim.
     #[arg(long)]
