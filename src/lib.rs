@@ -9,8 +9,6 @@
 //!   depth-first, one CUDA graph; the in-order pipeline of a stream application);
 //! * [`plot`]: PNG plots of reports and studies, drawn with an embedded font.
 //! * [`soak`]: many small tasks in waves, checking that nothing accumulates (issue 7).
-//! * [`images`]: a stream of small DAGs, GrCUDA's image-processing benchmark (issue 16),
-//!   with its CPU reference and the hand-written CUDA ways it is measured against.
 //!
 //! The binary `chariot` (the demo), the overhead study (`benches/overhead`), the SETI
 //! example (`examples/seti`) and the soak (`examples/soak.rs`) are this package's
