@@ -28,5 +28,6 @@
 mod backend;
 pub mod baseline;
 pub mod demo;
+pub mod images;
 pub mod plot;
 pub mod soak;
