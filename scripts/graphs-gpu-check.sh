@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Issue 16 on nvidia-h100-x1: task graphs and resident data. Binaries: new in $B (default
+# .gpu/, scripts/stage.sh), old in $OLD (default .gpu-old/: the demo and seti built at
+# 8599c90, main before resident data, stripped). Writes under $OUT. STEPS picks steps
+# (default "tests demo seti images cholesky"):
+#   tests     every GPU test executable in $B, ignored tests included
+#   demo      the demo with defaults, old and new alternated (DEMO_CALLS calls x 5 runs)
+#   seti      seti 8192^2 with defaults, old and new alternated (3 calls x 5 runs); the new
+#             one also runs resident mode against in-core cuFFT, alternated
+#   images    GrCUDA's image DAG stream: chariot, sync, CUDA graph, multi-stream
+#   cholesky  tiled Cholesky against cuSOLVER potrf
+set -u
+STEPS=${STEPS:-tests demo seti images cholesky}; DEMO_CALLS=${DEMO_CALLS:-3}
+step() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+: "${OUT:?set OUT to a directory}"
+B=${B:-.gpu}; OLD=${OLD:-.gpu-old}; W=/tmp/graphs-check; rm -rf "$W" && mkdir -p "$W"
+{ date -u; nvidia-smi -L; echo "cpus: $(nproc)"; } > "$OUT/machine.txt" 2>&1
+if step tests; then
+echo "== GPU tests"
+for t in "$B"/test-*; do
+  name=$(basename "$t")
+  (cd "$B" && timeout 240 "./$name" --include-ignored --test-threads=1) > "$W/$name.log" 2>&1
+  echo "$name exit $?: $(grep -E '^test result' "$W/$name.log" | tail -1)"
+done | tee "$OUT/gpu-tests.txt"
+for f in "$W"/test-*.log; do echo "===== $(basename "$f")"; cat "$f"; done > "$OUT/gpu-tests.log"
+fi
+if step demo; then
+echo "== demo, defaults, 48 x 16 MiB: old, new alternated"
+for i in $(seq 1 "$DEMO_CALLS"); do
+  for v in old new; do
+    bin=$B/chariot; [ $v = old ] && bin=$OLD/chariot
+    timeout 60 "$bin" --iters 470 --repeat 5 > "$W/demo-$v-$i.log" 2>&1
+    echo "$v $i $(grep -E '^ +default ' "$W/demo-$v-$i.log" | awk '{print $2}') | $(grep -m1 -o 'bound check[^(]*' "$W/demo-$v-$i.log")"
+  done
+done | tee "$OUT/demo.txt"
+fi
+if step seti; then
+echo "== seti 8192^2, defaults: old, new alternated (new: with resident mode against in-core)"
+for i in 1 2 3; do
+  for v in old new; do
+    if [ $v = old ]; then timeout 150 "$OLD/seti" --no-incore --repeat 5 --streams auto > "$W/seti-$v-$i.log" 2>&1
+    else timeout 150 "$B/seti" --no-incore --repeat 5 --streams auto --out "$W/seti-csv" > "$W/seti-$v-$i.log" 2>&1; fi
+    echo "$v $i two-phase $(grep -E '^ +auto ' "$W/seti-$v-$i.log" | head -1 | awk '{print $2}') | $(grep -E '^resident mode|^in-core cuFFT' "$W/seti-$v-$i.log" | grep -oE 'T = [0-9.]+ ms|= [0-9.]+$' | tr '\n' ' ')"
+  done
+done | tee "$OUT/seti.txt"
+cat "$W"/seti-new-*.log > "$OUT/seti-new.log"; cp "$W/seti-csv/seti.csv" "$OUT/seti.csv" 2>/dev/null
+fi
+if step images; then
+echo "== images: GrCUDA's IMG DAG stream, defaults"
+timeout 400 "$B/images" --csv "$OUT/images.csv" 2>&1 | tee "$OUT/images.log" | tail -25
+fi
+if step cholesky; then
+echo "== cholesky: tiled (chariot defaults) against cuSOLVER potrf"
+timeout 500 "$B/cholesky" ${CHOLESKY_ARGS:-} --csv "$OUT/cholesky.csv" 2>&1 | tee "$OUT/cholesky.log" | tail -25
+fi
