@@ -11,7 +11,7 @@
 
 use crate::error::BoxError;
 use crate::ids::TaskId;
-use crate::memory::{DeviceBuffer, Element};
+use crate::memory::{DeviceBuffer, Element, ResidentBuffer};
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -78,6 +78,34 @@ impl GpuCall<'_> {
         buf: &'b DeviceBuffer<T>,
     ) -> Option<parking_lot::MappedMutexGuard<'b, [T]>> {
         buf.inner().phys(self.info.gpu, self.info.stream).sim_slice(buf.len())
+    }
+}
+
+impl GpuCall<'_> {
+    /// The device address of element `offset` of `buf`'s copy on this task's GPU
+    /// (`None` on sim, or where the task has no copy of it here: declare the use with
+    /// [`TaskBuilder::reads`](crate::TaskBuilder::reads), `writes` or `reads_writes`,
+    /// which also orders the task and fetches the data).
+    pub fn resident_ptr<T: Element>(&self, buf: &ResidentBuffer<T>, offset: usize) -> Option<u64> {
+        let size = std::mem::size_of::<T>() as u64;
+        let copy = buf.inner().copy(self.info.gpu)?;
+        copy.cuda_ptr().filter(|_| offset <= buf.len()).map(|p| p + offset as u64 * size)
+    }
+
+    /// Runs `f` on elements `offset..` of `buf`'s copy on this simulated GPU, locked
+    /// while `f` runs (`None` on CUDA, without a copy here, or for an offset past the
+    /// end). As with [`resident_ptr`](GpuCall::resident_ptr), declare the use on the
+    /// task.
+    pub fn sim_resident<T: Element, R>(
+        &self,
+        buf: &ResidentBuffer<T>,
+        offset: usize,
+        f: impl FnOnce(&mut [T]) -> R,
+    ) -> Option<R> {
+        let copy = buf.inner().copy(self.info.gpu)?;
+        let mut all = copy.sim_slice::<T>(buf.len())?;
+        let part = all.get_mut(offset..)?;
+        Some(f(part))
     }
 }
 

@@ -70,7 +70,7 @@ pub use config::Gpus;
 pub use error::{BoxError, Error, Result};
 pub use ids::TaskId;
 pub use kernel::{Arg, Dim3, Kernel, KernelHandle, LaunchShape, Param, ScalarArgs, TwinArg, TwinArgs};
-pub use memory::{DeviceBuffer, Element, HostBuffer, HostRead, HostWrite};
+pub use memory::{DeviceBuffer, DeviceData, Element, HostBuffer, HostRead, HostWrite, ResidentBuffer};
 pub use report::{
     zero_overhead_makespan, Adapted, CommandRecord, CriticalPath, DispatchStats, DriverError, HardwareBound, LinkRates,
     LostGpu, LowerBound, MovedTask, Report, TaskFailure, TaskWork,

@@ -92,5 +92,6 @@ fn task(id: usize, granularity: u64) -> Box<Task> {
         commands: Vec::new(),
         next: 0,
         hosts: Vec::new(),
+        residency: Default::default(),
     })
 }

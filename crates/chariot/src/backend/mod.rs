@@ -320,6 +320,30 @@ impl Machine {
     }
 }
 
+/// Resident copies are made and freed by the machine, on the dispatchers' threads.
+impl crate::memory::ResidentMemory for Machine {
+    fn alloc_copy(&self, gpu: usize, bytes: usize) -> crate::Result<PhysBuf> {
+        self.alloc_device(gpu, bytes)
+    }
+
+    fn free_copy(&self, buf: PhysBuf) {
+        self.free_device(vec![buf])
+    }
+
+    fn read_copy(&self, buf: &PhysBuf, offset: usize, out: &mut [u8]) -> Result<(), String> {
+        match (self, buf) {
+            (Machine::Cuda(m), PhysBuf::Cuda { gpu, ptr }) => m.read_device(*gpu, *ptr + offset as u64, out),
+            (Machine::Sim(_), PhysBuf::Sim(mem)) => {
+                let words = mem.data.lock();
+                let bytes: &[u8] = bytemuck::cast_slice(&words[..]);
+                out.copy_from_slice(&bytes[offset..offset + out.len()]);
+                Ok(())
+            }
+            _ => Err("a copy of another backend".into()),
+        }
+    }
+}
+
 /// Buried device buffers go back to the driver through the machine that made them.
 impl FreeDevice for Machine {
     fn free_device(&self, bufs: Vec<PhysBuf>) {

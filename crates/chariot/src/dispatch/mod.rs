@@ -39,6 +39,7 @@ pub(crate) mod shared;
 use crate::backend::{Fault, Reach, Span};
 use crate::callback::CallInfo;
 use crate::config::Config;
+use crate::memory::resident::Plan;
 use crate::report::{CommandRecord, DispatchStats, DriverError, LostGpu, TaskFailure};
 use crate::signal::Signal;
 use crate::stage::adaptation::{Adaptation, Knob};
@@ -350,6 +351,12 @@ impl<D: Device> Dispatcher<D> {
             failed,
         };
         self.shared.timelines[self.gpu].lock().push(record);
+        if let Command::Fetch(f) = &mut task.commands[index] {
+            if !f.plan.is_empty() {
+                f.buf.fetched(self.gpu, &f.plan, result.is_ok());
+                f.plan.clear();
+            }
+        }
         match result {
             Ok(_) => {
                 task.next += 1;
@@ -393,7 +400,17 @@ impl<D: Device> Dispatcher<D> {
             return false;
         }
         let Some(j) = self.slots.iter().position(|s| s.task.is_none() && s.busy.is_none()) else { return false };
-        let Some(task) = self.shared.buffer.pop() else { return false };
+        let shared = &self.shared;
+        let gone = |h: usize| !shared.alive[h].load(Ordering::SeqCst);
+        let Some(mut task) = self.shared.buffer.pop_for(self.gpu, &gone) else { return false };
+        if let Err(e) = self.bind_resident(&mut task) {
+            let stage = task.commands.first().map_or(Stage::Download, |c| c.stage());
+            let failure =
+                TaskFailure { task: task.id, command: 0, stage, gpu: self.gpu, stream: j, message: e, driver: None };
+            self.flush_stats();
+            self.shared.end_task(task, Some(failure));
+            return true;
+        }
         self.slots[j].task = Some(task);
         self.slots[j].fresh = true;
         if self.meter.start_ns.is_none() && self.adaptation.is_some() {
@@ -401,6 +418,25 @@ impl<D: Device> Dispatcher<D> {
             self.meter.open(self.now_ns(), tasks, &self.running, &self.held);
         }
         true
+    }
+
+    /// Makes this GPU's copies of the task's resident buffers (evicting idle ones if
+    /// the GPU is full) and counts the task as their user here until it ends.
+    fn bind_resident(&self, task: &mut Task) -> Result<(), String> {
+        if task.residency.uses.is_empty() || task.residency.bound.is_some() {
+            return Ok(());
+        }
+        let others = || self.shared.residents();
+        for (i, u) in task.residency.uses.iter().enumerate() {
+            if let Err(e) = u.buf.bind(self.gpu, &others) {
+                for done in &task.residency.uses[..i] {
+                    done.buf.unbind(self.gpu);
+                }
+                return Err(format!("resident buffer {} on GPU {}: {e}", u.buf.id, self.gpu));
+            }
+        }
+        task.residency.bound = Some(self.gpu);
+        Ok(())
     }
 
     /// Whether stage `stage` may start slot `j`'s next command now on this GPU: below
@@ -431,7 +467,13 @@ impl<D: Device> Dispatcher<D> {
         let ready = (1..=s).map(|i| (self.active[k] + i) % s).find(|&j| {
             let slot = &self.slots[j];
             slot.busy.is_none()
-                && slot.task.as_ref().is_some_and(|t| t.commands.get(t.next).is_some_and(|c| c.stage() == stage))
+                && slot.task.as_ref().is_some_and(|t| {
+                    t.commands.get(t.next).is_some_and(|c| match c {
+                        // A piece another slot is fetching here is waited for.
+                        Command::Fetch(f) => stage == Stage::Download && !f.buf.fetch_waits(self.gpu, &f.pieces),
+                        c => c.stage() == stage,
+                    })
+                })
         });
         match ready {
             None => Pick::Nothing,
@@ -502,7 +544,33 @@ impl<D: Device> Dispatcher<D> {
             }
             return 0;
         }
+        let planned = match cmd {
+            Command::Fetch(f) => match f.buf.plan_fetch(self.gpu, &f.pieces) {
+                Plan::Copy(parts) => {
+                    f.plan = parts;
+                    Ok(())
+                }
+                Plan::Valid => Err(None),
+                Plan::Wait => Err(Some(format!("resident buffer {}: a fetch raced another", f.buf.id))),
+                Plan::Lost { piece, by } => Err(Some(format!(
+                    "resident buffer {} piece {piece} is valid nowhere: task {by}, which wrote it, failed (or its GPU \
+                     was lost)",
+                    f.buf.id
+                ))),
+            },
+            _ => {
+                task.residency.dirty = true;
+                Ok(())
+            }
+        };
         self.gpu_busy += 1;
+        if let Err(fault) = planned {
+            // Nothing to copy (every piece is valid here), or nothing to copy from.
+            let now = self.now_ns();
+            self.complete(j, fault.map_or(Ok(Span { start_ns: now, end_ns: now }), |m| Err(Fault::task(m))));
+            return 0;
+        }
+        let cmd = &mut self.slots[j].task.as_mut().expect("selected slots hold a task").commands[index];
         match self.device.issue(j, cmd, info, index) {
             Ok(driver_ns) => driver_ns,
             Err(fault) => {

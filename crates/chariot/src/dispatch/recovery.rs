@@ -39,6 +39,7 @@ impl<D: Device> Dispatcher<D> {
         }
         self.device.quiesce();
         self.flush_stats();
+        self.shared.resident_gpu_lost(self.gpu);
         for j in 0..self.slots.len() {
             self.slots[j].fresh = false;
             let interrupted = std::mem::take(&mut self.slots[j].interrupted);
@@ -47,6 +48,8 @@ impl<D: Device> Dispatcher<D> {
                 Ok(restart) => {
                     let moved = MovedTask { task: task.id, from_gpu: self.gpu, restart };
                     task.next = restart;
+                    // Its copies on the lost GPU are gone: it binds again where it runs.
+                    task.residency.bound = None;
                     self.shared.requeue(task, moved);
                 }
                 Err(why) => {
@@ -110,7 +113,7 @@ fn restart_point(task: &Task, interrupted: bool) -> Result<usize, String> {
     let begun = (task.next + usize::from(interrupted)).min(task.commands.len());
     for (i, c) in task.commands.iter().enumerate().take(begun).skip(first) {
         match c {
-            Command::Copy(_) | Command::Launch(_) => {}
+            Command::Copy(_) | Command::Launch(_) | Command::Fetch(_) => {}
             Command::Gpu(_) => return Err(format!("its GPU callback (command {i}) had run, and a callback runs once")),
             Command::Cpu(_) => {
                 return Err(format!(

@@ -5,6 +5,7 @@
 
 use crate::ids::TaskId;
 use crate::memory::claims::Holder;
+use crate::memory::ResidentInner;
 use crate::report::{Adapted, CommandRecord, DispatchStats, KernelUse, LostGpu, MovedTask, Outcome, TaskFailure};
 use crate::signal::Signal;
 use crate::stage::queues::StageQueues;
@@ -13,7 +14,7 @@ use crate::task::buffer::TaskBuffer;
 use crate::task::graph::{Added, Graph, Released};
 use crate::task::Task;
 use parking_lot::Mutex;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 /// Tasks submitted and not yet ended (those held back by the graph included), the
@@ -50,6 +51,9 @@ pub(crate) struct Shared {
     pub(crate) kernel_fills_now: Mutex<Vec<Option<f64>>>,
     /// Every kernel launched so far and the fill of its launches, for the report.
     pub(crate) kernels: Mutex<Vec<KernelUse>>,
+    /// Every resident buffer allocated (for eviction and lost GPUs); dropped ones are
+    /// pruned as new ones come.
+    pub(crate) residents: Mutex<Vec<Weak<ResidentInner>>>,
     pub(crate) epoch: Instant,
 }
 
@@ -68,11 +72,13 @@ impl Shared {
         let mut released = Vec::new();
         let mut failing = Vec::new();
         let mut next = Some((task, failure));
-        while let Some((task, failure)) = next.take().or_else(|| failing.pop()) {
+        while let Some((mut task, failure)) = next.take().or_else(|| failing.pop()) {
             let id = task.id;
             for h in &task.hosts {
                 h.release(Holder::Task(id));
             }
+            // Before its dependents are released: what it wrote is where they look.
+            task.residency.end(id, failure.is_none());
             drop(task);
             let (gpu, stream) = failure.as_ref().map_or((0, 0), |f| (f.gpu, f.stream));
             let mut batch = self.batch.lock();
@@ -134,12 +140,44 @@ impl Shared {
     /// A task whose predecessors have all ended (or that has none): its host claims
     /// become active (nothing active conflicts with them now: see `memory::claims`), it
     /// goes to Q, and the dispatchers are woken, as a submit wakes them.
-    pub(crate) fn ready(&self, task: Box<Task>) {
+    pub(crate) fn ready(&self, mut task: Box<Task>) {
         for h in &task.hosts {
             h.activate(Holder::Task(task.id));
         }
+        task.residency.home = self.home(&task);
         self.buffer.push(task);
         self.wake_all();
+    }
+
+    /// Where a ready task's resident data is: the GPU in the rotation holding the most
+    /// bytes of what it reads (the first of equals), if any holds some. With one GPU
+    /// there is no choice to make.
+    fn home(&self, task: &Task) -> Option<usize> {
+        let d = self.alive.len();
+        if d < 2 || task.residency.uses.iter().all(|u| u.read.is_empty()) {
+            return None;
+        }
+        (0..d)
+            .filter(|&g| self.alive[g].load(Ordering::SeqCst))
+            .map(|g| (g, task.residency.uses.iter().map(|u| u.buf.valid_bytes(g, &u.read)).sum::<usize>()))
+            .filter(|&(_, bytes)| bytes > 0)
+            .fold(None, |best: Option<(usize, usize)>, (g, b)| match best {
+                Some((_, bb)) if bb >= b => best,
+                _ => Some((g, b)),
+            })
+            .map(|(g, _)| g)
+    }
+
+    /// The resident buffers alive now.
+    pub(crate) fn residents(&self) -> Vec<Arc<ResidentInner>> {
+        self.residents.lock().iter().filter_map(Weak::upgrade).collect()
+    }
+
+    /// GPU `gpu` is lost: the copies of resident data there are gone.
+    pub(crate) fn resident_gpu_lost(&self, gpu: usize) {
+        for r in self.residents() {
+            r.gpu_lost(gpu, TaskId(0));
+        }
     }
 
     /// Puts a task moved off a lost GPU back in Q for the others, and says so in the

@@ -11,7 +11,7 @@ pub use twin::{ScalarArgs, TwinArg, TwinArgs};
 use crate::backend::device::Function;
 use crate::callback::run_caught;
 use crate::error::BoxError;
-use crate::memory::{DeviceBuffer, DeviceBufferInner, Element};
+use crate::memory::{DeviceBuffer, DeviceBufferInner, Element, ResidentBuffer, ResidentInner};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,6 +46,16 @@ pub struct Arg(pub(crate) ArgValue);
 #[derive(Clone, Debug)]
 pub(crate) enum ArgValue {
     Buffer(Arc<DeviceBufferInner>),
+    /// Bytes `bytes` of a resident buffer, passed as the address of the first; how the
+    /// kernel uses them orders the task and moves the data.
+    Resident {
+        buf: Arc<ResidentInner>,
+        bytes: std::ops::Range<usize>,
+        read: bool,
+        write: bool,
+    },
+    /// A resident range out of bounds: refused when the launch is added.
+    BadRange(String),
     I32(i32),
     U32(u32),
     I64(i64),
@@ -59,6 +69,51 @@ impl Arg {
     pub fn buffer<T: Element>(buf: &DeviceBuffer<T>) -> Self {
         Arg(ArgValue::Buffer(buf.inner().clone()))
     }
+    /// Elements `range` of a resident buffer that the kernel only reads, passed as the
+    /// address of the range's first element on the task's GPU (on sim, the CPU twin's
+    /// [`TwinArgs::buffer`] is the range). The task runs after the last task that wrote
+    /// them, and they are fetched to its GPU first.
+    ///
+    /// ```
+    /// use chariot::{Arg, Backend, Param, Scheduler};
+    /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
+    /// let w = s.alloc_resident::<f32>(1024)?;
+    /// assert_eq!(Arg::reads(&w, 256..).param(), Param::Buffer);
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    pub fn reads<T: Element>(buf: &ResidentBuffer<T>, range: impl std::ops::RangeBounds<usize>) -> Self {
+        Self::resident(buf, range, true, false)
+    }
+
+    /// Elements `range` of a resident buffer that the kernel only writes (every element
+    /// of it, or what it leaves is undefined where a piece is covered whole): the task
+    /// runs after the tasks that read or wrote them before, and what it writes is valid
+    /// on its GPU alone once it ends.
+    pub fn writes<T: Element>(buf: &ResidentBuffer<T>, range: impl std::ops::RangeBounds<usize>) -> Self {
+        Self::resident(buf, range, false, true)
+    }
+
+    /// Elements `range` of a resident buffer that the kernel reads and writes (in place).
+    pub fn reads_writes<T: Element>(buf: &ResidentBuffer<T>, range: impl std::ops::RangeBounds<usize>) -> Self {
+        Self::resident(buf, range, true, true)
+    }
+
+    fn resident<T: Element>(
+        buf: &ResidentBuffer<T>,
+        range: impl std::ops::RangeBounds<usize>,
+        read: bool,
+        write: bool,
+    ) -> Self {
+        let size = std::mem::size_of::<T>();
+        Arg(match crate::memory::host::resolve(range, buf.len()) {
+            Ok(r) if !r.is_empty() => {
+                ArgValue::Resident { buf: buf.inner().clone(), bytes: r.start * size..r.end * size, read, write }
+            }
+            Ok(r) => ArgValue::BadRange(format!("empty range {}..{} of resident buffer {}", r.start, r.end, buf.id())),
+            Err(m) => ArgValue::BadRange(format!("resident buffer {}: {m}", buf.id())),
+        })
+    }
+
     /// An `int`.
     pub fn i32(v: i32) -> Self {
         Arg(ArgValue::I32(v))
@@ -92,7 +147,7 @@ impl Arg {
 impl ArgValue {
     pub(crate) fn param(&self) -> Param {
         match self {
-            ArgValue::Buffer(_) => Param::Buffer,
+            ArgValue::Buffer(_) | ArgValue::Resident { .. } | ArgValue::BadRange(_) => Param::Buffer,
             ArgValue::I32(_) => Param::I32,
             ArgValue::U32(_) => Param::U32,
             ArgValue::I64(_) => Param::I64,
@@ -322,7 +377,7 @@ impl Kernel {
                 TwinArg::Buffer(b) if b >= buffers.len() => {
                     return Err(format!("argument {i} names buffer {b}, {} given", buffers.len()).into())
                 }
-                TwinArg::Buffer(b) => Some(b),
+                TwinArg::Buffer(b) => Some((b, 0..buffers[b].len())),
                 _ => None,
             });
             values.push(match *a {

@@ -44,8 +44,9 @@ pub struct TwinArgs<'a> {
     values: &'a [ArgValue],
     /// Distinct buffers, held for the twin's run, each cut to its size in bytes.
     memory: Vec<&'a mut [u8]>,
-    /// For each argument, its index in `memory` (buffers only).
-    index: Vec<Option<usize>>,
+    /// For each argument, its index in `memory` and the bytes of it the argument sees
+    /// (buffers only).
+    index: Vec<Option<(usize, std::ops::Range<usize>)>>,
 }
 
 impl<'a> TwinArgs<'a> {
@@ -53,7 +54,7 @@ impl<'a> TwinArgs<'a> {
         shape: LaunchShape,
         values: &'a [ArgValue],
         memory: Vec<&'a mut [u8]>,
-        index: Vec<Option<usize>>,
+        index: Vec<Option<(usize, std::ops::Range<usize>)>>,
     ) -> Self {
         TwinArgs { shape, values, memory, index }
     }
@@ -75,9 +76,11 @@ impl<'a> TwinArgs<'a> {
     scalar_getter!(f32, F32, f32);
     scalar_getter!(f64, F64, f64);
 
-    fn slot(&self, i: usize) -> Result<usize, BoxError> {
+    fn slot(&self, i: usize) -> Result<(usize, std::ops::Range<usize>), BoxError> {
         scalar_at(self.values, i)?;
-        self.index[i].ok_or_else(|| format!("argument {i} is {:?}, not a buffer", self.values[i].param()).into())
+        self.index[i]
+            .clone()
+            .ok_or_else(|| format!("argument {i} is {:?}, not a buffer", self.values[i].param()).into())
     }
 
     fn cast<T: Element>(bytes: &[u8]) -> Result<&[T], BoxError> {
@@ -92,14 +95,14 @@ impl<'a> TwinArgs<'a> {
 
     /// Buffer argument `i`, read-only.
     pub fn buffer<T: Element>(&self, i: usize) -> Result<&[T], BoxError> {
-        let m = self.slot(i)?;
-        Self::cast(&self.memory[m][..])
+        let (m, w) = self.slot(i)?;
+        Self::cast(&self.memory[m][w])
     }
 
     /// Buffer argument `i`, writable.
     pub fn buffer_mut<T: Element>(&mut self, i: usize) -> Result<&mut [T], BoxError> {
-        let m = self.slot(i)?;
-        Self::cast_mut(&mut self.memory[m][..])
+        let (m, w) = self.slot(i)?;
+        Self::cast_mut(&mut self.memory[m][w])
     }
 
     /// Buffer `input` read-only and buffer `output` writable, at once; an error if both
@@ -109,13 +112,13 @@ impl<'a> TwinArgs<'a> {
         input: usize,
         output: usize,
     ) -> Result<(&[A], &mut [B]), BoxError> {
-        let (mi, mo) = (self.slot(input)?, self.slot(output)?);
+        let ((mi, wi), (mo, wo)) = (self.slot(input)?, self.slot(output)?);
         if mi == mo {
             return Err(format!("arguments {input} and {output} are the same buffer").into());
         }
         let (lo, hi) = self.memory.split_at_mut(mi.max(mo));
         let (a, b) = if mi < mo { (&lo[mi], &mut hi[0]) } else { (&hi[0], &mut lo[mo]) };
-        Ok((Self::cast(a)?, Self::cast_mut(b)?))
+        Ok((Self::cast(&a[wi])?, Self::cast_mut(&mut b[wo])?))
     }
 }
 

@@ -39,7 +39,7 @@ impl Graveyard {
     }
 
     /// Takes `bufs` in, or frees them at once after `close`.
-    fn bury(&self, bufs: &mut Vec<PhysBuf>) {
+    pub(crate) fn bury(&self, bufs: &mut Vec<PhysBuf>) {
         let mut buried = self.buried.lock();
         if self.closed.load(Ordering::SeqCst) {
             drop(buried);

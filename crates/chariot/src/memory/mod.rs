@@ -1,14 +1,21 @@
 //! Buffers the user names in commands: host buffers (pinned, guarded by region claims)
-//! and virtual device buffers (one physical copy per GPU and stream slot).
+//! virtual device buffers (one physical copy per GPU and stream slot), and resident
+//! buffers shared by tasks and kept on the GPUs (`resident.rs`).
 
 pub(crate) mod claims;
 mod device;
 pub(crate) mod host;
+pub(crate) mod resident;
+mod target;
 
 pub use device::DeviceBuffer;
 pub(crate) use device::{DeviceBufferInner, FreeDevice, Graveyard};
 pub(crate) use host::HostShared;
 pub use host::{HostBuffer, HostRead, HostWrite};
+pub use resident::ResidentBuffer;
+pub(crate) use resident::{ResidentInner, ResidentMemory};
+pub use target::DeviceData;
+pub(crate) use target::{target_of, DevTarget};
 
 /// Element types that may live in host and device buffers: plain data, any bit
 /// pattern valid (`bytemuck::Pod`), at most 16-byte aligned.

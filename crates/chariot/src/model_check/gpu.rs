@@ -79,7 +79,7 @@ pub(super) fn commands(
             host,
             host_offset: 0,
             host_pitch: 1,
-            dev,
+            dev: crate::memory::DevTarget::Virtual(dev),
             dev_offset: 0,
             dev_pitch: 1,
             width: 1,

@@ -96,6 +96,7 @@ fn pipeline(config: &Config) {
         adaptations: Default::default(),
         kernel_fills_now: Default::default(),
         kernels: Default::default(),
+        residents: Default::default(),
         epoch: std::time::Instant::now(),
     });
     let mut threads = Vec::new();

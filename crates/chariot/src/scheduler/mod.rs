@@ -30,13 +30,13 @@ use crate::dispatch::Dispatcher;
 use crate::error::{Error, Result};
 use crate::ids::TaskId;
 use crate::memory::claims::Holder;
-use crate::memory::{Graveyard, HostShared};
+use crate::memory::{Graveyard, HostShared, ResidentInner};
 use crate::report::{kernel_lines, shutting_down, DispatchStats, Report};
 use crate::signal::Signal;
 use crate::stage::queues::StageQueues;
 use crate::task::buffer::TaskBuffer;
-use crate::task::command::Command;
-use crate::task::{HostClaim, Task};
+use crate::task::command::{Command, FetchCmd};
+use crate::task::{HostClaim, Residency, ResidentUse, Task};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -55,6 +55,16 @@ pub(crate) struct Submitted {
     pub(crate) after: Vec<TaskId>,
     /// `TaskBuilder::refuse_conflicts`: a host conflict is an error, not a dependency.
     pub(crate) refuse_conflicts: bool,
+    /// The resident byte ranges its commands read and write.
+    pub(crate) resident: Vec<ResidentRange>,
+}
+
+/// Bytes of a resident buffer a command reads or writes.
+pub(crate) struct ResidentRange {
+    pub(crate) buf: Arc<ResidentInner>,
+    pub(crate) bytes: std::ops::Range<usize>,
+    pub(crate) read: bool,
+    pub(crate) write: bool,
 }
 
 /// The runtime: build one with [`Scheduler::builder`], allocate buffers, register
@@ -106,7 +116,7 @@ impl Scheduler {
         let epoch = Instant::now();
         let signals: Vec<Arc<Signal>> = (0..d).map(|_| Arc::new(Signal::default())).collect();
         let shared = Arc::new(Shared {
-            buffer: TaskBuffer::new(config.order),
+            buffer: TaskBuffer::placing(config.order, d, config.streams),
             queues: StageQueues::new(config.thresholds.global),
             signals: signals.clone(),
             batch: crate::sync::Mutex::new(Batch::default()),
@@ -119,6 +129,7 @@ impl Scheduler {
             adaptations: Mutex::new(Vec::new()),
             kernel_fills_now: Mutex::new(vec![config.tuning.kernel_fills; d]),
             kernels: Mutex::new(Vec::new()),
+            residents: Mutex::new(Vec::new()),
             epoch,
         });
         let nvtx = match (&*machine, config.nvtx) {
@@ -188,7 +199,7 @@ impl Scheduler {
     /// holds the region). Submits are serialised (`submitting`), so a task depends only
     /// on tasks submitted before it and the graph has no cycle.
     pub(crate) fn submit_task(&self, task: Submitted) -> Result<TaskId> {
-        let Submitted { id, granularity, commands, claims, after, refuse_conflicts } = task;
+        let Submitted { id, granularity, mut commands, claims, after, refuse_conflicts, resident } = task;
         if self.closed.load(Ordering::SeqCst) {
             return Err(Error::ShutDown);
         }
@@ -237,9 +248,66 @@ impl Scheduler {
                 hosts.push(host.clone());
             }
         }
-        let task = Task { id, granularity, seq: self.seq.fetch_add(1, Ordering::Relaxed), commands, next: 0, hosts };
+        let uses = self.resident_uses(id, resident, &mut preds);
+        // The fetches run first, at the download stage, once the task is on a GPU.
+        let fetches = uses
+            .iter()
+            .filter(|u| !u.read.is_empty())
+            .map(|u| Command::Fetch(FetchCmd { buf: u.buf.clone(), pieces: u.read.clone(), plan: Vec::new() }));
+        commands.splice(0..0, fetches);
+        let residency = Residency { uses, ..Residency::default() };
+        let task = Task {
+            id,
+            granularity,
+            seq: self.seq.fetch_add(1, Ordering::Relaxed),
+            commands,
+            next: 0,
+            hosts,
+            residency,
+        };
         self.shared.admit(Box::new(task), &preds);
         Ok(id)
+    }
+
+    /// A task's resident ranges as pieces per buffer: those it needs valid where it runs
+    /// (read, or written in part) and those it writes; adds the tasks it runs after
+    /// (RAW, WAR, WAW per piece) to `preds`.
+    fn resident_uses(&self, id: TaskId, ranges: Vec<ResidentRange>, preds: &mut Vec<TaskId>) -> Vec<ResidentUse> {
+        let mut uses: Vec<ResidentUse> = Vec::new();
+        for r in ranges {
+            let at = match uses.iter().position(|u| Arc::ptr_eq(&u.buf, &r.buf)) {
+                Some(i) => i,
+                None => {
+                    uses.push(ResidentUse { buf: r.buf.clone(), read: Vec::new(), write: Vec::new() });
+                    uses.len() - 1
+                }
+            };
+            let u = &mut uses[at];
+            let pieces = r.buf.pieces_of(&r.bytes);
+            for p in pieces.clone() {
+                // A piece written in part keeps the rest of its bytes: it is read too.
+                let whole = r.buf.bytes_of(&(p..p + 1));
+                let partial = r.write && (r.bytes.start > whole.start || r.bytes.end < whole.end);
+                if r.read || partial {
+                    u.read.push(p);
+                }
+                if r.write {
+                    u.write.push(p);
+                }
+            }
+        }
+        let batch = self.shared.batch.lock();
+        let live = |t: TaskId| batch.graph.unended(t);
+        for u in &mut uses {
+            for list in [&mut u.read, &mut u.write] {
+                list.sort_unstable();
+                list.dedup();
+            }
+            let read_only: Vec<usize> = u.read.iter().copied().filter(|p| u.write.binary_search(p).is_err()).collect();
+            u.buf.track(id, &u.write, true, &live, preds);
+            u.buf.track(id, &read_only, false, &live, preds);
+        }
+        uses
     }
 
     /// Waits until every submitted task has ended, then returns the batch's report.

@@ -4,7 +4,9 @@
 use super::Scheduler;
 use crate::error::{Error, Result};
 use crate::kernel::{Kernel, KernelHandle, KernelInner};
-use crate::memory::{checked_bytes, DeviceBuffer, DeviceBufferInner, Element, HostBuffer};
+use crate::memory::{
+    checked_bytes, DeviceBuffer, DeviceBufferInner, Element, HostBuffer, ResidentBuffer, ResidentInner,
+};
 use crate::report::KernelUse;
 use std::sync::Arc;
 
@@ -61,6 +63,60 @@ impl Scheduler {
             }
         }
         Ok(DeviceBuffer::new(DeviceBufferInner::new(self.id, s, phys, self.graveyard.clone()), len))
+    }
+
+    /// Allocates a resident buffer of `len` elements, one piece: data shared by tasks
+    /// and kept on the GPUs between them (see [`ResidentBuffer`]). Its copies are made
+    /// on a GPU when a task first uses it there; its content starts as zeros.
+    ///
+    /// # Errors
+    /// [`Error::InvalidLength`] for 0 elements or a size that overflows;
+    /// [`Error::InvalidConfig`] on a machine of more than 64 GPUs.
+    pub fn alloc_resident<T: Element>(&self, len: usize) -> Result<ResidentBuffer<T>> {
+        self.alloc_resident_pieces(len, len)
+    }
+
+    /// Allocates a resident buffer of `len` elements cut into pieces of `piece_len`
+    /// elements (the last may hold fewer): the unit of validity, of copies between GPUs
+    /// and of dependencies. A task that touches one element of a piece depends on, and
+    /// fetches, the whole piece; tasks on different pieces are independent.
+    ///
+    /// ```
+    /// use chariot::{Backend, Error, Scheduler};
+    /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
+    /// let m = s.alloc_resident_pieces::<f32>(1000, 300)?;
+    /// assert_eq!((m.pieces(), m.piece_len()), (4, 300));
+    /// assert!(matches!(s.alloc_resident_pieces::<f32>(1000, 0), Err(Error::InvalidLength { .. })));
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// Those of [`alloc_resident`](Scheduler::alloc_resident), and
+    /// [`Error::InvalidLength`] for a piece of 0 elements or more than `len`.
+    pub fn alloc_resident_pieces<T: Element>(&self, len: usize, piece_len: usize) -> Result<ResidentBuffer<T>> {
+        let bytes = checked_bytes::<T>(len)?;
+        if piece_len == 0 || piece_len > len {
+            return Err(Error::InvalidLength {
+                len: piece_len,
+                elem_size: std::mem::size_of::<T>(),
+                message: format!("a piece holds 1 to {len} elements (the buffer's length)"),
+            });
+        }
+        let d = self.gpu_count();
+        if d > crate::memory::resident::MAX_GPUS {
+            return Err(Error::InvalidConfig {
+                name: "gpus",
+                value: d.to_string(),
+                allowed: format!("at most {} where resident buffers are used", crate::memory::resident::MAX_GPUS),
+            });
+        }
+        let piece_bytes = piece_len * std::mem::size_of::<T>();
+        let inner = ResidentInner::new(self.id, d, bytes, piece_bytes, self.machine.clone(), self.graveyard.clone());
+        let buf = ResidentBuffer::new(inner, len);
+        let mut all = self.shared.residents.lock();
+        all.retain(|w| w.strong_count() > 0);
+        all.push(Arc::downgrade(buf.inner()));
+        Ok(buf)
     }
 
     /// Compiles `kernel` with NVRTC for each GPU's architecture and loads it (CUDA), or

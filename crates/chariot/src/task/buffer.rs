@@ -120,16 +120,47 @@ impl Ord for Entry {
     }
 }
 
+/// The heaps of Q: one for tasks that may run anywhere, one per GPU for tasks whose
+/// resident data is there (their `home`).
+#[derive(Default)]
+struct Heaps {
+    anywhere: BinaryHeap<Entry>,
+    homed: Vec<BinaryHeap<Entry>>,
+}
+
+impl Heaps {
+    fn len(&self) -> usize {
+        self.anywhere.len() + self.homed.iter().map(BinaryHeap::len).sum::<usize>()
+    }
+}
+
 /// Q: the shared, ordered buffer of waiting tasks.
+///
+/// Placement (issue 16): a ready task whose resident data is valid on a GPU waits in
+/// that GPU's heap, the others in the shared one. GPU g takes the first, by the rule, of
+/// its own heap and the shared one; when both are empty it takes the first of the
+/// fullest other GPU's heap if that holds more tasks than `steal_above` (the stream
+/// slots of a GPU: more than its owner could start at once), or if that GPU has left
+/// the rotation. Moving the data then beats leaving a GPU idle. With one GPU, or no
+/// resident data, Q is the one heap of the paper.
 pub(crate) struct TaskBuffer {
     order: Order,
-    heap: Mutex<BinaryHeap<Entry>>,
+    heaps: Mutex<Heaps>,
     len: AtomicUsize,
+    steal_above: usize,
 }
 
 impl TaskBuffer {
+    /// Q without placement (every task in the one shared heap).
+    #[cfg(all(test, feature = "model-check"))]
     pub(crate) fn new(order: Order) -> Self {
-        TaskBuffer { order, heap: Mutex::new(BinaryHeap::new()), len: AtomicUsize::new(0) }
+        TaskBuffer::placing(order, 0, 0)
+    }
+
+    /// Q for `gpus` GPUs of `slots` stream slots each.
+    pub(crate) fn placing(order: Order, gpus: usize, slots: usize) -> Self {
+        let heaps = Heaps { anywhere: BinaryHeap::new(), homed: (0..gpus).map(|_| BinaryHeap::new()).collect() };
+        TaskBuffer { order, heaps: Mutex::new(heaps), len: AtomicUsize::new(0), steal_above: slots }
     }
 
     fn key(&self, granularity: u64) -> u64 {
@@ -141,20 +172,66 @@ impl TaskBuffer {
     }
 
     pub(crate) fn push(&self, task: Box<Task>) {
+        let home = task.residency.home;
         let entry = Entry { key: self.key(task.granularity), seq: task.seq, task };
-        let mut heap = self.heap.lock();
-        heap.push(entry);
-        self.len.store(heap.len(), Ordering::SeqCst);
+        let mut heaps = self.heaps.lock();
+        match home.and_then(|g| heaps.homed.get_mut(g)) {
+            Some(heap) => heap.push(entry),
+            None => heaps.anywhere.push(entry),
+        }
+        self.len.store(heaps.len(), Ordering::SeqCst);
     }
 
-    /// Pops the task the rule puts first. Cheap when empty: no lock is taken.
+    /// Pops the task the rule puts first, wherever it waits. Cheap when empty: no lock
+    /// is taken.
     pub(crate) fn pop(&self) -> Option<Box<Task>> {
+        self.pop_where(None, &|_| false)
+    }
+
+    /// Pops the task GPU `gpu` should run next (see the type's comment); `gone` says
+    /// whether a GPU has left the rotation.
+    pub(crate) fn pop_for(&self, gpu: usize, gone: &dyn Fn(usize) -> bool) -> Option<Box<Task>> {
+        self.pop_where(Some(gpu), gone)
+    }
+
+    fn pop_where(&self, gpu: Option<usize>, gone: &dyn Fn(usize) -> bool) -> Option<Box<Task>> {
         if self.len.load(Ordering::SeqCst) == 0 {
             return None;
         }
-        let mut heap = self.heap.lock();
-        let task = heap.pop().map(|e| e.task);
-        self.len.store(heap.len(), Ordering::SeqCst);
+        let mut heaps = self.heaps.lock();
+        let Heaps { anywhere, homed } = &mut *heaps;
+        // The heads to compare: the shared heap's, and GPU `gpu`'s (every GPU's for `pop`).
+        let rank = |e: &Entry| (e.key, std::cmp::Reverse(e.seq));
+        let own: Vec<usize> = match gpu {
+            Some(g) => (g < homed.len()).then_some(g).into_iter().collect(),
+            None => (0..homed.len()).collect(),
+        };
+        // None: the shared heap; Some(h): GPU h's.
+        let mut pick: Option<(Option<usize>, _)> = anywhere.peek().map(|e| (None, rank(e)));
+        for h in own {
+            if let Some(e) = homed[h].peek() {
+                if pick.as_ref().is_none_or(|(_, r)| rank(e) > *r) {
+                    pick = Some((Some(h), rank(e)));
+                }
+            }
+        }
+        let from = match (pick, gpu) {
+            (Some((from, _)), _) => from,
+            // Nothing of its own: steal from the fullest other heap above the limit, or
+            // from any GPU that has left the rotation.
+            (None, Some(g)) => Some(
+                (0..homed.len())
+                    .filter(|&h| h != g && !homed[h].is_empty() && (gone(h) || homed[h].len() > self.steal_above))
+                    .max_by_key(|&h| homed[h].len())?,
+            ),
+            (None, None) => return None,
+        };
+        let task = match from {
+            None => anywhere.pop(),
+            Some(h) => homed[h].pop(),
+        }
+        .map(|e| e.task);
+        self.len.store(heaps.len(), Ordering::SeqCst);
         task
     }
 }

@@ -3,7 +3,8 @@
 
 use crate::callback::{CpuFn, GpuFn};
 use crate::kernel::{ArgValue, KernelInner, LaunchShape};
-use crate::memory::{DeviceBufferInner, HostShared};
+use crate::memory::resident::FetchPart;
+use crate::memory::{DevTarget, HostShared, ResidentInner};
 use crate::stage::Stage;
 use std::sync::Arc;
 
@@ -24,7 +25,7 @@ pub(crate) struct CopyCmd {
     pub(crate) host: Arc<HostShared>,
     pub(crate) host_offset: usize,
     pub(crate) host_pitch: usize,
-    pub(crate) dev: Arc<DeviceBufferInner>,
+    pub(crate) dev: DevTarget,
     pub(crate) dev_offset: usize,
     pub(crate) dev_pitch: usize,
     pub(crate) width: usize,
@@ -63,12 +64,31 @@ impl LaunchCmd {
     }
 }
 
+/// The fetch of a resident buffer's pieces to the task's GPU, before the task's own
+/// commands (see `memory::resident`). `plan` is made when it is dispatched.
+#[derive(Debug)]
+pub(crate) struct FetchCmd {
+    pub(crate) buf: Arc<ResidentInner>,
+    /// The pieces the task reads (or writes in part), ascending.
+    pub(crate) pieces: Vec<usize>,
+    /// What the dispatch found to copy, until the fetch completes.
+    pub(crate) plan: Vec<FetchPart>,
+}
+
+impl FetchCmd {
+    /// Bytes the plan moves.
+    pub(crate) fn bytes(&self) -> usize {
+        self.plan.iter().map(|p| self.buf.bytes_of(&p.pieces).len()).sum()
+    }
+}
+
 /// One command of a task. Callbacks are `Option`s: taken when they run.
 pub(crate) enum Command {
     Cpu(Option<CpuFn>),
     Gpu(Option<GpuFn>),
     Copy(CopyCmd),
     Launch(LaunchCmd),
+    Fetch(FetchCmd),
 }
 
 impl Command {
@@ -80,6 +100,7 @@ impl Command {
                 Direction::Download => Stage::Download,
                 Direction::Readback => Stage::Readback,
             },
+            Command::Fetch(_) => Stage::Download,
         }
     }
 
@@ -96,6 +117,7 @@ impl Command {
     pub(crate) fn bytes(&self) -> u64 {
         match self {
             Command::Copy(c) => c.bytes() as u64,
+            Command::Fetch(f) => f.bytes() as u64,
             _ => 0,
         }
     }
@@ -108,6 +130,7 @@ impl std::fmt::Debug for Command {
             Command::Gpu(_) => f.write_str("Gpu(callback)"),
             Command::Copy(c) => c.fmt(f),
             Command::Launch(l) => write!(f, "Launch({}, {:?})", l.kernel.def.name, l.shape),
+            Command::Fetch(x) => write!(f, "Fetch(resident {}, pieces {:?})", x.buf.id, x.pieces),
         }
     }
 }

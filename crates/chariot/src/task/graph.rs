@@ -58,6 +58,11 @@ impl Graph {
         self.nodes.contains_key(&id)
     }
 
+    /// Whether `id` was submitted in this batch and has not ended.
+    pub(crate) fn unended(&self, id: TaskId) -> bool {
+        self.nodes.get(&id).is_some_and(|n| !matches!(n.state, State::Ended { .. }))
+    }
+
     /// Adds `task`, to run after each of `after` (ids of this batch; one not found, from
     /// a batch `synchronize` has closed meanwhile, counts as ended). Allocates per task
     /// (its node and its place in its predecessors' lists), never per command.
@@ -134,7 +139,15 @@ mod test {
     use super::*;
 
     fn task(id: u64) -> Box<Task> {
-        Box::new(Task { id: TaskId(id), granularity: 1, seq: id, commands: Vec::new(), next: 0, hosts: Vec::new() })
+        Box::new(Task {
+            id: TaskId(id),
+            granularity: 1,
+            seq: id,
+            commands: Vec::new(),
+            next: 0,
+            hosts: Vec::new(),
+            residency: Default::default(),
+        })
     }
 
     fn ids(out: &[Released]) -> Vec<(u64, bool)> {

@@ -242,7 +242,20 @@ impl Machine {
             });
             contexts.push(context);
         }
+        enable_peer_access(&contexts);
         Ok(Machine { contexts, gpus, modules: Mutex::new(Vec::new()), cleanup })
+    }
+
+    /// Copies `out.len()` bytes from device address `ptr` of GPU `gpu` to `out`, waiting
+    /// for the copy (an eviction's write-back, on that GPU's dispatcher thread).
+    pub(crate) fn read_device(&self, gpu: usize, ptr: u64, out: &mut [u8]) -> Result<(), String> {
+        self.contexts[gpu].bind().map_err(String::from)?;
+        // SAFETY: the context is current; `ptr` lies in a live allocation of this GPU
+        // holding at least `out.len()` bytes from it (the caller's copy and range); the
+        // call returns once the bytes are in `out`.
+        unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr() as *mut std::ffi::c_void, ptr, out.len()) }
+            .result()
+            .map_err(|e| failed("cuMemcpyDtoH", e).to_string())
     }
 
     pub(crate) fn cleanup(&self) -> &Arc<Cleanup> {
@@ -424,6 +437,28 @@ impl Drop for Machine {
             // have been joined before the Machine drops.
             if let Err(e) = unsafe { result::module::unload(module as sys::CUmodule) } {
                 self.cleanup.push(failed(&format!("cuModuleUnload on GPU {}", ctx.index), e));
+            }
+        }
+    }
+}
+
+/// Lets every GPU read every other's memory directly where the hardware allows (NVLink
+/// or PCIe peer access), so that resident data moves between GPUs by peer copies; where
+/// it does not, the driver stages those copies through the host. Best effort: a refusal
+/// only costs speed.
+fn enable_peer_access(contexts: &[Arc<Context>]) {
+    for a in contexts {
+        for b in contexts {
+            if a.index == b.index {
+                continue;
+            }
+            let mut can = 0;
+            // SAFETY: both devices are valid; `can` is a live out-parameter.
+            let asked = unsafe { sys::cuDeviceCanAccessPeer(&mut can, a.dev, b.dev) }.result();
+            if asked.is_ok() && can == 1 && a.bind().is_ok() {
+                // SAFETY: `a`'s context is current and `b.ctx` is a live context; enabling
+                // twice returns an error we ignore.
+                let _ = unsafe { sys::cuCtxEnablePeerAccess(b.ctx, 0) };
             }
         }
     }

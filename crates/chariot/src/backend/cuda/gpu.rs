@@ -8,7 +8,8 @@ use crate::backend::device::PhysBuf;
 use crate::backend::{DriverNs, Fault, Reach, Span};
 use crate::callback::{run_caught, CallInfo, GpuCall, GpuCallOn};
 use crate::kernel::ArgValue;
-use crate::task::command::{Command, CopyCmd, Direction};
+use crate::memory::resident::Source;
+use crate::task::command::{Command, CopyCmd, Direction, FetchCmd};
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 use std::ffi::c_void;
@@ -204,6 +205,11 @@ impl Gpu {
                             PhysBuf::Cuda { ptr, .. } => *ptr,
                             PhysBuf::Sim(_) => return Err("simulated buffer passed to a CUDA kernel".into()),
                         },
+                        ArgValue::Resident { buf, bytes, .. } => match buf.copy(info.gpu).and_then(|c| c.cuda_ptr()) {
+                            Some(ptr) => ptr + bytes.start as u64,
+                            None => return Err("resident buffer without a copy on this GPU".into()),
+                        },
+                        ArgValue::BadRange(m) => return Err(m.clone().into()),
                         ArgValue::I32(v) => *v as u32 as u64,
                         ArgValue::U32(v) => *v as u64,
                         ArgValue::I64(v) => *v as u64,
@@ -235,6 +241,7 @@ impl Gpu {
                 let mut call = GpuCall { info, on: GpuCallOn::Cuda { stream } };
                 run_caught(|| f(&mut call))?;
             }
+            Command::Fetch(f) => self.fetch(j, f)?,
             Command::Cpu(_) => return Err("CPU callbacks do not run on a GPU".into()),
         }
         // SAFETY: as for the start event.
@@ -245,9 +252,8 @@ impl Gpu {
     fn copy(&mut self, j: usize, c: &CopyCmd) -> Result<(), Fault> {
         let stream = self.streams[j];
         let gpu = self.ctx.index;
-        let dev = match c.dev.phys(gpu, j) {
-            PhysBuf::Cuda { ptr, .. } => *ptr,
-            PhysBuf::Sim(_) => return Err(Fault::task("simulated buffer in a CUDA copy")),
+        let Some(dev) = c.dev.cuda_ptr(gpu, j) else {
+            return Err(Fault::task("a CUDA copy's device buffer has no CUDA memory on this GPU"));
         };
         let host = c.host.alloc.as_ptr();
         // SAFETY (both arms): the host block is pinned and covers the region (checked at
@@ -294,6 +300,48 @@ impl Gpu {
                     Height: c.height,
                 };
                 sys::cuMemcpy2DAsync_v2(&p, stream).result().map_err(issue_fault("cuMemcpy2DAsync"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Issues a fetch's copies to this GPU's copy of a resident buffer: from another
+    /// GPU's copy (`cuMemcpyAsync` over unified addresses: a peer copy where peer access
+    /// is on, staged through the host by the driver where not), from the host shadow, or
+    /// a zero fill.
+    fn fetch(&mut self, j: usize, f: &FetchCmd) -> Result<(), Fault> {
+        let stream = self.streams[j];
+        let gpu = self.ctx.index;
+        let ptr = |g: usize| f.buf.copy(g).and_then(|c| c.cuda_ptr());
+        let dst = ptr(gpu).ok_or_else(|| Fault::task("resident buffer without a copy on this GPU"))?;
+        for part in &f.plan {
+            let r = f.buf.bytes_of(&part.pieces);
+            let at = dst + r.start as u64;
+            // SAFETY (each arm): `at..at + len` lies in this GPU's copy (the plan's pieces
+            // are in the buffer), which the task's binding keeps alive and which no
+            // other command writes meanwhile (the pieces are pending here: no other fetch
+            // copies them, and writers run after this task); the source is a live copy of
+            // another GPU that the plan counts as used until the fetch completes, valid
+            // and unwritten until then (writers run after the readers), or the shadow,
+            // locked while the driver stages it (pageable memory: the call returns once
+            // the bytes are staged).
+            unsafe {
+                match part.from {
+                    Source::Gpu(h) => {
+                        let src = ptr(h).ok_or_else(|| Fault::task("resident source copy gone"))? + r.start as u64;
+                        sys::cuMemcpyAsync(at, src, r.len(), stream).result().map_err(issue_fault("cuMemcpyAsync"))?
+                    }
+                    Source::Host => {
+                        let shadow = f.buf.shadow();
+                        let src = shadow.get(r.clone()).ok_or_else(|| Fault::task("resident shadow too short"))?;
+                        sys::cuMemcpyHtoDAsync_v2(at, src.as_ptr() as *const c_void, r.len(), stream)
+                            .result()
+                            .map_err(issue_fault("cuMemcpyHtoDAsync"))?
+                    }
+                    Source::Zero => {
+                        sys::cuMemsetD8Async(at, 0, r.len(), stream).result().map_err(issue_fault("cuMemsetD8Async"))?
+                    }
+                }
             }
         }
         Ok(())

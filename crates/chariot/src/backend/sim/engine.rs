@@ -12,7 +12,8 @@ use crate::backend::device::{PhysBuf, SimMemory};
 use crate::backend::{Fault, Reach, Span};
 use crate::callback::{run_caught, CallInfo, GpuCall, GpuCallOn, GpuFn};
 use crate::kernel::{ArgValue, KernelInner, LaunchShape, ScalarArgs, TwinArgs};
-use crate::memory::{DeviceBufferInner, HostShared};
+use crate::memory::resident::{FetchPart, Source};
+use crate::memory::{DevTarget, HostShared, ResidentInner};
 use crate::signal::Signal;
 use crate::task::command::Direction;
 use crossbeam_channel::Receiver;
@@ -33,8 +34,13 @@ pub(super) enum Work {
     Copy {
         dir: Direction,
         host: Arc<HostShared>,
-        dev: Arc<DeviceBufferInner>,
+        dev: DevTarget,
         shape: [usize; 6],
+    },
+    /// A resident buffer's pieces brought to this GPU.
+    Fetch {
+        buf: Arc<ResidentInner>,
+        parts: Vec<FetchPart>,
     },
     /// A kernel, the `seq`-th launched on its GPU, using `share` of the SMs alone.
     Launch {
@@ -169,7 +175,7 @@ impl Engine {
         match work {
             Work::Copy { dir, host, dev, shape } => {
                 let [host_offset, host_pitch, dev_offset, dev_pitch, width, height] = shape;
-                let PhysBuf::Sim(mem) = dev.phys(info.gpu, info.stream) else {
+                let Some(mem) = dev.sim_memory(info.gpu, info.stream) else {
                     return Err("device buffer is not simulated memory".into());
                 };
                 if self.profile.execute {
@@ -198,6 +204,43 @@ impl Engine {
                 self.hold(start, self.profile.copy_latency, || "copy".into())?;
                 let link_dir = if dir == Direction::Download { Dir::Up } else { Dir::Down };
                 self.links.transfer(self.gpu, link_dir, (width * height) as f64 * self.slow)
+            }
+            Work::Fetch { buf, parts } => {
+                let dst = buf.copy(info.gpu).ok_or("resident buffer without a copy on this GPU")?;
+                let PhysBuf::Sim(dst) = &*dst else { return Err("resident copy is not simulated memory".into()) };
+                let (mut peer, mut up) = (0usize, 0usize);
+                for part in &parts {
+                    let r = buf.bytes_of(&part.pieces);
+                    // Read the source first, then write: two GPUs fetching from each other
+                    // never hold both memories at once.
+                    let bytes: Option<Vec<u8>> = match part.from {
+                        Source::Gpu(h) => {
+                            peer += r.len();
+                            let src = buf.copy(h).ok_or("resident source copy gone")?;
+                            let PhysBuf::Sim(src) = &*src else { return Err("not simulated memory".into()) };
+                            let words = src.data.lock();
+                            self.profile
+                                .execute
+                                .then(|| bytemuck::cast_slice::<u128, u8>(&words[..])[r.clone()].to_vec())
+                        }
+                        Source::Host => {
+                            up += r.len();
+                            let shadow = buf.shadow();
+                            self.profile.execute.then(|| shadow[r.clone()].to_vec())
+                        }
+                        Source::Zero => self.profile.execute.then(|| vec![0u8; r.len()]),
+                    };
+                    if let Some(bytes) = bytes {
+                        let mut words = dst.data.lock();
+                        bytemuck::cast_slice_mut::<u128, u8>(&mut words[..])[r].copy_from_slice(&bytes);
+                    }
+                }
+                self.hold(start, self.profile.copy_latency, || "fetch".into())?;
+                if peer > 0 {
+                    let secs = peer as f64 * self.slow / self.profile.peer_bytes_per_s;
+                    self.hold(Instant::now(), Duration::from_secs_f64(secs.min(1e9)), || "peer copy".into())?;
+                }
+                self.links.transfer(self.gpu, Dir::Up, up as f64 * self.slow)
             }
             Work::Launch { kernel, shape, args, seq, share } => {
                 let began = Instant::now();
@@ -239,23 +282,33 @@ impl Engine {
         info: CallInfo,
     ) -> Result<(), String> {
         let twin = kernel.def.twin.as_ref().ok_or("kernel has no CPU twin")?;
-        // Lock each distinct buffer once; arguments naming the same buffer share it.
-        let mut mems: Vec<&SimMemory> = Vec::new();
+        // Lock each distinct memory once; arguments naming the same buffer share it. A
+        // virtual buffer's argument sees the whole buffer, a resident one its range.
+        let mut mems: Vec<Arc<SimMemory>> = Vec::new();
         let mut index = Vec::with_capacity(args.len());
         for a in args {
-            match a {
+            let (mem, window) = match a {
                 ArgValue::Buffer(b) => {
                     let PhysBuf::Sim(m) = b.phys(info.gpu, info.stream) else {
                         return Err("device buffer is not simulated memory".into());
                     };
-                    let pos = mems.iter().position(|x| std::ptr::eq(*x, &**m)).unwrap_or_else(|| {
-                        mems.push(m);
-                        mems.len() - 1
-                    });
-                    index.push(Some(pos));
+                    (m.clone(), 0..m.bytes)
                 }
-                _ => index.push(None),
-            }
+                ArgValue::Resident { buf, bytes, .. } => {
+                    let copy = buf.copy(info.gpu).ok_or("resident buffer without a copy on this GPU")?;
+                    let PhysBuf::Sim(m) = &*copy else { return Err("resident copy is not simulated memory".into()) };
+                    (m.clone(), bytes.clone())
+                }
+                _ => {
+                    index.push(None);
+                    continue;
+                }
+            };
+            let pos = mems.iter().position(|x| Arc::ptr_eq(x, &mem)).unwrap_or_else(|| {
+                mems.push(mem);
+                mems.len() - 1
+            });
+            index.push(Some((pos, window)));
         }
         let mut guards: Vec<_> = mems.iter().map(|m| m.data.lock()).collect();
         let memory =

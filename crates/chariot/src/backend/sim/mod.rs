@@ -277,6 +277,10 @@ impl Gpu {
                 let f = f.take().ok_or("GPU callback already ran")?;
                 (EngineKind::Compute, Work::Callback(f))
             }
+            Command::Fetch(f) => {
+                let kind = if self.senders.len() == 2 { EngineKind::Copy } else { EngineKind::Up };
+                (kind, Work::Fetch { buf: f.buf.clone(), parts: f.plan.clone() })
+            }
             Command::Cpu(_) => return Err("CPU callbacks do not run on a GPU".into()),
         };
         let tx = &self.senders.iter().find(|(k, _)| *k == kind).expect("engine exists").1;

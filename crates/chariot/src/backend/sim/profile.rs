@@ -31,6 +31,9 @@ pub struct SimProfile {
     pub d2h_bytes_per_s: f64,
     /// Both directions of one link together, bytes/s.
     pub duplex_bytes_per_s: f64,
+    /// GPU-to-GPU copies (a resident buffer's peer fetch), bytes/s: NVLink or PCIe
+    /// peer-to-peer. A peer copy also takes its share of the destination's link.
+    pub peer_bytes_per_s: f64,
     /// Host buses shared by the GPUs (GPU g on bus g mod B); `None`: each GPU has its own.
     pub buses: Option<usize>,
     /// One bus's rate per direction, bytes/s (when `buses` is set).
@@ -78,6 +81,7 @@ impl SimProfile {
             h2d_bytes_per_s: 55e9,
             d2h_bytes_per_s: 55e9,
             duplex_bytes_per_s: 90e9,
+            peer_bytes_per_s: 50e9,
             buses: None,
             bus_bytes_per_s: 55e9,
             bus_duplex_bytes_per_s: 90e9,
@@ -100,6 +104,7 @@ impl SimProfile {
             h2d_bytes_per_s: 6e9,
             d2h_bytes_per_s: 6e9,
             duplex_bytes_per_s: 6e9,
+            peer_bytes_per_s: 6e9,
             bus_bytes_per_s: 6e9,
             bus_duplex_bytes_per_s: 6e9,
             memory_bytes: 3 << 29,
@@ -172,6 +177,7 @@ impl SimProfile {
             ("h2d_bytes_per_s", self.h2d_bytes_per_s),
             ("d2h_bytes_per_s", self.d2h_bytes_per_s),
             ("duplex_bytes_per_s", self.duplex_bytes_per_s),
+            ("peer_bytes_per_s", self.peer_bytes_per_s),
             ("bus_bytes_per_s", self.bus_bytes_per_s),
             ("bus_duplex_bytes_per_s", self.bus_duplex_bytes_per_s),
         ];

@@ -6,7 +6,7 @@ use super::TaskBuilder;
 use crate::error::Result;
 use crate::kernel::{Arg, ArgValue, KernelHandle, LaunchShape};
 use crate::memory::claims::Region;
-use crate::memory::{DeviceBuffer, Element, HostBuffer, HostShared};
+use crate::memory::{target_of, DeviceData, Element, HostBuffer, HostShared};
 use crate::stage::Stage;
 use crate::task::command::{Command, CopyCmd, Direction};
 use crate::task::{Copy2d, HostClaim};
@@ -27,17 +27,19 @@ impl TaskBuilder<'_> {
         &self,
         dir: Direction,
         host: &HostBuffer<T>,
-        dev: &DeviceBuffer<T>,
+        dev: &impl DeviceData<T>,
         shape: Copy2d,
     ) -> Result<(Command, Option<HostClaim>)> {
+        let target = target_of(dev);
+        let kind = if dev.is_resident() { "resident buffer" } else { "device buffer" };
         let stage = match dir {
             Direction::Download => Stage::Download,
             Direction::Readback => Stage::Readback,
         };
         let size = std::mem::size_of::<T>();
         let Copy2d { host_offset, host_pitch, dev_offset, dev_pitch, width, height } = shape;
-        if dev.inner().sched_id != self.sched.id() {
-            return Err(self.bad(stage, format!("device buffer {} belongs to another scheduler", dev.id())));
+        if target.sched_id() != self.sched.id() {
+            return Err(self.bad(stage, format!("{kind} {} belongs to another scheduler", dev.buffer_id())));
         }
         if width == 0 || height == 0 {
             return Err(self.bad(stage, format!("empty copy: width {width}, height {height} (both must be > 0)")));
@@ -66,15 +68,15 @@ impl TaskBuilder<'_> {
             }
         }
         match extent(dev_offset, dev_pitch) {
-            Some(end) if end <= dev.len() => {}
+            Some(end) if end <= dev.elements() => {}
             end => {
                 return Err(self.bad(
                     stage,
                     format!(
-                        "copy reaches element {} of device buffer {}, which has {} elements",
+                        "copy reaches element {} of {kind} {}, which has {} elements",
                         end.map_or("overflow".to_string(), |e| e.to_string()),
-                        dev.id(),
-                        dev.len()
+                        dev.buffer_id(),
+                        dev.elements()
                     ),
                 ))
             }
@@ -97,7 +99,7 @@ impl TaskBuilder<'_> {
             host: host.shared().clone(),
             host_offset: bytes("host offset", host_offset)?,
             host_pitch: bytes("host pitch", host_pitch)?,
-            dev: dev.inner().clone(),
+            dev: target,
             dev_offset: bytes("device offset", dev_offset)?,
             dev_pitch: bytes("device pitch", dev_pitch)?,
             width: bytes("width", width)?,
@@ -184,10 +186,17 @@ impl TaskBuilder<'_> {
         }
         let mut values = Vec::with_capacity(args.len());
         for a in args {
-            if let ArgValue::Buffer(b) = &a.0 {
-                if b.sched_id != self.sched.id() {
+            match &a.0 {
+                ArgValue::Buffer(b) if b.sched_id != self.sched.id() => {
                     return Err(self.bad(Stage::Kernel, format!("device buffer {} belongs to another scheduler", b.id)));
                 }
+                ArgValue::Resident { buf, .. } if buf.sched_id != self.sched.id() => {
+                    return Err(
+                        self.bad(Stage::Kernel, format!("resident buffer {} belongs to another scheduler", buf.id))
+                    );
+                }
+                ArgValue::BadRange(m) => return Err(self.bad(Stage::Kernel, format!("launch of `{}`: {m}", def.name))),
+                _ => {}
             }
             values.push(a.0.clone());
         }

@@ -14,9 +14,10 @@ use crate::backend::host_alloc::exclusive;
 use crate::callback::{CallInfo, GpuCall, Resource};
 use crate::error::{BoxError, Error, Result};
 use crate::ids::{InCallback, TaskId};
+use crate::kernel::ArgValue;
 use crate::kernel::{Arg, KernelHandle, LaunchShape};
-use crate::memory::{DeviceBuffer, Element, HostBuffer};
-use crate::scheduler::{Scheduler, Submitted};
+use crate::memory::{DevTarget, DeviceData, Element, HostBuffer, ResidentBuffer};
+use crate::scheduler::{ResidentRange, Scheduler, Submitted};
 use crate::stage::Stage;
 use std::ops::RangeBounds;
 
@@ -42,6 +43,8 @@ pub struct TaskBuilder<'s> {
     claims: Vec<HostClaim>,
     after: Vec<TaskId>,
     refuse_conflicts: bool,
+    /// Resident ranges declared for GPU callbacks (`reads`, `writes`, `reads_writes`).
+    declared: Vec<ResidentRange>,
     error: Option<Error>,
 }
 
@@ -55,6 +58,7 @@ impl<'s> TaskBuilder<'s> {
             claims: Vec::new(),
             after: Vec::new(),
             refuse_conflicts: false,
+            declared: Vec::new(),
             error: None,
         }
     }
@@ -78,9 +82,12 @@ impl<'s> TaskBuilder<'s> {
     }
 
     /// Downloads host elements `src_range` into `dst` starting at element `dst_offset`.
+    /// `dst` is a virtual [`DeviceBuffer`](crate::DeviceBuffer) (the copy of the task's
+    /// stream slot) or a [`ResidentBuffer`] (the copy of the task's GPU: a write of
+    /// those elements, which orders the task after their earlier users).
     pub fn download<T: Element>(
         self,
-        dst: &DeviceBuffer<T>,
+        dst: &impl DeviceData<T>,
         dst_offset: usize,
         src: &HostBuffer<T>,
         src_range: impl RangeBounds<usize>,
@@ -105,17 +112,20 @@ impl<'s> TaskBuilder<'s> {
     }
 
     /// Downloads a 2-D region of `src` into `dst` (the paper's `download2D`).
-    pub fn download_2d<T: Element>(self, dst: &DeviceBuffer<T>, src: &HostBuffer<T>, shape: Copy2d) -> Self {
+    pub fn download_2d<T: Element>(self, dst: &impl DeviceData<T>, src: &HostBuffer<T>, shape: Copy2d) -> Self {
         let built = self.copy(Direction::Download, src, dst, shape);
         self.push(built)
     }
 
-    /// Reads `src` from element `src_offset` back into host elements `dst_range`.
+    /// Reads `src` from element `src_offset` back into host elements `dst_range`. `src`
+    /// is a virtual [`DeviceBuffer`](crate::DeviceBuffer) or a [`ResidentBuffer`] (a read
+    /// of those elements: the task runs after their last writer, and reads the copy
+    /// valid on its GPU; this is how resident data is written back to the host).
     pub fn readback<T: Element>(
         self,
         dst: &HostBuffer<T>,
         dst_range: impl RangeBounds<usize>,
-        src: &DeviceBuffer<T>,
+        src: &impl DeviceData<T>,
         src_offset: usize,
     ) -> Self {
         let built = self.linear(Stage::Readback, dst, dst_range).and_then(|r| {
@@ -138,7 +148,7 @@ impl<'s> TaskBuilder<'s> {
     }
 
     /// Reads a 2-D region of `src` back into `dst` (the paper's `readback2D`).
-    pub fn readback_2d<T: Element>(self, dst: &HostBuffer<T>, src: &DeviceBuffer<T>, shape: Copy2d) -> Self {
+    pub fn readback_2d<T: Element>(self, dst: &HostBuffer<T>, src: &impl DeviceData<T>, shape: Copy2d) -> Self {
         let built = self.copy(Direction::Readback, dst, src, shape);
         self.push(built)
     }
@@ -249,6 +259,61 @@ impl<'s> TaskBuilder<'s> {
         self.push(built)
     }
 
+    /// Declares that the task's GPU callbacks read elements `range` of `buf` (kernel
+    /// launches declare their own uses through [`Arg::reads`] and its kin): the task
+    /// runs after the last task that wrote them, which are fetched to its GPU first.
+    /// In the callback, [`GpuCall::resident_ptr`] gives their address.
+    ///
+    /// ```
+    /// use chariot::{Backend, Scheduler};
+    /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
+    /// let host = s.alloc_host::<f32>(8)?;
+    /// let r = s.alloc_resident::<f32>(8)?;
+    /// s.task(1, 1).download(&r, 0, &host, ..).submit()?;
+    /// let r2 = r.clone();
+    /// s.task(2, 1).reads_writes(&r, ..).gpu_callback(move |call| {
+    ///     call.sim_resident(&r2, 0, |x: &mut [f32]| x.iter_mut().for_each(|v| *v += 1.0));
+    ///     Ok(())
+    /// }).submit()?; // runs after task 1 (it reads what task 1 wrote)
+    /// s.task(3, 1).readback(&host, .., &r, 0).submit()?;
+    /// s.synchronize()?;
+    /// assert!(host.read().iter().all(|&v| v == 1.0));
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    pub fn reads<T: Element>(self, buf: &ResidentBuffer<T>, range: impl RangeBounds<usize>) -> Self {
+        self.declare(Arg::reads(buf, range))
+    }
+
+    /// Declares that the task's GPU callbacks write elements `range` of `buf` (see
+    /// [`reads`](TaskBuilder::reads)).
+    pub fn writes<T: Element>(self, buf: &ResidentBuffer<T>, range: impl RangeBounds<usize>) -> Self {
+        self.declare(Arg::writes(buf, range))
+    }
+
+    /// Declares that the task's GPU callbacks read and write elements `range` of `buf`
+    /// (see [`reads`](TaskBuilder::reads)).
+    pub fn reads_writes<T: Element>(self, buf: &ResidentBuffer<T>, range: impl RangeBounds<usize>) -> Self {
+        self.declare(Arg::reads_writes(buf, range))
+    }
+
+    fn declare(mut self, arg: Arg) -> Self {
+        if self.error.is_some() {
+            return self;
+        }
+        match arg.0 {
+            ArgValue::Resident { buf, bytes, read, write } if buf.sched_id == self.sched.id() => {
+                self.declared.push(ResidentRange { buf, bytes, read, write })
+            }
+            ArgValue::Resident { buf, .. } => {
+                self.error =
+                    Some(self.bad(Stage::Kernel, format!("resident buffer {} belongs to another scheduler", buf.id)))
+            }
+            ArgValue::BadRange(m) => self.error = Some(self.bad(Stage::Kernel, m)),
+            _ => {}
+        }
+        self
+    }
+
     /// Runs this task after task `id` ends (it starts no command before that task's
     /// last command has ended). `id` must be a task submitted earlier in this batch
     /// (since the last `synchronize`); one that has already ended is no wait. If that
@@ -346,6 +411,28 @@ impl<'s> TaskBuilder<'s> {
         if self.commands.is_empty() {
             return Err(Error::EmptyTask { task: self.id });
         }
+        let mut resident = self.declared;
+        for c in &self.commands {
+            match c {
+                Command::Copy(copy) => {
+                    if let DevTarget::Resident(buf) = &copy.dev {
+                        let start = copy.dev_offset;
+                        let end = start + (copy.height - 1) * copy.dev_pitch + copy.width;
+                        let read = copy.dir == Direction::Readback;
+                        resident.push(ResidentRange { buf: buf.clone(), bytes: start..end, read, write: !read });
+                    }
+                }
+                Command::Launch(l) => {
+                    for a in l.args.iter() {
+                        if let ArgValue::Resident { buf, bytes, read, write } = a {
+                            let (buf, bytes, read, write) = (buf.clone(), bytes.clone(), *read, *write);
+                            resident.push(ResidentRange { buf, bytes, read, write });
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
         self.sched.submit_task(Submitted {
             id: self.id,
             granularity: self.granularity,
@@ -353,6 +440,7 @@ impl<'s> TaskBuilder<'s> {
             claims: self.claims,
             after: self.after,
             refuse_conflicts: self.refuse_conflicts,
+            resident,
         })
     }
 }
