@@ -16,7 +16,8 @@
 
 use chariot::{Backend, Order, Scheduler, SimProfile};
 use chariot_studies::cholesky::baseline::{self, PotrfRun};
-use chariot_studies::cholesky::Spd;
+use chariot_studies::cholesky::tiled::{factor, TiledHost};
+use chariot_studies::cholesky::{residual, Spd, Tiling};
 use clap::Parser;
 use std::io::Write;
 use std::path::PathBuf;
@@ -183,9 +184,7 @@ fn main() -> Result<(), String> {
             let a_norm = spd.frobenius();
             for round in 0..cli.rounds {
                 for &b in tiles.iter().filter(|&&b| b <= n) {
-                    if let Some(row) = chariot_run(sched.as_ref(), &spd, a_norm, b, d, round, &cli)? {
-                        record(row, &mut rows)?;
-                    }
+                    record(chariot_run(&sched, &spd, a_norm, b, d, round, &cli)?, &mut rows)?;
                 }
                 if d == 1 && on_cuda && !cli.no_baseline {
                     let vectors = if n <= cli.exact_max { cli.vectors.max(1) } else { cli.vectors };
@@ -213,40 +212,28 @@ fn main() -> Result<(), String> {
     Ok(())
 }
 
-/// chariot's scheduler at D GPUs with its defaults and `order` (None without the
-/// resident-data API).
-#[cfg(feature = "cholesky-resident")]
-fn chariot_scheduler(backend: &Backend, d: usize, order: Order) -> Result<Option<Scheduler>, String> {
+/// chariot's scheduler at D GPUs with its defaults and `order`.
+fn chariot_scheduler(backend: &Backend, d: usize, order: Order) -> Result<Scheduler, String> {
     let sched =
         Scheduler::builder().backend(backend.clone()).gpus(d).order(order).build().map_err(|e| e.to_string())?;
     println!(
         "chariot at D = {d} on {}",
         sched.gpu_info().iter().map(|g| g.name.as_str()).collect::<Vec<_>>().join(", ")
     );
-    Ok(Some(sched))
-}
-
-#[cfg(not(feature = "cholesky-resident"))]
-fn chariot_scheduler(_: &Backend, d: usize, _: Order) -> Result<Option<Scheduler>, String> {
-    println!("chariot at D = {d}: not built (needs the cholesky-resident feature)");
-    Ok(None)
+    Ok(sched)
 }
 
 /// One chariot factorisation of `spd` in tiles of `b`, checked; warmed up first when
 /// this tile order is new to the scheduler (library handles, workspaces, kernels).
-#[cfg(feature = "cholesky-resident")]
 fn chariot_run(
-    sched: Option<&Scheduler>,
+    sched: &Scheduler,
     spd: &Spd,
     a_norm: f64,
     b: usize,
     d: usize,
     round: usize,
     cli: &Cli,
-) -> Result<Option<Row>, String> {
-    use chariot_studies::cholesky::tiled::{factor, TiledHost};
-    use chariot_studies::cholesky::{residual, Tiling};
-    let Some(sched) = sched else { return Ok(None) };
+) -> Result<Row, String> {
     let err = |e: chariot::Error| e.to_string();
     if round == 0 {
         let w = Spd::new((2 * d * b).min(spd.n.max(b)), 99);
@@ -264,7 +251,7 @@ fn chariot_run(
     } else {
         f64::NAN
     };
-    Ok(Some(Row {
+    Ok(Row {
         method: "chariot",
         d,
         n: spd.n,
@@ -274,20 +261,7 @@ fn chariot_run(
         factor_s: f64::NAN,
         residual: res,
         tasks: run.tasks,
-    }))
-}
-
-#[cfg(not(feature = "cholesky-resident"))]
-fn chariot_run(
-    _: Option<&Scheduler>,
-    _: &Spd,
-    _: f64,
-    _: usize,
-    _: usize,
-    _: usize,
-    _: &Cli,
-) -> Result<Option<Row>, String> {
-    Ok(None)
+    })
 }
 
 /// Medians per (method, D, N, b), and chariot's best tile against the baseline.

@@ -13,7 +13,7 @@
 //!   dependencies between them and each task's priority (its bottom level in flops);
 //! * [`residual`]: ‖A − LLᵀ‖_F/‖A‖_F exactly (small N) or by random vectors (large N);
 //! * [`baseline`]: cuSOLVER's dense potrf on the whole matrix, on one GPU;
-//! * `tiled` (with the resident-data API): the factorisation as chariot tasks.
+//! * [`tiled`]: the factorisation as chariot tasks over resident tiles.
 //!
 //! ```
 //! use chariot_studies::cholesky::{cpu, residual, Spd, Tiling};
@@ -28,7 +28,6 @@ pub mod baseline;
 pub mod cpu;
 pub mod plan;
 pub mod residual;
-#[cfg(feature = "cholesky-resident")]
 pub mod tiled;
 
 use std::ops::Range;

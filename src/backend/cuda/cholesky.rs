@@ -11,9 +11,6 @@
 //!   `cusolverDnXpotrf` (the 64-bit API: N² elements exceed 2³¹ from N = 46 341 on) and
 //!   downloaded, each step timed apart.
 
-// Until the resident-data API lands, only the baseline is used.
-#![cfg_attr(not(feature = "cholesky-resident"), allow(dead_code))]
-
 use super::failed_text;
 use crate::cholesky::plan::Op;
 use cudarc::cublas::sys as blas;
@@ -265,7 +262,6 @@ pub(crate) unsafe fn enqueue(
 ///
 /// # Errors
 /// Not on the CUDA backend, a tile beyond `m`, or a library call that failed.
-#[cfg(feature = "cholesky-resident")]
 pub(crate) fn tile_op(
     call: &chariot::GpuCall<'_>,
     m: &chariot::ResidentBuffer<f64>,
