@@ -16,7 +16,7 @@
 
 use chariot::{Backend, Order, Scheduler, SimProfile};
 use chariot_studies::cholesky::baseline::{self, PotrfRun};
-use chariot_studies::cholesky::tiled::{factor, TiledHost};
+use chariot_studies::cholesky::tiled::{factor, warm_up, TiledHost};
 use chariot_studies::cholesky::{residual, Spd, Tiling};
 use clap::Parser;
 use std::io::Write;
@@ -236,6 +236,10 @@ fn chariot_run(
 ) -> Result<Row, String> {
     let err = |e: chariot::Error| e.to_string();
     if round == 0 {
+        let slots = warm_up(sched, b).map_err(err)?;
+        if slots < sched.gpu_count() * sched.streams() {
+            println!("  (warm-up reached {slots} of {} stream slots)", sched.gpu_count() * sched.streams());
+        }
         let w = Spd::new((2 * d * b).min(spd.n.max(b)), 99);
         let host = TiledHost::new(sched, &w, Tiling::new(w.n, b)?).map_err(err)?;
         factor(sched, &host).map_err(err)?;

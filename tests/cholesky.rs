@@ -10,7 +10,7 @@ mod common;
 
 use chariot::{Backend, Order, Scheduler, SimProfile};
 use chariot_studies::cholesky::plan::Plan;
-use chariot_studies::cholesky::tiled::{factor, TiledHost};
+use chariot_studies::cholesky::tiled::{factor, warm_up, TiledHost};
 use chariot_studies::cholesky::{cpu, residual, Spd, Tiling};
 use common::with_timeout;
 
@@ -55,6 +55,7 @@ fn tiled_equals_the_reference_at_d_1_2_and_s_1_4() {
         for d in [1, 2] {
             for streams in [1, 4] {
                 let s = sched(d, streams, Order::LargestFirst);
+                assert_eq!(warm_up(&s, 64).unwrap(), d * streams, "every stream slot warmed");
                 let report = check(&s, 256, 64, 1);
                 assert_eq!(report.tasks_per_gpu.len(), d);
                 println!("D {d} S {streams}: tasks per GPU {:?}", report.tasks_per_gpu);

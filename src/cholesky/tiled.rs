@@ -133,3 +133,35 @@ pub fn factor(sched: &Scheduler, host: &TiledHost) -> Result<TiledRun> {
     let wall_ns = start.elapsed().as_nanos() as u64;
     Ok(TiledRun { wall_ns, tasks: id as usize, report })
 }
+
+/// Makes the library handles of every (GPU, stream slot) of `sched` and sizes their
+/// POTRF workspaces for tiles of order `b`, so that a timed factorisation does not: a
+/// few batches of empty GPU callbacks, until every slot has run one (at most 32
+/// batches). Returns the slots seen. The scheduler must have no unended task.
+///
+/// # Errors
+/// chariot's errors, or a library call that failed.
+pub fn warm_up(sched: &Scheduler, b: usize) -> Result<usize> {
+    let slots = sched.gpu_count() * sched.streams();
+    let seen = std::sync::Arc::new(parking_lot::Mutex::new(std::collections::HashSet::new()));
+    for _ in 0..32 {
+        for id in 0..2 * slots as u64 {
+            let seen = seen.clone();
+            sched
+                .task(id, 1)
+                .gpu_callback(move |call| {
+                    crate::backend::cuda::cholesky::warm(call, b)?;
+                    let info = call.info();
+                    seen.lock().insert((info.gpu, info.stream));
+                    Ok(())
+                })
+                .submit()?;
+        }
+        sched.synchronize()?;
+        if seen.lock().len() >= slots {
+            break;
+        }
+    }
+    let n = seen.lock().len();
+    Ok(n)
+}

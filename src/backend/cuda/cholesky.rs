@@ -87,28 +87,37 @@ impl Libs {
     }
 
     /// Sizes the POTRF workspace for tiles of order `b` (at `a`, a b×b tile on this
-    /// context's device), keeping it when it is large enough.
+    /// context's device, or a scratch tile allocated for the query when `None`),
+    /// keeping it when it is large enough.
     ///
     /// # Safety
     /// `a` is a device address of b² doubles in this context; nothing uses the current
     /// workspace (this slot's previous commands are ordered before what follows on the
     /// slot's stream, and freeing synchronises).
-    unsafe fn workspace(&mut self, a: sys::CUdeviceptr, b: usize) -> Result<(), String> {
+    unsafe fn workspace(&mut self, a: Option<sys::CUdeviceptr>, b: usize) -> Result<(), String> {
         if self.work != 0 && self.work_b >= b {
             return Ok(());
         }
         let n = int(b, "tile order")?;
+        let scratch = match a {
+            Some(_) => 0,
+            None => result::malloc_sync(b * b * 8).map_err(|e| failed_text("cuMemAlloc", e))?,
+        };
         let mut lwork: c_int = 0;
-        solver::cusolverDnDpotrf_bufferSize(
+        let queried = solver::cusolverDnDpotrf_bufferSize(
             self.solver,
             solver::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER,
             n,
-            a as *mut f64,
+            a.unwrap_or(scratch) as *mut f64,
             n,
             &mut lwork,
         )
         .result()
-        .map_err(solver_err("cusolverDnDpotrf_bufferSize"))?;
+        .map_err(solver_err("cusolverDnDpotrf_bufferSize"));
+        if scratch != 0 {
+            result::free_sync(scratch).map_err(|e| failed_text("cuMemFree", e))?;
+        }
+        queried?;
         let lwork = lwork.max(1);
         if self.work != 0 {
             result::free_sync(self.work).map_err(|e| failed_text("cuMemFree", e))?;
@@ -143,6 +152,34 @@ thread_local! {
     static LIBS: RefCell<HashMap<(usize, usize), Libs>> = RefCell::new(HashMap::new());
 }
 
+/// Runs `f` on this thread's handles of (`gpu`, `slot`), made in the current context on
+/// first use.
+fn with_libs<R>(gpu: usize, slot: usize, f: impl FnOnce(&mut Libs) -> Result<R, String>) -> Result<R, String> {
+    LIBS.with(|libs| {
+        let mut libs = libs.borrow_mut();
+        let libs = match libs.entry((gpu, slot)) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => v.insert(Libs::new()?),
+        };
+        f(libs)
+    })
+}
+
+/// Makes the handles of the task's (GPU, stream slot) and sizes its POTRF workspace for
+/// tiles of order `b`, so that a timed run does not (nothing on the sim backend).
+///
+/// # Errors
+/// A library or driver call that failed.
+pub(crate) fn warm(call: &chariot::GpuCall<'_>, b: usize) -> Result<(), String> {
+    if call.cuda_stream().is_none() {
+        return Ok(());
+    }
+    let info = call.info();
+    // SAFETY: the callback runs on the dispatcher of the task's GPU, whose context is
+    // current; the slot runs this task alone, so its workspace is not in use.
+    with_libs(info.gpu, info.stream, |libs| unsafe { libs.workspace(None, b) })
+}
+
 /// Enqueues tile operation `op` of order-`b` tiles on `stream`, with the handles of
 /// (`gpu`, `slot`) on this thread (made on first use, in the current context).
 /// `tile(i, j)` is the device address of tile (i, j), b×b column-major (lda = b).
@@ -162,18 +199,13 @@ pub(crate) unsafe fn enqueue(
 ) -> Result<(), String> {
     let n = int(b, "tile order")?;
     let (one, minus) = (1.0f64, -1.0f64);
-    LIBS.with(|libs| {
-        let mut libs = libs.borrow_mut();
-        let libs = match libs.entry((gpu, slot)) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(v) => v.insert(Libs::new()?),
-        };
+    with_libs(gpu, slot, |libs| {
         use blas::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER as LOWER;
         use blas::cublasOperation_t::{CUBLAS_OP_N as N, CUBLAS_OP_T as T};
         match op {
             Op::Potrf { k } => {
                 let a = tile(k, k)?;
-                libs.workspace(a, b)?;
+                libs.workspace(Some(a), b)?;
                 solver::cusolverDnSetStream(libs.solver, stream as solver::cudaStream_t)
                     .result()
                     .map_err(solver_err("cusolverDnSetStream"))?;
