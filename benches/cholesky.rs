@@ -236,9 +236,9 @@ fn chariot_run(
 ) -> Result<Row, String> {
     let err = |e: chariot::Error| e.to_string();
     if round == 0 {
-        let slots = warm_up(sched, b).map_err(err)?;
-        if slots < sched.gpu_count() * sched.streams() {
-            println!("  (warm-up reached {slots} of {} stream slots)", sched.gpu_count() * sched.streams());
+        let gpus = warm_up(sched, b).map_err(err)?;
+        if gpus < sched.gpu_count() {
+            println!("  (warm-up reached {gpus} of {} GPUs)", sched.gpu_count());
         }
         let w = Spd::new((2 * d * b).min(spd.n.max(b)), 99);
         let host = TiledHost::new(sched, &w, Tiling::new(w.n, b)?).map_err(err)?;

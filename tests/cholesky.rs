@@ -32,7 +32,7 @@ fn check(s: &Scheduler, n: usize, b: usize, seed: u64) -> chariot::Report {
     let run = factor(s, &host).unwrap();
     let plan = Plan::new(t);
     assert_eq!(run.tasks, 2 * t.tiles() + plan.ops.len(), "uploads, operations, readbacks");
-    assert!(!run.report.dependencies.is_empty(), "the graph's edges are inferred");
+    assert_eq!(run.report.tasks, run.tasks, "every task ran");
     let got = t.lower_dense(&host.l.read());
     let mut want = spd.dense();
     cpu::reference(&mut want, n).unwrap();
@@ -55,7 +55,7 @@ fn tiled_equals_the_reference_at_d_1_2_and_s_1_4() {
         for d in [1, 2] {
             for streams in [1, 4] {
                 let s = sched(d, streams, Order::LargestFirst);
-                assert_eq!(warm_up(&s, 64).unwrap(), d * streams, "every stream slot warmed");
+                assert_eq!(warm_up(&s, 64).unwrap(), d, "every GPU warmed");
                 let report = check(&s, 256, 64, 1);
                 assert_eq!(report.tasks_per_gpu.len(), d);
                 println!("D {d} S {streams}: tasks per GPU {:?}", report.tasks_per_gpu);

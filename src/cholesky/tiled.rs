@@ -136,29 +136,39 @@ pub fn factor(sched: &Scheduler, host: &TiledHost) -> Result<TiledRun> {
 
 /// Makes the library handles of every (GPU, stream slot) of `sched` and sizes their
 /// POTRF workspaces for tiles of order `b`, so that a timed factorisation does not: a
-/// few batches of empty GPU callbacks, until every slot has run one (at most 32
-/// batches). Returns the slots seen. The scheduler must have no unended task.
+/// few batches of GPU callbacks, until each GPU has run one (at most 32 batches); the
+/// first callback on a GPU prepares all of its slots, on that GPU's dispatcher thread,
+/// and holds the dispatcher until every GPU has had one (at most 5 s). Returns
+/// the GPUs reached. The scheduler must have no unended task.
 ///
 /// # Errors
 /// chariot's errors, or a library call that failed.
 pub fn warm_up(sched: &Scheduler, b: usize) -> Result<usize> {
-    let slots = sched.gpu_count() * sched.streams();
+    let (gpus, streams) = (sched.gpu_count(), sched.streams());
     let seen = std::sync::Arc::new(parking_lot::Mutex::new(std::collections::HashSet::new()));
     for _ in 0..32 {
-        for id in 0..2 * slots as u64 {
+        for id in 0..2 * (gpus * streams) as u64 {
             let seen = seen.clone();
             sched
                 .task(id, 1)
                 .gpu_callback(move |call| {
-                    crate::backend::cuda::cholesky::warm(call, b)?;
-                    let info = call.info();
-                    seen.lock().insert((info.gpu, info.stream));
+                    let gpu = call.info().gpu;
+                    if !seen.lock().contains(&gpu) {
+                        crate::backend::cuda::cholesky::warm(call, b, streams)?;
+                        seen.lock().insert(gpu);
+                        // Hold this GPU's dispatcher (up to 5 s) so that the other
+                        // GPUs take the remaining tasks.
+                        let until = Instant::now() + std::time::Duration::from_secs(5);
+                        while seen.lock().len() < gpus && Instant::now() < until {
+                            std::thread::sleep(std::time::Duration::from_millis(1));
+                        }
+                    }
                     Ok(())
                 })
                 .submit()?;
         }
         sched.synchronize()?;
-        if seen.lock().len() >= slots {
+        if seen.lock().len() >= gpus {
             break;
         }
     }

@@ -165,19 +165,26 @@ fn with_libs<R>(gpu: usize, slot: usize, f: impl FnOnce(&mut Libs) -> Result<R, 
     })
 }
 
-/// Makes the handles of the task's (GPU, stream slot) and sizes its POTRF workspace for
-/// tiles of order `b`, so that a timed run does not (nothing on the sim backend).
+/// Makes the handles of stream slots `0..slots` of the task's GPU on this thread (the
+/// GPU's dispatcher, which runs all of that GPU's callbacks) and sizes their POTRF
+/// workspaces for tiles of order `b`, so that a timed run does not (nothing on the sim
+/// backend). Call it only while the scheduler runs nothing else: a workspace that grows
+/// is freed and allocated again.
 ///
 /// # Errors
 /// A library or driver call that failed.
-pub(crate) fn warm(call: &chariot::GpuCall<'_>, b: usize) -> Result<(), String> {
+pub(crate) fn warm(call: &chariot::GpuCall<'_>, b: usize, slots: usize) -> Result<(), String> {
     if call.cuda_stream().is_none() {
         return Ok(());
     }
-    let info = call.info();
-    // SAFETY: the callback runs on the dispatcher of the task's GPU, whose context is
-    // current; the slot runs this task alone, so its workspace is not in use.
-    with_libs(info.gpu, info.stream, |libs| unsafe { libs.workspace(None, b) })
+    let gpu = call.info().gpu;
+    for slot in 0..slots {
+        // SAFETY: the callback runs on the dispatcher of the task's GPU, whose context is
+        // current; the scheduler runs no other task (the caller's promise), so no
+        // workspace is in use.
+        with_libs(gpu, slot, |libs| unsafe { libs.workspace(None, b) })?;
+    }
+    Ok(())
 }
 
 /// Enqueues tile operation `op` of order-`b` tiles on `stream`, with the handles of
