@@ -90,3 +90,29 @@ fn a_matrix_that_is_not_positive_definite_fails_its_potrf() {
         }
     });
 }
+
+/// On a CUDA GPU (ignored in CI): chariot's factorisation with cuBLAS and cuSOLVER at
+/// N = 4000 (a padded last tile) in tiles of 512 and 1024, and cuSOLVER's potrf, both
+/// checked by random vectors.
+#[test]
+#[ignore = "needs a CUDA GPU with cuBLAS and cuSOLVER"]
+fn on_cuda_both_factorisations_are_right() {
+    with_timeout(600, || {
+        let s = Scheduler::builder().backend(Backend::Cuda).order(Order::LargestFirst).build().expect("CUDA");
+        let spd = Spd::new(4000, 7);
+        let norm = spd.frobenius();
+        for b in [512, 1024] {
+            assert_eq!(warm_up(&s, b).unwrap(), 1);
+            let t = Tiling::new(spd.n, b).unwrap();
+            let host = TiledHost::new(&s, &spd, t).unwrap();
+            let run = factor(&s, &host).unwrap();
+            let l = host.l.read();
+            let r = residual::randomized(&spd, norm, &residual::TiledFactor { tiling: t, tiles: &l }, 2, 1);
+            println!("chariot b {b}: {:.1} GFLOP/s, residual {r:e}", run.gflops(spd.n));
+            assert!(r < 1e-14, "chariot b {b}: residual {r:e}");
+        }
+        let run = chariot_studies::cholesky::baseline::potrf(0, &spd, norm, 2).unwrap();
+        println!("cuSOLVER potrf: {:.1} GFLOP/s alone, residual {:e}", run.gflops_factor(spd.n), run.residual);
+        assert!(run.residual < 1e-14, "potrf residual {:e}", run.residual);
+    });
+}

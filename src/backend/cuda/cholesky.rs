@@ -91,9 +91,9 @@ impl Libs {
     /// keeping it when it is large enough.
     ///
     /// # Safety
-    /// `a` is a device address of b² doubles in this context; nothing uses the current
-    /// workspace (this slot's previous commands are ordered before what follows on the
-    /// slot's stream, and freeing synchronises).
+    /// The current context is this one; `a` is a device address of b² doubles in it.
+    /// A workspace that grows is freed after the context has drained, so that this
+    /// slot's previous POTRF no longer uses it.
     unsafe fn workspace(&mut self, a: Option<sys::CUdeviceptr>, b: usize) -> Result<(), String> {
         if self.work != 0 && self.work_b >= b {
             return Ok(());
@@ -120,6 +120,8 @@ impl Libs {
         queried?;
         let lwork = lwork.max(1);
         if self.work != 0 {
+            // The old workspace may still be in use by this slot's last POTRF.
+            result::ctx::synchronize().map_err(|e| failed_text("cuCtxSynchronize", e))?;
             result::free_sync(self.work).map_err(|e| failed_text("cuMemFree", e))?;
             self.work = 0;
         }
