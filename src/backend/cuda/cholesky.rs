@@ -10,6 +10,10 @@
 //! * The baseline ([`potrf_dense`]): the whole matrix uploaded, factorised by
 //!   `cusolverDnXpotrf` (the 64-bit API: N² elements exceed 2³¹ from N = 46 341 on) and
 //!   downloaded, each step timed apart.
+//!
+//! Why this file is long: it is the study's whole foreign surface (two libraries, the
+//! handles' lifetime, the four operations' argument lists as rustfmt lays them out, and
+//! the baseline's rig), kept in one place so that every `unsafe` of the study sits here.
 
 use super::failed_text;
 use crate::cholesky::plan::Op;
