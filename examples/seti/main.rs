@@ -26,13 +26,15 @@
 //! and the checks, `shape` the configurations, `bounds` the rate probes and bounds,
 //! `probes` the diagnosis's kernels and its variants of the phases, `diagnose` the
 //! `--diagnose` study, `run` a whole run (`run_all`) step by step, `report` the tables'
-//! arithmetic and the CSV.
+//! arithmetic and the CSV, `resident` the mode that keeps the matrix on the GPU between
+//! the phases (issue 16) and its comparison with in-core cuFFT.
 
 mod bounds;
 mod diagnose;
 mod fft;
 mod probes;
 mod report;
+mod resident;
 mod run;
 mod shape;
 mod signal;
@@ -100,6 +102,10 @@ pub(crate) struct Cli {
     /// Skip the in-core cuFFT 2-D comparison.
     #[arg(long)]
     pub(crate) no_incore: bool,
+    /// Skip resident mode (the matrix kept on the GPU between the phases) and its
+    /// comparison with in-core cuFFT, alternated.
+    #[arg(long)]
+    pub(crate) no_resident: bool,
     /// Also run each S with the same copies and no FFT at all (diagnosis: what the
     /// copies alone cost in the pipeline).
     #[arg(long)]

@@ -7,6 +7,7 @@ use clap::Parser;
 use crate::fft::{column_fft, column_tile, columns_twin, digit_reverse, log_lmax, pass_logs, ColumnKernel};
 use crate::probes::{ColumnWork, Probes};
 use crate::report::CSV_HEADER;
+use crate::resident::Resident;
 use crate::run::{in_core, run_all, validate};
 use crate::shape::Shape;
 use crate::signal::{check, check_peaks, error_bound, fill_signal, rel_l2};
@@ -128,6 +129,30 @@ fn in_core_matches_rustfft_on_sim() {
     check(&work.read(), &r, x, y, 2).unwrap();
 }
 
+/// Resident mode: the matrix stays on the (simulated) GPUs between the phases; at D = 2
+/// the column task fetches the row blocks the other GPU transformed.
+#[test]
+fn resident_mode_matches_rustfft_on_sim() {
+    for (gpus, x, y, n) in [(1, 128, 64, 4), (2, 64, 128, 8)] {
+        let backend = Backend::SimWith(SimProfile::h100().with_gpus(gpus).with_time_scale(0.0));
+        let (m, r) = reference(x, y, 7);
+        let res = Resident::new(&backend, gpus, x, y, n).unwrap();
+        let mut input = res.sched.alloc_host::<C>(x * y).unwrap();
+        input.write().copy_from_slice(&m);
+        let work = res.sched.alloc_host::<C>(x * y).unwrap();
+        for _ in 0..2 {
+            let report = res.run(&input, &work, x, y, n).unwrap();
+            check(&work.read(), &r, x, y, 2).unwrap_or_else(|e| panic!("D = {gpus}: {e}"));
+            // Every readback runs after the column task, which runs after every row task.
+            let last_row_end = report.records.iter().filter(|c| c.task.0 < n as u64).map(|c| c.end_ns).max().unwrap();
+            let col = report.records.iter().filter(|c| c.task.0 == n as u64);
+            assert!(col.clone().all(|c| c.start_ns >= last_row_end), "D = {gpus}: column task before a row task ended");
+            let col_end = col.map(|c| c.end_ns).max().unwrap();
+            assert!(report.records.iter().filter(|c| c.task.0 > n as u64).all(|c| c.start_ns >= col_end));
+        }
+    }
+}
+
 #[test]
 fn whole_example_runs_on_sim() {
     let cli = Cli::parse_from([
@@ -151,8 +176,9 @@ fn whole_example_runs_on_sim() {
     ]);
     let out = run_all(&cli).unwrap();
     // cpu, serial, pipelined, copies only (S = 1, 2), the diagnosis (14 kinds of
-    // column work at S = 1, 2), in-core; each row has every CSV column.
-    assert_eq!(out.rows.len(), 6 + 28);
+    // column work at S = 1, 2), resident and in-core alternated, in-core; each row has
+    // every CSV column.
+    assert_eq!(out.rows.len(), 8 + 28);
     let cols = CSV_HEADER.split(',').count();
     for r in &out.rows {
         assert_eq!(r.split(',').count(), cols, "{r}");
@@ -269,6 +295,10 @@ fn two_phase_and_in_core_match_rustfft_on_gpu() {
         work.write().fill(C::default());
         in_core(&backend, &input, &work, x, y, 1).unwrap();
         let e2 = check(&work.read(), &r, x, y, 4).unwrap();
-        println!("{x} × {y}: two-phase error {}, in-core error {e2:.2e}", errors.join(", "));
+        let res = Resident::new(&backend, 1, x, y, n).unwrap();
+        work.write().fill(C::default());
+        res.run(&input, &work, x, y, n).unwrap();
+        let e3 = check(&work.read(), &r, x, y, 4).unwrap();
+        println!("{x} × {y}: two-phase error {}, in-core error {e2:.2e}, resident error {e3:.2e}", errors.join(", "));
     }
 }

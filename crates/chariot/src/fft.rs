@@ -14,7 +14,7 @@
 use crate::backend::Machine;
 use crate::callback::{CallInfo, GpuCall};
 use crate::error::BoxError;
-use crate::{DeviceBuffer, Scheduler};
+use crate::{DeviceBuffer, ResidentBuffer, Scheduler};
 use num_complex::Complex32;
 use parking_lot::Mutex;
 use rustfft::{Fft, FftPlanner};
@@ -44,6 +44,18 @@ pub enum FftShape {
         /// Columns (contiguous).
         cols: usize,
     },
+    /// `batch` 1-D transforms of length `len` over the first `batch` columns of a
+    /// row-major matrix of `len` rows and `stride` columns (element k of column c at
+    /// `c + k·stride`), in place: the column phase of a 2-D transform on data that
+    /// stays on the GPU.
+    Columns {
+        /// Transform length (rows of the matrix).
+        len: usize,
+        /// Columns transformed (at most `stride`).
+        batch: usize,
+        /// Elements between rows.
+        stride: usize,
+    },
 }
 
 impl FftShape {
@@ -52,6 +64,7 @@ impl FftShape {
         match *self {
             FftShape::Rows { len, batch } => len.saturating_mul(batch),
             FftShape::TwoD { rows, cols } => rows.saturating_mul(cols),
+            FftShape::Columns { len, stride, .. } => len.saturating_mul(stride),
         }
     }
 
@@ -59,6 +72,7 @@ impl FftShape {
         let ok = match *self {
             FftShape::Rows { len, batch } => len > 0 && batch > 0,
             FftShape::TwoD { rows, cols } => rows > 0 && cols > 0,
+            FftShape::Columns { len, batch, stride } => len > 0 && batch > 0 && batch <= stride,
         };
         if ok {
             Ok(())
@@ -158,6 +172,7 @@ impl FftPlans {
         let made = match shape {
             FftShape::Rows { len, batch } => cuda.fft_plan(gpu, len, batch, false),
             FftShape::TwoD { rows, cols } => cuda.fft_plan(gpu, cols, rows, true),
+            FftShape::Columns { len, batch, stride } => cuda.fft_plan_columns(gpu, len, batch, stride),
         }?;
         Ok(self.cuda.lock().entry(key).or_insert_with(|| Arc::new(made)).clone())
     }
@@ -185,7 +200,7 @@ impl FftPlans {
         } else {
             let mut p = self.cpu.lock();
             match shape {
-                FftShape::Rows { len, .. } => drop(p.plan_fft_forward(len)),
+                FftShape::Rows { len, .. } | FftShape::Columns { len, .. } => drop(p.plan_fft_forward(len)),
                 FftShape::TwoD { rows, cols } => {
                     p.plan_fft_forward(rows);
                     p.plan_fft_forward(cols);
@@ -231,8 +246,72 @@ impl FftPlans {
                 };
                 forward_2d_with(data, rows, cols, 1, &*fr, &*fc);
             }
+            FftShape::Columns { len, batch, stride } => {
+                let fft = self.cpu.lock().plan_fft_forward(len);
+                columns_cpu(data, len, batch, stride, &*fft);
+            }
         }
         Ok(())
+    }
+
+    /// [`forward`](FftPlans::forward) on a resident buffer: the transform of `shape`
+    /// in place on elements `offset..` of `buf`'s copy on the task's GPU. Declare the
+    /// use on the task (`TaskBuilder::reads_writes`), unless one of its downloads
+    /// writes those elements.
+    ///
+    /// # Errors
+    /// An empty shape, a shape past the buffer's end, no copy on this GPU, or cuFFT's
+    /// error.
+    pub fn forward_resident(
+        &self,
+        call: &mut GpuCall<'_>,
+        buf: &ResidentBuffer<Complex32>,
+        offset: usize,
+        shape: FftShape,
+    ) -> Result<(), BoxError> {
+        shape.check()?;
+        if offset.checked_add(shape.elements()).is_none_or(|end| end > buf.len()) {
+            return Err(format!(
+                "FFT of {} elements at {offset} on a resident buffer of {}",
+                shape.elements(),
+                buf.len()
+            )
+            .into());
+        }
+        if self.machine.cuda().is_some() {
+            let info = call.info();
+            let plan = self.plan(info.gpu, info.stream, shape)?;
+            let ptr = call.resident_ptr(buf, offset).ok_or("no copy of the resident buffer on this GPU")?;
+            return Ok(plan.forward_at(call, ptr)?);
+        }
+        let fft_len = match shape {
+            FftShape::Rows { len, .. } | FftShape::Columns { len, .. } => len,
+            FftShape::TwoD { .. } => return Err("a 2-D transform of resident data: use Rows and Columns".into()),
+        };
+        let fft = self.cpu.lock().plan_fft_forward(fft_len);
+        call.sim_resident(buf, offset, |data: &mut [Complex32]| {
+            let data = &mut data[..shape.elements()];
+            match shape {
+                FftShape::Columns { len, batch, stride } => columns_cpu(data, len, batch, stride, &*fft),
+                _ => fft.process(data),
+            }
+        })
+        .ok_or("neither a CUDA stream nor a simulated copy")?;
+        Ok(())
+    }
+}
+
+/// Transforms `batch` strided columns of `data` (rows of `stride` elements) in place.
+fn columns_cpu(data: &mut [Complex32], len: usize, batch: usize, stride: usize, fft: &dyn Fft<f32>) {
+    let mut col = vec![Complex32::default(); len];
+    for c in 0..batch {
+        for (k, v) in col.iter_mut().enumerate() {
+            *v = data[c + k * stride];
+        }
+        fft.process(&mut col);
+        for (k, v) in col.iter().enumerate() {
+            data[c + k * stride] = *v;
+        }
     }
 }
 

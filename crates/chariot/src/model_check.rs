@@ -34,7 +34,8 @@
 //!
 //! Files: `gpu` (the model GPU, its engine and the counts), `pipeline` (the
 //! configurations and the schedules of the real dispatchers), `protocol`
-//! (`stage_protocol`), `buffer` (`buffer_order`); here, what they share.
+//! (`stage_protocol`), `buffer` (`buffer_order`), `resident` (resident data: a fetch
+//! from another GPU's copy while that GPU evicts to make room); here, what they share.
 //!
 //! Deleting any one wake-up of the protocol (the release's, the withdrawal's, the
 //! submit's, the signal's lock around `notify_one`) makes some test deadlock, and so
@@ -45,6 +46,11 @@
 //! holder's release wakes that GPU later; the wake saves latency (with G_k > 1 the
 //! next head may go at once), which a liveness check cannot see.
 //!
+//! `resident` found a race in the first eviction, which cleared the evicted copy's
+//! pieces before writing them back to the host shadow: a fetch planned in between found
+//! a piece valid nowhere. Eviction now pins the copy while it writes back, and gives it
+//! up only if no fetch began to read it meanwhile.
+//!
 //! Runs are seeded, so a failure replays; `CHARIOT_MODEL_SEED` picks another seed and
 //! `CHARIOT_MODEL_SCALE` multiplies the iterations for longer searches.
 
@@ -52,6 +58,7 @@ mod buffer;
 mod gpu;
 mod pipeline;
 mod protocol;
+mod resident;
 
 use crate::ids::TaskId;
 use crate::task::Task;

@@ -31,7 +31,7 @@ use super::device::Graveyard;
 use super::Element;
 use crate::backend::device::PhysBuf;
 use crate::ids::TaskId;
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 use std::marker::PhantomData;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -367,7 +367,7 @@ impl ResidentInner {
     }
 
     /// The host shadow, for a fetch from it: locked while the copy reads it.
-    pub(crate) fn shadow(&self) -> parking_lot::MutexGuard<'_, Vec<u8>> {
+    pub(crate) fn shadow(&self) -> impl std::ops::Deref<Target = Vec<u8>> + '_ {
         self.shadow.lock()
     }
 
@@ -387,53 +387,67 @@ impl ResidentInner {
     /// shadow first. Returns whether memory was freed.
     fn evict(&self, gpu: usize) -> bool {
         let bit = 1u64 << gpu;
+        // First, under the lock: nothing uses the copy; pin it (as a user) while the
+        // pieces only it holds are written back, so that it stays valid for any fetch
+        // that plans to read it meanwhile.
         let (copy, only_here) = {
             let mut st = self.state.lock();
             if st.users[gpu] > 0 || st.pieces.iter().any(|p| p.pending & bit != 0) {
                 return false;
             }
-            let Some(copy) = st.copies[gpu].take() else { return false };
+            let Some(copy) = st.copies[gpu].clone() else { return false };
             let only_here: Vec<usize> = (0..st.pieces.len())
                 .filter(|&p| {
                     let piece = st.pieces[p];
                     piece.gpus == bit && !piece.host && !piece.zero
                 })
                 .collect();
-            for piece in &mut st.pieces {
-                piece.gpus &= !bit;
-            }
+            st.users[gpu] += 1;
             (copy, only_here)
         };
+        let mut written = true;
         if !only_here.is_empty() {
             let mut shadow = self.shadow.lock();
             if shadow.is_empty() {
                 shadow.resize(self.bytes, 0);
             }
-            let mut failed = false;
             for &p in &only_here {
                 let r = self.bytes_of(&(p..p + 1));
-                if self.memory.read_copy(&copy, r.start, &mut shadow[r]).is_err() {
-                    failed = true;
-                }
+                written &= self.memory.read_copy(&copy, r.start, &mut shadow[r]).is_ok();
             }
-            drop(shadow);
+        }
+        // Then, again under the lock: if a fetch began to read the copy meanwhile, or
+        // the write-back failed, the copy stays; else it goes, and the shadow holds what
+        // only it held.
+        let taken = {
             let mut st = self.state.lock();
-            for &p in &only_here {
-                let piece = &mut st.pieces[p];
-                if failed {
-                    piece.lost = Some(TaskId(0));
-                } else {
-                    piece.host = true;
+            st.users[gpu] -= 1;
+            if !written || st.users[gpu] > 0 {
+                None
+            } else {
+                for &p in &only_here {
+                    st.pieces[p].host = true;
                 }
+                for piece in &mut st.pieces {
+                    piece.gpus &= !bit;
+                }
+                st.copies[gpu].take()
             }
+        };
+        drop(copy);
+        match taken.map(Arc::try_unwrap) {
+            Some(Ok(buf)) => {
+                self.memory.free_copy(buf);
+                true
+            }
+            // A reader of the pointer still holds it (a command being issued): it is
+            // freed when that lets go, through the graveyard at the next synchronize.
+            Some(Err(shared)) => {
+                drop(shared);
+                true
+            }
+            None => false,
         }
-        match Arc::try_unwrap(copy) {
-            Ok(buf) => self.memory.free_copy(buf),
-            // A reader of the pointer still holds it (a command being issued): freed
-            // when it lets go, at the next synchronize.
-            Err(shared) => drop(shared),
-        }
-        true
     }
 }
 
@@ -455,7 +469,7 @@ fn evict_one(gpu: usize, this: &ResidentInner, others: &[Arc<ResidentInner>]) ->
 impl Drop for ResidentInner {
     fn drop(&mut self) {
         let mut bufs: Vec<PhysBuf> = Vec::new();
-        for c in self.state.get_mut().copies.iter_mut() {
+        for c in self.state.lock().copies.iter_mut() {
             if let Some(c) = c.take() {
                 if let Ok(b) = Arc::try_unwrap(c) {
                     bufs.push(b);

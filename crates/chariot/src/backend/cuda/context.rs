@@ -316,6 +316,19 @@ impl Machine {
         }
     }
 
+    /// A cuFFT C2C plan of `batch` columns of `len` elements, `stride` elements apart
+    /// (a row-major matrix's columns, transformed in place).
+    pub(crate) fn fft_plan_columns(
+        &self,
+        gpu: usize,
+        len: usize,
+        batch: usize,
+        stride: usize,
+    ) -> Result<super::cufft::Plan, String> {
+        let ctx = self.contexts.get(gpu).ok_or_else(|| format!("no GPU {gpu}"))?.clone();
+        super::cufft::Plan::columns(ctx, len, batch, stride)
+    }
+
     pub(crate) fn open_gpu(
         &self,
         gpu: usize,

@@ -82,6 +82,34 @@ impl Plan {
     }
 
     /// One 2-D transform of `rows` rows of `cols` contiguous elements.
+    /// `batch` transforms of length `len` over strided columns: element k of column c at
+    /// `c + k·stride` (a row-major matrix of `stride` columns).
+    pub(crate) fn columns(ctx: Arc<Context>, len: usize, batch: usize, stride: usize) -> Result<Plan, String> {
+        present()?;
+        ctx.bind()?;
+        let (n_i, batch_i, stride_i) = (int(len, "column length")?, int(batch, "columns")?, int(stride, "stride")?);
+        let elements = len.checked_mul(stride).ok_or("plan size overflows")?;
+        let mut dims = [n_i];
+        let mut embed = [n_i];
+        // SAFETY: `dims` and `embed` live across the call; the context is current.
+        let handle = unsafe {
+            result::plan_many(
+                1,
+                dims.as_mut_ptr(),
+                embed.as_mut_ptr(),
+                stride_i,
+                1,
+                embed.as_mut_ptr(),
+                stride_i,
+                1,
+                sys::cufftType::CUFFT_C2C,
+                batch_i,
+            )
+        }
+        .map_err(cufft("cufftPlanMany"))?;
+        Ok(Plan { handle, ctx, elements, exec: parking_lot::Mutex::new(()) })
+    }
+
     pub(crate) fn two_d(ctx: Arc<Context>, rows: usize, cols: usize) -> Result<Plan, String> {
         present()?;
         ctx.bind()?;
@@ -142,6 +170,21 @@ impl Plan {
         // SAFETY: see above: `ptr` is a live allocation of this GPU with at least
         // `elements` complex pairs, used only by this task's stream, and `stream` is
         // the task's stream in this GPU's context.
+        unsafe { self.forward(stream, ptr) }
+    }
+}
+
+impl Plan {
+    /// Enqueues the transform on the task's stream in place at device address `ptr`,
+    /// which the caller got for this task's GPU with at least the plan's span behind it.
+    pub(crate) fn forward_at(&self, call: &crate::callback::GpuCall<'_>, ptr: u64) -> Result<(), String> {
+        let info = call.info();
+        if info.gpu != self.gpu() {
+            return Err(format!("a plan of GPU {} used on GPU {}", self.gpu(), info.gpu));
+        }
+        let stream = call.cuda_stream().ok_or("a cuFFT plan used on the sim backend")?;
+        // SAFETY: the caller checked that `ptr` has the plan's span of this GPU's memory
+        // behind it (a resident copy the task holds); the stream is the task's.
         unsafe { self.forward(stream, ptr) }
     }
 }

@@ -32,7 +32,8 @@ pub struct SimProfile {
     /// Both directions of one link together, bytes/s.
     pub duplex_bytes_per_s: f64,
     /// GPU-to-GPU copies (a resident buffer's peer fetch), bytes/s: NVLink or PCIe
-    /// peer-to-peer. A peer copy also takes its share of the destination's link.
+    /// peer-to-peer. Peer copies run on the destination's copy engine at this rate,
+    /// beside the host links (they do not take a share of them).
     pub peer_bytes_per_s: f64,
     /// Host buses shared by the GPUs (GPU g on bus g mod B); `None`: each GPU has its own.
     pub buses: Option<usize>,

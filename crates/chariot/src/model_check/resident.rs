@@ -1,0 +1,149 @@
+//! Resident data's shared state (issue 16) under concurrent dispatchers: a fetch that
+//! copies from another GPU's copy while that GPU evicts copies to make room.
+//!
+//! Buffer A's one piece is modified on GPU 1 (the only valid copy). Dispatcher 0 binds A
+//! and fetches the piece; dispatcher 1, meanwhile, binds buffer B on a GPU 1 that holds
+//! one copy only, so it must evict A's copy there, writing the piece back to A's host
+//! shadow first. Whatever the interleaving: the fetch never reads a copy that has been
+//! freed (the plan counts the source as used, and eviction skips used copies), the
+//! piece arrives on GPU 0 with its value (from GPU 1's copy, or from the shadow if the
+//! eviction came first), and B gets its copy once the fetch has let go of A's.
+
+use super::{pct, random, spawn};
+use crate::backend::device::PhysBuf;
+use crate::ids::TaskId;
+use crate::memory::resident::{Plan, ResidentInner, ResidentMemory, Source};
+use crate::memory::{FreeDevice, Graveyard};
+use crate::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+const BYTES: usize = 16;
+const VALUE: u8 = 0x5a;
+
+/// Model device memory: live copies by id, with their bytes; GPU 1 holds one copy.
+#[derive(Debug, Default)]
+struct Memory {
+    live: Mutex<HashMap<u64, (usize, Vec<u8>)>>,
+    next: Mutex<u64>,
+}
+
+impl Memory {
+    fn bytes(&self, buf: &PhysBuf) -> Option<Vec<u8>> {
+        let PhysBuf::Cuda { ptr, .. } = buf else { return None };
+        self.live.lock().get(ptr).map(|(_, b)| b.clone())
+    }
+
+    fn write(&self, buf: &PhysBuf, bytes: &[u8]) {
+        let PhysBuf::Cuda { ptr, .. } = buf else { return };
+        if let Some((_, b)) = self.live.lock().get_mut(ptr) {
+            b.copy_from_slice(bytes);
+        }
+    }
+}
+
+impl ResidentMemory for Memory {
+    fn alloc_copy(&self, gpu: usize, bytes: usize) -> crate::Result<PhysBuf> {
+        let mut live = self.live.lock();
+        if gpu == 1 && live.values().any(|(g, _)| *g == 1) {
+            return Err(crate::Error::OutOfMemory { what: "model GPU 1".into(), bytes, message: "full".into() });
+        }
+        let id = {
+            let mut next = self.next.lock();
+            *next += 1;
+            *next
+        };
+        live.insert(id, (gpu, vec![0; bytes]));
+        Ok(PhysBuf::Cuda { gpu, ptr: id })
+    }
+
+    fn free_copy(&self, buf: PhysBuf) {
+        if let PhysBuf::Cuda { ptr, .. } = buf {
+            self.live.lock().remove(&ptr);
+        }
+    }
+
+    fn read_copy(&self, buf: &PhysBuf, offset: usize, out: &mut [u8]) -> Result<(), String> {
+        let b = self.bytes(buf).ok_or("read of a freed copy")?;
+        out.copy_from_slice(&b[offset..offset + out.len()]);
+        Ok(())
+    }
+}
+
+impl FreeDevice for Memory {
+    fn free_device(&self, bufs: Vec<PhysBuf>) {
+        bufs.into_iter().for_each(|b| self.free_copy(b));
+    }
+}
+
+fn fetch_during_eviction() {
+    let memory = Arc::new(Memory::default());
+    let graveyard = Graveyard::new(memory.clone());
+    let new = || Arc::new(ResidentInner::new(0, 2, BYTES, BYTES, memory.clone(), graveyard.clone()));
+    let (a, b) = (new(), new());
+    // A task on GPU 1 wrote A's piece and ended: modified there, nothing uses it.
+    a.bind(1, &Vec::new).expect("GPU 1 is empty");
+    memory.write(&a.copy(1).expect("bound"), &[VALUE; BYTES]);
+    a.ended(1, &[0], true, true, TaskId(1));
+    a.unbind(1);
+
+    let all = {
+        let (a, b) = (a.clone(), b.clone());
+        move || vec![a.clone(), b.clone()]
+    };
+    let fetcher = {
+        let (a, memory, all) = (a.clone(), memory.clone(), all.clone());
+        spawn("dispatcher 0".into(), move || {
+            a.bind(0, &all).expect("GPU 0 has room");
+            let Plan::Copy(parts) = a.plan_fetch(0, &[0]) else { panic!("the piece is not on GPU 0") };
+            let from = parts[0].from;
+            // The copy, in two steps, so that the eviction can come between them.
+            let src = match from {
+                Source::Gpu(h) => {
+                    let copy = a.copy(h).expect("a planned source keeps its copy");
+                    crate::sync::thread::yield_now();
+                    memory.bytes(&copy).expect("a planned source copy is never freed while fetched from")
+                }
+                Source::Host => a.shadow().clone(),
+                Source::Zero => panic!("the piece was written"),
+            };
+            memory.write(&a.copy(0).expect("bound"), &src);
+            a.fetched(0, &parts, true);
+            let got = memory.bytes(&a.copy(0).expect("bound")).expect("live");
+            assert_eq!(got, [VALUE; BYTES], "fetched from {from:?}");
+            a.unbind(0);
+            from
+        })
+    };
+    let evicter = {
+        let (b, all) = (b.clone(), all.clone());
+        spawn("dispatcher 1".into(), move || {
+            // B needs GPU 1's only slot: it waits (retries) while A's copy is in use.
+            loop {
+                match b.bind(1, &all) {
+                    Ok(()) => return,
+                    Err(crate::Error::OutOfMemory { .. }) => crate::sync::thread::yield_now(),
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        })
+    };
+    let from = fetcher.join().expect("dispatcher 0");
+    evicter.join().expect("dispatcher 1");
+    assert!(matches!(from, Source::Gpu(1) | Source::Host));
+    assert!(a.copy(1).is_none() && b.copy(1).is_some(), "A's copy on GPU 1 gave way to B's");
+    // The piece is valid on GPU 0 (alone, or with the shadow where the eviction wrote it
+    // back), and a shadow, where written, holds the value: nothing was lost.
+    assert!(a.msi(0, 0) != 'I');
+    assert!(a.shadow().is_empty() || *a.shadow() == vec![VALUE; BYTES]);
+}
+
+#[test]
+fn resident_fetch_during_eviction_random() {
+    random(3000, fetch_during_eviction);
+}
+
+#[test]
+fn resident_fetch_during_eviction_pct() {
+    pct(3000, 3, fetch_during_eviction);
+}
