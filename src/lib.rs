@@ -9,6 +9,8 @@
 //!   depth-first, one CUDA graph; the in-order pipeline of a stream application);
 //! * [`plot`]: PNG plots of reports and studies, drawn with an embedded font.
 //! * [`soak`]: many small tasks in waves, checking that nothing accumulates (issue 7).
+//! * [`cholesky`]: the tiled Cholesky factorisation (issue 16, benchmark 2) and its
+//!   baseline, cuSOLVER's dense potrf.
 //!
 //! The binary `chariot` (the demo), the overhead study (`benches/overhead`), the SETI
 //! example (`examples/seti`) and the soak (`examples/soak.rs`) are this package's
@@ -27,6 +29,7 @@
 
 mod backend;
 pub mod baseline;
+pub mod cholesky;
 pub mod demo;
 pub mod images;
 pub mod plot;

@@ -4,6 +4,7 @@
 //! runtime's; `crate::baseline` is its safe face.
 
 pub(crate) mod baseline;
+pub(crate) mod cholesky;
 pub(crate) mod images;
 pub(crate) mod inorder;
 

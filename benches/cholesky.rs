@@ -1,0 +1,313 @@
+//! Tiled Cholesky factorisation (issue 16, benchmark 2; StarPU's classic benchmark,
+//! MUSTARD's Table 4): chariot's task graph over resident tiles (POTRF, TRSM, SYRK, GEMM
+//! on cuSOLVER and cuBLAS), with its defaults, against cuSOLVER's dense single-GPU
+//! potrf, alternated round by round, GFLOP/s = N³/3 over the time.
+//!
+//! chariot's time runs from the first submit to `synchronize`'s return: the tiles'
+//! uploads, the factorisation and L's readbacks, overlapped. The baseline's is given
+//! with the transfers (upload, `cusolverDnXpotrf`, download, one after the other) and
+//! without. Every factor is checked: ‖A − LLᵀ‖_F/‖A‖_F exactly up to `--exact-max`,
+//! beyond that by random vectors (`--vectors`), in f64 on the CPU.
+//!
+//! `cargo bench --bench cholesky -- --help` lists the options. On the sim backend (no
+//! GPU here, or `--backend sim`) the tile operations run on the CPU: a smoke test of the
+//! graph at small N, not a measurement. D > 1 runs chariot only (MUSTARD's D = 2
+//! baseline, cusolverMg, is not built).
+
+use chariot::{Backend, Order, Scheduler, SimProfile};
+use chariot_studies::cholesky::baseline::{self, PotrfRun};
+use chariot_studies::cholesky::tiled::{factor, warm_up, TiledHost};
+use chariot_studies::cholesky::{residual, Spd, Tiling};
+use clap::Parser;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// chariot's tiled Cholesky factorisation against cuSOLVER's potrf.
+#[derive(Parser, Debug)]
+#[command(about, long_about = None)]
+struct Cli {
+    /// Orders N, comma-separated (default: 16384,32768 on CUDA, 512 on sim). N need not
+    /// be a multiple of the tile: the last tiles are padded with the identity.
+    #[arg(long, value_delimiter = ',')]
+    n: Option<Vec<usize>>,
+    /// Tile orders b, comma-separated (default: 1024,2048,4096 on CUDA, 64,128 on sim).
+    #[arg(long, value_delimiter = ',')]
+    tile: Option<Vec<usize>>,
+    /// GPU counts D for chariot, comma-separated (the baseline runs at D = 1 only).
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    gpus: Vec<usize>,
+    /// Rounds: each runs chariot at every tile order, then the baseline.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Backend: auto (CUDA when there is a GPU), cuda or sim.
+    #[arg(long, default_value = "auto")]
+    backend: String,
+    /// chariot's task order: lf (largest granularity first: the tasks' bottom levels,
+    /// the critical path first), fcfs (submit order) or sf.
+    #[arg(long, default_value = "lf")]
+    order: String,
+    /// Random vectors of the residual check beyond --exact-max (0: no check).
+    #[arg(long, default_value_t = 2)]
+    vectors: usize,
+    /// Largest N whose residual is computed exactly (O(N³) on the CPU).
+    #[arg(long, default_value_t = 2048)]
+    exact_max: usize,
+    /// Seed of the matrix.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Skip the cuSOLVER baseline.
+    #[arg(long)]
+    no_baseline: bool,
+    /// Write every run as a CSV row here.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Accepted for `cargo bench`.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+/// One run.
+#[derive(Clone, Debug)]
+struct Row {
+    method: &'static str,
+    d: usize,
+    n: usize,
+    tile: usize,
+    round: usize,
+    /// Seconds, transfers included.
+    wall_s: f64,
+    /// Seconds of the factorisation alone (the baseline), NaN for chariot.
+    factor_s: f64,
+    residual: f64,
+    tasks: usize,
+}
+
+impl Row {
+    fn gflops(&self) -> f64 {
+        chariot_studies::cholesky::flops(self.n) / self.wall_s / 1e9
+    }
+    fn gflops_factor(&self) -> f64 {
+        chariot_studies::cholesky::flops(self.n) / self.factor_s / 1e9
+    }
+}
+
+const HEADER: &str = "method,backend,d,n,tile,round,wall_s,gflops,factor_s,gflops_factor,residual,tasks";
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.retain(|x| !x.is_nan());
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+fn main() -> Result<(), String> {
+    let cli = Cli::parse();
+    let backend = Backend::from_name(&cli.backend, SimProfile::instant()).map_err(|e| e.to_string())?;
+    let on_cuda = matches!(backend, Backend::Cuda);
+    let order = match cli.order.as_str() {
+        "lf" => Order::LargestFirst,
+        "fcfs" => Order::Fcfs,
+        "sf" => Order::SmallestFirst,
+        other => return Err(format!("--order {other}: lf, fcfs or sf")),
+    };
+    let ns = cli.n.clone().unwrap_or(if on_cuda { vec![16384, 32768] } else { vec![512] });
+    let tiles = cli.tile.clone().unwrap_or(if on_cuda { vec![1024, 2048, 4096] } else { vec![64, 128] });
+    if ns.contains(&0) || tiles.contains(&0) || cli.gpus.contains(&0) || cli.rounds == 0 {
+        return Err("--n, --tile, --gpus and --rounds must be positive".into());
+    }
+    let backend_name = if on_cuda { "cuda" } else { "sim" };
+    println!(
+        "cholesky on {backend_name}: N {ns:?}, tiles {tiles:?}, D {:?}, {} rounds, order {}",
+        cli.gpus, cli.rounds, cli.order
+    );
+    if !on_cuda {
+        println!("(sim: the tile operations run on the CPU; times are not GPU measurements; no baseline)");
+    }
+    let mut csv = match &cli.csv {
+        Some(p) => {
+            let mut f = std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            writeln!(f, "{HEADER}").map_err(|e| e.to_string())?;
+            Some(f)
+        }
+        None => None,
+    };
+    let mut rows: Vec<Row> = Vec::new();
+    let mut record = |row: Row, rows: &mut Vec<Row>| -> Result<(), String> {
+        println!(
+            "  {:<14} D {} N {:>6} b {:>5} round {}: {:>9.3} s {:>9.1} GFLOP/s{}  residual {:.2e}",
+            row.method,
+            row.d,
+            row.n,
+            row.tile,
+            row.round,
+            row.wall_s,
+            row.gflops(),
+            if row.factor_s.is_nan() {
+                String::new()
+            } else {
+                format!(" (factorisation alone {:.3} s, {:.1} GFLOP/s)", row.factor_s, row.gflops_factor())
+            },
+            row.residual
+        );
+        if let Some(f) = csv.as_mut() {
+            writeln!(
+                f,
+                "{},{backend_name},{},{},{},{},{},{},{},{},{},{}",
+                row.method,
+                row.d,
+                row.n,
+                row.tile,
+                row.round,
+                row.wall_s,
+                row.gflops(),
+                row.factor_s,
+                row.gflops_factor(),
+                row.residual,
+                row.tasks
+            )
+            .map_err(|e| e.to_string())?;
+        }
+        rows.push(row);
+        Ok(())
+    };
+    for &d in &cli.gpus {
+        let sched = chariot_scheduler(&backend, d, order)?;
+        for &n in &ns {
+            let spd = Spd::new(n, cli.seed);
+            let a_norm = spd.frobenius();
+            for round in 0..cli.rounds {
+                for &b in tiles.iter().filter(|&&b| b <= n) {
+                    record(chariot_run(&sched, &spd, a_norm, b, d, round, &cli)?, &mut rows)?;
+                }
+                if d == 1 && on_cuda && !cli.no_baseline {
+                    let vectors = if n <= cli.exact_max { cli.vectors.max(1) } else { cli.vectors };
+                    let run: PotrfRun = baseline::potrf(0, &spd, a_norm, vectors)?;
+                    let s = |ns: u64| ns as f64 / 1e9;
+                    record(
+                        Row {
+                            method: "cusolver-potrf",
+                            d: 1,
+                            n,
+                            tile: 0,
+                            round,
+                            wall_s: s(run.total_ns()),
+                            factor_s: s(run.factor_ns),
+                            residual: run.residual,
+                            tasks: 1,
+                        },
+                        &mut rows,
+                    )?;
+                }
+            }
+        }
+    }
+    summary(&rows);
+    Ok(())
+}
+
+/// chariot's scheduler at D GPUs with its defaults and `order`.
+fn chariot_scheduler(backend: &Backend, d: usize, order: Order) -> Result<Scheduler, String> {
+    let sched =
+        Scheduler::builder().backend(backend.clone()).gpus(d).order(order).build().map_err(|e| e.to_string())?;
+    println!(
+        "chariot at D = {d} on {}",
+        sched.gpu_info().iter().map(|g| g.name.as_str()).collect::<Vec<_>>().join(", ")
+    );
+    Ok(sched)
+}
+
+/// One chariot factorisation of `spd` in tiles of `b`, checked; warmed up first when
+/// this tile order is new to the scheduler (library handles, workspaces, kernels).
+fn chariot_run(
+    sched: &Scheduler,
+    spd: &Spd,
+    a_norm: f64,
+    b: usize,
+    d: usize,
+    round: usize,
+    cli: &Cli,
+) -> Result<Row, String> {
+    let err = |e: chariot::Error| e.to_string();
+    if round == 0 {
+        let gpus = warm_up(sched, b).map_err(err)?;
+        if gpus < sched.gpu_count() {
+            println!("  (warm-up reached {gpus} of {} GPUs)", sched.gpu_count());
+        }
+        let w = Spd::new((2 * d * b).min(spd.n.max(b)), 99);
+        let host = TiledHost::new(sched, &w, Tiling::new(w.n, b)?).map_err(err)?;
+        factor(sched, &host).map_err(err)?;
+    }
+    let t = Tiling::new(spd.n, b)?;
+    let host = TiledHost::new(sched, spd, t).map_err(err)?;
+    let run = factor(sched, &host).map_err(err)?;
+    let l = host.l.read();
+    let res = if spd.n <= cli.exact_max {
+        residual::exact(spd, &t.lower_dense(&l))
+    } else if cli.vectors > 0 {
+        residual::randomized(spd, a_norm, &residual::TiledFactor { tiling: t, tiles: &l }, cli.vectors, 0x5eed)
+    } else {
+        f64::NAN
+    };
+    Ok(Row {
+        method: "chariot",
+        d,
+        n: spd.n,
+        tile: b,
+        round,
+        wall_s: run.wall_ns as f64 / 1e9,
+        factor_s: f64::NAN,
+        residual: res,
+        tasks: run.tasks,
+    })
+}
+
+/// Medians per (method, D, N, b), and chariot's best tile against the baseline.
+fn summary(rows: &[Row]) {
+    println!("\nmedians over the rounds (GFLOP/s = N³/3 / time):");
+    println!(
+        "{:<14} {:>2} {:>6} {:>5} {:>10} {:>12} {:>10} {:>10}",
+        "method", "D", "N", "b", "time s", "GFLOP/s", "alone", "residual"
+    );
+    let mut keys: Vec<(&str, usize, usize, usize)> = rows.iter().map(|r| (r.method, r.d, r.n, r.tile)).collect();
+    keys.dedup();
+    keys.sort();
+    keys.dedup();
+    let mut best: std::collections::BTreeMap<(usize, usize), (f64, usize)> = Default::default();
+    let mut potrf: std::collections::BTreeMap<usize, (f64, f64)> = Default::default();
+    for k in keys {
+        let of: Vec<&Row> = rows.iter().filter(|r| (r.method, r.d, r.n, r.tile) == k).collect();
+        let gf = median(of.iter().map(|r| r.gflops()).collect());
+        let alone = median(of.iter().map(|r| r.gflops_factor()).collect());
+        let worst = of.iter().map(|r| r.residual).fold(f64::NAN, f64::max);
+        let time = median(of.iter().map(|r| r.wall_s).collect());
+        println!(
+            "{:<14} {:>2} {:>6} {:>5} {:>10.3} {:>12.1} {:>10.1} {:>10.2e}",
+            k.0, k.1, k.2, k.3, time, gf, alone, worst
+        );
+        if k.0 == "chariot" {
+            let e = best.entry((k.1, k.2)).or_insert((0.0, 0));
+            if gf > e.0 {
+                *e = (gf, k.3);
+            }
+        } else {
+            potrf.insert(k.2, (gf, alone));
+        }
+    }
+    for ((d, n), (gf, b)) in best {
+        match potrf.get(&n) {
+            Some(&(total, alone)) => println!(
+                "D {d} N {n}: chariot's best (b = {b}) {gf:.1} GFLOP/s = {:.2}× cuSOLVER potrf with transfers, {:.2}× without",
+                gf / total,
+                gf / alone
+            ),
+            None => println!("D {d} N {n}: chariot's best (b = {b}) {gf:.1} GFLOP/s"),
+        }
+    }
+}

@@ -1,0 +1,532 @@
+//! The tiled Cholesky factorisation's library glue (cuBLAS and cuSOLVER through cudarc,
+//! loaded at run time) and its baseline, cuSOLVER's dense potrf on one GPU.
+//!
+//! * Tile operations: [`enqueue`] puts POTRF (`cusolverDnDpotrf`), TRSM (`cublasDtrsm`),
+//!   SYRK (`cublasDsyrk`) or GEMM (`cublasDgemm`) of b×b column-major tiles on a stream.
+//!   The library handles are made lazily, one pair per (GPU, stream slot) on the thread
+//!   that uses them (a chariot dispatcher runs one GPU's callbacks, and a stream slot
+//!   runs one command at a time, so a handle and its POTRF workspace are never used by
+//!   two operations at once), and kept in a thread-local map until the thread ends.
+//! * The baseline ([`potrf_dense`]): the whole matrix uploaded, factorised by
+//!   `cusolverDnXpotrf` (the 64-bit API: N² elements exceed 2³¹ from N = 46 341 on) and
+//!   downloaded, each step timed apart.
+//!
+//! Why this file is long: it is the study's whole foreign surface (two libraries, the
+//! handles' lifetime, the four operations' argument lists as rustfmt lays them out, and
+//! the baseline's rig), kept in one place so that every `unsafe` of the study sits here.
+
+use super::failed_text;
+use crate::cholesky::plan::Op;
+use cudarc::cublas::sys as blas;
+use cudarc::cusolver::sys as solver;
+use cudarc::driver::{result, sys};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+use std::time::Instant;
+
+/// Whether libcublas and libcusolver can be loaded here; a message saying how to fix it
+/// otherwise. Checked before any call into them (a missing library would panic).
+pub(crate) fn present() -> Result<(), String> {
+    static PRESENT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    PRESENT
+        .get_or_init(|| {
+            // SAFETY: only tries to open the libraries; no symbol is called.
+            let (b, s) = unsafe { (blas::is_culib_present(), solver::is_culib_present()) };
+            match (b, s) {
+                (true, true) => Ok(()),
+                _ => Err(format!(
+                    "{}{} not found: add the CUDA toolkit's lib64 to LD_LIBRARY_PATH",
+                    if b { "" } else { "libcublas " },
+                    if s { "" } else { "libcusolver" }
+                )),
+            }
+        })
+        .clone()
+}
+
+fn blas_err(call: &'static str) -> impl Fn(cudarc::cublas::result::CublasError) -> String {
+    move |e| format!("{call} failed: {:?}", e.0)
+}
+
+fn solver_err(call: &'static str) -> impl Fn(cudarc::cusolver::result::CusolverError) -> String {
+    move |e| format!("{call} failed: {:?}", e.0)
+}
+
+fn int(v: usize, what: &str) -> Result<c_int, String> {
+    c_int::try_from(v).map_err(|_| format!("{what} = {v} does not fit a 32-bit int"))
+}
+
+/// A cuBLAS and a cuSOLVER handle made in one context, with a POTRF workspace and its
+/// `devInfo`, freed on drop in that context.
+struct Libs {
+    ctx: sys::CUcontext,
+    blas: blas::cublasHandle_t,
+    solver: solver::cusolverDnHandle_t,
+    /// Device workspace of `lwork` doubles followed by one `int` (devInfo); 0 until the
+    /// first POTRF.
+    work: sys::CUdeviceptr,
+    lwork: c_int,
+    /// The tile order the workspace was sized for.
+    work_b: usize,
+}
+
+impl Libs {
+    /// Makes the handles in the calling thread's current context.
+    fn new() -> Result<Libs, String> {
+        present()?;
+        let ctx = result::ctx::get_current()
+            .map_err(|e| failed_text("cuCtxGetCurrent", e))?
+            .ok_or("no CUDA context is current on this thread")?;
+        let blas = cudarc::cublas::result::create_handle().map_err(blas_err("cublasCreate"))?;
+        let solver = match cudarc::cusolver::result::dn_create() {
+            Ok(s) => s,
+            Err(e) => {
+                // SAFETY: created just above, used by nothing, destroyed once.
+                let _ = unsafe { cudarc::cublas::result::destroy_handle(blas) };
+                return Err(solver_err("cusolverDnCreate")(e));
+            }
+        };
+        Ok(Libs { ctx, blas, solver, work: 0, lwork: 0, work_b: 0 })
+    }
+
+    /// Sizes the POTRF workspace for tiles of order `b` (at `a`, a b×b tile on this
+    /// context's device, or a scratch tile allocated for the query when `None`),
+    /// keeping it when it is large enough.
+    ///
+    /// # Safety
+    /// The current context is this one; `a` is a device address of b² doubles in it.
+    /// A workspace that grows is freed after the context has drained, so that this
+    /// slot's previous POTRF no longer uses it.
+    unsafe fn workspace(&mut self, a: Option<sys::CUdeviceptr>, b: usize) -> Result<(), String> {
+        if self.work != 0 && self.work_b >= b {
+            return Ok(());
+        }
+        let n = int(b, "tile order")?;
+        let scratch = match a {
+            Some(_) => 0,
+            None => result::malloc_sync(b * b * 8).map_err(|e| failed_text("cuMemAlloc", e))?,
+        };
+        let mut lwork: c_int = 0;
+        let queried = solver::cusolverDnDpotrf_bufferSize(
+            self.solver,
+            solver::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER,
+            n,
+            a.unwrap_or(scratch) as *mut f64,
+            n,
+            &mut lwork,
+        )
+        .result()
+        .map_err(solver_err("cusolverDnDpotrf_bufferSize"));
+        if scratch != 0 {
+            result::free_sync(scratch).map_err(|e| failed_text("cuMemFree", e))?;
+        }
+        queried?;
+        let lwork = lwork.max(1);
+        if self.work != 0 {
+            // The old workspace may still be in use by this slot's last POTRF.
+            result::ctx::synchronize().map_err(|e| failed_text("cuCtxSynchronize", e))?;
+            result::free_sync(self.work).map_err(|e| failed_text("cuMemFree", e))?;
+            self.work = 0;
+        }
+        self.work = result::malloc_sync(lwork as usize * 8 + 16).map_err(|e| failed_text("cuMemAlloc", e))?;
+        self.lwork = lwork;
+        self.work_b = b;
+        Ok(())
+    }
+}
+
+impl Drop for Libs {
+    fn drop(&mut self) {
+        // SAFETY: the handles and the workspace were made in `ctx`, which chariot keeps
+        // retained until its dispatcher threads (which own this map) have ended; each is
+        // freed once, after the context's work is done.
+        unsafe {
+            let _ = result::ctx::set_current(self.ctx);
+            let _ = result::ctx::synchronize();
+            let _ = cudarc::cusolver::result::dn_destroy(self.solver);
+            let _ = cudarc::cublas::result::destroy_handle(self.blas);
+            if self.work != 0 {
+                let _ = result::free_sync(self.work);
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// This thread's handles, by (GPU, stream slot).
+    static LIBS: RefCell<HashMap<(usize, usize), Libs>> = RefCell::new(HashMap::new());
+}
+
+/// Runs `f` on this thread's handles of (`gpu`, `slot`), made in the current context on
+/// first use.
+fn with_libs<R>(gpu: usize, slot: usize, f: impl FnOnce(&mut Libs) -> Result<R, String>) -> Result<R, String> {
+    LIBS.with(|libs| {
+        let mut libs = libs.borrow_mut();
+        let libs = match libs.entry((gpu, slot)) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => v.insert(Libs::new()?),
+        };
+        f(libs)
+    })
+}
+
+/// Makes the handles of stream slots `0..slots` of the task's GPU on this thread (the
+/// GPU's dispatcher, which runs all of that GPU's callbacks) and sizes their POTRF
+/// workspaces for tiles of order `b`, so that a timed run does not (nothing on the sim
+/// backend). Call it only while the scheduler runs nothing else: a workspace that grows
+/// is freed and allocated again.
+///
+/// # Errors
+/// A library or driver call that failed.
+pub(crate) fn warm(call: &chariot::GpuCall<'_>, b: usize, slots: usize) -> Result<(), String> {
+    if call.cuda_stream().is_none() {
+        return Ok(());
+    }
+    let gpu = call.info().gpu;
+    for slot in 0..slots {
+        // SAFETY: the callback runs on the dispatcher of the task's GPU, whose context is
+        // current; the scheduler runs no other task (the caller's promise), so no
+        // workspace is in use.
+        with_libs(gpu, slot, |libs| unsafe { libs.workspace(None, b) })?;
+    }
+    Ok(())
+}
+
+/// Enqueues tile operation `op` of order-`b` tiles on `stream`, with the handles of
+/// (`gpu`, `slot`) on this thread (made on first use, in the current context).
+/// `tile(i, j)` is the device address of tile (i, j), b×b column-major (lda = b).
+///
+/// # Safety
+/// The current context is the one of `stream` and of every address `tile` returns; each
+/// address holds b² doubles that nothing else touches until the operation has run on
+/// `stream` (chariot's dependencies on the task's declared ranges); (`gpu`, `slot`)
+/// names one stream slot, which runs one command at a time.
+pub(crate) unsafe fn enqueue(
+    gpu: usize,
+    slot: usize,
+    stream: sys::CUstream,
+    op: Op,
+    b: usize,
+    tile: &dyn Fn(usize, usize) -> Result<sys::CUdeviceptr, String>,
+) -> Result<(), String> {
+    let n = int(b, "tile order")?;
+    let (one, minus) = (1.0f64, -1.0f64);
+    with_libs(gpu, slot, |libs| {
+        use blas::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER as LOWER;
+        use blas::cublasOperation_t::{CUBLAS_OP_N as N, CUBLAS_OP_T as T};
+        match op {
+            Op::Potrf { k } => {
+                let a = tile(k, k)?;
+                libs.workspace(Some(a), b)?;
+                solver::cusolverDnSetStream(libs.solver, stream as solver::cudaStream_t)
+                    .result()
+                    .map_err(solver_err("cusolverDnSetStream"))?;
+                let info = libs.work + libs.lwork as u64 * 8;
+                solver::cusolverDnDpotrf(
+                    libs.solver,
+                    solver::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER,
+                    n,
+                    a as *mut f64,
+                    n,
+                    libs.work as *mut f64,
+                    libs.lwork,
+                    info as *mut c_int,
+                )
+                .result()
+                .map_err(solver_err("cusolverDnDpotrf"))
+            }
+            other => {
+                blas::cublasSetStream_v2(libs.blas, stream as blas::cudaStream_t)
+                    .result()
+                    .map_err(blas_err("cublasSetStream"))?;
+                match other {
+                    Op::Trsm { i, k } => blas::cublasDtrsm_v2(
+                        libs.blas,
+                        blas::cublasSideMode_t::CUBLAS_SIDE_RIGHT,
+                        LOWER,
+                        T,
+                        blas::cublasDiagType_t::CUBLAS_DIAG_NON_UNIT,
+                        n,
+                        n,
+                        &one,
+                        tile(k, k)? as *const f64,
+                        n,
+                        tile(i, k)? as *mut f64,
+                        n,
+                    )
+                    .result()
+                    .map_err(blas_err("cublasDtrsm")),
+                    Op::Syrk { i, k } => blas::cublasDsyrk_v2(
+                        libs.blas,
+                        LOWER,
+                        N,
+                        n,
+                        n,
+                        &minus,
+                        tile(i, k)? as *const f64,
+                        n,
+                        &one,
+                        tile(i, i)? as *mut f64,
+                        n,
+                    )
+                    .result()
+                    .map_err(blas_err("cublasDsyrk")),
+                    Op::Gemm { i, j, k } => blas::cublasDgemm_v2(
+                        libs.blas,
+                        N,
+                        T,
+                        n,
+                        n,
+                        n,
+                        &minus,
+                        tile(i, k)? as *const f64,
+                        n,
+                        tile(j, k)? as *const f64,
+                        n,
+                        &one,
+                        tile(i, j)? as *mut f64,
+                        n,
+                    )
+                    .result()
+                    .map_err(blas_err("cublasDgemm")),
+                    Op::Potrf { .. } => unreachable!("handled above"),
+                }
+            }
+        }
+    })
+}
+
+/// One tile operation of a chariot task's GPU callback: the tiles' addresses on the
+/// task's GPU from the resident buffer `m` laid out by `tiling`, the operation enqueued
+/// on the task's stream.
+///
+/// Sound because chariot hands out the address of a resident range only to a task that
+/// declared it, valid on its GPU and ordered against every other task touching it; the
+/// caller declares `op`'s tiles (reads, and a read-write of the one it writes).
+///
+/// # Errors
+/// Not on the CUDA backend, a tile beyond `m`, or a library call that failed.
+pub(crate) fn tile_op(
+    call: &chariot::GpuCall<'_>,
+    m: &chariot::ResidentBuffer<f64>,
+    tiling: &crate::cholesky::Tiling,
+    op: Op,
+) -> Result<(), String> {
+    let stream = call.cuda_stream().ok_or("tile_op runs on the CUDA backend only")?;
+    if m.len() < tiling.len() {
+        return Err(format!("resident buffer of {} elements for {} tiles", m.len(), tiling.len()));
+    }
+    let info = call.info();
+    let tile = |i: usize, j: usize| {
+        call.resident_ptr(m, tiling.offset(i, j))
+            .ok_or_else(|| format!("tile ({i}, {j}) has no address on GPU {}", info.gpu))
+    };
+    // SAFETY: the callback runs on the dispatcher of the task's GPU, whose context is
+    // current; the addresses are the task's declared tiles on that GPU (b² doubles each,
+    // within `m`, checked above), which chariot keeps from every other task until this
+    // one has ended; (gpu, stream) is the task's slot.
+    unsafe { enqueue(info.gpu, info.stream, stream, op, tiling.b, &tile) }
+}
+
+/// Times of one run of the baseline, ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PotrfTiming {
+    /// Host → device copy of the matrix.
+    pub(crate) upload_ns: u64,
+    /// `cusolverDnXpotrf` alone (enqueue to stream synchronised).
+    pub(crate) factor_ns: u64,
+    /// Device → host copy of the factor.
+    pub(crate) download_ns: u64,
+}
+
+/// What the baseline holds: context, stream, handle, device matrix and workspaces, the
+/// pinned host matrix; freed on drop (also after an error).
+struct Rig {
+    dev: sys::CUdevice,
+    ctx: sys::CUcontext,
+    stream: sys::CUstream,
+    solver: solver::cusolverDnHandle_t,
+    params: solver::cusolverDnParams_t,
+    host: *mut c_void,
+    device: Vec<sys::CUdeviceptr>,
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        // SAFETY: everything was made below in this context and is freed once, after the
+        // stream has drained.
+        unsafe {
+            let _ = result::ctx::set_current(self.ctx);
+            if !self.stream.is_null() {
+                let _ = result::stream::synchronize(self.stream);
+            }
+            if !self.params.is_null() {
+                let _ = cudarc::cusolver::result::dn_destroy_params(self.params);
+            }
+            if !self.solver.is_null() {
+                let _ = cudarc::cusolver::result::dn_destroy(self.solver);
+            }
+            for &d in &self.device {
+                let _ = result::free_sync(d);
+            }
+            if !self.host.is_null() {
+                let _ = result::free_host(self.host);
+            }
+            if !self.stream.is_null() {
+                let _ = result::stream::destroy(self.stream);
+            }
+            let _ = result::primary_ctx::release(self.dev);
+        }
+    }
+}
+
+impl Rig {
+    fn open(ordinal: usize) -> Result<Rig, String> {
+        present()?;
+        let available = chariot::Backend::cuda_devices().map_err(|e| e.to_string())?;
+        if ordinal >= available {
+            return Err(format!("GPU {ordinal}: the cuda backend has {available} GPU(s)"));
+        }
+        let dev = result::device::get(ordinal as i32).map_err(|e| failed_text("cuDeviceGet", e))?;
+        // SAFETY: `dev` is valid; released once in Drop.
+        let ctx =
+            unsafe { result::primary_ctx::retain(dev) }.map_err(|e| failed_text("cuDevicePrimaryCtxRetain", e))?;
+        let mut rig = Rig {
+            dev,
+            ctx,
+            stream: std::ptr::null_mut(),
+            solver: std::ptr::null_mut(),
+            params: std::ptr::null_mut(),
+            host: std::ptr::null_mut(),
+            device: Vec::new(),
+        };
+        // SAFETY: the context was just retained.
+        unsafe { result::ctx::set_current(ctx) }.map_err(|e| failed_text("cuCtxSetCurrent", e))?;
+        rig.stream = result::stream::create(result::stream::StreamKind::NonBlocking)
+            .map_err(|e| failed_text("cuStreamCreate", e))?;
+        rig.solver = cudarc::cusolver::result::dn_create().map_err(solver_err("cusolverDnCreate"))?;
+        rig.params = cudarc::cusolver::result::dn_create_params().map_err(solver_err("cusolverDnCreateParams"))?;
+        // SAFETY: both were made above.
+        unsafe { solver::cusolverDnSetStream(rig.solver, rig.stream as solver::cudaStream_t) }
+            .result()
+            .map_err(solver_err("cusolverDnSetStream"))?;
+        Ok(rig)
+    }
+
+    /// Device memory of `bytes`, freed with the rig.
+    fn alloc(&mut self, bytes: usize) -> Result<sys::CUdeviceptr, String> {
+        // SAFETY: the rig's context is current (set in `open`, on this thread).
+        let d = unsafe { result::malloc_sync(bytes.max(1)) }.map_err(|e| failed_text("cuMemAlloc", e))?;
+        self.device.push(d);
+        Ok(d)
+    }
+
+    /// `cusolverDnXpotrf` (lower) of the n×n column-major matrix at `a`, on the rig's
+    /// stream, synchronised; its `info`.
+    ///
+    /// # Safety
+    /// `a` holds n² doubles in the rig's context.
+    unsafe fn potrf(&mut self, a: sys::CUdeviceptr, n: usize) -> Result<c_int, String> {
+        use solver::cudaDataType_t::CUDA_R_64F as F64;
+        let lower = solver::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER;
+        let (mut on_device, mut on_host) = (0usize, 0usize);
+        solver::cusolverDnXpotrf_bufferSize(
+            self.solver,
+            self.params,
+            lower,
+            n as i64,
+            F64,
+            a as *const c_void,
+            n as i64,
+            F64,
+            &mut on_device,
+            &mut on_host,
+        )
+        .result()
+        .map_err(solver_err("cusolverDnXpotrf_bufferSize"))?;
+        let work = self.alloc(on_device + 16)?;
+        let info = work + on_device.div_ceil(8) as u64 * 8;
+        let mut host_work = vec![0u8; on_host.max(1)];
+        solver::cusolverDnXpotrf(
+            self.solver,
+            self.params,
+            lower,
+            n as i64,
+            F64,
+            a as *mut c_void,
+            n as i64,
+            F64,
+            work as *mut c_void,
+            on_device,
+            host_work.as_mut_ptr() as *mut c_void,
+            on_host,
+            info as *mut c_int,
+        )
+        .result()
+        .map_err(solver_err("cusolverDnXpotrf"))?;
+        result::stream::synchronize(self.stream).map_err(|e| failed_text("cuStreamSynchronize", e))?;
+        let mut out = [0 as c_int; 1];
+        result::memcpy_dtoh_sync(&mut out, info).map_err(|e| failed_text("cuMemcpyDtoH", e))?;
+        Ok(out[0])
+    }
+}
+
+/// cuSOLVER's dense potrf on GPU `ordinal`: `fill` writes A (n×n column-major) into
+/// pinned host memory, which is uploaded, factorised (lower) and downloaded back, each
+/// step timed apart (after a warm-up factorisation of a small identity); `check` then
+/// reads the result (L in the lower triangle, A's upper triangle above it).
+///
+/// # Errors
+/// No CUDA or no cuSOLVER here, a GPU that does not exist, a driver or library call
+/// that failed, or a nonzero `info` (A not positive definite), as a message.
+pub(crate) fn potrf_dense(
+    ordinal: usize,
+    n: usize,
+    fill: &dyn Fn(&mut [f64]),
+    check: &mut dyn FnMut(&[f64]),
+) -> Result<PotrfTiming, String> {
+    let elements = n.checked_mul(n).filter(|&e| e > 0).ok_or_else(|| format!("order {n}"))?;
+    let bytes = elements * 8;
+    let mut rig = Rig::open(ordinal)?;
+    // SAFETY: the rig's context is current; freed with the rig.
+    rig.host = unsafe { result::malloc_host(bytes, 0) }.map_err(|e| failed_text("cuMemHostAlloc", e))?;
+    // SAFETY: `bytes` of pinned memory, 8-aligned, owned by the rig, not aliased.
+    let host = unsafe { std::slice::from_raw_parts_mut(rig.host as *mut f64, elements) };
+    fill(host);
+    // Warm-up: the library's first call, on a small identity.
+    let w = 64;
+    let warm = rig.alloc(w * w * 8)?;
+    let eye: Vec<f64> = (0..w * w).map(|k| if k % (w + 1) == 0 { 1.0 } else { 0.0 }).collect();
+    // SAFETY: `warm` holds w² doubles in the current context.
+    unsafe {
+        result::memcpy_htod_sync(warm, &eye).map_err(|e| failed_text("cuMemcpyHtoD", e))?;
+        rig.potrf(warm, w)?;
+    }
+    let a = rig.alloc(bytes)?;
+    let t0 = Instant::now();
+    // SAFETY: `a` holds n² doubles, `host` as many pinned ones; both stay alive and
+    // untouched until the stream is synchronised.
+    unsafe {
+        result::memcpy_htod_async(a, &*host, rig.stream).map_err(|e| failed_text("cuMemcpyHtoDAsync", e))?;
+        result::stream::synchronize(rig.stream).map_err(|e| failed_text("cuStreamSynchronize", e))?;
+    }
+    let t1 = Instant::now();
+    // SAFETY: `a` holds n² doubles in the rig's context.
+    let info = unsafe { rig.potrf(a, n)? };
+    let t2 = Instant::now();
+    // SAFETY: as for the upload.
+    unsafe {
+        result::memcpy_dtoh_async(&mut *host, a, rig.stream).map_err(|e| failed_text("cuMemcpyDtoHAsync", e))?;
+        result::stream::synchronize(rig.stream).map_err(|e| failed_text("cuStreamSynchronize", e))?;
+    }
+    let t3 = Instant::now();
+    if info != 0 {
+        return Err(format!(
+            "cusolverDnXpotrf: info = {info} (the leading minor of that order is not positive definite)"
+        ));
+    }
+    check(host);
+    let ns = |d: std::time::Duration| d.as_nanos() as u64;
+    Ok(PotrfTiming { upload_ns: ns(t1 - t0), factor_ns: ns(t2 - t1), download_ns: ns(t3 - t2) })
+}
