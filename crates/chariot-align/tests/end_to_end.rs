@@ -278,6 +278,7 @@ fn test_options(backend: Backend, gpus: usize, streams: usize, order: Order, top
         out: None,
         progress: false,
         sim_gcups: 300.0,
+        kernel: Default::default(),
     }
 }
 
