@@ -679,12 +679,14 @@ mod tests {
         assert_eq!(over, 2, "{want:?}");
         for kind in [KernelKind::Portable, KernelKind::Dpx] {
             let (k, repassed) = kernel_counted(kind, profiles.clone(), vec![0], 300.0);
-            let mut store = [vec![0u128; chunk.len().div_ceil(16)], vec![0u128; 1024], vec![0u128; 64], vec![0u128; 8]];
-            let [c, prof, scratch, scores] = &mut store;
-            let c: &mut [u8] = bytemuck_bytes(c);
-            c[..chunk.len()].copy_from_slice(&chunk);
-            let prof: &mut [u8] = bytemuck_bytes(prof);
-            prof[..p.scores.len()].copy_from_slice(&p.scores.iter().map(|&b| b as u8).collect::<Vec<_>>());
+            // Buffers aligned for the twin's i32 and int2 views.
+            let mut store =
+                [vec![0u8; chunk.len() + 16], vec![0u8; p.scores.len() + 16], vec![0u8; 1040], vec![0u8; 80]];
+            let mut bufs: Vec<&mut [u8]> = store.iter_mut().map(|v| aligned(v)).collect();
+            bufs[0][..chunk.len()].copy_from_slice(&chunk);
+            for (d, &x) in bufs[1].iter_mut().zip(&p.scores) {
+                *d = x as u8;
+            }
             let args: Vec<TwinArg> = args(p, 0, 0, nseq, res_off, off as u64, gaps)
                 .iter()
                 .map(|r| match *r {
@@ -699,7 +701,6 @@ mod tests {
                 .collect();
             let shape =
                 LaunchShape { grid: p.grid_of(kind, nseq).into(), block: BLOCK.into(), shared_bytes: p.shared_bytes() };
-            let mut bufs: Vec<&mut [u8]> = vec![c, prof, bytemuck_bytes(scratch), bytemuck_bytes(scores)];
             k.run_cpu_twin(shape, &args, &mut bufs).unwrap();
             let got: Vec<i32> =
                 bufs[3].chunks(4).take(nseq).map(|b| i32::from_le_bytes(b.try_into().unwrap())).collect();
@@ -709,7 +710,10 @@ mod tests {
         }
     }
 
-    fn bytemuck_bytes(v: &mut [u128]) -> &mut [u8] {
-        bytemuck::cast_slice_mut(v)
+    /// The part of `v` from its first 16-byte-aligned byte, less 16 bytes.
+    fn aligned(v: &mut [u8]) -> &mut [u8] {
+        let off = v.as_ptr().align_offset(16);
+        let n = v.len() - 16;
+        &mut v[off..off + n]
     }
 }
