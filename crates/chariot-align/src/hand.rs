@@ -69,18 +69,25 @@ pub fn device(backend: &Backend) -> InOrderDevice {
 }
 
 /// The architecture of the GPU the hand pipeline runs on (`sim` for the CPU twin), for
-/// `--kernel auto`: CUDA GPU `ordinal`'s, asked of a scheduler started on it for that
-/// and dropped (before the pipeline's timing starts).
+/// `--kernel auto`: CUDA GPU `ordinal`'s, asked once a process of a scheduler started on
+/// it for that and dropped (before the pipeline's timing starts).
 fn device_arch(device: InOrderDevice) -> Result<String, String> {
+    static ARCHS: parking_lot::Mutex<Vec<(usize, String)>> = parking_lot::Mutex::new(Vec::new());
     match device {
         InOrderDevice::CpuTwin => Ok("sim".into()),
         InOrderDevice::Cuda { ordinal } => {
+            let mut known = ARCHS.lock();
+            if let Some((_, arch)) = known.iter().find(|(o, _)| *o == ordinal) {
+                return Ok(arch.clone());
+            }
             let s = chariot::Scheduler::builder()
                 .backend(Backend::Cuda)
                 .gpus(ordinal + 1)
                 .build()
                 .map_err(|e| format!("cannot ask the GPU its architecture: {e}"))?;
-            Ok(s.gpu_info().get(ordinal).map(|g| g.arch.clone()).unwrap_or_default())
+            let arch = s.gpu_info().get(ordinal).map(|g| g.arch.clone()).unwrap_or_default();
+            known.push((ordinal, arch.clone()));
+            Ok(arch)
         }
     }
 }
