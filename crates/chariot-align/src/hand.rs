@@ -105,7 +105,7 @@ pub fn search(
     let profiles = Profiles::new(queries, matrix)?;
     let nq = queries.len();
     let device = device(&opt.backend);
-    let kind = opt.kernel.resolve(&[device_arch(device)?]);
+    let kind = opt.kernel.resolve(&[device_arch(device)?]).for_gaps(opt.gaps);
     let kernel = sw::kernel(kind, Arc::new(profiles.list.clone()), profiles.offsets.clone(), opt.sim_gcups);
     let size = Sizes::of(index);
     let prof_bytes: Vec<u8> = profiles.bytes.iter().map(|&b| b as u8).collect();

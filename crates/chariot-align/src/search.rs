@@ -382,7 +382,7 @@ pub fn search(index: &DbIndex, matrix: &Matrix, queries: &[Query], opt: &Options
     }
     let sched = builder.build().map_err(|e| format!("cannot start the scheduler: {e}"))?;
     let archs: Vec<&str> = sched.gpu_info().iter().map(|g| g.arch.as_str()).collect();
-    let kind = opt.kernel.resolve(&archs);
+    let kind = opt.kernel.resolve(&archs).for_gaps(opt.gaps);
     let kernel = sched
         .register_kernel(sw::kernel(kind, Arc::new(profiles.list.clone()), profiles.offsets.clone(), opt.sim_gcups))
         .map_err(|e| format!("kernel: {e}"))?;

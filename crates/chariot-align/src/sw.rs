@@ -115,6 +115,18 @@ impl KernelKind {
             KernelKind::Dpx => "sw_search_dpx",
         }
     }
+    /// The kernel for gap costs `gaps`: DPX only where every E and F value (down to
+    /// −(open + 2·extend)) fits 16 bits with room to spare; else portable. The command
+    /// line's costs (at most 1000 each) always fit.
+    pub fn for_gaps(self, gaps: Gaps) -> KernelKind {
+        let fits = gaps.open >= 0 && gaps.extend >= 0 && gaps.open as i64 + 2 * gaps.extend as i64 <= 16_384;
+        if fits {
+            self
+        } else {
+            KernelKind::Portable
+        }
+    }
+
     /// Subjects one lane group aligns.
     pub fn subjects_per_group(self) -> usize {
         match self {
@@ -563,6 +575,11 @@ mod tests {
         assert_eq!(KernelChoice::Auto.resolve::<&str>(&[]), KernelKind::Portable);
         assert_eq!(KernelChoice::Portable.resolve(&["sm_90"]), KernelKind::Portable);
         assert_eq!(KernelChoice::Dpx.resolve(&["sm_80"]), KernelKind::Dpx);
+        let gaps = |open, extend| Gaps { open, extend };
+        assert_eq!(KernelKind::Dpx.for_gaps(gaps(1000, 1000)), KernelKind::Dpx);
+        assert_eq!(KernelKind::Dpx.for_gaps(gaps(16_000, 1000)), KernelKind::Portable);
+        assert_eq!(KernelKind::Dpx.for_gaps(gaps(-1, 1)), KernelKind::Portable);
+        assert_eq!(KernelKind::Portable.for_gaps(gaps(11, 1)), KernelKind::Portable);
         let m = Matrix::blosum62();
         let p = Profile::new(&vec![0u8; 511], &m).unwrap();
         assert_eq!((p.grid_of(KernelKind::Portable, 8192), p.grid_of(KernelKind::Dpx, 8192)), (1024, 512));
