@@ -25,7 +25,10 @@
 #   bash scripts/align-vs-cudasw.sh --self-test       # anywhere: the parsers on sample text
 #
 # Knobs: ROUNDS (3), B (.gpu), W (/tmp/align-vs-cudasw: data kept between calls),
-# CS4 (/tmp/cudasw4: where build-on-gpu.sh puts CUDASW++), TIMEOUT per run (300 s).
+# CS4 (/tmp/cudasw4: where build-on-gpu.sh puts CUDASW++), TIMEOUT per run (300 s),
+# GPU_TESTS=1 to first run chariot-align's #[ignore]d GPU test of every DPX and portable
+# score against Gotoh ($B/test-chariot-align-end_to_end, staged by scripts/stage.sh;
+# about 1-2 minutes more).
 set -u
 ROUNDS=${ROUNDS:-3}; B=${B:-.gpu}; W=${W:-/tmp/align-vs-cudasw}; CS4=${CS4:-/tmp/cudasw4}
 TIMEOUT=${TIMEOUT:-300}
@@ -184,6 +187,12 @@ main() {
   echo "round,tool,config,query,gcups,wall_s" > "$CSV"
   { date -u; nvidia-smi -L; nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader; echo "cpus: $(nproc)"; } 2>&1
   [ -x "$B/chariot-align" ] || { echo "no $B/chariot-align: run scripts/stage.sh and carry .gpu"; return 1; }
+  if [ "${GPU_TESTS:-0}" = 1 ]; then
+    echo "== GPU test: every DPX and portable score against Gotoh"
+    (cd "$B" && timeout 600 ./test-chariot-align-end_to_end --ignored --exact dpx_and_portable_kernels_match_gotoh_on_gpu \
+      --test-threads=1) > "$L/gpu-test.log" 2>&1
+    echo "  exit $?: $(grep -E '^test result' "$L/gpu-test.log" | tail -1)"
+  fi
   echo "== CUDASW++ 4.0: build (skipped where $CS4 holds it)"
   local t0 t1
   t0=$(date +%s.%N)
