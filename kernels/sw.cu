@@ -43,6 +43,9 @@
 // one whose best reached sat (values past it may wrap, but best is a running max and
 // stays >= sat) is marked, and the block runs the 32-bit pass for the marked subjects
 // only (none, almost always: the branch costs two __syncthreads_or).
+//
+// The host compiles each kernel alone: it puts `#define SW_ONLY_PORTABLE` or
+// `#define SW_ONLY_DPX` before this source, so NVRTC builds only the kernel it loads.
 #define SW_R 16
 #define SW_A 32
 #define SW_QT 1024
@@ -125,6 +128,7 @@ __device__ __forceinline__ int sw_pass32(signed char* sprof, const signed char* 
     return best;
 }
 
+#ifndef SW_ONLY_DPX
 // `sat` is sw_search_dpx's saturation threshold; the portable kernel has no use for it.
 extern "C" __global__ void __launch_bounds__(256) sw_search(
     const unsigned char* __restrict__ chunk, unsigned nseq, unsigned res_off,
@@ -148,6 +152,17 @@ extern "C" __global__ void __launch_bounds__(256) sw_search(
     const int best = sw_pass32(sprof, profile + prof_off, mpad, qt, group, g, chunk + res_off + start, n,
                                scratch + start, gap_oe, gap_e);
     if (subj < nseq && g == 0) scores[score_off + subj] = best;
+}
+#endif  // SW_ONLY_DPX
+
+#ifndef SW_ONLY_PORTABLE
+// The 32-bit pass as one out-of-line copy for the DPX kernel's two rare calls (less code
+// to compile and no registers taken from the 16-bit loop).
+__device__ __noinline__ int sw_pass32_call(signed char* sprof, const signed char* prof, unsigned mpad, unsigned qt,
+                                           unsigned group, unsigned g, const unsigned char* s, unsigned n, int2* sc,
+                                           int gap_oe, int gap_e)
+{
+    return sw_pass32(sprof, prof, mpad, qt, group, g, s, n, sc, gap_oe, gap_e);
 }
 
 // Packed 16-bit operations (two signed halfwords a word): DPX instructions on sm_90 and
@@ -281,12 +296,14 @@ extern "C" __global__ void __launch_bounds__(256) sw_search_dpx(
     // The 32-bit pass for the subjects marked (block-uniform branches: it stages profile
     // tiles with __syncthreads, and overwrites the scratch rows, which are done with).
     if (__syncthreads_or(need_a)) {
-        const int b32 = sw_pass32(sprof, prof, mpad, qt, group, g, s_a, need_a ? na : 0u, scratch + start, gap_oe, gap_e);
+        const int b32 =
+            sw_pass32_call(sprof, prof, mpad, qt, group, g, s_a, need_a ? na : 0u, scratch + start, gap_oe, gap_e);
         if (need_a && g == 0) scores[score_off + sa] = b32;
     }
     if (__syncthreads_or(need_b)) {
         const int b32 =
-            sw_pass32(sprof, prof, mpad, qt, group, g, s_b, need_b ? nb : 0u, scratch + start + na, gap_oe, gap_e);
+            sw_pass32_call(sprof, prof, mpad, qt, group, g, s_b, need_b ? nb : 0u, scratch + start + na, gap_oe, gap_e);
         if (need_b && g == 0) scores[score_off + sb] = b32;
     }
 }
+#endif  // SW_ONLY_PORTABLE

@@ -127,6 +127,16 @@ impl KernelKind {
         }
     }
 
+    /// The source NVRTC compiles for this kernel: `kernels/sw.cu` with only this
+    /// kernel in it (`SW_ONLY_PORTABLE` / `SW_ONLY_DPX` defined first).
+    pub fn source(self) -> String {
+        let only = match self {
+            KernelKind::Portable => "SW_ONLY_PORTABLE",
+            KernelKind::Dpx => "SW_ONLY_DPX",
+        };
+        format!("#define {only}\n{SOURCE}")
+    }
+
     /// Subjects one lane group aligns.
     pub fn subjects_per_group(self) -> usize {
         match self {
@@ -462,7 +472,7 @@ pub fn kernel_counted(
 ) -> (Kernel, Arc<AtomicU64>) {
     let repassed = Arc::new(AtomicU64::new(0));
     let count = repassed.clone();
-    let k = Kernel::new(kind.entry(), SOURCE)
+    let k = Kernel::new(kind.entry(), kind.source())
         .params([
             Param::Buffer, // chunk
             Param::U32,    // nseq
@@ -580,6 +590,12 @@ mod tests {
         assert_eq!(KernelKind::Dpx.for_gaps(gaps(16_000, 1000)), KernelKind::Portable);
         assert_eq!(KernelKind::Dpx.for_gaps(gaps(-1, 1)), KernelKind::Portable);
         assert_eq!(KernelKind::Portable.for_gaps(gaps(11, 1)), KernelKind::Portable);
+        for k in [KernelKind::Portable, KernelKind::Dpx] {
+            assert!(k.source().starts_with(&format!("#define SW_ONLY_{}\n", k.name().to_uppercase())));
+            assert!(k
+                .source()
+                .contains(&format!("extern \"C\" __global__ void __launch_bounds__(256) {}(", k.entry())));
+        }
         let m = Matrix::blosum62();
         let p = Profile::new(&vec![0u8; 511], &m).unwrap();
         assert_eq!((p.grid_of(KernelKind::Portable, 8192), p.grid_of(KernelKind::Dpx, 8192)), (1024, 512));
