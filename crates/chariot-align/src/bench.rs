@@ -255,6 +255,7 @@ fn bench_one(a: &BenchArgs, index: &db::DbIndex, m: &Matrix, q1: &[Query], c: &B
         wall * 1e6 / o.slowest_busy_ns().max(1) as f64
     );
     if kind == "auto" {
+        println!("           kernel {}{}", o.kernel.name(), crate::commands::kernel_note(&o));
         for line in o.report.tuning.iter().filter(|l| l.starts_with("kernel concurrency")) {
             println!("           chosen: {line}");
         }

@@ -53,6 +53,12 @@ pub struct Common {
     /// Modeled kernel rate on the sim backend, G cells/s.
     #[arg(long, default_value_t = 300.0)]
     pub sim_gcups: f64,
+    /// Smith-Waterman kernel: dpx (16-bit scores two to a register, Hopper's DPX
+    /// instructions, subjects whose 16-bit score may have saturated aligned again in 32
+    /// bits), portable (32-bit), or auto: dpx where every GPU is sm_90 or later (and on
+    /// the sim backends, which model an H100), else portable. Scores are the same.
+    #[arg(long, default_value = "auto", value_parser = sw::KernelChoice::parse)]
+    pub kernel: sw::KernelChoice,
 }
 
 /// The options of `search`.
@@ -229,6 +235,17 @@ pub fn options(
         out,
         progress,
         sim_gcups: c.sim_gcups,
+        kernel: c.kernel,
+    }
+}
+
+/// What the kernel line of a search adds after the kernel's name.
+pub fn kernel_note(o: &Outcome) -> String {
+    match o.kernel {
+        sw::KernelKind::Portable => " (32-bit scores)".into(),
+        sw::KernelKind::Dpx => {
+            format!(" (16-bit scores, two subjects a lane group; {} scores re-run in 32 bits)", o.repassed)
+        }
     }
 }
 
@@ -288,6 +305,7 @@ pub fn run_search(a: SearchArgs) -> Result<(), String> {
         o.wall.as_secs_f64(),
         o.gcups()
     );
+    println!("  kernel {}{}", o.kernel.name(), kernel_note(&o));
     print_stages(&o);
     for line in &o.report.tuning {
         println!("  chosen: {line}");

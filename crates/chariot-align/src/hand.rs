@@ -40,6 +40,10 @@ pub struct HandOutcome {
     pub digest: u64,
     /// Where it ran.
     pub device: InOrderDevice,
+    /// The kernel that ran.
+    pub kernel: sw::KernelKind,
+    /// Scores the DPX kernel aligned again in 32 bits (see [`search::Outcome::repassed`]).
+    pub repassed: u64,
 }
 
 impl HandOutcome {
@@ -64,6 +68,30 @@ pub fn device(backend: &Backend) -> InOrderDevice {
     }
 }
 
+/// The architecture of the GPU the hand pipeline runs on (`sim` for the CPU twin), for
+/// `--kernel auto`: CUDA GPU `ordinal`'s, asked once a process of a scheduler started on
+/// it for that and dropped (before the pipeline's timing starts).
+fn device_arch(device: InOrderDevice) -> Result<String, String> {
+    static ARCHS: parking_lot::Mutex<Vec<(usize, String)>> = parking_lot::Mutex::new(Vec::new());
+    match device {
+        InOrderDevice::CpuTwin => Ok("sim".into()),
+        InOrderDevice::Cuda { ordinal } => {
+            let mut known = ARCHS.lock();
+            if let Some((_, arch)) = known.iter().find(|(o, _)| *o == ordinal) {
+                return Ok(arch.clone());
+            }
+            let s = chariot::Scheduler::builder()
+                .backend(Backend::Cuda)
+                .gpus(ordinal + 1)
+                .build()
+                .map_err(|e| format!("cannot ask the GPU its architecture: {e}"))?;
+            let arch = s.gpu_info().get(ordinal).map(|g| g.arch.clone()).unwrap_or_default();
+            known.push((ordinal, arch.clone()));
+            Ok(arch)
+        }
+    }
+}
+
 /// Searches `queries` over `index` with the hand pipeline: `opt.streams` streams on one
 /// GPU and `readers` file-read threads (`opt.gpus`, `order`, `slots` and `stage_depth`
 /// are chariot's and do not apply).
@@ -76,11 +104,13 @@ pub fn search(
 ) -> Result<HandOutcome, String> {
     let profiles = Profiles::new(queries, matrix)?;
     let nq = queries.len();
-    let kernel = sw::kernel(Arc::new(profiles.list.clone()), profiles.offsets.clone(), opt.sim_gcups);
+    let device = device(&opt.backend);
+    let kind = opt.kernel.resolve(&[device_arch(device)?]).for_gaps(opt.gaps);
+    let kernel = sw::kernel(kind, Arc::new(profiles.list.clone()), profiles.offsets.clone(), opt.sim_gcups);
     let size = Sizes::of(index);
     let prof_bytes: Vec<u8> = profiles.bytes.iter().map(|&b| b as u8).collect();
     let plan = InOrderPlan {
-        device: device(&opt.backend),
+        device,
         streams: opt.streams.unwrap_or(4),
         readers,
         chunks: index.chunks.len(),
@@ -89,7 +119,7 @@ pub fn search(
         scratch_bytes: vec![size.residues * 8],
         constants: vec![&prof_bytes],
     };
-    let writer = Writer::open(queries, opt, index.residues)?;
+    let writer = Writer::open(queries, opt, index.residues)?.counting_repasses(kind, &profiles.list);
     let arg = |r: Role| match r {
         Role::Chunk => DeviceArg::Input,
         Role::Profiles => DeviceArg::Constant(0),
@@ -111,7 +141,7 @@ pub fn search(
                 .enumerate()
                 .map(|(q, p)| InOrderLaunch {
                     shape: LaunchShape {
-                        grid: p.grid(info.nseq).into(),
+                        grid: p.grid_of(kind, info.nseq).into(),
                         block: sw::BLOCK.into(),
                         shared_bytes: p.shared_bytes(),
                     },
@@ -132,6 +162,7 @@ pub fn search(
         }
     };
     let (hits, digest) = writer.finish()?;
+    let repassed = writer.repassed();
     let sum = |v: &[(u64, u64)]| v.iter().map(|&(a, b)| b - a).sum::<u64>();
     Ok(HandOutcome {
         hits,
@@ -145,5 +176,7 @@ pub fn search(
         cells: profiles.cells(index),
         digest,
         device: plan.device,
+        kernel: kind,
+        repassed,
     })
 }

@@ -16,6 +16,17 @@
 //! chariot-align bench  -q q.fa -d db.fa --csv align.csv
 //! ```
 //!
+//! Two Smith-Waterman kernels compute the same scores ([`sw`], `kernels/sw.cu`):
+//! `--kernel dpx` (issue 17) keeps 16-bit scores two to a 32-bit register, aligns two
+//! subjects per lane group with Hopper's DPX instructions (`__viaddmax_s16x2`,
+//! `__vimax_s16x2_relu`: max(a + b, c) and max(a, b, 0) on both halves at once), and
+//! aligns again with the 32-bit pass, in the same launch, the few subjects whose 16-bit
+//! score reached 32767 minus the largest matrix score (where it may have saturated);
+//! `--kernel portable` is the 32-bit kernel; `--kernel auto` (the default) runs DPX
+//! where every GPU is sm_90 or later, and on the sim backends, whose CPU twin emulates
+//! the 16-bit arithmetic and the re-pass. `search` prints the kernel that ran and how
+//! many scores it re-ran in 32 bits.
+//!
 //! See `chariot-align <command> --help` for every option. This library holds all of the
 //! tool: the binary (`src/main.rs`) is its command line, which [`commands`] and
 //! [`bench`](mod@bench) run; the parsers ([`fasta`], [`matrix`], [`db`], [`prepared`]) are also the fuzz targets'.

@@ -113,5 +113,15 @@ mod tests {
             panic!("not search")
         };
         assert_eq!(s.order, Order::LargestFirst);
+        assert_eq!(s.common.kernel, chariot_align::sw::KernelChoice::Auto);
+        let Command::Search(s) =
+            parse(&["search", "-q", "q.fa", "-d", "db.fa", "--kernel", "portable"]).unwrap().command
+        else {
+            panic!("not search")
+        };
+        assert_eq!(s.common.kernel, chariot_align::sw::KernelChoice::Portable);
+        let e = parse(&["bench", "-q", "q.fa", "-d", "db.fa", "--kernel", "fast"]).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e}");
+        assert!(e.to_string().contains("allowed: auto, portable or dpx"), "{e}");
     }
 }

@@ -11,7 +11,7 @@
 use crate::db::{self, ChunkInfo, DbIndex};
 use crate::hits::{Hit, TopK};
 use crate::matrix::Matrix;
-use crate::sw::{self, Gaps, Profile, Role};
+use crate::sw::{self, Gaps, KernelChoice, KernelKind, Profile, Role};
 use chariot::{Arg, Backend, Order, Report, Scheduler};
 use parking_lot::Mutex;
 use std::io::Write;
@@ -61,6 +61,8 @@ pub struct Options {
     pub progress: bool,
     /// Simulated kernel rate, G cells/s (sim backend only).
     pub sim_gcups: f64,
+    /// Which Smith-Waterman kernel (`--kernel`; auto: DPX on sm_90 and later, and on sim).
+    pub kernel: KernelChoice,
 }
 
 /// Stage names of Table 1, in pipeline order.
@@ -86,6 +88,12 @@ pub struct Outcome {
     /// Order-independent digest of every (query, subject, score): equal digests mean
     /// equal scores, whatever order the chunks were written in.
     pub digest: u64,
+    /// The kernel that ran.
+    pub kernel: KernelKind,
+    /// (query, subject) pairs the DPX kernel aligned again in 32 bits: those whose score
+    /// reached the query's [`Profile::sat`] (exactly the ones its 16-bit pass marks; 0
+    /// with the portable kernel).
+    pub repassed: u64,
 }
 
 impl Outcome {
@@ -226,6 +234,9 @@ pub struct Writer {
     out: Mutex<Option<std::io::BufWriter<std::fs::File>>>,
     digest: AtomicU64,
     bar: indicatif::ProgressBar,
+    /// Per query, the DPX kernel's saturation threshold (empty: portable kernel).
+    sat: Vec<i32>,
+    repassed: AtomicU64,
 }
 
 fn mix(mut x: u64) -> u64 {
@@ -265,7 +276,23 @@ impl Writer {
             out: Mutex::new(out),
             digest: AtomicU64::new(0),
             bar,
+            sat: Vec::new(),
+            repassed: AtomicU64::new(0),
         })
+    }
+
+    /// Counts the scores the DPX kernel `kind` aligned again in 32 bits (those at or
+    /// above each query's threshold, from `profiles`); nothing for the portable kernel.
+    pub fn counting_repasses(mut self, kind: KernelKind, profiles: &[Profile]) -> Writer {
+        if kind == KernelKind::Dpx {
+            self.sat = profiles.iter().map(Profile::sat).collect();
+        }
+        self
+    }
+
+    /// Scores the DPX kernel aligned again in 32 bits so far.
+    pub fn repassed(&self) -> u64 {
+        self.repassed.load(Ordering::Relaxed)
     }
 
     /// Writes one chunk: `scores` holds each query's scores in packed order.
@@ -284,6 +311,10 @@ impl Writer {
             digest = digest.wrapping_add(mix(mix(seq(r)) ^ mix(q as u64) ^ sc as u32 as u64));
         }
         self.digest.fetch_add(digest, Ordering::Relaxed);
+        if !self.sat.is_empty() {
+            let over = by_rec.chunks(n.max(1)).zip(&self.sat).map(|(s, &t)| s.iter().filter(|&&x| x >= t).count());
+            self.repassed.fetch_add(over.sum::<usize>() as u64, Ordering::Relaxed);
+        }
         {
             let mut top = self.top.lock();
             for (q, t) in top.iter_mut().enumerate() {
@@ -350,8 +381,10 @@ pub fn search(index: &DbIndex, matrix: &Matrix, queries: &[Query], opt: &Options
         builder = builder.kernel_fills(f);
     }
     let sched = builder.build().map_err(|e| format!("cannot start the scheduler: {e}"))?;
+    let archs: Vec<&str> = sched.gpu_info().iter().map(|g| g.arch.as_str()).collect();
+    let kind = opt.kernel.resolve(&archs).for_gaps(opt.gaps);
     let kernel = sched
-        .register_kernel(sw::kernel(Arc::new(profiles.list.clone()), profiles.offsets.clone(), opt.sim_gcups))
+        .register_kernel(sw::kernel(kind, Arc::new(profiles.list.clone()), profiles.offsets.clone(), opt.sim_gcups))
         .map_err(|e| format!("kernel: {e}"))?;
     let slots = if opt.slots == 0 { (3 * sched.gpu_count() * sched.streams()).max(4) } else { opt.slots };
     let slots = slots.min(index.chunks.len()).max(1);
@@ -381,7 +414,7 @@ pub fn search(index: &DbIndex, matrix: &Matrix, queries: &[Query], opt: &Options
         matrix: matrix.clone(),
         index: index.clone(),
         slots: (0..slots).map(|_| Mutex::new(SlotData::default())).collect(),
-        writer: Writer::open(queries, opt, index.residues)?,
+        writer: Writer::open(queries, opt, index.residues)?.counting_repasses(kind, &profiles.list),
         error: Mutex::new(None),
     });
     let gaps = opt.gaps;
@@ -412,7 +445,7 @@ pub fn search(index: &DbIndex, matrix: &Matrix, queries: &[Query], opt: &Options
             .download(&d_prof, 0, &h_prof, ..);
         for (q, p) in profiles.list.iter().enumerate() {
             let args = sw::args(p, q, profiles.offsets[q], info.nseq, info.res_off(), info.residues, gaps);
-            t = t.launch(&kernel, p.grid(info.nseq), sw::BLOCK, p.shared_bytes(), &args.map(arg));
+            t = t.launch(&kernel, p.grid_of(kind, info.nseq), sw::BLOCK, p.shared_bytes(), &args.map(arg));
         }
         let t = t.readback(&h_scores, srange.clone(), &d_scores, 0).callback_reading(
             &h_scores,
@@ -440,6 +473,7 @@ pub fn search(index: &DbIndex, matrix: &Matrix, queries: &[Query], opt: &Options
     }
     let report = report.map_err(|e| format!("search failed: {e}"))?;
     let (hits, digest) = shared.writer.finish()?;
+    let repassed = shared.writer.repassed();
     let mut sum = [0u64; 5];
     let mut spans: [Vec<(u64, u64)>; 5] = Default::default();
     for r in &report.records {
@@ -455,7 +489,18 @@ pub fn search(index: &DbIndex, matrix: &Matrix, queries: &[Query], opt: &Options
     }
     let busy = spans.map(union_ns);
     let cells = profiles.cells(index);
-    Ok(Outcome { hits, report, wall, stage_sum_ns: sum, stage_busy_ns: busy, cells, slots, digest })
+    Ok(Outcome {
+        hits,
+        report,
+        wall,
+        stage_sum_ns: sum,
+        stage_busy_ns: busy,
+        cells,
+        slots,
+        digest,
+        kernel: kind,
+        repassed,
+    })
 }
 
 #[cfg(test)]

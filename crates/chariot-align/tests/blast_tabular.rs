@@ -52,6 +52,7 @@ fn tabular_output_equals_blastp() {
         out: None,
         progress: false,
         sim_gcups: 300.0,
+        kernel: Default::default(),
     };
     let o = search::search(&index, &m, &queries, &opt).unwrap();
     let (text, rows) = tabular::text(&index, &m, &queries, &o.hits, gaps).unwrap();

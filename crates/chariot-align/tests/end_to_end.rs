@@ -9,7 +9,7 @@ use chariot_align::db::DbIndex;
 use chariot_align::hand;
 use chariot_align::matrix::Matrix;
 use chariot_align::search::{self, Options, Query};
-use chariot_align::sw::Gaps;
+use chariot_align::sw::{Gaps, KernelChoice, KernelKind, Profile};
 use chariot_align::{commands, generate, prepared};
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
@@ -99,10 +99,36 @@ enum Pipeline {
     Prepared,
 }
 
-/// Runs the search and compares every TSV score with the reference; returns the
-/// outcome's score digest.
+/// [`check_kernel`] with `--kernel auto` (DPX on sim and on an H100).
 #[allow(clippy::too_many_arguments)]
 fn check(
+    pipeline: Pipeline,
+    backend: Backend,
+    gpus: usize,
+    streams: usize,
+    order: Order,
+    n: usize,
+    long: usize,
+    qlens: &[usize],
+    chunk: usize,
+) -> u64 {
+    check_kernel(KernelChoice::Auto, pipeline, backend, gpus, streams, order, n, long, qlens, chunk)
+}
+
+/// The kernel `choice` resolves to where it is not auto.
+fn expected_kernel(choice: KernelChoice) -> Option<KernelKind> {
+    match choice {
+        KernelChoice::Auto => None,
+        KernelChoice::Portable => Some(KernelKind::Portable),
+        KernelChoice::Dpx => Some(KernelKind::Dpx),
+    }
+}
+
+/// Runs the search with kernel `kernel` and compares every TSV score with the
+/// reference; returns the outcome's score digest.
+#[allow(clippy::too_many_arguments)]
+fn check_kernel(
+    kernel: KernelChoice,
     pipeline: Pipeline,
     backend: Backend,
     gpus: usize,
@@ -133,14 +159,16 @@ fn check(
     };
     assert_eq!(index.sequences as usize, n);
     let out = dir.0.join("hits.tsv");
-    let opt = Options { out: Some(out.clone()), ..test_options(backend, gpus, streams, order, 5) };
+    let opt = Options { out: Some(out.clone()), kernel, ..test_options(backend, gpus, streams, order, 5) };
     let (hits, digest) = match pipeline {
         Pipeline::Chariot | Pipeline::Prepared => {
             let o = search::search(&index, &m, &queries, &opt).unwrap();
+            assert!(expected_kernel(kernel).is_none_or(|k| k == o.kernel), "{kernel:?} ran {:?}", o.kernel);
             (o.hits, o.digest)
         }
         Pipeline::Hand(readers) => {
             let o = hand::search(&index, &m, &queries, &opt, readers).unwrap();
+            assert!(expected_kernel(kernel).is_none_or(|k| k == o.kernel), "{kernel:?} ran {:?}", o.kernel);
             let want = if opt.backend == Backend::Cuda {
                 chariot_studies::baseline::InOrderDevice::Cuda { ordinal: 0 }
             } else {
@@ -201,6 +229,156 @@ fn every_score_matches_gotoh_on_sim() {
     let fasta = check(Pipeline::Chariot, sim(), 2, 3, Order::LargestFirst, 2000, 3000, &[1, 37, 130], 97);
     let prepared = check(Pipeline::Prepared, sim(), 2, 3, Order::LargestFirst, 2000, 3000, &[1, 37, 130], 97);
     assert_eq!(prepared, fasta);
+    // Auto is the DPX kernel on sim; the portable one computes the same scores.
+    let portable = check_kernel(
+        KernelChoice::Portable,
+        Pipeline::Chariot,
+        sim(),
+        1,
+        2,
+        Order::Fcfs,
+        2000,
+        3000,
+        &[1, 37, 130],
+        97,
+    );
+    assert_eq!(portable, fasta);
+}
+
+/// Gotoh's recurrence as [`gotoh`], with two rows instead of full matrices: for the
+/// long alignments whose scores pass 16 bits.
+fn gotoh_linear(query: &[u8], subject: &[u8], m: &Matrix, open: i64, extend: i64) -> i64 {
+    const NEG: i64 = i64::MIN / 4;
+    let cols = subject.len() + 1;
+    let (mut h_prev, mut f_prev) = (vec![0i64; cols], vec![NEG; cols]);
+    let (mut h, mut f) = (vec![0i64; cols], vec![NEG; cols]);
+    let mut best = 0;
+    for &q in query {
+        let mut e = NEG;
+        h[0] = 0;
+        for j in 1..cols {
+            e = std::cmp::max(e - extend, h[j - 1] - open - extend);
+            f[j] = std::cmp::max(f_prev[j] - extend, h_prev[j] - open - extend);
+            let diag = h_prev[j - 1] + m.score(q, subject[j - 1]) as i64;
+            h[j] = [0, diag, e, f[j]].into_iter().max().unwrap();
+            best = best.max(h[j]);
+        }
+        std::mem::swap(&mut h, &mut h_prev);
+        std::mem::swap(&mut f, &mut f_prev);
+    }
+    best
+}
+
+/// BLOSUM62 with every score times `k` (BLOSUM62 itself for 1).
+fn blosum62_times(k: i32) -> Matrix {
+    let b = Matrix::blosum62();
+    let n = b.letters.len();
+    let mut text: String = b.letters.iter().map(|&l| format!("  {}", l as char)).collect::<String>() + "\n";
+    for a in 0..n {
+        text += &format!("{}", b.letters[a] as char);
+        text += &(0..n).map(|c| format!(" {}", b.scores[a][c] as i32 * k)).collect::<String>();
+        text += "\n";
+    }
+    Matrix::parse("BLOSUM62 x k", &text).unwrap()
+}
+
+/// Scores past what 16 bits hold: a query of high-scoring residues (W, C, H, Y, P, F;
+/// 4400 of them with BLOSUM62, `scale` = 1; 440 with BLOSUM62 × 10, which gives the same
+/// scores in a hundredth of the cells, for the sim test in debug builds) against a
+/// database holding it, a copy with an insertion, prefixes just under and just over the
+/// DPX kernel's threshold (32767 − the largest score), and short random records,
+/// searched with a short query too, on a FASTA database and a prepared one. Every score
+/// equals the two-row Gotoh; the DPX kernel re-ran in 32 bits exactly the (query,
+/// subject) pairs at or above the threshold (its twin emulates the 16-bit arithmetic,
+/// so the re-pass path runs on sim too); the portable kernel re-ran none; same digest.
+fn check_past_16_bits(backend: Backend, kernels: &[KernelChoice], scale: i32) {
+    let dir = TempDir::new(&format!("past16-{}-{scale}", kernels.len()));
+    let m = blosum62_times(scale);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(17);
+    let strong = b"WCHYPF";
+    let long: Vec<u8> = (0..4400 / scale).map(|_| strong[rng.random_range(0..strong.len())]).collect();
+    let short = random_query(50, 3);
+    let sat = Profile::new(&m.encode(&long).unwrap(), &m).unwrap().sat();
+    assert_eq!(sat, 32767 - 11 * scale);
+    // The longest prefix of `long` whose diagonal stays under / the shortest that reaches the threshold.
+    let diag =
+        |k: usize| long[..k].iter().map(|&c| m.score(m.code[c as usize], m.code[c as usize]) as i64).sum::<i64>();
+    let under = (1..long.len()).take_while(|&k| diag(k) < sat as i64 - 40).last().unwrap();
+    let over = (1..long.len()).find(|&k| diag(k) >= sat as i64).unwrap();
+    let mut inserted = long.clone();
+    inserted.splice(long.len() / 2..long.len() / 2, b"GGAGS".iter().copied());
+    let mut recs: Vec<(String, Vec<u8>)> = vec![
+        ("same".into(), long.clone()),
+        ("inserted".into(), inserted),
+        ("under".into(), long[..under].to_vec()),
+        ("over".into(), long[..over].to_vec()),
+    ];
+    for i in 0..21 {
+        let len = rng.random_range(0..300);
+        recs.push((format!("r{i}"), (0..len).map(|_| AA[rng.random_range(0..20)]).collect()));
+    }
+    let text: String = recs.iter().map(|(id, s)| format!(">{id}\n{}\n", std::str::from_utf8(s).unwrap())).collect();
+    let fa = dir.0.join("db.fa");
+    std::fs::write(&fa, text).unwrap();
+    let cadb = dir.0.join("db.cadb");
+    prepared::make(&fa, &cadb, &m, false).unwrap();
+    let queries = vec![
+        Query { id: "long".into(), codes: m.encode(&long).unwrap() },
+        Query { id: "short".into(), codes: m.encode(&short).unwrap() },
+    ];
+    let mut want: HashMap<(String, String), i64> = HashMap::new();
+    for q in &queries {
+        for (id, s) in &recs {
+            want.insert((q.id.clone(), id.clone()), gotoh_linear(&q.codes, &m.encode(s).unwrap(), &m, 11, 1));
+            if scale == 1 && s.len() < 400 {
+                assert_eq!(want[&(q.id.clone(), id.clone())], gotoh(&q.codes, &m.encode(s).unwrap(), &m, 11, 1));
+            }
+        }
+    }
+    let score = |r: &str| want[&("long".to_string(), r.to_string())];
+    assert!(score("same") > 32767 && score("inserted") > 32767, "{} {}", score("same"), score("inserted"));
+    assert!(score("under") < sat as i64 && (sat as i64..=32767).contains(&score("over")));
+    let at_or_over = want.iter().filter(|(k, &v)| k.0 == "long" && v >= sat as i64).count() as u64;
+    assert_eq!(at_or_over, 3);
+    let mut digests = Vec::new();
+    for &kernel in kernels {
+        for db in [&fa, &cadb] {
+            let index = DbIndex::open(db, &m, 3).unwrap();
+            let out = dir.0.join("hits.tsv");
+            let opt = Options {
+                out: Some(out.clone()),
+                kernel,
+                ..test_options(backend.clone(), 1, 2, Order::LargestFirst, 3)
+            };
+            let o = search::search(&index, &m, &queries, &opt).unwrap();
+            assert!(expected_kernel(kernel).is_none_or(|k| k == o.kernel), "{kernel:?} ran {:?}", o.kernel);
+            let text = std::fs::read_to_string(&out).unwrap();
+            let mut rows = 0;
+            for line in text.lines().skip(1) {
+                let v: Vec<&str> = line.split('\t').collect();
+                let got: i64 = v[2].parse().unwrap();
+                assert_eq!(got, want[&(v[0].to_string(), v[1].to_string())], "{kernel:?} {line}");
+                rows += 1;
+            }
+            assert_eq!(rows, recs.len() * queries.len());
+            let expect = if o.kernel == KernelKind::Dpx { at_or_over } else { 0 };
+            assert_eq!(o.repassed, expect, "{kernel:?} ran {:?}", o.kernel);
+            assert_eq!(o.hits[0][0].score as i64, want[&("long".to_string(), "same".to_string())]);
+            digests.push(o.digest);
+        }
+        // The hand pipeline, DPX kernel or not, gives the same scores.
+        let index = DbIndex::open(&cadb, &m, 3).unwrap();
+        let opt = Options { kernel, ..test_options(backend.clone(), 1, 2, Order::Fcfs, 3) };
+        let o = hand::search(&index, &m, &queries, &opt, 2).unwrap();
+        assert_eq!(o.repassed, if o.kernel == KernelKind::Dpx { at_or_over } else { 0 });
+        digests.push(o.digest);
+    }
+    assert!(digests.windows(2).all(|w| w[0] == w[1]), "{digests:x?}");
+}
+
+#[test]
+fn scores_past_16_bits_match_gotoh_on_sim() {
+    check_past_16_bits(Backend::SimWith(SimProfile::instant()), &[KernelChoice::Auto, KernelChoice::Portable], 10);
 }
 
 /// A generated database searched as FASTA and as a prepared database: the same TSV rows
@@ -278,6 +456,7 @@ fn test_options(backend: Backend, gpus: usize, streams: usize, order: Order, top
         out: None,
         progress: false,
         sim_gcups: 300.0,
+        kernel: Default::default(),
     }
 }
 
@@ -314,6 +493,18 @@ fn file_changed_under_the_search_is_an_error_not_a_hang() {
 fn reference_known_values() {
     let m = Matrix::blosum62();
     let enc = |s: &[u8]| m.encode(s).unwrap();
+    for (q, s) in [(&b"HEAGAWGHEE"[..], &b"PAWHEAE"[..]), (b"WWWWW", b"WWAAAWW"), (b"A", b""), (b"MKVLAAGW", b"KVLGW")]
+    {
+        assert_eq!(gotoh_linear(&enc(q), &enc(s), &m, 11, 1), gotoh(&enc(q), &enc(s), &m, 11, 1));
+        assert_eq!(gotoh_linear(&enc(q), &enc(s), &m, 3, 2), gotoh(&enc(q), &enc(s), &m, 3, 2));
+    }
+    let q = random_query(300, 9);
+    let s = random_query(250, 10);
+    assert_eq!(gotoh_linear(&enc(&q), &enc(&s), &m, 11, 1), gotoh(&enc(&q), &enc(&s), &m, 11, 1));
+    let m10 = blosum62_times(10);
+    assert_eq!(m10.scores[17][17], 110);
+    assert_eq!(gotoh(&enc(&q), &enc(&s), &m10, 110, 10), 10 * gotoh(&enc(&q), &enc(&s), &m, 11, 1));
+    let enc = |s: &[u8]| m.encode(s).unwrap();
     assert_eq!(gotoh(&enc(b"WWWWW"), &enc(b"WWAAAWW"), &m, 11, 1), 30);
     assert_eq!(gotoh(&enc(b"A"), &enc(b""), &m, 11, 1), 0);
     assert_eq!(
@@ -329,6 +520,26 @@ fn every_score_matches_gotoh_on_gpu() {
     check(Pipeline::Chariot, Backend::Cuda, 1, 2, Order::Fcfs, 200, 3000, &[1100, 2500], 64);
     check(Pipeline::Prepared, Backend::Cuda, 1, 4, Order::LargestFirst, 4000, 6000, &[1, 37, 130, 511], 512);
     check(Pipeline::Prepared, Backend::Cuda, 1, 2, Order::Fcfs, 200, 3000, &[1100, 2500], 64);
+}
+
+/// Every score of the DPX kernel (chosen explicitly: on a GPU before sm_90 its DPX
+/// instructions are emulated) and of the portable kernel equals the reference, on the
+/// GPU, including subjects whose scores pass 16 bits (the DPX kernel's 32-bit re-pass).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn dpx_and_portable_kernels_match_gotoh_on_gpu() {
+    check_past_16_bits(Backend::Cuda, &[KernelChoice::Dpx, KernelChoice::Portable, KernelChoice::Auto], 1);
+    check_past_16_bits(Backend::Cuda, &[KernelChoice::Dpx], 10);
+    for kernel in [KernelChoice::Dpx, KernelChoice::Portable] {
+        let qs = [1, 16, 17, 37, 130, 511];
+        let a = check_kernel(kernel, Pipeline::Chariot, Backend::Cuda, 1, 4, Order::LargestFirst, 4001, 6000, &qs, 511);
+        let b =
+            check_kernel(kernel, Pipeline::Prepared, Backend::Cuda, 1, 4, Order::LargestFirst, 4001, 6000, &qs, 511);
+        assert_eq!(a, b);
+        let long = [1100, 2500];
+        check_kernel(kernel, Pipeline::Chariot, Backend::Cuda, 1, 2, Order::Fcfs, 201, 3000, &long, 63);
+        check_kernel(kernel, Pipeline::Hand(2), Backend::Cuda, 1, 2, Order::Fcfs, 201, 3000, &long, 63);
+    }
 }
 
 #[test]
