@@ -39,7 +39,8 @@ pub struct Common {
     /// Backend: auto, cuda, sim (modeled H100), sim-instant (no modeled time).
     #[arg(long, default_value = "auto", value_parser = ["auto", "cuda", "sim", "sim-instant"])]
     pub backend: String,
-    /// Chunk slots kept in host memory (0: 3·D·S, at least 4).
+    /// Chunk slots kept in host memory (0: D·S + 4: one per task that can hold a stream
+    /// slot, and 4 read ahead; each is pinned at the largest chunk's size).
     #[arg(long, default_value_t = 0)]
     pub slots: usize,
     /// Stage depth (default: chosen by chariot from the GPU's copy engines; 1: the
@@ -306,6 +307,15 @@ pub fn run_search(a: SearchArgs) -> Result<(), String> {
         o.gcups()
     );
     println!("  kernel {}{}", o.kernel.name(), kernel_note(&o));
+    let st = o.startup;
+    println!(
+        "  startup {:.3} s before the first task: scheduler {:.3} s, kernel {:.3} s (NVRTC, or chariot's kernel cache), \
+         buffers {:.3} s (pinned and device, while the kernel compiles)",
+        st.total.as_secs_f64(),
+        st.scheduler.as_secs_f64(),
+        st.kernel.as_secs_f64(),
+        st.buffers.as_secs_f64()
+    );
     print_stages(&o);
     for line in &o.report.tuning {
         println!("  chosen: {line}");

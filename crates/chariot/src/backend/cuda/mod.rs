@@ -11,6 +11,7 @@
 mod context;
 pub(crate) mod cufft;
 mod gpu;
+mod kernel_cache;
 pub(crate) mod nvrtc;
 pub(crate) mod nvtx;
 

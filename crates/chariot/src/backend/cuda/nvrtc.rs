@@ -1,5 +1,6 @@
 //! NVRTC: CUDA C to a cubin for one architecture, once per (kernel source, arch) in
-//! the process; compile errors come back with NVRTC's log.
+//! the process, and kept on disk for later processes (`kernel_cache.rs`); compile
+//! errors come back with NVRTC's log.
 
 use crate::kernel::Kernel;
 use cudarc::nvrtc::{result, sys};
@@ -39,10 +40,21 @@ pub fn compile(kernel: &Kernel, arch: &str) -> crate::Result<Arc<Vec<u8>>> {
     if !unsafe { sys::is_culib_present() } {
         return Err(fail("libnvrtc was not found: add the CUDA toolkit's lib64 to LD_LIBRARY_PATH".into()));
     }
+    let options = [format!("--gpu-architecture={arch}"), "--std=c++17".to_string()];
+    let mut version = (0, 0);
+    // SAFETY: two live out-parameters.
+    let disk_key = unsafe { sys::nvrtcVersion(&mut version.0, &mut version.1) }
+        .result()
+        .ok()
+        .map(|()| super::kernel_cache::Key::new(&kernel.name, &kernel.source, arch, &options, version));
+    if let Some(image) = disk_key.as_ref().and_then(super::kernel_cache::load) {
+        let image = Arc::new(image);
+        cache().lock().insert(key, image.clone());
+        return Ok(image);
+    }
     let src = CString::new(kernel.source.clone()).map_err(|_| fail("the source contains a NUL byte".into()))?;
     let name = CString::new(format!("{}.cu", kernel.name)).map_err(|_| fail("the name contains a NUL byte".into()))?;
     let prog = result::create_program(&src, Some(&name)).map_err(|e| fail(format!("nvrtcCreateProgram: {e:?}")))?;
-    let options = [format!("--gpu-architecture={arch}"), "--std=c++17".to_string()];
     // SAFETY: `prog` is live until destroyed below; `src` and `name` outlive it.
     let compiled = unsafe { result::compile_program(prog, &options) };
     let image = match compiled {
@@ -60,6 +72,9 @@ pub fn compile(kernel: &Kernel, arch: &str) -> crate::Result<Arc<Vec<u8>>> {
     // SAFETY: created above, destroyed once.
     let _ = unsafe { result::destroy_program(prog) };
     let image = Arc::new(image?);
+    if let Some(k) = &disk_key {
+        super::kernel_cache::store(k, &image);
+    }
     cache().lock().insert(key, image.clone());
     Ok(image)
 }
