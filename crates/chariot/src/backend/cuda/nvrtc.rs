@@ -17,7 +17,10 @@ fn cache() -> &'static Cache {
 }
 
 /// The cubin of `kernel` for `arch` (e.g. `"sm_90"`), compiled by NVRTC with the
-/// options chariot loads kernels with, once per (name, source, arch) in the process: for
+/// options chariot loads kernels with, once per (name, source, arch) in the process, and
+/// kept on disk for later processes (`CHARIOT_KERNEL_CACHE` names the directory, `off`
+/// turns it off; by default `$XDG_CACHE_HOME/chariot/kernels` or
+/// `~/.cache/chariot/kernels`): for
 /// code that runs a kernel beside chariot, such as the hand-written pipelines it is
 /// measured against. Needs libnvrtc at run time ([`Error::KernelCompile`](crate::Error::KernelCompile)
 /// without it, or with NVRTC's log for a kernel that does not compile).
