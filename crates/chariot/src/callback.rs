@@ -44,6 +44,8 @@ pub struct CallInfo {
 pub struct GpuCall<'a> {
     pub(crate) info: CallInfo,
     pub(crate) on: GpuCallOn<'a>,
+    /// The resident buffers (ids) its task declared: the only ones it may reach.
+    pub(crate) resident: Option<std::sync::Arc<[u64]>>,
 }
 
 pub(crate) enum GpuCallOn<'a> {
@@ -82,26 +84,38 @@ impl GpuCall<'_> {
 }
 
 impl GpuCall<'_> {
+    /// Whether the task declared a use of resident buffer `id` (its copy on this GPU is
+    /// then bound to the task until it ends, and the data is ordered and fetched).
+    fn declared(&self, id: u64) -> bool {
+        self.resident.as_ref().is_some_and(|ids| ids.contains(&id))
+    }
+
     /// The device address of element `offset` of `buf`'s copy on this task's GPU
-    /// (`None` on sim, or where the task has no copy of it here: declare the use with
-    /// [`TaskBuilder::reads`](crate::TaskBuilder::reads), `writes` or `reads_writes`,
-    /// which also orders the task and fetches the data).
+    /// (`None` on sim, for an offset past the end, or for a buffer the task did not
+    /// declare with [`TaskBuilder::reads`](crate::TaskBuilder::reads), `writes` or
+    /// `reads_writes` (or name in a copy or launch): only a declared use orders the
+    /// task, fetches the data and keeps the copy from eviction while the task runs).
     pub fn resident_ptr<T: Element>(&self, buf: &ResidentBuffer<T>, offset: usize) -> Option<u64> {
+        if !self.declared(buf.id()) {
+            return None;
+        }
         let size = std::mem::size_of::<T>() as u64;
         let copy = buf.inner().copy(self.info.gpu)?;
         copy.cuda_ptr().filter(|_| offset <= buf.len()).map(|p| p + offset as u64 * size)
     }
 
     /// Runs `f` on elements `offset..` of `buf`'s copy on this simulated GPU, locked
-    /// while `f` runs (`None` on CUDA, without a copy here, or for an offset past the
-    /// end). As with [`resident_ptr`](GpuCall::resident_ptr), declare the use on the
-    /// task.
+    /// while `f` runs (`None` on CUDA, for an offset past the end, or for a buffer the
+    /// task did not declare: see [`resident_ptr`](GpuCall::resident_ptr)).
     pub fn sim_resident<T: Element, R>(
         &self,
         buf: &ResidentBuffer<T>,
         offset: usize,
         f: impl FnOnce(&mut [T]) -> R,
     ) -> Option<R> {
+        if !self.declared(buf.id()) {
+            return None;
+        }
         let copy = buf.inner().copy(self.info.gpu)?;
         let mut all = copy.sim_slice::<T>(buf.len())?;
         let part = all.get_mut(offset..)?;

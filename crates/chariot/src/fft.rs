@@ -284,16 +284,19 @@ impl FftPlans {
             let ptr = call.resident_ptr(buf, offset).ok_or("no copy of the resident buffer on this GPU")?;
             return Ok(plan.forward_at(call, ptr)?);
         }
-        let fft_len = match shape {
-            FftShape::Rows { len, .. } | FftShape::Columns { len, .. } => len,
-            FftShape::TwoD { .. } => return Err("a 2-D transform of resident data: use Rows and Columns".into()),
+        let (f1, f2) = {
+            let mut p = self.cpu.lock();
+            match shape {
+                FftShape::Rows { len, .. } | FftShape::Columns { len, .. } => (p.plan_fft_forward(len), None),
+                FftShape::TwoD { rows, cols } => (p.plan_fft_forward(rows), Some(p.plan_fft_forward(cols))),
+            }
         };
-        let fft = self.cpu.lock().plan_fft_forward(fft_len);
         call.sim_resident(buf, offset, |data: &mut [Complex32]| {
             let data = &mut data[..shape.elements()];
-            match shape {
-                FftShape::Columns { len, batch, stride } => columns_cpu(data, len, batch, stride, &*fft),
-                _ => fft.process(data),
+            match (shape, &f2) {
+                (FftShape::Columns { len, batch, stride }, _) => columns_cpu(data, len, batch, stride, &*f1),
+                (FftShape::TwoD { rows, cols }, Some(fc)) => forward_2d_with(data, rows, cols, 1, &*f1, &**fc),
+                _ => f1.process(data),
             }
         })
         .ok_or("neither a CUDA stream nor a simulated copy")?;

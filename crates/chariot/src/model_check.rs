@@ -49,7 +49,11 @@
 //! `resident` found a race in the first eviction, which cleared the evicted copy's
 //! pieces before writing them back to the host shadow: a fetch planned in between found
 //! a piece valid nowhere. Eviction now pins the copy while it writes back, and gives it
-//! up only if no fetch began to read it meanwhile.
+//! up only if no fetch began to read it meanwhile. A review then found two more, now
+//! checked here: a write on another GPU during the write-back left the shadow marked as
+//! holding the older bytes (pieces carry a version now), and two GPUs evicting their
+//! copies of one piece at once lost it (one eviction of a buffer at a time, and none
+//! that would leave a piece unsaved). Removing either fix fails its model check.
 //!
 //! Runs are seeded, so a failure replays; `CHARIOT_MODEL_SEED` picks another seed and
 //! `CHARIOT_MODEL_SCALE` multiplies the iterations for longer searches.

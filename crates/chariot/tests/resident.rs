@@ -379,6 +379,52 @@ fn a_full_gpu_evicts_idle_copies_and_nothing_is_lost() {
     });
 }
 
+/// Kernels naming two resident buffers in opposite orders run side by side on one
+/// simulated GPU (its slots share the copies) without a lock-order deadlock.
+#[test]
+fn kernels_naming_buffers_in_opposite_orders_do_not_deadlock() {
+    with_timeout(DEADLINE_S, || {
+        let p = SimProfile::h100().with_gpus(1).with_time_scale(0.0);
+        let s = Scheduler::builder().backend(Backend::SimWith(p)).streams(4).build().unwrap();
+        let sum = s.register_kernel(sum_kernel()).unwrap();
+        let n = 256usize;
+        let (x, y) = (s.alloc_resident::<u32>(n).unwrap(), s.alloc_resident::<u32>(n).unwrap());
+        let z = s.alloc_resident_pieces::<u32>(8 * n, n).unwrap();
+        let mut host = s.alloc_host::<u32>(2 * n).unwrap();
+        host.write().iter_mut().enumerate().for_each(|(i, v)| *v = i as u32);
+        s.task(1, 1).download(&x, 0, &host, 0..n).submit().unwrap();
+        s.task(2, 1).download(&y, 0, &host, n..2 * n).submit().unwrap();
+        for i in 0..400u64 {
+            let r = (i as usize % 8) * n..(i as usize % 8 + 1) * n;
+            let (a, b) = if i % 2 == 0 { (&x, &y) } else { (&y, &x) };
+            let args = [Arg::reads(a, ..), Arg::reads(b, ..), Arg::writes(&z, r), Arg::u32(n as u32)];
+            s.task(10 + i, 1).launch(&sum, grid(n), BLOCK, 0, &args).submit().unwrap();
+        }
+        let out = s.alloc_host::<u32>(8 * n).unwrap();
+        s.task(1000, 1).readback(&out, .., &z, 0).submit().unwrap();
+        s.synchronize().unwrap();
+        assert!(out.read().iter().enumerate().all(|(i, &v)| v == 2 * (i % n) as u32 + n as u32));
+    });
+}
+
+/// A kernel may read one range of a resident buffer and write another (its CPU twin
+/// gets both at once: `TwinArgs::in_out` on two ranges of one buffer).
+#[test]
+fn a_kernel_reads_one_range_of_a_buffer_and_writes_another() {
+    let s = Scheduler::builder().backend(Backend::Sim).build().unwrap();
+    let affine = s.register_kernel(affine_kernel()).unwrap();
+    let n = 64usize;
+    let buf = s.alloc_resident_pieces::<u32>(2 * n, n).unwrap();
+    let mut host = s.alloc_host::<u32>(2 * n).unwrap();
+    host.write()[..n].iter_mut().enumerate().for_each(|(i, v)| *v = i as u32);
+    s.task(1, 1).download(&buf, 0, &host, 0..n).submit().unwrap();
+    let args = [Arg::reads(&buf, 0..n), Arg::writes(&buf, n..2 * n), Arg::u32(n as u32), Arg::u32(3), Arg::u32(1)];
+    s.task(2, 1).launch(&affine, grid(n), BLOCK, 0, &args).submit().unwrap();
+    s.task(3, 1).readback(&host, n..2 * n, &buf, n).submit().unwrap();
+    s.synchronize().unwrap();
+    assert!(host.read()[n..].iter().enumerate().all(|(i, &v)| v == affine_ref(i as u32, 3, 1)));
+}
+
 /// A writer that fails after it started leaves its piece valid nowhere: a later reader
 /// fails and names it; other pieces are unharmed.
 #[test]

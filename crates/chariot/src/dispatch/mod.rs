@@ -26,20 +26,21 @@
 //! which submits, executioners, simulated engines and other dispatchers ring.
 //!
 //! The GPU is a [`Device`]: the backend's `Gpu`, or the model checks' model GPU. Beside
-//! it: `recovery` (a lost GPU's retirement, `die`) and `meter` (the adaptation's
-//! windows). Just over 500 lines: one loop over one slot state, kept whole.
+//! it: `recovery` (a lost GPU's retirement, `die`), `meter` (the adaptation's
+//! windows) and `resident` (a task's resident data: binding its copies, stepping over
+//! fetches with nothing to copy, planning the others). Just over 500 lines: one loop over one slot state, kept whole.
 
 pub(crate) mod affinity;
 mod device;
 pub(crate) mod executioners;
 mod meter;
 mod recovery;
+mod resident;
 pub(crate) mod shared;
 
 use crate::backend::{Fault, Reach, Span};
 use crate::callback::CallInfo;
 use crate::config::Config;
-use crate::memory::resident::Plan;
 use crate::report::{CommandRecord, DispatchStats, DriverError, LostGpu, TaskFailure};
 use crate::signal::Signal;
 use crate::stage::adaptation::{Adaptation, Knob};
@@ -52,6 +53,7 @@ use crate::task::Task;
 pub(crate) use device::Device;
 use executioners::{CpuDone, CpuJob};
 use meter::Meter;
+use resident::plan_command;
 use shared::Shared;
 use std::sync::Arc;
 use std::time::Instant;
@@ -421,45 +423,6 @@ impl<D: Device> Dispatcher<D> {
         true
     }
 
-    /// Steps over the fetches at the front of idle slots' tasks whose pieces are all
-    /// valid here already: nothing to copy, so no stage slot, grant or record for them.
-    fn skip_valid_fetches(&mut self) -> bool {
-        let mut skipped = false;
-        for slot in self.slots.iter_mut().filter(|s| s.busy.is_none()) {
-            let Some(task) = slot.task.as_mut() else { continue };
-            let last = task.commands.len() - 1;
-            while let Some(Command::Fetch(f)) = task.commands.get_mut(task.next) {
-                // Looked at once: one that must copy waits for its stage as any copy.
-                if f.looked || task.next == last || !f.buf.all_valid(self.gpu, &f.pieces) {
-                    f.looked = true;
-                    break;
-                }
-                task.next += 1;
-                skipped = true;
-            }
-        }
-        skipped
-    }
-
-    /// Makes this GPU's copies of the task's resident buffers (evicting idle ones if
-    /// the GPU is full) and counts the task as their user here until it ends.
-    fn bind_resident(&self, task: &mut Task) -> Result<(), String> {
-        if task.residency.uses.is_empty() || task.residency.bound.is_some() {
-            return Ok(());
-        }
-        let others = || self.shared.residents();
-        for (i, u) in task.residency.uses.iter().enumerate() {
-            if let Err(e) = u.buf.bind(self.gpu, &others) {
-                for done in &task.residency.uses[..i] {
-                    done.buf.unbind(self.gpu);
-                }
-                return Err(format!("resident buffer {} on GPU {}: {e}", u.buf.id, self.gpu));
-            }
-        }
-        task.residency.bound = Some(self.gpu);
-        Ok(())
-    }
-
     /// Whether stage `stage` may start slot `j`'s next command now on this GPU: below
     /// L_k, below the copy stages' depth, and, for kernels admitted by fill, within the
     /// kernel stage's capacity (a kernel alone always fits).
@@ -565,25 +528,7 @@ impl<D: Device> Dispatcher<D> {
             }
             return 0;
         }
-        let planned = match cmd {
-            Command::Fetch(f) => match f.buf.plan_fetch(self.gpu, &f.pieces) {
-                Plan::Copy(parts) => {
-                    f.plan = parts;
-                    Ok(())
-                }
-                Plan::Valid => Err(None),
-                Plan::Wait => Err(Some(format!("resident buffer {}: a fetch raced another", f.buf.id))),
-                Plan::Lost { piece, by } => Err(Some(format!(
-                    "resident buffer {} piece {piece} is valid nowhere: task {by}, which wrote it, failed (or its GPU \
-                     was lost)",
-                    f.buf.id
-                ))),
-            },
-            _ => {
-                task.residency.dirty = true;
-                Ok(())
-            }
-        };
+        let planned = plan_command(self.gpu, task, index);
         self.gpu_busy += 1;
         if let Err(fault) = planned {
             // Nothing to copy (every piece is valid here), or nothing to copy from.

@@ -39,7 +39,6 @@ impl<D: Device> Dispatcher<D> {
         }
         self.device.quiesce();
         self.flush_stats();
-        self.shared.resident_gpu_lost(self.gpu);
         for j in 0..self.slots.len() {
             self.slots[j].fresh = false;
             let interrupted = std::mem::take(&mut self.slots[j].interrupted);
@@ -48,8 +47,6 @@ impl<D: Device> Dispatcher<D> {
                 Ok(restart) => {
                     let moved = MovedTask { task: task.id, from_gpu: self.gpu, restart };
                     task.next = restart;
-                    // Its copies on the lost GPU are gone: it binds again where it runs.
-                    task.residency.bound = None;
                     self.shared.requeue(task, moved);
                 }
                 Err(why) => {
@@ -67,6 +64,9 @@ impl<D: Device> Dispatcher<D> {
     /// fails every task still waiting (and any submitted later) until shutdown.
     pub(super) fn die(&mut self, message: &str) {
         self.device.quiesce();
+        // Out of the rotation: its heap in Q is taken by the others, no ready task is
+        // placed here any more.
+        self.shared.alive[self.gpu].store(false, Ordering::SeqCst);
         for stage in Stage::ALL {
             let k = stage.index();
             if let Some(g) = self.shared.queues.withdraw(stage, self.gpu, &mut self.queued[k]) {
@@ -76,6 +76,14 @@ impl<D: Device> Dispatcher<D> {
         for j in 0..self.slots.len() {
             if let Some(busy) = self.slots[j].busy.take() {
                 self.shared.queues.release(busy.stage);
+                // A fetch in flight gives back what its plan holds (pending pieces here,
+                // the source copies it counted as used).
+                if let Some(task) = self.slots[j].task.as_mut() {
+                    if let Some(Command::Fetch(f)) = task.commands.get_mut(task.next) {
+                        f.buf.fetched(self.gpu, &f.plan, false);
+                        f.plan.clear();
+                    }
+                }
             }
             self.slots[j].fresh = false;
             if let Some(task) = self.slots[j].task.take() {

@@ -174,23 +174,27 @@ impl Shared {
     }
 
     /// GPU `gpu` is lost: the copies of resident data there are gone.
-    pub(crate) fn resident_gpu_lost(&self, gpu: usize) {
+    fn resident_gpu_lost(&self, gpu: usize) {
         for r in self.residents() {
-            r.gpu_lost(gpu, TaskId(0));
+            r.gpu_lost(gpu);
         }
     }
 
     /// Puts a task moved off a lost GPU back in Q for the others, and says so in the
-    /// batch's report. The task keeps its claims and stays outstanding.
-    pub(crate) fn requeue(&self, task: Box<Task>, moved: MovedTask) {
+    /// batch's report. The task keeps its claims and stays outstanding; it gives up its
+    /// copies on the lost GPU and is placed afresh.
+    pub(crate) fn requeue(&self, mut task: Box<Task>, moved: MovedTask) {
+        task.residency.moved();
         self.batch.lock().outcome.moved.push(moved);
         self.buffer.push(task);
         self.wake_all();
     }
 
-    /// Records that `gpu` left the rotation.
+    /// Records that `gpu` left the rotation. Its copies of resident data are gone from
+    /// now on: no fetch plans to read them.
     pub(crate) fn lose_gpu(&self, lost: LostGpu) {
         self.alive[lost.gpu].store(false, Ordering::SeqCst);
+        self.resident_gpu_lost(lost.gpu);
         self.batch.lock().outcome.lost_gpus.push(lost);
     }
 }

@@ -114,6 +114,18 @@ impl<'a> TwinArgs<'a> {
     ) -> Result<(&[A], &mut [B]), BoxError> {
         let ((mi, wi), (mo, wo)) = (self.slot(input)?, self.slot(output)?);
         if mi == mo {
+            // Two ranges of one resident buffer: apart, they may be read and written at once.
+            if wi.end <= wo.start || wo.end <= wi.start {
+                let mem = &mut self.memory[mi][..];
+                let (a, b) = if wi.end <= wo.start {
+                    let (lo, hi) = mem.split_at_mut(wo.start);
+                    (&lo[wi.clone()], &mut hi[..wo.len()])
+                } else {
+                    let (lo, hi) = mem.split_at_mut(wi.start);
+                    (&hi[..wi.len()], &mut lo[wo.clone()])
+                };
+                return Ok((Self::cast(a)?, Self::cast_mut(b)?));
+            }
             return Err(format!("arguments {input} and {output} are the same buffer").into());
         }
         let (lo, hi) = self.memory.split_at_mut(mi.max(mo));

@@ -1,5 +1,7 @@
 //! Resident data's shared state (issue 16) under concurrent dispatchers: a fetch that
-//! copies from another GPU's copy while that GPU evicts copies to make room.
+//! copies from another GPU's copy while that GPU evicts copies to make room; an
+//! eviction's write-back while another GPU writes the piece; two GPUs evicting their
+//! copies of the same piece at once.
 //!
 //! Buffer A's one piece is modified on GPU 1 (the only valid copy). Dispatcher 0 binds A
 //! and fetches the piece; dispatcher 1, meanwhile, binds buffer B on a GPU 1 that holds
@@ -26,6 +28,8 @@ const VALUE: u8 = 0x5a;
 struct Memory {
     live: Mutex<HashMap<u64, (usize, Vec<u8>)>>,
     next: Mutex<u64>,
+    /// Every GPU holds one copy (else GPU 1 alone does).
+    one_copy: Mutex<bool>,
 }
 
 impl Memory {
@@ -45,7 +49,8 @@ impl Memory {
 impl ResidentMemory for Memory {
     fn alloc_copy(&self, gpu: usize, bytes: usize) -> crate::Result<PhysBuf> {
         let mut live = self.live.lock();
-        if gpu == 1 && live.values().any(|(g, _)| *g == 1) {
+        let full = *self.one_copy.lock() || gpu == 1;
+        if full && live.values().any(|(g, _)| *g == gpu) {
             return Err(crate::Error::OutOfMemory { what: "model GPU 1".into(), bytes, message: "full".into() });
         }
         let id = {
@@ -136,6 +141,127 @@ fn fetch_during_eviction() {
     // back), and a shadow, where written, holds the value: nothing was lost.
     assert!(a.msi(0, 0) != 'I');
     assert!(a.shadow().is_empty() || *a.shadow() == vec![VALUE; BYTES]);
+}
+
+/// Piece modified on GPU 0 (version 1). GPU 0 evicts it (writing version 1 back) while
+/// a task on GPU 1 overwrites it whole (version 2) and ends; then GPU 1 evicts too, and
+/// GPU 0 fetches the piece: it must read version 2, whatever the interleaving (the
+/// first eviction must not mark the shadow as holding the piece once version 2 exists).
+fn write_during_eviction() {
+    let memory = Arc::new(Memory::default());
+    *memory.one_copy.lock() = true;
+    let graveyard = Graveyard::new(memory.clone());
+    let new = || Arc::new(ResidentInner::new(0, 2, BYTES, BYTES, memory.clone(), graveyard.clone()));
+    let (a, b, c) = (new(), new(), new());
+    a.bind(0, &Vec::new).expect("GPU 0 is empty");
+    memory.write(&a.copy(0).expect("bound"), &[1; BYTES]);
+    a.ended(0, &[0], true, true, TaskId(1));
+    a.unbind(0);
+    let all = {
+        let (a, b, c) = (a.clone(), b.clone(), c.clone());
+        move || vec![a.clone(), b.clone(), c.clone()]
+    };
+    let evicter = {
+        let (b, all) = (b.clone(), all.clone());
+        spawn("dispatcher 0".into(), move || b.bind(0, &all).expect("A's copy is idle: evicted"))
+    };
+    let writer = {
+        let (a, memory, all) = (a.clone(), memory.clone(), all.clone());
+        spawn("dispatcher 1".into(), move || {
+            // A whole-piece writer: no fetch, it writes and ends.
+            a.bind(1, &all).expect("GPU 1 is empty");
+            memory.write(&a.copy(1).expect("bound"), &[2; BYTES]);
+            a.ended(1, &[0], true, true, TaskId(2));
+            a.unbind(1);
+        })
+    };
+    evicter.join().expect("dispatcher 0");
+    writer.join().expect("dispatcher 1");
+    // GPU 1 evicts A's copy (C needs the room), then GPU 0 (holding B, idle) reads A.
+    c.bind(1, &all).expect("A's copy on GPU 1 is idle: evicted");
+    b.unbind(0);
+    a.bind(0, &all).expect("B's copy on GPU 0 is idle: evicted");
+    let Plan::Copy(parts) = a.plan_fetch(0, &[0]) else { panic!("the piece is not on GPU 0") };
+    let src = match parts[0].from {
+        Source::Host => a.shadow().clone(),
+        Source::Gpu(h) => memory.bytes(&a.copy(h).expect("planned")).expect("live"),
+        Source::Zero => panic!("the piece was written"),
+    };
+    assert_eq!(src, [2; BYTES], "read from {:?}: a stale version", parts[0].from);
+}
+
+/// The piece is shared by GPUs 0 and 1 (no other copy); both evict it at once, each to
+/// make room for another buffer. It must stay valid somewhere: on a GPU or written back.
+fn both_gpus_evict() {
+    let memory = Arc::new(Memory::default());
+    *memory.one_copy.lock() = true;
+    let graveyard = Graveyard::new(memory.clone());
+    let new = || Arc::new(ResidentInner::new(0, 2, BYTES, BYTES, memory.clone(), graveyard.clone()));
+    let (a, b, c) = (new(), new(), new());
+    a.bind(0, &Vec::new).expect("GPU 0 is empty");
+    memory.write(&a.copy(0).expect("bound"), &[VALUE; BYTES]);
+    a.ended(0, &[0], true, true, TaskId(1));
+    a.unbind(0);
+    a.bind(1, &Vec::new).expect("GPU 1 is empty");
+    let Plan::Copy(parts) = a.plan_fetch(1, &[0]) else { panic!("not on GPU 1 yet") };
+    memory.write(&a.copy(1).expect("bound"), &[VALUE; BYTES]);
+    a.fetched(1, &parts, true);
+    a.unbind(1);
+    let all = {
+        let (a, b, c) = (a.clone(), b.clone(), c.clone());
+        move || vec![a.clone(), b.clone(), c.clone()]
+    };
+    let threads: Vec<_> = [(0, b.clone()), (1, c.clone())]
+        .into_iter()
+        .map(|(g, other)| {
+            let all = all.clone();
+            spawn(format!("dispatcher {g}"), move || {
+                // Retried while the other GPU's eviction of the same buffer holds it.
+                loop {
+                    match other.bind(g, &all) {
+                        Ok(()) => return,
+                        Err(crate::Error::OutOfMemory { .. }) => crate::sync::thread::yield_now(),
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("dispatchers");
+    }
+    match a.plan_fetch(0, &[0]) {
+        Plan::Valid => assert_eq!(memory.bytes(&a.copy(0).expect("valid")).expect("live"), [VALUE; BYTES]),
+        Plan::Copy(parts) => {
+            let src = match parts[0].from {
+                Source::Host => a.shadow().clone(),
+                Source::Gpu(h) => memory.bytes(&a.copy(h).expect("planned")).expect("live"),
+                Source::Zero => panic!("the piece was written"),
+            };
+            assert_eq!(src, [VALUE; BYTES]);
+        }
+        other => panic!("the piece was lost: {other:?}"),
+    }
+}
+
+#[test]
+fn resident_write_during_eviction_random() {
+    random(3000, write_during_eviction);
+}
+
+#[test]
+fn resident_write_during_eviction_pct() {
+    pct(3000, 3, write_during_eviction);
+}
+
+#[test]
+fn resident_both_gpus_evict_random() {
+    random(3000, both_gpus_evict);
+}
+
+#[test]
+fn resident_both_gpus_evict_pct() {
+    pct(3000, 3, both_gpus_evict);
 }
 
 #[test]

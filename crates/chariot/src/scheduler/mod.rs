@@ -65,6 +65,8 @@ pub(crate) struct ResidentRange {
     pub(crate) bytes: std::ops::Range<usize>,
     pub(crate) read: bool,
     pub(crate) write: bool,
+    /// Every byte of `bytes` is touched (a 2-D copy with gaps between its rows is not).
+    pub(crate) dense: bool,
 }
 
 /// The runtime: build one with [`Scheduler::builder`], allocate buffers, register
@@ -249,6 +251,21 @@ impl Scheduler {
             }
         }
         let uses = self.resident_uses(id, resident, &mut preds);
+        if !uses.is_empty() {
+            // GPU callbacks reach the resident buffers the task declared, and only those.
+            let ids: Arc<[u64]> = uses.iter().map(|u| u.buf.id).collect();
+            for c in commands.iter_mut() {
+                if let Command::Gpu(f) = c {
+                    if let Some(inner) = f.take() {
+                        let ids = ids.clone();
+                        *f = Some(Box::new(move |call: &mut crate::callback::GpuCall<'_>| {
+                            call.resident = Some(ids);
+                            inner(call)
+                        }));
+                    }
+                }
+            }
+        }
         // The fetches run first, at the download stage, once the task is on a GPU.
         let fetches = uses.iter().filter(|u| !u.read.is_empty()).map(|u| {
             Command::Fetch(FetchCmd { buf: u.buf.clone(), pieces: u.read.clone(), plan: Vec::new(), looked: false })
@@ -284,9 +301,10 @@ impl Scheduler {
             let u = &mut uses[at];
             let pieces = r.buf.pieces_of(&r.bytes);
             for p in pieces.clone() {
-                // A piece written in part keeps the rest of its bytes: it is read too.
+                // A piece written in part keeps the rest of its bytes: it is read too (a
+                // 2-D copy's gaps between rows included).
                 let whole = r.buf.bytes_of(&(p..p + 1));
-                let partial = r.write && (r.bytes.start > whole.start || r.bytes.end < whole.end);
+                let partial = r.write && (!r.dense || r.bytes.start > whole.start || r.bytes.end < whole.end);
                 if r.read || partial {
                     u.read.push(p);
                 }
@@ -326,6 +344,10 @@ impl Scheduler {
             batch.graph.clear();
             std::mem::take(&mut batch.outcome)
         };
+        // The batch's ids are free again: resident data forgets who used it.
+        for r in self.shared.residents() {
+            r.forget_tasks();
+        }
         let failures = outcome.failures.clone();
         let mut records = Vec::new();
         for t in &self.shared.timelines {

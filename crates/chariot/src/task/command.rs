@@ -78,9 +78,15 @@ pub(crate) struct FetchCmd {
 }
 
 impl FetchCmd {
-    /// Bytes the plan moves.
+    /// Bytes the plan moves over the host's link (from the host shadow): what the
+    /// report's records count, as bounds take them for host traffic. Peer copies and
+    /// zero fills cross no host link.
     pub(crate) fn bytes(&self) -> usize {
-        self.plan.iter().map(|p| self.buf.bytes_of(&p.pieces).len()).sum()
+        self.plan
+            .iter()
+            .filter(|p| p.from == crate::memory::resident::Source::Host)
+            .map(|p| self.buf.bytes_of(&p.pieces).len())
+            .sum()
     }
 }
 

@@ -65,6 +65,16 @@ pub(crate) struct Residency {
 }
 
 impl Residency {
+    /// The task moves off a lost GPU: it gives up its copies' count there (the copies
+    /// are gone) and binds and is placed again where it goes.
+    pub(crate) fn moved(&mut self) {
+        if let Some(g) = self.bound.take() {
+            self.uses.iter().for_each(|u| u.buf.unbind(g));
+        }
+        self.dirty = false;
+        self.home = None;
+    }
+
     /// Gives back the copies it holds on its GPU, marking what it wrote there (`ok`) or
     /// invalidating it (failed after it started writing).
     pub(crate) fn end(&mut self, task: TaskId, ok: bool) {

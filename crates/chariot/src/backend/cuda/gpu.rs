@@ -238,7 +238,7 @@ impl Gpu {
             }
             Command::Gpu(f) => {
                 let f = f.take().ok_or("GPU callback already ran")?;
-                let mut call = GpuCall { info, on: GpuCallOn::Cuda { stream } };
+                let mut call = GpuCall { info, on: GpuCallOn::Cuda { stream }, resident: None };
                 run_caught(|| f(&mut call))?;
             }
             Command::Fetch(f) => self.fetch(j, f)?,
@@ -314,6 +314,23 @@ impl Gpu {
         let gpu = self.ctx.index;
         let ptr = |g: usize| f.buf.copy(g).and_then(|c| c.cuda_ptr());
         let dst = ptr(gpu).ok_or_else(|| Fault::task("resident buffer without a copy on this GPU"))?;
+        let issued = self.fetch_parts(stream, f, dst, &ptr);
+        if issued.is_err() {
+            // The parts already enqueued still run: wait for them before the plan's pins
+            // (the source copies) are given back with the failure.
+            // SAFETY: a stream of this GPU, created in `open`.
+            let _ = unsafe { result::stream::synchronize(stream) };
+        }
+        issued
+    }
+
+    fn fetch_parts(
+        &self,
+        stream: sys::CUstream,
+        f: &FetchCmd,
+        dst: u64,
+        ptr: &dyn Fn(usize) -> Option<u64>,
+    ) -> Result<(), Fault> {
         for part in &f.plan {
             let r = f.buf.bytes_of(&part.pieces);
             let at = dst + r.start as u64;

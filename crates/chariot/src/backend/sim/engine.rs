@@ -267,7 +267,7 @@ impl Engine {
                 self.sms.run(seq, share, left).map_err(|m| format!("`{}`: {m}", kernel.def.name))
             }
             Work::Callback(f) => {
-                let mut call = GpuCall { info, on: GpuCallOn::Sim { _life: std::marker::PhantomData } };
+                let mut call = GpuCall { info, on: GpuCallOn::Sim { _life: std::marker::PhantomData }, resident: None };
                 run_caught(|| f(&mut call))?;
                 self.hold(start, self.profile.launch_latency, || "GPU callback".into())
             }
@@ -310,9 +310,19 @@ impl Engine {
             });
             index.push(Some((pos, window)));
         }
-        let mut guards: Vec<_> = mems.iter().map(|m| m.data.lock()).collect();
-        let memory =
-            guards.iter_mut().zip(&mems).map(|(g, m)| &mut bytemuck::cast_slice_mut(&mut g[..])[..m.bytes]).collect();
+        // Locked in address order: a resident copy is shared by the GPU's slots, and two
+        // kernels naming two buffers in opposite orders must not hold one each.
+        let mut order: Vec<usize> = (0..mems.len()).collect();
+        order.sort_by_key(|&i| Arc::as_ptr(&mems[i]) as usize);
+        let mut guards: Vec<Option<parking_lot::MutexGuard<'_, Vec<u128>>>> = mems.iter().map(|_| None).collect();
+        for i in order {
+            guards[i] = Some(mems[i].data.lock());
+        }
+        let memory = guards
+            .iter_mut()
+            .zip(&mems)
+            .filter_map(|(g, m)| g.as_mut().map(|g| &mut bytemuck::cast_slice_mut(&mut g[..])[..m.bytes]))
+            .collect();
         let mut targs = TwinArgs::new(shape, args, memory, index);
         run_caught(|| twin(&mut targs)).map_err(|m| format!("CPU twin of `{}`: {m}", kernel.def.name))
     }

@@ -302,7 +302,7 @@ impl<'s> TaskBuilder<'s> {
         }
         match arg.0 {
             ArgValue::Resident { buf, bytes, read, write } if buf.sched_id == self.sched.id() => {
-                self.declared.push(ResidentRange { buf, bytes, read, write })
+                self.declared.push(ResidentRange { buf, bytes, read, write, dense: true })
             }
             ArgValue::Resident { buf, .. } => {
                 self.error =
@@ -419,14 +419,15 @@ impl<'s> TaskBuilder<'s> {
                         let start = copy.dev_offset;
                         let end = start + (copy.height - 1) * copy.dev_pitch + copy.width;
                         let read = copy.dir == Direction::Readback;
-                        resident.push(ResidentRange { buf: buf.clone(), bytes: start..end, read, write: !read });
+                        let dense = copy.height == 1 || copy.dev_pitch == copy.width;
+                        resident.push(ResidentRange { buf: buf.clone(), bytes: start..end, read, write: !read, dense });
                     }
                 }
                 Command::Launch(l) => {
                     for a in l.args.iter() {
                         if let ArgValue::Resident { buf, bytes, read, write } = a {
                             let (buf, bytes, read, write) = (buf.clone(), bytes.clone(), *read, *write);
-                            resident.push(ResidentRange { buf, bytes, read, write });
+                            resident.push(ResidentRange { buf, bytes, read, write, dense: true });
                         }
                     }
                 }

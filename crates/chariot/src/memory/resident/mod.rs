@@ -26,13 +26,21 @@
 //! Only GPU g's dispatcher allocates, evicts, fetches to and binds on GPU g; the lock
 //! of a buffer's state is held for bookkeeping only, never across a driver call (the
 //! write-back of an eviction holds the shadow's own lock, on that cold path only).
+//!
+//! Files: here the state and its bookkeeping; `evict.rs` the eviction; `buffer.rs` the
+//! user's handle; `tests.rs` the unit tests.
+
+mod buffer;
+mod evict;
+#[cfg(test)]
+mod tests;
+
+pub use buffer::ResidentBuffer;
 
 use super::device::Graveyard;
-use super::Element;
 use crate::backend::device::PhysBuf;
 use crate::ids::TaskId;
 use crate::sync::Mutex;
-use std::marker::PhantomData;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -96,8 +104,13 @@ struct Piece {
     host: bool,
     /// Never written: all zeros.
     zero: bool,
-    /// Valid nowhere since this writer failed.
+    /// Valid nowhere since this writer failed (or its GPU was lost).
     lost: Option<TaskId>,
+    /// The last task that wrote it.
+    writer: Option<TaskId>,
+    /// Bumped by every write: an eviction's write-back counts only if no write came
+    /// between the copy it read and the state it sets.
+    version: u64,
 }
 
 #[derive(Debug)]
@@ -129,6 +142,11 @@ pub(crate) struct ResidentInner {
     deps: Mutex<Vec<Deps>>,
     /// The host copy of pieces an eviction wrote back (empty until then).
     shadow: Mutex<Vec<u8>>,
+    /// Held through an eviction of this buffer (one GPU at a time).
+    evicting: Mutex<()>,
+    /// Evicted copies that a command was still naming when they went: freed when the
+    /// buffer drops.
+    zombies: Mutex<Vec<Arc<PhysBuf>>>,
     memory: Arc<dyn ResidentMemory>,
     graveyard: Arc<Graveyard>,
 }
@@ -156,6 +174,8 @@ impl ResidentInner {
             }),
             deps: Mutex::new((0..pieces).map(|_| Deps::default()).collect()),
             shadow: Mutex::new(Vec::new()),
+            evicting: Mutex::new(()),
+            zombies: Mutex::new(Vec::new()),
             memory,
             graveyard,
         }
@@ -239,7 +259,7 @@ impl ResidentInner {
             match self.memory.alloc_copy(gpu, self.bytes) {
                 Ok(c) => break c,
                 Err(crate::Error::OutOfMemory { .. })
-                    if evict_one(gpu, self, candidates.get_or_insert_with(others)) =>
+                    if evict::evict_one(gpu, self, candidates.get_or_insert_with(others)) =>
                 {
                     continue
                 }
@@ -341,7 +361,8 @@ impl ResidentInner {
         for &p in pieces {
             let piece = &mut st.pieces[p];
             if ok {
-                *piece = Piece { gpus: bit, pending: piece.pending, ..Piece::default() };
+                let version = piece.version + 1;
+                *piece = Piece { gpus: bit, pending: piece.pending, writer: Some(task), version, ..Piece::default() };
             } else if dirty {
                 piece.gpus &= !bit;
                 if piece.gpus == 0 && !piece.host && !piece.zero {
@@ -351,18 +372,26 @@ impl ResidentInner {
         }
     }
 
-    /// GPU `gpu` is lost: its copies are gone.
-    pub(crate) fn gpu_lost(&self, gpu: usize, by: TaskId) {
+    /// GPU `gpu` is lost: its copies are gone. A piece held only there is lost, and its
+    /// readers' failures name its last writer.
+    pub(crate) fn gpu_lost(&self, gpu: usize) {
         let bit = 1u64 << gpu;
         let mut st = self.state.lock();
         for piece in &mut st.pieces {
             if piece.gpus & bit != 0 {
                 piece.gpus &= !bit;
                 if piece.gpus == 0 && !piece.host && !piece.zero {
-                    piece.lost = Some(by);
+                    piece.lost = Some(piece.writer.unwrap_or(TaskId(0)));
                 }
             }
-            piece.pending &= !bit;
+        }
+    }
+
+    /// Forgets the tasks of a closed batch (`synchronize`: all have ended): ids are the
+    /// user's and come again in the next batch, where they must not be taken for these.
+    pub(crate) fn forget_tasks(&self) {
+        for d in self.deps.lock().iter_mut() {
+            *d = Deps::default();
         }
     }
 
@@ -387,301 +416,20 @@ impl ResidentInner {
             (true, _) => 'S',
         }
     }
-
-    /// Tries to evict `gpu`'s copy: only when nothing on `gpu` uses it and no fetch is
-    /// bringing a piece there. Pieces held nowhere else are written back to the host
-    /// shadow first. Returns whether memory was freed.
-    fn evict(&self, gpu: usize) -> bool {
-        let bit = 1u64 << gpu;
-        // First, under the lock: nothing uses the copy; pin it (as a user) while the
-        // pieces only it holds are written back, so that it stays valid for any fetch
-        // that plans to read it meanwhile.
-        let (copy, only_here) = {
-            let mut st = self.state.lock();
-            if st.users[gpu] > 0 || st.pieces.iter().any(|p| p.pending & bit != 0) {
-                return false;
-            }
-            let Some(copy) = st.copies[gpu].clone() else { return false };
-            let only_here: Vec<usize> = (0..st.pieces.len())
-                .filter(|&p| {
-                    let piece = st.pieces[p];
-                    piece.gpus == bit && !piece.host && !piece.zero
-                })
-                .collect();
-            st.users[gpu] += 1;
-            (copy, only_here)
-        };
-        let mut written = true;
-        if !only_here.is_empty() {
-            let mut shadow = self.shadow.lock();
-            if shadow.is_empty() {
-                shadow.resize(self.bytes, 0);
-            }
-            for &p in &only_here {
-                let r = self.bytes_of(&(p..p + 1));
-                written &= self.memory.read_copy(&copy, r.start, &mut shadow[r]).is_ok();
-            }
-        }
-        // Then, again under the lock: if a fetch began to read the copy meanwhile, or
-        // the write-back failed, the copy stays; else it goes, and the shadow holds what
-        // only it held.
-        let taken = {
-            let mut st = self.state.lock();
-            st.users[gpu] -= 1;
-            if !written || st.users[gpu] > 0 {
-                None
-            } else {
-                for &p in &only_here {
-                    st.pieces[p].host = true;
-                }
-                for piece in &mut st.pieces {
-                    piece.gpus &= !bit;
-                }
-                st.copies[gpu].take()
-            }
-        };
-        drop(copy);
-        match taken.map(Arc::try_unwrap) {
-            Some(Ok(buf)) => {
-                self.memory.free_copy(buf);
-                true
-            }
-            // A reader of the pointer still holds it (a command being issued): it is
-            // freed when that lets go, through the graveyard at the next synchronize.
-            Some(Err(shared)) => {
-                drop(shared);
-                true
-            }
-            None => false,
-        }
-    }
-}
-
-/// Evicts the least recently bound copy on `gpu` among `others` (not `this`) that
-/// nothing uses. Returns whether one was evicted.
-fn evict_one(gpu: usize, this: &ResidentInner, others: &[Arc<ResidentInner>]) -> bool {
-    let mut candidates: Vec<(u64, &Arc<ResidentInner>)> = others
-        .iter()
-        .filter(|o| !std::ptr::eq(&***o, this))
-        .filter_map(|o| {
-            let st = o.state.lock();
-            (st.copies[gpu].is_some() && st.users[gpu] == 0).then(|| (st.stamp[gpu], o))
-        })
-        .collect();
-    candidates.sort_by_key(|(stamp, _)| *stamp);
-    candidates.into_iter().any(|(_, o)| o.evict(gpu))
 }
 
 impl Drop for ResidentInner {
     fn drop(&mut self) {
         let mut bufs: Vec<PhysBuf> = Vec::new();
-        for c in self.state.lock().copies.iter_mut() {
-            if let Some(c) = c.take() {
-                if let Ok(b) = Arc::try_unwrap(c) {
-                    bufs.push(b);
-                }
+        let copies = self.state.lock().copies.iter_mut().filter_map(Option::take).collect::<Vec<_>>();
+        let zombies = std::mem::take(&mut *self.zombies.lock());
+        for c in copies.into_iter().chain(zombies) {
+            // Commands hold a buffer's handle, not its copies' Arcs, beyond the call that
+            // names them: at drop every copy is this buffer's alone.
+            if let Ok(b) = Arc::try_unwrap(c) {
+                bufs.push(b);
             }
         }
         self.graveyard.bury(&mut bufs);
-    }
-}
-
-/// A device-resident buffer of `len` elements of `T`, shared by tasks and kept on the
-/// GPUs between them, allocated by
-/// [`Scheduler::alloc_resident`](crate::Scheduler::alloc_resident). Its content starts
-/// as zeros. Tasks name ranges of it as kernel arguments ([`Arg::reads`](crate::Arg::reads),
-/// [`Arg::writes`](crate::Arg::writes), [`Arg::reads_writes`](crate::Arg::reads_writes)),
-/// in copies ([`TaskBuilder::download`](crate::TaskBuilder::download) writes,
-/// [`TaskBuilder::readback`](crate::TaskBuilder::readback) reads) and in declarations
-/// for GPU callbacks ([`TaskBuilder::reads`](crate::TaskBuilder::reads) …); chariot
-/// orders the tasks by those uses and moves the data where a task runs
-/// (`docs/graphs.md`). Clones are handles to the same buffer.
-///
-/// ```
-/// use chariot::{Backend, Scheduler};
-/// let sched = Scheduler::builder().backend(Backend::Sim).build()?;
-/// let weights = sched.alloc_resident::<f32>(1 << 16)?;
-/// assert_eq!((weights.len(), weights.pieces()), (1 << 16, 1));
-/// let tiles = sched.alloc_resident_pieces::<f64>(64 * 64, 16 * 16)?;
-/// assert_eq!(tiles.pieces(), 16);
-/// # Ok::<(), chariot::Error>(())
-/// ```
-pub struct ResidentBuffer<T: Element> {
-    inner: Arc<ResidentInner>,
-    len: usize,
-    _t: PhantomData<fn() -> T>,
-}
-
-impl<T: Element> Clone for ResidentBuffer<T> {
-    fn clone(&self) -> Self {
-        ResidentBuffer { inner: self.inner.clone(), len: self.len, _t: PhantomData }
-    }
-}
-
-impl<T: Element> ResidentBuffer<T> {
-    pub(crate) fn new(inner: ResidentInner, len: usize) -> Self {
-        ResidentBuffer { inner: Arc::new(inner), len, _t: PhantomData }
-    }
-
-    pub(crate) fn inner(&self) -> &Arc<ResidentInner> {
-        &self.inner
-    }
-
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the buffer has no elements (never: empty buffers are refused).
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Number of pieces (the unit of validity and of dependencies).
-    pub fn pieces(&self) -> usize {
-        self.inner.pieces()
-    }
-
-    /// Elements in a piece (the last may hold fewer).
-    pub fn piece_len(&self) -> usize {
-        self.inner.piece_bytes / std::mem::size_of::<T>()
-    }
-
-    /// The buffer's id, as error messages name it.
-    pub fn id(&self) -> u64 {
-        self.inner.id
-    }
-
-    /// The state of piece `piece` on GPU `gpu` now: `'M'` (the only valid copy), `'S'`
-    /// (valid, other copies too) or `'I'` (invalid); for tests and diagnosis, as tasks
-    /// change it while they run.
-    ///
-    /// # Panics
-    /// If `piece` or `gpu` is out of range.
-    pub fn state(&self, gpu: usize, piece: usize) -> char {
-        self.inner.msi(gpu, piece)
-    }
-}
-
-impl<T: Element> std::fmt::Debug for ResidentBuffer<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ResidentBuffer")
-            .field("id", &self.inner.id)
-            .field("len", &self.len)
-            .field("pieces", &self.inner.pieces())
-            .finish()
-    }
-}
-
-#[cfg(test)]
-mod test {
-    use super::*;
-    use crate::memory::FreeDevice;
-
-    #[derive(Debug, Default)]
-    struct Fake {
-        cap: usize,
-        used: Mutex<usize>,
-    }
-    impl ResidentMemory for Fake {
-        fn alloc_copy(&self, _gpu: usize, bytes: usize) -> crate::Result<PhysBuf> {
-            let mut used = self.used.lock();
-            if *used + bytes > self.cap {
-                return Err(crate::Error::OutOfMemory { what: "fake".into(), bytes, message: "full".into() });
-            }
-            *used += bytes;
-            Ok(PhysBuf::Cuda { gpu: 0, ptr: bytes as u64 })
-        }
-        fn free_copy(&self, buf: PhysBuf) {
-            if let PhysBuf::Cuda { ptr, .. } = buf {
-                *self.used.lock() -= ptr as usize;
-            }
-        }
-        fn read_copy(&self, _: &PhysBuf, _: usize, out: &mut [u8]) -> Result<(), String> {
-            out.fill(7);
-            Ok(())
-        }
-    }
-    impl FreeDevice for Fake {
-        fn free_device(&self, _: Vec<PhysBuf>) {}
-    }
-
-    fn buffer(fake: &Arc<Fake>, bytes: usize, piece: usize) -> Arc<ResidentInner> {
-        let graveyard = Graveyard::new(fake.clone());
-        Arc::new(ResidentInner::new(0, 2, bytes, piece, fake.clone(), graveyard))
-    }
-
-    #[test]
-    fn dependencies_are_raw_war_and_waw_per_piece() {
-        let fake = Arc::new(Fake { cap: 1 << 20, ..Fake::default() });
-        let b = buffer(&fake, 400, 100);
-        let live = |_: TaskId| true;
-        let mut p = Vec::new();
-        b.track(TaskId(1), &[0, 1], true, &live, &mut p);
-        assert!(p.is_empty());
-        b.track(TaskId(2), &[1], false, &live, &mut p);
-        assert_eq!(p, [TaskId(1)]); // RAW
-        p.clear();
-        b.track(TaskId(3), &[1, 2], false, &live, &mut p);
-        assert_eq!(p, [TaskId(1)]); // readers share
-        p.clear();
-        b.track(TaskId(4), &[1], true, &live, &mut p);
-        assert_eq!(p, [TaskId(1), TaskId(2), TaskId(3)]); // WAW and WAR
-        p.clear();
-        b.track(TaskId(5), &[3], true, &live, &mut p);
-        assert!(p.is_empty()); // another piece
-                               // Ended tasks are no wait.
-        b.track(TaskId(6), &[1], false, &|t| t != TaskId(4), &mut p);
-        assert!(p.is_empty());
-    }
-
-    #[test]
-    fn fetches_follow_msi_and_wait_for_each_other() {
-        let fake = Arc::new(Fake { cap: 1 << 20, ..Fake::default() });
-        let b = buffer(&fake, 300, 100);
-        b.bind(0, &Vec::new).unwrap();
-        // Fresh: zeros.
-        let Plan::Copy(parts) = b.plan_fetch(0, &[0, 1, 2]) else { panic!() };
-        assert_eq!(parts, [FetchPart { pieces: 0..3, from: Source::Zero }]);
-        assert_eq!(b.plan_fetch(0, &[1]), Plan::Wait);
-        b.fetched(0, &parts, true);
-        assert_eq!(b.plan_fetch(0, &[0, 1, 2]), Plan::Valid);
-        assert_eq!(b.msi(0, 1), 'S'); // zeros are valid "everywhere"
-        b.ended(0, &[1], true, true, TaskId(1));
-        assert_eq!((b.msi(0, 1), b.msi(1, 1)), ('M', 'I'));
-        b.bind(1, &Vec::new).unwrap();
-        let Plan::Copy(parts) = b.plan_fetch(1, &[0, 1]) else { panic!() };
-        assert_eq!(
-            parts,
-            [FetchPart { pieces: 0..1, from: Source::Zero }, FetchPart { pieces: 1..2, from: Source::Gpu(0) }]
-        );
-        b.fetched(1, &parts, true);
-        assert_eq!((b.msi(0, 1), b.msi(1, 1)), ('S', 'S'));
-        // A failed writer that started leaves its copy invalid; the other stays.
-        b.ended(1, &[1], false, true, TaskId(2));
-        assert_eq!((b.msi(0, 1), b.msi(1, 1)), ('M', 'I'));
-        b.ended(0, &[1], false, true, TaskId(3));
-        assert_eq!(b.plan_fetch(1, &[1]), Plan::Lost { piece: 1, by: TaskId(3) });
-    }
-
-    #[test]
-    fn a_full_gpu_evicts_the_least_recently_used_idle_copy_writing_back_what_only_it_holds() {
-        let fake = Arc::new(Fake { cap: 250, ..Fake::default() });
-        let a = buffer(&fake, 100, 100);
-        let b = buffer(&fake, 100, 100);
-        let c = buffer(&fake, 100, 100);
-        let all = || vec![a.clone(), b.clone(), c.clone()];
-        a.bind(0, &all).unwrap();
-        a.ended(0, &[0], true, true, TaskId(1)); // modified on GPU 0 only
-        b.bind(0, &all).unwrap();
-        // a is idle, b is in use: c's copy evicts a's, writing it back first.
-        a.unbind(0);
-        c.bind(0, &all).unwrap();
-        assert!(a.copy(0).is_none() && b.copy(0).is_some() && c.copy(0).is_some());
-        assert_eq!(a.plan_fetch(1, &[0]), Plan::Copy(vec![FetchPart { pieces: 0..1, from: Source::Host }]));
-        assert!(a.shadow().iter().all(|&x| x == 7));
-        // Nothing idle to evict: the allocation's error stands.
-        let d = buffer(&fake, 100, 100);
-        assert!(matches!(d.bind(0, &|| vec![b.clone(), c.clone()]), Err(crate::Error::OutOfMemory { .. })));
     }
 }
