@@ -9,6 +9,7 @@
 //! * graph: the depth-first sequence captured once as a CUDA graph and launched.
 
 use super::failed_text;
+use super::primary::PrimaryContext;
 use chariot::Kernel;
 use cudarc::driver::result;
 use cudarc::driver::sys;
@@ -27,8 +28,7 @@ pub(crate) enum Kind {
 
 /// Resources of one baseline run, freed on drop (also after an error).
 struct Rig {
-    dev: sys::CUdevice,
-    ctx: sys::CUcontext,
+    ctx: PrimaryContext,
     module: Option<sys::CUmodule>,
     func: sys::CUfunction,
     streams: Vec<sys::CUstream>,
@@ -42,7 +42,7 @@ impl Drop for Rig {
         // SAFETY: every handle was created below in this context and is destroyed once;
         // streams are synchronised first, so no command still uses the buffers.
         unsafe {
-            let _ = result::ctx::set_current(self.ctx);
+            let _ = result::ctx::set_current(self.ctx.raw());
             for &s in &self.streams {
                 let _ = result::stream::synchronize(s);
             }
@@ -63,7 +63,6 @@ impl Drop for Rig {
             if let Some(m) = self.module.take() {
                 let _ = result::module::unload(m);
             }
-            let _ = result::primary_ctx::release(self.dev);
         }
     }
 }
@@ -141,12 +140,8 @@ impl From<Failure> for String {
 impl Rig {
     /// Opens GPU `ordinal`, which exists (see [`shift`]).
     fn open(ordinal: usize, kernel: &Kernel, streams: usize, max_len: usize) -> Result<Rig, String> {
-        let dev = result::device::get(ordinal as i32).map_err(|e| failed_text("cuDeviceGet", e))?;
-        // SAFETY: `dev` is valid; released once in Drop.
-        let ctx =
-            unsafe { result::primary_ctx::retain(dev) }.map_err(|e| failed_text("cuDevicePrimaryCtxRetain", e))?;
+        let ctx = PrimaryContext::retain(ordinal)?;
         let mut rig = Rig {
-            dev,
             ctx,
             module: None,
             func: std::ptr::null_mut(),
@@ -155,9 +150,8 @@ impl Rig {
             buffers: Vec::new(),
             graph: None,
         };
-        // SAFETY: the context was just retained.
-        unsafe { result::ctx::set_current(ctx) }.map_err(|e| failed_text("cuCtxSetCurrent", e))?;
-        let (module, func) = load_kernel(dev, kernel)?;
+        rig.ctx.bind()?;
+        let (module, func) = load_kernel(rig.ctx.device(), kernel)?;
         rig.module = Some(module);
         rig.func = func;
         let bytes = max_len * 4;

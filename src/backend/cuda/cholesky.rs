@@ -16,6 +16,7 @@
 //! the baseline's rig), kept in one place so that every `unsafe` of the study sits here.
 
 use super::failed_text;
+use super::primary::PrimaryContext;
 use crate::cholesky::plan::Op;
 use cudarc::cublas::sys as blas;
 use cudarc::cusolver::sys as solver;
@@ -343,8 +344,7 @@ pub(crate) struct PotrfTiming {
 /// What the baseline holds: context, stream, handle, device matrix and workspaces, the
 /// pinned host matrix; freed on drop (also after an error).
 struct Rig {
-    dev: sys::CUdevice,
-    ctx: sys::CUcontext,
+    ctx: PrimaryContext,
     stream: sys::CUstream,
     solver: solver::cusolverDnHandle_t,
     params: solver::cusolverDnParams_t,
@@ -357,7 +357,7 @@ impl Drop for Rig {
         // SAFETY: everything was made below in this context and is freed once, after the
         // stream has drained.
         unsafe {
-            let _ = result::ctx::set_current(self.ctx);
+            let _ = result::ctx::set_current(self.ctx.raw());
             if !self.stream.is_null() {
                 let _ = result::stream::synchronize(self.stream);
             }
@@ -376,7 +376,6 @@ impl Drop for Rig {
             if !self.stream.is_null() {
                 let _ = result::stream::destroy(self.stream);
             }
-            let _ = result::primary_ctx::release(self.dev);
         }
     }
 }
@@ -388,12 +387,8 @@ impl Rig {
         if ordinal >= available {
             return Err(format!("GPU {ordinal}: the cuda backend has {available} GPU(s)"));
         }
-        let dev = result::device::get(ordinal as i32).map_err(|e| failed_text("cuDeviceGet", e))?;
-        // SAFETY: `dev` is valid; released once in Drop.
-        let ctx =
-            unsafe { result::primary_ctx::retain(dev) }.map_err(|e| failed_text("cuDevicePrimaryCtxRetain", e))?;
+        let ctx = PrimaryContext::retain(ordinal)?;
         let mut rig = Rig {
-            dev,
             ctx,
             stream: std::ptr::null_mut(),
             solver: std::ptr::null_mut(),
@@ -401,8 +396,7 @@ impl Rig {
             host: std::ptr::null_mut(),
             device: Vec::new(),
         };
-        // SAFETY: the context was just retained.
-        unsafe { result::ctx::set_current(ctx) }.map_err(|e| failed_text("cuCtxSetCurrent", e))?;
+        rig.ctx.bind()?;
         rig.stream = result::stream::create(result::stream::StreamKind::NonBlocking)
             .map_err(|e| failed_text("cuStreamCreate", e))?;
         rig.solver = cudarc::cusolver::result::dn_create().map_err(solver_err("cusolverDnCreate"))?;

@@ -20,6 +20,7 @@
 //! 3-D copy descriptor written out.
 
 use super::failed_text;
+use super::primary::PrimaryContext;
 use crate::images::{kernels, Buf, Node, Use};
 use cudarc::driver::result;
 use cudarc::driver::sys;
@@ -54,8 +55,7 @@ struct SlotGraph {
 
 /// Everything a run needs on the GPU, freed on drop (also after an error).
 pub(crate) struct Rig {
-    dev: sys::CUdevice,
-    ctx: sys::CUcontext,
+    ctx: PrimaryContext,
     module: Option<sys::CUmodule>,
     funcs: Vec<sys::CUfunction>,
     n: usize,
@@ -83,7 +83,7 @@ impl Drop for Rig {
         // and is destroyed once; the streams are synchronised first, so no command
         // still uses the buffers or the graphs.
         unsafe {
-            let _ = result::ctx::set_current(self.ctx);
+            let _ = result::ctx::set_current(self.ctx.raw());
             for &s in &self.streams {
                 let _ = result::stream::synchronize(s);
             }
@@ -103,7 +103,6 @@ impl Drop for Rig {
             if let Some(m) = self.module.take() {
                 let _ = result::module::unload(m);
             }
-            let _ = result::primary_ctx::release(self.dev);
         }
     }
 }
@@ -139,12 +138,8 @@ impl Rig {
     /// Opens GPU `ordinal` (which exists) for `n × n` images and `ring` buffer sets:
     /// compiles and loads the kernels, allocates the sets, streams and events.
     pub(crate) fn open(ordinal: usize, n: usize, ring: usize) -> Result<Rig, String> {
-        let dev = result::device::get(ordinal as i32).map_err(|e| failed_text("cuDeviceGet", e))?;
-        // SAFETY: `dev` is valid; released once in Drop.
-        let ctx =
-            unsafe { result::primary_ctx::retain(dev) }.map_err(|e| failed_text("cuDevicePrimaryCtxRetain", e))?;
+        let ctx = PrimaryContext::retain(ordinal)?;
         let mut rig = Rig {
-            dev,
             ctx,
             module: None,
             funcs: Vec::new(),
@@ -155,12 +150,11 @@ impl Rig {
             graphs: Vec::new(),
             graph_host: (0, 0),
         };
-        // SAFETY: the context was just retained.
-        unsafe { result::ctx::set_current(ctx) }.map_err(|e| failed_text("cuCtxSetCurrent", e))?;
+        rig.ctx.bind()?;
         // One module holds all the kernels: compile the source once, under the first
         // kernel's name, and take every entry point from it.
         let all = kernels::all();
-        let (module, first) = super::baseline::load_kernel(dev, &all[0])?;
+        let (module, first) = super::baseline::load_kernel(rig.ctx.device(), &all[0])?;
         rig.module = Some(module);
         rig.funcs.push(first);
         for k in &all[1..] {
@@ -378,9 +372,11 @@ impl Rig {
                     // SAFETY: `deps` are nodes of this graph; `p` describes a 1-D copy
                     // between the caller's pinned buffers and this rig's device buffer
                     // (the driver copies the description).
-                    unsafe { sys::cuGraphAddMemcpyNode(&mut added, graph, deps.as_ptr(), deps.len(), &p, self.ctx) }
-                        .result()
-                        .map_err(|e| failed_text("cuGraphAddMemcpyNode", e))?;
+                    unsafe {
+                        sys::cuGraphAddMemcpyNode(&mut added, graph, deps.as_ptr(), deps.len(), &p, self.ctx.raw())
+                    }
+                    .result()
+                    .map_err(|e| failed_text("cuGraphAddMemcpyNode", e))?;
                 }
                 _ => {
                     let l = node.launch(self.n).ok_or("a kernel node without a launch")?;
@@ -425,7 +421,7 @@ impl Rig {
             return Err(format!("{count} images of {len} pixels do not fit the host buffers"));
         }
         // SAFETY: the rig's context.
-        unsafe { result::ctx::set_current(self.ctx) }.map_err(|e| failed_text("cuCtxSetCurrent", e))?;
+        unsafe { result::ctx::set_current(self.ctx.raw()) }.map_err(|e| failed_text("cuCtxSetCurrent", e))?;
         let mut timing = Timing::default();
         let host = (input.as_ptr() as usize, output.as_ptr() as usize);
         if kind == Kind::Graph && self.graph_host != host {
@@ -484,10 +480,10 @@ impl Rig {
             // (the driver's rule), and this launch is ordered after the set's previous
             // one (same stream, same executable).
             unsafe {
-                sys::cuGraphExecMemcpyNodeSetParams(g.exec, g.upload, &up, self.ctx)
+                sys::cuGraphExecMemcpyNodeSetParams(g.exec, g.upload, &up, self.ctx.raw())
                     .result()
                     .map_err(|e| failed_text("cuGraphExecMemcpyNodeSetParams", e))?;
-                sys::cuGraphExecMemcpyNodeSetParams(g.exec, g.readback, &down, self.ctx)
+                sys::cuGraphExecMemcpyNodeSetParams(g.exec, g.readback, &down, self.ctx.raw())
                     .result()
                     .map_err(|e| failed_text("cuGraphExecMemcpyNodeSetParams", e))?;
                 result::graph::launch(g.exec, self.streams[k]).map_err(|e| failed_text("cuGraphLaunch", e))?;

@@ -7,6 +7,7 @@ pub(crate) mod baseline;
 pub(crate) mod cholesky;
 pub(crate) mod images;
 pub(crate) mod inorder;
+pub(crate) mod primary;
 
 use cudarc::driver::result::DriverError;
 use std::panic::{catch_unwind, AssertUnwindSafe};

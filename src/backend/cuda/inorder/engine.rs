@@ -3,6 +3,7 @@
 
 use super::{Device, DeviceArg, InOrderLaunch, InOrderPlan, MAX_PARAMS};
 use crate::backend::cuda::failed_text;
+use crate::backend::cuda::primary::PrimaryContext;
 use chariot::Kernel;
 use cudarc::driver::result;
 use cudarc::driver::sys;
@@ -42,8 +43,7 @@ pub(super) struct Engine {
 
 /// Everything of one CUDA run, freed on drop (also after an error).
 pub(super) struct Rig {
-    dev: sys::CUdevice,
-    ctx: sys::CUcontext,
+    ctx: PrimaryContext,
     module: Option<sys::CUmodule>,
     pub(super) engine: Engine,
     pub(super) host: Host,
@@ -54,7 +54,7 @@ impl Drop for Rig {
         // SAFETY: every handle was created in `open` in this context and is destroyed
         // once; streams are synchronised first, so no copy still uses a buffer.
         unsafe {
-            let _ = result::ctx::set_current(self.ctx);
+            let _ = result::ctx::set_current(self.ctx.raw());
             let e = &mut self.engine;
             for &s in &e.streams {
                 let _ = result::stream::synchronize(s);
@@ -74,7 +74,6 @@ impl Drop for Rig {
             if let Some(m) = self.module.take() {
                 let _ = result::module::unload(m);
             }
-            let _ = result::primary_ctx::release(self.dev);
         }
     }
 }
@@ -88,12 +87,8 @@ impl Rig {
         in_bytes: usize,
         out_bytes: usize,
     ) -> Result<Rig, String> {
-        let dev = result::device::get(ordinal as i32).map_err(|e| failed_text("cuDeviceGet", e))?;
-        // SAFETY: `dev` is valid; released once in Drop.
-        let ctx =
-            unsafe { result::primary_ctx::retain(dev) }.map_err(|e| failed_text("cuDevicePrimaryCtxRetain", e))?;
+        let ctx = PrimaryContext::retain(ordinal)?;
         let mut rig = Rig {
-            dev,
             ctx,
             module: None,
             engine: Engine {
@@ -109,10 +104,9 @@ impl Rig {
             },
             host: Host { blocks: Vec::new() },
         };
-        // SAFETY: the context was just retained.
-        unsafe { result::ctx::set_current(ctx) }.map_err(|e| failed_text("cuCtxSetCurrent", e))?;
+        rig.ctx.bind()?;
         // The same cubin chariot loads (NVRTC's cache is per process).
-        let (module, func) = crate::backend::cuda::baseline::load_kernel(dev, kernel)?;
+        let (module, func) = crate::backend::cuda::baseline::load_kernel(rig.ctx.device(), kernel)?;
         rig.module = Some(module);
         rig.engine.func = func;
         let alloc = |bytes: usize| {
