@@ -28,7 +28,9 @@
 //! The GPU is a [`Device`]: the backend's `Gpu`, or the model checks' model GPU. Beside
 //! it: `recovery` (a lost GPU's retirement, `die`), `meter` (the adaptation's
 //! windows) and `resident` (a task's resident data: binding its copies, stepping over
-//! fetches with nothing to copy, planning the others). Just over 500 lines: one loop over one slot state, kept whole.
+//! fetches with nothing to copy, planning the others).
+//!
+//! Why this file is long (about 560 lines): one loop over one slot state, kept whole.
 
 pub(crate) mod affinity;
 mod device;

@@ -103,7 +103,7 @@ fn check_driver_library() -> Result<(), String> {
 #[derive(Debug)]
 pub(crate) struct Context {
     pub(crate) index: usize,
-    dev: sys::CUdevice,
+    pub(crate) dev: sys::CUdevice,
     pub(crate) ctx: sys::CUcontext,
     /// The machine's list of errors met while freeing or tearing down: whatever is
     /// freed in this context keeps its driver errors there.
@@ -242,7 +242,7 @@ impl Machine {
             });
             contexts.push(context);
         }
-        enable_peer_access(&contexts);
+        super::peer::enable_peer_access(&contexts);
         Ok(Machine { contexts, gpus, modules: Mutex::new(Vec::new()), cleanup })
     }
 
@@ -450,28 +450,6 @@ impl Drop for Machine {
             // have been joined before the Machine drops.
             if let Err(e) = unsafe { result::module::unload(module as sys::CUmodule) } {
                 self.cleanup.push(failed(&format!("cuModuleUnload on GPU {}", ctx.index), e));
-            }
-        }
-    }
-}
-
-/// Lets every GPU read every other's memory directly where the hardware allows (NVLink
-/// or PCIe peer access), so that resident data moves between GPUs by peer copies; where
-/// it does not, the driver stages those copies through the host. Best effort: a refusal
-/// only costs speed.
-fn enable_peer_access(contexts: &[Arc<Context>]) {
-    for a in contexts {
-        for b in contexts {
-            if a.index == b.index {
-                continue;
-            }
-            let mut can = 0;
-            // SAFETY: both devices are valid; `can` is a live out-parameter.
-            let asked = unsafe { sys::cuDeviceCanAccessPeer(&mut can, a.dev, b.dev) }.result();
-            if asked.is_ok() && can == 1 && a.bind().is_ok() {
-                // SAFETY: `a`'s context is current and `b.ctx` is a live context; enabling
-                // twice returns an error we ignore.
-                let _ = unsafe { sys::cuCtxEnablePeerAccess(b.ctx, 0) };
             }
         }
     }

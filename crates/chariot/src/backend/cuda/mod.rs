@@ -14,6 +14,7 @@ mod gpu;
 mod kernel_cache;
 pub(crate) mod nvrtc;
 pub(crate) mod nvtx;
+mod peer;
 
 pub(crate) use context::Machine;
 pub(crate) use gpu::Gpu;

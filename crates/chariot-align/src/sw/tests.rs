@@ -1,0 +1,205 @@
+//! Unit tests of the kernels' CPU side: profiles, the twins against Gotoh, the packed
+//! 16-bit operations and the re-pass bookkeeping.
+
+use super::*;
+
+#[test]
+fn profile_shape() {
+    let m = Matrix::blosum62();
+    let p = Profile::new(&m.encode(b"ARND").unwrap(), &m).unwrap();
+    assert_eq!((p.group, p.mpad), (1, 16));
+    assert_eq!(p.scores[4], PAD);
+    assert_eq!(p.scores[1], -1, "query R against subject A");
+    let p = Profile::new(&[0u8; 63], &m).unwrap();
+    assert_eq!((p.group, p.mpad), (4, 64));
+    let p = Profile::new(&vec![0u8; 511], &m).unwrap();
+    assert_eq!((p.group, p.mpad, p.tile()), (32, 512, 512));
+    assert_eq!(p.grid(8192), 1024);
+    let p = Profile::new(&vec![0u8; 5000], &m).unwrap();
+    assert_eq!((p.group, p.mpad, p.tile(), p.shared_bytes()), (32, 5120, 1024, 32768));
+    assert!(Profile::new(&[], &m).is_err());
+    assert!(Profile::new(&vec![0u8; MAX_QUERY + 1], &m).unwrap_err().contains("longer"));
+}
+
+#[test]
+fn align_small_cases() {
+    let m = Matrix::blosum62();
+    let gaps = Gaps { open: 11, extend: 1 };
+    let p = Profile::new(&m.encode(b"HEAGAWGHEE").unwrap(), &m).unwrap();
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    assert_eq!(align(&p, &[], gaps, &mut a, &mut b), 0);
+    assert_eq!(align(&p, &m.encode(b"W").unwrap(), gaps, &mut a, &mut b), 11);
+    let q = Profile::new(&m.encode(b"WWWWW").unwrap(), &m).unwrap();
+    assert_eq!(align(&q, &m.encode(b"WWWWW").unwrap(), gaps, &mut a, &mut b), 55);
+    // WW, a gap of 3 (11 + 3) in the query, WW: 44 - 14.
+    assert_eq!(align(&q, &m.encode(b"WWAAAWW").unwrap(), gaps, &mut a, &mut b), 30);
+}
+
+#[test]
+fn kernel_choice_and_arch() {
+    assert_eq!(KernelChoice::parse("auto"), Ok(KernelChoice::Auto));
+    assert_eq!(KernelChoice::parse("dpx"), Ok(KernelChoice::Dpx));
+    assert!(KernelChoice::parse("DPX").unwrap_err().contains("auto, portable or dpx"));
+    assert!(has_dpx("sm_90") && has_dpx("sm_90a") && has_dpx("sm_100") && has_dpx("sm_120") && has_dpx("sim"));
+    assert!(!has_dpx("sm_80") && !has_dpx("sm_89") && !has_dpx("") && !has_dpx("gfx90a"));
+    assert_eq!(KernelChoice::Auto.resolve(&["sm_90", "sm_90"]), KernelKind::Dpx);
+    assert_eq!(KernelChoice::Auto.resolve(&["sm_90", "sm_86"]), KernelKind::Portable);
+    assert_eq!(KernelChoice::Auto.resolve::<&str>(&[]), KernelKind::Portable);
+    assert_eq!(KernelChoice::Portable.resolve(&["sm_90"]), KernelKind::Portable);
+    assert_eq!(KernelChoice::Dpx.resolve(&["sm_80"]), KernelKind::Dpx);
+    let gaps = |open, extend| Gaps { open, extend };
+    assert_eq!(KernelKind::Dpx.for_gaps(gaps(1000, 1000)), KernelKind::Dpx);
+    assert_eq!(KernelKind::Dpx.for_gaps(gaps(16_000, 1000)), KernelKind::Portable);
+    assert_eq!(KernelKind::Dpx.for_gaps(gaps(-1, 1)), KernelKind::Portable);
+    assert_eq!(KernelKind::Portable.for_gaps(gaps(11, 1)), KernelKind::Portable);
+    for k in [KernelKind::Portable, KernelKind::Dpx] {
+        assert!(k.source().starts_with(&format!("#define SW_ONLY_{}\n", k.name().to_uppercase())));
+        assert!(k.source().contains(&format!("extern \"C\" __global__ void __launch_bounds__(256) {}(", k.entry())));
+    }
+    let m = Matrix::blosum62();
+    let p = Profile::new(&vec![0u8; 511], &m).unwrap();
+    assert_eq!((p.grid_of(KernelKind::Portable, 8192), p.grid_of(KernelKind::Dpx, 8192)), (1024, 512));
+    assert_eq!(p.grid_of(KernelKind::Dpx, 3), 1);
+    assert_eq!(p.sat(), 32767 - 4, "A's best score in BLOSUM62");
+    assert_eq!(Profile::new(&m.encode(b"WA").unwrap(), &m).unwrap().sat(), 32767 - 11);
+}
+
+/// The byte permute's selectors put signed byte k of a and of b, sign-extended, in
+/// the low and high halfwords.
+#[test]
+fn prmt_selectors_sign_extend() {
+    let (a, b) = (0x80_7F_FF_01u32, 0xC0_00_05_FEu32);
+    for k in 0..4 {
+        let want = packed::pack([(a >> (8 * k)) as u8 as i8 as i16, (b >> (8 * k)) as u8 as i8 as i16]);
+        assert_eq!(packed::prmt(a, b, 0xC480 + 0x1111 * k), want, "k = {k}");
+    }
+    assert_eq!(packed::prmt(0x0302_0100, 0x0706_0504, 0x7531), 0x0705_0301);
+    assert_eq!(packed::addmax(packed::pack([32767, -5]), packed::splat(1), packed::pack([0, 0])), packed::pack([0, 0]));
+    assert_eq!(packed::max_relu(packed::pack([-3, 7]), packed::pack([-9, 2])), packed::pack([0, 7]));
+}
+
+fn random_codes(n: usize, letters: u8, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % letters as u64) as u8
+        })
+        .collect()
+}
+
+/// The packed pair computation (the kernel's sequence of DPX operations) gives each
+/// subject's [`align16`], and below the threshold that is the exact 32-bit score,
+/// for pairs of equal and unequal lengths, empty subjects and several gap costs.
+#[test]
+fn packed_pairs_equal_scalar_16_bit_and_exact_scores() {
+    let m = Matrix::blosum62();
+    let mut row = Vec::new();
+    let (mut r16, mut rh, mut rf) = (Vec::new(), Vec::new(), Vec::new());
+    for (qi, qlen) in [1usize, 5, 16, 17, 40, 130].into_iter().enumerate() {
+        let p = Profile::new(&random_codes(qlen, 24, qi as u64 + 1), &m).unwrap();
+        for gaps in [Gaps { open: 11, extend: 1 }, Gaps { open: 0, extend: 0 }, Gaps { open: 5, extend: 3 }] {
+            for (la, lb) in [(0, 0), (1, 0), (7, 7), (50, 3), (3, 50), (120, 119), (64, 0)] {
+                let a = random_codes(la, 24, (la * 31 + lb + qlen) as u64);
+                let b = random_codes(lb, 24, (lb * 17 + la + 2 * qlen) as u64);
+                let cols = la.max(lb);
+                let got = packed::halves(align_pair16(&p, &a, &b, gaps, &mut row));
+                let want = [align16(&p, &a, cols, gaps, &mut r16), align16(&p, &b, cols, gaps, &mut r16)];
+                assert_eq!(got, want, "q {qlen}, {la} x {lb}, {gaps:?}");
+                assert_eq!(want[0] as i32, align(&p, &a, gaps, &mut rh, &mut rf), "q {qlen}, a {la}");
+                assert_eq!(want[1] as i32, align(&p, &b, gaps, &mut rh, &mut rf), "q {qlen}, b {lb}");
+            }
+        }
+    }
+}
+
+/// With a matrix whose best score is 127, the threshold is 32640: 257 W against 257
+/// W (32639) is exact in 16 bits; 258 (32766) and 300 (38100, which wraps) reach
+/// it, and the packed pair marks just that subject, whatever its partner does.
+#[test]
+fn sixteen_bit_saturation_is_marked_at_the_threshold() {
+    let m = Matrix::parse("big", "   A  W\nA  1 -1\nW -1 127\n").unwrap();
+    let gaps = Gaps { open: 11, extend: 1 };
+    let (mut row, mut r16, mut rh, mut rf) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (len, exact) in [(257usize, 32639), (258, 32766), (300, 38100)] {
+        let w = vec![1u8; len];
+        let p = Profile::new(&w, &m).unwrap();
+        assert_eq!(p.sat(), 32640);
+        assert_eq!(align(&p, &w, gaps, &mut rh, &mut rf), exact);
+        let s16 = align16(&p, &w, len, gaps, &mut r16) as i32;
+        assert_eq!(s16 >= p.sat(), exact >= p.sat(), "length {len}: 16-bit {s16}");
+        if exact < p.sat() {
+            assert_eq!(s16, exact);
+        }
+        let other = vec![0u8; len / 2];
+        let pair = packed::halves(align_pair16(&p, &w, &other, gaps, &mut row));
+        assert_eq!(pair[0] as i32, s16);
+        assert_eq!(pair[1] as i32, align(&p, &other, gaps, &mut rh, &mut rf));
+    }
+}
+
+/// The DPX kernel's CPU twin on a packed chunk of an odd number of subjects, two of
+/// them past the threshold: every score exact, and exactly those two re-passed.
+#[test]
+fn dpx_twin_repasses_just_the_saturated_subjects() {
+    use chariot::{LaunchShape, TwinArg};
+    let m = Matrix::parse("big", "   A  W\nA  1 -1\nW -1 127\n").unwrap();
+    let gaps = Gaps { open: 11, extend: 1 };
+    let query = vec![1u8; 300];
+    let profiles = Arc::new(vec![Profile::new(&query, &m).unwrap()]);
+    let p = &profiles[0];
+    // Longest first, as packed chunks are.
+    let subjects: Vec<Vec<u8>> = vec![vec![1; 320], vec![1; 290], random_codes(200, 2, 3), vec![1; 257], vec![0; 10]];
+    let nseq = subjects.len();
+    let res_off = ((nseq + 1) * 4).next_multiple_of(16);
+    let mut chunk = vec![0u8; res_off];
+    let mut off = 0u32;
+    for (k, s) in subjects.iter().enumerate() {
+        chunk[k * 4..k * 4 + 4].copy_from_slice(&off.to_le_bytes());
+        chunk.extend_from_slice(s);
+        off += s.len() as u32;
+    }
+    chunk[nseq * 4..nseq * 4 + 4].copy_from_slice(&off.to_le_bytes());
+    let (mut rh, mut rf) = (Vec::new(), Vec::new());
+    let want: Vec<i32> = subjects.iter().map(|s| align(p, s, gaps, &mut rh, &mut rf)).collect();
+    let over = want.iter().filter(|&&x| x >= p.sat()).count();
+    assert_eq!(over, 2, "{want:?}");
+    for kind in [KernelKind::Portable, KernelKind::Dpx] {
+        let (k, repassed) = kernel_counted(kind, profiles.clone(), vec![0], 300.0);
+        // Buffers aligned for the twin's i32 and int2 views.
+        let mut store = [vec![0u8; chunk.len() + 16], vec![0u8; p.scores.len() + 16], vec![0u8; 1040], vec![0u8; 80]];
+        let mut bufs: Vec<&mut [u8]> = store.iter_mut().map(|v| aligned(v)).collect();
+        bufs[0][..chunk.len()].copy_from_slice(&chunk);
+        for (d, &x) in bufs[1].iter_mut().zip(&p.scores) {
+            *d = x as u8;
+        }
+        let args: Vec<TwinArg> = args(p, 0, 0, nseq, res_off, off as u64, gaps)
+            .iter()
+            .map(|r| match *r {
+                Role::Chunk => TwinArg::Buffer(0),
+                Role::Profiles => TwinArg::Buffer(1),
+                Role::Scratch => TwinArg::Buffer(2),
+                Role::Scores => TwinArg::Buffer(3),
+                Role::U32(v) => TwinArg::U32(v),
+                Role::I32(v) => TwinArg::I32(v),
+                Role::U64(v) => TwinArg::U64(v),
+            })
+            .collect();
+        let shape =
+            LaunchShape { grid: p.grid_of(kind, nseq).into(), block: BLOCK.into(), shared_bytes: p.shared_bytes() };
+        k.run_cpu_twin(shape, &args, &mut bufs).unwrap();
+        let got: Vec<i32> = bufs[3].chunks(4).take(nseq).map(|b| i32::from_le_bytes(b.try_into().unwrap())).collect();
+        assert_eq!(got, want, "{kind:?}");
+        let expect = if kind == KernelKind::Dpx { 2 } else { 0 };
+        assert_eq!(repassed.load(Ordering::Relaxed), expect, "{kind:?}");
+    }
+}
+
+/// The part of `v` from its first 16-byte-aligned byte, less 16 bytes.
+fn aligned(v: &mut [u8]) -> &mut [u8] {
+    let off = v.as_ptr().align_offset(16);
+    let n = v.len() - 16;
+    &mut v[off..off + n]
+}

@@ -1,0 +1,27 @@
+//! Peer access between the GPUs of a machine, for resident data's copies between them.
+
+use super::context::Context;
+use cudarc::driver::sys;
+use std::sync::Arc;
+
+/// Lets every GPU read every other's memory directly where the hardware allows (NVLink
+/// or PCIe peer access), so that resident data moves between GPUs by peer copies; where
+/// it does not, the driver stages those copies through the host. Best effort: a refusal
+/// only costs speed.
+pub(crate) fn enable_peer_access(contexts: &[Arc<Context>]) {
+    for a in contexts {
+        for b in contexts {
+            if a.index == b.index {
+                continue;
+            }
+            let mut can = 0;
+            // SAFETY: both devices are valid; `can` is a live out-parameter.
+            let asked = unsafe { sys::cuDeviceCanAccessPeer(&mut can, a.dev, b.dev) }.result();
+            if asked.is_ok() && can == 1 && a.bind().is_ok() {
+                // SAFETY: `a`'s context is current and `b.ctx` is a live context; enabling
+                // twice returns an error we ignore.
+                let _ = unsafe { sys::cuCtxEnablePeerAccess(b.ctx, 0) };
+            }
+        }
+    }
+}
