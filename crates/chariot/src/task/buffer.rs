@@ -202,9 +202,10 @@ impl TaskBuffer {
         let Heaps { anywhere, homed } = &mut *heaps;
         // The heads to compare: the shared heap's, and GPU `gpu`'s (every GPU's for `pop`).
         let rank = |e: &Entry| (e.key, std::cmp::Reverse(e.seq));
-        let own: Vec<usize> = match gpu {
-            Some(g) => (g < homed.len()).then_some(g).into_iter().collect(),
-            None => (0..homed.len()).collect(),
+        let own = match gpu {
+            Some(g) if g < homed.len() => g..g + 1,
+            Some(_) => 0..0,
+            None => 0..homed.len(),
         };
         // None: the shared heap; Some(h): GPU h's.
         let mut pick: Option<(Option<usize>, _)> = anywhere.peek().map(|e| (None, rank(e)));
@@ -244,8 +245,49 @@ impl std::fmt::Debug for TaskBuffer {
 
 #[cfg(test)]
 mod tests {
-    use super::Order;
+    use super::{Order, TaskBuffer};
+    use crate::ids::TaskId;
+    use crate::task::Task;
     use crate::Error;
+
+    fn task(id: u64, granularity: u64, home: Option<usize>) -> Box<Task> {
+        let mut t = Box::new(Task {
+            id: TaskId(id),
+            granularity,
+            seq: id,
+            commands: Vec::new(),
+            next: 0,
+            hosts: Vec::new(),
+            residency: Default::default(),
+        });
+        t.residency.home = home;
+        t
+    }
+
+    #[test]
+    fn a_gpu_takes_its_own_and_shared_tasks_in_order_and_steals_only_a_deep_or_orphaned_heap() {
+        let q = TaskBuffer::placing(Order::LargestFirst, 2, 2);
+        q.push(task(1, 5, None));
+        q.push(task(2, 9, Some(1)));
+        q.push(task(3, 7, Some(0)));
+        let id = |t: Option<Box<Task>>| t.map(|t| t.id.0);
+        let never = |_: usize| false;
+        // GPU 0: its own (7) before the shared one (5); GPU 1's task (9) is not its own.
+        assert_eq!(id(q.pop_for(0, &never)), Some(3));
+        assert_eq!(id(q.pop_for(0, &never)), Some(1));
+        // Nothing of its own left: GPU 1's heap holds 1 task, not more than S = 2.
+        assert_eq!(id(q.pop_for(0, &never)), None);
+        // Deeper than S: GPU 0 steals the first of it.
+        q.push(task(4, 3, Some(1)));
+        q.push(task(5, 8, Some(1)));
+        assert_eq!(id(q.pop_for(0, &never)), Some(2));
+        // Two left in GPU 1's heap: not stolen, unless GPU 1 has left the rotation.
+        assert_eq!(id(q.pop_for(0, &never)), None);
+        assert_eq!(id(q.pop_for(0, &|g| g == 1)), Some(5));
+        // `pop` takes from anywhere, in order.
+        assert_eq!(id(q.pop()), Some(4));
+        assert_eq!(id(q.pop()), None);
+    }
 
     #[test]
     fn order_names_round_trip_and_others_are_refused() {
