@@ -11,6 +11,8 @@
 //! * [`soak`]: many small tasks in waves, checking that nothing accumulates (issue 7).
 //! * [`cholesky`]: the tiled Cholesky factorisation (issue 16, benchmark 2) and its
 //!   baseline, cuSOLVER's dense potrf.
+//! * [`flow`]: cudaFlow's micro-benchmark shapes (issue 18) as task graphs of tiny
+//!   kernels, run by chariot and by one hand-written CUDA graph.
 //!
 //! The binary `chariot` (the demo), the overhead study (`benches/overhead`), the SETI
 //! example (`examples/seti`) and the soak (`examples/soak.rs`) are this package's
@@ -31,6 +33,7 @@ mod backend;
 pub mod baseline;
 pub mod cholesky;
 pub mod demo;
+pub mod flow;
 pub mod images;
 pub mod plot;
 pub mod soak;

@@ -1,0 +1,315 @@
+//! Issue 18's groundwork: cudaFlow's five micro-benchmark shapes (Lin and Huang,
+//! cudaFlow, §4.1) as task graphs of tiny kernels, run by chariot (one task per node,
+//! edges by [`chariot::TaskBuilder::after`]) and by one hand-written CUDA graph of the
+//! same shape ([`HandGraph`]), so that the launch cost of small tasks can be compared
+//! before graph replay exists.
+//!
+//! * [`Shape::Lc`], linear chain: `size` nodes, node `i` after node `i − 1`.
+//! * [`Shape::Ep`], embarrassing parallelism: `size` independent nodes.
+//! * [`Shape::Dc`], divide and conquer: a complete binary tree of depth `size`
+//!   (2^size − 1 nodes), edges parent → children only, no joins back. This is the
+//!   graph cudaFlow measured: its Table 1 counts 393,209 nodes + edges at 16 levels,
+//!   which is 3 × 65,535 operations, 2 × 65,535 edges inside the nodes and 65,534 tree
+//!   edges.
+//! * [`Shape::Mr`], map-reduce: `size` iterations of 16 mappers and one reducer; each
+//!   mapper of iteration `k > 0` after the reducer of iteration `k − 1`, the reducer
+//!   after its 16 mappers.
+//! * [`Shape::Dag`], random DAG: `size` levels of 1 to [`DAG_WIDTH`] nodes (uniform,
+//!   seeded); each node of a level but the last has 1 to 5 edges (uniform) to distinct
+//!   nodes of the next level. Nodes of the next level that no edge reaches are roots.
+//!
+//! Nodes are numbered in a topological order (every edge goes from a lower to a higher
+//! number), which is the order chariot's tasks are submitted in; the task id of node
+//! `i` is `i`.
+//!
+//! Every node is one launch of [`spin_kernel`] (one block of [`BLOCK`] threads, `iters`
+//! iterations of two dependent FMAs per thread) on no data: the only buffer is a
+//! one-float sink that thread 0 writes the result into, so the loop is not compiled
+//! away. chariot's sink is a virtual [`chariot::DeviceBuffer`] (one copy per GPU and
+//! stream slot, no dependencies inferred, no copies); the CUDA graph's one device float.
+//! There are no copies, so what is measured is the launch and the dependency handling.
+//! `iters` is taken as given, not calibrated to a time.
+
+mod cuda;
+
+pub use cuda::{HandGraph, HandTiming};
+
+use chariot::{Arg, DeviceBuffer, Kernel, KernelHandle, LaunchShape, Param, Report, Result, ScalarArgs, Scheduler};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::time::{Duration, Instant};
+
+/// Threads of the one block each node's kernel runs.
+pub const BLOCK: u32 = 128;
+
+/// Mappers per map-reduce iteration (cudaFlow's 16).
+pub const MAPPERS: usize = 16;
+
+/// The most nodes a random DAG level holds (cudaFlow's 50).
+pub const DAG_WIDTH: usize = 50;
+
+/// The most edges a random DAG node has to the next level (cudaFlow's 5).
+pub const DAG_FAN_OUT: usize = 5;
+
+/// The spin kernel's CUDA C: `flow_spin(float* sink, unsigned iters)`.
+pub const SPIN_SOURCE: &str = r#"extern "C" __global__ void flow_spin(float* sink, unsigned iters) {
+    float a = threadIdx.x * 1e-3f, b = 1.0001f;
+    for (unsigned i = 0; i < iters; ++i) {
+        a = fmaf(a, b, 1e-4f);
+        b = fmaf(b, 0.9999f, 1e-5f);
+    }
+    if (threadIdx.x == 0) sink[0] = a + b;
+}"#;
+
+/// The simulated cost of one node: a fixed 2 µs plus 1 ns per iteration (a guess for
+/// the sim backend, not a calibration).
+fn sim_cost(_: &LaunchShape, s: &ScalarArgs<'_>) -> Duration {
+    Duration::from_nanos(2_000 + s.u32(1).unwrap_or(0) as u64)
+}
+
+/// What thread 0 of [`spin_kernel`] writes to the sink, computed on the CPU (the twin).
+pub fn spin_value(iters: u32) -> f32 {
+    let (mut a, mut b) = (0.0f32, 1.0001f32);
+    for _ in 0..iters {
+        a = a.mul_add(b, 1e-4);
+        b = b.mul_add(0.9999, 1e-5);
+    }
+    a + b
+}
+
+/// The node kernel, `flow_spin(float* sink, unsigned iters)`, launched as one block of
+/// [`BLOCK`] threads; its CPU twin writes [`spin_value`] to the sink.
+pub fn spin_kernel() -> Kernel {
+    Kernel::new("flow_spin", SPIN_SOURCE)
+        .params([Param::Buffer, Param::U32])
+        .cpu_twin(|a| {
+            let v = spin_value(a.u32(1)?);
+            let sink = a.buffer_mut::<f32>(0)?;
+            if let Some(s) = sink.first_mut() {
+                *s = v;
+            }
+            Ok(())
+        })
+        .sim_cost(sim_cost)
+}
+
+/// One of cudaFlow's micro-benchmark shapes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Shape {
+    /// Linear chain of `size` nodes.
+    Lc,
+    /// `size` independent nodes.
+    Ep,
+    /// Complete binary tree of depth `size`, parent → children.
+    Dc,
+    /// `size` iterations of 16 mappers and a reducer.
+    Mr,
+    /// Random DAG of `size` levels.
+    Dag,
+}
+
+impl Shape {
+    /// Every shape, in cudaFlow's order of presentation.
+    pub const ALL: [Shape; 5] = [Shape::Lc, Shape::Ep, Shape::Dc, Shape::Mr, Shape::Dag];
+
+    /// The short name (`lc`, `ep`, `dc`, `mr`, `dag`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::Lc => "lc",
+            Shape::Ep => "ep",
+            Shape::Dc => "dc",
+            Shape::Mr => "mr",
+            Shape::Dag => "dag",
+        }
+    }
+
+    /// The shape of a short name.
+    pub fn from_name(name: &str) -> Option<Shape> {
+        Shape::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// What `size` counts for this shape.
+    pub fn size_meaning(self) -> &'static str {
+        match self {
+            Shape::Lc | Shape::Ep => "nodes",
+            Shape::Dc => "depth",
+            Shape::Mr => "iterations",
+            Shape::Dag => "levels",
+        }
+    }
+}
+
+/// A task graph: `nodes` nodes numbered in topological order and its edges
+/// (predecessor, successor), each with predecessor < successor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Graph {
+    /// The shape it was built as.
+    pub shape: Shape,
+    /// The size parameter it was built with.
+    pub size: usize,
+    /// Number of nodes.
+    pub nodes: usize,
+    /// Edges (predecessor, successor), predecessor < successor, no duplicates.
+    pub edges: Vec<(usize, usize)>,
+    /// The random DAG's level sizes, first to last (nodes numbered level by level);
+    /// empty for the other shapes.
+    pub levels: Vec<usize>,
+}
+
+impl Graph {
+    /// Builds `shape` at `size` (see the module's documentation; `seed` is used by the
+    /// random DAG only).
+    ///
+    /// # Errors
+    /// [`chariot::Error::InvalidConfig`] for a size of 0, or a tree deeper than 24.
+    pub fn new(shape: Shape, size: usize, seed: u64) -> Result<Graph> {
+        let max = if shape == Shape::Dc { 24 } else { 1 << 24 };
+        if size == 0 || size > max {
+            return Err(chariot::Error::InvalidConfig {
+                name: "size",
+                value: size.to_string(),
+                allowed: format!("1..={max} {} for {}", shape.size_meaning(), shape.name()),
+            });
+        }
+        let mut levels = Vec::new();
+        let (nodes, edges) = match shape {
+            Shape::Lc => (size, (1..size).map(|i| (i - 1, i)).collect()),
+            Shape::Ep => (size, Vec::new()),
+            Shape::Dc => {
+                let n = (1usize << size) - 1;
+                (n, (1..n).map(|c| ((c - 1) / 2, c)).collect())
+            }
+            Shape::Mr => {
+                let per = MAPPERS + 1;
+                let mut edges = Vec::with_capacity(size * 2 * MAPPERS);
+                for k in 0..size {
+                    let base = k * per;
+                    for m in 0..MAPPERS {
+                        if k > 0 {
+                            edges.push((base - 1, base + m));
+                        }
+                        edges.push((base + m, base + MAPPERS));
+                    }
+                }
+                edges.sort_unstable_by_key(|&(p, s)| (s, p));
+                (size * per, edges)
+            }
+            Shape::Dag => {
+                let (sizes, edges) = random_dag(size, DAG_WIDTH, seed);
+                levels = sizes;
+                (levels.iter().sum(), edges)
+            }
+        };
+        Ok(Graph { shape, size, nodes, edges, levels })
+    }
+
+    /// Each node's predecessors, ascending.
+    pub fn predecessors(&self) -> Vec<Vec<usize>> {
+        let mut p = vec![Vec::new(); self.nodes];
+        for &(a, b) in &self.edges {
+            p[b].push(a);
+        }
+        p.iter_mut().for_each(|v| v.sort_unstable());
+        p
+    }
+}
+
+/// `levels` levels of 1..=`width` nodes, each node but the last level's with
+/// 1..=[`DAG_FAN_OUT`] edges to distinct nodes of the next level: the level sizes and
+/// the edges.
+fn random_dag(levels: usize, width: usize, seed: u64) -> (Vec<usize>, Vec<(usize, usize)>) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let sizes: Vec<usize> = (0..levels).map(|_| rng.random_range(1..=width)).collect();
+    let mut start = 0;
+    let mut edges = Vec::new();
+    for l in 0..levels {
+        let next = start + sizes[l];
+        if l + 1 < levels {
+            for node in start..next {
+                let k = rng.random_range(1..=DAG_FAN_OUT.min(sizes[l + 1]));
+                let mut to: Vec<usize> =
+                    rand::seq::index::sample(&mut rng, sizes[l + 1], k).into_iter().map(|j| next + j).collect();
+                to.sort_unstable();
+                edges.extend(to.into_iter().map(|t| (node, t)));
+            }
+        }
+        start = next;
+    }
+    (sizes, edges)
+}
+
+/// One chariot run of a graph.
+#[derive(Debug)]
+pub struct ChariotRun {
+    /// The batch's report (records, edges).
+    pub report: Report,
+    /// Host time from the first submit to `synchronize`'s return, in ns.
+    pub wall_ns: u64,
+}
+
+/// What chariot needs to run graphs: the registered kernel and the sink.
+#[derive(Debug)]
+pub struct ChariotFlow {
+    kernel: KernelHandle,
+    sink: DeviceBuffer<f32>,
+}
+
+impl ChariotFlow {
+    /// Registers [`spin_kernel`] on `sched` and allocates the one-float sink.
+    ///
+    /// # Errors
+    /// What `register_kernel` and `alloc` return.
+    pub fn new(sched: &Scheduler) -> Result<ChariotFlow> {
+        Ok(ChariotFlow { kernel: sched.register_kernel(spin_kernel())?, sink: sched.alloc::<f32>(1)? })
+    }
+
+    /// Runs `graph` on `sched` as one batch: node `i` is task `i` (granularity 1), one
+    /// launch of the spin kernel with `iters`, after its predecessors by
+    /// [`chariot::TaskBuilder::after`]; submits every node, then synchronizes.
+    ///
+    /// # Errors
+    /// What `submit` and `synchronize` return.
+    pub fn run(&self, sched: &Scheduler, graph: &Graph, iters: u32) -> Result<ChariotRun> {
+        let preds = graph.predecessors();
+        let args = [Arg::buffer(&self.sink), Arg::u32(iters)];
+        let t0 = Instant::now();
+        for (i, p) in preds.iter().enumerate() {
+            sched
+                .task(i as u64, 1)
+                .after_all(p.iter().map(|&j| j as u64))
+                .launch(&self.kernel, 1, BLOCK, 0, &args)
+                .submit()?;
+        }
+        let report = sched.synchronize()?;
+        Ok(ChariotRun { report, wall_ns: t0.elapsed().as_nanos() as u64 })
+    }
+}
+
+/// Every edge of `graph` that `report`'s timeline does not honour: the successor's
+/// first command dispatched or started before the predecessor's last command ended, or
+/// either node missing from the records. Empty when every edge holds.
+pub fn edge_violations(graph: &Graph, report: &Report) -> Vec<String> {
+    let mut first = vec![(u64::MAX, u64::MAX); graph.nodes];
+    let mut last: Vec<Option<u64>> = vec![None; graph.nodes];
+    for r in &report.records {
+        let t = r.task.0 as usize;
+        if t >= graph.nodes {
+            continue;
+        }
+        first[t] = (first[t].0.min(r.dispatched_ns), first[t].1.min(r.start_ns));
+        last[t] = Some(last[t].map_or(r.end_ns, |e| e.max(r.end_ns)));
+    }
+    let mut v = Vec::new();
+    for &(p, s) in &graph.edges {
+        let (dispatched, start) = first[s];
+        match last[p] {
+            None => v.push(format!("edge #{p} -> #{s}: #{p} has no record")),
+            Some(_) if dispatched == u64::MAX => v.push(format!("edge #{p} -> #{s}: #{s} has no record")),
+            Some(end) if dispatched < end || start < end => v.push(format!(
+                "edge #{p} -> #{s}: #{s} dispatched at {dispatched} and started at {start}, before #{p} ended at {end}"
+            )),
+            Some(_) => {}
+        }
+    }
+    v
+}

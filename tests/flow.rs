@@ -1,0 +1,180 @@
+//! cudaFlow's micro-benchmark shapes (issue 18, `chariot_studies::flow`) on the sim
+//! backend: each shape's graph has the right nodes and edges (and LC, EP and DC the
+//! sizes cudaFlow's Table 1 implies), and chariot's run of each, one task per node with
+//! its edges by `after`, honours every edge in the recorded timeline and lists it in
+//! the report. The `#[ignore]`d test runs chariot and the hand-written CUDA graph on a
+//! GPU.
+
+mod common;
+
+use chariot::{Backend, Report, Scheduler, SimProfile};
+use chariot_studies::flow::{edge_violations, ChariotFlow, Graph, HandGraph, Shape, DAG_FAN_OUT, DAG_WIDTH, MAPPERS};
+use common::with_timeout;
+use std::collections::{HashMap, HashSet};
+
+const DEADLINE_S: u64 = 120;
+
+/// Every edge goes forward and none is listed twice.
+fn assert_well_formed(g: &Graph) {
+    let mut seen = HashSet::new();
+    for &(p, s) in &g.edges {
+        assert!(p < s && s < g.nodes, "{:?} {}: edge {p} -> {s} of {} nodes", g.shape, g.size, g.nodes);
+        assert!(seen.insert((p, s)), "{:?} {}: edge {p} -> {s} twice", g.shape, g.size);
+    }
+}
+
+/// Out- and in-degrees of every node.
+fn degrees(g: &Graph) -> (Vec<usize>, Vec<usize>) {
+    let (mut out, mut inn) = (vec![0; g.nodes], vec![0; g.nodes]);
+    for &(p, s) in &g.edges {
+        out[p] += 1;
+        inn[s] += 1;
+    }
+    (out, inn)
+}
+
+#[test]
+fn each_shape_has_its_nodes_and_edges() {
+    let lc = Graph::new(Shape::Lc, 10, 0).unwrap();
+    assert_eq!((lc.nodes, lc.edges.len()), (10, 9));
+    assert!(lc.edges.iter().all(|&(p, s)| s == p + 1));
+    let ep = Graph::new(Shape::Ep, 10, 0).unwrap();
+    assert_eq!((ep.nodes, ep.edges.len()), (10, 0));
+    let dc = Graph::new(Shape::Dc, 4, 0).unwrap();
+    assert_eq!((dc.nodes, dc.edges.len()), (15, 14));
+    let (out, inn) = degrees(&dc);
+    assert_eq!(inn[0], 0);
+    assert!(inn[1..].iter().all(|&d| d == 1), "every node but the root has one parent");
+    assert_eq!(out.iter().filter(|&&d| d == 2).count(), 7, "7 inner nodes of two children");
+    assert_eq!(out.iter().filter(|&&d| d == 0).count(), 8, "8 leaves");
+    let mr = Graph::new(Shape::Mr, 3, 0).unwrap();
+    assert_eq!((mr.nodes, mr.edges.len()), (3 * (MAPPERS + 1), 3 * MAPPERS + 2 * MAPPERS));
+    let (out, inn) = degrees(&mr);
+    for k in 0..3 {
+        let reducer = k * (MAPPERS + 1) + MAPPERS;
+        assert_eq!(inn[reducer], MAPPERS);
+        assert_eq!(out[reducer], if k < 2 { MAPPERS } else { 0 });
+        for m in reducer - MAPPERS..reducer {
+            assert_eq!((inn[m], out[m]), (usize::from(k > 0), 1));
+        }
+    }
+    for g in [&lc, &ep, &dc, &mr] {
+        assert_well_formed(g);
+    }
+    // cudaFlow's Table 1 counts nodes + edges of graphs whose nodes are three
+    // operations (copy in, kernel, copy out: 3 nodes and 2 edges each).
+    let table1 = |g: &Graph| 5 * g.nodes + g.edges.len();
+    assert_eq!(table1(&Graph::new(Shape::Lc, 65_536, 0).unwrap()), 393_215);
+    assert_eq!(table1(&Graph::new(Shape::Ep, 65_536, 0).unwrap()), 327_680);
+    assert_eq!(table1(&Graph::new(Shape::Dc, 16, 0).unwrap()), 393_209);
+    assert!(Graph::new(Shape::Lc, 0, 0).is_err());
+    assert!(Graph::new(Shape::Dc, 25, 0).is_err());
+}
+
+#[test]
+fn random_dags_are_levels_of_bounded_width_and_fan_out() {
+    for seed in 0..20 {
+        let levels = 1 + seed as usize % 7;
+        let g = Graph::new(Shape::Dag, levels, seed).unwrap();
+        assert_well_formed(&g);
+        assert!(g.nodes >= levels && g.nodes <= levels * DAG_WIDTH, "{} nodes in {levels} levels", g.nodes);
+        assert_eq!(g.levels.len(), levels);
+        assert_eq!(g.levels.iter().sum::<usize>(), g.nodes);
+        assert!(g.levels.iter().all(|&w| (1..=DAG_WIDTH).contains(&w)), "{:?}", g.levels);
+        let level: Vec<usize> = g.levels.iter().enumerate().flat_map(|(l, &w)| std::iter::repeat_n(l, w)).collect();
+        for &(p, s) in &g.edges {
+            assert_eq!(level[s], level[p] + 1, "edge {p} -> {s} does not join consecutive levels");
+        }
+        let (out, _) = degrees(&g);
+        for (i, &d) in out.iter().enumerate() {
+            let most = if level[i] + 1 < levels { DAG_FAN_OUT.min(g.levels[level[i] + 1]) } else { 0 };
+            assert!((most.min(1)..=most).contains(&d), "node {i} of level {} has {d} successors", level[i]);
+        }
+        assert_eq!(g, Graph::new(Shape::Dag, levels, seed).unwrap(), "the same seed, the same graph");
+    }
+    assert_ne!(Graph::new(Shape::Dag, 8, 1).unwrap(), Graph::new(Shape::Dag, 8, 2).unwrap());
+}
+
+/// Edges the report's timeline breaks, checked here against `Report::records` as
+/// `crates/chariot/tests/common/invariants.rs::dependency_violations` checks them: a
+/// successor's first command dispatched or started before its predecessor's last
+/// command ended.
+fn violations(report: &Report, g: &Graph) -> Vec<String> {
+    let mut first: HashMap<u64, (u64, u64)> = HashMap::new();
+    let mut last: HashMap<u64, u64> = HashMap::new();
+    for r in &report.records {
+        let f = first.entry(r.task.0).or_insert((u64::MAX, u64::MAX));
+        *f = (f.0.min(r.dispatched_ns), f.1.min(r.start_ns));
+        let l = last.entry(r.task.0).or_insert(0);
+        *l = (*l).max(r.end_ns);
+    }
+    let mut v = Vec::new();
+    for &(p, s) in &g.edges {
+        let (Some(&(dispatched, start)), Some(&end)) = (first.get(&(s as u64)), last.get(&(p as u64))) else {
+            v.push(format!("#{p} -> #{s}: a task without records"));
+            continue;
+        };
+        if dispatched < end || start < end {
+            v.push(format!("#{p} -> #{s}: dispatched at {dispatched}, started at {start}, #{p} ended at {end}"));
+        }
+    }
+    v
+}
+
+#[test]
+fn chariot_honours_every_edge_of_each_shape() {
+    with_timeout(DEADLINE_S, || {
+        // chariot's defaults on a simulated H100 (its kernels take simulated time, so
+        // an edge broken would show as overlapping records).
+        let sched = Scheduler::builder().backend(Backend::SimWith(SimProfile::h100())).build().unwrap();
+        let flow = ChariotFlow::new(&sched).unwrap();
+        for (shape, size) in [(Shape::Lc, 24), (Shape::Ep, 24), (Shape::Dc, 5), (Shape::Mr, 3), (Shape::Dag, 5)] {
+            let g = Graph::new(shape, size, 7).unwrap();
+            for iters in [0, 1000] {
+                let run = flow.run(&sched, &g, iters).unwrap();
+                let r = &run.report;
+                assert!(run.wall_ns > 0);
+                let tasks: HashSet<u64> = r.records.iter().map(|c| c.task.0).collect();
+                assert_eq!(tasks.len(), g.nodes, "{shape:?}: every node ran");
+                assert_eq!(r.records.len(), g.nodes, "{shape:?}: one launch per node, nothing else");
+                let v = violations(r, &g);
+                assert!(v.is_empty(), "{shape:?} {size}: {v:?}");
+                assert!(edge_violations(&g, r).is_empty());
+                let listed: HashSet<(usize, usize)> =
+                    r.dependencies.iter().map(|&(p, s)| (p.0 as usize, s.0 as usize)).collect();
+                let wanted: HashSet<(usize, usize)> = g.edges.iter().copied().collect();
+                assert_eq!(listed, wanted, "{shape:?}: the report's edges are the graph's");
+            }
+        }
+    });
+}
+
+#[test]
+fn the_check_sees_a_broken_edge() {
+    // Run a chain's nodes as independent tasks: the chain's edges are then broken in
+    // the timeline of a scheduler with several streams.
+    with_timeout(DEADLINE_S, || {
+        let sched = Scheduler::builder().backend(Backend::SimWith(SimProfile::h100())).streams(4).build().unwrap();
+        let flow = ChariotFlow::new(&sched).unwrap();
+        let ep = Graph::new(Shape::Ep, 16, 0).unwrap();
+        let run = flow.run(&sched, &ep, 10_000).unwrap();
+        let chain = Graph::new(Shape::Lc, 16, 0).unwrap();
+        assert!(!violations(&run.report, &chain).is_empty());
+        assert!(!edge_violations(&chain, &run.report).is_empty());
+    });
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_chariot_and_the_hand_written_graph_run_each_shape() {
+    let sched = Scheduler::builder().backend(Backend::Cuda).gpu_list([0]).build().unwrap();
+    let flow = ChariotFlow::new(&sched).unwrap();
+    for (shape, size) in [(Shape::Lc, 64), (Shape::Ep, 64), (Shape::Dc, 6), (Shape::Mr, 4), (Shape::Dag, 8)] {
+        let g = Graph::new(shape, size, 3).unwrap();
+        let run = flow.run(&sched, &g, 1000).unwrap();
+        assert!(violations(&run.report, &g).is_empty());
+        let mut hand = HandGraph::build(0, &g, 1000).unwrap();
+        assert!(hand.build_ns() > 0);
+        assert!(hand.run().unwrap().wall_ns > 0);
+    }
+}
