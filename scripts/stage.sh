@@ -3,7 +3,7 @@
 # (git ignores it; carry it to the device with `carry: [".gpu"]`). The shared
 # tools/gpu-stage stages every target with debug info, more than the 64 MiB a device
 # call carries; this stages the demo, chariot-align, seti, the overhead study and the
-# test executables that hold GPU tests, the image and Cholesky benches, about 35 MiB.
+# test executables that hold GPU tests, the image, Cholesky and flow benches, about 35 MiB.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 rm -rf .gpu && mkdir -p .gpu
@@ -23,13 +23,13 @@ for line in sys.stdin:
     print("  .gpu/" + name)
 '
 }
-cargo build --release --bin chariot --bin chariot-align --example seti --bench overhead --bench images --bench cholesky \
+cargo build --release --bin chariot --bin chariot-align --example seti --bench overhead --bench images --bench cholesky --bench flow \
   --message-format=json-render-diagnostics | copy
 # The test executables with #[ignore]d GPU tests: the runtime's GPU suite and bad input,
 # the studies' library (the in-order pipeline), bad input, images, cholesky and seti,
 # chariot-align end to end.
 cargo test --release -p chariot --test gpu --test bad_input --test resident --no-run --message-format=json-render-diagnostics | copy
-cargo test --release -p chariot-studies --lib --test bad_input --test images --test cholesky --example seti --no-run --message-format=json-render-diagnostics | copy
+cargo test --release -p chariot-studies --lib --test bad_input --test images --test cholesky --test flow --example seti --no-run --message-format=json-render-diagnostics | copy
 cargo test --release -p chariot-align --test end_to_end --test bad_input --no-run --message-format=json-render-diagnostics | copy
 strip .gpu/*
 du -sh .gpu
