@@ -11,29 +11,18 @@
 # DEMO_CALLS the demo's calls per build (default 4).
 set -u
 STEPS=${STEPS:-tests demo seti align}   # also: prepared (issue 17: makedb, FASTA vs prepared), tabular; DEMO_CALLS=${DEMO_CALLS:-4}
-step() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
+source "$(dirname "$0")/gpu-steps.sh"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 : "${OUT:?set OUT to a directory}"
 B=${B:-.gpu}; OLD=${OLD:-.gpu-old}; W=/tmp/ws-check; rm -rf "$W" && mkdir -p "$W"
-{ date -u; nvidia-smi -L; echo "cpus: $(nproc)"; } > "$OUT/machine.txt" 2>&1
+machine_txt
 if step tests; then
 echo "== GPU tests (new code)"
-for t in "$B"/test-*; do
-  name=$(basename "$t")
-  (cd "$B" && timeout 240 "./$name" --include-ignored --test-threads=1) > "$W/$name.log" 2>&1
-  echo "$name exit $?: $(grep -E '^test result' "$W/$name.log" | tail -1)"
-done | tee "$OUT/gpu-tests.txt"
-for f in "$W"/test-*.log; do echo "===== $(basename "$f")"; cat "$f"; done > "$OUT/gpu-tests.log"
+gpu_tests
 fi
 if step demo; then
 echo "== demo, defaults, 48 x 16 MiB, 470 rounds: old, new alternated"
-for i in $(seq 1 "$DEMO_CALLS"); do
-  for v in old new; do
-    bin=$B/chariot; [ $v = old ] && bin=$OLD/chariot
-    timeout 60 "$bin" --iters 470 --repeat 5 > "$W/demo-$v-$i.log" 2>&1
-    echo "$v $i $(grep -E '^ +default ' "$W/demo-$v-$i.log" | awk '{print $2}') | $(grep -m1 -o 'bound check[^(]*' "$W/demo-$v-$i.log")"
-  done
-done | tee "$OUT/demo.txt"
+demo_alternated
 fi
 if step seti; then
 echo "== seti 8192^2, defaults (auto), 5 timed runs a call: old, new alternated"

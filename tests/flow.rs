@@ -7,10 +7,10 @@
 
 mod common;
 
-use chariot::{Backend, Report, Scheduler, SimProfile};
+use chariot::{Backend, Scheduler, SimProfile};
 use chariot_studies::flow::{edge_violations, ChariotFlow, Graph, HandGraph, Shape, DAG_FAN_OUT, DAG_WIDTH, MAPPERS};
 use common::with_timeout;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 const DEADLINE_S: u64 = 120;
 
@@ -95,32 +95,6 @@ fn random_dags_are_levels_of_bounded_width_and_fan_out() {
     assert_ne!(Graph::new(Shape::Dag, 8, 1).unwrap(), Graph::new(Shape::Dag, 8, 2).unwrap());
 }
 
-/// Edges the report's timeline breaks, checked here against `Report::records` as
-/// `crates/chariot/tests/common/invariants.rs::dependency_violations` checks them: a
-/// successor's first command dispatched or started before its predecessor's last
-/// command ended.
-fn violations(report: &Report, g: &Graph) -> Vec<String> {
-    let mut first: HashMap<u64, (u64, u64)> = HashMap::new();
-    let mut last: HashMap<u64, u64> = HashMap::new();
-    for r in &report.records {
-        let f = first.entry(r.task.0).or_insert((u64::MAX, u64::MAX));
-        *f = (f.0.min(r.dispatched_ns), f.1.min(r.start_ns));
-        let l = last.entry(r.task.0).or_insert(0);
-        *l = (*l).max(r.end_ns);
-    }
-    let mut v = Vec::new();
-    for &(p, s) in &g.edges {
-        let (Some(&(dispatched, start)), Some(&end)) = (first.get(&(s as u64)), last.get(&(p as u64))) else {
-            v.push(format!("#{p} -> #{s}: a task without records"));
-            continue;
-        };
-        if dispatched < end || start < end {
-            v.push(format!("#{p} -> #{s}: dispatched at {dispatched}, started at {start}, #{p} ended at {end}"));
-        }
-    }
-    v
-}
-
 #[test]
 fn chariot_honours_every_edge_of_each_shape() {
     with_timeout(DEADLINE_S, || {
@@ -137,9 +111,8 @@ fn chariot_honours_every_edge_of_each_shape() {
                 let tasks: HashSet<u64> = r.records.iter().map(|c| c.task.0).collect();
                 assert_eq!(tasks.len(), g.nodes, "{shape:?}: every node ran");
                 assert_eq!(r.records.len(), g.nodes, "{shape:?}: one launch per node, nothing else");
-                let v = violations(r, &g);
+                let v = edge_violations(&g, r);
                 assert!(v.is_empty(), "{shape:?} {size}: {v:?}");
-                assert!(edge_violations(&g, r).is_empty());
                 let listed: HashSet<(usize, usize)> =
                     r.dependencies.iter().map(|&(p, s)| (p.0 as usize, s.0 as usize)).collect();
                 let wanted: HashSet<(usize, usize)> = g.edges.iter().copied().collect();
@@ -159,7 +132,6 @@ fn the_check_sees_a_broken_edge() {
         let ep = Graph::new(Shape::Ep, 16, 0).unwrap();
         let run = flow.run(&sched, &ep, 10_000).unwrap();
         let chain = Graph::new(Shape::Lc, 16, 0).unwrap();
-        assert!(!violations(&run.report, &chain).is_empty());
         assert!(!edge_violations(&chain, &run.report).is_empty());
     });
 }
@@ -172,7 +144,7 @@ fn cuda_chariot_and_the_hand_written_graph_run_each_shape() {
     for (shape, size) in [(Shape::Lc, 64), (Shape::Ep, 64), (Shape::Dc, 6), (Shape::Mr, 4), (Shape::Dag, 8)] {
         let g = Graph::new(shape, size, 3).unwrap();
         let run = flow.run(&sched, &g, 1000).unwrap();
-        assert!(violations(&run.report, &g).is_empty());
+        assert!(edge_violations(&g, &run.report).is_empty());
         let mut hand = HandGraph::build(0, &g, 1000).unwrap();
         assert!(hand.build_ns() > 0);
         assert!(hand.run().unwrap().wall_ns > 0);

@@ -225,7 +225,6 @@ impl<D: Device> Dispatcher<D> {
                 return; // `run` retires the GPU
             }
             progress |= self.assign();
-            progress |= self.skip_valid_fetches();
             for stage in Stage::ALL {
                 progress |= self.try_stage(stage);
             }
@@ -365,6 +364,7 @@ impl<D: Device> Dispatcher<D> {
         match result {
             Ok(_) => {
                 task.next += 1;
+                resident::skip_valid_fetches(self.gpu, task);
                 if task.next == task.commands.len() {
                     let task = self.slots[j].task.take().expect("checked above");
                     let granularity = task.granularity;
@@ -416,6 +416,7 @@ impl<D: Device> Dispatcher<D> {
             self.shared.end_task(task, Some(failure));
             return true;
         }
+        resident::skip_valid_fetches(self.gpu, &mut task);
         self.slots[j].task = Some(task);
         self.slots[j].fresh = true;
         if self.meter.start_ns.is_none() && self.adaptation.is_some() {

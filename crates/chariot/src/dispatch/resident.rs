@@ -1,6 +1,7 @@
 //! The dispatcher's part in resident data (issue 16, `memory::resident`): a task taken
 //! by a slot binds its copies on this GPU; fetches whose pieces are all valid here are
-//! stepped over; the others are planned when dispatched (`Dispatcher::dispatch`).
+//! stepped over when they come next; the others are planned when dispatched
+//! (`Dispatcher::dispatch`).
 
 use super::{Device, Dispatcher};
 use crate::memory::resident::Plan;
@@ -8,26 +9,6 @@ use crate::task::command::Command;
 use crate::task::Task;
 
 impl<D: Device> Dispatcher<D> {
-    /// Steps over the fetches at the front of idle slots' tasks whose pieces are all
-    /// valid here already: nothing to copy, so no stage slot, grant or record for them.
-    pub(super) fn skip_valid_fetches(&mut self) -> bool {
-        let mut skipped = false;
-        for slot in self.slots.iter_mut().filter(|s| s.busy.is_none()) {
-            let Some(task) = slot.task.as_mut() else { continue };
-            let last = task.commands.len() - 1;
-            while let Some(Command::Fetch(f)) = task.commands.get_mut(task.next) {
-                // Looked at once: one that must copy waits for its stage as any copy.
-                if f.looked || task.next == last || !f.buf.all_valid(self.gpu, &f.pieces) {
-                    f.looked = true;
-                    break;
-                }
-                task.next += 1;
-                skipped = true;
-            }
-        }
-        skipped
-    }
-
     /// Makes this GPU's copies of the task's resident buffers (evicting idle ones if
     /// the GPU is full) and counts the task as their user here until it ends.
     pub(super) fn bind_resident(&self, task: &mut Task) -> Result<(), String> {
@@ -70,5 +51,19 @@ pub(super) fn plan_command(gpu: usize, task: &mut Task, index: usize) -> Result<
             task.residency.dirty = true;
             Ok(())
         }
+    }
+}
+
+/// Steps over the fetches at `task`'s next command whose pieces are all valid on `gpu`
+/// already: nothing to copy, so no stage slot, grant or record for them. Called where a
+/// task's next command changes (a slot takes it, a command of it completes), so each
+/// fetch is looked at once; one that must copy waits for its stage as any copy.
+pub(super) fn skip_valid_fetches(gpu: usize, task: &mut Task) {
+    let last = task.commands.len() - 1;
+    while let Some(Command::Fetch(f)) = task.commands.get(task.next) {
+        if task.next == last || !f.buf.all_valid(gpu, &f.pieces) {
+            break;
+        }
+        task.next += 1;
     }
 }

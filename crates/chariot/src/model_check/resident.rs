@@ -81,16 +81,30 @@ impl FreeDevice for Memory {
     }
 }
 
-fn fetch_during_eviction() {
+/// Model memory (`one_copy`: every GPU holds one copy, else GPU 1 alone does) and
+/// `count` resident buffers of one piece on two GPUs.
+fn setup(one_copy: bool, count: usize) -> (Arc<Memory>, Vec<Arc<ResidentInner>>) {
     let memory = Arc::new(Memory::default());
+    *memory.one_copy.lock() = one_copy;
     let graveyard = Graveyard::new(memory.clone());
-    let new = || Arc::new(ResidentInner::new(0, 2, BYTES, BYTES, memory.clone(), graveyard.clone()));
-    let (a, b) = (new(), new());
-    // A task on GPU 1 wrote A's piece and ended: modified there, nothing uses it.
-    a.bind(1, &Vec::new).expect("GPU 1 is empty");
-    memory.write(&a.copy(1).expect("bound"), &[VALUE; BYTES]);
-    a.ended(1, &[0], true, true, TaskId(1));
-    a.unbind(1);
+    let bufs = (0..count)
+        .map(|_| Arc::new(ResidentInner::new(0, 2, BYTES, BYTES, memory.clone(), graveyard.clone())))
+        .collect();
+    (memory, bufs)
+}
+
+/// A task on `gpu` wrote `a`'s piece with `value` and ended: modified there, unused.
+fn written_on(memory: &Memory, a: &ResidentInner, gpu: usize, value: u8) {
+    a.bind(gpu, &Vec::new).expect("an empty GPU");
+    memory.write(&a.copy(gpu).expect("bound"), &[value; BYTES]);
+    a.ended(gpu, &[0], true, true, TaskId(1));
+    a.unbind(gpu);
+}
+
+fn fetch_during_eviction() {
+    let (memory, bufs) = setup(false, 2);
+    let (a, b) = (bufs[0].clone(), bufs[1].clone());
+    written_on(&memory, &a, 1, VALUE);
 
     let all = {
         let (a, b) = (a.clone(), b.clone());
@@ -148,15 +162,9 @@ fn fetch_during_eviction() {
 /// GPU 0 fetches the piece: it must read version 2, whatever the interleaving (the
 /// first eviction must not mark the shadow as holding the piece once version 2 exists).
 fn write_during_eviction() {
-    let memory = Arc::new(Memory::default());
-    *memory.one_copy.lock() = true;
-    let graveyard = Graveyard::new(memory.clone());
-    let new = || Arc::new(ResidentInner::new(0, 2, BYTES, BYTES, memory.clone(), graveyard.clone()));
-    let (a, b, c) = (new(), new(), new());
-    a.bind(0, &Vec::new).expect("GPU 0 is empty");
-    memory.write(&a.copy(0).expect("bound"), &[1; BYTES]);
-    a.ended(0, &[0], true, true, TaskId(1));
-    a.unbind(0);
+    let (memory, bufs) = setup(true, 3);
+    let (a, b, c) = (bufs[0].clone(), bufs[1].clone(), bufs[2].clone());
+    written_on(&memory, &a, 0, 1);
     let all = {
         let (a, b, c) = (a.clone(), b.clone(), c.clone());
         move || vec![a.clone(), b.clone(), c.clone()]
@@ -193,15 +201,9 @@ fn write_during_eviction() {
 /// The piece is shared by GPUs 0 and 1 (no other copy); both evict it at once, each to
 /// make room for another buffer. It must stay valid somewhere: on a GPU or written back.
 fn both_gpus_evict() {
-    let memory = Arc::new(Memory::default());
-    *memory.one_copy.lock() = true;
-    let graveyard = Graveyard::new(memory.clone());
-    let new = || Arc::new(ResidentInner::new(0, 2, BYTES, BYTES, memory.clone(), graveyard.clone()));
-    let (a, b, c) = (new(), new(), new());
-    a.bind(0, &Vec::new).expect("GPU 0 is empty");
-    memory.write(&a.copy(0).expect("bound"), &[VALUE; BYTES]);
-    a.ended(0, &[0], true, true, TaskId(1));
-    a.unbind(0);
+    let (memory, bufs) = setup(true, 3);
+    let (a, b, c) = (bufs[0].clone(), bufs[1].clone(), bufs[2].clone());
+    written_on(&memory, &a, 0, VALUE);
     a.bind(1, &Vec::new).expect("GPU 1 is empty");
     let Plan::Copy(parts) = a.plan_fetch(1, &[0]) else { panic!("not on GPU 1 yet") };
     memory.write(&a.copy(1).expect("bound"), &[VALUE; BYTES]);

@@ -267,9 +267,10 @@ impl Scheduler {
             }
         }
         // The fetches run first, at the download stage, once the task is on a GPU.
-        let fetches = uses.iter().filter(|u| !u.read.is_empty()).map(|u| {
-            Command::Fetch(FetchCmd { buf: u.buf.clone(), pieces: u.read.clone(), plan: Vec::new(), looked: false })
-        });
+        let fetches = uses
+            .iter()
+            .filter(|u| !u.read.is_empty())
+            .map(|u| Command::Fetch(FetchCmd { buf: u.buf.clone(), pieces: u.read.clone(), plan: Vec::new() }));
         commands.splice(0..0, fetches);
         let residency = Residency { uses, ..Residency::default() };
         let task = Task {

@@ -73,8 +73,6 @@ pub(crate) struct FetchCmd {
     pub(crate) pieces: Vec<usize>,
     /// What the dispatch found to copy, until the fetch completes.
     pub(crate) plan: Vec<FetchPart>,
-    /// The dispatcher has looked whether it can be skipped (everything valid there).
-    pub(crate) looked: bool,
 }
 
 impl FetchCmd {
