@@ -4,12 +4,15 @@
 //! against one hand-written CUDA graph of the same shape, built and instantiated once
 //! and launched per run (`chariot_studies::flow`). Each round runs both, alternating
 //! which goes first; the table shows medians, time per node and chariot / graph.
+//! `--device-graph` adds a third variant, the graph run on the device by persistent
+//! kernels (`DeviceGraph`, Giles' scheme), rotated with the other two, and three columns:
+//! its median, time per node and device / graph.
 //!
 //! `cargo bench --bench flow -- --help` lists the options. `--backend sim` runs chariot
 //! alone on the simulator (the CUDA graph needs CUDA), at small sizes by default.
 
 use chariot::{Backend, Scheduler, SimProfile};
-use chariot_studies::flow::{edge_violations, ChariotFlow, Graph, HandGraph, Shape};
+use chariot_studies::flow::{edge_violations, ChariotFlow, DeviceGraph, Graph, HandGraph, Shape};
 use clap::Parser;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -47,6 +50,10 @@ struct Cli {
     /// Write every run (warm-up included, round 0) as CSV to this file.
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// Also run each graph on the device (persistent kernels, no launch per node; CUDA
+    /// only), as a third variant with its own columns.
+    #[arg(long)]
+    device_graph: bool,
     /// Accepted for `cargo bench`.
     #[arg(long, hide = true)]
     bench: bool,
@@ -132,9 +139,26 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
         cli.rounds,
         if sim { " (chariot alone: the CUDA graph needs CUDA)" } else { "" }
     );
+    // The device-side columns, only with --device-graph (the other lines keep their
+    // format).
+    let device_on = cli.device_graph && !sim;
+    if cli.device_graph && sim {
+        eprintln!("flow: --device-graph needs CUDA; left out on sim");
+    }
     println!(
-        "{:<5} {:>6} {:>7} {:>7} {:>6} | {:>11} {:>9} | {:>11} {:>9} {:>10} | {:>7}",
-        "shape", "size", "nodes", "edges", "iters", "chariot ms", "µs/node", "graph ms", "µs/node", "build ms", "ratio"
+        "{:<5} {:>6} {:>7} {:>7} {:>6} | {:>11} {:>9} | {:>11} {:>9} {:>10} | {:>7}{}",
+        "shape",
+        "size",
+        "nodes",
+        "edges",
+        "iters",
+        "chariot ms",
+        "µs/node",
+        "graph ms",
+        "µs/node",
+        "build ms",
+        "ratio",
+        if device_on { format!(" | {:>11} {:>9} {:>7}", "device ms", "µs/node", "ratio") } else { String::new() }
     );
     let mut ok = true;
     for &(shape, size) in &plan {
@@ -142,36 +166,51 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
         for &iters in &cli.iters {
             let mut hand = if sim { None } else { Some(HandGraph::build(cli.gpu, &graph, iters)?) };
             let build_ns = hand.as_ref().map_or(0, |h| h.build_ns());
-            let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+            let mut device = if device_on { Some(DeviceGraph::build(&[cli.gpu], &graph, iters)?) } else { None };
+            let device_build_ns = device.as_ref().map_or(0, |d| d.build_ns());
+            // Wall times of chariot, the CUDA graph and the device graph.
+            let mut times: [Vec<u64>; 3] = Default::default();
+            let variants = if device_on { 3 } else { 2 };
             for round in 0..=cli.rounds {
-                for turn in 0..2 {
-                    // Even rounds run chariot first, odd rounds the graph first.
-                    let chariot_turn = (round + turn) % 2 == 0;
-                    let (variant, wall_ns) = if chariot_turn {
-                        let r = flow.run(&sched, &graph, iters)?;
-                        let bad = edge_violations(&graph, &r.report);
-                        if let Some(first) = bad.first() {
-                            eprintln!("flow: {} size {size}: {} edges broken, first: {first}", shape.name(), bad.len());
-                            ok = false;
+                for turn in 0..variants {
+                    // The variants take turns going first: with two, even rounds run
+                    // chariot first and odd rounds the graph first.
+                    let which = (round + turn) % variants;
+                    let (variant, wall_ns, b) = match which {
+                        0 => {
+                            let r = flow.run(&sched, &graph, iters)?;
+                            let bad = edge_violations(&graph, &r.report);
+                            if let Some(first) = bad.first() {
+                                eprintln!(
+                                    "flow: {} size {size}: {} edges broken, first: {first}",
+                                    shape.name(),
+                                    bad.len()
+                                );
+                                ok = false;
+                            }
+                            ("chariot", r.wall_ns, 0)
                         }
-                        ("chariot", r.wall_ns)
-                    } else if let Some(h) = hand.as_mut() {
-                        ("cuda-graph", h.run()?.wall_ns)
-                    } else {
-                        continue;
+                        1 => match hand.as_mut() {
+                            Some(h) => ("cuda-graph", h.run()?.wall_ns, build_ns),
+                            None => continue,
+                        },
+                        _ => match device.as_mut() {
+                            Some(d) => ("device-graph", d.run()?.wall_ns, device_build_ns),
+                            None => continue,
+                        },
                     };
                     if round > 0 {
-                        if chariot_turn { &mut ours } else { &mut theirs }.push(wall_ns);
+                        times[which].push(wall_ns);
                     }
                     if let Some(w) = csv.as_mut() {
                         let (name, nodes, edges) = (shape.name(), graph.nodes, graph.edges.len());
-                        let b = if chariot_turn { 0 } else { build_ns };
                         writeln!(w, "{name},{size},{nodes},{edges},{iters},{variant},{round},{wall_ns},{b}")?;
                     }
                 }
             }
+            let [ours, theirs, on_device] = &mut times;
             let per_node = |ns: u64| ns as f64 / 1e3 / graph.nodes as f64;
-            let (c, g) = (median(&mut ours), median(&mut theirs));
+            let (c, g) = (median(ours), median(theirs));
             let (g_ms, g_node, b_ms, ratio) = if hand.is_some() {
                 (
                     format!("{:.3}", g as f64 / 1e6),
@@ -183,7 +222,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                 ("-".into(), "-".into(), "-".into(), "-".into())
             };
             println!(
-                "{:<5} {:>6} {:>7} {:>7} {:>6} | {:>11.3} {:>9.2} | {:>11} {:>9} {:>10} | {:>7}",
+                "{:<5} {:>6} {:>7} {:>7} {:>6} | {:>11.3} {:>9.2} | {:>11} {:>9} {:>10} | {:>7}{}",
                 shape.name(),
                 size,
                 graph.nodes,
@@ -194,7 +233,13 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                 g_ms,
                 g_node,
                 b_ms,
-                ratio
+                ratio,
+                if device.is_some() {
+                    let d = median(on_device);
+                    format!(" | {:>11.3} {:>9.2} {:>7.2}", d as f64 / 1e6, per_node(d), d as f64 / g.max(1) as f64)
+                } else {
+                    String::new()
+                }
             );
         }
     }
@@ -202,5 +247,11 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
         w.flush()?;
     }
     println!("ratio: chariot's median over the CUDA graph's (launch to synchronize; build apart)");
+    if device_on {
+        println!(
+            "device: the graph run by persistent kernels on the GPU (reset, launch, wait; upload apart); its ratio \
+             over the CUDA graph's"
+        );
+    }
     Ok(ok)
 }

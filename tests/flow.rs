@@ -3,14 +3,19 @@
 //! sizes cudaFlow's Table 1 implies), and chariot's run of each, one task per node with
 //! its edges by `after`, honours every edge in the recorded timeline and lists it in
 //! the report. The `#[ignore]`d test runs chariot and the hand-written CUDA graph on a
-//! GPU.
+//! GPU. The device-side graph's CSR is checked on the CPU; its `#[ignore]`d tests run
+//! every shape on one GPU and on two, a failing node and the watchdog.
 
 mod common;
 
 use chariot::{Backend, Scheduler, SimProfile};
-use chariot_studies::flow::{edge_violations, ChariotFlow, Graph, HandGraph, Shape, DAG_FAN_OUT, DAG_WIDTH, MAPPERS};
+use chariot_studies::flow::{
+    edge_violations, spin_value, ChariotFlow, DeviceCsr, DeviceGraph, Graph, HandGraph, Shape, DAG_FAN_OUT, DAG_WIDTH,
+    MAPPERS,
+};
 use common::with_timeout;
 use std::collections::HashSet;
+use std::time::{Duration, Instant};
 
 const DEADLINE_S: u64 = 120;
 
@@ -149,4 +154,130 @@ fn cuda_chariot_and_the_hand_written_graph_run_each_shape() {
         assert!(hand.build_ns() > 0);
         assert!(hand.run().unwrap().wall_ns > 0);
     }
+}
+
+/// Small instances of every shape, for the device-side runs.
+fn small_shapes() -> Vec<Graph> {
+    [(Shape::Lc, 64), (Shape::Ep, 64), (Shape::Dc, 6), (Shape::Mr, 4), (Shape::Dag, 8)]
+        .into_iter()
+        .map(|(shape, size)| Graph::new(shape, size, 3).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_device_csr_lists_each_nodes_successors_and_predecessor_count() {
+    for (shape, size) in [(Shape::Lc, 9), (Shape::Ep, 7), (Shape::Dc, 5), (Shape::Mr, 3), (Shape::Dag, 6)] {
+        for seed in 0..3 {
+            let g = Graph::new(shape, size, seed).unwrap();
+            let csr = DeviceCsr::new(&g).unwrap();
+            let preds = g.predecessors();
+            assert_eq!(csr.nodes(), g.nodes);
+            assert_eq!(csr.offsets.len(), g.nodes + 1);
+            assert_eq!(csr.offsets[0], 0);
+            assert_eq!(*csr.offsets.last().unwrap() as usize, g.edges.len());
+            assert!(csr.offsets.windows(2).all(|w| w[0] <= w[1]), "{shape:?}: offsets ascend");
+            assert_eq!(csr.successors.len(), g.edges.len());
+            for i in 0..g.nodes {
+                assert_eq!(csr.indegree[i] as usize, preds[i].len(), "{shape:?}: in-degree of {i}");
+                let succ: Vec<usize> = csr.successors_of(i).iter().map(|&s| s as usize).collect();
+                assert!(succ.windows(2).all(|w| w[0] < w[1]), "{shape:?}: successors of {i} ascend");
+                // The successors of i are exactly the nodes that list i as a predecessor.
+                let wanted: Vec<usize> = (0..g.nodes).filter(|&j| preds[j].contains(&i)).collect();
+                assert_eq!(succ, wanted, "{shape:?}: successors of {i}");
+            }
+            let roots: Vec<usize> = csr.roots.iter().map(|&r| r as usize).collect();
+            let wanted: Vec<usize> = (0..g.nodes).filter(|&i| preds[i].is_empty()).collect();
+            assert_eq!(roots, wanted, "{shape:?}: roots");
+        }
+    }
+    // Edges in any order come out sorted per node.
+    let mut g = Graph::new(Shape::Dc, 4, 0).unwrap();
+    g.edges.reverse();
+    assert_eq!(DeviceCsr::new(&g).unwrap().successors_of(0), &[1, 2]);
+    g.edges.push((3, 99));
+    assert!(DeviceCsr::new(&g).is_err(), "an edge to a node the graph lacks");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_the_device_graph_runs_each_shape() {
+    for g in small_shapes() {
+        for iters in [0, 1000] {
+            let mut dev = DeviceGraph::build(&[0], &g, iters).unwrap();
+            assert!(dev.blocks()[0] >= 1);
+            for _ in 0..3 {
+                let t = dev.run().unwrap();
+                assert!(t.wall_ns > 0);
+                assert_eq!(t.per_gpu, vec![g.nodes], "{:?}: every node ran once", g.shape);
+                assert_eq!(t.sinks, vec![spin_value(iters)], "{:?}, {iters} iterations", g.shape);
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_a_failing_node_ends_the_run_with_its_name() {
+    for g in small_shapes() {
+        let node = g.nodes / 2;
+        let mut dev = DeviceGraph::build(&[0], &g, 1000).unwrap();
+        dev.set_fail_node(Some(node)).unwrap();
+        let t0 = Instant::now();
+        let err = dev.run().unwrap_err().to_string();
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}: the failure took {:?}", g.shape, t0.elapsed());
+        assert!(err.contains(&format!("node {node} failed")), "{:?}: {err}", g.shape);
+        // The kernel exited cleanly, so the context is usable: the next run is whole.
+        dev.set_fail_node(None).unwrap();
+        let t = dev.run().unwrap();
+        assert_eq!(t.per_gpu, vec![g.nodes]);
+        assert_eq!(t.sinks, vec![spin_value(1000)]);
+    }
+    let g = Graph::new(Shape::Lc, 4, 0).unwrap();
+    assert!(DeviceGraph::build(&[0], &g, 0).unwrap().set_fail_node(Some(4)).is_err());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_the_watchdog_stops_a_run_past_its_time() {
+    // A chain of nodes of 2·10^7 iterations (a dependent FMA each, some 50 ms a node
+    // on an H100, about 3 s in all): the watchdog's 20 ms end it at the next node
+    // boundary, well before the chain would.
+    let g = Graph::new(Shape::Lc, 64, 0).unwrap();
+    let mut dev = DeviceGraph::build(&[0], &g, 20_000_000).unwrap();
+    dev.set_timeout(Duration::from_millis(20));
+    let t0 = Instant::now();
+    let err = dev.run().unwrap_err().to_string();
+    assert!(err.contains("timed out"), "{err}");
+    assert!(t0.elapsed() < Duration::from_secs(3), "the abort took {:?}", t0.elapsed());
+    // The kernel exited, so the graph runs again (with room for the whole chain).
+    dev.set_timeout(Duration::from_secs(60));
+    assert_eq!(dev.run().unwrap().per_gpu, vec![64]);
+}
+
+#[test]
+#[ignore = "needs two CUDA GPUs"]
+fn cuda_two_gpus_share_the_device_graph() {
+    let gpus = chariot::Backend::cuda_devices().unwrap();
+    if gpus < 2 {
+        println!("skipped: the device graph across GPUs needs 2, this machine has {gpus}");
+        return;
+    }
+    for g in small_shapes() {
+        let mut dev = DeviceGraph::build(&[0, 1], &g, 1000).unwrap();
+        for _ in 0..3 {
+            let t = dev.run().unwrap();
+            assert_eq!(t.per_gpu.iter().sum::<usize>(), g.nodes, "{:?}: every node ran once", g.shape);
+            for (k, (&ran, &sink)) in t.per_gpu.iter().zip(&t.sinks).enumerate() {
+                let wanted = if ran > 0 { spin_value(1000) } else { 0.0 };
+                assert_eq!(sink, wanted, "{:?}: GPU {k} ran {ran} nodes", g.shape);
+            }
+        }
+        dev.set_fail_node(Some(g.nodes - 1)).unwrap();
+        let err = dev.run().unwrap_err().to_string();
+        assert!(err.contains(&format!("node {} failed", g.nodes - 1)), "{err}");
+    }
+    // Wide and long enough (4096 nodes of some 2 ms) that both GPUs take nodes.
+    let ep = Graph::new(Shape::Ep, 4096, 0).unwrap();
+    let t = DeviceGraph::build(&[0, 1], &ep, 1_000_000).unwrap().run().unwrap();
+    assert!(t.per_gpu.iter().all(|&r| r > 0), "both GPUs ran nodes: {:?}", t.per_gpu);
 }

@@ -29,10 +29,16 @@
 //! stream slot, no dependencies inferred, no copies); the CUDA graph's one device float.
 //! There are no copies, so what is measured is the launch and the dependency handling.
 //! `iters` is taken as given, not calibrated to a time.
+//!
+//! [`DeviceGraph`] runs the same graphs without the host in the loop (Giles' scheme):
+//! the graph in device memory, a persistent kernel per GPU taking ready nodes from a
+//! queue and running the spin kernel's body in place of a launch.
 
 mod cuda;
+mod device;
 
 pub use cuda::{HandGraph, HandTiming};
+pub use device::{DeviceCsr, DeviceGraph, DeviceTiming, DEFAULT_TIMEOUT};
 
 use chariot::{Arg, DeviceBuffer, Kernel, KernelHandle, LaunchShape, Param, Report, Result, ScalarArgs, Scheduler};
 use rand::rngs::StdRng;

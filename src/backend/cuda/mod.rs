@@ -5,6 +5,7 @@
 
 pub(crate) mod baseline;
 pub(crate) mod cholesky;
+pub(crate) mod device_graph;
 pub(crate) mod flow;
 pub(crate) mod images;
 pub(crate) mod inorder;
