@@ -1,17 +1,19 @@
-//! Issue 18, first item, groundwork: cudaFlow's micro-benchmark shapes (linear chain,
-//! embarrassing parallelism, divide and conquer, map-reduce, random DAG) of tiny spin
-//! kernels on one GPU, chariot with its defaults (one task per node, edges by `after`)
-//! against one hand-written CUDA graph of the same shape, built and instantiated once
-//! and launched per run (`chariot_studies::flow`). Each round runs both, alternating
-//! which goes first; the table shows medians, time per node and chariot / graph.
-//! `--device-graph` adds a third variant, the graph run on the device by persistent
-//! kernels (`DeviceGraph`, Giles' scheme), rotated with the other two, and three columns:
-//! its median, time per node and device / graph.
+//! Issue 18: cudaFlow's micro-benchmark shapes (linear chain, embarrassing parallelism,
+//! divide and conquer, map-reduce, random DAG) of tiny spin kernels on one GPU. chariot
+//! with its defaults (one task per node, edges by `after`; `Execution::Auto` replays the
+//! batch as a CUDA graph once it has seen it and judged that replay pays), chariot with
+//! replay off (`Execution::Host`: every command dispatched by the host), and one
+//! hand-written CUDA graph of the same shape, built and instantiated once and launched
+//! per run (`chariot_studies::flow`). Each round runs every variant, rotating which goes
+//! first; the table shows medians, time per node, the share of chariot's tasks replayed
+//! and on how many lanes (streams), and each chariot variant over the graph.
+//! `--device-graph` adds the graph run on the device by persistent kernels
+//! (`DeviceGraph`, Giles' scheme), rotated with the others, and its columns.
 //!
 //! `cargo bench --bench flow -- --help` lists the options. `--backend sim` runs chariot
 //! alone on the simulator (the CUDA graph needs CUDA), at small sizes by default.
 
-use chariot::{Backend, Scheduler, SimProfile};
+use chariot::{Backend, Execution, Scheduler, SimProfile};
 use chariot_studies::flow::{edge_violations, ChariotFlow, DeviceGraph, Graph, HandGraph, Shape};
 use clap::Parser;
 use std::fs::File;
@@ -24,12 +26,13 @@ use std::process::ExitCode;
 #[command(name = "flow", long_about = None)]
 struct Cli {
     /// Shapes, comma-separated: lc (linear chain), ep (embarrassing parallelism), dc
-    /// (divide and conquer: binary tree), mr (map-reduce), dag (random DAG).
-    #[arg(long, value_delimiter = ',', default_value = "lc,ep,dc,mr,dag")]
+    /// (divide and conquer: binary tree), mr (map-reduce), dag (random DAG), rnd
+    /// (MUSTARD's generated graphs: random edges back, 2 a node on average).
+    #[arg(long, value_delimiter = ',', default_value = "lc,ep,dc,mr,dag,rnd")]
     shapes: Vec<String>,
-    /// Sizes, comma-separated SHAPE=N: nodes for lc and ep, depth for dc, iterations
-    /// for mr, levels for dag. Defaults on CUDA lc=1024, ep=1024, dc=10, mr=64,
-    /// dag=32; on sim lc=64, ep=64, dc=6, mr=4, dag=4.
+    /// Sizes, comma-separated SHAPE=N: nodes for lc, ep and rnd, depth for dc,
+    /// iterations for mr, levels for dag. Defaults on CUDA lc=1024, ep=1024, dc=10,
+    /// mr=64, dag=32, rnd=1024; on sim lc=64, ep=64, dc=6, mr=4, dag=4, rnd=64.
     #[arg(long, value_delimiter = ',')]
     size: Vec<String>,
     /// Spin iterations of every node's kernel, comma-separated (one measurement each).
@@ -77,8 +80,8 @@ fn main() -> ExitCode {
 /// The default size of `shape`.
 fn default_size(shape: Shape, sim: bool) -> usize {
     match (shape, sim) {
-        (Shape::Lc | Shape::Ep, false) => 1024,
-        (Shape::Lc | Shape::Ep, true) => 64,
+        (Shape::Lc | Shape::Ep | Shape::Rnd, false) => 1024,
+        (Shape::Lc | Shape::Ep | Shape::Rnd, true) => 64,
         (Shape::Dc, false) => 10,
         (Shape::Dc, true) => 6,
         (Shape::Mr, false) => 64,
@@ -121,13 +124,20 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     let backend = Backend::from_name(&cli.backend, SimProfile::h100())?;
     let sim = backend != Backend::Cuda;
     let plan = plan(cli, sim)?;
-    // chariot's defaults: nothing tuned, only the GPU chosen.
-    let sched = Scheduler::builder().backend(backend).gpu_list([cli.gpu]).build()?;
+    // chariot's defaults: nothing tuned, only the GPU chosen (replay where it pays);
+    // and the same with replay off, the host dispatching every command.
+    let sched = Scheduler::builder().backend(backend.clone()).gpu_list([cli.gpu]).build()?;
+    let host = Scheduler::builder().backend(backend).gpu_list([cli.gpu]).execution(Execution::Host).build()?;
     let flow = ChariotFlow::new(&sched)?;
+    let host_flow = ChariotFlow::new(&host)?;
     let mut csv = match &cli.csv {
         Some(p) => {
             let mut w = BufWriter::new(File::create(p)?);
-            writeln!(w, "shape,size,nodes,edges,iters,variant,round,wall_ns,build_ns")?;
+            writeln!(
+                w,
+                "shape,size,nodes,edges,iters,variant,round,wall_ns,build_ns,replayed_tasks,lanes,submit_ns,\
+                 window_host_ns,window_ns"
+            )?;
             Some(w)
         }
         None => None,
@@ -139,14 +149,12 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
         cli.rounds,
         if sim { " (chariot alone: the CUDA graph needs CUDA)" } else { "" }
     );
-    // The device-side columns, only with --device-graph (the other lines keep their
-    // format).
     let device_on = cli.device_graph && !sim;
     if cli.device_graph && sim {
         eprintln!("flow: --device-graph needs CUDA; left out on sim");
     }
     println!(
-        "{:<5} {:>6} {:>7} {:>7} {:>6} | {:>11} {:>9} | {:>11} {:>9} {:>10} | {:>7}{}",
+        "{:<5} {:>6} {:>7} {:>7} {:>6} | {:>10} {:>8} {:>6} {:>5} | {:>10} {:>8} | {:>10} {:>8} {:>9} | {:>6} {:>6}{}",
         "shape",
         "size",
         "nodes",
@@ -154,13 +162,19 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
         "iters",
         "chariot ms",
         "µs/node",
+        "replay",
+        "lanes",
+        "host ms",
+        "µs/node",
         "graph ms",
         "µs/node",
         "build ms",
-        "ratio",
-        if device_on { format!(" | {:>11} {:>9} {:>7}", "device ms", "µs/node", "ratio") } else { String::new() }
+        "c/g",
+        "h/g",
+        if device_on { format!(" | {:>10} {:>8} {:>6}", "device ms", "µs/node", "d/g") } else { String::new() }
     );
     let mut ok = true;
+    let mut breakdown = Vec::new();
     for &(shape, size) in &plan {
         let graph = Graph::new(shape, size, cli.seed)?;
         for &iters in &cli.iters {
@@ -168,17 +182,23 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
             let build_ns = hand.as_ref().map_or(0, |h| h.build_ns());
             let mut device = if device_on { Some(DeviceGraph::build(&[cli.gpu], &graph, iters)?) } else { None };
             let device_build_ns = device.as_ref().map_or(0, |d| d.build_ns());
-            // Wall times of chariot, the CUDA graph and the device graph.
-            let mut times: [Vec<u64>; 3] = Default::default();
-            let variants = if device_on { 3 } else { 2 };
+            // Wall times of chariot (defaults), chariot (host), the CUDA graph, the
+            // device graph.
+            let mut times: [Vec<u64>; 4] = Default::default();
+            let (mut replayed, mut lanes) = (0usize, 0usize);
+            // chariot with its defaults, per timed run: submitting, the windows' set-up
+            // and launch on the host, the windows' span (launch to completion seen).
+            let mut parts: [Vec<u64>; 3] = Default::default();
+            let mut last_parts = [0u64; 3];
+            let variants = if device_on { 4 } else { 3 };
             for round in 0..=cli.rounds {
                 for turn in 0..variants {
-                    // The variants take turns going first: with two, even rounds run
-                    // chariot first and odd rounds the graph first.
+                    // The variants take turns going first.
                     let which = (round + turn) % variants;
                     let (variant, wall_ns, b) = match which {
-                        0 => {
-                            let r = flow.run(&sched, &graph, iters)?;
+                        0 | 1 => {
+                            let (s, f) = if which == 0 { (&sched, &flow) } else { (&host, &host_flow) };
+                            let r = f.run(s, &graph, iters)?;
                             let bad = edge_violations(&graph, &r.report);
                             if let Some(first) = bad.first() {
                                 eprintln!(
@@ -188,9 +208,23 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                                 );
                                 ok = false;
                             }
-                            ("chariot", r.wall_ns, 0)
+                            last_parts = [
+                                r.submit_ns,
+                                r.report.windows.iter().map(|w| w.host_ns).sum(),
+                                r.report.windows.iter().map(|w| w.duration_ns()).sum(),
+                            ];
+                            if which == 0 {
+                                replayed = r.report.windows.iter().map(|w| w.tasks).sum();
+                                lanes = r.report.windows.iter().map(|w| w.lanes).max().unwrap_or(0);
+                                if round > 0 {
+                                    for (v, p) in parts.iter_mut().zip(last_parts) {
+                                        v.push(p);
+                                    }
+                                }
+                            }
+                            (if which == 0 { "chariot" } else { "chariot-host" }, r.wall_ns, 0)
                         }
-                        1 => match hand.as_mut() {
+                        2 => match hand.as_mut() {
                             Some(h) => ("cuda-graph", h.run()?.wall_ns, build_ns),
                             None => continue,
                         },
@@ -204,25 +238,42 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                     }
                     if let Some(w) = csv.as_mut() {
                         let (name, nodes, edges) = (shape.name(), graph.nodes, graph.edges.len());
-                        writeln!(w, "{name},{size},{nodes},{edges},{iters},{variant},{round},{wall_ns},{b}")?;
+                        let (rt, ln) = if which == 0 { (replayed, lanes) } else { (0, 0) };
+                        let [sub, wh, ws] = if which < 2 { last_parts } else { [0; 3] };
+                        writeln!(
+                            w,
+                            "{name},{size},{nodes},{edges},{iters},{variant},{round},{wall_ns},{b},{rt},{ln},{sub},{wh},{ws}"
+                        )?;
                     }
                 }
             }
-            let [ours, theirs, on_device] = &mut times;
+            let [ours, hosts, theirs, on_device] = &mut times;
+            let [sub, wh, ws] = &mut parts;
+            breakdown.push(format!(
+                "{:<5} {:>6} {:>6} | {:>10.2} {:>12.1} {:>10.3} {:>10.3}",
+                shape.name(),
+                size,
+                iters,
+                median(sub) as f64 / 1e3 / graph.nodes as f64,
+                median(wh) as f64 / 1e3,
+                median(ws) as f64 / 1e6,
+                median(&mut ours.clone()) as f64 / 1e6
+            ));
             let per_node = |ns: u64| ns as f64 / 1e3 / graph.nodes as f64;
-            let (c, g) = (median(ours), median(theirs));
-            let (g_ms, g_node, b_ms, ratio) = if hand.is_some() {
+            let (c, h, g) = (median(ours), median(hosts), median(theirs));
+            let over_g =
+                |x: u64| if hand.is_some() { format!("{:.2}", x as f64 / g.max(1) as f64) } else { "-".into() };
+            let (g_ms, g_node, b_ms) = if hand.is_some() {
                 (
                     format!("{:.3}", g as f64 / 1e6),
                     format!("{:.2}", per_node(g)),
                     format!("{:.3}", build_ns as f64 / 1e6),
-                    format!("{:.2}", c as f64 / g.max(1) as f64),
                 )
             } else {
-                ("-".into(), "-".into(), "-".into(), "-".into())
+                ("-".into(), "-".into(), "-".into())
             };
             println!(
-                "{:<5} {:>6} {:>7} {:>7} {:>6} | {:>11.3} {:>9.2} | {:>11} {:>9} {:>10} | {:>7}{}",
+                "{:<5} {:>6} {:>7} {:>7} {:>6} | {:>10.3} {:>8.2} {:>5.0}% {:>5} | {:>10.3} {:>8.2} | {:>10} {:>8} {:>9} | {:>6} {:>6}{}",
                 shape.name(),
                 size,
                 graph.nodes,
@@ -230,13 +281,18 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                 iters,
                 c as f64 / 1e6,
                 per_node(c),
+                100.0 * replayed as f64 / graph.nodes as f64,
+                lanes,
+                h as f64 / 1e6,
+                per_node(h),
                 g_ms,
                 g_node,
                 b_ms,
-                ratio,
+                over_g(c),
+                over_g(h),
                 if device.is_some() {
                     let d = median(on_device);
-                    format!(" | {:>11.3} {:>9.2} {:>7.2}", d as f64 / 1e6, per_node(d), d as f64 / g.max(1) as f64)
+                    format!(" | {:>10.3} {:>8.2} {:>6}", d as f64 / 1e6, per_node(d), over_g(d))
                 } else {
                     String::new()
                 }
@@ -246,7 +302,16 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     if let Some(mut w) = csv {
         w.flush()?;
     }
-    println!("ratio: chariot's median over the CUDA graph's (launch to synchronize; build apart)");
+    println!("\nwhere chariot's time goes (defaults; medians of the timed runs)");
+    println!(
+        "{:<5} {:>6} {:>6} | {:>10} {:>12} {:>10} {:>10}",
+        "shape", "size", "iters", "submit µs/n", "set-up µs", "window ms", "total ms"
+    );
+    breakdown.iter().for_each(|l| println!("{l}"));
+    println!(
+        "chariot: defaults (replay where it pays; replay = the last run's tasks replayed, on that many lanes); host: \
+         replay off; c/g, h/g: their medians over the CUDA graph's (submit or launch to synchronize; build apart)"
+    );
     if device_on {
         println!(
             "device: the graph run by persistent kernels on the GPU (reset, launch, wait; upload apart); its ratio \

@@ -31,10 +31,11 @@
 // word and exits, so the run ends with the failed node's successors never run. The
 // host's watchdog sets `abort[0]` (mapped pinned host memory) when a run exceeds its
 // time; waiting blocks read it every DG_ABORT_POLL polls (a read over the bus, kept off
-// the path of a node) and turn it into the error word DG_ERROR_ABORT. Blocks read the
+// the path of a node), and every block between two nodes once DG_ABORT_CYCLES have
+// passed (a block that never waits, a chain's), and turn it into DG_ERROR_ABORT. Blocks read the
 // error word before every ticket and while they wait, so every block stops at its next
 // node boundary once one waiting block has seen the abort (a node's body is not cut
-// short; a graph of one node runs one block, which never waits).
+// short).
 //
 // Node body: the spin kernel's (src/flow/mod.rs, SPIN_SOURCE), `iters[node]` loops of
 // two FMAs per thread, thread 0 writes the result to sink[0].
@@ -53,6 +54,9 @@
 
 // Waiting polls between two reads of the host's abort word (a read over PCIe).
 #define DG_ABORT_POLL 64
+// Clock cycles (about 0.1 ms) after which a block that runs node after node reads the
+// abort word again.
+#define DG_ABORT_CYCLES 200000
 // Longest back-off between two polls of a queue slot, in ns.
 #define DG_MAX_BACKOFF 1024
 
@@ -103,9 +107,17 @@ __device__ void run(int* control, int* remaining, int* queue, const int* succ_of
     volatile int* vcontrol = control;
     volatile int* vqueue = queue;
     volatile const int* vabort = abort;
+    long long checked = clock64();  // when thread 0 last read the abort word
     for (;;) {
         if (threadIdx.x == 0) {
             int got = -1;
+            // A block that never waits (a chain's one block) reads the abort word too,
+            // once DG_ABORT_CYCLES have passed since it last did.
+            const long long now = clock64();
+            if (now - checked > DG_ABORT_CYCLES) {
+                checked = now;
+                if (vabort[0] != 0) cas<SYS>(&control[DG_ERROR], DG_ERROR_NONE, DG_ERROR_ABORT);
+            }
             // After an error or an abort no block takes another ticket, so that a block
             // whose next slot is always ready (a chain) stops too.
             const int ticket = vcontrol[DG_ERROR] != DG_ERROR_NONE ? n : add<SYS>(&control[DG_HEAD], 1);

@@ -28,7 +28,7 @@ cargo build --release --bin chariot --bin chariot-align --example seti --bench o
 # The test executables with #[ignore]d GPU tests: the runtime's GPU suite and bad input,
 # the studies' library (the in-order pipeline), bad input, images, cholesky and seti,
 # chariot-align end to end.
-cargo test --release -p chariot --test gpu --test bad_input --test resident --no-run --message-format=json-render-diagnostics | copy
+cargo test --release -p chariot --test gpu --test bad_input --test resident --test replay --no-run --message-format=json-render-diagnostics | copy
 cargo test --release -p chariot-studies --lib --test bad_input --test images --test cholesky --test flow --example seti --no-run --message-format=json-render-diagnostics | copy
 cargo test --release -p chariot-align --test end_to_end --test bad_input --no-run --message-format=json-render-diagnostics | copy
 strip .gpu/*

@@ -11,7 +11,7 @@ mod common;
 use chariot::{Backend, Scheduler, SimProfile};
 use chariot_studies::flow::{
     edge_violations, spin_value, ChariotFlow, DeviceCsr, DeviceGraph, Graph, HandGraph, Shape, DAG_FAN_OUT, DAG_WIDTH,
-    MAPPERS,
+    MAPPERS, RND_DEGREE, RND_WINDOW,
 };
 use common::with_timeout;
 use std::collections::HashSet;
@@ -101,13 +101,33 @@ fn random_dags_are_levels_of_bounded_width_and_fan_out() {
 }
 
 #[test]
+fn generated_graphs_draw_few_recent_predecessors() {
+    for (nodes, seed) in [(1, 0), (2, 1), (300, 2), (4096, 3)] {
+        let g = Graph::new(Shape::Rnd, nodes, seed).unwrap();
+        assert_well_formed(&g);
+        assert_eq!(g.nodes, nodes);
+        for (i, p) in g.predecessors().iter().enumerate() {
+            assert!(p.len() <= 2 * RND_DEGREE, "node {i} has {} predecessors", p.len());
+            assert!(p.iter().all(|&q| q < i && i - q <= RND_WINDOW), "node {i}: {p:?}");
+        }
+        assert_eq!(g, Graph::new(Shape::Rnd, nodes, seed).unwrap(), "the same seed, the same graph");
+    }
+    // About RND_DEGREE a node on average.
+    let g = Graph::new(Shape::Rnd, 4096, 5).unwrap();
+    let mean = g.edges.len() as f64 / g.nodes as f64;
+    assert!((mean - RND_DEGREE as f64).abs() < 0.2, "{mean} predecessors a node");
+}
+
+#[test]
 fn chariot_honours_every_edge_of_each_shape() {
     with_timeout(DEADLINE_S, || {
         // chariot's defaults on a simulated H100 (its kernels take simulated time, so
         // an edge broken would show as overlapping records).
         let sched = Scheduler::builder().backend(Backend::SimWith(SimProfile::h100())).build().unwrap();
         let flow = ChariotFlow::new(&sched).unwrap();
-        for (shape, size) in [(Shape::Lc, 24), (Shape::Ep, 24), (Shape::Dc, 5), (Shape::Mr, 3), (Shape::Dag, 5)] {
+        for (shape, size) in
+            [(Shape::Lc, 24), (Shape::Ep, 24), (Shape::Dc, 5), (Shape::Mr, 3), (Shape::Dag, 5), (Shape::Rnd, 40)]
+        {
             let g = Graph::new(shape, size, 7).unwrap();
             for iters in [0, 1000] {
                 let run = flow.run(&sched, &g, iters).unwrap();
@@ -166,7 +186,9 @@ fn small_shapes() -> Vec<Graph> {
 
 #[test]
 fn the_device_csr_lists_each_nodes_successors_and_predecessor_count() {
-    for (shape, size) in [(Shape::Lc, 9), (Shape::Ep, 7), (Shape::Dc, 5), (Shape::Mr, 3), (Shape::Dag, 6)] {
+    for (shape, size) in
+        [(Shape::Lc, 9), (Shape::Ep, 7), (Shape::Dc, 5), (Shape::Mr, 3), (Shape::Dag, 6), (Shape::Rnd, 30)]
+    {
         for seed in 0..3 {
             let g = Graph::new(shape, size, seed).unwrap();
             let csr = DeviceCsr::new(&g).unwrap();

@@ -28,6 +28,9 @@ pub struct DeviceCsr {
     pub indegree: Vec<i32>,
     /// The nodes with no predecessors.
     pub roots: Vec<i32>,
+    /// The most nodes of one level (a node's level: the longest path to it from a
+    /// root): how many nodes can be ready at once, about; no more blocks are launched.
+    pub width: usize,
 }
 
 impl DeviceCsr {
@@ -81,7 +84,26 @@ impl DeviceCsr {
             successors[offsets[i] as usize..offsets[i + 1] as usize].sort_unstable();
         }
         let roots = (0..n).filter(|&i| indegree[i] == 0).map(|i| i as i32).collect();
-        Ok(DeviceCsr { offsets, successors, indegree, roots })
+        // Levels in any topological order: Kahn's, from the roots.
+        let mut level = vec![0usize; n];
+        let mut unmet = indegree.clone();
+        let mut ready: Vec<usize> = (0..n).filter(|&i| indegree[i] == 0).collect();
+        while let Some(i) = ready.pop() {
+            for &s in &successors[offsets[i] as usize..offsets[i + 1] as usize] {
+                let s = s as usize;
+                level[s] = level[s].max(level[i] + 1);
+                unmet[s] -= 1;
+                if unmet[s] == 0 {
+                    ready.push(s);
+                }
+            }
+        }
+        let mut per_level = vec![0usize; n.max(1)];
+        for &l in &level {
+            per_level[l] += 1;
+        }
+        let width = per_level.iter().copied().max().unwrap_or(0).max(1);
+        Ok(DeviceCsr { offsets, successors, indegree, roots, width })
     }
 
     /// Number of nodes.

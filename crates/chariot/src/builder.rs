@@ -5,6 +5,7 @@
 use crate::backend::{Backend, Machine};
 use crate::config::{Config, Gpus};
 use crate::error::{Error, Result};
+use crate::execution::Execution;
 use crate::scheduler::Scheduler;
 use crate::stage::tuning::{self, Asked};
 use crate::stage::{OverlapMatrix, Stage};
@@ -61,6 +62,7 @@ pub struct Builder {
     pin: bool,
     device_timing: bool,
     nvtx: Option<bool>,
+    execution: Option<Execution>,
 }
 
 impl Default for Builder {
@@ -82,6 +84,7 @@ impl Default for Builder {
             pin: true,
             device_timing: false,
             nvtx: None,
+            execution: None,
         }
     }
 }
@@ -317,6 +320,21 @@ impl Builder {
         self
     }
 
+    /// How tasks reach the GPU (default [`Execution::Auto`], or `CHARIOT_EXECUTION` =
+    /// `auto`, `host` or `replay` when set): command by command from the host, or
+    /// replayed as graphs. See [`Execution`].
+    ///
+    /// ```
+    /// use chariot::{Backend, Execution, Scheduler};
+    /// let s = Scheduler::builder().backend(Backend::Sim).execution(Execution::Replay).build()?;
+    /// assert_eq!(s.execution(), Execution::Replay);
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    pub fn execution(mut self, execution: Execution) -> Self {
+        self.execution = Some(execution);
+        self
+    }
+
     /// Validates the configuration, opens the backend and starts the runtime threads.
     ///
     /// # Errors
@@ -325,6 +343,13 @@ impl Builder {
     /// without a driver or device, [`Error::Driver`] or [`Error::Thread`] if set-up fails.
     pub fn build(self) -> Result<Scheduler> {
         self.validate()?;
+        let execution = match (self.execution, std::env::var("CHARIOT_EXECUTION").ok().as_deref()) {
+            (Some(e), _) => e,
+            (None, Some("") | None) => Execution::Auto,
+            (None, Some(name)) => {
+                name.parse().map_err(|_| Self::invalid("CHARIOT_EXECUTION", name, "auto, host or replay (or unset)"))?
+            }
+        };
         let backend = self.resolve_backend()?;
         let machine = Machine::open(&backend, &self.gpus)?;
         let d = machine.gpus().len();
@@ -356,6 +381,7 @@ impl Builder {
             pin: self.pin,
             device_timing: self.device_timing,
             nvtx: self.nvtx.unwrap_or_else(|| std::env::var("CHARIOT_NVTX").is_ok_and(|v| v == "1")),
+            execution,
         };
         Scheduler::start(machine, config)
     }

@@ -45,6 +45,7 @@ pub(crate) struct Config {
     pub(crate) pin: bool,
     pub(crate) device_timing: bool,
     pub(crate) nvtx: bool,
+    pub(crate) execution: crate::Execution,
 }
 
 #[cfg(test)]

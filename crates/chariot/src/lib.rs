@@ -46,6 +46,7 @@ mod callback;
 mod config;
 mod dispatch;
 mod error;
+mod execution;
 mod ids;
 mod kernel;
 mod memory;
@@ -68,12 +69,13 @@ pub use builder::Builder;
 pub use callback::{CallInfo, GpuCall, Resource};
 pub use config::Gpus;
 pub use error::{BoxError, Error, Result};
+pub use execution::Execution;
 pub use ids::TaskId;
 pub use kernel::{Arg, Dim3, Kernel, KernelHandle, LaunchShape, Param, ScalarArgs, TwinArg, TwinArgs};
 pub use memory::{DeviceBuffer, DeviceData, Element, HostBuffer, HostRead, HostWrite, ResidentBuffer};
 pub use report::{
-    zero_overhead_makespan, Adapted, CommandRecord, CriticalPath, DispatchStats, DriverError, HardwareBound, LinkRates,
-    LostGpu, LowerBound, MovedTask, Report, TaskFailure, TaskWork,
+    zero_overhead_makespan, Adapted, CommandRecord, CriticalPath, DispatchStats, DriverError, GraphSetup,
+    HardwareBound, LinkRates, LostGpu, LowerBound, MovedTask, ReplayedWindow, Report, TaskFailure, TaskWork,
 };
 pub use scheduler::Scheduler;
 pub use stage::{Choice, OverlapMatrix, Stage, Thresholds, Tuning};

@@ -520,6 +520,33 @@ fn cuda_sticky_error_retires_the_gpu_not_the_process() {
     });
 }
 
+/// A sticky error inside a replayed window: the window's tasks fail (the driver does
+/// not say which node faulted), the GPU leaves the rotation, `synchronize` returns and
+/// nothing hangs.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_sticky_error_in_a_replayed_window_fails_it_cleanly() {
+    isolated("cuda_sticky_error_in_a_replayed_window_fails_it_cleanly", || {
+        let n = 1usize << 16;
+        let sched = builder(2, Order::Fcfs).execution(chariot::Execution::Replay).build().unwrap();
+        let mut input = sched.alloc_host::<u32>(24 * n).unwrap();
+        input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
+        let out = sched.alloc_host::<u32>(24 * n).unwrap();
+        wild_batch(&sched, &input, &out, 5);
+        let (failures, report) = expect_failed(sched.synchronize());
+        eprintln!("{report}");
+        assert_eq!(report.windows.len(), 1, "{report}");
+        assert!(report.windows[0].failed);
+        assert_eq!(failures.len(), 24, "every task of the window fails: {failures:?}");
+        assert!(failures.iter().all(|f| f.message.contains("replayed window")), "{failures:?}");
+        assert!(failures.iter().any(|f| f.message.contains("ILLEGAL_ADDRESS")), "{failures:?}");
+        assert_eq!(report.lost_gpus.len(), 1, "{:?}", report.lost_gpus);
+        // Later work fails without hanging.
+        sched.task(100, 1).callback(Resource::Cpu, |_| Ok(())).submit().unwrap();
+        assert!(sched.synchronize().is_err());
+    });
+}
+
 /// With two GPUs, a sticky error on one: the culprit is blamed, its GPU's other tasks
 /// move to the second, and every task completes correctly or fails with a reason
 /// (where the driver poisons the whole process, the second GPU is lost too). Needs two

@@ -338,7 +338,9 @@ impl Rig {
                 )
             };
             let resident = (per_sm.max(1) as u64) * (sms.max(1) as u64);
-            g.blocks = resident.min(nodes as u64).max(1) as u32;
+            // Blocks beyond the nodes that can be ready at once only poll the queue and
+            // slow those that work (a chain ran at 0.6 ms a node with 4,224 blocks).
+            g.blocks = resident.min(nodes as u64).min(csr.width as u64).max(1) as u32;
         }
         let words = PER_GPU + rig.gpus.len();
         let g0 = &mut rig.gpus[0];

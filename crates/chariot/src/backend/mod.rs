@@ -23,6 +23,7 @@ use crate::memory::FreeDevice;
 use crate::report::Cleanup;
 use crate::signal::Signal;
 use crate::task::command::Command;
+use crate::task::window::Window;
 use device::{Function, GpuInfo, PhysBuf};
 use host_alloc::HostAlloc;
 use std::sync::Arc;
@@ -150,6 +151,40 @@ impl From<&str> for Fault {
     fn from(message: &str) -> Fault {
         Fault::task(message)
     }
+}
+
+/// How a replayed window's graph was had (issue 18).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GraphUse {
+    /// Built and instantiated for this window (its structure was new here).
+    Built,
+    /// A kept graph of this structure, with this many nodes' parameters set anew.
+    Updated(usize),
+    /// A kept graph of this structure, unchanged.
+    Reused,
+    /// Run on the simulated engines (one launch, then node after node).
+    Simulated,
+}
+
+/// How one task of a replayed window ran.
+#[derive(Debug)]
+pub(crate) enum TaskRun {
+    /// It ran: its commands' spans, in order.
+    Ran(Vec<Span>),
+    /// Its command `command` failed.
+    Failed { command: usize, fault: Fault },
+    /// It did not run: the task it runs after (index in the window) failed.
+    NotRun { cause: usize },
+}
+
+/// How a replayed window ran.
+#[derive(Debug)]
+pub(crate) struct WindowRun {
+    /// From its launch to its completion.
+    pub(crate) span: Span,
+    /// Per task, where the backend runs the tasks one by one (sim). Empty where it
+    /// times the window as a whole (CUDA): every task ran, untimed inside the window.
+    pub(crate) tasks: Vec<TaskRun>,
 }
 
 /// Time the dispatcher spent inside driver calls for one command (for the overhead
@@ -398,6 +433,26 @@ impl Gpu {
         match self {
             Gpu::Cuda(g) => g.poll(stream),
             Gpu::Sim(g) => g.poll(stream),
+        }
+    }
+
+    /// Launches a replay window (every slot idle). Returns the time spent in driver
+    /// calls and how the graph was had.
+    pub(crate) fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault> {
+        match self {
+            Gpu::Cuda(g) => g.issue_window(w),
+            Gpu::Sim(g) => {
+                let t0 = Instant::now();
+                g.issue_window(w).map(|()| (t0.elapsed().as_nanos() as u64, GraphUse::Simulated))
+            }
+        }
+    }
+
+    /// Whether the window in flight completed, and how it ran.
+    pub(crate) fn poll_window(&mut self) -> Option<Result<WindowRun, Fault>> {
+        match self {
+            Gpu::Cuda(g) => g.poll_window().map(|r| r.map(|span| WindowRun { span, tasks: Vec::new() })),
+            Gpu::Sim(g) => g.poll_window(),
         }
     }
 

@@ -4,9 +4,10 @@
 //! the real dispatch loop with a model GPU under shuttle, while the runtime drives it
 //! with the backend's [`Gpu`] (CUDA or sim): static dispatch, nothing boxed per command.
 
-use crate::backend::{DriverNs, Fault, Gpu, Span};
+use crate::backend::{DriverNs, Fault, Gpu, GraphUse, Span, WindowRun};
 use crate::callback::CallInfo;
 use crate::task::command::Command;
+use crate::task::window::Window;
 
 /// One dispatcher's GPU, as the dispatcher sees it. Called only from the dispatcher's
 /// thread; a slot has at most one command in flight.
@@ -22,6 +23,13 @@ pub(crate) trait Device: Send {
 
     /// Whether the command in flight on `stream` has completed, and when it ran.
     fn poll(&mut self, stream: usize) -> Option<Result<Span, Fault>>;
+
+    /// Launches replay window `w` (every slot idle): returns the time spent in driver
+    /// calls and how its graph was had.
+    fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault>;
+
+    /// Whether the window in flight completed, and how it ran.
+    fn poll_window(&mut self) -> Option<Result<WindowRun, Fault>>;
 
     /// Waits until nothing issued on this GPU still runs (before a dying dispatcher
     /// gives back what its commands use).
@@ -50,6 +58,14 @@ impl Device for Gpu {
     #[inline]
     fn poll(&mut self, stream: usize) -> Option<Result<Span, Fault>> {
         Gpu::poll(self, stream)
+    }
+
+    fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault> {
+        Gpu::issue_window(self, w)
+    }
+
+    fn poll_window(&mut self) -> Option<Result<WindowRun, Fault>> {
+        Gpu::poll_window(self)
     }
 
     fn quiesce(&self) {

@@ -39,6 +39,7 @@ mod meter;
 mod recovery;
 mod resident;
 pub(crate) mod shared;
+mod window;
 
 use crate::backend::{Fault, Reach, Span};
 use crate::callback::CallInfo;
@@ -130,6 +131,8 @@ pub(crate) struct Dispatcher<D: Device> {
     stats: DispatchStats,
     /// Set when the GPU is lost (a sticky fault): the message and when it was seen.
     lost: Option<(String, u64)>,
+    /// The replay window in flight here, if any (`window.rs`).
+    window: Option<window::InFlight>,
 }
 
 impl<D: Device> Dispatcher<D> {
@@ -185,6 +188,7 @@ impl<D: Device> Dispatcher<D> {
             core,
             stats: DispatchStats::default(),
             lost: None,
+            window: None,
         }
     }
 
@@ -224,6 +228,7 @@ impl<D: Device> Dispatcher<D> {
             if self.lost.is_some() {
                 return; // `run` retires the GPU
             }
+            progress |= self.try_window();
             progress |= self.assign();
             for stage in Stage::ALL {
                 progress |= self.try_stage(stage);
@@ -270,7 +275,7 @@ impl<D: Device> Dispatcher<D> {
     }
 
     fn idle(&self) -> bool {
-        self.slots.iter().all(|s| s.task.is_none() && s.busy.is_none())
+        self.slots.iter().all(|s| s.task.is_none() && s.busy.is_none()) && !self.windows_pending()
     }
 
     fn flush_stats(&mut self) {
@@ -292,6 +297,7 @@ impl<D: Device> Dispatcher<D> {
         if self.gpu_busy == 0 {
             return progress;
         }
+        progress |= self.poll_window();
         for j in 0..self.slots.len() {
             if !matches!(self.slots[j].busy, Some(b) if b.stage.on_gpu()) {
                 continue;
@@ -376,8 +382,8 @@ impl<D: Device> Dispatcher<D> {
                 }
             }
             Err(fault) => {
-                if fault.loses_gpu() && self.lost.is_none() {
-                    self.lost = Some((fault.message.clone(), self.now_ns()));
+                if fault.loses_gpu() {
+                    self.mark_lost(&fault.message);
                 }
                 match fault.reach {
                     // Kept for `retire`, which moves it if that is safe.
@@ -385,6 +391,16 @@ impl<D: Device> Dispatcher<D> {
                     Reach::Task | Reach::GpuByTask => self.fail_task(j, index, k, fault.message, fault.driver),
                 }
             }
+        }
+    }
+
+    /// The GPU is lost (a sticky fault): noted here, for `retire`, and in the batch's
+    /// report at once, before the task that saw it ends (it may be the batch's last).
+    fn mark_lost(&mut self, message: &str) {
+        if self.lost.is_none() {
+            let at_ns = self.now_ns();
+            self.lost = Some((message.to_string(), at_ns));
+            self.shared.lose_gpu(LostGpu { gpu: self.gpu, at_ns, message: message.to_string() });
         }
     }
 
@@ -401,7 +417,7 @@ impl<D: Device> Dispatcher<D> {
     /// at a time: not while another slot's task has yet to start (it waits for its
     /// first stage, and so would this one).
     fn assign(&mut self) -> bool {
-        if self.lost.is_some() || self.slots.iter().any(|s| s.fresh) {
+        if self.lost.is_some() || self.slots.iter().any(|s| s.fresh) || self.windows_pending() {
             return false;
         }
         let Some(j) = self.slots.iter().position(|s| s.task.is_none() && s.busy.is_none()) else { return false };

@@ -5,7 +5,7 @@
 //! cannot be bound). Apart from `mod.rs` so the main loop reads as Algorithms 1 and 2.
 
 use super::{Device, Dispatcher};
-use crate::report::{LostGpu, MovedTask, TaskFailure};
+use crate::report::{MovedTask, TaskFailure};
 use crate::stage::Stage;
 use crate::sync::Ordering;
 use crate::task::command::{Command, CopyCmd, Direction};
@@ -19,15 +19,15 @@ impl<D: Device> Dispatcher<D> {
     /// can safely run again elsewhere (see [`restart_point`]) and fails the others;
     /// then leaves as a dying dispatcher does.
     pub(super) fn retire(&mut self) {
-        let (message, at_ns) = self.lost.clone().unwrap_or_default();
-        self.shared.lose_gpu(LostGpu { gpu: self.gpu, at_ns, message: message.clone() });
+        // Recorded in the report when the fault was seen (`mark_lost`).
+        let (message, _) = self.lost.clone().unwrap_or_default();
         for stage in Stage::ALL {
             let k = stage.index();
             if let Some(g) = self.shared.queues.withdraw(stage, self.gpu, &mut self.queued[k]) {
                 self.shared.signals[g].notify();
             }
         }
-        while self.slots.iter().any(|s| s.busy.is_some()) {
+        while self.slots.iter().any(|s| s.busy.is_some()) || self.window.is_some() {
             let seen = self.signal.epoch();
             if !self.detect_idle() {
                 if self.gpu_busy > 0 && self.device.polls() {
@@ -67,6 +67,7 @@ impl<D: Device> Dispatcher<D> {
         // Out of the rotation: its heap in Q is taken by the others, no ready task is
         // placed here any more.
         self.shared.alive[self.gpu].store(false, Ordering::SeqCst);
+        self.hand_over_windows(message);
         for stage in Stage::ALL {
             let k = stage.index();
             if let Some(g) = self.shared.queues.withdraw(stage, self.gpu, &mut self.queued[k]) {

@@ -12,6 +12,7 @@ use crate::stage::queues::StageQueues;
 use crate::sync::{AtomicBool, AtomicUsize, Condvar, Ordering};
 use crate::task::buffer::TaskBuffer;
 use crate::task::graph::{Added, Graph, Released};
+use crate::task::window::Window;
 use crate::task::Task;
 use parking_lot::Mutex;
 use std::sync::{Arc, Weak};
@@ -51,6 +52,10 @@ pub(crate) struct Shared {
     pub(crate) kernel_fills_now: Mutex<Vec<Option<f64>>>,
     /// Every kernel launched so far and the fill of its launches, for the report.
     pub(crate) kernels: Mutex<Vec<KernelUse>>,
+    /// Per GPU: replay windows waiting for it (`dispatch::window`), and their count
+    /// (read without the lock on every turn).
+    pub(crate) windows: Vec<Mutex<std::collections::VecDeque<Box<Window>>>>,
+    pub(crate) windows_queued: Vec<AtomicUsize>,
     /// Every resident buffer allocated (for eviction and lost GPUs); dropped ones are
     /// pruned as new ones come.
     pub(crate) residents: Mutex<Vec<Weak<ResidentInner>>>,
@@ -99,6 +104,46 @@ impl Shared {
                 }
             }
         }
+    }
+
+    /// Ends many tasks at once (a replay window's): as [`Shared::end_task`] each, but
+    /// under one lock of the batch, and their memory freed after the batch is told
+    /// (a `synchronize` waiting for the last of them wakes first).
+    pub(crate) fn end_tasks(&self, tasks: Vec<(Box<Task>, Option<TaskFailure>)>) {
+        let mut released = Vec::new();
+        let mut ended = Vec::with_capacity(tasks.len());
+        for (mut task, failure) in tasks {
+            for h in &task.hosts {
+                h.release(Holder::Task(task.id));
+            }
+            task.residency.end(task.id, failure.is_none());
+            ended.push((task, failure));
+        }
+        let mut fail_at = (0, 0);
+        {
+            let mut batch = self.batch.lock();
+            for (task, failure) in &mut ended {
+                batch.graph.end(task.id, failure.is_some(), &mut released);
+                batch.outstanding -= 1;
+                if let Some(f) = failure.take() {
+                    fail_at = (f.gpu, f.stream);
+                    batch.outcome.failures.push(f);
+                }
+            }
+            if batch.outstanding == 0 {
+                self.batch_done.notify_all();
+            }
+        }
+        for r in released {
+            match r {
+                Released::Ready(t) => self.ready(t),
+                Released::Failed(t, cause) => {
+                    let f = not_run(&t, cause, fail_at.0, fail_at.1);
+                    self.end_task(t, Some(f));
+                }
+            }
+        }
+        drop(ended);
     }
 
     /// Counts a sealed task into the batch and the graph, to run after `after` (ids of
@@ -171,6 +216,24 @@ impl Shared {
     /// The resident buffers alive now.
     pub(crate) fn residents(&self) -> Vec<Arc<ResidentInner>> {
         self.residents.lock().iter().filter_map(Weak::upgrade).collect()
+    }
+
+    /// Queues a replay window for GPU `gpu`, or the first other GPU in the rotation if
+    /// that one has left it; gives it back if none is left. The rotation is read under
+    /// the queue's lock, which a leaving GPU takes after it marks itself out, so no
+    /// window is queued where nobody will take it.
+    pub(crate) fn push_window(&self, gpu: usize, window: Box<Window>) -> Result<(), Box<Window>> {
+        for g in std::iter::once(gpu).chain(0..self.alive.len()) {
+            let mut queue = self.windows[g].lock();
+            if self.alive[g].load(Ordering::SeqCst) {
+                queue.push_back(window);
+                self.windows_queued[g].fetch_add(1, Ordering::SeqCst);
+                drop(queue);
+                self.signals[g].notify();
+                return Ok(());
+            }
+        }
+        Err(window)
     }
 
     /// GPU `gpu` is lost: the copies of resident data there are gone.

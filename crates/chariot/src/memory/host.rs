@@ -33,6 +33,16 @@ pub(crate) struct HostShared {
     pub(crate) alloc: HostAlloc,
     pub(crate) claims: Mutex<Claims>,
     released: Condvar,
+    /// Who holds tasks touching this buffer back (a batch held for replay), to let them
+    /// go before a guard waits for them.
+    held_by: Mutex<Option<std::sync::Weak<dyn HeldTasks>>>,
+}
+
+/// What holds submitted tasks back from running (the scheduler's replay capture): a
+/// guard about to wait for tasks has it let them go first, or the wait would not end.
+pub(crate) trait HeldTasks: Send + Sync {
+    /// Lets every held task go (to run as a window, or to the host's dispatch).
+    fn let_go(&self);
 }
 
 impl HostShared {
@@ -42,7 +52,13 @@ impl HostShared {
             alloc,
             claims: Mutex::new(Claims::default()),
             released: Condvar::new(),
+            held_by: Mutex::new(None),
         })
+    }
+
+    /// Notes that `holder` holds back tasks that touch this buffer.
+    pub(crate) fn held_by(&self, holder: std::sync::Weak<dyn HeldTasks>) {
+        *self.held_by.lock() = Some(holder);
     }
 
     /// Gives back every claim of `holder` and wakes guards waiting for them.
@@ -81,6 +97,11 @@ impl HostShared {
         write: bool,
         call: &'static str,
     ) -> crate::Result<parking_lot::MutexGuard<'_, Claims>> {
+        // Before the claims' lock: letting tasks go takes it (their claims activate).
+        let holder = self.held_by.lock().take().and_then(|h| h.upgrade());
+        if let Some(h) = holder {
+            h.let_go();
+        }
         let mut claims = self.claims.lock();
         if !claims.task_conflict(region, write) {
             return Ok(claims);

@@ -10,7 +10,7 @@ mod target;
 
 pub use device::DeviceBuffer;
 pub(crate) use device::{DeviceBufferInner, FreeDevice, Graveyard};
-pub(crate) use host::HostShared;
+pub(crate) use host::{HeldTasks, HostShared};
 pub use host::{HostBuffer, HostRead, HostWrite};
 pub use resident::ResidentBuffer;
 pub(crate) use resident::{ResidentInner, ResidentMemory};

@@ -168,6 +168,18 @@ impl Device for ModelGpu {
         Some(Ok(Span { start_ns: 0, end_ns: 0 }))
     }
 
+    fn issue_window(
+        &mut self,
+        _w: &crate::task::window::Window,
+    ) -> Result<(DriverNs, crate::backend::GraphUse), Fault> {
+        // The model checks run host dispatch; no scheduler of theirs replays.
+        Err(Fault::task("the model GPU does not replay windows"))
+    }
+
+    fn poll_window(&mut self) -> Option<Result<crate::backend::WindowRun, Fault>> {
+        None
+    }
+
     fn quiesce(&self) {}
 
     fn polls(&self) -> bool {

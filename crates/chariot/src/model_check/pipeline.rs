@@ -66,6 +66,7 @@ impl Config {
             pin: false,
             device_timing: false,
             nvtx: false,
+            execution: crate::Execution::Host,
         }
     }
 }

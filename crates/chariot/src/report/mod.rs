@@ -9,6 +9,7 @@ mod failure;
 mod lower_bound;
 mod replay;
 mod trace;
+mod windows;
 
 pub use adapted::Adapted;
 pub(crate) use adapted::{kernel_lines, KernelUse};
@@ -18,6 +19,7 @@ pub use failure::{DriverError, TaskFailure};
 
 pub use lower_bound::{HardwareBound, LinkRates, LowerBound, TaskWork};
 pub use replay::zero_overhead_makespan;
+pub use windows::{GraphSetup, ReplayedWindow};
 
 use crate::ids::TaskId;
 use crate::stage::Stage;
@@ -89,6 +91,8 @@ pub(crate) struct Outcome {
     pub(crate) lost_gpus: Vec<LostGpu>,
     /// (predecessor, successor), as the graph learnt them (`Shared::admit`).
     pub(crate) dependencies: Vec<(TaskId, TaskId)>,
+    /// Windows replayed as graphs.
+    pub(crate) windows: Vec<ReplayedWindow>,
 }
 
 /// Host time the dispatchers spent, per command, outside and inside driver calls.
@@ -103,6 +107,8 @@ pub struct DispatchStats {
     pub driver_ns: u64,
     /// Idle-detection queries made (event queries or completion checks).
     pub polls: u64,
+    /// Of `commands`, those that ran in replayed windows (a graph launch each window).
+    pub replayed: u64,
     /// Host time inside those queries.
     pub poll_ns: u64,
 }
@@ -114,6 +120,7 @@ impl DispatchStats {
         self.driver_ns += o.driver_ns;
         self.polls += o.polls;
         self.poll_ns += o.poll_ns;
+        self.replayed += o.replayed;
     }
 
     /// Runtime host time per command, ns (driver calls excluded).
@@ -162,6 +169,9 @@ pub struct Report {
     pub failures: Vec<TaskFailure>,
     /// Tasks moved off a lost GPU and run again on another.
     pub moved: Vec<MovedTask>,
+    /// Windows of tasks replayed as one graph each ([`Execution`](crate::Execution)),
+    /// in the order they completed.
+    pub windows: Vec<ReplayedWindow>,
     /// GPUs lost during the batch. They stay out of the rotation for the scheduler's
     /// life (see [`Scheduler::live_gpus`](crate::Scheduler::live_gpus)).
     pub lost_gpus: Vec<LostGpu>,
@@ -235,8 +245,11 @@ impl Report {
         cleanup: Vec<DriverError>,
     ) -> Report {
         let d = gpus.len();
-        let start_ns = records.iter().map(|r| r.start_ns).min().unwrap_or(0);
-        let end_ns = records.iter().map(|r| r.end_ns).max().unwrap_or(0);
+        // Windows whose commands are not timed one by one (CUDA) count by their span.
+        let untimed: Vec<&ReplayedWindow> = outcome.windows.iter().filter(|w| !w.timed).collect();
+        let start_ns =
+            records.iter().map(|r| r.start_ns).chain(untimed.iter().map(|w| w.launched_ns)).min().unwrap_or(0);
+        let end_ns = records.iter().map(|r| r.end_ns).chain(untimed.iter().map(|w| w.end_ns)).max().unwrap_or(0);
         let mut busy_ns = vec![[0u64; Stage::K]; d];
         for (g, busy) in busy_ns.iter_mut().enumerate() {
             for stage in Stage::ALL {
@@ -248,7 +261,7 @@ impl Report {
                 busy[stage.index()] = union_ns(spans);
             }
         }
-        let mut per_task: std::collections::HashMap<TaskId, u16> = Default::default();
+        let mut per_task: rustc_hash::FxHashMap<TaskId, u16> = Default::default();
         for r in &records {
             per_task.insert(r.task, r.gpu);
         }
@@ -256,6 +269,12 @@ impl Report {
         for g in per_task.values() {
             tasks_per_gpu[*g as usize] += 1;
         }
+        for w in &untimed {
+            if let Some(n) = tasks_per_gpu.get_mut(w.gpu) {
+                *n += w.tasks;
+            }
+        }
+        let untimed_tasks: usize = untimed.iter().map(|w| w.tasks).sum();
         let lower_bound = LowerBound::paper(&records, d.max(1), buses.max(1));
         let makespan_ns = end_ns - start_ns;
         let epsilon = (lower_bound.t_lb_ns > 0).then(|| makespan_ns as f64 / lower_bound.t_lb_ns as f64 - 1.0);
@@ -264,7 +283,7 @@ impl Report {
             gpus,
             streams,
             buses,
-            tasks: per_task.len(),
+            tasks: per_task.len() + untimed_tasks,
             records,
             start_ns,
             end_ns,
@@ -276,6 +295,7 @@ impl Report {
             dispatch,
             failures: outcome.failures,
             moved: outcome.moved,
+            windows: outcome.windows,
             lost_gpus: outcome.lost_gpus,
             dependencies: outcome.dependencies,
             tuning,
@@ -356,6 +376,12 @@ impl std::fmt::Display for Report {
             self.dispatch.driver_ns_per_command() / 1e3,
             self.dispatch.polls
         )?;
+        if self.dispatch.replayed > 0 {
+            write!(f, " ({} of them replayed as graphs)", self.dispatch.replayed)?;
+        }
+        for w in &self.windows {
+            write!(f, "\nreplayed: {w}")?;
+        }
         for line in &self.tuning {
             write!(f, "\nchosen: {line}")?;
         }

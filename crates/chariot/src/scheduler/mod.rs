@@ -19,6 +19,7 @@
 //! callback of this scheduler return [`Error::WaitInCallback`], and a `Drop` there (the
 //! last handle moved into a callback) hands steps 2 to 5 to a thread of their own.
 
+mod capture;
 mod queries;
 mod resources;
 
@@ -37,6 +38,7 @@ use crate::stage::queues::StageQueues;
 use crate::task::buffer::TaskBuffer;
 use crate::task::command::{Command, FetchCmd};
 use crate::task::{HostClaim, Residency, ResidentUse, Task};
+use capture::{Capture, Offer};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -107,6 +109,8 @@ pub struct Scheduler {
     /// Held for a whole submit: each task's dependencies are on tasks submitted before it.
     submitting: Mutex<()>,
     seq: AtomicU64,
+    /// Holds tasks back for replay windows (issue 18).
+    capture: Arc<Capture>,
     graveyard: Arc<Graveyard>,
     threads: Mutex<Option<(Vec<JoinHandle<()>>, Executioners)>>,
 }
@@ -132,6 +136,8 @@ impl Scheduler {
             kernel_fills_now: Mutex::new(vec![config.tuning.kernel_fills; d]),
             kernels: Mutex::new(Vec::new()),
             residents: Mutex::new(Vec::new()),
+            windows: (0..d).map(|_| Mutex::new(Default::default())).collect(),
+            windows_queued: (0..d).map(|_| crate::sync::AtomicUsize::new(0)).collect(),
             epoch,
         });
         let nvtx = match (&*machine, config.nvtx) {
@@ -173,6 +179,7 @@ impl Scheduler {
                 }
             }
         }
+        let capture = Capture::new(config.execution, config.order, config.streams, shared.clone());
         Ok(Scheduler {
             id: NEXT_SCHEDULER.fetch_add(1, Ordering::Relaxed),
             graveyard: Graveyard::new(machine.clone()),
@@ -182,6 +189,7 @@ impl Scheduler {
             closed: AtomicBool::new(false),
             submitting: Mutex::new(()),
             seq: AtomicU64::new(0),
+            capture,
             threads: Mutex::new(Some((dispatchers, executioners))),
         })
     }
@@ -207,19 +215,24 @@ impl Scheduler {
         }
         let _one_at_a_time = self.submitting.lock();
         {
+            // The capture first, then the graph (never both locks at once): a held task
+            // moves to the graph only, so none is missed between the two.
+            let (id_held, after_held) = self.capture.held(id, &after);
             let batch = self.shared.batch.lock();
-            if batch.graph.contains(id) {
+            if id_held || batch.graph.contains(id) {
                 return Err(Error::DuplicateTask { task: id });
             }
-            for &p in &after {
+            for (i, &p) in after.iter().enumerate() {
                 if p == id {
                     return Err(Error::DependencyCycle { task: id });
                 }
-                if !batch.graph.contains(p) {
+                if !after_held.get(i).copied().unwrap_or(false) && !batch.graph.contains(p) {
                     return Err(Error::UnknownDependency { task: id, dependency: p });
                 }
             }
         }
+        // `preds` begins with the named ones; inferred ones are appended after them.
+        let named = after.len();
         let mut preds = after;
         let mut holders = Vec::new();
         let mut hosts: Vec<Arc<HostShared>> = Vec::new();
@@ -282,7 +295,10 @@ impl Scheduler {
             hosts,
             residency,
         };
-        self.shared.admit(Box::new(task), &preds);
+        match self.capture.offer(Box::new(task), named, preds) {
+            Offer::Held => {}
+            Offer::Admit(task, preds) => self.shared.admit(task, &preds),
+        }
         Ok(id)
     }
 
@@ -291,6 +307,9 @@ impl Scheduler {
     /// (RAW, WAR, WAW per piece) to `preds`.
     fn resident_uses(&self, id: TaskId, ranges: Vec<ResidentRange>, preds: &mut Vec<TaskId>) -> Vec<ResidentUse> {
         let mut uses: Vec<ResidentUse> = Vec::new();
+        if ranges.is_empty() {
+            return uses; // nothing to track, and no lock to take
+        }
         for r in ranges {
             let at = match uses.iter().position(|u| Arc::ptr_eq(&u.buf, &r.buf)) {
                 Some(i) => i,
@@ -337,6 +356,7 @@ impl Scheduler {
     /// which would wait for its own task; nothing is waited for or taken then.
     pub fn synchronize(&self) -> Result<Report> {
         self.refuse_in_callback("Scheduler::synchronize")?;
+        self.capture.before_wait();
         let outcome = {
             let mut batch = self.shared.batch.lock();
             while batch.outstanding > 0 {
@@ -381,6 +401,7 @@ impl Scheduler {
             adaptations,
             cleanup,
         );
+        self.capture.end_batch(failures.is_empty().then_some(&report));
         if failures.is_empty() {
             Ok(report)
         } else {

@@ -40,6 +40,12 @@ impl Scheduler {
         self.config.thresholds
     }
 
+    /// How tasks reach the GPU: host dispatch, replay as graphs, or the choice per
+    /// batch (see [`Execution`](crate::Execution)).
+    pub fn execution(&self) -> crate::Execution {
+        self.config.execution
+    }
+
     /// What `build` chose for each knob left unset, and why (see [`Tuning`](crate::Tuning)).
     pub fn tuning(&self) -> &crate::Tuning {
         &self.config.tuning

@@ -10,7 +10,7 @@
 
 use super::Task;
 use crate::ids::TaskId;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// Where one task of the batch stands.
 enum State {
@@ -49,7 +49,7 @@ pub(crate) enum Released {
 /// The graph of the tasks submitted since the last `synchronize`.
 #[derive(Default)]
 pub(crate) struct Graph {
-    nodes: HashMap<TaskId, Node>,
+    nodes: FxHashMap<TaskId, Node>,
 }
 
 impl Graph {
@@ -95,6 +95,13 @@ impl Graph {
         }
         self.nodes.insert(id, Node { state: State::Waiting { task, unmet }, dependents: Vec::new() });
         Added::Waiting
+    }
+
+    /// Adds task `id` as running: a task of a replay window, whose predecessors are all
+    /// in its window (which orders them) or ended well.
+    pub(crate) fn add_live(&mut self, id: TaskId) {
+        debug_assert!(!self.contains(id), "task {id} added twice");
+        self.nodes.insert(id, Node { state: State::Live, dependents: Vec::new() });
     }
 
     /// Task `id` ended (`failed` if it failed): its waiting dependents whose last

@@ -50,6 +50,7 @@ fn fake_report(records: Vec<CommandRecord>) -> Report {
         dispatch: DispatchStats::default(),
         failures: vec![],
         moved: vec![],
+        windows: vec![],
         lost_gpus: vec![],
         dependencies: vec![],
         tuning: vec![],

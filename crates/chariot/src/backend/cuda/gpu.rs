@@ -5,11 +5,12 @@
 use super::context::Context;
 use super::failed;
 use crate::backend::device::PhysBuf;
-use crate::backend::{DriverNs, Fault, Reach, Span};
+use crate::backend::{DriverNs, Fault, GraphUse, Reach, Span};
 use crate::callback::{run_caught, CallInfo, GpuCall, GpuCallOn};
 use crate::kernel::ArgValue;
 use crate::memory::resident::Source;
 use crate::task::command::{Command, CopyCmd, Direction, FetchCmd};
+use crate::task::window::Window;
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 use std::ffi::c_void;
@@ -44,6 +45,10 @@ pub(crate) struct Gpu {
     last_end_ns: [u64; crate::stage::Stage::K],
     /// NVTX ranges, when asked for.
     ranges: Option<super::nvtx::Ranges>,
+    /// Replayed windows' graphs (made at the first window), and whether one is in
+    /// flight. Dropped after the streams are synchronised (fields drop after `drop`).
+    replayer: Option<super::replay::Replayer>,
+    replaying: bool,
 }
 
 // SAFETY: the handles belong to this dispatcher alone; moving them to its thread before
@@ -88,7 +93,7 @@ pub(crate) fn reach(e: DriverError, kernel: bool) -> Reach {
 
 /// A driver error of `call` as a fault. At issue a sticky error is an earlier command's
 /// (the context was poisoned before this call), so it is never blamed on this task.
-fn issue_fault(call: &str) -> impl Fn(DriverError) -> Fault + '_ {
+pub(super) fn issue_fault(call: &str) -> impl Fn(DriverError) -> Fault + '_ {
     move |e| {
         let reach = match reach(e, false) {
             Reach::GpuByTask => Reach::Gpu,
@@ -97,6 +102,29 @@ fn issue_fault(call: &str) -> impl Fn(DriverError) -> Fault + '_ {
         let error = failed(call, e);
         Fault { message: error.to_string(), reach, driver: Some(error) }
     }
+}
+
+/// A launch argument's value on GPU `gpu`, stream slot `slot`, in the low bytes of
+/// its 8-byte slot (little-endian), which is where the driver reads a 4-byte
+/// parameter from.
+pub(super) fn arg_value(a: &ArgValue, gpu: usize, slot: usize) -> Result<u64, Fault> {
+    Ok(match a {
+        ArgValue::Buffer(b) => match b.phys(gpu, slot) {
+            PhysBuf::Cuda { ptr, .. } => *ptr,
+            PhysBuf::Sim(_) => return Err("simulated buffer passed to a CUDA kernel".into()),
+        },
+        ArgValue::Resident { buf, bytes, .. } => match buf.copy(gpu).and_then(|c| c.cuda_ptr()) {
+            Some(ptr) => ptr + bytes.start as u64,
+            None => return Err("resident buffer without a copy on this GPU".into()),
+        },
+        ArgValue::BadRange(m) => return Err(m.clone().into()),
+        ArgValue::I32(v) => *v as u32 as u64,
+        ArgValue::U32(v) => *v as u64,
+        ArgValue::I64(v) => *v as u64,
+        ArgValue::U64(v) => *v,
+        ArgValue::F32(v) => v.to_bits() as u64,
+        ArgValue::F64(v) => v.to_bits(),
+    })
 }
 
 impl Gpu {
@@ -123,6 +151,8 @@ impl Gpu {
             stage: vec![crate::stage::Stage::Kernel; streams],
             last_end_ns: [0; crate::stage::Stage::K],
             ranges: nvtx.map(|n| super::nvtx::Ranges::new(n, streams)),
+            replayer: None,
+            replaying: false,
         };
         let end_flags =
             if gpu.timing { sys::CUevent_flags::CU_EVENT_DEFAULT } else { sys::CUevent_flags::CU_EVENT_DISABLE_TIMING };
@@ -198,25 +228,7 @@ impl Gpu {
                     return Err(format!("{n} kernel arguments; at most {MAX_PARAMS} are supported").into());
                 }
                 for (i, a) in l.args.iter().enumerate() {
-                    // Each value sits in the low bytes of its 8-byte slot (little-endian),
-                    // which is where the driver reads a 4-byte parameter from.
-                    self.values[i] = match a {
-                        ArgValue::Buffer(b) => match b.phys(info.gpu, j) {
-                            PhysBuf::Cuda { ptr, .. } => *ptr,
-                            PhysBuf::Sim(_) => return Err("simulated buffer passed to a CUDA kernel".into()),
-                        },
-                        ArgValue::Resident { buf, bytes, .. } => match buf.copy(info.gpu).and_then(|c| c.cuda_ptr()) {
-                            Some(ptr) => ptr + bytes.start as u64,
-                            None => return Err("resident buffer without a copy on this GPU".into()),
-                        },
-                        ArgValue::BadRange(m) => return Err(m.clone().into()),
-                        ArgValue::I32(v) => *v as u32 as u64,
-                        ArgValue::U32(v) => *v as u64,
-                        ArgValue::I64(v) => *v as u64,
-                        ArgValue::U64(v) => *v,
-                        ArgValue::F32(v) => v.to_bits() as u64,
-                        ArgValue::F64(v) => v.to_bits(),
-                    };
+                    self.values[i] = arg_value(a, info.gpu, j)?;
                     self.pointers[i] = &mut self.values[i] as *mut u64 as *mut c_void;
                 }
                 let func = l.kernel.functions.get(info.gpu).ok_or("kernel not loaded on this GPU")?.func;
@@ -362,6 +374,35 @@ impl Gpu {
             }
         }
         Ok(())
+    }
+
+    /// Launches window `w` as one graph on slot 0's stream (every slot is idle while
+    /// a window runs). Returns the time in driver calls and how the graph was had.
+    pub(crate) fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault> {
+        let t0 = Instant::now();
+        let replayer = match &mut self.replayer {
+            Some(r) => r,
+            None => self.replayer.insert(super::replay::Replayer::new().map_err(|e| Fault {
+                message: e.to_string(),
+                reach: Reach::Task,
+                driver: Some(e),
+            })?),
+        };
+        let used = replayer.launch(&self.ctx, w, self.streams[0], self.epoch)?;
+        self.replaying = true;
+        Ok((t0.elapsed().as_nanos() as u64, used))
+    }
+
+    /// Whether the window in flight completed, and when it ran (launch to completion).
+    pub(crate) fn poll_window(&mut self) -> Option<Result<Span, Fault>> {
+        if !self.replaying {
+            return None;
+        }
+        let polled = self.replayer.as_mut()?.poll(self.epoch);
+        if polled.is_some() {
+            self.replaying = false;
+        }
+        polled
     }
 
     pub(crate) fn poll(&mut self, j: usize) -> Option<Result<Span, Fault>> {

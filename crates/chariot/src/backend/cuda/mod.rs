@@ -15,6 +15,7 @@ mod kernel_cache;
 pub(crate) mod nvrtc;
 pub(crate) mod nvtx;
 mod peer;
+mod replay;
 
 pub(crate) use context::Machine;
 pub(crate) use gpu::Gpu;

@@ -9,7 +9,7 @@ use super::compute::Sms;
 use super::link::{Dir, Links};
 use super::{Completions, SimProfile};
 use crate::backend::device::{PhysBuf, SimMemory};
-use crate::backend::{Fault, Reach, Span};
+use crate::backend::{Fault, Reach, Span, TaskRun, WindowRun};
 use crate::callback::{run_caught, CallInfo, GpuCall, GpuCallOn, GpuFn};
 use crate::kernel::{ArgValue, KernelInner, LaunchShape, ScalarArgs, TwinArgs};
 use crate::memory::resident::{FetchPart, Source};
@@ -51,6 +51,18 @@ pub(super) enum Work {
         share: f64,
     },
     Callback(GpuFn),
+    /// A replay window: one graph launch, then its commands in order.
+    Window(Box<WindowJob>),
+}
+
+/// A replay window's commands as an engine takes them: each with its task's call info
+/// (the stream is the task's lane), in the window's order.
+pub(super) struct WindowJob {
+    pub(super) items: Vec<(CallInfo, Work)>,
+    /// Commands per task.
+    pub(super) counts: Vec<usize>,
+    /// Per task: the window's tasks it runs after.
+    pub(super) preds: Vec<Vec<u32>>,
 }
 
 pub(super) struct Job {
@@ -73,6 +85,7 @@ pub(super) struct Engine {
     /// The GPU's SMs, shared by its compute threads.
     pub(super) sms: Arc<Sms>,
     pub(super) done: Completions,
+    pub(super) window_done: super::WindowDone,
     pub(super) wake: Arc<Signal>,
     pub(super) epoch: Instant,
     /// Shared by the GPU's engines and its handle.
@@ -105,8 +118,14 @@ impl Engine {
                 jobs.recv().ok()
             };
             let Some(job) = job else { return };
+            if let Work::Window(w) = job.work {
+                let result = self.run_window(*w);
+                *self.window_done.lock() = Some(result);
+                self.wake.notify();
+                continue;
+            }
             let start = Instant::now();
-            let result = self.run_job(job.work, job.info, job.command, start);
+            let result = self.run_job(job.work, job.info, job.command, start, self.profile.launch_latency);
             let end = Instant::now();
             let span = Span {
                 start_ns: start.duration_since(self.epoch).as_nanos() as u64,
@@ -139,7 +158,59 @@ impl Engine {
     /// Runs one command with the injected faults: a lost GPU fails everything (a command
     /// running when it dies fails too), a failing command fails its task, a crashing one
     /// takes the GPU down.
-    fn run_job(&self, work: Work, info: CallInfo, command: usize, start: Instant) -> Result<(), Fault> {
+    /// Runs a replay window: the graph's launch latency once, then each task's commands
+    /// in order at the graph's node latency, a task after the failure of one it runs
+    /// after not at all. A lost GPU fails the whole window.
+    fn run_window(&self, w: WindowJob) -> Result<WindowRun, Fault> {
+        let start = Instant::now();
+        self.hold(start, self.profile.graph_launch_latency, || "graph launch".into()).map_err(Fault::task)?;
+        let mut runs: Vec<TaskRun> = Vec::with_capacity(w.counts.len());
+        let mut items = w.items.into_iter();
+        for (t, &count) in w.counts.iter().enumerate() {
+            let failed_pred = w.preds[t].iter().map(|&p| p as usize).find(|&p| !matches!(runs[p], TaskRun::Ran(_)));
+            if let Some(p) = failed_pred {
+                let cause = match runs[p] {
+                    TaskRun::NotRun { cause } => cause,
+                    _ => p,
+                };
+                runs.push(TaskRun::NotRun { cause });
+                items.by_ref().take(count).for_each(drop);
+                continue;
+            }
+            let mut spans = Vec::with_capacity(count);
+            let mut failure = None;
+            for c in 0..count {
+                let Some((info, work)) = items.next() else { break };
+                if failure.is_some() {
+                    continue;
+                }
+                let s0 = Instant::now();
+                match self.run_job(work, info, c, s0, self.profile.graph_node_latency) {
+                    Ok(()) => spans.push(Span {
+                        start_ns: s0.duration_since(self.epoch).as_nanos() as u64,
+                        end_ns: Instant::now().duration_since(self.epoch).as_nanos() as u64,
+                    }),
+                    Err(fault) if fault.loses_gpu() => return Err(fault),
+                    Err(fault) => failure = Some(TaskRun::Failed { command: c, fault }),
+                }
+            }
+            runs.push(failure.unwrap_or(TaskRun::Ran(spans)));
+        }
+        let span = Span {
+            start_ns: start.duration_since(self.epoch).as_nanos() as u64,
+            end_ns: Instant::now().duration_since(self.epoch).as_nanos() as u64,
+        };
+        Ok(WindowRun { span, tasks: runs })
+    }
+
+    fn run_job(
+        &self,
+        work: Work,
+        info: CallInfo,
+        command: usize,
+        start: Instant,
+        launch: Duration,
+    ) -> Result<(), Fault> {
         let faults = &self.profile.faults;
         if self.dead() {
             self.lost.store(true, Ordering::SeqCst);
@@ -159,7 +230,7 @@ impl Engine {
         if faults.fails(info.task.0, command) {
             return Err(Fault::task(format!("command {command} of task {} failed (injected fault)", info.task)));
         }
-        self.work(work, info, start).map_err(Fault::task)?;
+        self.work(work, info, start, launch).map_err(Fault::task)?;
         let losing = faults.losing.iter().position(|&(t, c)| (t, c) == (info.task.0, command));
         if losing.is_some_and(|i| !self.lost_once[i].swap(true, Ordering::SeqCst)) {
             self.lost.store(true, Ordering::SeqCst);
@@ -171,7 +242,9 @@ impl Engine {
         Ok(())
     }
 
-    fn work(&self, work: Work, info: CallInfo, start: Instant) -> Result<(), String> {
+    /// Does a command's work and holds it for its modeled time; `launch` is a kernel's
+    /// or a library call's latency (a stream launch's, or a graph node's).
+    fn work(&self, work: Work, info: CallInfo, start: Instant, launch: Duration) -> Result<(), String> {
         match work {
             Work::Copy { dir, host, dev, shape } => {
                 let [host_offset, host_pitch, dev_offset, dev_pitch, width, height] = shape;
@@ -254,7 +327,7 @@ impl Engine {
                 };
                 // Its time alone, from `start` (the twin's run counts as part of it), on
                 // the SMs that the kernels launched before it leave.
-                let modeled = self.profile.launch_latency.saturating_add(modeled);
+                let modeled = launch.saturating_add(modeled);
                 let factor = self.profile.time_scale * self.slow;
                 let end = start.checked_add(clock::scale(modeled, factor)).ok_or_else(|| {
                     format!(
@@ -266,10 +339,11 @@ impl Engine {
                 let left = end.saturating_duration_since(Instant::now());
                 self.sms.run(seq, share, left).map_err(|m| format!("`{}`: {m}", kernel.def.name))
             }
+            Work::Window(_) => Err("a window inside a window".into()),
             Work::Callback(f) => {
                 let mut call = GpuCall { info, on: GpuCallOn::Sim { _life: std::marker::PhantomData }, resident: None };
                 run_caught(|| f(&mut call))?;
-                self.hold(start, self.profile.launch_latency, || "GPU callback".into())
+                self.hold(start, launch, || "GPU callback".into())
             }
         }
     }

@@ -21,14 +21,15 @@ pub use faults::SimFaults;
 pub use profile::SimProfile;
 
 use super::device::{GpuInfo, PhysBuf, SimMemory};
-use super::{Fault, Reach, Span};
+use super::{Fault, Reach, Span, WindowRun};
 use crate::callback::CallInfo;
 use crate::config::Gpus;
 use crate::signal::Signal;
 use crate::task::command::{Command, CopyCmd, Direction};
+use crate::task::window::Window;
 use compute::Sms;
 use crossbeam_channel::Sender;
-use engine::{lost_fault, Engine, EngineKind, Job, Work};
+use engine::{lost_fault, Engine, EngineKind, Job, WindowJob, Work};
 use link::Links;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -38,6 +39,9 @@ use std::time::Instant;
 
 /// Per stream slot: the completion an engine posted and the dispatcher has not polled.
 type Completions = Arc<[Mutex<Option<Result<Span, Fault>>>]>;
+
+/// The replay window an engine completed and the dispatcher has not polled.
+type WindowDone = Arc<Mutex<Option<Result<WindowRun, Fault>>>>;
 
 /// All simulated GPUs.
 #[derive(Debug)]
@@ -182,6 +186,7 @@ impl Machine {
             &[EngineKind::Copy, EngineKind::Compute]
         };
         let lost = Arc::new(AtomicBool::new(false));
+        let window_done: WindowDone = Arc::new(Mutex::new(None));
         // Built first, so that a failed spawn drops it: its drop ends and joins the
         // threads started so far (the sender of the kind being started drops before it).
         let mut g = Gpu {
@@ -190,6 +195,7 @@ impl Machine {
             senders: Vec::new(),
             threads: Vec::new(),
             done: done.clone(),
+            window_done: window_done.clone(),
             lost: lost.clone(),
             launched: 0,
         };
@@ -210,6 +216,7 @@ impl Machine {
                     links: self.links.clone(),
                     sms: sms.clone(),
                     done: done.clone(),
+                    window_done: window_done.clone(),
                     wake: wake.clone(),
                     epoch,
                     lost: lost.clone(),
@@ -239,6 +246,7 @@ pub(crate) struct Gpu {
     senders: Vec<(EngineKind, Sender<Job>)>,
     threads: Vec<JoinHandle<()>>,
     done: Completions,
+    window_done: WindowDone,
     /// Set when the GPU is lost (an injected death or crash): every command fails.
     lost: Arc<AtomicBool>,
     /// Kernels launched so far (their order on the SMs).
@@ -256,7 +264,15 @@ impl Gpu {
         if self.lost.load(Ordering::SeqCst) {
             return Err(lost_fault(self.gpu, Reach::Gpu));
         }
-        let (kind, work) = match cmd {
+        let (kind, work) = self.work_of(cmd)?;
+        let tx = &self.senders.iter().find(|(k, _)| *k == kind).expect("engine exists").1;
+        tx.send(Job { stream, info, command, work })
+            .map_err(|_| Fault::task(format!("simulated GPU {} engine stopped", self.gpu)))
+    }
+
+    /// What engine runs `cmd`, and its work.
+    fn work_of(&mut self, cmd: &mut Command) -> Result<(EngineKind, Work), Fault> {
+        Ok(match cmd {
             Command::Copy(c) => {
                 let CopyCmd { dir, host, host_offset, host_pitch, dev, dev_offset, dev_pitch, width, height } = c;
                 let kind = match (self.senders.len(), *dir) {
@@ -282,14 +298,55 @@ impl Gpu {
                 (kind, Work::Fetch { buf: f.buf.clone(), parts: f.plan.clone() })
             }
             Command::Cpu(_) => return Err("CPU callbacks do not run on a GPU".into()),
-        };
-        let tx = &self.senders.iter().find(|(k, _)| *k == kind).expect("engine exists").1;
-        tx.send(Job { stream, info, command, work })
-            .map_err(|_| Fault::task(format!("simulated GPU {} engine stopped", self.gpu)))
+        })
     }
 
     pub(crate) fn poll(&mut self, stream: usize) -> Option<Result<Span, Fault>> {
         self.done[stream].lock().take()
+    }
+
+    /// Hands window `w` to a compute engine, which runs it as one graph launch and
+    /// then its commands one after another in the window's order (each task on its
+    /// lane's copies), at the profile's graph latencies.
+    pub(crate) fn issue_window(&mut self, w: &Window) -> Result<(), Fault> {
+        if self.lost.load(Ordering::SeqCst) {
+            return Err(lost_fault(self.gpu, Reach::Gpu));
+        }
+        let mut items = Vec::with_capacity(w.commands());
+        let mut counts = Vec::with_capacity(w.tasks.len());
+        for (t, task) in w.tasks.iter().enumerate() {
+            let info = CallInfo { task: task.id, gpu: self.gpu, stream: w.lanes[t] as usize };
+            counts.push(task.commands.len());
+            for c in 0..task.commands.len() {
+                // Copies and launches only (`task::window::replayable`): nothing is taken.
+                let work = match &task.commands[c] {
+                    Command::Copy(copy) => {
+                        let CopyCmd { dir, host, host_offset, host_pitch, dev, dev_offset, dev_pitch, width, height } =
+                            copy;
+                        let shape = [*host_offset, *host_pitch, *dev_offset, *dev_pitch, *width, *height];
+                        Work::Copy { dir: *dir, host: host.clone(), dev: dev.clone(), shape }
+                    }
+                    Command::Launch(l) => {
+                        self.launched += 1;
+                        let share = l.kernel.def.sim_share.unwrap_or_else(|| l.fill(self.gpu));
+                        let (kernel, shape, args, seq) = (l.kernel.clone(), l.shape, l.args.clone(), self.launched);
+                        Work::Launch { kernel, shape, args, seq, share }
+                    }
+                    _ => return Err(Fault::task("a replayed task holds a command a graph does not take")),
+                };
+                items.push((info, work));
+            }
+        }
+        let job = WindowJob { items, counts, preds: w.preds.clone() };
+        let tx = &self.senders.iter().find(|(k, _)| *k == EngineKind::Compute).expect("engine exists").1;
+        let info = CallInfo { task: w.tasks.first().map_or(crate::TaskId(0), |t| t.id), gpu: self.gpu, stream: 0 };
+        tx.send(Job { stream: 0, info, command: 0, work: Work::Window(Box::new(job)) })
+            .map_err(|_| Fault::task(format!("simulated GPU {} engine stopped", self.gpu)))
+    }
+
+    /// The window an engine completed, if it has.
+    pub(crate) fn poll_window(&mut self) -> Option<Result<WindowRun, Fault>> {
+        self.window_done.lock().take()
     }
 }
 

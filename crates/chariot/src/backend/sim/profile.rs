@@ -6,7 +6,8 @@ use std::time::Duration;
 ///
 /// The defaults ([`SimProfile::h100`]) are the figures measured on this project's H100
 /// machine (../shared/GPU.md): pinned copies at 55 GB/s each way alone and 90 GB/s both
-/// ways at once, three async engines, 3.5 µs per launch.
+/// ways at once, three async engines, 3.5 µs per launch, 0.8 µs per kernel node of a
+/// replayed graph.
 ///
 /// ```
 /// use chariot::SimProfile;
@@ -45,6 +46,10 @@ pub struct SimProfile {
     pub copy_latency: Duration,
     /// Fixed cost of starting a kernel.
     pub launch_latency: Duration,
+    /// Fixed cost of launching a replayed window's graph, once per window.
+    pub graph_launch_latency: Duration,
+    /// Fixed cost of each kernel node inside a graph (in place of `launch_latency`).
+    pub graph_node_latency: Duration,
     /// Device memory per GPU, bytes.
     pub memory_bytes: u64,
     /// Streaming multiprocessors per GPU (the occupancy of a launch is counted against
@@ -88,6 +93,10 @@ impl SimProfile {
             bus_duplex_bytes_per_s: 90e9,
             copy_latency: Duration::from_micros(2),
             launch_latency: Duration::from_nanos(3500),
+            // A hand-written graph of a chain of empty kernels took 0.8 µs a node on the
+            // H100 (results/nvidia-h100-x1/flow); the graph launch is taken as a launch.
+            graph_launch_latency: Duration::from_nanos(3500),
+            graph_node_latency: Duration::from_nanos(800),
             memory_bytes: 80 << 30,
             sm_count: 132,
             time_scale: 1.0,

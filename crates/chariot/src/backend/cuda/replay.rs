@@ -1,0 +1,372 @@
+//! Replay of a window (`task::window`) as one CUDA graph: a node per command (a kernel
+//! node per launch, a memcpy node per copy), each command after the one before it in
+//! its task and a task's first command after the last of every task it runs after.
+//! The executable graph is kept per structure (the window's key): a window of a known
+//! structure sets only the nodes whose parameters changed
+//! (`cuGraphExecKernelNodeSetParams`, `cuGraphExecMemcpyNodeSetParams`) and launches,
+//! so a repeated batch costs one `cuGraphLaunch` plus an event; an unknown one is built
+//! and instantiated once. Completion is an untimed event after the launch, queried as a
+//! command's is.
+
+use super::context::Context;
+use super::failed;
+use super::gpu::{arg_value, issue_fault, reach};
+use crate::backend::{Fault, GraphUse, Reach, Span};
+use crate::task::command::{Command, CopyCmd, Direction};
+use crate::task::window::Window;
+use cudarc::driver::result::{self, DriverError};
+use cudarc::driver::sys;
+use std::ffi::c_void;
+use std::time::Instant;
+
+/// Executable graphs kept per GPU: the structures a program repeats are few; the
+/// least recently used goes beyond this.
+const KEPT: usize = 8;
+
+/// One node's parameters as last set, to find what changed. A kernel's argument
+/// values are `args` words of the window's flat list, from `at`.
+#[derive(Clone, Copy, PartialEq)]
+enum Params {
+    Kernel { func: usize, grid: [u32; 3], block: [u32; 3], shared: u32, at: u32, args: u32 },
+    Copy { download: bool, host: usize, dev: u64, host_pitch: usize, dev_pitch: usize, width: usize, height: usize },
+}
+
+/// A window's parameters: per node, and every kernel's argument values in one list
+/// (no allocation per node: a window may hold thousands).
+#[derive(Clone, Default)]
+struct Nodes {
+    params: Vec<Params>,
+    args: Vec<u64>,
+}
+
+impl Nodes {
+    fn args(&self, p: &Params) -> &[u64] {
+        match *p {
+            Params::Kernel { at, args, .. } => &self.args[at as usize..(at + args) as usize],
+            Params::Copy { .. } => &[],
+        }
+    }
+}
+
+struct Kept {
+    hash: u64,
+    key: Vec<u64>,
+    graph: sys::CUgraph,
+    exec: sys::CUgraphExec,
+    nodes: Vec<sys::CUgraphNode>,
+    set: Nodes,
+}
+
+/// One GPU's graphs and its replay in flight.
+pub(crate) struct Replayer {
+    kept: Vec<Kept>,
+    done: sys::CUevent,
+    launched_ns: u64,
+    /// Scratch: this window's parameters, built before they are compared or set.
+    scratch: Nodes,
+}
+
+impl Replayer {
+    pub(crate) fn new() -> Result<Replayer, crate::DriverError> {
+        let done = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+            .map_err(|e| failed("cuEventCreate", e))?;
+        Ok(Replayer { kept: Vec::new(), done, launched_ns: 0, scratch: Nodes::default() })
+    }
+
+    /// The parameters of every command of `w` on GPU `gpu`, each task on its lane's
+    /// copies of the virtual buffers.
+    fn params(&mut self, w: &Window, gpu: usize) -> Result<(), Fault> {
+        let Nodes { params, args } = &mut self.scratch;
+        params.clear();
+        args.clear();
+        for (t, task) in w.tasks.iter().enumerate() {
+            let lane = w.lanes[t] as usize;
+            for cmd in &task.commands {
+                let p = match cmd {
+                    Command::Launch(l) => {
+                        let at = args.len() as u32;
+                        for a in l.args.iter() {
+                            args.push(arg_value(a, gpu, lane)?);
+                        }
+                        let func = l.kernel.functions.get(gpu).ok_or("kernel not loaded on this GPU")?.func;
+                        let s = l.shape;
+                        Params::Kernel {
+                            func: func as usize,
+                            grid: [s.grid.x, s.grid.y, s.grid.z],
+                            block: [s.block.x, s.block.y, s.block.z],
+                            shared: s.shared_bytes,
+                            at,
+                            args: l.args.len() as u32,
+                        }
+                    }
+                    Command::Copy(c) => copy_params(c, gpu, lane)?,
+                    _ => return Err(Fault::task("a replayed task holds a command a graph does not take")),
+                };
+                params.push(p);
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets up the graph of `w` (kept, updated or built) and launches it on `stream`.
+    pub(crate) fn launch(
+        &mut self,
+        ctx: &Context,
+        w: &Window,
+        stream: sys::CUstream,
+        epoch: Instant,
+    ) -> Result<GraphUse, Fault> {
+        self.params(w, ctx.index)?;
+        let found = self.kept.iter().position(|k| k.hash == w.hash && k.key == w.key);
+        let (at, used) = match found {
+            Some(i) => {
+                let kept = self.kept.remove(i);
+                self.kept.push(kept);
+                let at = self.kept.len() - 1;
+                let set = self.update(ctx, at)?;
+                (at, if set == 0 { GraphUse::Reused } else { GraphUse::Updated(set) })
+            }
+            None => {
+                if self.kept.len() >= KEPT {
+                    let old = self.kept.remove(0);
+                    destroy(old);
+                }
+                let kept = self.build(ctx, w)?;
+                self.kept.push(kept);
+                (self.kept.len() - 1, GraphUse::Built)
+            }
+        };
+        self.launched_ns = epoch.elapsed().as_nanos() as u64;
+        // SAFETY: an executable graph of this context and a stream of it; every node's
+        // memory is held by the window's tasks until the replay completes.
+        unsafe { result::graph::launch(self.kept[at].exec, stream) }.map_err(issue_fault("cuGraphLaunch"))?;
+        // SAFETY: this GPU's event and stream.
+        unsafe { result::event::record(self.done, stream) }.map_err(issue_fault("cuEventRecord"))?;
+        Ok(used)
+    }
+
+    /// Sets the nodes of kept graph `at` whose parameters differ from this window's;
+    /// how many it set.
+    fn update(&mut self, ctx: &Context, at: usize) -> Result<usize, Fault> {
+        let kept = &mut self.kept[at];
+        let now = &self.scratch;
+        if kept.set.args == now.args && kept.set.params == now.params {
+            return Ok(0);
+        }
+        let mut set = 0;
+        for (i, p) in now.params.iter().enumerate() {
+            if kept.set.params[i] == *p && kept.set.args(p) == now.args(p) {
+                continue;
+            }
+            set += 1;
+            match p {
+                Params::Kernel { .. } => {
+                    let mut values = now.args(p).to_vec();
+                    let mut ptrs: Vec<*mut c_void> = values.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
+                    let np = kernel_node(p, &mut ptrs);
+                    // SAFETY: a kernel node of this executable graph; the parameter
+                    // pointers point at `values`, alive for the call (the driver copies).
+                    unsafe { sys::cuGraphExecKernelNodeSetParams_v2(kept.exec, kept.nodes[i], &np) }
+                        .result()
+                        .map_err(issue_fault("cuGraphExecKernelNodeSetParams"))?;
+                }
+                Params::Copy { .. } => {
+                    let m = memcpy(p);
+                    // SAFETY: a memcpy node of this executable graph; the addresses are
+                    // a pinned host block and a device allocation of this context, both
+                    // held by the window's task.
+                    unsafe { sys::cuGraphExecMemcpyNodeSetParams(kept.exec, kept.nodes[i], &m, ctx.ctx) }
+                        .result()
+                        .map_err(issue_fault("cuGraphExecMemcpyNodeSetParams"))?;
+                }
+            }
+        }
+        kept.set.clone_from(now);
+        Ok(set)
+    }
+
+    /// Builds and instantiates the graph of `w` from this window's parameters.
+    fn build(&mut self, ctx: &Context, w: &Window) -> Result<Kept, Fault> {
+        let mut graph: sys::CUgraph = std::ptr::null_mut();
+        // SAFETY: an out-pointer for a new graph, destroyed with the `Kept` (or below).
+        unsafe { sys::cuGraphCreate(&mut graph, 0) }.result().map_err(issue_fault("cuGraphCreate"))?;
+        let mut kept = Kept {
+            hash: w.hash,
+            key: w.key.clone(),
+            graph,
+            exec: std::ptr::null_mut(),
+            nodes: Vec::with_capacity(self.scratch.params.len()),
+            set: self.scratch.clone(),
+        };
+        let built = self.add_nodes(ctx, w, &mut kept);
+        let built = built.and_then(|()| {
+            // SAFETY: a complete graph of this context.
+            unsafe { result::graph::instantiate(graph, sys::CUgraphInstantiate_flags(0)) }
+                .map_err(issue_fault("cuGraphInstantiate"))
+        });
+        match built {
+            Ok(exec) => {
+                kept.exec = exec;
+                Ok(kept)
+            }
+            Err(f) => {
+                destroy(kept);
+                Err(f)
+            }
+        }
+    }
+
+    fn add_nodes(&self, ctx: &Context, w: &Window, kept: &mut Kept) -> Result<(), Fault> {
+        // Per task: the node of its last command.
+        let mut last: Vec<sys::CUgraphNode> = Vec::with_capacity(w.tasks.len());
+        let mut deps: Vec<sys::CUgraphNode> = Vec::new();
+        let mut at = 0;
+        for (t, task) in w.tasks.iter().enumerate() {
+            for c in 0..task.commands.len() {
+                deps.clear();
+                if c == 0 {
+                    deps.extend(w.preds[t].iter().map(|&p| last[p as usize]));
+                } else if let Some(&prev) = kept.nodes.last() {
+                    deps.push(prev);
+                }
+                let p = &self.scratch.params[at];
+                let mut node: sys::CUgraphNode = std::ptr::null_mut();
+                match p {
+                    Params::Kernel { .. } => {
+                        let mut values = self.scratch.args(p).to_vec();
+                        let mut ptrs: Vec<*mut c_void> =
+                            values.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
+                        let np = kernel_node(p, &mut ptrs);
+                        // SAFETY: `deps` are nodes of this graph; the parameter pointers
+                        // point at `values`, alive for the call (the driver copies them);
+                        // the function is loaded in this context.
+                        unsafe { sys::cuGraphAddKernelNode_v2(&mut node, kept.graph, deps.as_ptr(), deps.len(), &np) }
+                            .result()
+                            .map_err(issue_fault("cuGraphAddKernelNode"))?;
+                    }
+                    Params::Copy { .. } => {
+                        let m = memcpy(p);
+                        // SAFETY: as above; the copy's memory is a pinned host block and a
+                        // device allocation of this context.
+                        unsafe {
+                            sys::cuGraphAddMemcpyNode(&mut node, kept.graph, deps.as_ptr(), deps.len(), &m, ctx.ctx)
+                        }
+                        .result()
+                        .map_err(issue_fault("cuGraphAddMemcpyNode"))?;
+                    }
+                }
+                kept.nodes.push(node);
+                at += 1;
+            }
+            last.push(*kept.nodes.last().ok_or("a replayed task has no command")?);
+        }
+        Ok(())
+    }
+
+    /// Whether the replay in flight completed: its span (launch to the completion seen
+    /// now, host-observed), or the fault the driver reports for it.
+    pub(crate) fn poll(&mut self, epoch: Instant) -> Option<Result<Span, Fault>> {
+        // SAFETY: the event was recorded by `launch`.
+        match unsafe { result::event::query(self.done) } {
+            Ok(()) => Some(Ok(Span { start_ns: self.launched_ns, end_ns: epoch.elapsed().as_nanos() as u64 })),
+            Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_READY)) => None,
+            Err(e) => {
+                // A kernel of the graph faulted, but which one the driver does not say.
+                let reach = match reach(e, false) {
+                    Reach::GpuByTask => Reach::Gpu,
+                    r => r,
+                };
+                let error = failed("cuEventQuery after cuGraphLaunch", e);
+                Some(Err(Fault { message: error.to_string(), reach, driver: Some(error) }))
+            }
+        }
+    }
+}
+
+impl Drop for Replayer {
+    fn drop(&mut self) {
+        for k in self.kept.drain(..) {
+            destroy(k);
+        }
+        // SAFETY: created in `new`, destroyed once; the GPU's streams are synchronised
+        // before its replayer drops (`Gpu`'s drop runs first).
+        let _ = unsafe { result::event::destroy(self.done) };
+    }
+}
+
+fn destroy(k: Kept) {
+    // SAFETY: handles made by `build`, destroyed once; a kept graph is replaced only
+    // when no replay runs (a GPU replays one window at a time, and a new one is set up
+    // after the last completed).
+    unsafe {
+        if !k.exec.is_null() {
+            let _ = result::graph::exec_destroy(k.exec);
+        }
+        let _ = result::graph::destroy(k.graph);
+    }
+}
+
+fn copy_params(c: &CopyCmd, gpu: usize, lane: usize) -> Result<Params, Fault> {
+    let dev = c.dev.cuda_ptr(gpu, lane).ok_or("a CUDA copy's device buffer has no CUDA memory on this GPU")?;
+    Ok(Params::Copy {
+        download: c.dir == Direction::Download,
+        host: c.host.alloc.as_ptr() as usize + c.host_offset,
+        dev: dev + c.dev_offset as u64,
+        host_pitch: if c.height > 1 { c.host_pitch } else { c.width },
+        dev_pitch: if c.height > 1 { c.dev_pitch } else { c.width },
+        width: c.width,
+        height: c.height,
+    })
+}
+
+fn kernel_node(p: &Params, ptrs: &mut [*mut c_void]) -> sys::CUDA_KERNEL_NODE_PARAMS {
+    let Params::Kernel { func, grid, block, shared, .. } = p else { unreachable!("called for kernels only") };
+    sys::CUDA_KERNEL_NODE_PARAMS {
+        func: *func as sys::CUfunction,
+        gridDimX: grid[0],
+        gridDimY: grid[1],
+        gridDimZ: grid[2],
+        blockDimX: block[0],
+        blockDimY: block[1],
+        blockDimZ: block[2],
+        sharedMemBytes: *shared,
+        kernelParams: ptrs.as_mut_ptr(),
+        extra: std::ptr::null_mut(),
+        kern: std::ptr::null_mut(),
+        ctx: std::ptr::null_mut(),
+    }
+}
+
+fn memcpy(p: &Params) -> sys::CUDA_MEMCPY3D {
+    let Params::Copy { download, host, dev, host_pitch, dev_pitch, width, height } = *p else {
+        unreachable!("called for copies only")
+    };
+    let (host_type, dev_type) = (sys::CUmemorytype::CU_MEMORYTYPE_HOST, sys::CUmemorytype::CU_MEMORYTYPE_DEVICE);
+    sys::CUDA_MEMCPY3D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: if download { host_type } else { dev_type },
+        srcHost: if download { host as *const c_void } else { std::ptr::null() },
+        srcDevice: if download { 0 } else { dev },
+        srcArray: std::ptr::null_mut(),
+        reserved0: std::ptr::null_mut(),
+        srcPitch: if download { host_pitch } else { dev_pitch },
+        srcHeight: height,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: if download { dev_type } else { host_type },
+        dstHost: if download { std::ptr::null_mut() } else { host as *mut c_void },
+        dstDevice: if download { dev } else { 0 },
+        dstArray: std::ptr::null_mut(),
+        reserved1: std::ptr::null_mut(),
+        dstPitch: if download { dev_pitch } else { host_pitch },
+        dstHeight: height,
+        WidthInBytes: width,
+        Height: height,
+        Depth: 1,
+    }
+}

@@ -1,0 +1,180 @@
+//! A dispatcher's replay windows (issue 18): a window queued for this GPU starts when
+//! every stream slot is idle (its lanes use the slots' copies of the virtual buffers)
+//! and holds the GPU until it completes; no task is taken from Q meanwhile. Its tasks
+//! then end as host-dispatched ones do: records where the backend timed them, failures
+//! where they failed, dependents released. A window queued for a GPU that leaves the
+//! rotation goes to another GPU (its tasks have not begun), or fails if none is left.
+
+use super::{Device, Dispatcher};
+use crate::backend::{Fault, GraphUse, Span, TaskRun, WindowRun};
+use crate::report::{CommandRecord, GraphSetup, ReplayedWindow, TaskFailure};
+use crate::sync::Ordering;
+use crate::task::window::Window;
+use std::time::Instant;
+
+/// The window a dispatcher has in flight.
+pub(super) struct InFlight {
+    window: Box<Window>,
+    dispatched_ns: u64,
+    used: GraphUse,
+    host_ns: u64,
+}
+
+impl<D: Device> Dispatcher<D> {
+    /// Whether windows wait for this GPU or one runs here: no task is taken from Q then.
+    pub(super) fn windows_pending(&self) -> bool {
+        self.window.is_some() || self.shared.windows_queued[self.gpu].load(Ordering::SeqCst) > 0
+    }
+
+    /// Starts the next window queued for this GPU once every slot is idle.
+    pub(super) fn try_window(&mut self) -> bool {
+        if self.window.is_some()
+            || self.lost.is_some()
+            || self.shared.windows_queued[self.gpu].load(Ordering::SeqCst) == 0
+            || self.slots.iter().any(|s| s.task.is_some() || s.busy.is_some())
+        {
+            return false;
+        }
+        let Some(window) = self.shared.windows[self.gpu].lock().pop_front() else { return false };
+        self.shared.windows_queued[self.gpu].fetch_sub(1, Ordering::SeqCst);
+        let t0 = Instant::now();
+        let dispatched_ns = self.now_ns();
+        let commands = window.commands() as u64;
+        self.stats.commands += commands;
+        self.stats.replayed += commands;
+        match self.device.issue_window(&window) {
+            Ok((driver_ns, used)) => {
+                let host_ns = t0.elapsed().as_nanos() as u64;
+                self.stats.driver_ns += driver_ns;
+                self.stats.runtime_ns += host_ns.saturating_sub(driver_ns);
+                self.gpu_busy += 1;
+                self.window = Some(InFlight { window, dispatched_ns, used, host_ns });
+            }
+            Err(fault) => {
+                let host_ns = t0.elapsed().as_nanos() as u64;
+                let flight = InFlight { window, dispatched_ns, used: GraphUse::Built, host_ns };
+                self.end_window(flight, Err(fault));
+            }
+        }
+        true
+    }
+
+    /// Whether the window in flight completed; ends it if so.
+    pub(super) fn poll_window(&mut self) -> bool {
+        if self.window.is_none() {
+            return false;
+        }
+        let t0 = Instant::now();
+        let Some(result) = self.device.poll_window() else { return false };
+        let flight = self.window.take().expect("checked above");
+        self.gpu_busy -= 1;
+        self.end_window(flight, result);
+        self.stats.runtime_ns += t0.elapsed().as_nanos() as u64;
+        true
+    }
+
+    /// Ends every task of a window that ran (or failed as a whole).
+    fn end_window(&mut self, flight: InFlight, result: Result<WindowRun, Fault>) {
+        let InFlight { window, dispatched_ns, used, host_ns } = flight;
+        let now = self.now_ns();
+        let (span, runs, whole) = match result {
+            Ok(run) => (run.span, run.tasks, None),
+            Err(fault) => (Span { start_ns: dispatched_ns, end_ns: now }, Vec::new(), Some(fault)),
+        };
+        if let Some(f) = whole.as_ref().filter(|f| f.loses_gpu()) {
+            self.mark_lost(&f.message.clone());
+        }
+        let failed = whole.is_some() || runs.iter().any(|r| !matches!(r, TaskRun::Ran(_)));
+        let setup = match used {
+            GraphUse::Built => GraphSetup::Built,
+            GraphUse::Updated(nodes) => GraphSetup::Updated { nodes },
+            GraphUse::Reused => GraphSetup::Reused,
+            GraphUse::Simulated => GraphSetup::Simulated,
+        };
+        let record = ReplayedWindow {
+            gpu: self.gpu,
+            tasks: window.tasks.len(),
+            commands: window.commands(),
+            lanes: window.lane_count,
+            launched_ns: span.start_ns,
+            end_ns: span.end_ns,
+            setup,
+            host_ns,
+            timed: !runs.is_empty(),
+            failed,
+        };
+        self.shared.batch.lock().outcome.windows.push(record);
+        let Window { tasks, lanes, .. } = *window;
+        let ids: Vec<_> = tasks.iter().map(|t| t.id).collect();
+        self.flush_stats();
+        let mut ended = Vec::with_capacity(tasks.len());
+        for (i, task) in tasks.into_iter().enumerate() {
+            let lane = lanes[i] as usize;
+            let fail = |command: usize, message: String, driver| TaskFailure {
+                task: task.id,
+                command,
+                stage: task.commands.get(command).map_or(crate::stage::Stage::Kernel, |c| c.stage()),
+                gpu: self.gpu,
+                stream: lane,
+                message,
+                driver,
+            };
+            let failure = match (&whole, runs.get(i)) {
+                (Some(f), _) => Some(fail(0, format!("its replayed window failed: {}", f.message), f.driver.clone())),
+                (None, Some(TaskRun::Failed { command, fault })) => {
+                    Some(fail(*command, fault.message.clone(), fault.driver.clone()))
+                }
+                (None, Some(TaskRun::NotRun { cause })) => {
+                    Some(fail(0, format!("not run: it runs after task {}, which failed", ids[*cause]), None))
+                }
+                (None, Some(TaskRun::Ran(spans))) => {
+                    let mut timeline = self.shared.timelines[self.gpu].lock();
+                    for (c, s) in spans.iter().enumerate() {
+                        let cmd = &task.commands[c];
+                        timeline.push(CommandRecord {
+                            task: task.id,
+                            granularity: task.granularity,
+                            command: c as u32,
+                            stage: cmd.stage(),
+                            gpu: self.gpu as u16,
+                            stream: lane as u16,
+                            dispatched_ns,
+                            start_ns: s.start_ns,
+                            end_ns: s.end_ns,
+                            bytes: cmd.bytes(),
+                            failed: false,
+                        });
+                    }
+                    None
+                }
+                (None, None) => None,
+            };
+            ended.push((task, failure));
+        }
+        self.shared.end_tasks(ended);
+    }
+
+    /// Windows queued here when this GPU leaves the rotation (it is marked out first):
+    /// to another GPU in it (their tasks have not begun), or failed with `message` when
+    /// none is left.
+    pub(super) fn hand_over_windows(&mut self, message: &str) {
+        let queued: Vec<Box<Window>> = self.shared.windows[self.gpu].lock().drain(..).collect();
+        self.shared.windows_queued[self.gpu].fetch_sub(queued.len(), Ordering::SeqCst);
+        for window in queued {
+            let Err(window) = self.shared.push_window(self.gpu, window) else { continue };
+            let Window { tasks, lanes, .. } = *window;
+            for (task, lane) in tasks.into_iter().zip(lanes) {
+                let failure = TaskFailure {
+                    task: task.id,
+                    command: 0,
+                    stage: task.commands.first().map_or(crate::stage::Stage::Kernel, |c| c.stage()),
+                    gpu: self.gpu,
+                    stream: lane as usize,
+                    message: format!("no GPU left to run its replayed window; the last one failed: {message}"),
+                    driver: None,
+                };
+                self.shared.end_task(task, Some(failure));
+            }
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! The report's lines for replayed windows (issue 18): tasks that ran as one graph.
+
+use serde::Serialize;
+
+/// How a replayed window's graph was set up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum GraphSetup {
+    /// Built and instantiated for this window: its structure was new on this GPU.
+    Built,
+    /// A graph kept from an earlier window of the same structure, with this many
+    /// nodes' parameters (pointers, sizes, grids, scalars) set anew.
+    Updated {
+        /// Nodes set.
+        nodes: usize,
+    },
+    /// A graph kept from an earlier window of the same structure and parameters,
+    /// launched as it was.
+    Reused,
+    /// Run on a simulated GPU: one graph launch, then the nodes one after another.
+    Simulated,
+}
+
+impl std::fmt::Display for GraphSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GraphSetup::Built => f.write_str("built"),
+            GraphSetup::Updated { nodes } => write!(f, "updated ({nodes} nodes set)"),
+            GraphSetup::Reused => f.write_str("reused"),
+            GraphSetup::Simulated => f.write_str("simulated"),
+        }
+    }
+}
+
+/// A window of tasks that ran as one graph on one GPU
+/// ([`Execution`](crate::Execution)). On a simulated GPU its commands are in the
+/// report's records, timed one by one; on CUDA they are not (a graph's nodes are not
+/// timed), and the window's span stands for them.
+///
+/// ```
+/// use chariot::{GraphSetup, ReplayedWindow};
+/// let w = ReplayedWindow {
+///     gpu: 0, tasks: 3, commands: 9, lanes: 2, launched_ns: 1_000, end_ns: 6_000,
+///     setup: GraphSetup::Reused, host_ns: 4_000, timed: false, failed: false,
+/// };
+/// assert_eq!(w.duration_ns(), 5_000);
+/// assert_eq!(w.to_string(), "GPU 0: 3 tasks, 9 commands on 2 lanes in 0.005 ms, graph reused, host 4.0 us");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ReplayedWindow {
+    /// The GPU (index in the scheduler's list).
+    pub gpu: usize,
+    /// Tasks in it.
+    pub tasks: usize,
+    /// Commands in it (graph nodes).
+    pub commands: usize,
+    /// Lanes (stream slots' buffer copies) it used.
+    pub lanes: usize,
+    /// When the dispatcher launched it (ns since the scheduler started).
+    pub launched_ns: u64,
+    /// When its completion was seen.
+    pub end_ns: u64,
+    /// How its graph was set up.
+    pub setup: GraphSetup,
+    /// Host time the dispatcher spent setting it up and launching it, in ns.
+    pub host_ns: u64,
+    /// Whether its commands are timed one by one in the records (sim).
+    pub timed: bool,
+    /// Whether a task of it failed (or the whole window did).
+    pub failed: bool,
+}
+
+impl ReplayedWindow {
+    /// `end_ns − launched_ns`.
+    pub fn duration_ns(&self) -> u64 {
+        self.end_ns.saturating_sub(self.launched_ns)
+    }
+}
+
+impl std::fmt::Display for ReplayedWindow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "GPU {}: {} tasks, {} commands on {} lanes in {:.3} ms, graph {}, host {:.1} us",
+            self.gpu,
+            self.tasks,
+            self.commands,
+            self.lanes,
+            self.duration_ns() as f64 / 1e6,
+            self.setup,
+            self.host_ns as f64 / 1e3
+        )?;
+        if self.failed {
+            f.write_str(", failed")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,311 @@
+//! Replay capture (issue 18): which of a batch's tasks are held back at submit to run
+//! as replay windows (`task::window`), and when they go.
+//!
+//! A batch is held from its first task, while every task can run in a graph and names
+//! only held tasks (so the held tasks are the batch's first ones and depend on nothing
+//! else), and while the mode wants it:
+//! * [`Execution::Replay`]: always. The held tasks go as one window per GPU at
+//!   `synchronize`, when a task that cannot run in a graph comes (it runs after them,
+//!   by the host), when the batch has repeated the whole structure of the last
+//!   replayed or learnt batch, or at [`MAX_WINDOW`] tasks.
+//! * [`Execution::Auto`]: while the batch repeats, task by task, the structure learnt
+//!   from the last host-dispatched batch, and replaying that batch pays (its GPU
+//!   commands were shorter than [`Execution::PAYS_BELOW`] × the host's time to
+//!   dispatch one). The window goes as soon as the whole structure has come again; a
+//!   task that departs from it lets the held tasks go to the host, in submit order.
+//! * [`Execution::Host`]: never.
+//!
+//! A guard about to wait on a host buffer that held tasks touch lets them go first
+//! (`memory::HeldTasks`), as `synchronize` does, so nothing waits on a task that is
+//! not on its way. After a window has gone or tasks were let go, the rest of the batch
+//! is dispatched by the host.
+
+use crate::dispatch::shared::{not_run, Shared};
+use crate::execution::Execution;
+use crate::ids::TaskId;
+use crate::memory::claims::Holder;
+use crate::memory::HeldTasks;
+use crate::report::{Report, TaskFailure};
+use crate::sync::Ordering;
+use crate::task::window::{self, Held};
+use crate::task::{Order, Task};
+use parking_lot::Mutex;
+use rustc_hash::FxHashMap;
+use std::sync::{Arc, Weak};
+
+/// The most tasks one window holds; the batch's next task starts host dispatch.
+pub(crate) const MAX_WINDOW: usize = 1 << 16;
+
+/// What the capture did with a submitted task.
+pub(crate) enum Offer {
+    /// Held for a window.
+    Held,
+    /// To be admitted as usual, after these.
+    Admit(Box<Task>, Vec<TaskId>),
+}
+
+/// A batch's structure, learnt to be recognised when it comes again.
+struct Template {
+    words: Vec<u64>,
+    tasks: u32,
+    pays: bool,
+}
+
+/// What the capture knows of the batch under way.
+struct State {
+    /// Tasks submitted in this batch, and each one's position.
+    count: u32,
+    positions: FxHashMap<TaskId, u32>,
+    /// This batch's structure so far: per task its commands' kinds and kernels, and
+    /// the positions of the tasks it named.
+    words: Vec<u64>,
+    /// Every task so far can run in a graph.
+    replayable: bool,
+    /// `words` is a prefix of the template's.
+    matching: bool,
+    held: Vec<Held>,
+    held_ids: FxHashMap<TaskId, u32>,
+    /// The host dispatches the rest of this batch.
+    open: bool,
+    /// A window of this batch has gone.
+    launched: bool,
+    template: Option<Template>,
+}
+
+impl State {
+    fn new() -> State {
+        State {
+            count: 0,
+            positions: FxHashMap::default(),
+            words: Vec::new(),
+            replayable: true,
+            matching: true,
+            held: Vec::new(),
+            held_ids: FxHashMap::default(),
+            open: false,
+            launched: false,
+            template: None,
+        }
+    }
+}
+
+/// The scheduler's replay capture.
+pub(crate) struct Capture {
+    mode: Execution,
+    order: Order,
+    lanes: usize,
+    shared: Arc<Shared>,
+    me: Weak<Capture>,
+    state: Mutex<State>,
+}
+
+impl Capture {
+    pub(crate) fn new(mode: Execution, order: Order, lanes: usize, shared: Arc<Shared>) -> Arc<Capture> {
+        Arc::new_cyclic(|me| Capture { mode, order, lanes, shared, me: me.clone(), state: Mutex::new(State::new()) })
+    }
+
+    /// Whether task `id` is held (submitted in this batch, not yet admitted), and
+    /// which of `after` are. A held task only ever leaves for the batch's graph, so a
+    /// caller that asks here first and then the graph misses none.
+    pub(crate) fn held(&self, id: TaskId, after: &[TaskId]) -> (bool, Vec<bool>) {
+        if self.mode == Execution::Host {
+            return (false, Vec::new());
+        }
+        let st = self.state.lock();
+        if st.held_ids.is_empty() {
+            return (false, Vec::new());
+        }
+        (st.held_ids.contains_key(&id), after.iter().map(|p| st.held_ids.contains_key(p)).collect())
+    }
+
+    /// A sealed task at submit: `preds` every task of the batch it runs after, its
+    /// first `named` those it named with `after`, then those inferred from host regions.
+    pub(crate) fn offer(&self, task: Box<Task>, named: usize, preds: Vec<TaskId>) -> Offer {
+        if self.mode == Execution::Host {
+            return Offer::Admit(task, preds);
+        }
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
+        let replayable = window::replayable(&task);
+        let at = st.words.len();
+        if st.replayable && replayable && (st.count as usize) < MAX_WINDOW {
+            window::shape_words(&task, &mut st.words);
+            let count_at = st.words.len();
+            st.words.push(0);
+            for p in &preds[..named.min(preds.len())] {
+                if let Some(&q) = st.positions.get(p) {
+                    st.words.push(q as u64);
+                }
+            }
+            st.words[count_at] = (st.words.len() - count_at - 1) as u64;
+            if st.matching {
+                let t = st.template.as_ref();
+                st.matching = t.is_some_and(|t| t.words.get(at..st.words.len()) == Some(&st.words[at..]));
+            }
+        } else {
+            st.replayable = false;
+            st.matching = false;
+        }
+        st.positions.insert(task.id, st.count);
+        st.count += 1;
+        if st.open {
+            return Offer::Admit(task, preds);
+        }
+        let fits = replayable && preds.iter().all(|p| st.held_ids.contains_key(p));
+        let wanted = fits
+            && match self.mode {
+                Execution::Replay => true,
+                _ => st.matching && st.template.as_ref().is_some_and(|t| t.pays),
+            };
+        if !wanted {
+            self.let_go_locked(st);
+            st.open = true;
+            return Offer::Admit(task, preds);
+        }
+        for h in &task.hosts {
+            let me: Weak<dyn HeldTasks> = self.me.clone();
+            h.held_by(me);
+        }
+        let index = st.held.len() as u32;
+        let held_preds = preds.iter().map(|p| st.held_ids[p]).collect();
+        st.held_ids.insert(task.id, index);
+        st.held.push(Held { task, preds: held_preds });
+        let whole = st.matching && st.template.as_ref().is_some_and(|t| t.tasks == st.count && t.words == st.words);
+        if whole || st.held.len() >= MAX_WINDOW {
+            self.launch(st);
+        }
+        Offer::Held
+    }
+
+    /// Before `synchronize` waits: the held tasks go.
+    pub(crate) fn before_wait(&self) {
+        if self.mode != Execution::Host {
+            self.let_go_locked(&mut self.state.lock());
+        }
+    }
+
+    /// After `synchronize`: learns the batch's structure if every task of it could run
+    /// in a graph (Auto: a batch the host dispatched, `report` saying whether replaying
+    /// it pays; Replay: any, to close the next window as soon as it is whole), and
+    /// starts the next batch.
+    pub(crate) fn end_batch(&self, report: Option<&Report>) {
+        if self.mode == Execution::Host {
+            return;
+        }
+        let mut st = self.state.lock();
+        let template = st.template.take();
+        let whole = st.replayable && st.count > 0;
+        let learnt = if whole && (self.mode == Execution::Replay || !st.launched) {
+            Some(Template { words: std::mem::take(&mut st.words), tasks: st.count, pays: report.is_some_and(pays) })
+        } else {
+            template
+        };
+        // Cleared, not made anew: the maps keep their capacity for the next batch.
+        st.count = 0;
+        st.positions.clear();
+        st.words.clear();
+        st.replayable = true;
+        st.matching = true;
+        st.held.clear();
+        st.held_ids.clear();
+        st.open = false;
+        st.launched = false;
+        st.template = learnt;
+    }
+
+    /// Lets the held tasks go, if any: as windows (Replay), or to the host in submit
+    /// order (Auto: the batch departed from the structure, or something waits for
+    /// them); the rest of the batch is then the host's.
+    fn let_go_locked(&self, st: &mut State) {
+        if st.held.is_empty() {
+            return;
+        }
+        st.open = true;
+        if self.mode == Execution::Replay {
+            self.launch(st);
+            return;
+        }
+        let held = std::mem::take(&mut st.held);
+        st.held_ids.clear();
+        let ids: Vec<TaskId> = held.iter().map(|h| h.task.id).collect();
+        for h in held {
+            let preds: Vec<TaskId> = h.preds.iter().map(|&p| ids[p as usize]).collect();
+            self.shared.admit(h.task, &preds);
+        }
+    }
+
+    /// Sends the held tasks as one window per GPU in the rotation: counted into the
+    /// batch as running, their host claims active, their dependencies in the report.
+    fn launch(&self, st: &mut State) {
+        st.open = true;
+        st.launched = true;
+        let held = std::mem::take(&mut st.held);
+        st.held_ids.clear();
+        if held.is_empty() {
+            return;
+        }
+        {
+            let mut batch = self.shared.batch.lock();
+            batch.outstanding += held.len();
+            for h in &held {
+                batch.graph.add_live(h.task.id);
+            }
+            for h in &held {
+                for &p in &h.preds {
+                    let pred = held[p as usize].task.id;
+                    batch.outcome.dependencies.push((pred, h.task.id));
+                }
+            }
+        }
+        for h in &held {
+            for host in &h.task.hosts {
+                host.activate(Holder::Task(h.task.id));
+            }
+        }
+        let alive: Vec<usize> =
+            (0..self.shared.alive.len()).filter(|&g| self.shared.alive[g].load(Ordering::SeqCst)).collect();
+        if alive.is_empty() {
+            for h in held {
+                let failure = TaskFailure {
+                    message: "no GPU left to run its replayed window".into(),
+                    ..not_run(&h.task, h.task.id, 0, 0)
+                };
+                self.shared.end_task(h.task, Some(failure));
+            }
+            return;
+        }
+        for (g, w) in window::plan(held, self.order, &alive, self.lanes) {
+            if let Err(w) = self.shared.push_window(g, Box::new(w)) {
+                for task in w.tasks {
+                    let failure = TaskFailure {
+                        message: "no GPU left to run its replayed window".into(),
+                        ..not_run(&task, task.id, g, 0)
+                    };
+                    self.shared.end_task(task, Some(failure));
+                }
+            }
+        }
+    }
+}
+
+impl HeldTasks for Capture {
+    fn let_go(&self) {
+        self.let_go_locked(&mut self.state.lock());
+    }
+}
+
+/// Whether replaying a batch like the one `report` describes pays: its GPU commands
+/// took less than [`Execution::PAYS_BELOW`] times the host's time to dispatch one.
+fn pays(report: &Report) -> bool {
+    let (mut n, mut gpu_ns) = (0u64, 0u64);
+    for r in report.records.iter().filter(|r| r.stage.on_gpu()) {
+        n += 1;
+        gpu_ns += r.duration_ns();
+    }
+    let d = &report.dispatch;
+    if n == 0 || d.commands == 0 {
+        return false;
+    }
+    let host = (d.runtime_ns + d.driver_ns) as f64 / d.commands as f64;
+    (gpu_ns as f64 / n as f64) < Execution::PAYS_BELOW * host
+}

@@ -1,0 +1,315 @@
+//! A replay window (issue 18): tasks of one batch that run as one graph on one GPU,
+//! launched once instead of command by command. The scheduler holds the tasks
+//! (`scheduler::capture`), [`plan`] cuts them into one window per GPU and lays each
+//! out, and the dispatcher of that GPU hands the window to its backend, which replays
+//! a graph of the same structure (CUDA: an executable graph whose changed parameters
+//! are set, or built once) or runs it on the simulated engines.
+//!
+//! The layout keeps what host dispatch guarantees:
+//! * **Placement.** Tasks joined by an edge share a GPU: each weakly connected part of
+//!   the window goes whole to the GPU with the fewest commands so far, largest part
+//!   first, so D GPUs share independent work and no edge crosses GPUs.
+//! * **Order.** Within a GPU the tasks are ordered by the scheduler's rule (FCFS, LF,
+//!   SF) among those whose predecessors come earlier: the order a graph engine that
+//!   runs one task at a time follows, and in which tasks take lanes.
+//! * **Lanes.** A virtual [`DeviceBuffer`](crate::DeviceBuffer) has one copy per stream
+//!   slot, and a slot runs one task at a time. A task that uses virtual buffers runs on
+//!   a lane (a slot's copies) after the task before it on that lane: the lane of a
+//!   predecessor that ended it (no edge added, as a capturer keeps a chain on its
+//!   stream), else the lane whose last task is earliest in the order. So S lanes run at
+//!   most S such tasks at once, as S slots would.
+//!
+//! Every edge, given or added, runs from an earlier task to a later one in the window's
+//! order, so the window's graph has no cycle.
+
+use super::command::Command;
+use super::{Order, Task};
+use crate::kernel::ArgValue;
+use crate::memory::DevTarget;
+use std::collections::BinaryHeap;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+/// Tasks that run as one graph on one GPU.
+pub(crate) struct Window {
+    /// In the window's order.
+    pub(crate) tasks: Vec<Box<Task>>,
+    /// Per task: the tasks it runs after, as indices into `tasks` (each lower than its
+    /// own), ascending: its own predecessors and its lane's previous task.
+    pub(crate) preds: Vec<Vec<u32>>,
+    /// Per task: its lane (the stream slot whose virtual-buffer copies it uses).
+    pub(crate) lanes: Vec<u16>,
+    /// Lanes used (at most the scheduler's S).
+    pub(crate) lane_count: usize,
+    /// The structure (per task its commands' kinds and kernels, its lane and its
+    /// edges): windows of equal keys make graphs that differ in parameters only.
+    pub(crate) key: Vec<u64>,
+    /// A hash of `key`, compared first.
+    pub(crate) hash: u64,
+}
+
+impl Window {
+    /// Commands in the window.
+    pub(crate) fn commands(&self) -> usize {
+        self.tasks.iter().map(|t| t.commands.len()).sum()
+    }
+}
+
+impl std::fmt::Debug for Window {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Window")
+            .field("tasks", &self.tasks.len())
+            .field("lanes", &self.lane_count)
+            .field("hash", &self.hash)
+            .finish()
+    }
+}
+
+/// Whether a task may run in a window: its commands are copies between host memory
+/// and virtual device buffers and kernel launches on those, and it keeps no resident
+/// data. Callbacks (CPU or GPU library work) and resident buffers (fetched and
+/// tracked where the task runs) are dispatched by the host.
+pub(crate) fn replayable(task: &Task) -> bool {
+    task.residency.uses.is_empty()
+        && !task.commands.is_empty()
+        && task.commands.iter().all(|c| match c {
+            Command::Copy(c) => matches!(c.dev, DevTarget::Virtual(_)),
+            Command::Launch(l) => {
+                l.args.iter().all(|a| !matches!(a, ArgValue::Resident { .. } | ArgValue::BadRange(_)))
+            }
+            Command::Cpu(_) | Command::Gpu(_) | Command::Fetch(_) => false,
+        })
+}
+
+/// Whether a task uses a virtual buffer (and so needs a lane of its own).
+fn uses_virtual(task: &Task) -> bool {
+    task.commands.iter().any(|c| match c {
+        Command::Copy(_) => true,
+        Command::Launch(l) => l.args.iter().any(|a| matches!(a, ArgValue::Buffer(_))),
+        _ => false,
+    })
+}
+
+/// The structural words of one task: what a graph's node kinds and functions depend
+/// on (not the pointers, sizes, grids and scalars, which an executable graph updates).
+pub(crate) fn shape_words(task: &Task, out: &mut Vec<u64>) {
+    out.push(task.commands.len() as u64);
+    for c in &task.commands {
+        match c {
+            Command::Copy(c) => out.push(1 + 2 * (c.height > 1) as u64 + 4 * (c.dir as u64)),
+            Command::Launch(l) => {
+                out.push(16 + ((l.args.len() as u64) << 8));
+                out.push(Arc::as_ptr(&l.kernel) as usize as u64);
+            }
+            Command::Cpu(_) | Command::Gpu(_) | Command::Fetch(_) => out.push(u64::MAX),
+        }
+    }
+}
+
+/// A held task and the held tasks it runs after (indices into the held list, lower
+/// than its own).
+pub(crate) struct Held {
+    pub(crate) task: Box<Task>,
+    pub(crate) preds: Vec<u32>,
+}
+
+/// Cuts held tasks (in submit order, each after lower-numbered ones only) into one
+/// window per GPU of `gpus` that gets work, laid out as the module says, `lanes`
+/// lanes at most (≥ 1).
+pub(crate) fn plan(held: Vec<Held>, order: Order, gpus: &[usize], lanes: usize) -> Vec<(usize, Window)> {
+    let n = held.len();
+    if n == 0 || gpus.is_empty() {
+        return Vec::new();
+    }
+    // Weakly connected parts (union-find, path halving).
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn find(p: &mut [usize], mut x: usize) -> usize {
+        while p[x] != x {
+            p[x] = p[p[x]];
+            x = p[x];
+        }
+        x
+    }
+    for (i, h) in held.iter().enumerate() {
+        for &p in &h.preds {
+            let (a, b) = (find(&mut parent, i), find(&mut parent, p as usize));
+            if a != b {
+                parent[a.max(b)] = a.min(b);
+            }
+        }
+    }
+    let mut part_cmds = vec![0usize; n];
+    let roots: Vec<usize> = (0..n).map(|i| find(&mut parent, i)).collect();
+    for (i, h) in held.iter().enumerate() {
+        part_cmds[roots[i]] += h.task.commands.len().max(1);
+    }
+    let mut parts: Vec<usize> = (0..n).filter(|&i| roots[i] == i).collect();
+    parts.sort_by_key(|&r| (std::cmp::Reverse(part_cmds[r]), r));
+    let mut load = vec![0usize; gpus.len()];
+    let mut gpu_of_root = vec![usize::MAX; n];
+    for r in parts {
+        let g = (0..gpus.len()).min_by_key(|&g| (load[g], g)).unwrap_or(0);
+        load[g] += part_cmds[r];
+        gpu_of_root[r] = g;
+    }
+    // Each GPU's share, in submit order, with its edges renumbered.
+    let mut local = vec![u32::MAX; n];
+    let mut shares: Vec<Vec<Held>> = (0..gpus.len()).map(|_| Vec::new()).collect();
+    for (i, h) in held.into_iter().enumerate() {
+        let g = gpu_of_root[roots[i]];
+        local[i] = shares[g].len() as u32;
+        let preds = h.preds.iter().map(|&p| local[p as usize]).collect();
+        shares[g].push(Held { task: h.task, preds });
+    }
+    shares
+        .into_iter()
+        .enumerate()
+        .filter(|(_, s)| !s.is_empty())
+        .map(|(g, s)| (gpus[g], lay_out(s, order, lanes.max(1))))
+        .collect()
+}
+
+/// Orders one GPU's share by the rule among the ready, assigns lanes, and keys it.
+fn lay_out(share: Vec<Held>, order: Order, lanes: usize) -> Window {
+    let n = share.len();
+    // Under FCFS the order is submit order itself (every edge points back in it).
+    if order == Order::Fcfs {
+        let sequence: Vec<usize> = (0..n).collect();
+        return assign_lanes(share, &sequence, lanes);
+    }
+    let mut succ: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let mut unmet = vec![0usize; n];
+    for (i, h) in share.iter().enumerate() {
+        for &p in &h.preds {
+            succ[p as usize].push(i as u32);
+            unmet[i] += 1;
+        }
+    }
+    let key_of = |t: &Task| match order {
+        Order::Fcfs => 0,
+        Order::LargestFirst => t.granularity,
+        Order::SmallestFirst => u64::MAX - t.granularity,
+    };
+    // Greatest rule key first, then the earliest submitted.
+    let mut ready: BinaryHeap<(u64, std::cmp::Reverse<usize>)> = BinaryHeap::new();
+    for (i, h) in share.iter().enumerate() {
+        if unmet[i] == 0 {
+            ready.push((key_of(&h.task), std::cmp::Reverse(i)));
+        }
+    }
+    let mut sequence = Vec::with_capacity(n);
+    while let Some((_, std::cmp::Reverse(i))) = ready.pop() {
+        sequence.push(i);
+        for &s in &succ[i] {
+            unmet[s as usize] -= 1;
+            if unmet[s as usize] == 0 {
+                ready.push((key_of(&share[s as usize].task), std::cmp::Reverse(s as usize)));
+            }
+        }
+    }
+    debug_assert_eq!(sequence.len(), n, "a held task names a later one");
+    assign_lanes(share, &sequence, lanes)
+}
+
+/// Lays `share` out in `sequence` (a topological order of it): lanes, edges, key.
+fn assign_lanes(share: Vec<Held>, sequence: &[usize], lanes: usize) -> Window {
+    let n = share.len();
+    let mut position = vec![0u32; n];
+    for (at, &i) in sequence.iter().enumerate() {
+        position[i] = at as u32;
+    }
+    let mut slots: Vec<Option<Held>> = share.into_iter().map(Some).collect();
+    let mut tasks = Vec::with_capacity(n);
+    let mut preds: Vec<Vec<u32>> = Vec::with_capacity(n);
+    let mut lane_of = Vec::with_capacity(n);
+    let mut lane_last: Vec<Option<u32>> = vec![None; lanes];
+    let mut used = 0usize;
+    let mut key = Vec::with_capacity(n * 6);
+    for &i in sequence {
+        let Held { task, preds: p } = slots[i].take().expect("each task is placed once");
+        let at = tasks.len() as u32;
+        let mut p: Vec<u32> = p.iter().map(|&q| position[q as usize]).collect();
+        let lane = if uses_virtual(&task) {
+            let chained = (0..lanes).find(|&l| lane_last[l].is_some_and(|last| p.contains(&last)));
+            let l = chained
+                .unwrap_or_else(|| (0..lanes).min_by_key(|&l| (lane_last[l].map_or(-1, |t| t as i64), l)).unwrap_or(0));
+            if let Some(last) = lane_last[l] {
+                if !p.contains(&last) {
+                    p.push(last);
+                }
+            }
+            lane_last[l] = Some(at);
+            used = used.max(l + 1);
+            l
+        } else {
+            0
+        };
+        p.sort_unstable();
+        p.dedup();
+        shape_words(&task, &mut key);
+        key.push(lane as u64);
+        key.push(p.len() as u64);
+        key.extend(p.iter().map(|&q| q as u64));
+        lane_of.push(lane as u16);
+        preds.push(p);
+        tasks.push(task);
+    }
+    let mut h = rustc_hash::FxHasher::default();
+    key.hash(&mut h);
+    Window { tasks, preds, lanes: lane_of, lane_count: used.max(1), key, hash: h.finish() }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::ids::TaskId;
+
+    fn task(id: u64, granularity: u64) -> Box<Task> {
+        Box::new(Task {
+            id: TaskId(id),
+            granularity,
+            seq: id,
+            commands: Vec::new(),
+            next: 0,
+            hosts: Vec::new(),
+            residency: Default::default(),
+        })
+    }
+
+    fn held(edges: &[&[u32]]) -> Vec<Held> {
+        edges.iter().enumerate().map(|(i, p)| Held { task: task(i as u64, i as u64), preds: p.to_vec() }).collect()
+    }
+
+    #[test]
+    fn independent_parts_spread_over_gpus_and_edges_stay_on_one() {
+        // 0 -> 1 -> 2, and 3, 4 alone.
+        let w = plan(held(&[&[], &[0], &[1], &[], &[]]), Order::Fcfs, &[0, 1], 4);
+        assert_eq!(w.len(), 2);
+        let ids = |g: usize| -> Vec<u64> {
+            w.iter().find(|(x, _)| *x == g).map(|(_, w)| w.tasks.iter().map(|t| t.id.0).collect()).unwrap()
+        };
+        assert_eq!(ids(0), [0, 1, 2]);
+        assert_eq!(ids(1), [3, 4]);
+        let chain = &w.iter().find(|(g, _)| *g == 0).unwrap().1;
+        assert_eq!(chain.preds, vec![vec![], vec![0], vec![1]]);
+    }
+
+    #[test]
+    fn the_order_rule_picks_among_the_ready() {
+        // LF: granularities 0..4, 4 after 0: the ready order is 3, 2, 1, 0, then 4.
+        let w = plan(held(&[&[], &[], &[], &[], &[0]]), Order::LargestFirst, &[0], 4);
+        let ids: Vec<u64> = w[0].1.tasks.iter().map(|t| t.id.0).collect();
+        assert_eq!(ids, [3, 2, 1, 0, 4]);
+        assert_eq!(w[0].1.preds[4], vec![3]);
+    }
+
+    #[test]
+    fn equal_structures_have_equal_keys() {
+        let a = plan(held(&[&[], &[0], &[0], &[1, 2]]), Order::Fcfs, &[0], 2);
+        let b = plan(held(&[&[], &[0], &[0], &[1, 2]]), Order::Fcfs, &[0], 2);
+        let c = plan(held(&[&[], &[0], &[0], &[1]]), Order::Fcfs, &[0], 2);
+        assert_eq!(a[0].1.key, b[0].1.key);
+        assert_eq!(a[0].1.hash, b[0].1.hash);
+        assert_ne!(a[0].1.key, c[0].1.key);
+    }
+}

@@ -1,0 +1,384 @@
+//! Replay windows (issue 18) on the sim backend: a batch replayed as graphs gives the
+//! outputs of host dispatch, element by element, over random DAGs for D ∈ {1, 2},
+//! S ∈ {1, 4} and every order, and its recorded timeline honours every dependency;
+//! `Execution::Auto` replays a repeated batch of short tasks and not one of long
+//! tasks; a failing task in a window fails it and those after it, and the scheduler
+//! goes on; a guard or a task that cannot replay lets held tasks go (no hang).
+//! The CUDA side of the same checks is in `tests/gpu.rs` (`replay_*`, ignored).
+
+#[path = "common/mod.rs"]
+mod common;
+
+use chariot::{
+    Arg, Backend, Error, Execution, GraphSetup, Kernel, KernelHandle, Order, Param, Report, Resource, Scheduler,
+    SimFaults, SimProfile, TaskId,
+};
+use common::*;
+use rand::{Rng, SeedableRng};
+use std::time::Duration;
+
+const DEADLINE_S: u64 = 120;
+/// Elements of one task's region.
+const N: usize = 64;
+
+fn sim(gpus: usize) -> Backend {
+    Backend::SimWith(SimProfile::h100().with_gpus(gpus))
+}
+
+/// One task of a random DAG: reads an earlier task's output region (an inferred
+/// dependency) or its own input region, names earlier tasks with `after`.
+struct Node {
+    source: Option<usize>,
+    after: Vec<usize>,
+    granularity: u64,
+}
+
+fn random_dag(seed: u64, count: usize) -> Vec<Node> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..count)
+        .map(|i| {
+            let recent = |rng: &mut rand::rngs::StdRng| rng.random_range(i.saturating_sub(6)..i);
+            let source = (i > 0 && rng.random_bool(0.6)).then(|| recent(&mut rng));
+            let after = if i > 0 { (0..rng.random_range(0..=2)).map(|_| recent(&mut rng)).collect() } else { vec![] };
+            Node { source, after, granularity: rng.random_range(1..=9) }
+        })
+        .collect()
+}
+
+/// The outputs a serial CPU run of the DAG leaves.
+fn reference(nodes: &[Node]) -> Vec<u32> {
+    let mut out = vec![0u32; nodes.len() * N];
+    for (i, node) in nodes.iter().enumerate() {
+        for e in 0..N {
+            let x = match node.source {
+                Some(p) => out[p * N + e],
+                None => gen(i * N + e),
+            };
+            out[i * N + e] = affine_ref(x, i as u32 + 3, 7);
+        }
+    }
+    out
+}
+
+/// Submits the DAG (download, `k`: affine, readback per task) and synchronizes.
+fn run(sched: &Scheduler, k: &KernelHandle, nodes: &[Node]) -> (Vec<u32>, Report) {
+    let count = nodes.len();
+    let mut input = sched.alloc_host::<u32>(count * N).unwrap();
+    input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
+    let mut out = sched.alloc_host::<u32>(count * N).unwrap();
+    out.write().fill(SENTINEL);
+    let (d_in, d_out) = (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
+    for (i, node) in nodes.iter().enumerate() {
+        let t = sched.task(i as u64, node.granularity).after_all(node.after.iter().map(|&p| p as u64));
+        let t = match node.source {
+            Some(p) => t.download(&d_in, 0, &out, p * N..(p + 1) * N),
+            None => t.download(&d_in, 0, &input, i * N..(i + 1) * N),
+        };
+        let args = [Arg::buffer(&d_in), Arg::buffer(&d_out), Arg::u32(N as u32), Arg::u32(i as u32 + 3), Arg::u32(7)];
+        t.launch(k, 1, BLOCK, 0, &args).readback(&out, i * N..(i + 1) * N, &d_out, 0).submit().unwrap();
+    }
+    let report = sched.synchronize().unwrap();
+    let values = out.read().to_vec();
+    (values, report)
+}
+
+/// Every dependency of the report holds in its records: the successor's first command
+/// started after the predecessor's last ended.
+fn check_edges(report: &Report) {
+    for &(p, s) in &report.dependencies {
+        let (pr, sr) = (report.task_records(p), report.task_records(s));
+        assert!(!pr.is_empty() && !sr.is_empty(), "edge {p} -> {s}: a task has no records");
+        let end = pr.iter().map(|r| r.end_ns).max().unwrap();
+        let start = sr.iter().map(|r| r.start_ns).min().unwrap();
+        assert!(start >= end, "edge {p} -> {s}: {s} started at {start}, before {p} ended at {end}");
+    }
+}
+
+#[test]
+fn replayed_dags_match_host_dispatch_and_honour_every_edge() {
+    with_timeout(DEADLINE_S, || {
+        let mut seed = 0;
+        for gpus in [1, 2] {
+            for streams in [1, 4] {
+                for order in Order::ALL {
+                    seed += 1;
+                    let nodes = random_dag(seed, 40);
+                    let expected = reference(&nodes);
+                    for execution in [Execution::Host, Execution::Replay] {
+                        let sched = Scheduler::builder()
+                            .backend(sim(gpus))
+                            .gpus(gpus)
+                            .streams(streams)
+                            .order(order)
+                            .execution(execution)
+                            .build()
+                            .unwrap();
+                        let case = format!("D={gpus} S={streams} {order} {execution}");
+                        let k = sched.register_kernel(affine_kernel()).unwrap();
+                        // Twice: the second replay finds the structure it learnt.
+                        for round in 0..2 {
+                            let (out, report) = run(&sched, &k, &nodes);
+                            assert_eq!(out, expected, "{case} round {round}: outputs differ from the CPU reference");
+                            check_edges(&report);
+                            assert_eq!(report.tasks, nodes.len(), "{case}");
+                            let replayed: usize = report.windows.iter().map(|w| w.tasks).sum();
+                            match execution {
+                                Execution::Replay => {
+                                    assert_eq!(replayed, nodes.len(), "{case} round {round}: {report}");
+                                    assert!(report.windows.iter().all(|w| w.setup == GraphSetup::Simulated));
+                                    assert!(report.windows.iter().all(|w| w.lanes <= streams), "{case}");
+                                    assert_eq!(report.dispatch.replayed, 3 * nodes.len() as u64);
+                                }
+                                _ => assert!(report.windows.is_empty(), "{case}"),
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// A kernel that only takes time on sim: `cost` per launch.
+fn timed_kernel(cost: Duration) -> Kernel {
+    Kernel::new(
+        "tick",
+        "extern \"C\" __global__ void tick(unsigned* x, unsigned v) { if (threadIdx.x == 0) x[0] = v; }",
+    )
+    .params([Param::Buffer, Param::U32])
+    .cpu_twin(|a| {
+        let v = a.u32(1)?;
+        a.buffer_mut::<u32>(0)?[0] = v;
+        Ok(())
+    })
+    .sim_cost(move |_, _| cost)
+}
+
+/// Runs `batches` batches of a 64-task chain of `cost` kernels; how many tasks each
+/// batch replayed.
+fn auto_batches(cost: Duration, batches: usize) -> Vec<usize> {
+    let sched = Scheduler::builder().backend(sim(1)).build().unwrap();
+    assert_eq!(sched.execution(), Execution::Auto);
+    let k = sched.register_kernel(timed_kernel(cost)).unwrap();
+    let x = sched.alloc::<u32>(1).unwrap();
+    (0..batches)
+        .map(|_| {
+            for i in 0..64u64 {
+                let t = sched.task(i, 1);
+                let t = if i > 0 { t.after(i - 1) } else { t };
+                t.launch(&k, 1, 32, 0, &[Arg::buffer(&x), Arg::u32(i as u32)]).submit().unwrap();
+            }
+            let r = sched.synchronize().unwrap();
+            assert_eq!(r.tasks, 64);
+            r.windows.iter().map(|w| w.tasks).sum()
+        })
+        .collect()
+}
+
+#[test]
+fn auto_replays_a_repeated_batch_of_short_tasks_only() {
+    with_timeout(DEADLINE_S, || {
+        // Short: 1 µs kernels, far below the host's cost of a command: learnt on the
+        // first batch, replayed from the second on.
+        assert_eq!(auto_batches(Duration::from_micros(1), 3), [0, 64, 64]);
+        // Long: 2 ms kernels, the GPU sets the pace: never replayed.
+        assert_eq!(auto_batches(Duration::from_millis(2), 2), [0, 0]);
+    });
+}
+
+#[test]
+fn auto_lets_a_departing_batch_go_to_the_host() {
+    with_timeout(DEADLINE_S, || {
+        let sched = Scheduler::builder().backend(sim(1)).build().unwrap();
+        let k = sched.register_kernel(timed_kernel(Duration::from_micros(1))).unwrap();
+        let x = sched.alloc::<u32>(1).unwrap();
+        // One chain (each task after the one before), or two interleaved chains (each
+        // after the one two before): chains, so that the host sets the pace either way.
+        let batch = |one_chain: bool| {
+            for i in 0..16u64 {
+                let t = sched.task(i, 1);
+                let step = if one_chain { 1 } else { 2 };
+                let t = if i >= step { t.after(i - step) } else { t };
+                t.launch(&k, 1, 32, 0, &[Arg::buffer(&x), Arg::u32(1)]).submit().unwrap();
+            }
+            sched.synchronize().unwrap()
+        };
+        assert!(batch(true).windows.is_empty());
+        // Same commands, other edges: departs at task 2, runs on the host, whole.
+        let r = batch(false);
+        assert!(r.windows.is_empty(), "{r}");
+        assert_eq!(r.tasks, 16);
+        // Learnt again: the next such batch replays.
+        assert_eq!(batch(false).windows.iter().map(|w| w.tasks).sum::<usize>(), 16);
+    });
+}
+
+#[test]
+fn a_failing_task_fails_itself_and_those_after_it_and_the_scheduler_goes_on() {
+    with_timeout(DEADLINE_S, || {
+        // Task 1's launch (command 1) fails: 2 runs after it; 0 and 3 do not.
+        let faults = SimFaults::default().fail_command(1, 1);
+        let backend = Backend::SimWith(SimProfile::h100().with_faults(faults));
+        let sched = Scheduler::builder().backend(backend).execution(Execution::Replay).build().unwrap();
+        let k = sched.register_kernel(affine_kernel()).unwrap();
+        let mut input = sched.alloc_host::<u32>(4 * N).unwrap();
+        input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
+        let mut out = sched.alloc_host::<u32>(4 * N).unwrap();
+        out.write().fill(SENTINEL);
+        let (d_in, d_out) = (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
+        let args = [Arg::buffer(&d_in), Arg::buffer(&d_out), Arg::u32(N as u32), Arg::u32(3), Arg::u32(7)];
+        for i in 0..4u64 {
+            let r = i as usize * N..(i as usize + 1) * N;
+            let t = sched.task(i, 1);
+            let t = if i == 1 || i == 2 { t.after(i - 1) } else { t };
+            t.download(&d_in, 0, &input, r.clone())
+                .launch(&k, 1, BLOCK, 0, &args)
+                .readback(&out, r, &d_out, 0)
+                .submit()
+                .unwrap();
+        }
+        let Err(Error::TasksFailed { failures, report }) = sched.synchronize() else { panic!("tasks 1 and 2 fail") };
+        let mut failed: Vec<(TaskId, usize)> = failures.iter().map(|f| (f.task, f.command)).collect();
+        failed.sort();
+        assert_eq!(failed, [(TaskId(1), 1), (TaskId(2), 0)], "{failures:?}");
+        assert!(failures.iter().any(|f| f.task == TaskId(2) && f.message.contains("task #1")), "{failures:?}");
+        assert!(report.windows.iter().any(|w| w.failed));
+        let values = out.read().to_vec();
+        for t in [0usize, 3] {
+            for e in 0..N {
+                assert_eq!(values[t * N + e], affine_ref(gen(t * N + e), 3, 7), "task {t} element {e}");
+            }
+        }
+        assert!(values[N..3 * N].iter().all(|&v| v == SENTINEL), "tasks 1 and 2 wrote nothing");
+        // The scheduler goes on.
+        let r = 0..N;
+        sched
+            .task(9, 1)
+            .download(&d_in, 0, &input, r.clone())
+            .launch(&k, 1, BLOCK, 0, &args)
+            .readback(&out, r, &d_out, 0)
+            .submit()
+            .unwrap();
+        let report = sched.synchronize().unwrap();
+        assert_eq!(report.tasks, 1);
+    });
+}
+
+#[test]
+fn a_guard_or_a_task_that_cannot_replay_lets_held_tasks_go() {
+    with_timeout(DEADLINE_S, || {
+        let sched = Scheduler::builder().backend(sim(2)).gpus(2).execution(Execution::Replay).build().unwrap();
+        let k = sched.register_kernel(affine_kernel()).unwrap();
+        let mut input = sched.alloc_host::<u32>(8 * N).unwrap();
+        input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
+        let out = sched.alloc_host::<u32>(8 * N).unwrap();
+        let (d_in, d_out) = (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
+        let args = [Arg::buffer(&d_in), Arg::buffer(&d_out), Arg::u32(N as u32), Arg::u32(5), Arg::u32(1)];
+        for i in 0..8usize {
+            let r = i * N..(i + 1) * N;
+            sched
+                .task(i as u64, 1)
+                .download(&d_in, 0, &input, r.clone())
+                .launch(&k, 1, BLOCK, 0, &args)
+                .readback(&out, r, &d_out, 0)
+                .submit()
+                .unwrap();
+        }
+        // A read guard waits for the held tasks: they go first, as windows.
+        let expected: Vec<u32> = (0..8 * N).map(|i| affine_ref(gen(i), 5, 1)).collect();
+        assert_eq!(out.read().to_vec(), expected);
+        // A CPU callback cannot replay: it runs after the window it names.
+        let seen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s2 = seen.clone();
+        let report = sched.synchronize().unwrap();
+        assert_eq!(report.windows.iter().map(|w| w.tasks).sum::<usize>(), 8);
+        for i in 0..4usize {
+            let r = i * N..(i + 1) * N;
+            sched
+                .task(i as u64, 1)
+                .download(&d_in, 0, &input, r.clone())
+                .launch(&k, 1, BLOCK, 0, &args)
+                .readback(&out, r, &d_out, 0)
+                .submit()
+                .unwrap();
+        }
+        sched
+            .task(10, 1)
+            .after_all(0..4)
+            .callback(Resource::Cpu, move |_| {
+                s2.store(true, std::sync::atomic::Ordering::SeqCst);
+                Ok(())
+            })
+            .submit()
+            .unwrap();
+        let report = sched.synchronize().unwrap();
+        assert!(seen.load(std::sync::atomic::Ordering::SeqCst));
+        assert_eq!(report.windows.iter().map(|w| w.tasks).sum::<usize>(), 4, "{report}");
+        let cb = report.task_records(TaskId(10));
+        let window_end = report.windows.iter().map(|w| w.end_ns).max().unwrap();
+        assert!(cb.iter().all(|r| r.start_ns >= window_end), "the callback ran before its window ended");
+    });
+}
+
+/// On a CUDA GPU: random DAGs replayed as CUDA graphs give the CPU reference's
+/// outputs, as host dispatch does, at S ∈ {1, 4}; the second batch of a structure
+/// updates or reuses the graph the first built; `Execution::Auto` replays the repeated
+/// batch of short tasks.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_replayed_dags_match_host_dispatch() {
+    with_timeout(DEADLINE_S, || {
+        for streams in [1, 4] {
+            for (seed, order) in [(101, Order::Fcfs), (102, Order::LargestFirst)] {
+                let nodes = random_dag(seed, 60);
+                let expected = reference(&nodes);
+                for execution in Execution::ALL {
+                    let sched = Scheduler::builder()
+                        .backend(Backend::Cuda)
+                        .streams(streams)
+                        .order(order)
+                        .execution(execution)
+                        .build()
+                        .unwrap();
+                    let case = format!("S={streams} {order} {execution}");
+                    let k = sched.register_kernel(affine_kernel()).unwrap();
+                    let mut setups = Vec::new();
+                    for round in 0..3 {
+                        let (out, report) = run(&sched, &k, &nodes);
+                        assert_eq!(out, expected, "{case} round {round}: outputs differ from the CPU reference");
+                        assert_eq!(report.tasks, nodes.len(), "{case} round {round}");
+                        setups.push(report.windows.iter().map(|w| w.setup).collect::<Vec<_>>());
+                        if execution == Execution::Host {
+                            assert!(report.windows.is_empty());
+                        }
+                    }
+                    eprintln!("{case}: graphs {setups:?}");
+                    if execution == Execution::Replay {
+                        assert_eq!(setups[0], [GraphSetup::Built], "{case}");
+                        // New buffers each round: the kept graph's pointers are set anew.
+                        assert!(setups[1..].iter().all(|s| matches!(s[..], [GraphSetup::Updated { .. }])), "{case}");
+                    }
+                }
+            }
+        }
+        // Auto: a repeated chain of short kernels is learnt, then replayed, unchanged.
+        let sched = Scheduler::builder().backend(Backend::Cuda).build().unwrap();
+        let k = sched.register_kernel(timed_kernel(Duration::from_micros(1))).unwrap();
+        let x = sched.alloc::<u32>(1).unwrap();
+        let mut setups = Vec::new();
+        for _ in 0..4 {
+            for i in 0..256u64 {
+                let t = sched.task(i, 1);
+                let t = if i > 0 { t.after(i - 1) } else { t };
+                t.launch(&k, 1, 32, 0, &[Arg::buffer(&x), Arg::u32(i as u32)]).submit().unwrap();
+            }
+            let r = sched.synchronize().unwrap();
+            assert_eq!(r.tasks, 256);
+            setups.push(r.windows.iter().map(|w| w.setup).collect::<Vec<_>>());
+        }
+        eprintln!("auto: {setups:?}");
+        assert_eq!(setups[0], []);
+        assert_eq!(setups[1], [GraphSetup::Built]);
+        assert_eq!(setups[2..], [vec![GraphSetup::Reused], vec![GraphSetup::Reused]]);
+    });
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Issue 18 on one GPU: replay of small tasks as CUDA graphs, and the device-side graph.
+# Binaries in $B (default .gpu/, scripts/stage.sh); writes under $OUT. STEPS picks steps
+# (default "tests flow overhead"):
+#   tests     test-replay, test-gpu and the flow tests, ignored (GPU) tests included
+#   flow      cudaFlow's shapes: chariot (defaults: replay where it pays), chariot with
+#             replay off, the hand-written CUDA graph, the device-side graph
+#   overhead  the overhead study at r = 100, CHARIOT_EXECUTION=host and =replay
+#             alternated (2 calls each), the hand-written baselines in every call
+set -u
+STEPS=${STEPS:-tests flow overhead}; DEMO_CALLS=1
+source "$(dirname "$0")/gpu-steps.sh"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+: "${OUT:?set OUT to a directory}"
+B=${B:-.gpu}; W=/tmp/replay-check; rm -rf "$W" && mkdir -p "$W"
+machine_txt
+if step tests; then
+  echo "== GPU tests"
+  for name in test-replay test-gpu test-chariot-studies-flow; do
+    (cd "$B" && timeout 300 "./$name" --include-ignored --test-threads=1) > "$W/$name.log" 2>&1
+    echo "$name exit $?: $(grep -E '^test result' "$W/$name.log" | tail -1)"
+  done | tee "$OUT/gpu-tests.txt"
+  cat "$W"/test-*.log > "$OUT/gpu-tests.log"
+fi
+if step flow; then
+  echo "== flow: cudaFlow's shapes"
+  timeout 400 "$B/flow" --device-graph --rounds 5 --csv "$OUT/flow.csv" 2>&1 | tee "$OUT/flow.log"
+fi
+if step overhead; then
+  echo "== overhead study at r = 100: host and replay alternated"
+  for i in 1 2; do
+    for e in host replay; do
+      CHARIOT_EXECUTION=$e timeout 200 "$B/overhead" --ratios 100 --sizes fixed --streams 4 --orders fcfs \
+        --depths 2 --repeat 3 --out "$W/overhead-$e-$i" > "$W/overhead-$e-$i.log" 2>&1
+      echo "$e $i exit $?"
+    done
+  done | tee "$OUT/overhead.txt"
+  (cd "$W" && tar czf "$OUT/overhead.tgz" overhead-*)
+fi
