@@ -8,7 +8,7 @@
 #  10 scheduler   Scheduler: allocation, kernel registration, submit, synchronize, shutdown
 #   9 dispatch    Dispatcher (Algorithms 1, 2), executioners, affinity, Shared (Q, P_k, batch, records)
 #   8 backend     Machine and Gpu over cuda | sim: open, allocate, load kernels, issue, poll
-#   7 config      Gpus, Config: what the builder validated
+#   7 config      Gpus, Config, Execution: what the builder validated
 #   6 commands    callback (CallInfo, GpuCall), kernel (Kernel, Arg, TwinArgs), task (Task, Command, Q)
 #   5 memory      HostBuffer and its region claims, DeviceBuffer, Graveyard (frees through FreeDevice);
 #                 backend::host_alloc::exclusive: writes host bytes against the claims' proof
@@ -72,6 +72,7 @@ LAYERS = {
     "kernel": 6,
     "task": 6,
     "config": 7,
+    "execution": 7,
     "backend": 8,
     "dispatch": 9,
     "scheduler": 10,

@@ -5,10 +5,11 @@
 #   tests     test-replay, test-gpu and the flow tests, ignored (GPU) tests included
 #   flow      cudaFlow's shapes: chariot (defaults: replay where it pays), chariot with
 #             replay off, the hand-written CUDA graph, the device-side graph
+#   mustard   MUSTARD's generated graphs (rnd) of 2^8..2^14 nodes, empty and 10^4 FMAs
 #   overhead  the overhead study at r = 100, CHARIOT_EXECUTION=host and =replay
 #             alternated (2 calls each), the hand-written baselines in every call
 set -u
-STEPS=${STEPS:-tests flow overhead}; DEMO_CALLS=1
+STEPS=${STEPS:-tests flow mustard overhead}; DEMO_CALLS=1
 source "$(dirname "$0")/gpu-steps.sh"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 : "${OUT:?set OUT to a directory}"
@@ -25,6 +26,16 @@ fi
 if step flow; then
   echo "== flow: cudaFlow's shapes"
   timeout 400 "$B/flow" --device-graph --rounds 5 --csv "$OUT/flow.csv" 2>&1 | tee "$OUT/flow.log"
+fi
+if step mustard; then
+  echo "== MUSTARD's generated graphs: 2^8..2^14 nodes, iters 0 and 5000 (10^4 FMAs a thread)"
+  for n in 256 1024 4096 16384; do
+    timeout 200 "$B/flow" --device-graph --shapes rnd --size rnd=$n --iters 0,5000 --rounds 5 \
+      --csv "$W/mustard-$n.csv" > "$W/mustard-$n.log" 2>&1
+    grep -E '^rnd ' "$W/mustard-$n.log"
+  done | tee "$OUT/mustard.txt"
+  cat "$W"/mustard-*.log > "$OUT/mustard.log"
+  (cd "$W" && cat mustard-256.csv && tail -n +2 -q mustard-1024.csv mustard-4096.csv mustard-16384.csv) > "$OUT/mustard.csv"
 fi
 if step overhead; then
   echo "== overhead study at r = 100: host and replay alternated"

@@ -382,3 +382,74 @@ fn cuda_replayed_dags_match_host_dispatch() {
         assert_eq!(setups[2..], [vec![GraphSetup::Reused], vec![GraphSetup::Reused]]);
     });
 }
+
+#[test]
+fn a_lane_is_an_order_not_a_dependency() {
+    with_timeout(DEADLINE_S, || {
+        // S = 1: two independent tasks share the one lane; task 0's launch fails.
+        let faults = SimFaults::default().fail_command(0, 1);
+        let backend = Backend::SimWith(SimProfile::h100().with_faults(faults));
+        let sched = Scheduler::builder().backend(backend).streams(1).execution(Execution::Replay).build().unwrap();
+        let k = sched.register_kernel(affine_kernel()).unwrap();
+        let mut input = sched.alloc_host::<u32>(2 * N).unwrap();
+        input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
+        let out = sched.alloc_host::<u32>(2 * N).unwrap();
+        let (d_in, d_out) = (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
+        let args = [Arg::buffer(&d_in), Arg::buffer(&d_out), Arg::u32(N as u32), Arg::u32(3), Arg::u32(7)];
+        for i in 0..2usize {
+            let r = i * N..(i + 1) * N;
+            sched
+                .task(i as u64, 1)
+                .download(&d_in, 0, &input, r.clone())
+                .launch(&k, 1, BLOCK, 0, &args)
+                .readback(&out, r, &d_out, 0)
+                .submit()
+                .unwrap();
+        }
+        let Err(Error::TasksFailed { failures, report }) = sched.synchronize() else { panic!("task 0 fails") };
+        assert_eq!(failures.iter().map(|f| f.task).collect::<Vec<_>>(), [TaskId(0)], "{failures:?}");
+        assert_eq!(report.windows.iter().map(|w| w.lanes).max(), Some(1));
+        let values = out.read().to_vec();
+        for e in 0..N {
+            assert_eq!(values[N + e], affine_ref(gen(N + e), 3, 7), "task 1 element {e}");
+        }
+    });
+}
+
+#[test]
+fn tasks_submitted_while_another_thread_synchronizes_all_run() {
+    with_timeout(DEADLINE_S, || {
+        for execution in [Execution::Replay, Execution::Auto] {
+            let sched = std::sync::Arc::new(Scheduler::builder().backend(sim(1)).execution(execution).build().unwrap());
+            let k = sched.register_kernel(affine_kernel()).unwrap();
+            let mut input = sched.alloc_host::<u32>(N).unwrap();
+            input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let syncer = {
+                let (sched, stop) = (sched.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                        let _ = sched.synchronize();
+                    }
+                })
+            };
+            let (d_in, d_out) = (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
+            let args = [Arg::buffer(&d_in), Arg::buffer(&d_out), Arg::u32(N as u32), Arg::u32(5), Arg::u32(1)];
+            for i in 0..300u64 {
+                let out = sched.alloc_host::<u32>(N).unwrap();
+                sched
+                    .task(1_000_000 + i, 1)
+                    .download(&d_in, 0, &input, ..)
+                    .launch(&k, 1, BLOCK, 0, &args)
+                    .readback(&out, .., &d_out, 0)
+                    .submit()
+                    .unwrap();
+                // The guard waits for the task: it must run, whichever batch it fell in.
+                assert!(out.read().iter().enumerate().all(|(e, &v)| v == affine_ref(gen(e), 5, 1)), "task {i}");
+            }
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            syncer.join().unwrap();
+            sched.synchronize().unwrap();
+        }
+    });
+}

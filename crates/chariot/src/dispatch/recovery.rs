@@ -64,6 +64,12 @@ impl<D: Device> Dispatcher<D> {
     /// fails every task still waiting (and any submitted later) until shutdown.
     pub(super) fn die(&mut self, message: &str) {
         self.device.quiesce();
+        // A window in flight (a panic while it ran): its tasks fail, after the quiesce.
+        if let Some(flight) = self.window.take() {
+            self.gpu_busy -= 1;
+            let fault = crate::backend::Fault::task(format!("its GPU's dispatcher stopped: {message}"));
+            self.end_window(flight, Err(fault));
+        }
         // Out of the rotation: its heap in Q is taken by the others, no ready task is
         // placed here any more.
         self.shared.alive[self.gpu].store(false, Ordering::SeqCst);

@@ -74,7 +74,7 @@ impl<D: Device> Dispatcher<D> {
     }
 
     /// Ends every task of a window that ran (or failed as a whole).
-    fn end_window(&mut self, flight: InFlight, result: Result<WindowRun, Fault>) {
+    pub(super) fn end_window(&mut self, flight: InFlight, result: Result<WindowRun, Fault>) {
         let InFlight { window, dispatched_ns, used, host_ns } = flight;
         let now = self.now_ns();
         let (span, runs, whole) = match result {

@@ -56,9 +56,28 @@ impl HostShared {
         })
     }
 
-    /// Notes that `holder` holds back tasks that touch this buffer.
+    /// Notes that `holder` holds back tasks that touch this buffer, and wakes the
+    /// guards waiting on it, which let them go. The claims' lock is taken (and let go)
+    /// before the wake, so a guard between its look at `held_by` and its wait cannot
+    /// miss it.
     pub(crate) fn held_by(&self, holder: std::sync::Weak<dyn HeldTasks>) {
         *self.held_by.lock() = Some(holder);
+        drop(self.claims.lock());
+        self.released.notify_all();
+    }
+
+    /// Lets held tasks touching this buffer go, if any: with the claims' lock let go
+    /// meanwhile (letting go activates their claims), and taken again.
+    fn let_held_go<'a>(&'a self, claims: parking_lot::MutexGuard<'a, Claims>) -> parking_lot::MutexGuard<'a, Claims> {
+        let holder = self.held_by.lock().take().and_then(|h| h.upgrade());
+        match holder {
+            None => claims,
+            Some(h) => {
+                drop(claims);
+                h.let_go();
+                self.claims.lock()
+            }
+        }
     }
 
     /// Gives back every claim of `holder` and wakes guards waiting for them.
@@ -97,12 +116,13 @@ impl HostShared {
         write: bool,
         call: &'static str,
     ) -> crate::Result<parking_lot::MutexGuard<'_, Claims>> {
-        // Before the claims' lock: letting tasks go takes it (their claims activate).
-        let holder = self.held_by.lock().take().and_then(|h| h.upgrade());
-        if let Some(h) = holder {
-            h.let_go();
-        }
         let mut claims = self.claims.lock();
+        if !claims.task_conflict(region, write) {
+            return Ok(claims);
+        }
+        // Held tasks (a batch held for replay) may be what conflicts: they go first,
+        // or the wait would not end.
+        claims = self.let_held_go(claims);
         if !claims.task_conflict(region, write) {
             return Ok(claims);
         }
@@ -128,6 +148,8 @@ impl HostShared {
         while claims.task_conflict(region, write) {
             let Some(task) = in_callback else {
                 self.released.wait(&mut claims);
+                // A task held since (a submit meanwhile) rings too: let it go.
+                claims = self.let_held_go(claims);
                 continue;
             };
             if let Some(holder) = claims.dormant_conflict(region, write) {
@@ -143,6 +165,7 @@ impl HostShared {
                 });
             }
             self.released.wait_for(&mut claims, std::time::Duration::from_millis(1));
+            claims = self.let_held_go(claims);
         }
         Ok(claims)
     }

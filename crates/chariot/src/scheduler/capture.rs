@@ -13,7 +13,7 @@
 //!   commands were shorter than [`Execution::PAYS_BELOW`] × the host's time to
 //!   dispatch one). The window goes as soon as the whole structure has come again; a
 //!   task that departs from it lets the held tasks go to the host, in submit order.
-//! * [`Execution::Host`]: never.
+//! * `Execution::Host`: never.
 //!
 //! A guard about to wait on a host buffer that held tasks touch lets them go first
 //! (`memory::HeldTasks`), as `synchronize` does, so nothing waits on a task that is
@@ -49,6 +49,8 @@ struct Template {
     words: Vec<u64>,
     tasks: u32,
     pays: bool,
+    /// The host's time to dispatch one command (runtime + driver) when it was learnt.
+    host_ns: f64,
 }
 
 /// What the capture knows of the batch under way.
@@ -193,11 +195,26 @@ impl Capture {
             return;
         }
         let mut st = self.state.lock();
-        let template = st.template.take();
-        let whole = st.replayable && st.count > 0;
+        // Tasks submitted while `synchronize` waited (another thread's) are the next
+        // batch's: taken out here, let go below.
+        let early = std::mem::take(&mut st.held);
+        let mut template = st.template.take();
+        let whole = st.replayable && st.count > 0 && early.is_empty();
         let learnt = if whole && (self.mode == Execution::Replay || !st.launched) {
-            Some(Template { words: std::mem::take(&mut st.words), tasks: st.count, pays: report.is_some_and(pays) })
+            let host_ns = report.map_or(0.0, host_ns_per_command);
+            let pays = report.is_some_and(|r| gpu_ns_per_command(r) < Execution::PAYS_BELOW * host_ns);
+            Some(Template { words: std::mem::take(&mut st.words), tasks: st.count, pays, host_ns })
         } else {
+            // A replayed batch whose windows grew long (the kernels did) against the
+            // host's cost of a command when the structure was learnt stops paying: the
+            // next such batch goes to the host and is judged again.
+            if let (Some(t), Some(r)) = (template.as_mut(), report.filter(|_| st.launched)) {
+                let (ns, commands) =
+                    r.windows.iter().fold((0u64, 0usize), |(n, c), w| (n + w.duration_ns(), c + w.commands));
+                if commands > 0 && ns as f64 / commands as f64 >= Execution::PAYS_BELOW * t.host_ns {
+                    t.pays = false;
+                }
+            }
             template
         };
         // Cleared, not made anew: the maps keep their capacity for the next batch.
@@ -211,6 +228,12 @@ impl Capture {
         st.open = false;
         st.launched = false;
         st.template = learnt;
+        if !early.is_empty() {
+            st.held = early;
+            let ids: Vec<(TaskId, u32)> = st.held.iter().enumerate().map(|(i, h)| (h.task.id, i as u32)).collect();
+            st.held_ids.extend(ids);
+            self.let_go_locked(&mut st);
+        }
     }
 
     /// Lets the held tasks go, if any: as windows (Replay), or to the host in submit
@@ -294,18 +317,23 @@ impl HeldTasks for Capture {
     }
 }
 
-/// Whether replaying a batch like the one `report` describes pays: its GPU commands
-/// took less than [`Execution::PAYS_BELOW`] times the host's time to dispatch one.
-fn pays(report: &Report) -> bool {
+/// The mean time of a GPU command of the batch `report` describes, in ns (infinite
+/// without any): replaying pays where it is below [`Execution::PAYS_BELOW`] times the
+/// host's time to dispatch one.
+fn gpu_ns_per_command(report: &Report) -> f64 {
     let (mut n, mut gpu_ns) = (0u64, 0u64);
     for r in report.records.iter().filter(|r| r.stage.on_gpu()) {
         n += 1;
         gpu_ns += r.duration_ns();
     }
-    let d = &report.dispatch;
-    if n == 0 || d.commands == 0 {
-        return false;
+    if n == 0 {
+        return f64::INFINITY;
     }
-    let host = (d.runtime_ns + d.driver_ns) as f64 / d.commands as f64;
-    (gpu_ns as f64 / n as f64) < Execution::PAYS_BELOW * host
+    gpu_ns as f64 / n as f64
+}
+
+/// The host's time to dispatch one command of that batch (runtime + driver), in ns.
+fn host_ns_per_command(report: &Report) -> f64 {
+    let d = &report.dispatch;
+    (d.runtime_ns + d.driver_ns) as f64 / d.commands.max(1) as f64
 }

@@ -479,6 +479,8 @@ impl Drop for Scheduler {
             // (nor its thread be joined) until the callback returns, so the rest of the
             // shutdown runs on a thread of its own, which ends once every task has.
             self.closed.store(true, Ordering::SeqCst);
+            // Held tasks go now: they are counted only once they do.
+            self.capture.before_wait();
             let (shared, graveyard) = (self.shared.clone(), self.graveyard.clone());
             let cleanup = self.machine.cleanup().clone();
             // Kept from `Drop` (an executioner's would join this very thread) unless the

@@ -32,11 +32,17 @@ use std::sync::Arc;
 
 /// Tasks that run as one graph on one GPU.
 pub(crate) struct Window {
-    /// In the window's order.
+    /// In the window's order. Boxed as everywhere else: a task moves between Q, the
+    /// graph and the dispatchers by its box, never copied.
+    #[allow(clippy::vec_box)]
     pub(crate) tasks: Vec<Box<Task>>,
     /// Per task: the tasks it runs after, as indices into `tasks` (each lower than its
     /// own), ascending: its own predecessors and its lane's previous task.
     pub(crate) preds: Vec<Vec<u32>>,
+    /// Per task: the edge its lane added (the lane's previous task, where that is not
+    /// one of its own predecessors): an order, not a dependency, so a failure does not
+    /// pass along it.
+    pub(crate) lane_edges: Vec<Option<u32>>,
     /// Per task: its lane (the stream slot whose virtual-buffer copies it uses).
     pub(crate) lanes: Vec<u16>,
     /// Lanes used (at most the scheduler's S).
@@ -49,6 +55,12 @@ pub(crate) struct Window {
 }
 
 impl Window {
+    /// Task `t`'s dependencies in the window: its predecessors, without its lane's edge.
+    pub(crate) fn dependencies(&self, t: usize) -> impl Iterator<Item = u32> + '_ {
+        let lane = self.lane_edges[t];
+        self.preds[t].iter().copied().filter(move |&p| Some(p) != lane)
+    }
+
     /// Commands in the window.
     pub(crate) fn commands(&self) -> usize {
         self.tasks.iter().map(|t| t.commands.len()).sum()
@@ -222,6 +234,7 @@ fn assign_lanes(share: Vec<Held>, sequence: &[usize], lanes: usize) -> Window {
     let mut tasks = Vec::with_capacity(n);
     let mut preds: Vec<Vec<u32>> = Vec::with_capacity(n);
     let mut lane_of = Vec::with_capacity(n);
+    let mut lane_edges = Vec::with_capacity(n);
     let mut lane_last: Vec<Option<u32>> = vec![None; lanes];
     let mut used = 0usize;
     let mut key = Vec::with_capacity(n * 6);
@@ -229,6 +242,7 @@ fn assign_lanes(share: Vec<Held>, sequence: &[usize], lanes: usize) -> Window {
         let Held { task, preds: p } = slots[i].take().expect("each task is placed once");
         let at = tasks.len() as u32;
         let mut p: Vec<u32> = p.iter().map(|&q| position[q as usize]).collect();
+        let mut lane_edge = None;
         let lane = if uses_virtual(&task) {
             let chained = (0..lanes).find(|&l| lane_last[l].is_some_and(|last| p.contains(&last)));
             let l = chained
@@ -236,6 +250,7 @@ fn assign_lanes(share: Vec<Held>, sequence: &[usize], lanes: usize) -> Window {
             if let Some(last) = lane_last[l] {
                 if !p.contains(&last) {
                     p.push(last);
+                    lane_edge = Some(last);
                 }
             }
             lane_last[l] = Some(at);
@@ -251,12 +266,13 @@ fn assign_lanes(share: Vec<Held>, sequence: &[usize], lanes: usize) -> Window {
         key.push(p.len() as u64);
         key.extend(p.iter().map(|&q| q as u64));
         lane_of.push(lane as u16);
+        lane_edges.push(lane_edge);
         preds.push(p);
         tasks.push(task);
     }
     let mut h = rustc_hash::FxHasher::default();
     key.hash(&mut h);
-    Window { tasks, preds, lanes: lane_of, lane_count: used.max(1), key, hash: h.finish() }
+    Window { tasks, preds, lane_edges, lanes: lane_of, lane_count: used.max(1), key, hash: h.finish() }
 }
 
 #[cfg(test)]

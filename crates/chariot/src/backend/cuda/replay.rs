@@ -118,14 +118,21 @@ impl Replayer {
     ) -> Result<GraphUse, Fault> {
         self.params(w, ctx.index)?;
         let found = self.kept.iter().position(|k| k.hash == w.hash && k.key == w.key);
-        let (at, used) = match found {
-            Some(i) => {
-                let kept = self.kept.remove(i);
-                self.kept.push(kept);
-                let at = self.kept.len() - 1;
-                let set = self.update(ctx, at)?;
-                (at, if set == 0 { GraphUse::Reused } else { GraphUse::Updated(set) })
+        let mut used = None;
+        if let Some(i) = found {
+            let kept = self.kept.remove(i);
+            self.kept.push(kept);
+            let at = self.kept.len() - 1;
+            match self.update(ctx, at) {
+                Ok(0) => used = Some(GraphUse::Reused),
+                Ok(set) => used = Some(GraphUse::Updated(set)),
+                // Some nodes may hold this window's parameters, some the last one's: the
+                // graph is dropped and built anew from this window.
+                Err(_) => destroy(self.kept.remove(at)),
             }
+        }
+        let used = match used {
+            Some(u) => u,
             None => {
                 if self.kept.len() >= KEPT {
                     let old = self.kept.remove(0);
@@ -133,20 +140,29 @@ impl Replayer {
                 }
                 let kept = self.build(ctx, w)?;
                 self.kept.push(kept);
-                (self.kept.len() - 1, GraphUse::Built)
+                GraphUse::Built
             }
         };
+        let at = self.kept.len() - 1;
         self.launched_ns = epoch.elapsed().as_nanos() as u64;
         // SAFETY: an executable graph of this context and a stream of it; every node's
         // memory is held by the window's tasks until the replay completes.
         unsafe { result::graph::launch(self.kept[at].exec, stream) }.map_err(issue_fault("cuGraphLaunch"))?;
         // SAFETY: this GPU's event and stream.
-        unsafe { result::event::record(self.done, stream) }.map_err(issue_fault("cuEventRecord"))?;
+        if let Err(e) = unsafe { result::event::record(self.done, stream) } {
+            // The graph was launched: it must finish before its tasks end with the
+            // error (their memory goes with them).
+            // SAFETY: a live stream of this context.
+            let _ = unsafe { result::stream::synchronize(stream) };
+            return Err(issue_fault("cuEventRecord")(e));
+        }
         Ok(used)
     }
 
     /// Sets the nodes of kept graph `at` whose parameters differ from this window's;
-    /// how many it set.
+    /// how many it set. An error (the driver refused a node, or a 2-D copy changed,
+    /// which an executable graph cannot take) leaves the graph part old, part new: the
+    /// caller drops it.
     fn update(&mut self, ctx: &Context, at: usize) -> Result<usize, Fault> {
         let kept = &mut self.kept[at];
         let now = &self.scratch;
@@ -170,7 +186,11 @@ impl Replayer {
                         .result()
                         .map_err(issue_fault("cuGraphExecKernelNodeSetParams"))?;
                 }
-                Params::Copy { .. } => {
+                Params::Copy { height, .. } => {
+                    let was_2d = matches!(kept.set.params[i], Params::Copy { height: h, .. } if h > 1);
+                    if *height > 1 || was_2d {
+                        return Err(Fault::task("a 2-D copy's node changed: the graph is built anew"));
+                    }
                     let m = memcpy(p);
                     // SAFETY: a memcpy node of this executable graph; the addresses are
                     // a pinned host block and a device allocation of this context, both

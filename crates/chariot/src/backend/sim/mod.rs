@@ -337,7 +337,9 @@ impl Gpu {
                 items.push((info, work));
             }
         }
-        let job = WindowJob { items, counts, preds: w.preds.clone() };
+        // Failures pass along dependencies only, not along a lane's order.
+        let preds = (0..w.tasks.len()).map(|t| w.dependencies(t).collect()).collect();
+        let job = WindowJob { items, counts, preds };
         let tx = &self.senders.iter().find(|(k, _)| *k == EngineKind::Compute).expect("engine exists").1;
         let info = CallInfo { task: w.tasks.first().map_or(crate::TaskId(0), |t| t.id), gpu: self.gpu, stream: 0 };
         tx.send(Job { stream: 0, info, command: 0, work: Work::Window(Box::new(job)) })
