@@ -98,6 +98,8 @@ fn pipeline(config: &Config) {
         kernel_fills_now: Default::default(),
         kernels: Default::default(),
         residents: Default::default(),
+        windows: (0..gpus).map(|_| Default::default()).collect(),
+        windows_queued: (0..gpus).map(|_| crate::sync::AtomicUsize::new(0)).collect(),
         epoch: std::time::Instant::now(),
     });
     let mut threads = Vec::new();
