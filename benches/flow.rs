@@ -57,6 +57,10 @@ struct Cli {
     /// only), as a third variant with its own columns.
     #[arg(long)]
     device_graph: bool,
+    /// Also run chariot with `Execution::Device` (the window of one-launch tasks run on
+    /// the GPU by the runtime's persistent executor; CUDA only) as a variant of its own.
+    #[arg(long)]
+    chariot_device: bool,
     /// Accepted for `cargo bench`.
     #[arg(long, hide = true)]
     bench: bool,
@@ -130,6 +134,13 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     let host = Scheduler::builder().backend(backend).gpu_list([cli.gpu]).execution(Execution::Host).build()?;
     let flow = ChariotFlow::new(&sched)?;
     let host_flow = ChariotFlow::new(&host)?;
+    let chariot_device_on = cli.chariot_device && !sim;
+    let dev_sched = if chariot_device_on {
+        Some(Scheduler::builder().backend(Backend::Cuda).gpu_list([cli.gpu]).execution(Execution::Device).build()?)
+    } else {
+        None
+    };
+    let dev_flow = dev_sched.as_ref().map(ChariotFlow::new).transpose()?;
     let mut csv = match &cli.csv {
         Some(p) => {
             let mut w = BufWriter::new(File::create(p)?);
@@ -172,6 +183,11 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
         "c/g",
         "h/g",
         if device_on { format!(" | {:>10} {:>8} {:>6}", "device ms", "µs/node", "d/g") } else { String::new() }
+            + &if chariot_device_on {
+                format!(" | {:>10} {:>8} {:>6}", "c-dev ms", "µs/node", "cd/g")
+            } else {
+                String::new()
+            }
     );
     let mut ok = true;
     let mut breakdown = Vec::new();
@@ -184,13 +200,13 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
             let device_build_ns = device.as_ref().map_or(0, |d| d.build_ns());
             // Wall times of chariot (defaults), chariot (host), the CUDA graph, the
             // device graph.
-            let mut times: [Vec<u64>; 4] = Default::default();
+            let mut times: [Vec<u64>; 5] = Default::default();
             let (mut replayed, mut lanes) = (0usize, 0usize);
             // chariot with its defaults, per timed run: submitting, the windows' set-up
             // and launch on the host, the windows' span (launch to completion seen).
             let mut parts: [Vec<u64>; 3] = Default::default();
             let mut last_parts = [0u64; 3];
-            let variants = if device_on { 4 } else { 3 };
+            let variants = 5;
             for round in 0..=cli.rounds {
                 for turn in 0..variants {
                     // The variants take turns going first.
@@ -228,9 +244,25 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                             Some(h) => ("cuda-graph", h.run()?.wall_ns, build_ns),
                             None => continue,
                         },
-                        _ => match device.as_mut() {
+                        3 => match device.as_mut() {
                             Some(d) => ("device-graph", d.run()?.wall_ns, device_build_ns),
                             None => continue,
+                        },
+                        _ => match (&dev_sched, &dev_flow) {
+                            (Some(s), Some(f)) => {
+                                let r = f.run(s, &graph, iters)?;
+                                let bad = edge_violations(&graph, &r.report);
+                                if let Some(first) = bad.first() {
+                                    eprintln!(
+                                        "flow: {} device mode: {} edges broken, first: {first}",
+                                        shape.name(),
+                                        bad.len()
+                                    );
+                                    ok = false;
+                                }
+                                ("chariot-device", r.wall_ns, 0)
+                            }
+                            _ => continue,
                         },
                     };
                     if round > 0 {
@@ -247,7 +279,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                     }
                 }
             }
-            let [ours, hosts, theirs, on_device] = &mut times;
+            let [ours, hosts, theirs, on_device, chariot_dev] = &mut times;
             let [sub, wh, ws] = &mut parts;
             breakdown.push(format!(
                 "{:<5} {:>6} {:>6} | {:>10.2} {:>12.1} {:>10.3} {:>10.3}",
@@ -295,6 +327,11 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                     format!(" | {:>10.3} {:>8.2} {:>6}", d as f64 / 1e6, per_node(d), over_g(d))
                 } else {
                     String::new()
+                } + &if dev_sched.is_some() {
+                    let d = median(chariot_dev);
+                    format!(" | {:>10.3} {:>8.2} {:>6}", d as f64 / 1e6, per_node(d), over_g(d))
+                } else {
+                    String::new()
                 }
             );
         }
@@ -312,6 +349,9 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
         "chariot: defaults (replay where it pays; replay = the last run's tasks replayed, on that many lanes); host: \
          replay off; c/g, h/g: their medians over the CUDA graph's (submit or launch to synchronize; build apart)"
     );
+    if chariot_device_on {
+        println!("c-dev: chariot with Execution::Device: the runtime's persistent executor runs the window on the GPU");
+    }
     if device_on {
         println!(
             "device: the graph run by persistent kernels on the GPU (reset, launch, wait; upload apart); its ratio \

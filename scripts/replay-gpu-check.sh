@@ -25,7 +25,7 @@ if step tests; then
 fi
 if step flow; then
   echo "== flow: cudaFlow's shapes"
-  timeout 400 "$B/flow" --device-graph --rounds 5 --csv "$OUT/flow.csv" 2>&1 | tee "$OUT/flow.log"
+  timeout 400 "$B/flow" --device-graph --chariot-device --rounds 5 --csv "$OUT/flow.csv" 2>&1 | tee "$OUT/flow.log"
 fi
 if step mustard; then
   echo "== MUSTARD's generated graphs: 2^8..2^14 nodes, iters 0 and 5000 (10^4 FMAs a thread)"

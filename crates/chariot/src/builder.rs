@@ -321,8 +321,9 @@ impl Builder {
     }
 
     /// How tasks reach the GPU (default [`Execution::Auto`], or `CHARIOT_EXECUTION` =
-    /// `auto`, `host` or `replay` when set): command by command from the host, or
-    /// replayed as graphs. See [`Execution`].
+    /// `auto`, `host`, `replay` or `device` when set): command by command from the
+    /// host, replayed as graphs, or run by a persistent kernel on the GPU. See
+    /// [`Execution`].
     ///
     /// ```
     /// use chariot::{Backend, Execution, Scheduler};

@@ -28,6 +28,11 @@ pub enum Execution {
     /// run in a graph, they are held until `synchronize` (or a guard, or a task that
     /// cannot) and then launched as one window per GPU.
     Replay,
+    /// As [`Execution::Replay`], but a window whose tasks are one kernel launch each,
+    /// of one block shape, runs on the GPU itself: a persistent kernel takes ready
+    /// tasks from a queue in device memory and counts their dependencies down, with no
+    /// host call between two tasks (Giles' scheme). Other windows replay as graphs.
+    Device,
 }
 
 impl Execution {
@@ -36,14 +41,15 @@ impl Execution {
     pub const PAYS_BELOW: f64 = 8.0;
 
     /// Every mode, in the order of the names in error messages.
-    pub const ALL: [Execution; 3] = [Execution::Auto, Execution::Host, Execution::Replay];
+    pub const ALL: [Execution; 4] = [Execution::Auto, Execution::Host, Execution::Replay, Execution::Device];
 
-    /// The short name: `auto`, `host` or `replay`.
+    /// The short name: `auto`, `host`, `replay` or `device`.
     pub fn name(self) -> &'static str {
         match self {
             Execution::Auto => "auto",
             Execution::Host => "host",
             Execution::Replay => "replay",
+            Execution::Device => "device",
         }
     }
 }
@@ -61,7 +67,7 @@ impl std::str::FromStr for Execution {
         Execution::ALL.into_iter().find(|e| e.name() == s).ok_or_else(|| crate::Error::InvalidConfig {
             name: "execution",
             value: format!("{s:?}"),
-            allowed: "auto, host or replay".into(),
+            allowed: "auto, host, replay or device".into(),
         })
     }
 }

@@ -453,3 +453,126 @@ fn tasks_submitted_while_another_thread_synchronizes_all_run() {
         }
     });
 }
+
+/// `x[i] += k` for `i < n`, over a grid of several blocks.
+fn inc_kernel() -> Kernel {
+    Kernel::new(
+        "inc",
+        r#"extern "C" __global__ void inc(unsigned* x, unsigned n, unsigned k) {
+            unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] += k; }
+        extern "C" __global__ void scale(unsigned* x, unsigned n, unsigned k) {
+            unsigned i = (blockIdx.y * gridDim.x + blockIdx.x) * blockDim.x + threadIdx.x; if (i < n) x[i] *= k; }"#,
+    )
+    .params([Param::Buffer, Param::U32, Param::U32])
+    .cpu_twin(|a| {
+        let (n, k) = (a.u32(1)? as usize, a.u32(2)?);
+        a.buffer_mut::<u32>(0)?.iter_mut().take(n).for_each(|x| *x = x.wrapping_add(k));
+        Ok(())
+    })
+}
+
+fn scale_kernel() -> Kernel {
+    Kernel::new("scale", inc_kernel_source()).params([Param::Buffer, Param::U32, Param::U32]).cpu_twin(|a| {
+        let (n, k) = (a.u32(1)? as usize, a.u32(2)?);
+        a.buffer_mut::<u32>(0)?.iter_mut().take(n).for_each(|x| *x = x.wrapping_mul(k));
+        Ok(())
+    })
+}
+
+fn inc_kernel_source() -> String {
+    inc_kernel().source().to_string()
+}
+
+/// A chain of 200 launches (inc and scale, several blocks each, scale on a 2-D grid)
+/// on one virtual buffer with S = 1, then a readback task (with a CPU callback, which
+/// cannot replay) after the last: the values
+/// a serial CPU run gives, and how the chain ran.
+fn chain(backend: Backend, execution: Execution) -> (Vec<u32>, Report) {
+    const M: usize = 1000;
+    let sched = Scheduler::builder().backend(backend).streams(1).execution(execution).build().unwrap();
+    let (inc, scale) = (sched.register_kernel(inc_kernel()).unwrap(), sched.register_kernel(scale_kernel()).unwrap());
+    let mut host = sched.alloc_host::<u32>(M).unwrap();
+    host.write().iter_mut().enumerate().for_each(|(i, x)| *x = i as u32);
+    let out = sched.alloc_host::<u32>(M).unwrap();
+    let x = sched.alloc::<u32>(M).unwrap();
+    sched.task(0, 1).download(&x, 0, &host, ..).submit().unwrap();
+    sched.synchronize().unwrap();
+    for t in 1..=200u64 {
+        let args = [Arg::buffer(&x), Arg::u32(M as u32), Arg::u32(t as u32 % 7 + 1)];
+        let task = sched.task(t, 1);
+        let task = if t > 1 { task.after(t - 1) } else { task };
+        let task = if t % 3 == 0 {
+            task.launch(&scale, (4u32, 2u32, 1u32), 128, 0, &args)
+        } else {
+            task.launch(&inc, (M as u32).div_ceil(128), 128, 0, &args)
+        };
+        task.submit().unwrap();
+    }
+    // A CPU callback: the task cannot replay, so the window is the 200 launches and
+    // this runs after it, on the host.
+    sched.task(1000, 1).after(200).readback(&out, .., &x, 0).callback(Resource::Cpu, |_| Ok(())).submit().unwrap();
+    let report = sched.synchronize().unwrap();
+    let values = out.read().to_vec();
+    (values, report)
+}
+
+fn chain_reference() -> Vec<u32> {
+    (0..1000u32)
+        .map(|i| {
+            (1..=200u32).fold(i, |x, t| if t % 3 == 0 { x.wrapping_mul(t % 7 + 1) } else { x.wrapping_add(t % 7 + 1) })
+        })
+        .collect()
+}
+
+#[test]
+fn device_mode_gives_host_dispatch_outputs() {
+    with_timeout(DEADLINE_S, || {
+        let expected = chain_reference();
+        for execution in [Execution::Host, Execution::Replay, Execution::Device] {
+            let (out, report) = chain(sim(1), execution);
+            assert_eq!(out, expected, "{execution}");
+            let windowed: usize = report.windows.iter().map(|w| w.tasks).sum();
+            assert_eq!(windowed, if execution == Execution::Host { 0 } else { 200 }, "{execution}: {report}");
+        }
+    });
+}
+
+/// On a CUDA GPU: the chain run by the device-side executor (one persistent kernel,
+/// the grids looped over on its blocks) gives host dispatch's outputs, and so does
+/// replay; the flow-like DAG of one-launch tasks on 4 lanes completes in device mode.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_device_mode_gives_host_dispatch_outputs() {
+    with_timeout(DEADLINE_S, || {
+        let expected = chain_reference();
+        for execution in [Execution::Host, Execution::Replay, Execution::Device, Execution::Device] {
+            let (out, report) = chain(Backend::Cuda, execution);
+            assert_eq!(out, expected, "{execution}: {report}");
+            let setups: Vec<GraphSetup> = report.windows.iter().map(|w| w.setup).collect();
+            eprintln!("{execution}: {setups:?}");
+            if execution == Execution::Device {
+                assert_eq!(setups, [GraphSetup::Device], "{report}");
+            }
+        }
+        // A random DAG of one-launch tasks over 4 lanes, twice: completes, all tasks.
+        let sched =
+            Scheduler::builder().backend(Backend::Cuda).streams(4).execution(Execution::Device).build().unwrap();
+        let inc = sched.register_kernel(inc_kernel()).unwrap();
+        let x = sched.alloc::<u32>(256).unwrap();
+        for _ in 0..2 {
+            let nodes = random_dag(7, 300);
+            for (i, node) in nodes.iter().enumerate() {
+                let preds = node.after.iter().chain(node.source.iter()).map(|&p| p as u64);
+                sched
+                    .task(i as u64, 1)
+                    .after_all(preds)
+                    .launch(&inc, 2, 128, 0, &[Arg::buffer(&x), Arg::u32(256), Arg::u32(1)])
+                    .submit()
+                    .unwrap();
+            }
+            let report = sched.synchronize().unwrap();
+            assert_eq!(report.tasks, 300);
+            assert_eq!(report.windows.iter().map(|w| w.setup).collect::<Vec<_>>(), [GraphSetup::Device], "{report}");
+        }
+    });
+}

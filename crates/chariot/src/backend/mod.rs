@@ -164,6 +164,8 @@ pub(crate) enum GraphUse {
     Reused,
     /// Run on the simulated engines (one launch, then node after node).
     Simulated,
+    /// Run on the GPU by the persistent executor (`Execution::Device`).
+    Device,
 }
 
 /// How one task of a replayed window ran.

@@ -90,6 +90,7 @@ impl<D: Device> Dispatcher<D> {
             GraphUse::Updated(nodes) => GraphSetup::Updated { nodes },
             GraphUse::Reused => GraphSetup::Reused,
             GraphUse::Simulated => GraphSetup::Simulated,
+            GraphUse::Device => GraphSetup::Device,
         };
         let record = ReplayedWindow {
             gpu: self.gpu,

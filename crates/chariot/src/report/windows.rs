@@ -18,6 +18,9 @@ pub enum GraphSetup {
     Reused,
     /// Run on a simulated GPU: one graph launch, then the nodes one after another.
     Simulated,
+    /// Run on the GPU by a persistent kernel that takes ready tasks from a queue in
+    /// device memory (`Execution::Device`): no graph, no launch per task.
+    Device,
 }
 
 impl std::fmt::Display for GraphSetup {
@@ -27,6 +30,7 @@ impl std::fmt::Display for GraphSetup {
             GraphSetup::Updated { nodes } => write!(f, "updated ({nodes} nodes set)"),
             GraphSetup::Reused => f.write_str("reused"),
             GraphSetup::Simulated => f.write_str("simulated"),
+            GraphSetup::Device => f.write_str("none (run on the device)"),
         }
     }
 }

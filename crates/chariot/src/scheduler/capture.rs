@@ -156,7 +156,7 @@ impl Capture {
         let fits = replayable && preds.iter().all(|p| st.held_ids.contains_key(p));
         let wanted = fits
             && match self.mode {
-                Execution::Replay => true,
+                Execution::Replay | Execution::Device => true,
                 _ => st.matching && st.template.as_ref().is_some_and(|t| t.pays),
             };
         if !wanted {
@@ -200,7 +200,7 @@ impl Capture {
         let early = std::mem::take(&mut st.held);
         let mut template = st.template.take();
         let whole = st.replayable && st.count > 0 && early.is_empty();
-        let learnt = if whole && (self.mode == Execution::Replay || !st.launched) {
+        let learnt = if whole && (matches!(self.mode, Execution::Replay | Execution::Device) || !st.launched) {
             let host_ns = report.map_or(0.0, host_ns_per_command);
             let pays = report.is_some_and(|r| gpu_ns_per_command(r) < Execution::PAYS_BELOW * host_ns);
             Some(Template { words: std::mem::take(&mut st.words), tasks: st.count, pays, host_ns })
@@ -244,7 +244,7 @@ impl Capture {
             return;
         }
         st.open = true;
-        if self.mode == Execution::Replay {
+        if matches!(self.mode, Execution::Replay | Execution::Device) {
             self.launch(st);
             return;
         }
@@ -297,7 +297,8 @@ impl Capture {
             }
             return;
         }
-        for (g, w) in window::plan(held, self.order, &alive, self.lanes) {
+        for (g, mut w) in window::plan(held, self.order, &alive, self.lanes) {
+            w.device = self.mode == Execution::Device && w.device_runnable();
             if let Err(w) = self.shared.push_window(g, Box::new(w)) {
                 for task in w.tasks {
                     let failure = TaskFailure {

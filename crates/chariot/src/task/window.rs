@@ -52,6 +52,9 @@ pub(crate) struct Window {
     pub(crate) key: Vec<u64>,
     /// A hash of `key`, compared first.
     pub(crate) hash: u64,
+    /// Run on the device by a persistent kernel (`Execution::Device`, where
+    /// [`Window::device_runnable`]), not as a CUDA graph.
+    pub(crate) device: bool,
 }
 
 impl Window {
@@ -59,6 +62,19 @@ impl Window {
     pub(crate) fn dependencies(&self, t: usize) -> impl Iterator<Item = u32> + '_ {
         let lane = self.lane_edges[t];
         self.preds[t].iter().copied().filter(move |&p| Some(p) != lane)
+    }
+
+    /// Whether the window can run on the device: every task one kernel launch, all of
+    /// one block shape, every grid's block count an `i32`.
+    pub(crate) fn device_runnable(&self) -> bool {
+        let mut block = None;
+        self.tasks.iter().all(|t| match t.commands.as_slice() {
+            [Command::Launch(l)] => {
+                let b = (l.shape.block.x, l.shape.block.y, l.shape.block.z);
+                *block.get_or_insert(b) == b && l.shape.grid.count() <= i32::MAX as u64
+            }
+            _ => false,
+        })
     }
 
     /// Commands in the window.
@@ -272,7 +288,7 @@ fn assign_lanes(share: Vec<Held>, sequence: &[usize], lanes: usize) -> Window {
     }
     let mut h = rustc_hash::FxHasher::default();
     key.hash(&mut h);
-    Window { tasks, preds, lane_edges, lanes: lane_of, lane_count: used.max(1), key, hash: h.finish() }
+    Window { tasks, preds, lane_edges, lanes: lane_of, lane_count: used.max(1), key, hash: h.finish(), device: false }
 }
 
 #[cfg(test)]

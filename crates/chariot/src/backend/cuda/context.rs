@@ -337,7 +337,8 @@ impl Machine {
         timing: bool,
         nvtx: Option<Arc<super::nvtx::Nvtx>>,
     ) -> crate::Result<super::Gpu> {
-        super::Gpu::open(self.contexts[gpu].clone(), streams, epoch, timing, nvtx)
+        let arch = self.gpus[gpu].arch.clone();
+        super::Gpu::open(self.contexts[gpu].clone(), arch, streams, epoch, timing, nvtx)
             .map_err(|error| crate::Error::Driver { gpu, error })
     }
 

@@ -48,7 +48,12 @@ pub(crate) struct Gpu {
     /// Replayed windows' graphs (made at the first window), and whether one is in
     /// flight. Dropped after the streams are synchronised (fields drop after `drop`).
     replayer: Option<super::replay::Replayer>,
-    replaying: bool,
+    /// Device-side windows' executors (made at the first such window).
+    runner: Option<super::device_window::DeviceRunner>,
+    /// What is in flight: nothing, a replayed graph, or a device-side window.
+    replaying: Option<GraphUse>,
+    /// The GPU's architecture (`sm_90`), for the device-side executor's compilation.
+    arch: String,
 }
 
 // SAFETY: the handles belong to this dispatcher alone; moving them to its thread before
@@ -130,6 +135,7 @@ pub(super) fn arg_value(a: &ArgValue, gpu: usize, slot: usize) -> Result<u64, Fa
 impl Gpu {
     pub(crate) fn open(
         ctx: Arc<Context>,
+        arch: String,
         streams: usize,
         epoch: Instant,
         timing: bool,
@@ -152,7 +158,9 @@ impl Gpu {
             last_end_ns: [0; crate::stage::Stage::K],
             ranges: nvtx.map(|n| super::nvtx::Ranges::new(n, streams)),
             replayer: None,
-            replaying: false,
+            runner: None,
+            replaying: None,
+            arch,
         };
         let end_flags =
             if gpu.timing { sys::CUevent_flags::CU_EVENT_DEFAULT } else { sys::CUevent_flags::CU_EVENT_DISABLE_TIMING };
@@ -380,27 +388,33 @@ impl Gpu {
     /// a window runs). Returns the time in driver calls and how the graph was had.
     pub(crate) fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault> {
         let t0 = Instant::now();
+        let as_fault = |e: crate::DriverError| Fault { message: e.to_string(), reach: Reach::Task, driver: Some(e) };
+        if w.device {
+            let runner = match &mut self.runner {
+                Some(r) => r,
+                None => self.runner.insert(super::device_window::DeviceRunner::new().map_err(as_fault)?),
+            };
+            runner.launch(&self.ctx, &self.arch, w, self.streams[0], self.epoch)?;
+            self.replaying = Some(GraphUse::Device);
+            return Ok((t0.elapsed().as_nanos() as u64, GraphUse::Device));
+        }
         let replayer = match &mut self.replayer {
             Some(r) => r,
-            None => self.replayer.insert(super::replay::Replayer::new().map_err(|e| Fault {
-                message: e.to_string(),
-                reach: Reach::Task,
-                driver: Some(e),
-            })?),
+            None => self.replayer.insert(super::replay::Replayer::new().map_err(as_fault)?),
         };
         let used = replayer.launch(&self.ctx, w, self.streams[0], self.epoch)?;
-        self.replaying = true;
+        self.replaying = Some(used);
         Ok((t0.elapsed().as_nanos() as u64, used))
     }
 
     /// Whether the window in flight completed, and when it ran (launch to completion).
     pub(crate) fn poll_window(&mut self) -> Option<Result<Span, Fault>> {
-        if !self.replaying {
-            return None;
-        }
-        let polled = self.replayer.as_mut()?.poll(self.epoch);
+        let polled = match self.replaying? {
+            GraphUse::Device => self.runner.as_mut()?.poll(self.epoch),
+            _ => self.replayer.as_mut()?.poll(self.epoch),
+        };
         if polled.is_some() {
-            self.replaying = false;
+            self.replaying = None;
         }
         polled
     }

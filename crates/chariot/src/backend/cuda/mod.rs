@@ -10,6 +10,7 @@
 
 mod context;
 pub(crate) mod cufft;
+mod device_window;
 mod gpu;
 mod kernel_cache;
 pub(crate) mod nvrtc;
