@@ -30,7 +30,7 @@ fi
 if step mustard; then
   echo "== MUSTARD's generated graphs: 2^8..2^14 nodes, iters 0 and 5000 (10^4 FMAs a thread)"
   for n in 256 1024 4096 16384; do
-    timeout 200 "$B/flow" --device-graph --shapes rnd --size rnd=$n --iters 0,5000 --rounds 5 \
+    timeout 200 "$B/flow" --device-graph --chariot-device --shapes rnd --size rnd=$n --iters 0,5000 --rounds 5 \
       --csv "$W/mustard-$n.csv" > "$W/mustard-$n.log" 2>&1
     grep -E '^rnd ' "$W/mustard-$n.log"
   done | tee "$OUT/mustard.txt"
