@@ -91,3 +91,8 @@ struct ReadmeDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/graphs.md")]
 struct GraphsDoctests;
+
+/// The example of docs/replay.md, compiled and run the same way.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/replay.md")]
+struct ReplayDoctests;

@@ -574,5 +574,36 @@ fn cuda_device_mode_gives_host_dispatch_outputs() {
             assert_eq!(report.tasks, 300);
             assert_eq!(report.windows.iter().map(|w| w.setup).collect::<Vec<_>>(), [GraphSetup::Device], "{report}");
         }
+        // Two kernels whose sources both define `bump`: together they are no executor
+        // (a redefinition), so their window replays as a graph, with the right result.
+        let helper = |name: &str, k: u32| {
+            let src = format!(
+                "__device__ unsigned bump(unsigned x) {{ return x + {k}; }}\n\
+                 extern \"C\" __global__ void {name}(unsigned* x, unsigned n, unsigned u) {{\n\
+                 unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] = bump(x[i]); }}"
+            );
+            Kernel::new(name, src).params([Param::Buffer, Param::U32, Param::U32])
+        };
+        let sched =
+            Scheduler::builder().backend(Backend::Cuda).streams(1).execution(Execution::Device).build().unwrap();
+        let (a, b) =
+            (sched.register_kernel(helper("bump_a", 1)).unwrap(), sched.register_kernel(helper("bump_b", 10)).unwrap());
+        let mut host = sched.alloc_host::<u32>(256).unwrap();
+        host.write().fill(0);
+        let x = sched.alloc::<u32>(256).unwrap();
+        sched.task(0, 1).download(&x, 0, &host, ..).submit().unwrap();
+        sched.synchronize().unwrap();
+        for t in 1..=20u64 {
+            let k = if t % 2 == 0 { &a } else { &b };
+            let task = sched.task(t, 1);
+            let task = if t > 1 { task.after(t - 1) } else { task };
+            task.launch(k, 2, 128, 0, &[Arg::buffer(&x), Arg::u32(256), Arg::u32(0)]).submit().unwrap();
+        }
+        sched.task(99, 1).after(20).readback(&host, .., &x, 0).callback(Resource::Cpu, |_| Ok(())).submit().unwrap();
+        let report = sched.synchronize().unwrap();
+        let setups: Vec<GraphSetup> = report.windows.iter().map(|w| w.setup).collect();
+        assert!(!setups.is_empty() && !setups.contains(&GraphSetup::Device), "{report}");
+        let values = host.read().to_vec();
+        assert!(values.iter().all(|&v| v == 10 + 10 * 10), "{:?}", &values[..4]);
     });
 }

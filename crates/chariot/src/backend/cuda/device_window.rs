@@ -145,6 +145,9 @@ extern "C" __global__ void chariot_device_window(int* image, int n, int m, unsig
     s
 }
 
+/// Threads of a block in x, y, z.
+type BlockShape = (u32, u32, u32);
+
 /// One compiled executor: the set of kernels and the block shape it was made for.
 struct Executor {
     kernels: Vec<usize>,
@@ -157,6 +160,8 @@ struct Executor {
 /// One GPU's device-side runs: its executors, the image buffer, the run in flight.
 pub(crate) struct DeviceRunner {
     executors: Vec<Executor>,
+    /// Sets of kernels (and block shape) whose executor did not build: not tried again.
+    refused: Vec<Vec<usize>>,
     /// Device memory for images, and its size in bytes (grown as windows need).
     buffer: u64,
     capacity: usize,
@@ -170,7 +175,15 @@ impl DeviceRunner {
     pub(crate) fn new() -> Result<DeviceRunner, crate::DriverError> {
         let done = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
             .map_err(|e| failed("cuEventCreate", e))?;
-        Ok(DeviceRunner { executors: Vec::new(), buffer: 0, capacity: 0, image: Vec::new(), done, launched_ns: 0 })
+        Ok(DeviceRunner {
+            executors: Vec::new(),
+            refused: Vec::new(),
+            buffer: 0,
+            capacity: 0,
+            image: Vec::new(),
+            done,
+            launched_ns: 0,
+        })
     }
 
     /// The executor for `kernels` (compiled and loaded at first use).
@@ -185,9 +198,17 @@ impl DeviceRunner {
         if let Some(i) = self.executors.iter().position(|e| e.kernels == ids) {
             return Ok(i);
         }
+        if self.refused.contains(&ids) {
+            return Err(Fault::task("the device-side executor of these kernels did not build"));
+        }
         let def = crate::Kernel::new("chariot_device_window", source(kernels));
-        let image =
-            super::nvrtc::compile(&def, arch).map_err(|e| Fault::task(format!("the device-side executor: {e}")))?;
+        let image = match super::nvrtc::compile(&def, arch) {
+            Ok(image) => image,
+            Err(e) => {
+                self.refused.push(ids);
+                return Err(Fault::task(format!("the device-side executor: {e}")));
+            }
+        };
         // SAFETY: a complete cubin for this context's device; unloaded in Drop.
         let module = unsafe { result::module::load_data(image.as_ptr() as *const _) }
             .map_err(issue_fault("cuModuleLoadData"))?;
@@ -216,16 +237,9 @@ impl DeviceRunner {
         Ok(self.executors.len() - 1)
     }
 
-    /// Uploads `w`'s image and launches its executor on `stream`.
-    pub(crate) fn launch(
-        &mut self,
-        ctx: &Context,
-        arch: &str,
-        w: &Window,
-        stream: sys::CUstream,
-        epoch: Instant,
-    ) -> Result<(), Fault> {
-        let gpu = ctx.index;
+    /// The window's kernels (each once) and its block shape; an error for a task that
+    /// is not one kernel launch.
+    fn kernels_of(w: &Window) -> Result<(Vec<Arc<KernelInner>>, BlockShape), Fault> {
         let mut kernels: Vec<Arc<KernelInner>> = Vec::new();
         let mut block = (1, 1, 1);
         for t in &w.tasks {
@@ -237,6 +251,27 @@ impl DeviceRunner {
                 kernels.push(l.kernel.clone());
             }
         }
+        Ok((kernels, block))
+    }
+
+    /// Whether `w` can run here: its executor compiles and loads (once per set of
+    /// kernels and block shape). Nothing is enqueued; where not, the window replays.
+    pub(crate) fn can_run(&mut self, ctx: &Context, arch: &str, w: &Window) -> Result<(), Fault> {
+        let (kernels, block) = Self::kernels_of(w)?;
+        self.executor(ctx, arch, &kernels, block.0 * block.1 * block.2).map(|_| ())
+    }
+
+    /// Uploads `w`'s image and launches its executor on `stream`.
+    pub(crate) fn launch(
+        &mut self,
+        ctx: &Context,
+        arch: &str,
+        w: &Window,
+        stream: sys::CUstream,
+        epoch: Instant,
+    ) -> Result<(), Fault> {
+        let gpu = ctx.index;
+        let (kernels, block) = Self::kernels_of(w)?;
         let threads = block.0 * block.1 * block.2;
         let ex = self.executor(ctx, arch, &kernels, threads)?;
         let (n, m) = (w.tasks.len(), w.preds.iter().map(|p| p.len()).sum::<usize>());

@@ -394,9 +394,13 @@ impl Gpu {
                 Some(r) => r,
                 None => self.runner.insert(super::device_window::DeviceRunner::new().map_err(as_fault)?),
             };
-            runner.launch(&self.ctx, &self.arch, w, self.streams[0], self.epoch)?;
-            self.replaying = Some(GraphUse::Device);
-            return Ok((t0.elapsed().as_nanos() as u64, GraphUse::Device));
+            // A set of kernels the executor cannot be built from (a source that does
+            // not compile as device functions) replays as a graph instead.
+            if runner.can_run(&self.ctx, &self.arch, w).is_ok() {
+                runner.launch(&self.ctx, &self.arch, w, self.streams[0], self.epoch)?;
+                self.replaying = Some(GraphUse::Device);
+                return Ok((t0.elapsed().as_nanos() as u64, GraphUse::Device));
+            }
         }
         let replayer = match &mut self.replayer {
             Some(r) => r,
