@@ -44,6 +44,10 @@ struct Cli {
     /// CUDA ordinal of the GPU (chariot's scheduler and the graph).
     #[arg(long, default_value_t = 0)]
     gpu: usize,
+    /// GPUs D of chariot's schedulers and of the device graph: `--gpu` and the D − 1
+    /// after it (the hand-written CUDA graph stays on `--gpu`: the single-GPU baseline).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
+    gpus: u32,
     /// Seed of the random DAG.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -130,13 +134,14 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     let plan = plan(cli, sim)?;
     // chariot's defaults: nothing tuned, only the GPU chosen (replay where it pays);
     // and the same with replay off, the host dispatching every command.
-    let sched = Scheduler::builder().backend(backend.clone()).gpu_list([cli.gpu]).build()?;
-    let host = Scheduler::builder().backend(backend).gpu_list([cli.gpu]).execution(Execution::Host).build()?;
+    let gpus: Vec<usize> = (cli.gpu..cli.gpu + cli.gpus as usize).collect();
+    let sched = Scheduler::builder().backend(backend.clone()).gpu_list(gpus.clone()).build()?;
+    let host = Scheduler::builder().backend(backend).gpu_list(gpus.clone()).execution(Execution::Host).build()?;
     let flow = ChariotFlow::new(&sched)?;
     let host_flow = ChariotFlow::new(&host)?;
     let chariot_device_on = cli.chariot_device && !sim;
     let dev_sched = if chariot_device_on {
-        Some(Scheduler::builder().backend(Backend::Cuda).gpu_list([cli.gpu]).execution(Execution::Device).build()?)
+        Some(Scheduler::builder().backend(Backend::Cuda).gpu_list(gpus.clone()).execution(Execution::Device).build()?)
     } else {
         None
     };
@@ -154,9 +159,10 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
         None => None,
     };
     println!(
-        "flow: {} on GPU {}, {} rounds after one warm-up{}",
+        "flow: {} on GPU {} (chariot and the device graph on {} GPU(s)), {} rounds after one warm-up{}",
         if sim { "sim" } else { "cuda" },
         cli.gpu,
+        gpus.len(),
         cli.rounds,
         if sim { " (chariot alone: the CUDA graph needs CUDA)" } else { "" }
     );
@@ -196,7 +202,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
         for &iters in &cli.iters {
             let mut hand = if sim { None } else { Some(HandGraph::build(cli.gpu, &graph, iters)?) };
             let build_ns = hand.as_ref().map_or(0, |h| h.build_ns());
-            let mut device = if device_on { Some(DeviceGraph::build(&[cli.gpu], &graph, iters)?) } else { None };
+            let mut device = if device_on { Some(DeviceGraph::build(&gpus, &graph, iters)?) } else { None };
             let device_build_ns = device.as_ref().map_or(0, |d| d.build_ns());
             // Wall times of chariot (defaults), chariot (host), the CUDA graph, the
             // device graph.

@@ -307,6 +307,12 @@ fn cuda_kernels_read_and_write_resident_ranges() {
         for streams in [1, 4] {
             kernels_scenario(Backend::Cuda, 1, streams);
         }
+        // Two GPUs where there are: the pieces move between them (peer copies).
+        if Backend::cuda_devices().unwrap_or(0) >= 2 {
+            kernels_scenario(Backend::Cuda, 2, 4);
+        } else {
+            eprintln!("one GPU here: the two-GPU case is left out");
+        }
     });
 }
 
@@ -316,7 +322,9 @@ fn cuda_kernels_read_and_write_resident_ranges() {
 #[ignore = "needs a CUDA GPU"]
 fn cuda_chains_of_in_place_updates_on_pieces() {
     with_timeout(DEADLINE_S, || {
-        let s = Scheduler::builder().backend(Backend::Cuda).streams(4).build().unwrap();
+        // On every GPU there is, up to two: with two, the pieces move between them.
+        let gpus = Backend::cuda_devices().unwrap_or(1).min(2);
+        let s = Scheduler::builder().backend(Backend::Cuda).gpus(gpus).streams(4).build().unwrap();
         let add = s.register_kernel(add_kernel()).unwrap();
         let (n, pieces, rounds) = (4096usize, 6usize, 20u32);
         let buf = s.alloc_resident_pieces::<u32>(n * pieces, n).unwrap();
@@ -334,7 +342,8 @@ fn cuda_chains_of_in_place_updates_on_pieces() {
             id += 1;
             s.task(id, 1).readback(&out, p * n..(p + 1) * n, &buf, p * n).submit().unwrap();
         }
-        s.synchronize().unwrap();
+        let report = s.synchronize().unwrap();
+        eprintln!("{gpus} GPU(s): tasks per GPU {:?}", report.tasks_per_gpu);
         let total = rounds * (rounds + 1) / 2;
         for (i, &v) in out.read().iter().enumerate() {
             assert_eq!(v, total * (i / n) as u32 + total, "element {i}");
