@@ -30,9 +30,9 @@
 // (DG_ERROR_NODE) and its node id instead of running; every waiting block reads the error
 // word and exits, so the run ends with the failed node's successors never run. The
 // host's watchdog sets `abort[0]` (mapped pinned host memory) when a run exceeds its
-// time; waiting blocks read it every DG_ABORT_POLL polls (a read over the bus, kept off
-// the path of a node), and every block between two nodes once DG_ABORT_CYCLES have
-// passed (a block that never waits, a chain's), and turn it into DG_ERROR_ABORT. Blocks read the
+// time; every block reads it (a read over the bus) once DG_ABORT_CYCLES have passed
+// since it last did, while it waits and between the nodes it runs (a chain's one block
+// never waits), and turns it into DG_ERROR_ABORT. Blocks read the
 // error word before every ticket and while they wait, so every block stops at its next
 // node boundary once one waiting block has seen the abort (a node's body is not cut
 // short).
@@ -52,11 +52,11 @@
 #define DG_ERROR_NODE 1
 #define DG_ERROR_ABORT 2
 
-// Waiting polls between two reads of the host's abort word (a read over PCIe).
-#define DG_ABORT_POLL 64
-// Clock cycles (about 0.1 ms) after which a block that runs node after node reads the
-// abort word again.
-#define DG_ABORT_CYCLES 200000
+// Clock cycles (about 1 ms) after which a block reads the host's abort word again, while
+// it waits or between the nodes it runs.
+#define DG_ABORT_CYCLES 2000000
+// Clock cycles (about 10 µs) after which a waiting block reads the error word again.
+#define DG_ERROR_CYCLES 20000
 // Longest back-off between two polls of a queue slot, in ns.
 #define DG_MAX_BACKOFF 1024
 
@@ -123,16 +123,30 @@ __device__ void run(int* control, int* remaining, int* queue, const int* succ_of
             const int ticket = vcontrol[DG_ERROR] != DG_ERROR_NONE ? n : add<SYS>(&control[DG_HEAD], 1);
             if (ticket < n) {
                 unsigned backoff = 32;
-                for (unsigned poll = 0;; ++poll) {
-                    if (vcontrol[DG_ERROR] != DG_ERROR_NONE) break;
+                long long seen = clock64();  // when this wait last read the error word
+                for (;;) {
                     const int v = vqueue[ticket];
                     if (v >= 0) {
                         got = v;
                         break;
                     }
-                    if (poll % DG_ABORT_POLL == DG_ABORT_POLL - 1 && vabort[0] != 0) {
-                        cas<SYS>(&control[DG_ERROR], DG_ERROR_NONE, DG_ERROR_ABORT);
-                        break;
+                    // The control words share a cache line with the counters every
+                    // finished node updates, and the abort word is host memory: both are
+                    // read on a clock, not on every poll (polled every time, or every 64
+                    // polls, by the waiting blocks they slowed large graphs a
+                    // hundredfold). An error is seen within DG_ERROR_CYCLES, an abort
+                    // within DG_ABORT_CYCLES.
+                    const long long at = clock64();
+                    if (at - seen > DG_ERROR_CYCLES) {
+                        seen = at;
+                        if (vcontrol[DG_ERROR] != DG_ERROR_NONE) break;
+                        if (at - checked > DG_ABORT_CYCLES) {
+                            checked = at;
+                            if (vabort[0] != 0) {
+                                cas<SYS>(&control[DG_ERROR], DG_ERROR_NONE, DG_ERROR_ABORT);
+                                break;
+                            }
+                        }
                     }
                     __nanosleep(backoff);
                     if (backoff < DG_MAX_BACKOFF) backoff *= 2;

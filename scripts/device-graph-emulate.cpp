@@ -7,6 +7,7 @@
 // with the error words set instead of hanging, and that the host's abort word stops a
 // run that would otherwise hang. It checks the scheduling logic, not the GPU's memory model.
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +34,10 @@ inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst
 inline void __threadfence_system() { __threadfence(); }
 inline void __syncthreads() {}
 inline void __nanosleep(unsigned) { std::this_thread::yield(); }
+// The device's cycle counter: the host's steady clock in ns (about the GPU's cycles).
+inline long long clock64() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 using std::fmaf;
 
 // Filled by the hook the script adds after a node's body.
