@@ -10,8 +10,8 @@
 mod common;
 
 use chariot::{
-    Arg, Backend, Error, Execution, GraphSetup, Kernel, KernelHandle, Order, Param, Report, Resource, Scheduler,
-    SimFaults, SimProfile, TaskId,
+    Arg, Backend, DeviceBuffer, Error, Execution, GraphSetup, HostBuffer, Kernel, KernelHandle, Order, Param, Report,
+    Resource, Scheduler, SimFaults, SimProfile, TaskId,
 };
 use common::*;
 use rand::{Rng, SeedableRng};
@@ -91,6 +91,49 @@ fn check_edges(report: &Report) {
         let end = pr.iter().map(|r| r.end_ns).max().unwrap();
         let start = sr.iter().map(|r| r.start_ns).min().unwrap();
         assert!(start >= end, "edge {p} -> {s}: {s} started at {start}, before {p} ended at {end}");
+    }
+}
+
+/// Regions of N elements: the input (`gen`), the output (`SENTINEL` at first), the
+/// device buffers a task copies through, and the `affine` kernel with `a` and `b`.
+struct Affine {
+    k: KernelHandle,
+    input: HostBuffer<u32>,
+    out: HostBuffer<u32>,
+    d_in: DeviceBuffer<u32>,
+    d_out: DeviceBuffer<u32>,
+    a: u32,
+    b: u32,
+}
+
+impl Affine {
+    fn new(sched: &Scheduler, regions: usize, a: u32, b: u32) -> Affine {
+        let k = sched.register_kernel(affine_kernel()).unwrap();
+        let mut input = sched.alloc_host::<u32>(regions * N).unwrap();
+        input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
+        let mut out = sched.alloc_host::<u32>(regions * N).unwrap();
+        out.write().fill(SENTINEL);
+        let (d_in, d_out) = (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
+        Affine { k, input, out, d_in, d_out, a, b }
+    }
+
+    /// Submits task `id` on region `region` (after `after`, if given): download,
+    /// affine, readback.
+    fn submit(&self, sched: &Scheduler, id: u64, region: usize, after: Option<u64>) {
+        let r = region * N..(region + 1) * N;
+        let args =
+            [Arg::buffer(&self.d_in), Arg::buffer(&self.d_out), Arg::u32(N as u32), Arg::u32(self.a), Arg::u32(self.b)];
+        let t = sched.task(id, 1).after_all(after);
+        t.download(&self.d_in, 0, &self.input, r.clone())
+            .launch(&self.k, 1, BLOCK, 0, &args)
+            .readback(&self.out, r, &self.d_out, 0)
+            .submit()
+            .unwrap();
+    }
+
+    /// What element `e` of region `region` holds once its task ran.
+    fn expected(&self, region: usize, e: usize) -> u32 {
+        affine_ref(gen(region * N + e), self.a, self.b)
     }
 }
 
@@ -220,22 +263,9 @@ fn a_failing_task_fails_itself_and_those_after_it_and_the_scheduler_goes_on() {
         let faults = SimFaults::default().fail_command(1, 1);
         let backend = Backend::SimWith(SimProfile::h100().with_faults(faults));
         let sched = Scheduler::builder().backend(backend).execution(Execution::Replay).build().unwrap();
-        let k = sched.register_kernel(affine_kernel()).unwrap();
-        let mut input = sched.alloc_host::<u32>(4 * N).unwrap();
-        input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
-        let mut out = sched.alloc_host::<u32>(4 * N).unwrap();
-        out.write().fill(SENTINEL);
-        let (d_in, d_out) = (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
-        let args = [Arg::buffer(&d_in), Arg::buffer(&d_out), Arg::u32(N as u32), Arg::u32(3), Arg::u32(7)];
+        let rig = Affine::new(&sched, 4, 3, 7);
         for i in 0..4u64 {
-            let r = i as usize * N..(i as usize + 1) * N;
-            let t = sched.task(i, 1);
-            let t = if i == 1 || i == 2 { t.after(i - 1) } else { t };
-            t.download(&d_in, 0, &input, r.clone())
-                .launch(&k, 1, BLOCK, 0, &args)
-                .readback(&out, r, &d_out, 0)
-                .submit()
-                .unwrap();
+            rig.submit(&sched, i, i as usize, (i == 1 || i == 2).then(|| i - 1));
         }
         let Err(Error::TasksFailed { failures, report }) = sched.synchronize() else { panic!("tasks 1 and 2 fail") };
         let mut failed: Vec<(TaskId, usize)> = failures.iter().map(|f| (f.task, f.command)).collect();
@@ -243,22 +273,15 @@ fn a_failing_task_fails_itself_and_those_after_it_and_the_scheduler_goes_on() {
         assert_eq!(failed, [(TaskId(1), 1), (TaskId(2), 0)], "{failures:?}");
         assert!(failures.iter().any(|f| f.task == TaskId(2) && f.message.contains("task #1")), "{failures:?}");
         assert!(report.windows.iter().any(|w| w.failed));
-        let values = out.read().to_vec();
+        let values = rig.out.read().to_vec();
         for t in [0usize, 3] {
             for e in 0..N {
-                assert_eq!(values[t * N + e], affine_ref(gen(t * N + e), 3, 7), "task {t} element {e}");
+                assert_eq!(values[t * N + e], rig.expected(t, e), "task {t} element {e}");
             }
         }
         assert!(values[N..3 * N].iter().all(|&v| v == SENTINEL), "tasks 1 and 2 wrote nothing");
         // The scheduler goes on.
-        let r = 0..N;
-        sched
-            .task(9, 1)
-            .download(&d_in, 0, &input, r.clone())
-            .launch(&k, 1, BLOCK, 0, &args)
-            .readback(&out, r, &d_out, 0)
-            .submit()
-            .unwrap();
+        rig.submit(&sched, 9, 0, None);
         let report = sched.synchronize().unwrap();
         assert_eq!(report.tasks, 1);
     });
@@ -268,39 +291,20 @@ fn a_failing_task_fails_itself_and_those_after_it_and_the_scheduler_goes_on() {
 fn a_guard_or_a_task_that_cannot_replay_lets_held_tasks_go() {
     with_timeout(DEADLINE_S, || {
         let sched = Scheduler::builder().backend(sim(2)).gpus(2).execution(Execution::Replay).build().unwrap();
-        let k = sched.register_kernel(affine_kernel()).unwrap();
-        let mut input = sched.alloc_host::<u32>(8 * N).unwrap();
-        input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
-        let out = sched.alloc_host::<u32>(8 * N).unwrap();
-        let (d_in, d_out) = (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
-        let args = [Arg::buffer(&d_in), Arg::buffer(&d_out), Arg::u32(N as u32), Arg::u32(5), Arg::u32(1)];
+        let rig = Affine::new(&sched, 8, 5, 1);
         for i in 0..8usize {
-            let r = i * N..(i + 1) * N;
-            sched
-                .task(i as u64, 1)
-                .download(&d_in, 0, &input, r.clone())
-                .launch(&k, 1, BLOCK, 0, &args)
-                .readback(&out, r, &d_out, 0)
-                .submit()
-                .unwrap();
+            rig.submit(&sched, i as u64, i, None);
         }
         // A read guard waits for the held tasks: they go first, as windows.
-        let expected: Vec<u32> = (0..8 * N).map(|i| affine_ref(gen(i), 5, 1)).collect();
-        assert_eq!(out.read().to_vec(), expected);
+        let expected: Vec<u32> = (0..8 * N).map(|i| rig.expected(i / N, i % N)).collect();
+        assert_eq!(rig.out.read().to_vec(), expected);
         // A CPU callback cannot replay: it runs after the window it names.
         let seen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let s2 = seen.clone();
         let report = sched.synchronize().unwrap();
         assert_eq!(report.windows.iter().map(|w| w.tasks).sum::<usize>(), 8);
         for i in 0..4usize {
-            let r = i * N..(i + 1) * N;
-            sched
-                .task(i as u64, 1)
-                .download(&d_in, 0, &input, r.clone())
-                .launch(&k, 1, BLOCK, 0, &args)
-                .readback(&out, r, &d_out, 0)
-                .submit()
-                .unwrap();
+            rig.submit(&sched, i as u64, i, None);
         }
         sched
             .task(10, 1)
@@ -390,28 +394,16 @@ fn a_lane_is_an_order_not_a_dependency() {
         let faults = SimFaults::default().fail_command(0, 1);
         let backend = Backend::SimWith(SimProfile::h100().with_faults(faults));
         let sched = Scheduler::builder().backend(backend).streams(1).execution(Execution::Replay).build().unwrap();
-        let k = sched.register_kernel(affine_kernel()).unwrap();
-        let mut input = sched.alloc_host::<u32>(2 * N).unwrap();
-        input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
-        let out = sched.alloc_host::<u32>(2 * N).unwrap();
-        let (d_in, d_out) = (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
-        let args = [Arg::buffer(&d_in), Arg::buffer(&d_out), Arg::u32(N as u32), Arg::u32(3), Arg::u32(7)];
+        let rig = Affine::new(&sched, 2, 3, 7);
         for i in 0..2usize {
-            let r = i * N..(i + 1) * N;
-            sched
-                .task(i as u64, 1)
-                .download(&d_in, 0, &input, r.clone())
-                .launch(&k, 1, BLOCK, 0, &args)
-                .readback(&out, r, &d_out, 0)
-                .submit()
-                .unwrap();
+            rig.submit(&sched, i as u64, i, None);
         }
         let Err(Error::TasksFailed { failures, report }) = sched.synchronize() else { panic!("task 0 fails") };
         assert_eq!(failures.iter().map(|f| f.task).collect::<Vec<_>>(), [TaskId(0)], "{failures:?}");
         assert_eq!(report.windows.iter().map(|w| w.lanes).max(), Some(1));
-        let values = out.read().to_vec();
+        let values = rig.out.read().to_vec();
         for e in 0..N {
-            assert_eq!(values[N + e], affine_ref(gen(N + e), 3, 7), "task 1 element {e}");
+            assert_eq!(values[N + e], rig.expected(1, e), "task 1 element {e}");
         }
     });
 }

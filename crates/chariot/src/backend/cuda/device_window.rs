@@ -17,17 +17,15 @@
 //! then runs on; completion is an event after it.
 
 use super::context::Context;
-use super::failed;
-use super::gpu::{arg_value, issue_fault, reach};
-use crate::backend::{Fault, Reach, Span};
+use super::gpu::{arg_value, issue_fault};
+use crate::backend::Fault;
 use crate::kernel::KernelInner;
 use crate::task::command::Command;
 use crate::task::window::Window;
-use cudarc::driver::result::{self, DriverError};
+use cudarc::driver::result;
 use cudarc::driver::sys;
 use std::ffi::c_void;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// Control words at the image's start (i32): next ticket, next queue slot, tasks done.
 const CONTROL: usize = 4;
@@ -167,23 +165,11 @@ pub(crate) struct DeviceRunner {
     capacity: usize,
     /// The image of the run in flight (its upload reads it).
     image: Vec<u8>,
-    done: sys::CUevent,
-    launched_ns: u64,
 }
 
 impl DeviceRunner {
-    pub(crate) fn new() -> Result<DeviceRunner, crate::DriverError> {
-        let done = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
-            .map_err(|e| failed("cuEventCreate", e))?;
-        Ok(DeviceRunner {
-            executors: Vec::new(),
-            refused: Vec::new(),
-            buffer: 0,
-            capacity: 0,
-            image: Vec::new(),
-            done,
-            launched_ns: 0,
-        })
+    pub(crate) fn new() -> DeviceRunner {
+        DeviceRunner { executors: Vec::new(), refused: Vec::new(), buffer: 0, capacity: 0, image: Vec::new() }
     }
 
     /// The executor for `kernels` (compiled and loaded at first use).
@@ -262,14 +248,7 @@ impl DeviceRunner {
     }
 
     /// Uploads `w`'s image and launches its executor on `stream`.
-    pub(crate) fn launch(
-        &mut self,
-        ctx: &Context,
-        arch: &str,
-        w: &Window,
-        stream: sys::CUstream,
-        epoch: Instant,
-    ) -> Result<(), Fault> {
+    pub(crate) fn launch(&mut self, ctx: &Context, arch: &str, w: &Window, stream: sys::CUstream) -> Result<(), Fault> {
         let gpu = ctx.index;
         let (kernels, block) = Self::kernels_of(w)?;
         let threads = block.0 * block.1 * block.2;
@@ -332,7 +311,6 @@ impl DeviceRunner {
         }
         let width = per_level.iter().copied().max().unwrap_or(1).max(1);
         let blocks = (self.executors[ex].resident as usize).min(width).max(1) as u32;
-        self.launched_ns = epoch.elapsed().as_nanos() as u64;
         // SAFETY: the buffer holds `bytes`; the image lives in `self` until the run
         // completes (the upload reads it first on this stream).
         unsafe {
@@ -358,30 +336,7 @@ impl DeviceRunner {
         // live allocation held by the window's tasks until the run completes.
         unsafe { result::launch_kernel(func, (blocks, 1, 1), block, shared.max().unwrap_or(0), stream, &mut params) }
             .map_err(issue_fault("cuLaunchKernel (device-side window)"))?;
-        // SAFETY: this GPU's event and stream.
-        if let Err(e) = unsafe { result::event::record(self.done, stream) } {
-            // SAFETY: a live stream of this context.
-            let _ = unsafe { result::stream::synchronize(stream) };
-            return Err(issue_fault("cuEventRecord")(e));
-        }
         Ok(())
-    }
-
-    /// Whether the run in flight completed, and its span; or the driver's fault.
-    pub(crate) fn poll(&mut self, epoch: Instant) -> Option<Result<Span, Fault>> {
-        // SAFETY: the event was recorded by `launch`.
-        match unsafe { result::event::query(self.done) } {
-            Ok(()) => Some(Ok(Span { start_ns: self.launched_ns, end_ns: epoch.elapsed().as_nanos() as u64 })),
-            Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_READY)) => None,
-            Err(e) => {
-                let reach = match reach(e, false) {
-                    Reach::GpuByTask => Reach::Gpu,
-                    r => r,
-                };
-                let error = failed("cuEventQuery after the device-side window", e);
-                Some(Err(Fault { message: error.to_string(), reach, driver: Some(error) }))
-            }
-        }
     }
 }
 
@@ -396,7 +351,6 @@ impl Drop for DeviceRunner {
             for e in self.executors.drain(..) {
                 let _ = result::module::unload(e.module);
             }
-            let _ = result::event::destroy(self.done);
         }
     }
 }

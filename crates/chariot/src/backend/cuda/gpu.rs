@@ -52,6 +52,8 @@ pub(crate) struct Gpu {
     runner: Option<super::device_window::DeviceRunner>,
     /// What is in flight: nothing, a replayed graph, or a device-side window.
     replaying: Option<GraphUse>,
+    /// The completion event of the window in flight (made at the first window).
+    completion: Option<super::completion::Completion>,
     /// The GPU's architecture (`sm_90`), for the device-side executor's compilation.
     arch: String,
 }
@@ -160,6 +162,7 @@ impl Gpu {
             replayer: None,
             runner: None,
             replaying: None,
+            completion: None,
             arch,
         };
         let end_flags =
@@ -389,34 +392,38 @@ impl Gpu {
     pub(crate) fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault> {
         let t0 = Instant::now();
         let as_fault = |e: crate::DriverError| Fault { message: e.to_string(), reach: Reach::Task, driver: Some(e) };
+        let completion = match &mut self.completion {
+            Some(c) => c,
+            None => self.completion.insert(super::completion::Completion::new().map_err(as_fault)?),
+        };
+        completion.launching(self.epoch);
+        let stream = self.streams[0];
+        let mut used = None;
         if w.device {
-            let runner = match &mut self.runner {
-                Some(r) => r,
-                None => self.runner.insert(super::device_window::DeviceRunner::new().map_err(as_fault)?),
-            };
+            let runner = self.runner.get_or_insert_with(super::device_window::DeviceRunner::new);
             // A set of kernels the executor cannot be built from (a source that does
             // not compile as device functions) replays as a graph instead.
             if runner.can_run(&self.ctx, &self.arch, w).is_ok() {
-                runner.launch(&self.ctx, &self.arch, w, self.streams[0], self.epoch)?;
-                self.replaying = Some(GraphUse::Device);
-                return Ok((t0.elapsed().as_nanos() as u64, GraphUse::Device));
+                runner.launch(&self.ctx, &self.arch, w, stream)?;
+                used = Some(GraphUse::Device);
             }
         }
-        let replayer = match &mut self.replayer {
-            Some(r) => r,
-            None => self.replayer.insert(super::replay::Replayer::new().map_err(as_fault)?),
+        let used = match used {
+            Some(u) => u,
+            None => self.replayer.get_or_insert_with(super::replay::Replayer::new).launch(&self.ctx, w, stream)?,
         };
-        let used = replayer.launch(&self.ctx, w, self.streams[0], self.epoch)?;
+        completion.record(stream)?;
         self.replaying = Some(used);
         Ok((t0.elapsed().as_nanos() as u64, used))
     }
 
     /// Whether the window in flight completed, and when it ran (launch to completion).
     pub(crate) fn poll_window(&mut self) -> Option<Result<Span, Fault>> {
-        let polled = match self.replaying? {
-            GraphUse::Device => self.runner.as_mut()?.poll(self.epoch),
-            _ => self.replayer.as_mut()?.poll(self.epoch),
+        let what = match self.replaying? {
+            GraphUse::Device => "the device-side window",
+            _ => "cuGraphLaunch",
         };
+        let polled = self.completion.as_ref()?.poll(self.epoch, what);
         if polled.is_some() {
             self.replaying = None;
         }

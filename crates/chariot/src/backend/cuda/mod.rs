@@ -8,6 +8,7 @@
 //! and the pair gives the command's span for the timeline. cudarc's safe layer (and
 //! its cross-stream event tracking) is not used: the scheduler owns all ordering.
 
+mod completion;
 mod context;
 pub(crate) mod cufft;
 mod device_window;

@@ -6,18 +6,16 @@
 //! (`cuGraphExecKernelNodeSetParams`, `cuGraphExecMemcpyNodeSetParams`) and launches,
 //! so a repeated batch costs one `cuGraphLaunch` plus an event; an unknown one is built
 //! and instantiated once. Completion is an untimed event after the launch, queried as a
-//! command's is.
+//! command's is (`completion.rs`).
 
 use super::context::Context;
-use super::failed;
-use super::gpu::{arg_value, issue_fault, reach};
-use crate::backend::{Fault, GraphUse, Reach, Span};
+use super::gpu::{arg_value, issue_fault};
+use crate::backend::{Fault, GraphUse};
 use crate::task::command::{Command, CopyCmd, Direction};
 use crate::task::window::Window;
-use cudarc::driver::result::{self, DriverError};
+use cudarc::driver::result;
 use cudarc::driver::sys;
 use std::ffi::c_void;
-use std::time::Instant;
 
 /// Executable graphs kept per GPU: the structures a program repeats are few; the
 /// least recently used goes beyond this.
@@ -57,20 +55,16 @@ struct Kept {
     set: Nodes,
 }
 
-/// One GPU's graphs and its replay in flight.
+/// One GPU's graphs.
 pub(crate) struct Replayer {
     kept: Vec<Kept>,
-    done: sys::CUevent,
-    launched_ns: u64,
     /// Scratch: this window's parameters, built before they are compared or set.
     scratch: Nodes,
 }
 
 impl Replayer {
-    pub(crate) fn new() -> Result<Replayer, crate::DriverError> {
-        let done = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
-            .map_err(|e| failed("cuEventCreate", e))?;
-        Ok(Replayer { kept: Vec::new(), done, launched_ns: 0, scratch: Nodes::default() })
+    pub(crate) fn new() -> Replayer {
+        Replayer { kept: Vec::new(), scratch: Nodes::default() }
     }
 
     /// The parameters of every command of `w` on GPU `gpu`, each task on its lane's
@@ -109,13 +103,7 @@ impl Replayer {
     }
 
     /// Sets up the graph of `w` (kept, updated or built) and launches it on `stream`.
-    pub(crate) fn launch(
-        &mut self,
-        ctx: &Context,
-        w: &Window,
-        stream: sys::CUstream,
-        epoch: Instant,
-    ) -> Result<GraphUse, Fault> {
+    pub(crate) fn launch(&mut self, ctx: &Context, w: &Window, stream: sys::CUstream) -> Result<GraphUse, Fault> {
         self.params(w, ctx.index)?;
         let found = self.kept.iter().position(|k| k.hash == w.hash && k.key == w.key);
         let mut used = None;
@@ -144,18 +132,9 @@ impl Replayer {
             }
         };
         let at = self.kept.len() - 1;
-        self.launched_ns = epoch.elapsed().as_nanos() as u64;
         // SAFETY: an executable graph of this context and a stream of it; every node's
         // memory is held by the window's tasks until the replay completes.
         unsafe { result::graph::launch(self.kept[at].exec, stream) }.map_err(issue_fault("cuGraphLaunch"))?;
-        // SAFETY: this GPU's event and stream.
-        if let Err(e) = unsafe { result::event::record(self.done, stream) } {
-            // The graph was launched: it must finish before its tasks end with the
-            // error (their memory goes with them).
-            // SAFETY: a live stream of this context.
-            let _ = unsafe { result::stream::synchronize(stream) };
-            return Err(issue_fault("cuEventRecord")(e));
-        }
         Ok(used)
     }
 
@@ -282,25 +261,6 @@ impl Replayer {
         }
         Ok(())
     }
-
-    /// Whether the replay in flight completed: its span (launch to the completion seen
-    /// now, host-observed), or the fault the driver reports for it.
-    pub(crate) fn poll(&mut self, epoch: Instant) -> Option<Result<Span, Fault>> {
-        // SAFETY: the event was recorded by `launch`.
-        match unsafe { result::event::query(self.done) } {
-            Ok(()) => Some(Ok(Span { start_ns: self.launched_ns, end_ns: epoch.elapsed().as_nanos() as u64 })),
-            Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_READY)) => None,
-            Err(e) => {
-                // A kernel of the graph faulted, but which one the driver does not say.
-                let reach = match reach(e, false) {
-                    Reach::GpuByTask => Reach::Gpu,
-                    r => r,
-                };
-                let error = failed("cuEventQuery after cuGraphLaunch", e);
-                Some(Err(Fault { message: error.to_string(), reach, driver: Some(error) }))
-            }
-        }
-    }
 }
 
 impl Drop for Replayer {
@@ -308,9 +268,6 @@ impl Drop for Replayer {
         for k in self.kept.drain(..) {
             destroy(k);
         }
-        // SAFETY: created in `new`, destroyed once; the GPU's streams are synchronised
-        // before its replayer drops (`Gpu`'s drop runs first).
-        let _ = unsafe { result::event::destroy(self.done) };
     }
 }
 

@@ -270,8 +270,20 @@ impl Gpu {
             .map_err(|_| Fault::task(format!("simulated GPU {} engine stopped", self.gpu)))
     }
 
-    /// What engine runs `cmd`, and its work.
+    /// What engine runs `cmd`, and its work (a GPU callback is taken: it runs once).
     fn work_of(&mut self, cmd: &mut Command) -> Result<(EngineKind, Work), Fault> {
+        match cmd {
+            Command::Gpu(f) => {
+                let f = f.take().ok_or("GPU callback already ran")?;
+                Ok((EngineKind::Compute, Work::Callback(f)))
+            }
+            cmd => self.data_work(cmd),
+        }
+    }
+
+    /// What engine runs a copy, a launch or a fetch, and its work (nothing is taken:
+    /// what it needs is shared).
+    fn data_work(&mut self, cmd: &Command) -> Result<(EngineKind, Work), Fault> {
         Ok(match cmd {
             Command::Copy(c) => {
                 let CopyCmd { dir, host, host_offset, host_pitch, dev, dev_offset, dev_pitch, width, height } = c;
@@ -289,14 +301,11 @@ impl Gpu {
                 let (kernel, shape, args, seq) = (l.kernel.clone(), l.shape, l.args.clone(), self.launched);
                 (EngineKind::Compute, Work::Launch { kernel, shape, args, seq, share })
             }
-            Command::Gpu(f) => {
-                let f = f.take().ok_or("GPU callback already ran")?;
-                (EngineKind::Compute, Work::Callback(f))
-            }
             Command::Fetch(f) => {
                 let kind = if self.senders.len() == 2 { EngineKind::Copy } else { EngineKind::Up };
                 (kind, Work::Fetch { buf: f.buf.clone(), parts: f.plan.clone() })
             }
+            Command::Gpu(_) => return Err("a GPU callback is taken to run, not shared".into()),
             Command::Cpu(_) => return Err("CPU callbacks do not run on a GPU".into()),
         })
     }
@@ -317,23 +326,10 @@ impl Gpu {
         for (t, task) in w.tasks.iter().enumerate() {
             let info = CallInfo { task: task.id, gpu: self.gpu, stream: w.lanes[t] as usize };
             counts.push(task.commands.len());
-            for c in 0..task.commands.len() {
-                // Copies and launches only (`task::window::replayable`): nothing is taken.
-                let work = match &task.commands[c] {
-                    Command::Copy(copy) => {
-                        let CopyCmd { dir, host, host_offset, host_pitch, dev, dev_offset, dev_pitch, width, height } =
-                            copy;
-                        let shape = [*host_offset, *host_pitch, *dev_offset, *dev_pitch, *width, *height];
-                        Work::Copy { dir: *dir, host: host.clone(), dev: dev.clone(), shape }
-                    }
-                    Command::Launch(l) => {
-                        self.launched += 1;
-                        let share = l.kernel.def.sim_share.unwrap_or_else(|| l.fill(self.gpu));
-                        let (kernel, shape, args, seq) = (l.kernel.clone(), l.shape, l.args.clone(), self.launched);
-                        Work::Launch { kernel, shape, args, seq, share }
-                    }
-                    _ => return Err(Fault::task("a replayed task holds a command a graph does not take")),
-                };
+            // Copies and launches only (`task::window::replayable`); the window's own
+            // engine runs them, whichever engine would take them alone.
+            for cmd in &task.commands {
+                let (_, work) = self.data_work(cmd)?;
                 items.push((info, work));
             }
         }

@@ -1,0 +1,69 @@
+//! The completion of a window (`replay.rs`, `device_window.rs`): an untimed event
+//! recorded after the work on the GPU's stream, queried as a command's is, and the
+//! host-observed span from the launch to the completion seen.
+
+use super::failed;
+use super::gpu::{issue_fault, reach};
+use crate::backend::{Fault, Reach, Span};
+use cudarc::driver::result::{self, DriverError};
+use cudarc::driver::sys;
+use std::time::Instant;
+
+/// One GPU's window completion event and when the window in flight was launched.
+pub(crate) struct Completion {
+    event: sys::CUevent,
+    launched_ns: u64,
+}
+
+impl Completion {
+    pub(crate) fn new() -> Result<Completion, crate::DriverError> {
+        let event = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+            .map_err(|e| failed("cuEventCreate", e))?;
+        Ok(Completion { event, launched_ns: 0 })
+    }
+
+    /// Notes that a window is being launched now.
+    pub(crate) fn launching(&mut self, epoch: Instant) {
+        self.launched_ns = epoch.elapsed().as_nanos() as u64;
+    }
+
+    /// Records the event after what was enqueued on `stream`. Where that fails, the
+    /// stream is waited for: the window's work must finish before its tasks end with
+    /// the error (their memory goes with them).
+    pub(crate) fn record(&mut self, stream: sys::CUstream) -> Result<(), Fault> {
+        // SAFETY: this GPU's event and a live stream of its context.
+        if let Err(e) = unsafe { result::event::record(self.event, stream) } {
+            // SAFETY: as above.
+            let _ = unsafe { result::stream::synchronize(stream) };
+            return Err(issue_fault("cuEventRecord")(e));
+        }
+        Ok(())
+    }
+
+    /// Whether the window in flight (`what` ran it) completed: its span, or the
+    /// driver's fault. A kernel of the window faulted, but which one the driver does
+    /// not say: the fault is the GPU's, not a task's.
+    pub(crate) fn poll(&self, epoch: Instant, what: &str) -> Option<Result<Span, Fault>> {
+        // SAFETY: the event was recorded by `record`.
+        match unsafe { result::event::query(self.event) } {
+            Ok(()) => Some(Ok(Span { start_ns: self.launched_ns, end_ns: epoch.elapsed().as_nanos() as u64 })),
+            Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_READY)) => None,
+            Err(e) => {
+                let reach = match reach(e, false) {
+                    Reach::GpuByTask => Reach::Gpu,
+                    r => r,
+                };
+                let error = failed(&format!("cuEventQuery after {what}"), e);
+                Some(Err(Fault { message: error.to_string(), reach, driver: Some(error) }))
+            }
+        }
+    }
+}
+
+impl Drop for Completion {
+    fn drop(&mut self) {
+        // SAFETY: created in `new`, destroyed once; the GPU's streams are synchronised
+        // before it drops (`Gpu`'s drop runs before its fields').
+        let _ = unsafe { result::event::destroy(self.event) };
+    }
+}
