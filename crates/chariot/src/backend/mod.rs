@@ -175,8 +175,8 @@ pub(crate) enum TaskRun {
     Ran(Vec<Span>),
     /// Its command `command` failed.
     Failed { command: usize, fault: Fault },
-    /// It did not run: the task it runs after (index in the window) failed.
-    NotRun { cause: usize },
+    /// It did not run: the task it runs after (in this window or an earlier one) failed.
+    NotRun { cause: crate::TaskId },
 }
 
 /// How a replayed window ran.
@@ -450,7 +450,16 @@ impl Gpu {
         }
     }
 
-    /// Whether the window in flight completed, and how it ran.
+    /// Whether `w` may be issued now, behind the windows in flight (CUDA: not a
+    /// device-side run with another window, whose image and executor it would share).
+    pub(crate) fn can_issue_window(&self, w: &Window) -> bool {
+        match self {
+            Gpu::Cuda(g) => g.can_issue_window(w),
+            Gpu::Sim(_) => true,
+        }
+    }
+
+    /// Whether the first window in flight completed, and how it ran.
     pub(crate) fn poll_window(&mut self) -> Option<Result<WindowRun, Fault>> {
         match self {
             Gpu::Cuda(g) => g.poll_window().map(|r| r.map(|span| WindowRun { span, tasks: Vec::new() })),

@@ -28,7 +28,11 @@ pub(crate) trait Device: Send {
     /// calls and how its graph was had.
     fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault>;
 
-    /// Whether the window in flight completed, and how it ran.
+    /// Whether `w` may be issued now, behind the windows in flight (each window in
+    /// flight completes in the order issued, [`Device::poll_window`] the first).
+    fn can_issue_window(&self, w: &Window) -> bool;
+
+    /// Whether the first window in flight completed, and how it ran.
     fn poll_window(&mut self) -> Option<Result<WindowRun, Fault>>;
 
     /// Waits until nothing issued on this GPU still runs (before a dying dispatcher
@@ -66,6 +70,10 @@ impl Device for Gpu {
 
     fn poll_window(&mut self) -> Option<Result<WindowRun, Fault>> {
         Gpu::poll_window(self)
+    }
+
+    fn can_issue_window(&self, w: &Window) -> bool {
+        Gpu::can_issue_window(self, w)
     }
 
     fn quiesce(&self) {

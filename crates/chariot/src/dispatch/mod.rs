@@ -131,8 +131,10 @@ pub(crate) struct Dispatcher<D: Device> {
     stats: DispatchStats,
     /// Set when the GPU is lost (a sticky fault): the message and when it was seen.
     lost: Option<(String, u64)>,
-    /// The replay window in flight here, if any (`window.rs`).
-    window: Option<window::InFlight>,
+    /// The replay windows in flight here, in the order issued (`window.rs`).
+    windows: std::collections::VecDeque<window::InFlight>,
+    /// When the last window here ended (one issued behind it began then).
+    window_end_ns: u64,
 }
 
 impl<D: Device> Dispatcher<D> {
@@ -188,7 +190,8 @@ impl<D: Device> Dispatcher<D> {
             core,
             stats: DispatchStats::default(),
             lost: None,
-            window: None,
+            windows: std::collections::VecDeque::with_capacity(window::IN_FLIGHT),
+            window_end_ns: 0,
         }
     }
 

@@ -27,7 +27,7 @@ impl<D: Device> Dispatcher<D> {
                 self.shared.signals[g].notify();
             }
         }
-        while self.slots.iter().any(|s| s.busy.is_some()) || self.window.is_some() {
+        while self.slots.iter().any(|s| s.busy.is_some()) || !self.windows.is_empty() {
             let seen = self.signal.epoch();
             if !self.detect_idle() {
                 if self.gpu_busy > 0 && self.device.polls() {
@@ -64,8 +64,8 @@ impl<D: Device> Dispatcher<D> {
     /// fails every task still waiting (and any submitted later) until shutdown.
     pub(super) fn die(&mut self, message: &str) {
         self.device.quiesce();
-        // A window in flight (a panic while it ran): its tasks fail, after the quiesce.
-        if let Some(flight) = self.window.take() {
+        // Windows in flight (a panic while they ran): their tasks fail, after the quiesce.
+        while let Some(flight) = self.windows.pop_front() {
             self.gpu_busy -= 1;
             let fault = crate::backend::Fault::task(format!("its GPU's dispatcher stopped: {message}"));
             self.end_window(flight, Err(fault));

@@ -1,18 +1,35 @@
 //! A dispatcher's replay windows (issue 18): a window queued for this GPU starts when
 //! every stream slot is idle (its lanes use the slots' copies of the virtual buffers)
-//! and holds the GPU until it completes; no task is taken from Q meanwhile. Its tasks
-//! then end as host-dispatched ones do: records where the backend timed them, failures
-//! where they failed, dependents released. A window queued for a GPU that leaves the
-//! rotation goes to another GPU (its tasks have not begun), or fails if none is left.
+//! and holds the GPU until it completes; no task is taken from Q meanwhile. Up to
+//! [`IN_FLIGHT`] windows are issued at once, the next queued behind the one running
+//! (the GPU runs them in order), so the GPU goes from one to the next without waiting
+//! for the host. A window whose tasks run after tasks of earlier windows starts once
+//! each of those ran well or runs before it here; a task after one that failed does
+//! not run. Its tasks then end as host-dispatched ones do: records where the backend
+//! timed them, failures where they failed, dependents released. A window queued for a
+//! GPU that leaves the rotation goes to another GPU (its tasks have not begun), or
+//! fails if none is left.
 
 use super::{Device, Dispatcher};
 use crate::backend::{Fault, GraphUse, Span, TaskRun, WindowRun};
 use crate::report::{CommandRecord, GraphSetup, ReplayedWindow, TaskFailure};
 use crate::sync::Ordering;
 use crate::task::window::Window;
+use crate::TaskId;
 use std::time::Instant;
 
-/// The window a dispatcher has in flight.
+/// The most windows a GPU has issued and not completed: one running, one queued.
+pub(super) const IN_FLIGHT: usize = 2;
+
+/// Whether a queued window may start here now.
+enum Start {
+    /// Yes; these of its tasks (index, the earlier task) run after a task that failed.
+    Go(Vec<(u32, TaskId)>),
+    /// Not yet: a task of an earlier window on another GPU it runs after has not ended.
+    Wait,
+}
+
+/// A window a dispatcher has in flight.
 pub(super) struct InFlight {
     window: Box<Window>,
     dispatched_ns: u64,
@@ -23,20 +40,72 @@ pub(super) struct InFlight {
 impl<D: Device> Dispatcher<D> {
     /// Whether windows wait for this GPU or one runs here: no task is taken from Q then.
     pub(super) fn windows_pending(&self) -> bool {
-        self.window.is_some() || self.shared.windows_queued[self.gpu].load(Ordering::SeqCst) > 0
+        !self.windows.is_empty() || self.shared.windows_queued[self.gpu].load(Ordering::SeqCst) > 0
     }
 
-    /// Starts the next window queued for this GPU once every slot is idle.
+    /// Whether `w` may start here: each task of an earlier window it runs after has
+    /// ended (well, or failed: the tasks after it do not run), or runs before it here.
+    fn start_of(&self, w: &Window, graph: &crate::task::graph::Graph) -> Start {
+        let mut failed = Vec::new();
+        for &(t, pred, seq) in &w.external {
+            if self.windows.iter().any(|f| f.window.seq == seq) {
+                continue;
+            }
+            match graph.ended(pred) {
+                None => return Start::Wait,
+                Some(true) => failed.push((t, pred)),
+                Some(false) => {}
+            }
+        }
+        Start::Go(failed)
+    }
+
+    /// Starts a window queued for this GPU once every slot is idle: the first in the
+    /// queue that may start (a window waiting for another GPU does not hold up the
+    /// ones behind it that do not).
     pub(super) fn try_window(&mut self) -> bool {
-        if self.window.is_some()
+        if self.windows.len() >= IN_FLIGHT
             || self.lost.is_some()
             || self.shared.windows_queued[self.gpu].load(Ordering::SeqCst) == 0
             || self.slots.iter().any(|s| s.task.is_some() || s.busy.is_some())
         {
             return false;
         }
-        let Some(window) = self.shared.windows[self.gpu].lock().pop_front() else { return false };
+        let picked = {
+            let mut queue = self.shared.windows[self.gpu].lock();
+            let batch = self.shared.batch.lock();
+            let mut picked = None;
+            for (i, w) in queue.iter().enumerate() {
+                if !self.device.can_issue_window(w) {
+                    break;
+                }
+                if let Start::Go(failed) = self.start_of(w, &batch.graph) {
+                    picked = Some((i, failed));
+                    break;
+                }
+            }
+            drop(batch);
+            picked.and_then(|(i, failed)| queue.remove(i).map(|w| (w, failed)))
+        };
+        let Some((window, failed)) = picked else { return false };
         self.shared.windows_queued[self.gpu].fetch_sub(1, Ordering::SeqCst);
+        let window = if failed.is_empty() {
+            window
+        } else {
+            let (blocked, rest) = window.take_blocked(&failed);
+            let ended = blocked
+                .into_iter()
+                .map(|(task, lane, cause)| {
+                    let failure = crate::dispatch::shared::not_run(&task, cause, self.gpu, lane as usize);
+                    (task, Some(failure))
+                })
+                .collect();
+            self.shared.end_tasks(ended);
+            match rest {
+                Some(w) => Box::new(w),
+                None => return true,
+            }
+        };
         let t0 = Instant::now();
         let dispatched_ns = self.now_ns();
         let commands = window.commands() as u64;
@@ -48,7 +117,7 @@ impl<D: Device> Dispatcher<D> {
                 self.stats.driver_ns += driver_ns;
                 self.stats.runtime_ns += host_ns.saturating_sub(driver_ns);
                 self.gpu_busy += 1;
-                self.window = Some(InFlight { window, dispatched_ns, used, host_ns });
+                self.windows.push_back(InFlight { window, dispatched_ns, used, host_ns });
             }
             Err(fault) => {
                 let host_ns = t0.elapsed().as_nanos() as u64;
@@ -59,14 +128,14 @@ impl<D: Device> Dispatcher<D> {
         true
     }
 
-    /// Whether the window in flight completed; ends it if so.
+    /// Whether the first window in flight completed; ends it if so.
     pub(super) fn poll_window(&mut self) -> bool {
-        if self.window.is_none() {
+        if self.windows.is_empty() {
             return false;
         }
         let t0 = Instant::now();
         let Some(result) = self.device.poll_window() else { return false };
-        let flight = self.window.take().expect("checked above");
+        let flight = self.windows.pop_front().expect("checked above");
         self.gpu_busy -= 1;
         self.end_window(flight, result);
         self.stats.runtime_ns += t0.elapsed().as_nanos() as u64;
@@ -77,10 +146,13 @@ impl<D: Device> Dispatcher<D> {
     pub(super) fn end_window(&mut self, flight: InFlight, result: Result<WindowRun, Fault>) {
         let InFlight { window, dispatched_ns, used, host_ns } = flight;
         let now = self.now_ns();
-        let (span, runs, whole) = match result {
+        let (mut span, runs, whole) = match result {
             Ok(run) => (run.span, run.tasks, None),
             Err(fault) => (Span { start_ns: dispatched_ns, end_ns: now }, Vec::new(), Some(fault)),
         };
+        // Issued behind another, it began when that one ended.
+        span.start_ns = span.start_ns.max(self.window_end_ns).min(span.end_ns);
+        self.window_end_ns = span.end_ns;
         if let Some(f) = whole.as_ref().filter(|f| f.loses_gpu()) {
             self.mark_lost(&f.message.clone());
         }
@@ -106,7 +178,6 @@ impl<D: Device> Dispatcher<D> {
         };
         self.shared.batch.lock().outcome.windows.push(record);
         let Window { tasks, lanes, .. } = *window;
-        let ids: Vec<_> = tasks.iter().map(|t| t.id).collect();
         self.flush_stats();
         let mut ended = Vec::with_capacity(tasks.len());
         for (i, task) in tasks.into_iter().enumerate() {
@@ -126,7 +197,7 @@ impl<D: Device> Dispatcher<D> {
                     Some(fail(*command, fault.message.clone(), fault.driver.clone()))
                 }
                 (None, Some(TaskRun::NotRun { cause })) => {
-                    Some(fail(0, format!("not run: it runs after task {}, which failed", ids[*cause]), None))
+                    Some(fail(0, format!("not run: it runs after task {cause}, which failed"), None))
                 }
                 (None, Some(TaskRun::Ran(spans))) => {
                     let mut timeline = self.shared.timelines[self.gpu].lock();
@@ -153,6 +224,12 @@ impl<D: Device> Dispatcher<D> {
             ended.push((task, failure));
         }
         self.shared.end_tasks(ended);
+        // Windows queued on other GPUs may wait for these tasks.
+        for (g, queued) in self.shared.windows_queued.iter().enumerate() {
+            if g != self.gpu && queued.load(Ordering::SeqCst) > 0 {
+                self.shared.signals[g].notify();
+            }
+        }
     }
 
     /// Windows queued here when this GPU leaves the rotation (it is marked out first):

@@ -180,6 +180,10 @@ impl Device for ModelGpu {
         None
     }
 
+    fn can_issue_window(&self, _w: &crate::task::window::Window) -> bool {
+        true
+    }
+
     fn quiesce(&self) {}
 
     fn polls(&self) -> bool {

@@ -15,6 +15,12 @@
 //!   task that departs from it lets the held tasks go to the host, in submit order.
 //! * `Execution::Host`: never.
 //!
+//! While the batch is being submitted, the held tasks go as a sub-window each time
+//! they reach a cut ([`FIRST_CUT`] tasks, doubling to [`LAST_CUT`]), and the tasks
+//! that follow may run after them: the GPUs run the first windows while the user's
+//! loop submits the rest. The cuts fall at the same places in every batch of one
+//! structure, so each sub-window finds its kept graph again.
+//!
 //! A guard about to wait on a host buffer that held tasks touch lets them go first
 //! (`memory::HeldTasks`), as `synchronize` does, so nothing waits on a task that is
 //! not on its way. After a window has gone or tasks were let go, the rest of the batch
@@ -35,6 +41,15 @@ use std::sync::{Arc, Weak};
 
 /// The most tasks one window holds; the batch's next task starts host dispatch.
 pub(crate) const MAX_WINDOW: usize = 1 << 16;
+
+/// The held tasks of a batch go as a first sub-window at this many: small, so that
+/// the GPU starts early.
+pub(crate) const FIRST_CUT: usize = 32;
+
+/// Each next sub-window is cut at twice the last one's size, up to this many tasks: a
+/// batch of n tasks makes about n / `LAST_CUT` + 5 windows (few graphs to keep), and
+/// what runs after the user's last submit is at most one such window.
+pub(crate) const LAST_CUT: usize = 512;
 
 /// What the capture did with a submitted task.
 pub(crate) enum Offer {
@@ -71,6 +86,13 @@ struct State {
     open: bool,
     /// A window of this batch has gone.
     launched: bool,
+    /// Tasks of this batch's windows that have gone: the GPU each window went to and
+    /// its number.
+    gone: FxHashMap<TaskId, (usize, u64)>,
+    /// The held tasks go as a sub-window at this many.
+    cut: usize,
+    /// The next window's number (never reset: numbers stay unique across batches).
+    next_seq: u64,
     template: Option<Template>,
 }
 
@@ -86,6 +108,9 @@ impl State {
             held_ids: FxHashMap::default(),
             open: false,
             launched: false,
+            gone: FxHashMap::default(),
+            cut: FIRST_CUT,
+            next_seq: 0,
             template: None,
         }
     }
@@ -153,7 +178,7 @@ impl Capture {
         if st.open {
             return Offer::Admit(task, preds);
         }
-        let fits = replayable && preds.iter().all(|p| st.held_ids.contains_key(p));
+        let fits = replayable && preds.iter().all(|p| st.held_ids.contains_key(p) || st.gone.contains_key(p));
         let wanted = fits
             && match self.mode {
                 Execution::Replay | Execution::Device => true,
@@ -169,12 +194,28 @@ impl Capture {
             h.held_by(me);
         }
         let index = st.held.len() as u32;
-        let held_preds = preds.iter().map(|p| st.held_ids[p]).collect();
+        let mut held_preds = Vec::with_capacity(preds.len());
+        let mut external = Vec::new();
+        let mut pin = None;
+        for p in &preds {
+            match st.held_ids.get(p) {
+                Some(&i) => held_preds.push(i),
+                None => {
+                    let (g, seq) = st.gone[p];
+                    pin.get_or_insert(g);
+                    external.push((*p, seq));
+                }
+            }
+        }
         st.held_ids.insert(task.id, index);
-        st.held.push(Held { task, preds: held_preds });
+        st.held.push(Held { task, preds: held_preds, external, pin });
         let whole = st.matching && st.template.as_ref().is_some_and(|t| t.tasks == st.count && t.words == st.words);
         if whole || st.held.len() >= MAX_WINDOW {
-            self.launch(st);
+            self.launch(st, true);
+        } else if st.held.len() >= st.cut {
+            // A sub-window: the batch goes on being held after it.
+            st.cut = (st.cut * 2).min(LAST_CUT);
+            self.launch(st, false);
         }
         Offer::Held
     }
@@ -227,6 +268,8 @@ impl Capture {
         st.held_ids.clear();
         st.open = false;
         st.launched = false;
+        st.gone.clear();
+        st.cut = FIRST_CUT;
         st.template = learnt;
         if !early.is_empty() {
             st.held = early;
@@ -245,22 +288,25 @@ impl Capture {
         }
         st.open = true;
         if matches!(self.mode, Execution::Replay | Execution::Device) {
-            self.launch(st);
+            self.launch(st, true);
             return;
         }
         let held = std::mem::take(&mut st.held);
         st.held_ids.clear();
         let ids: Vec<TaskId> = held.iter().map(|h| h.task.id).collect();
         for h in held {
-            let preds: Vec<TaskId> = h.preds.iter().map(|&p| ids[p as usize]).collect();
+            // Tasks of windows gone are in the batch's graph, running.
+            let preds: Vec<TaskId> =
+                h.preds.iter().map(|&p| ids[p as usize]).chain(h.external.iter().map(|e| e.0)).collect();
             self.shared.admit(h.task, &preds);
         }
     }
 
     /// Sends the held tasks as one window per GPU in the rotation: counted into the
     /// batch as running, their host claims active, their dependencies in the report.
-    fn launch(&self, st: &mut State) {
-        st.open = true;
+    /// `close`: the rest of the batch is the host's (else it goes on being held).
+    fn launch(&self, st: &mut State, close: bool) {
+        st.open |= close;
         st.launched = true;
         let held = std::mem::take(&mut st.held);
         st.held_ids.clear();
@@ -276,6 +322,9 @@ impl Capture {
             for h in &held {
                 for &p in &h.preds {
                     let pred = held[p as usize].task.id;
+                    batch.outcome.dependencies.push((pred, h.task.id));
+                }
+                for &(pred, _) in &h.external {
                     batch.outcome.dependencies.push((pred, h.task.id));
                 }
             }
@@ -299,6 +348,11 @@ impl Capture {
         }
         for (g, mut w) in window::plan(held, self.order, &alive, self.lanes) {
             w.device = self.mode == Execution::Device && w.device_runnable();
+            w.seq = st.next_seq;
+            st.next_seq += 1;
+            for t in &w.tasks {
+                st.gone.insert(t.id, (g, w.seq));
+            }
             if let Err(w) = self.shared.push_window(g, Box::new(w)) {
                 for task in w.tasks {
                     let failure = TaskFailure {

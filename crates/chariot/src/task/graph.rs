@@ -63,6 +63,16 @@ impl Graph {
         self.nodes.get(&id).is_some_and(|n| !matches!(n.state, State::Ended { .. }))
     }
 
+    /// How `id` ended: `Some(true)` failed, `Some(false)` ran well (or is not of this
+    /// batch: an earlier one's, ended), `None` not yet.
+    pub(crate) fn ended(&self, id: TaskId) -> Option<bool> {
+        match self.nodes.get(&id).map(|n| &n.state) {
+            Some(State::Ended { failed }) => Some(*failed),
+            Some(_) => None,
+            None => Some(false),
+        }
+    }
+
     /// Adds `task`, to run after each of `after` (ids of this batch; one not found, from
     /// a batch `synchronize` has closed meanwhile, counts as ended). Allocates per task
     /// (its node and its place in its predecessors' lists), never per command.

@@ -8,7 +8,10 @@
 //! The layout keeps what host dispatch guarantees:
 //! * **Placement.** Tasks joined by an edge share a GPU: each weakly connected part of
 //!   the window goes whole to the GPU with the fewest commands so far, largest part
-//!   first, so D GPUs share independent work and no edge crosses GPUs.
+//!   first, so D GPUs share independent work and no edge crosses GPUs. A part that
+//!   runs after tasks of an earlier window of its batch (a sub-window, cut while the
+//!   batch is still being submitted) goes to the GPU that window went to: the GPU runs
+//!   its windows in order, so those edges hold without a wait.
 //! * **Order.** Within a GPU the tasks are ordered by the scheduler's rule (FCFS, LF,
 //!   SF) among those whose predecessors come earlier: the order a graph engine that
 //!   runs one task at a time follows, and in which tasks take lanes.
@@ -24,14 +27,31 @@
 
 use super::command::Command;
 use super::{Order, Task};
+use crate::ids::TaskId;
 use crate::kernel::ArgValue;
 use crate::memory::DevTarget;
 use std::collections::BinaryHeap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
+/// A task taken out of a window ([`Window::take_blocked`]): its lane and the failed
+/// task it runs after.
+pub(crate) type Blocked = (Box<Task>, u16, TaskId);
+
+/// The number of a window that later windows' tasks do not count on (see
+/// [`Window::take_blocked`]).
+pub(crate) const UNNUMBERED: u64 = u64::MAX;
+
 /// Tasks that run as one graph on one GPU.
 pub(crate) struct Window {
+    /// The window's number among all windows the scheduler has launched (ascending).
+    pub(crate) seq: u64,
+    /// Tasks of earlier windows that tasks of this one run after: (task index here,
+    /// the earlier task, its window's `seq`), by task index. The dispatcher starts the
+    /// window once each of those ran well or runs before it on the same GPU.
+    pub(crate) external: Vec<(u32, TaskId, u64)>,
+    /// The most lanes the window may use (the scheduler's S).
+    pub(crate) lane_limit: usize,
     /// In the window's order. Boxed as everywhere else: a task moves between Q, the
     /// graph and the dispatchers by its box, never copied.
     #[allow(clippy::vec_box)]
@@ -58,6 +78,50 @@ pub(crate) struct Window {
 }
 
 impl Window {
+    /// Takes out the tasks that must not run because a task they run after failed:
+    /// those of `failed` (task index, the failed task), and every task that depends on
+    /// one of those in the window (not along a lane's order). Returns them with their
+    /// lanes and causes, and the rest as a window laid out anew in the same order, if
+    /// any is left, [`UNNUMBERED`]: a later window waits for its tasks to end.
+    pub(crate) fn take_blocked(self, failed: &[(u32, TaskId)]) -> (Vec<Blocked>, Option<Window>) {
+        let n = self.tasks.len();
+        let mut cause: Vec<Option<TaskId>> = vec![None; n];
+        for &(t, c) in failed {
+            cause[t as usize].get_or_insert(c);
+        }
+        for t in 0..n {
+            if cause[t].is_none() {
+                cause[t] = self.dependencies(t).find_map(|p| cause[p as usize]);
+            }
+        }
+        let mut blocked = Vec::new();
+        let mut share = Vec::with_capacity(n);
+        let mut index = vec![u32::MAX; n];
+        let Window { external, lane_limit, tasks, preds, lane_edges, lanes, device, .. } = self;
+        let mut external = external.into_iter().peekable();
+        for (t, task) in tasks.into_iter().enumerate() {
+            let ext: Vec<(TaskId, u64)> =
+                std::iter::from_fn(|| external.next_if(|e| e.0 as usize == t)).map(|(_, p, s)| (p, s)).collect();
+            if let Some(c) = cause[t] {
+                blocked.push((task, lanes[t], c));
+                continue;
+            }
+            index[t] = share.len() as u32;
+            let own = preds[t].iter().filter(|&&p| Some(p) != lane_edges[t]).map(|&p| index[p as usize]).collect();
+            share.push(Held { task, preds: own, external: ext, pin: None });
+        }
+        if share.is_empty() {
+            return (blocked, None);
+        }
+        let sequence: Vec<usize> = (0..share.len()).collect();
+        let mut rest = assign_lanes(share, &sequence, lane_limit);
+        // No number: a later window's task after one taken out must not count it as
+        // running here (it did not run), so none matches this window.
+        rest.seq = UNNUMBERED;
+        rest.device = device && rest.device_runnable();
+        (blocked, Some(rest))
+    }
+
     /// Task `t`'s dependencies in the window: its predecessors, without its lane's edge.
     pub(crate) fn dependencies(&self, t: usize) -> impl Iterator<Item = u32> + '_ {
         let lane = self.lane_edges[t];
@@ -135,10 +199,14 @@ pub(crate) fn shape_words(task: &Task, out: &mut Vec<u64>) {
 }
 
 /// A held task and the held tasks it runs after (indices into the held list, lower
-/// than its own).
+/// than its own), and the tasks of earlier windows it runs after.
 pub(crate) struct Held {
     pub(crate) task: Box<Task>,
     pub(crate) preds: Vec<u32>,
+    /// Tasks of earlier windows of the batch it runs after, with their windows' `seq`.
+    pub(crate) external: Vec<(TaskId, u64)>,
+    /// The GPU those earlier windows went to, if any: its part goes there.
+    pub(crate) pin: Option<usize>,
 }
 
 /// Cuts held tasks (in submit order, each after lower-numbered ones only) into one
@@ -173,10 +241,17 @@ pub(crate) fn plan(held: Vec<Held>, order: Order, gpus: &[usize], lanes: usize) 
     }
     let mut parts: Vec<usize> = (0..n).filter(|&i| roots[i] == i).collect();
     parts.sort_by_key(|&r| (std::cmp::Reverse(part_cmds[r]), r));
+    // A part pinned by an earlier window goes to that window's GPU, if it is offered.
+    let mut pin_of_root: Vec<Option<usize>> = vec![None; n];
+    for (i, h) in held.iter().enumerate() {
+        if let Some(g) = h.pin.and_then(|p| gpus.iter().position(|&x| x == p)) {
+            pin_of_root[roots[i]].get_or_insert(g);
+        }
+    }
     let mut load = vec![0usize; gpus.len()];
     let mut gpu_of_root = vec![usize::MAX; n];
     for r in parts {
-        let g = (0..gpus.len()).min_by_key(|&g| (load[g], g)).unwrap_or(0);
+        let g = pin_of_root[r].unwrap_or_else(|| (0..gpus.len()).min_by_key(|&g| (load[g], g)).unwrap_or(0));
         load[g] += part_cmds[r];
         gpu_of_root[r] = g;
     }
@@ -187,7 +262,7 @@ pub(crate) fn plan(held: Vec<Held>, order: Order, gpus: &[usize], lanes: usize) 
         let g = gpu_of_root[roots[i]];
         local[i] = shares[g].len() as u32;
         let preds = h.preds.iter().map(|&p| local[p as usize]).collect();
-        shares[g].push(Held { task: h.task, preds });
+        shares[g].push(Held { task: h.task, preds, external: h.external, pin: h.pin });
     }
     shares
         .into_iter()
@@ -254,9 +329,11 @@ fn assign_lanes(share: Vec<Held>, sequence: &[usize], lanes: usize) -> Window {
     let mut lane_last: Vec<Option<u32>> = vec![None; lanes];
     let mut used = 0usize;
     let mut key = Vec::with_capacity(n * 6);
+    let mut external = Vec::new();
     for &i in sequence {
-        let Held { task, preds: p } = slots[i].take().expect("each task is placed once");
+        let Held { task, preds: p, external: ext, .. } = slots[i].take().expect("each task is placed once");
         let at = tasks.len() as u32;
+        external.extend(ext.into_iter().map(|(p, s)| (at, p, s)));
         let mut p: Vec<u32> = p.iter().map(|&q| position[q as usize]).collect();
         let mut lane_edge = None;
         let lane = if uses_virtual(&task) {
@@ -288,13 +365,24 @@ fn assign_lanes(share: Vec<Held>, sequence: &[usize], lanes: usize) -> Window {
     }
     let mut h = rustc_hash::FxHasher::default();
     key.hash(&mut h);
-    Window { tasks, preds, lane_edges, lanes: lane_of, lane_count: used.max(1), key, hash: h.finish(), device: false }
+    Window {
+        seq: 0,
+        external,
+        lane_limit: lanes,
+        tasks,
+        preds,
+        lane_edges,
+        lanes: lane_of,
+        lane_count: used.max(1),
+        key,
+        hash: h.finish(),
+        device: false,
+    }
 }
 
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::ids::TaskId;
 
     fn task(id: u64, granularity: u64) -> Box<Task> {
         Box::new(Task {
@@ -309,7 +397,11 @@ mod test {
     }
 
     fn held(edges: &[&[u32]]) -> Vec<Held> {
-        edges.iter().enumerate().map(|(i, p)| Held { task: task(i as u64, i as u64), preds: p.to_vec() }).collect()
+        edges
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Held { task: task(i as u64, i as u64), preds: p.to_vec(), external: Vec::new(), pin: None })
+            .collect()
     }
 
     #[test]
@@ -333,6 +425,38 @@ mod test {
         let ids: Vec<u64> = w[0].1.tasks.iter().map(|t| t.id.0).collect();
         assert_eq!(ids, [3, 2, 1, 0, 4]);
         assert_eq!(w[0].1.preds[4], vec![3]);
+    }
+
+    #[test]
+    fn a_part_after_an_earlier_window_goes_to_its_gpu() {
+        // 0 -> 1 and 2 alone; 0 runs after a task of an earlier window on GPU 1.
+        let mut h = held(&[&[], &[0], &[]]);
+        h[0].external = vec![(TaskId(100), 7)];
+        h[0].pin = Some(1);
+        let w = plan(h, Order::Fcfs, &[0, 1], 4);
+        let on = |g: usize| w.iter().find(|(x, _)| *x == g).map(|(_, w)| w);
+        let pinned = on(1).expect("the pinned part is on GPU 1");
+        assert_eq!(pinned.tasks.iter().map(|t| t.id.0).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(pinned.external, [(0, TaskId(100), 7)]);
+        assert_eq!(on(0).expect("the free part takes the other GPU").tasks.len(), 1);
+    }
+
+    #[test]
+    fn taking_out_blocked_tasks_keeps_the_rest_and_its_edges() {
+        // 0 -> 1 -> 3, 2 alone, 4 after 2; 0 runs after a task that failed.
+        let mut h = held(&[&[], &[0], &[], &[1], &[2]]);
+        h[0].external = vec![(TaskId(100), 7)];
+        h[2].external = vec![(TaskId(101), 7)];
+        let (_, mut w) = plan(h, Order::Fcfs, &[0], 4).pop().unwrap();
+        w.seq = 9;
+        let (blocked, rest) = w.take_blocked(&[(0, TaskId(100))]);
+        let ids: Vec<(u64, TaskId)> = blocked.iter().map(|(t, _, c)| (t.id.0, *c)).collect();
+        assert_eq!(ids, [(0, TaskId(100)), (1, TaskId(100)), (3, TaskId(100))]);
+        let rest = rest.expect("2 and 4 are left");
+        assert_eq!(rest.tasks.iter().map(|t| t.id.0).collect::<Vec<_>>(), [2, 4]);
+        assert_eq!(rest.dependencies(1).collect::<Vec<_>>(), [0]);
+        assert_eq!(rest.external, [(0, TaskId(101), 7)]);
+        assert_eq!(rest.seq, UNNUMBERED);
     }
 
     #[test]

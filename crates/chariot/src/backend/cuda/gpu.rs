@@ -50,10 +50,11 @@ pub(crate) struct Gpu {
     replayer: Option<super::replay::Replayer>,
     /// Device-side windows' executors (made at the first such window).
     runner: Option<super::device_window::DeviceRunner>,
-    /// What is in flight: nothing, a replayed graph, or a device-side window.
-    replaying: Option<GraphUse>,
-    /// The completion event of the window in flight (made at the first window).
-    completion: Option<super::completion::Completion>,
+    /// The windows in flight, in the order issued: each one's completion event and
+    /// how it runs (a replayed graph or a device-side window).
+    flights: std::collections::VecDeque<(super::completion::Completion, GraphUse)>,
+    /// Completion events of windows that completed, for the next ones.
+    spare: Vec<super::completion::Completion>,
     /// The GPU's architecture (`sm_90`), for the device-side executor's compilation.
     arch: String,
 }
@@ -161,8 +162,8 @@ impl Gpu {
             ranges: nvtx.map(|n| super::nvtx::Ranges::new(n, streams)),
             replayer: None,
             runner: None,
-            replaying: None,
-            completion: None,
+            flights: std::collections::VecDeque::new(),
+            spare: Vec::new(),
             arch,
         };
         let end_flags =
@@ -387,14 +388,22 @@ impl Gpu {
         Ok(())
     }
 
+    /// Whether `w` may be issued behind the windows in flight: not a device-side run
+    /// with another window in flight (the executor's image is one per GPU), nor any
+    /// window behind a device-side run.
+    pub(crate) fn can_issue_window(&self, w: &Window) -> bool {
+        self.flights.is_empty() || (!w.device && self.flights.iter().all(|(_, u)| *u != GraphUse::Device))
+    }
+
     /// Launches window `w` as one graph on slot 0's stream (every slot is idle while
-    /// a window runs). Returns the time in driver calls and how the graph was had.
+    /// windows run), behind the windows in flight. Returns the time in driver calls and
+    /// how the graph was had.
     pub(crate) fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault> {
         let t0 = Instant::now();
         let as_fault = |e: crate::DriverError| Fault { message: e.to_string(), reach: Reach::Task, driver: Some(e) };
-        let completion = match &mut self.completion {
+        let mut completion = match self.spare.pop() {
             Some(c) => c,
-            None => self.completion.insert(super::completion::Completion::new().map_err(as_fault)?),
+            None => super::completion::Completion::new().map_err(as_fault)?,
         };
         completion.launching(self.epoch);
         let stream = self.streams[0];
@@ -410,22 +419,37 @@ impl Gpu {
         }
         let used = match used {
             Some(u) => u,
-            None => self.replayer.get_or_insert_with(super::replay::Replayer::new).launch(&self.ctx, w, stream)?,
+            None => {
+                let replayer = self.replayer.get_or_insert_with(super::replay::Replayer::new);
+                match replayer.launch(&self.ctx, w, stream) {
+                    Ok(u) => u,
+                    Err(f) => {
+                        self.spare.push(completion);
+                        return Err(f);
+                    }
+                }
+            }
         };
-        completion.record(stream)?;
-        self.replaying = Some(used);
+        if let Err(f) = completion.record(stream) {
+            self.spare.push(completion);
+            return Err(f);
+        }
+        self.flights.push_back((completion, used));
         Ok((t0.elapsed().as_nanos() as u64, used))
     }
 
-    /// Whether the window in flight completed, and when it ran (launch to completion).
+    /// Whether the first window in flight completed, and when it ran (launch to
+    /// completion).
     pub(crate) fn poll_window(&mut self) -> Option<Result<Span, Fault>> {
-        let what = match self.replaying? {
+        let (completion, used) = self.flights.front()?;
+        let what = match used {
             GraphUse::Device => "the device-side window",
             _ => "cuGraphLaunch",
         };
-        let polled = self.completion.as_ref()?.poll(self.epoch, what);
+        let polled = completion.poll(self.epoch, what);
         if polled.is_some() {
-            self.replaying = None;
+            let (c, _) = self.flights.pop_front().expect("looked at above");
+            self.spare.push(c);
         }
         polled
     }

@@ -19,7 +19,7 @@ use std::ffi::c_void;
 
 /// Executable graphs kept per GPU: the structures a program repeats are few; the
 /// least recently used goes beyond this.
-const KEPT: usize = 8;
+const KEPT: usize = 64;
 
 /// One node's parameters as last set, to find what changed. A kernel's argument
 /// values are `args` words of the window's flat list, from `at`.
@@ -272,9 +272,10 @@ impl Drop for Replayer {
 }
 
 fn destroy(k: Kept) {
-    // SAFETY: handles made by `build`, destroyed once; a kept graph is replaced only
-    // when no replay runs (a GPU replays one window at a time, and a new one is set up
-    // after the last completed).
+    // SAFETY: handles made by `build`, destroyed once. A kept graph may be replaced
+    // while a launch of it is in flight (a window runs while the next is set up): the
+    // driver frees an executable graph destroyed in flight when that launch completes,
+    // and the graph it was instantiated from is no longer read.
     unsafe {
         if !k.exec.is_null() {
             let _ = result::graph::exec_destroy(k.exec);

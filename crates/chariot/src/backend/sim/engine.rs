@@ -63,6 +63,11 @@ pub(super) struct WindowJob {
     pub(super) counts: Vec<usize>,
     /// Per task: the window's tasks it runs after.
     pub(super) preds: Vec<Vec<u32>>,
+    /// Per task: its id, and the tasks of earlier windows it runs after.
+    pub(super) ids: Vec<crate::TaskId>,
+    pub(super) external: Vec<Vec<crate::TaskId>>,
+    /// Its place among the GPU's windows: it runs when the windows before it ran.
+    pub(super) turn: u64,
 }
 
 pub(super) struct Job {
@@ -119,8 +124,25 @@ impl Engine {
             };
             let Some(job) = job else { return };
             if let Work::Window(w) = job.work {
+                let turn = w.turn;
+                let windows = &self.window_done;
+                {
+                    let mut st = windows.state.lock();
+                    while st.next != turn {
+                        windows.turn_taken.wait(&mut st);
+                    }
+                }
+                let ids = w.ids.clone();
                 let result = self.run_window(*w);
-                *self.window_done.lock() = Some(result);
+                let mut st = windows.state.lock();
+                if result.is_err() {
+                    // The whole window failed: a later one's task after it does not run.
+                    st.failed.extend(ids);
+                }
+                st.next += 1;
+                st.done.push_back(result);
+                drop(st);
+                windows.turn_taken.notify_all();
                 self.wake.notify();
                 continue;
             }
@@ -166,13 +188,20 @@ impl Engine {
         self.hold(start, self.profile.graph_launch_latency, || "graph launch".into()).map_err(Fault::task)?;
         let mut runs: Vec<TaskRun> = Vec::with_capacity(w.counts.len());
         let mut items = w.items.into_iter();
+        let failed_before: Vec<Option<crate::TaskId>> = {
+            let st = self.window_done.state.lock();
+            w.external.iter().map(|e| e.iter().copied().find(|p| st.failed.contains(p))).collect()
+        };
         for (t, &count) in w.counts.iter().enumerate() {
             let failed_pred = w.preds[t].iter().map(|&p| p as usize).find(|&p| !matches!(runs[p], TaskRun::Ran(_)));
-            if let Some(p) = failed_pred {
-                let cause = match runs[p] {
-                    TaskRun::NotRun { cause } => cause,
-                    _ => p,
-                };
+            let cause = match failed_pred {
+                Some(p) => match runs[p] {
+                    TaskRun::NotRun { cause } => Some(cause),
+                    _ => Some(w.ids[p]),
+                },
+                None => failed_before[t],
+            };
+            if let Some(cause) = cause {
                 runs.push(TaskRun::NotRun { cause });
                 items.by_ref().take(count).for_each(drop);
                 continue;
@@ -196,6 +225,9 @@ impl Engine {
             }
             runs.push(failure.unwrap_or(TaskRun::Ran(spans)));
         }
+        // A later window's task after one of these does not run.
+        let mut st = self.window_done.state.lock();
+        st.failed.extend(w.ids.iter().zip(&runs).filter(|(_, r)| !matches!(r, TaskRun::Ran(_))).map(|(id, _)| *id));
         let span = Span {
             start_ns: start.duration_since(self.epoch).as_nanos() as u64,
             end_ns: Instant::now().duration_since(self.epoch).as_nanos() as u64,

@@ -40,8 +40,25 @@ use std::time::Instant;
 /// Per stream slot: the completion an engine posted and the dispatcher has not polled.
 type Completions = Arc<[Mutex<Option<Result<Span, Fault>>>]>;
 
-/// The replay window an engine completed and the dispatcher has not polled.
-type WindowDone = Arc<Mutex<Option<Result<WindowRun, Fault>>>>;
+/// One simulated GPU's replay windows: they run one after another in the order issued
+/// (each takes its turn, whichever compute thread took it), the tasks of theirs that
+/// failed (a task after one of those in a later window does not run), and those the
+/// dispatcher has not polled, in order.
+#[derive(Default)]
+pub(super) struct Windows {
+    pub(super) state: Mutex<WindowsState>,
+    pub(super) turn_taken: parking_lot::Condvar,
+}
+
+#[derive(Default)]
+pub(super) struct WindowsState {
+    /// The turn of the next window to run.
+    pub(super) next: u64,
+    pub(super) failed: rustc_hash::FxHashSet<crate::TaskId>,
+    pub(super) done: std::collections::VecDeque<Result<WindowRun, Fault>>,
+}
+
+type WindowDone = Arc<Windows>;
 
 /// All simulated GPUs.
 #[derive(Debug)]
@@ -186,7 +203,7 @@ impl Machine {
             &[EngineKind::Copy, EngineKind::Compute]
         };
         let lost = Arc::new(AtomicBool::new(false));
-        let window_done: WindowDone = Arc::new(Mutex::new(None));
+        let window_done: WindowDone = Arc::new(Windows::default());
         // Built first, so that a failed spawn drops it: its drop ends and joins the
         // threads started so far (the sender of the kind being started drops before it).
         let mut g = Gpu {
@@ -198,6 +215,7 @@ impl Machine {
             window_done: window_done.clone(),
             lost: lost.clone(),
             launched: 0,
+            windows_issued: 0,
         };
         // A death past what the clock can count never comes.
         let death =
@@ -251,6 +269,8 @@ pub(crate) struct Gpu {
     lost: Arc<AtomicBool>,
     /// Kernels launched so far (their order on the SMs).
     launched: u64,
+    /// Replay windows issued so far (each one's turn).
+    windows_issued: u64,
 }
 
 impl Gpu {
@@ -335,16 +355,24 @@ impl Gpu {
         }
         // Failures pass along dependencies only, not along a lane's order.
         let preds = (0..w.tasks.len()).map(|t| w.dependencies(t).collect()).collect();
-        let job = WindowJob { items, counts, preds };
+        let ids = w.tasks.iter().map(|t| t.id).collect();
+        let mut external = vec![Vec::new(); w.tasks.len()];
+        for &(t, p, _) in &w.external {
+            external[t as usize].push(p);
+        }
+        let job = WindowJob { items, counts, preds, ids, external, turn: self.windows_issued };
         let tx = &self.senders.iter().find(|(k, _)| *k == EngineKind::Compute).expect("engine exists").1;
         let info = CallInfo { task: w.tasks.first().map_or(crate::TaskId(0), |t| t.id), gpu: self.gpu, stream: 0 };
         tx.send(Job { stream: 0, info, command: 0, work: Work::Window(Box::new(job)) })
-            .map_err(|_| Fault::task(format!("simulated GPU {} engine stopped", self.gpu)))
+            .map_err(|_| Fault::task(format!("simulated GPU {} engine stopped", self.gpu)))?;
+        // Counted once sent: a window never sent is no turn to wait for.
+        self.windows_issued += 1;
+        Ok(())
     }
 
-    /// The window an engine completed, if it has.
+    /// The first window issued, if an engine completed it.
     pub(crate) fn poll_window(&mut self) -> Option<Result<WindowRun, Fault>> {
-        self.window_done.lock().take()
+        self.window_done.state.lock().done.pop_front()
     }
 }
 
