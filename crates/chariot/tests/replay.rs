@@ -156,7 +156,7 @@ fn replayed_dags_match_host_dispatch_and_honour_every_edge() {
             for streams in [1, 4] {
                 for order in Order::ALL {
                     seed += 1;
-                    let nodes = random_dag(seed, 40);
+                    let nodes = random_dag(seed, 100);
                     let expected = reference(&nodes);
                     for execution in [Execution::Host, Execution::Replay] {
                         let sched = Scheduler::builder()
@@ -336,14 +336,14 @@ fn a_long_batch_goes_as_sub_windows_that_keep_its_edges() {
                 }
             }
             check_edges(&report);
-            // Cut at 32, 96 and 224 tasks while the loop submitted, the rest at
+            // Cut at 64 and 192 tasks while the loop submitted, the rest at
             // `synchronize`; at D = 2 each chain's part of a cut on its own GPU, the
             // GPU its earlier part went to.
             for g in 0..gpus {
                 let mut on_g: Vec<_> = report.windows.iter().filter(|w| w.gpu == g).collect();
                 on_g.sort_by_key(|w| w.launched_ns);
                 let sizes: Vec<usize> = on_g.iter().map(|w| w.tasks).collect();
-                let expected: Vec<usize> = [32, 64, 128, 76].iter().map(|n| n / gpus).collect();
+                let expected: Vec<usize> = [64, 128, 108].iter().map(|n| n / gpus).collect();
                 assert_eq!(sizes, expected, "D={gpus} GPU {g}: {report}");
             }
             for i in 2..300 {
@@ -366,7 +366,7 @@ fn a_failure_in_a_sub_window_stops_what_runs_after_it_in_later_ones() {
             let rig = Affine::new(&sched, 120, 3, 7);
             two_chains(&sched, &rig, 120);
             let Err(Error::TasksFailed { failures, report }) = sched.synchronize() else { panic!("tasks fail") };
-            assert!(report.windows.len() >= 3, "{report}");
+            assert!(report.windows.len() >= 2, "{report}");
             let mut failed: Vec<u64> = failures.iter().map(|f| f.task.0).collect();
             failed.sort();
             assert_eq!(failed, (10..120).step_by(2).collect::<Vec<u64>>(), "D={gpus}: {failures:?}");
@@ -395,10 +395,10 @@ fn a_failure_in_a_sub_window_stops_what_runs_after_it_in_later_ones() {
 fn a_gpu_lost_under_sub_windows_fails_its_chain_and_nothing_hangs() {
     let _serial = serial();
     with_timeout(DEADLINE_S, || {
-        // D = 2, a chain per GPU: the GPU of the even chain is lost at task 40 (its
+        // D = 2, a chain per GPU: the GPU of the even chain is lost at task 80 (its
         // second window). That window fails; the even chain's later windows go to the
         // other GPU and do not run (what they run after failed); the odd chain runs.
-        let faults = SimFaults::default().lose_gpu_on_command(40, 1);
+        let faults = SimFaults::default().lose_gpu_on_command(80, 1);
         let backend = Backend::SimWith(SimProfile::h100().with_gpus(2).with_faults(faults));
         let sched = Scheduler::builder().backend(backend).gpus(2).execution(Execution::Replay).build().unwrap();
         let rig = Affine::new(&sched, 120, 3, 7);
@@ -407,9 +407,9 @@ fn a_gpu_lost_under_sub_windows_fails_its_chain_and_nothing_hangs() {
         assert_eq!(report.lost_gpus.len(), 1, "{report}");
         let mut failed: Vec<u64> = failures.iter().map(|f| f.task.0).collect();
         failed.sort();
-        assert_eq!(failed, (32..120).step_by(2).collect::<Vec<u64>>(), "{failures:?}");
+        assert_eq!(failed, (64..120).step_by(2).collect::<Vec<u64>>(), "{failures:?}");
         let values = rig.out.read().to_vec();
-        for t in (1..120).step_by(2).chain((0..32).step_by(2)) {
+        for t in (1..120).step_by(2).chain((0..64).step_by(2)) {
             for e in 0..N {
                 assert_eq!(values[t * N + e], rig.expected(t, e), "task {t} element {e}");
             }
@@ -493,15 +493,10 @@ fn cuda_replayed_dags_match_host_dispatch() {
                     }
                     eprintln!("{case}: graphs {setups:?}");
                     if execution == Execution::Replay {
-                        // Sub-windows of 32 and 28 tasks, built in the first round.
-                        assert_eq!(setups[0], [GraphSetup::Built, GraphSetup::Built], "{case}");
-                        // New buffers each round: the kept graphs' pointers are set anew.
-                        assert!(
-                            setups[1..]
-                                .iter()
-                                .all(|s| s.len() == 2 && s.iter().all(|u| matches!(u, GraphSetup::Updated { .. }))),
-                            "{case}"
-                        );
+                        // One window (60 tasks: below the first cut), built once.
+                        assert_eq!(setups[0], [GraphSetup::Built], "{case}");
+                        // New buffers each round: the kept graph's pointers are set anew.
+                        assert!(setups[1..].iter().all(|s| matches!(s[..], [GraphSetup::Updated { .. }])), "{case}");
                     }
                 }
             }
@@ -522,13 +517,13 @@ fn cuda_replayed_dags_match_host_dispatch() {
             setups.push(r.windows.iter().map(|w| w.setup).collect::<Vec<_>>());
         }
         eprintln!("auto: {setups:?}");
-        // Learnt from the first batch; then sub-windows of 32, 64, 128 and 32 tasks, the
+        // Learnt from the first batch; then sub-windows of 64, 128 and 64 tasks, the
         // last of the first's structure (its graph updated), each kept and found again.
         assert_eq!(setups[0], []);
-        assert_eq!(setups[1][..3], [GraphSetup::Built; 3]);
-        assert_eq!(setups[1].len(), 4);
+        assert_eq!(setups[1][..2], [GraphSetup::Built; 2]);
+        assert_eq!(setups[1].len(), 3);
         for s in &setups[2..] {
-            assert_eq!(s.len(), 4);
+            assert_eq!(s.len(), 3);
             assert!(!s.contains(&GraphSetup::Built), "{s:?}");
         }
     });

@@ -29,6 +29,16 @@ pub(crate) struct Batch {
     pub(crate) outcome: Outcome,
 }
 
+/// The most ended window tasks kept for the submitting thread to free.
+const SPENT_MAX: usize = 1 << 16;
+
+/// What a replay window leaves when it ends, for the submitting thread to free.
+pub(crate) enum Spent {
+    Task(#[allow(dead_code)] Box<Task>),
+    /// Its layout (its tasks taken out).
+    Window(#[allow(dead_code)] Box<Window>),
+}
+
 /// What the dispatchers share with the scheduler.
 pub(crate) struct Shared {
     pub(crate) buffer: TaskBuffer,
@@ -56,6 +66,11 @@ pub(crate) struct Shared {
     /// (read without the lock on every turn).
     pub(crate) windows: Vec<Mutex<std::collections::VecDeque<Box<Window>>>>,
     pub(crate) windows_queued: Vec<AtomicUsize>,
+    /// Tasks of replay windows that ended, to be freed by the submitting thread (at
+    /// the next sub-window's cut, or at `synchronize`): freed here they were allocated,
+    /// not on a dispatcher while the user's loop allocates the next ones, whose
+    /// allocator they would contend for.
+    pub(crate) spent: Mutex<Vec<Spent>>,
     /// Every resident buffer allocated (for eviction and lost GPUs); dropped ones are
     /// pruned as new ones come.
     pub(crate) residents: Mutex<Vec<Weak<ResidentInner>>>,
@@ -134,6 +149,7 @@ impl Shared {
                 self.batch_done.notify_all();
             }
         }
+        self.bury(ended.drain(..).map(|(t, _)| Spent::Task(t)));
         for r in released {
             match r {
                 Released::Ready(t) => self.ready(t),
@@ -143,7 +159,23 @@ impl Shared {
                 }
             }
         }
-        drop(ended);
+    }
+
+    /// Keeps ended tasks for [`Shared::free_spent`], up to [`SPENT_MAX`] (beyond it
+    /// they are freed here: a batch that never synchronizes keeps no more).
+    pub(crate) fn bury(&self, what: impl Iterator<Item = Spent>) {
+        let mut spent = self.spent.lock();
+        for s in what {
+            if spent.len() < SPENT_MAX {
+                spent.push(s);
+            }
+        }
+    }
+
+    /// Frees the ended tasks kept by [`Shared::bury`] (on the submitting thread).
+    pub(crate) fn free_spent(&self) {
+        let spent = std::mem::take(&mut *self.spent.lock());
+        drop(spent);
     }
 
     /// Counts a sealed task into the batch and the graph, to run after `after` (ids of

@@ -177,7 +177,10 @@ impl<D: Device> Dispatcher<D> {
             failed,
         };
         self.shared.batch.lock().outcome.windows.push(record);
-        let Window { tasks, lanes, .. } = *window;
+        let mut window = window;
+        let tasks = std::mem::take(&mut window.tasks);
+        let lanes = std::mem::take(&mut window.lanes);
+        self.shared.bury(std::iter::once(crate::dispatch::shared::Spent::Window(window)));
         self.flush_stats();
         let mut ended = Vec::with_capacity(tasks.len());
         for (i, task) in tasks.into_iter().enumerate() {

@@ -100,6 +100,7 @@ fn pipeline(config: &Config) {
         residents: Default::default(),
         windows: (0..gpus).map(|_| Default::default()).collect(),
         windows_queued: (0..gpus).map(|_| crate::sync::AtomicUsize::new(0)).collect(),
+        spent: parking_lot::Mutex::new(Vec::new()),
         epoch: std::time::Instant::now(),
     });
     let mut threads = Vec::new();

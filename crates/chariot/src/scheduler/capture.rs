@@ -44,12 +44,12 @@ pub(crate) const MAX_WINDOW: usize = 1 << 16;
 
 /// The held tasks of a batch go as a first sub-window at this many: small, so that
 /// the GPU starts early.
-pub(crate) const FIRST_CUT: usize = 32;
+pub(crate) const FIRST_CUT: usize = 64;
 
 /// Each next sub-window is cut at twice the last one's size, up to this many tasks: a
-/// batch of n tasks makes about n / `LAST_CUT` + 5 windows (few graphs to keep), and
+/// batch of n tasks makes about n / `LAST_CUT` + 4 windows (few graphs to keep), and
 /// what runs after the user's last submit is at most one such window.
-pub(crate) const LAST_CUT: usize = 512;
+pub(crate) const LAST_CUT: usize = 1024;
 
 /// What the capture did with a submitted task.
 pub(crate) enum Offer {
@@ -216,6 +216,7 @@ impl Capture {
             // A sub-window: the batch goes on being held after it.
             st.cut = (st.cut * 2).min(LAST_CUT);
             self.launch(st, false);
+            self.shared.free_spent();
         }
         Offer::Held
     }

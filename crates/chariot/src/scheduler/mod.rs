@@ -138,6 +138,7 @@ impl Scheduler {
             residents: Mutex::new(Vec::new()),
             windows: (0..d).map(|_| Mutex::new(Default::default())).collect(),
             windows_queued: (0..d).map(|_| crate::sync::AtomicUsize::new(0)).collect(),
+            spent: Mutex::new(Vec::new()),
             epoch,
         });
         let nvtx = match (&*machine, config.nvtx) {
@@ -379,6 +380,7 @@ impl Scheduler {
             stats.add(&std::mem::take(&mut *s.lock()));
         }
         // Nothing runs now: freeing device memory cannot stall a pipeline.
+        self.shared.free_spent();
         self.graveyard.free_buried();
         let names = self.machine.gpus().iter().map(|g| g.name.clone()).collect();
         let tuning = &self.config.tuning;
