@@ -7,7 +7,7 @@
 #   mustard   MUSTARD's generated graphs (rnd) of 2^10 and 2^12 nodes, empty and 10^4
 #             FMAs a thread, new and old alternated
 #   overhead  the overhead study at r = 100, CHARIOT_EXECUTION=host and =replay, new
-#   demo      the demo with its defaults, old and new alternated, 3 calls
+#   demo      the demo with its defaults, old and new alternated, DEMO_CALLS calls (3)
 set -u
 STEPS=${STEPS:-tests flow}; CALLS=${CALLS:-2}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -55,7 +55,7 @@ if step overhead; then
 fi
 if step demo; then
   echo "== demo: old and new alternated"
-  for i in 1 2 3; do
+  for i in $(seq 1 "${DEMO_CALLS:-3}"); do
     for v in old new; do
       bin=$B/chariot; [ $v = old ] && bin=$OLD/chariot
       timeout 60 "$bin" --iters 470 --repeat 5 > "$W/demo-$v-$i.log" 2>&1
