@@ -25,8 +25,9 @@ pub enum Execution {
     /// Always dispatch command by command (the paper's pipeline).
     Host,
     /// Replay every batch, from its first task, as graphs: as long as its tasks can
-    /// run in a graph, they are held until `synchronize` (or a guard, or a task that
-    /// cannot) and then launched as one window per GPU.
+    /// run in a graph, they are held and launched as windows (one per GPU that gets
+    /// work) at each sub-window's cut (64 tasks, doubling to 1,024) and at
+    /// `synchronize` (or a guard, or a task that cannot).
     Replay,
     /// As [`Execution::Replay`], but a window whose tasks are one kernel launch each,
     /// of one block shape, runs on the GPU itself: a persistent kernel takes ready

@@ -141,6 +141,21 @@ impl Affine {
             .unwrap();
     }
 
+    /// As [`Affine::submit`], after every task of `after`.
+    fn submit_after(&self, sched: &Scheduler, id: u64, region: usize, after: &[u64]) {
+        let r = region * N..(region + 1) * N;
+        let args =
+            [Arg::buffer(&self.d_in), Arg::buffer(&self.d_out), Arg::u32(N as u32), Arg::u32(self.a), Arg::u32(self.b)];
+        sched
+            .task(id, 1)
+            .after_all(after.iter().copied())
+            .download(&self.d_in, 0, &self.input, r.clone())
+            .launch(&self.k, 1, BLOCK, 0, &args)
+            .readback(&self.out, r, &self.d_out, 0)
+            .submit()
+            .unwrap();
+    }
+
     /// What element `e` of region `region` holds once its task ran.
     fn expected(&self, region: usize, e: usize) -> u32 {
         affine_ref(gen(region * N + e), self.a, self.b)
@@ -417,6 +432,73 @@ fn a_gpu_lost_under_sub_windows_fails_its_chain_and_nothing_hangs() {
         // The other GPU goes on.
         rig.submit(&sched, 999, 0, None);
         assert_eq!(sched.synchronize().unwrap().tasks, 1);
+    });
+}
+
+#[test]
+fn a_window_emptied_by_a_failure_wakes_the_gpu_that_waits_for_it() {
+    let _serial = serial();
+    with_timeout(DEADLINE_S, || {
+        // D = 2, GPU 0 slow. First window: chain A (0..32) on GPU 0, chain B (32..64)
+        // on GPU 1, where 33 fails. Second window (64..192): B's continuation, also
+        // after A's tail (31): on GPU 1, waiting for GPU 0. Third: task 192 after 31
+        // and 191: on GPU 0, waiting for GPU 1. When GPU 0's first window ends, GPU 1
+        // takes every task of its second out (they run after 33) and must wake GPU 0,
+        // whose third window waits for 191.
+        let faults = SimFaults::default().fail_command(33, 1).slow_gpu(0, 200.0);
+        let backend = Backend::SimWith(SimProfile::h100().with_gpus(2).with_faults(faults));
+        let sched = Scheduler::builder().backend(backend).gpus(2).execution(Execution::Replay).build().unwrap();
+        let rig = Affine::new(&sched, 200, 3, 7);
+        for i in 0..64u64 {
+            let after: Vec<u64> = if i % 32 == 0 { vec![] } else { vec![i - 1] };
+            rig.submit_after(&sched, i, i as usize, &after);
+        }
+        rig.submit_after(&sched, 64, 64, &[63, 31]);
+        for i in 65..192u64 {
+            rig.submit_after(&sched, i, i as usize, &[i - 1]);
+        }
+        rig.submit_after(&sched, 192, 192, &[31, 191]);
+        let Err(Error::TasksFailed { failures, .. }) = sched.synchronize() else { panic!("tasks fail") };
+        let mut failed: Vec<u64> = failures.iter().map(|f| f.task.0).collect();
+        failed.sort();
+        assert_eq!(failed, (33..64).chain(64..193).collect::<Vec<u64>>(), "{failures:?}");
+        let values = rig.out.read().to_vec();
+        for t in 0..33 {
+            assert_eq!(values[t * N], rig.expected(t, 0), "task {t}");
+        }
+    });
+}
+
+#[test]
+fn a_task_id_that_failed_in_one_batch_blocks_nothing_in_the_next() {
+    let _serial = serial();
+    with_timeout(DEADLINE_S, || {
+        // Batch 1: task 10 fails, 64 (the second window) runs after it and does not
+        // run. Batch 2 reuses the ids; task 10 now runs well, and so does 64.
+        let faults = SimFaults::default().fail_command(10, 1);
+        let backend = Backend::SimWith(SimProfile::h100().with_faults(faults));
+        let sched = Scheduler::builder().backend(backend).execution(Execution::Replay).build().unwrap();
+        let rig = Affine::new(&sched, 70, 3, 7);
+        for i in 0..64 {
+            rig.submit(&sched, i, i as usize, None);
+        }
+        rig.submit(&sched, 64, 64, Some(10));
+        let Err(Error::TasksFailed { failures, .. }) = sched.synchronize() else { panic!("task 10 fails") };
+        let mut failed: Vec<u64> = failures.iter().map(|f| f.task.0).collect();
+        failed.sort();
+        assert_eq!(failed, [10, 64]);
+        for i in 0..64 {
+            if i == 10 {
+                // One command: nothing of it is made to fail.
+                sched.task(10, 1).download(&rig.d_in, 0, &rig.input, 10 * N..11 * N).submit().unwrap();
+            } else {
+                rig.submit(&sched, i, i as usize, None);
+            }
+        }
+        rig.submit(&sched, 64, 64, Some(10));
+        let report = sched.synchronize().unwrap_or_else(|e| panic!("batch 2 fails: {e}"));
+        assert_eq!(report.tasks, 65);
+        assert_eq!(rig.out.read()[64 * N], rig.expected(64, 0));
     });
 }
 

@@ -122,23 +122,27 @@ impl Shared {
     }
 
     /// Ends many tasks at once (a replay window's): as [`Shared::end_task`] each, but
-    /// under one lock of the batch, and their memory freed after the batch is told
-    /// (a `synchronize` waiting for the last of them wakes first).
+    /// under one lock of the batch, their memory kept for the submitting thread to free
+    /// ([`Shared::bury`], before the batch is told: `synchronize` frees what it finds),
+    /// and the dispatchers with windows queued woken (a window may wait for these).
     pub(crate) fn end_tasks(&self, tasks: Vec<(Box<Task>, Option<TaskFailure>)>) {
         let mut released = Vec::new();
         let mut ended = Vec::with_capacity(tasks.len());
+        let mut spent = Vec::with_capacity(tasks.len());
         for (mut task, failure) in tasks {
             for h in &task.hosts {
                 h.release(Holder::Task(task.id));
             }
             task.residency.end(task.id, failure.is_none());
-            ended.push((task, failure));
+            ended.push((task.id, failure));
+            spent.push(Spent::Task(task));
         }
+        self.bury(spent.into_iter());
         let mut fail_at = (0, 0);
         {
             let mut batch = self.batch.lock();
-            for (task, failure) in &mut ended {
-                batch.graph.end(task.id, failure.is_some(), &mut released);
+            for (id, failure) in &mut ended {
+                batch.graph.end(*id, failure.is_some(), &mut released);
                 batch.outstanding -= 1;
                 if let Some(f) = failure.take() {
                     fail_at = (f.gpu, f.stream);
@@ -149,7 +153,7 @@ impl Shared {
                 self.batch_done.notify_all();
             }
         }
-        self.bury(ended.drain(..).map(|(t, _)| Spent::Task(t)));
+        self.wake_window_waiters();
         for r in released {
             match r {
                 Released::Ready(t) => self.ready(t),
@@ -168,6 +172,16 @@ impl Shared {
         for s in what {
             if spent.len() < SPENT_MAX {
                 spent.push(s);
+            }
+        }
+    }
+
+    /// Wakes the dispatchers that have windows queued: one may wait for tasks that
+    /// just ended (`dispatch::window`).
+    pub(crate) fn wake_window_waiters(&self) {
+        for (g, queued) in self.windows_queued.iter().enumerate() {
+            if queued.load(Ordering::SeqCst) > 0 {
+                self.signals[g].notify();
             }
         }
     }

@@ -227,12 +227,6 @@ impl<D: Device> Dispatcher<D> {
             ended.push((task, failure));
         }
         self.shared.end_tasks(ended);
-        // Windows queued on other GPUs may wait for these tasks.
-        for (g, queued) in self.shared.windows_queued.iter().enumerate() {
-            if g != self.gpu && queued.load(Ordering::SeqCst) > 0 {
-                self.shared.signals[g].notify();
-            }
-        }
     }
 
     /// Windows queued here when this GPU leaves the rotation (it is marked out first):
@@ -257,5 +251,6 @@ impl<D: Device> Dispatcher<D> {
                 self.shared.end_task(task, Some(failure));
             }
         }
+        self.shared.wake_window_waiters();
     }
 }

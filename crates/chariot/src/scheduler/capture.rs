@@ -2,17 +2,18 @@
 //! as replay windows (`task::window`), and when they go.
 //!
 //! A batch is held from its first task, while every task can run in a graph and names
-//! only held tasks (so the held tasks are the batch's first ones and depend on nothing
-//! else), and while the mode wants it:
-//! * [`Execution::Replay`]: always. The held tasks go as one window per GPU at
-//!   `synchronize`, when a task that cannot run in a graph comes (it runs after them,
-//!   by the host), when the batch has repeated the whole structure of the last
-//!   replayed or learnt batch, or at [`MAX_WINDOW`] tasks.
+//! only tasks held or gone in this batch's windows (so the windows hold the batch's
+//! first tasks, and depend on nothing else), and while the mode wants it:
+//! * [`Execution::Replay`]: always. The held tasks go as windows (one per GPU that
+//!   gets work) at `synchronize`, when a task that cannot run in a graph comes (it
+//!   runs after them, by the host), or when the batch has repeated the whole structure
+//!   of the last replayed or learnt batch.
 //! * [`Execution::Auto`]: while the batch repeats, task by task, the structure learnt
 //!   from the last host-dispatched batch, and replaying that batch pays (its GPU
 //!   commands were shorter than [`Execution::PAYS_BELOW`] × the host's time to
-//!   dispatch one). The window goes as soon as the whole structure has come again; a
-//!   task that departs from it lets the held tasks go to the host, in submit order.
+//!   dispatch one). The last window goes as soon as the whole structure has come
+//!   again; a task that departs from it lets the held tasks go to the host, in submit
+//!   order.
 //! * `Execution::Host`: never.
 //!
 //! While the batch is being submitted, the held tasks go as a sub-window each time
@@ -23,7 +24,7 @@
 //!
 //! A guard about to wait on a host buffer that held tasks touch lets them go first
 //! (`memory::HeldTasks`), as `synchronize` does, so nothing waits on a task that is
-//! not on its way. After a window has gone or tasks were let go, the rest of the batch
+//! not on its way. After the held tasks were let go (not cut), the rest of the batch
 //! is dispatched by the host.
 
 use crate::dispatch::shared::{not_run, Shared};
@@ -39,8 +40,9 @@ use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, Weak};
 
-/// The most tasks one window holds; the batch's next task starts host dispatch.
-pub(crate) const MAX_WINDOW: usize = 1 << 16;
+/// The most tasks of a batch whose structure is recorded: `Auto` recognises batches
+/// up to this long (a longer one departs from any structure at this task).
+pub(crate) const MAX_LEARNT: usize = 1 << 16;
 
 /// The held tasks of a batch go as a first sub-window at this many: small, so that
 /// the GPU starts early.
@@ -155,7 +157,7 @@ impl Capture {
         let st = &mut *guard;
         let replayable = window::replayable(&task);
         let at = st.words.len();
-        if st.replayable && replayable && (st.count as usize) < MAX_WINDOW {
+        if st.replayable && replayable && (st.count as usize) < MAX_LEARNT {
             window::shape_words(&task, &mut st.words);
             let count_at = st.words.len();
             st.words.push(0);
@@ -210,21 +212,29 @@ impl Capture {
         st.held_ids.insert(task.id, index);
         st.held.push(Held { task, preds: held_preds, external, pin });
         let whole = st.matching && st.template.as_ref().is_some_and(|t| t.tasks == st.count && t.words == st.words);
-        if whole || st.held.len() >= MAX_WINDOW {
+        if whole {
             self.launch(st, true);
         } else if st.held.len() >= st.cut {
             // A sub-window: the batch goes on being held after it.
             st.cut = (st.cut * 2).min(LAST_CUT);
             self.launch(st, false);
+            drop(guard);
+            // What earlier windows left, freed on this thread (not under the lock).
             self.shared.free_spent();
         }
         Offer::Held
     }
 
-    /// Before `synchronize` waits: the held tasks go.
+    /// Before `synchronize` waits: the held tasks go, and the rest of a batch whose
+    /// windows went is the host's (a task another thread submits meanwhile runs in this
+    /// batch, after the tasks it names, as host dispatch would).
     pub(crate) fn before_wait(&self) {
         if self.mode != Execution::Host {
-            self.let_go_locked(&mut self.state.lock());
+            let mut st = self.state.lock();
+            self.let_go_locked(&mut st);
+            if st.launched {
+                st.open = true;
+            }
         }
     }
 
@@ -303,8 +313,9 @@ impl Capture {
         }
     }
 
-    /// Sends the held tasks as one window per GPU in the rotation: counted into the
-    /// batch as running, their host claims active, their dependencies in the report.
+    /// Sends the held tasks as windows, one per GPU in the rotation that gets work:
+    /// counted into the batch as running, their host claims active, their dependencies
+    /// in the report.
     /// `close`: the rest of the batch is the host's (else it goes on being held).
     fn launch(&self, st: &mut State, close: bool) {
         st.open |= close;

@@ -3,13 +3,14 @@
 //! host-observed span from the launch to the completion seen.
 
 use super::failed;
-use super::gpu::{issue_fault, reach};
+use super::gpu::issue_fault;
 use crate::backend::{Fault, Reach, Span};
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 use std::time::Instant;
 
-/// One GPU's window completion event and when the window in flight was launched.
+/// A window's completion event and when the window was launched (a GPU keeps one
+/// per window in flight, and the spare ones for the next).
 pub(crate) struct Completion {
     event: sys::CUevent,
     launched_ns: u64,
@@ -40,19 +41,17 @@ impl Completion {
         Ok(())
     }
 
-    /// Whether the window in flight (`what` ran it) completed: its span, or the
-    /// driver's fault. A kernel of the window faulted, but which one the driver does
-    /// not say: the fault is the GPU's, not a task's.
+    /// Whether this window (`what` ran it) completed: its span, or the driver's fault.
+    /// A kernel of the window faulted, but which one the driver does not say, and a
+    /// window issued behind it may have run on what it left: the fault is the GPU's,
+    /// whatever its kind.
     pub(crate) fn poll(&self, epoch: Instant, what: &str) -> Option<Result<Span, Fault>> {
         // SAFETY: the event was recorded by `record`.
         match unsafe { result::event::query(self.event) } {
             Ok(()) => Some(Ok(Span { start_ns: self.launched_ns, end_ns: epoch.elapsed().as_nanos() as u64 })),
             Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_READY)) => None,
             Err(e) => {
-                let reach = match reach(e, false) {
-                    Reach::GpuByTask => Reach::Gpu,
-                    r => r,
-                };
+                let reach = Reach::Gpu;
                 let error = failed(&format!("cuEventQuery after {what}"), e);
                 Some(Err(Fault { message: error.to_string(), reach, driver: Some(error) }))
             }

@@ -63,9 +63,12 @@ pub(super) struct WindowJob {
     pub(super) counts: Vec<usize>,
     /// Per task: the window's tasks it runs after.
     pub(super) preds: Vec<Vec<u32>>,
-    /// Per task: its id, and the tasks of earlier windows it runs after.
+    /// Per task: its id, and the tasks of earlier windows it runs after (with their
+    /// windows' numbers).
     pub(super) ids: Vec<crate::TaskId>,
-    pub(super) external: Vec<Vec<crate::TaskId>>,
+    pub(super) external: Vec<Vec<(crate::TaskId, u64)>>,
+    /// The window's number (`Window::seq`).
+    pub(super) seq: u64,
     /// Its place among the GPU's windows: it runs when the windows before it ran.
     pub(super) turn: u64,
 }
@@ -132,12 +135,22 @@ impl Engine {
                         windows.turn_taken.wait(&mut st);
                     }
                 }
-                let ids = w.ids.clone();
+                let (ids, seq) = (w.ids.clone(), w.seq);
                 let result = self.run_window(*w);
                 let mut st = windows.state.lock();
-                if result.is_err() {
-                    // The whole window failed: a later one's task after it does not run.
-                    st.failed.extend(ids);
+                // A task of a window behind this one after one of these does not run.
+                let failed = match &result {
+                    Ok(run) => ids
+                        .iter()
+                        .zip(&run.tasks)
+                        .filter(|(_, r)| !matches!(r, TaskRun::Ran(_)))
+                        .map(|(id, _)| *id)
+                        .collect(),
+                    Err(_) => ids,
+                };
+                st.failed.push_back((seq, failed));
+                if st.failed.len() > 2 {
+                    st.failed.pop_front();
                 }
                 st.next += 1;
                 st.done.push_back(result);
@@ -190,7 +203,8 @@ impl Engine {
         let mut items = w.items.into_iter();
         let failed_before: Vec<Option<crate::TaskId>> = {
             let st = self.window_done.state.lock();
-            w.external.iter().map(|e| e.iter().copied().find(|p| st.failed.contains(p))).collect()
+            let failed = |p: &crate::TaskId, seq: u64| st.failed.iter().any(|(s, f)| *s == seq && f.contains(p));
+            w.external.iter().map(|e| e.iter().find(|(p, s)| failed(p, *s)).map(|(p, _)| *p)).collect()
         };
         for (t, &count) in w.counts.iter().enumerate() {
             let failed_pred = w.preds[t].iter().map(|&p| p as usize).find(|&p| !matches!(runs[p], TaskRun::Ran(_)));
@@ -225,9 +239,6 @@ impl Engine {
             }
             runs.push(failure.unwrap_or(TaskRun::Ran(spans)));
         }
-        // A later window's task after one of these does not run.
-        let mut st = self.window_done.state.lock();
-        st.failed.extend(w.ids.iter().zip(&runs).filter(|(_, r)| !matches!(r, TaskRun::Ran(_))).map(|(id, _)| *id));
         let span = Span {
             start_ns: start.duration_since(self.epoch).as_nanos() as u64,
             end_ns: Instant::now().duration_since(self.epoch).as_nanos() as u64,

@@ -41,9 +41,9 @@ use std::time::Instant;
 type Completions = Arc<[Mutex<Option<Result<Span, Fault>>>]>;
 
 /// One simulated GPU's replay windows: they run one after another in the order issued
-/// (each takes its turn, whichever compute thread took it), the tasks of theirs that
-/// failed (a task after one of those in a later window does not run), and those the
-/// dispatcher has not polled, in order.
+/// (each takes its turn, whichever compute thread took it), the tasks of the last ones
+/// that failed (a task after one of those in a window issued behind it does not run),
+/// and those the dispatcher has not polled, in order.
 #[derive(Default)]
 pub(super) struct Windows {
     pub(super) state: Mutex<WindowsState>,
@@ -54,7 +54,9 @@ pub(super) struct Windows {
 pub(super) struct WindowsState {
     /// The turn of the next window to run.
     pub(super) next: u64,
-    pub(super) failed: rustc_hash::FxHashSet<crate::TaskId>,
+    /// The last windows run (their numbers, `Window::seq`) and their tasks that did not
+    /// run well: a window is issued behind one in flight at most, so two are enough.
+    pub(super) failed: std::collections::VecDeque<(u64, Vec<crate::TaskId>)>,
     pub(super) done: std::collections::VecDeque<Result<WindowRun, Fault>>,
 }
 
@@ -357,10 +359,10 @@ impl Gpu {
         let preds = (0..w.tasks.len()).map(|t| w.dependencies(t).collect()).collect();
         let ids = w.tasks.iter().map(|t| t.id).collect();
         let mut external = vec![Vec::new(); w.tasks.len()];
-        for &(t, p, _) in &w.external {
-            external[t as usize].push(p);
+        for &(t, p, seq) in &w.external {
+            external[t as usize].push((p, seq));
         }
-        let job = WindowJob { items, counts, preds, ids, external, turn: self.windows_issued };
+        let job = WindowJob { items, counts, preds, ids, external, seq: w.seq, turn: self.windows_issued };
         let tx = &self.senders.iter().find(|(k, _)| *k == EngineKind::Compute).expect("engine exists").1;
         let info = CallInfo { task: w.tasks.first().map_or(crate::TaskId(0), |t| t.id), gpu: self.gpu, stream: 0 };
         tx.send(Job { stream: 0, info, command: 0, work: Work::Window(Box::new(job)) })
