@@ -7,6 +7,7 @@
 #  11 front       builder, task::builder, fft: Builder, TaskBuilder, Scheduler::{builder, task}, FFT plans
 #  10 scheduler   Scheduler: allocation, kernel registration, submit, synchronize, shutdown
 #   9 dispatch    Dispatcher (Algorithms 1, 2), executioners, affinity, Shared (Q, P_k, batch, records)
+#                 cluster: the MPI hand-out of a task stream and the ranks' exchange (issue 19)
 #   8 backend     Machine and Gpu over cuda | sim: open, allocate, load kernels, issue, poll
 #   7 config      Gpus, Config, Execution: what the builder validated
 #   6 commands    callback (CallInfo, GpuCall), kernel (Kernel, Arg, TwinArgs), task (Task, Command, Q)
@@ -75,6 +76,7 @@ LAYERS = {
     "execution": 7,
     "backend": 8,
     "dispatch": 9,
+    "cluster": 9,
     "scheduler": 10,
     "builder": 11,
     "task::builder": 11,

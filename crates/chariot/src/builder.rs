@@ -63,6 +63,8 @@ pub struct Builder {
     device_timing: bool,
     nvtx: Option<bool>,
     execution: Option<Execution>,
+    #[cfg(feature = "mpi")]
+    cluster: Option<crate::cluster::Cluster>,
 }
 
 impl Default for Builder {
@@ -85,6 +87,8 @@ impl Default for Builder {
             device_timing: false,
             nvtx: None,
             execution: None,
+            #[cfg(feature = "mpi")]
+            cluster: None,
         }
     }
 }
@@ -336,6 +340,23 @@ impl Builder {
         self
     }
 
+    /// Takes part in `cluster`'s task stream (issue 19, the `mpi` feature): every rank
+    /// builds its scheduler so and runs the same loop; each runs the tasks rank 0
+    /// hands it as its GPUs have room, the others skip them at submit, and every
+    /// rank's `synchronize` names every rank's failed tasks. One scheduler of a
+    /// process at a time (`build` refuses a second while the first lives).
+    ///
+    /// ```no_run
+    /// let cluster = chariot::Cluster::init()?;
+    /// let s = chariot::Scheduler::builder().cluster(&cluster).build()?;
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    #[cfg(feature = "mpi")]
+    pub fn cluster(mut self, cluster: &crate::cluster::Cluster) -> Self {
+        self.cluster = Some(cluster.clone());
+        self
+    }
+
     /// Validates the configuration, opens the backend and starts the runtime threads.
     ///
     /// # Errors
@@ -384,6 +405,12 @@ impl Builder {
             nvtx: self.nvtx.unwrap_or_else(|| std::env::var("CHARIOT_NVTX").is_ok_and(|v| v == "1")),
             execution,
         };
+        #[cfg(feature = "mpi")]
+        if let Some(cluster) = self.cluster {
+            let mut s = Scheduler::start(machine, config)?;
+            s.join_cluster(cluster)?;
+            return Ok(s);
+        }
         Scheduler::start(machine, config)
     }
 }

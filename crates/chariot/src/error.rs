@@ -195,6 +195,15 @@ pub enum Error {
         /// What it would have waited for, and what to do instead.
         reason: String,
     },
+    /// The cluster form (the `mpi` feature) refused: MPI could not be set up as
+    /// chariot needs it, or the ranks did not run the same task stream.
+    #[error("cluster{}: {message}", rank.map(|r| format!(" (rank {r})")).unwrap_or_default())]
+    Cluster {
+        /// This process's rank, once known.
+        rank: Option<usize>,
+        /// What went wrong, and what to do.
+        message: String,
+    },
     /// The scheduler was shut down; it takes no more work.
     #[error("the scheduler has shut down; it takes no more work")]
     ShutDown,

@@ -43,6 +43,7 @@
 mod backend;
 mod builder;
 mod callback;
+mod cluster;
 mod config;
 mod dispatch;
 mod error;
@@ -67,6 +68,8 @@ pub use backend::device::GpuInfo;
 pub use backend::{Backend, SimFaults, SimProfile};
 pub use builder::Builder;
 pub use callback::{CallInfo, GpuCall, Resource};
+#[cfg(feature = "mpi")]
+pub use cluster::Cluster;
 pub use config::Gpus;
 pub use error::{BoxError, Error, Result};
 pub use execution::Execution;

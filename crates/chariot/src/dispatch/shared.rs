@@ -71,6 +71,9 @@ pub(crate) struct Shared {
     /// not on a dispatcher while the user's loop allocates the next ones, whose
     /// allocator they would contend for.
     pub(crate) spent: Mutex<Vec<Spent>>,
+    /// In a cluster (issue 19): a submit waits for this rank's tasks in flight to fall
+    /// below this before it takes more (0: no cluster); `batch_done` tells it.
+    pub(crate) claim_depth: AtomicUsize,
     /// Every resident buffer allocated (for eviction and lost GPUs); dropped ones are
     /// pruned as new ones come.
     pub(crate) residents: Mutex<Vec<Weak<ResidentInner>>>,
@@ -105,7 +108,7 @@ impl Shared {
             batch.graph.end(id, failure.is_some(), &mut released);
             batch.outstanding -= 1;
             batch.outcome.failures.extend(failure);
-            if batch.outstanding == 0 {
+            if batch.outstanding == 0 || batch.outstanding < self.claim_depth.load(Ordering::Relaxed) {
                 self.batch_done.notify_all();
             }
             drop(batch);
@@ -149,7 +152,7 @@ impl Shared {
                     batch.outcome.failures.push(f);
                 }
             }
-            if batch.outstanding == 0 {
+            if batch.outstanding == 0 || batch.outstanding < self.claim_depth.load(Ordering::Relaxed) {
                 self.batch_done.notify_all();
             }
         }

@@ -101,6 +101,7 @@ fn pipeline(config: &Config) {
         windows: (0..gpus).map(|_| Default::default()).collect(),
         windows_queued: (0..gpus).map(|_| crate::sync::AtomicUsize::new(0)).collect(),
         spent: parking_lot::Mutex::new(Vec::new()),
+        claim_depth: crate::sync::AtomicUsize::new(0),
         epoch: std::time::Instant::now(),
     });
     let mut threads = Vec::new();

@@ -21,6 +21,8 @@
 
 mod capture;
 mod queries;
+#[cfg(feature = "mpi")]
+mod ranks;
 mod resources;
 
 use crate::backend::Machine;
@@ -113,6 +115,9 @@ pub struct Scheduler {
     capture: Arc<Capture>,
     graveyard: Arc<Graveyard>,
     threads: Mutex<Option<(Vec<JoinHandle<()>>, Executioners)>>,
+    /// This rank's share of a cluster's task stream (issue 19).
+    #[cfg(feature = "mpi")]
+    ranks: Option<ranks::RankShare>,
 }
 
 impl Scheduler {
@@ -139,6 +144,7 @@ impl Scheduler {
             windows: (0..d).map(|_| Mutex::new(Default::default())).collect(),
             windows_queued: (0..d).map(|_| crate::sync::AtomicUsize::new(0)).collect(),
             spent: Mutex::new(Vec::new()),
+            claim_depth: crate::sync::AtomicUsize::new(0),
             epoch,
         });
         let nvtx = match (&*machine, config.nvtx) {
@@ -192,7 +198,17 @@ impl Scheduler {
             seq: AtomicU64::new(0),
             capture,
             threads: Mutex::new(Some((dispatchers, executioners))),
+            #[cfg(feature = "mpi")]
+            ranks: None,
         })
+    }
+
+    /// Takes part in `cluster`'s task stream (issue 19): run only this rank's share.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn join_cluster(&mut self, cluster: crate::cluster::Cluster) -> Result<()> {
+        let depth = 2 * self.machine.gpus().len() * self.config.streams;
+        self.ranks = Some(ranks::RankShare::new(cluster, depth, &self.shared)?);
+        Ok(())
     }
 
     pub(crate) fn id(&self) -> u64 {
@@ -215,6 +231,14 @@ impl Scheduler {
             return Err(Error::ShutDown);
         }
         let _one_at_a_time = self.submitting.lock();
+        #[cfg(feature = "mpi")]
+        if let Some(r) = &self.ranks {
+            let local = |p: TaskId| self.capture.held(p, &[]).0 || self.shared.batch.lock().graph.contains(p);
+            if !r.takes(&self.shared, id, &after, local)? {
+                // Another rank's: it runs there.
+                return Ok(id);
+            }
+        }
         {
             // The capture first, then the graph (never both locks at once): a held task
             // moves to the graph only, so none is missed between the two.
@@ -404,6 +428,12 @@ impl Scheduler {
             cleanup,
         );
         self.capture.end_batch(failures.is_empty().then_some(&report));
+        // In a cluster: every rank's failures (collective: every rank is here).
+        #[cfg(feature = "mpi")]
+        let failures = match &self.ranks {
+            Some(r) => r.end_batch(&failures)?,
+            None => failures,
+        };
         if failures.is_empty() {
             Ok(report)
         } else {

@@ -1,0 +1,100 @@
+//! The process's place among the MPI ranks: [`Cluster`].
+
+use super::handout::HandOut;
+use crate::error::{Error, Result};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// This process's place among the MPI ranks: made once per process by
+/// [`Cluster::init`], given to [`Builder::cluster`](crate::Builder::cluster).
+///
+/// ```no_run
+/// let cluster = chariot::Cluster::init()?;
+/// println!("rank {} of {}", cluster.rank(), cluster.size());
+/// # Ok::<(), chariot::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Cluster {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) rank: usize,
+    pub(crate) size: usize,
+    /// Rank 0's hand-out of the task stream (its thread), the others' requests.
+    pub(crate) handout: HandOut,
+    /// A scheduler takes part in the stream now (one at a time).
+    pub(crate) attached: AtomicBool,
+    /// The next batch's number: batches are numbered across the process's schedulers,
+    /// in the same order on every rank (each rank runs the same program).
+    pub(crate) batches: AtomicU64,
+    /// Dropped last: finalizes MPI.
+    _universe: mpi::environment::Universe,
+}
+
+impl Cluster {
+    /// Initialises MPI (with `MPI_THREAD_MULTIPLE`: the hand-out answers on a
+    /// thread of its own) and starts rank 0's hand-out. Once per process; every
+    /// rank calls it. Fails where MPI is already initialised or cannot give
+    /// threads that level.
+    pub fn init() -> Result<Cluster> {
+        let refused = |why: String| Error::Cluster { rank: None, message: why };
+        let (universe, threading) = mpi::initialize_with_threading(mpi::Threading::Multiple)
+            .ok_or_else(|| refused("MPI is already initialised in this process: call Cluster::init once".into()))?;
+        if threading != mpi::Threading::Multiple {
+            return Err(refused(format!(
+                "this MPI gives threads {threading:?}; chariot needs Multiple (its hand-out answers on a thread)"
+            )));
+        }
+        use mpi::traits::*;
+        let world = universe.world();
+        let (rank, size) = (world.rank() as usize, world.size() as usize);
+        let handout = HandOut::start(rank)?;
+        Ok(Cluster {
+            inner: Arc::new(Inner {
+                rank,
+                size,
+                handout,
+                attached: AtomicBool::new(false),
+                batches: AtomicU64::new(0),
+                _universe: universe,
+            }),
+        })
+    }
+
+    /// This process's rank (0 ≤ rank < size).
+    pub fn rank(&self) -> usize {
+        self.inner.rank
+    }
+
+    /// The number of ranks.
+    pub fn size(&self) -> usize {
+        self.inner.size
+    }
+
+    /// Waits until every rank has called it (`MPI_Barrier`).
+    pub fn barrier(&self) {
+        use mpi::traits::*;
+        mpi::topology::SimpleCommunicator::world().barrier();
+    }
+
+    /// Takes the cluster for one scheduler; false if one has it already.
+    pub(crate) fn attach(&self) -> bool {
+        !self.inner.attached.swap(true, Ordering::SeqCst)
+    }
+
+    /// The next batch's number (see `Inner::batches`).
+    pub(crate) fn next_batch(&self) -> u64 {
+        self.inner.batches.fetch_add(1, Ordering::SeqCst)
+    }
+
+    pub(crate) fn detach(&self) {
+        self.inner.attached.store(false, Ordering::SeqCst);
+    }
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster").field("rank", &self.inner.rank).field("size", &self.inner.size).finish()
+    }
+}

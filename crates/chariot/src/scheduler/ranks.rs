@@ -1,0 +1,149 @@
+//! A scheduler's share of a cluster's task stream (issue 19, the `mpi` feature): which
+//! of the batch's tasks this rank runs, and what the ranks tell each other at
+//! `synchronize` (`cluster::{handout, exchange}`).
+//!
+//! Position i of the batch (its i-th submit, the same task on every rank) is this
+//! rank's if it lies in a block rank 0 gave this rank. A rank asks for the next block
+//! when its submits reach the end of its last one, and only once its tasks in flight
+//! are fewer than [`RankShare::depth`]: the user's loop waits there, so a rank takes
+//! work at the pace its GPUs finish it. A rank whose GPUs have all left the rotation
+//! takes no more. A task named by `after` runs where the task it names runs: the rank
+//! that has it takes the task that names it.
+
+use crate::cluster::exchange::{self, Share};
+use crate::cluster::Cluster;
+use crate::dispatch::shared::Shared;
+use crate::error::{Error, Result};
+use crate::ids::TaskId;
+use crate::report::TaskFailure;
+use crate::sync::Ordering;
+use parking_lot::Mutex;
+
+/// Positions claimed at a time.
+const BLOCK: u64 = 1;
+
+struct State {
+    batch: u64,
+    /// Every task submitted in this batch, whichever rank runs it.
+    seen: rustc_hash::FxHashSet<TaskId>,
+    /// The next submit's position in the batch.
+    next: u64,
+    /// This rank's current block of positions.
+    start: u64,
+    end: u64,
+    /// No GPU of this rank is left: it takes no more.
+    stopped: bool,
+}
+
+/// One scheduler's place in a cluster's stream.
+pub(crate) struct RankShare {
+    pub(crate) cluster: Cluster,
+    /// The most tasks in flight before this rank asks for more.
+    depth: usize,
+    st: Mutex<State>,
+}
+
+impl RankShare {
+    /// Takes `cluster` for this scheduler (refused where another has it).
+    pub(crate) fn new(cluster: Cluster, depth: usize, shared: &Shared) -> Result<RankShare> {
+        if !cluster.attach() {
+            return Err(Error::Cluster {
+                rank: Some(cluster.rank()),
+                message: "another scheduler of this process takes part in the cluster's stream; drop it first".into(),
+            });
+        }
+        shared.claim_depth.store(depth, Ordering::SeqCst);
+        let batch = cluster.next_batch();
+        Ok(RankShare {
+            cluster,
+            depth,
+            st: Mutex::new(State { batch, seen: Default::default(), next: 0, start: 0, end: 0, stopped: false }),
+        })
+    }
+
+    /// Whether this rank runs the batch's next submitted task, `id` (`after`: the tasks
+    /// it names; `local`: whether a task of this batch is this rank's). Counts the
+    /// position either way. Refuses, on every rank alike, an id submitted before in
+    /// this batch, or an `after` naming itself or a task not submitted in it.
+    pub(crate) fn takes(
+        &self,
+        shared: &Shared,
+        id: TaskId,
+        after: &[TaskId],
+        local: impl Fn(TaskId) -> bool,
+    ) -> Result<bool> {
+        let mut st = self.st.lock();
+        if st.seen.contains(&id) {
+            return Err(Error::DuplicateTask { task: id });
+        }
+        for &p in after {
+            if p == id {
+                return Err(Error::DependencyCycle { task: id });
+            }
+            if !st.seen.contains(&p) {
+                return Err(Error::UnknownDependency { task: id, dependency: p });
+            }
+        }
+        st.seen.insert(id);
+        let at = st.next;
+        st.next += 1;
+        if let Some(&p) = after.first() {
+            return Ok(local(p));
+        }
+        if st.stopped {
+            return Ok(false);
+        }
+        if at >= st.end {
+            if shared.alive.iter().all(|a| !a.load(Ordering::SeqCst)) {
+                st.stopped = true;
+                return Ok(false);
+            }
+            // Room first: the loop waits here while this rank's GPUs are full.
+            {
+                let mut batch = shared.batch.lock();
+                while batch.outstanding >= self.depth {
+                    shared.batch_done.wait(&mut batch);
+                }
+            }
+            let start = self.cluster.inner.handout.claim(st.batch, BLOCK);
+            st.start = start;
+            st.end = start + BLOCK;
+        }
+        Ok(at >= st.start && at < st.end)
+    }
+
+    /// At `synchronize`, after this rank's batch ended: every rank's failures, each
+    /// naming the rank that held the task (in rank order), and the next batch begun.
+    /// An error where the ranks did not submit the same number of tasks.
+    pub(crate) fn end_batch(&self, failures: &[TaskFailure]) -> Result<Vec<TaskFailure>> {
+        let mut st = self.st.lock();
+        let submitted = st.next;
+        let all = exchange::all(&Share { submitted, failures });
+        st.batch = self.cluster.next_batch();
+        st.seen.clear();
+        st.next = 0;
+        st.start = 0;
+        st.end = 0;
+        st.stopped = false;
+        if let Some((r, n)) = all.submitted.iter().enumerate().find(|(_, &n)| n != submitted) {
+            return Err(Error::Cluster {
+                rank: Some(self.cluster.rank()),
+                message: format!(
+                    "the ranks submitted different task streams in this batch: this rank {submitted} tasks, \
+                     rank {r} {n}; every rank must run the same loop"
+                ),
+            });
+        }
+        Ok(all
+            .failures
+            .into_iter()
+            .map(|(r, f)| TaskFailure { message: format!("on rank {r}: {}", f.message), ..f })
+            .collect())
+    }
+}
+
+impl Drop for RankShare {
+    fn drop(&mut self) {
+        self.cluster.detach();
+    }
+}

@@ -1,0 +1,176 @@
+//! The cluster form on the sim backend (issue 19), run under MPI:
+//!
+//! ```sh
+//! cargo build -p chariot --features mpi --tests
+//! mpirun -np 3 --oversubscribe target/debug/deps/mpi-*   # (.ci/run finds the file)
+//! ```
+//!
+//! Three ranks, one simulated GPU each, run the same loop of tasks (download, a 2 ms
+//! kernel, readback). Checked on every rank, then gathered:
+//! * every task ran once, on one rank, and wrote the right values there;
+//! * the balance is dynamic: rank 2, its GPU made 4× slower, runs fewer tasks than
+//!   each of the others (about a quarter of theirs);
+//! * a failing rank (rank 1's GPU dies mid-batch): its tasks fail, and every rank's
+//!   `synchronize` names them with the rank; the others run the rest; nothing hangs.
+//!
+//! Not a libtest harness (`harness = false`): each rank is one process running `main`.
+//! A watchdog ends the process after two minutes rather than let CI hang.
+
+use chariot::{Arg, Backend, Cluster, Error, Kernel, Param, Scheduler, SimFaults, SimProfile, TaskId};
+use mpi::traits::*;
+use std::time::Duration;
+
+/// Elements of one task's region.
+const N: usize = 256;
+const UNTOUCHED: u32 = 0xDEAD_BEEF;
+
+fn input(i: usize) -> u32 {
+    (i as u32).wrapping_mul(2_654_435_761) ^ 0x9e37_79b9
+}
+
+fn expected(i: usize) -> u32 {
+    input(i).wrapping_mul(3).wrapping_add(7)
+}
+
+/// `y = 3x + 7`, 2 ms a launch on the sim.
+fn kernel() -> Kernel {
+    Kernel::new(
+        "affine3",
+        "extern \"C\" __global__ void affine3(const unsigned* x, unsigned* y, unsigned n) {\n\
+         unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 3u * x[i] + 7u; }",
+    )
+    .params([Param::Buffer, Param::Buffer, Param::U32])
+    .cpu_twin(|a| {
+        let n = a.u32(2)? as usize;
+        let (x, y) = a.in_out::<u32, u32>(0, 1)?;
+        for i in 0..n {
+            y[i] = x[i].wrapping_mul(3).wrapping_add(7);
+        }
+        Ok(())
+    })
+    .sim_cost(|_, _| Duration::from_millis(2))
+}
+
+/// Runs `tasks` tasks on a scheduler of this rank with `faults`: the ids this rank
+/// ran (with records), whether each wrote the right values, and the batch's failures.
+fn batch(cluster: &Cluster, faults: SimFaults, tasks: usize) -> (Vec<u64>, Vec<chariot::TaskFailure>) {
+    let backend = Backend::SimWith(SimProfile::h100().with_faults(faults));
+    let s = Scheduler::builder().backend(backend).streams(2).cluster(cluster).build().expect("scheduler");
+    let k = s.register_kernel(kernel()).expect("kernel");
+    let mut host_in = s.alloc_host::<u32>(tasks * N).expect("input");
+    host_in.write().iter_mut().enumerate().for_each(|(i, x)| *x = input(i));
+    let mut host_out = s.alloc_host::<u32>(tasks * N).expect("output");
+    host_out.write().fill(UNTOUCHED);
+    let (d_in, d_out) = (s.alloc::<u32>(N).expect("d_in"), s.alloc::<u32>(N).expect("d_out"));
+    for t in 0..tasks {
+        let r = t * N..(t + 1) * N;
+        s.task(t as u64, 1)
+            .download(&d_in, 0, &host_in, r.clone())
+            .launch(&k, 2, 128, 0, &[Arg::buffer(&d_in), Arg::buffer(&d_out), Arg::u32(N as u32)])
+            .readback(&host_out, r, &d_out, 0)
+            .submit()
+            .expect("submit");
+    }
+    let (report, failures) = match s.synchronize() {
+        Ok(r) => (r, Vec::new()),
+        Err(Error::TasksFailed { failures, report }) => (*report, failures),
+        Err(e) => panic!("rank {}: synchronize: {e}", cluster.rank()),
+    };
+    if std::env::var("MPI_TEST_DEBUG").is_ok() {
+        eprintln!(
+            "rank {}: tasks {} lost {:?} failures {}",
+            cluster.rank(),
+            report.tasks,
+            report.lost_gpus,
+            failures.len()
+        );
+    }
+    let out = host_out.read().to_vec();
+    let mut ran = Vec::new();
+    for t in 0..tasks {
+        let mine = !report.task_records(TaskId(t as u64)).is_empty();
+        let failed = failures.iter().any(|f| f.task == TaskId(t as u64));
+        let region = &out[t * N..(t + 1) * N];
+        if mine && !failed {
+            ran.push(t as u64);
+            assert!(
+                region.iter().enumerate().all(|(e, &v)| v == expected(t * N + e)),
+                "rank {}: task {t} wrote wrong values",
+                cluster.rank()
+            );
+        } else if !mine {
+            assert!(region.iter().all(|&v| v == UNTOUCHED), "rank {}: task {t} is another rank's", cluster.rank());
+        }
+    }
+    (ran, failures)
+}
+
+/// Every rank's list, gathered on every rank.
+fn all_lists(list: &[u64]) -> Vec<Vec<u64>> {
+    let world = mpi::topology::SimpleCommunicator::world();
+    let size = world.size() as usize;
+    let mut lens = vec![0u64; size];
+    world.all_gather_into(&(list.len() as u64), &mut lens[..]);
+    let mut out = Vec::new();
+    for (r, &len) in lens.iter().enumerate() {
+        let mut v = vec![0u64; len as usize];
+        if r == world.rank() as usize {
+            v.copy_from_slice(list);
+        }
+        world.process_at_rank(r as i32).broadcast_into(&mut v[..]);
+        out.push(v);
+    }
+    out
+}
+
+fn main() {
+    std::thread::spawn(|| {
+        std::thread::sleep(Duration::from_secs(120));
+        eprintln!("mpi test: still running after 120 s, giving up");
+        std::process::exit(3);
+    });
+    let cluster = Cluster::init().expect("MPI");
+    let (rank, size) = (cluster.rank(), cluster.size());
+    if size != 3 {
+        // `cargo test --features mpi` runs it as one process: nothing to check there.
+        println!("mpi test: {size} rank(s); it checks 3 ranks: run it under `mpirun -np 3` (.ci/run does)");
+        return;
+    }
+
+    // Dynamic balance, every task once.
+    let tasks = 90;
+    let faults = if rank == 2 { SimFaults::default().slow_gpu(0, 4.0) } else { SimFaults::default() };
+    let (ran, failures) = batch(&cluster, faults, tasks);
+    assert!(failures.is_empty(), "rank {rank}: {failures:?}");
+    let lists = all_lists(&ran);
+    let mut every: Vec<u64> = lists.iter().flatten().copied().collect();
+    every.sort_unstable();
+    assert_eq!(every, (0..tasks as u64).collect::<Vec<_>>(), "every task once, on one rank");
+    let counts: Vec<usize> = lists.iter().map(Vec::len).collect();
+    assert!(counts[2] * 2 <= counts[0].min(counts[1]), "rank 2 (4× slower) should run far fewer tasks: {counts:?}");
+    if rank == 0 {
+        println!("balance: tasks per rank {counts:?} (rank 2 is 4x slower)");
+    }
+
+    // A failing rank: rank 1's GPU dies 8 ms in (its share would take about 20).
+    let tasks = 60;
+    let faults =
+        if rank == 1 { SimFaults::default().gpu_dies_at(0, Duration::from_millis(8)) } else { SimFaults::default() };
+    let (ran, failures) = batch(&cluster, faults, tasks);
+    assert!(!failures.is_empty(), "rank {rank}: rank 1's tasks fail");
+    assert!(failures.iter().all(|f| f.message.starts_with("on rank 1:")), "rank {rank}: {failures:?}");
+    let lists = all_lists(&ran);
+    let failed: Vec<u64> = failures.iter().map(|f| f.task.0).collect();
+    let mut every: Vec<u64> = lists.iter().flatten().copied().chain(failed.iter().copied()).collect();
+    every.sort_unstable();
+    assert_eq!(every, (0..tasks as u64).collect::<Vec<_>>(), "every task ran once or failed on rank 1");
+    assert!(lists[1].len() < lists[0].len() && lists[1].len() < lists[2].len(), "{:?}", lists.iter().map(Vec::len));
+    if rank == 0 {
+        println!(
+            "failing rank: tasks run per rank {:?}, {} failed on rank 1",
+            lists.iter().map(Vec::len).collect::<Vec<_>>(),
+            failed.len()
+        );
+        println!("mpi: ok");
+    }
+}
