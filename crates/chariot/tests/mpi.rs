@@ -86,9 +86,24 @@ fn batch(cluster: &Cluster, faults: SimFaults, tasks: usize) -> (Vec<u64>, Vec<c
         );
     }
     let out = host_out.read().to_vec();
+    // Rank 0's report covers every rank's GPUs ("rank r: …"); the others', their own.
+    let rank = cluster.rank();
+    if rank == 0 {
+        assert_eq!(report.gpus.len(), 3, "rank 0's report: {:?}", report.gpus);
+        assert!(
+            report.gpus.iter().enumerate().all(|(r, n)| n.starts_with(&format!("rank {r}: "))),
+            "{:?}",
+            report.gpus
+        );
+        for t in 0..tasks {
+            let failed = failures.iter().any(|f| f.task == TaskId(t as u64));
+            assert!(failed || !report.task_records(TaskId(t as u64)).is_empty(), "task {t} is in rank 0's report");
+        }
+    }
+    let own = |t: usize| report.task_records(TaskId(t as u64)).iter().any(|r| rank != 0 || r.gpu == 0);
     let mut ran = Vec::new();
     for t in 0..tasks {
-        let mine = !report.task_records(TaskId(t as u64)).is_empty();
+        let mine = own(t);
         let failed = failures.iter().any(|f| f.task == TaskId(t as u64));
         let region = &out[t * N..(t + 1) * N];
         if mine && !failed {

@@ -394,6 +394,8 @@ impl Scheduler {
         for r in self.shared.residents() {
             r.forget_tasks();
         }
+        #[allow(unused_mut)] // the cluster form replaces them
+        let mut outcome = outcome;
         let failures = outcome.failures.clone();
         let mut records = Vec::new();
         for t in &self.shared.timelines {
@@ -406,7 +408,28 @@ impl Scheduler {
         // Nothing runs now: freeing device memory cannot stall a pipeline.
         self.shared.free_spent();
         self.graveyard.free_buried();
-        let names = self.machine.gpus().iter().map(|g| g.name.clone()).collect();
+        #[allow(unused_mut)]
+        let mut names: Vec<String> = self.machine.gpus().iter().map(|g| g.name.clone()).collect();
+        #[allow(unused_mut)]
+        let mut buses = self.config.buses;
+        // In a cluster (collective: every rank is here): every rank's failures, and on
+        // rank 0 one timeline of all ranks' GPUs.
+        #[cfg(feature = "mpi")]
+        let failures = match &self.ranks {
+            Some(r) => {
+                let now_ns = self.shared.epoch.elapsed().as_nanos() as u64;
+                let (all, whole) = r.end_batch(&failures, &records, &names, now_ns)?;
+                if let Some((n, rs)) = whole {
+                    names = n;
+                    records = rs;
+                    // Every rank's buses (each rank as this one).
+                    buses *= r.cluster.size();
+                }
+                outcome.failures = all.clone();
+                all
+            }
+            None => failures,
+        };
         let tuning = &self.config.tuning;
         let mut lines: Vec<String> = tuning.choices.iter().map(|c| c.to_string()).collect();
         // The capacity in force now (the adaptation may have raised it): the largest of
@@ -419,7 +442,7 @@ impl Scheduler {
             self.machine.name(),
             names,
             self.config.streams,
-            self.config.buses,
+            buses,
             records,
             stats,
             outcome,
@@ -428,12 +451,6 @@ impl Scheduler {
             cleanup,
         );
         self.capture.end_batch(failures.is_empty().then_some(&report));
-        // In a cluster: every rank's failures (collective: every rank is here).
-        #[cfg(feature = "mpi")]
-        let failures = match &self.ranks {
-            Some(r) => r.end_batch(&failures)?,
-            None => failures,
-        };
         if failures.is_empty() {
             Ok(report)
         } else {

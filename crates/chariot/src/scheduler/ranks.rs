@@ -15,7 +15,7 @@ use crate::cluster::Cluster;
 use crate::dispatch::shared::Shared;
 use crate::error::{Error, Result};
 use crate::ids::TaskId;
-use crate::report::TaskFailure;
+use crate::report::{CommandRecord, TaskFailure};
 use crate::sync::Ordering;
 use parking_lot::Mutex;
 
@@ -112,13 +112,21 @@ impl RankShare {
         Ok(at >= st.start && at < st.end)
     }
 
-    /// At `synchronize`, after this rank's batch ended: every rank's failures, each
-    /// naming the rank that held the task (in rank order), and the next batch begun.
-    /// An error where the ranks did not submit the same number of tasks.
-    pub(crate) fn end_batch(&self, failures: &[TaskFailure]) -> Result<Vec<TaskFailure>> {
+    /// At `synchronize`, after this rank's batch ended (its `failures`, `records` and
+    /// `gpus`, its clock at `now_ns`): every rank's failures, each naming the rank that
+    /// held the task (in rank order), and on rank 0 every rank's GPUs and records (see
+    /// `exchange`); the next batch begun. An error where the ranks did not submit the
+    /// same number of tasks.
+    pub(crate) fn end_batch(
+        &self,
+        failures: &[TaskFailure],
+        records: &[CommandRecord],
+        gpus: &[String],
+        now_ns: u64,
+    ) -> Result<(Vec<TaskFailure>, Option<exchange::Whole>)> {
         let mut st = self.st.lock();
         let submitted = st.next;
-        let all = exchange::all(&Share { submitted, failures });
+        let all = exchange::all(&Share { submitted, failures, gpus, records, now_ns });
         st.batch = self.cluster.next_batch();
         st.seen.clear();
         st.next = 0;
@@ -134,11 +142,9 @@ impl RankShare {
                 ),
             });
         }
-        Ok(all
-            .failures
-            .into_iter()
-            .map(|(r, f)| TaskFailure { message: format!("on rank {r}: {}", f.message), ..f })
-            .collect())
+        let failures =
+            all.failures.into_iter().map(|(r, f)| TaskFailure { message: format!("on rank {r}: {}", f.message), ..f });
+        Ok((failures.collect(), all.whole))
     }
 }
 
