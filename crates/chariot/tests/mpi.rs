@@ -7,7 +7,8 @@
 //!
 //! Three ranks, one simulated GPU each, run the same loop of tasks (download, a 2 ms
 //! kernel, readback). Checked on every rank, then gathered:
-//! * every task ran once, on one rank, and wrote the right values there;
+//! * every task ran once, on one rank, and wrote the right values there; gathered,
+//!   rank 0's output buffer holds every task's values;
 //! * the balance is dynamic: rank 2, its GPU made 4× slower, runs fewer tasks than
 //!   each of the others (about a quarter of theirs);
 //! * a failing rank (rank 1's GPU dies mid-batch): its tasks fail, and every rank's
@@ -115,6 +116,21 @@ fn batch(cluster: &Cluster, faults: SimFaults, tasks: usize) -> (Vec<u64>, Vec<c
             );
         } else if !mine {
             assert!(region.iter().all(|&v| v == UNTOUCHED), "rank {}: task {t} is another rank's", cluster.rank());
+        }
+    }
+    // Every rank's results on rank 0: each task that ran well, whichever rank ran it.
+    s.gather(&mut host_out).expect("gather");
+    if rank == 0 {
+        let out = host_out.read();
+        for t in 0..tasks {
+            if failures.iter().any(|f| f.task == TaskId(t as u64)) {
+                continue;
+            }
+            let region = &out[t * N..(t + 1) * N];
+            assert!(
+                region.iter().enumerate().all(|(e, &v)| v == expected(t * N + e)),
+                "rank 0 after gather: task {t}'s region is wrong"
+            );
         }
     }
     (ran, failures)

@@ -82,7 +82,8 @@ pub(crate) fn all(share: &Share<'_>) -> Gathered {
 }
 
 /// Gathers `bytes` of every rank on rank 0: per rank its bytes there, `None` elsewhere.
-fn to_root(world: &SimpleCommunicator, bytes: &[u8]) -> Option<Vec<Vec<u8>>> {
+/// Collective.
+pub(crate) fn to_root(world: &SimpleCommunicator, bytes: &[u8]) -> Option<Vec<Vec<u8>>> {
     let root = world.process_at_rank(0);
     let len = bytes.len() as Count;
     if world.rank() != 0 {

@@ -238,6 +238,9 @@ impl Scheduler {
                 // Another rank's: it runs there.
                 return Ok(id);
             }
+            for c in claims.iter().filter(|c| c.write) {
+                r.wrote(id, c.host.id, c.region);
+            }
         }
         {
             // The capture first, then the graph (never both locks at once): a held task
@@ -455,6 +458,37 @@ impl Scheduler {
             Ok(report)
         } else {
             Err(Error::TasksFailed { failures, report: Box::new(report) })
+        }
+    }
+
+    /// In a cluster (the `mpi` feature, [`Builder::cluster`](crate::Builder::cluster)):
+    /// brings into rank 0's `buf` the regions of it that the other ranks' tasks of the
+    /// last batch wrote (readbacks and writing callbacks of tasks that ran well), so
+    /// that rank 0 holds every result, as one process would. Collective: every rank
+    /// calls it after `synchronize`, for the same buffers in the same order. The other
+    /// ranks' `buf` is unchanged; outside a cluster it does nothing.
+    ///
+    /// ```no_run
+    /// # fn main() -> chariot::Result<()> {
+    /// let cluster = chariot::Cluster::init()?;
+    /// let s = chariot::Scheduler::builder().cluster(&cluster).build()?;
+    /// let mut out = s.alloc_host::<f32>(1 << 20)?;
+    /// // ... the loop: tasks read back into regions of `out` ...
+    /// s.synchronize()?;
+    /// s.gather(&mut out)?; // rank 0's `out` now holds every rank's regions
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::WaitInCallback`] in a callback of this scheduler's tasks;
+    /// [`Error::Cluster`] where the buffer's length differs between ranks (the ranks
+    /// did not allocate the same buffers in the same order).
+    #[cfg(feature = "mpi")]
+    pub fn gather<T: crate::memory::Element>(&self, buf: &mut crate::memory::HostBuffer<T>) -> Result<()> {
+        self.refuse_in_callback("Scheduler::gather")?;
+        match &self.ranks {
+            Some(r) => r.gather(buf),
+            None => Ok(()),
         }
     }
 

@@ -15,6 +15,8 @@ use crate::cluster::Cluster;
 use crate::dispatch::shared::Shared;
 use crate::error::{Error, Result};
 use crate::ids::TaskId;
+use crate::memory::claims::Region;
+use crate::memory::{Element, HostBuffer};
 use crate::report::{CommandRecord, TaskFailure};
 use crate::sync::Ordering;
 use parking_lot::Mutex;
@@ -33,6 +35,10 @@ struct State {
     end: u64,
     /// No GPU of this rank is left: it takes no more.
     stopped: bool,
+    /// The host regions this rank's tasks of this batch write (task, buffer, bytes).
+    written: Vec<(TaskId, u64, Region)>,
+    /// Those of the last batch `synchronize` ended whose tasks ran well, for `gather`.
+    last_written: Vec<(u64, Region)>,
 }
 
 /// One scheduler's place in a cluster's stream.
@@ -57,7 +63,16 @@ impl RankShare {
         Ok(RankShare {
             cluster,
             depth,
-            st: Mutex::new(State { batch, seen: Default::default(), next: 0, start: 0, end: 0, stopped: false }),
+            st: Mutex::new(State {
+                batch,
+                seen: Default::default(),
+                next: 0,
+                start: 0,
+                end: 0,
+                stopped: false,
+                written: Vec::new(),
+                last_written: Vec::new(),
+            }),
         })
     }
 
@@ -129,6 +144,12 @@ impl RankShare {
         let all = exchange::all(&Share { submitted, failures, gpus, records, now_ns });
         st.batch = self.cluster.next_batch();
         st.seen.clear();
+        let written = std::mem::take(&mut st.written);
+        st.last_written = written
+            .into_iter()
+            .filter(|(t, ..)| !failures.iter().any(|f| f.task == *t))
+            .map(|(_, h, r)| (h, r))
+            .collect();
         st.next = 0;
         st.start = 0;
         st.end = 0;
@@ -145,6 +166,72 @@ impl RankShare {
         let failures =
             all.failures.into_iter().map(|(r, f)| TaskFailure { message: format!("on rank {r}: {}", f.message), ..f });
         Ok((failures.collect(), all.whole))
+    }
+}
+
+impl RankShare {
+    /// Notes that task `task`, this rank's, writes `region` of host buffer `host`.
+    pub(crate) fn wrote(&self, task: TaskId, host: u64, region: Region) {
+        self.st.lock().written.push((task, host, region));
+    }
+
+    /// Brings into rank 0's `buf` the regions of it that the other ranks' tasks of the
+    /// last batch wrote and ran well (see `Scheduler::gather`). Collective.
+    pub(crate) fn gather<T: Element>(&self, buf: &mut HostBuffer<T>) -> Result<()> {
+        let rank = self.cluster.rank();
+        let regions: Vec<Region> = {
+            let st = self.st.lock();
+            st.last_written.iter().filter(|(h, _)| *h == buf.id()).map(|&(_, r)| r).collect()
+        };
+        // This rank's part: the buffer's length, then each row written (start, length,
+        // bytes). Rank 0 sends nothing of its own: its rows are in place.
+        let mut part = Vec::new();
+        {
+            let data = buf.read();
+            let bytes: &[u8] = bytemuck::cast_slice(&data);
+            part.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+            if rank != 0 {
+                for r in &regions {
+                    for row in 0..r.height {
+                        let at = r.start + row * r.pitch;
+                        let Some(row_bytes) = bytes.get(at..at + r.width) else { continue };
+                        part.extend_from_slice(&(at as u64).to_le_bytes());
+                        part.extend_from_slice(&(r.width as u64).to_le_bytes());
+                        part.extend_from_slice(row_bytes);
+                    }
+                }
+            }
+        }
+        let Some(parts) = exchange::to_root(&mpi::topology::SimpleCommunicator::world(), &part) else {
+            return Ok(());
+        };
+        let mut data = buf.write();
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut data);
+        let len = bytes.len();
+        for (r, p) in parts.iter().enumerate().skip(1) {
+            let word = |b: &[u8], at: usize| b.get(at..at + 8).map(|w| u64::from_le_bytes(w.try_into().expect("8")));
+            if word(p, 0) != Some(len as u64) {
+                return Err(Error::Cluster {
+                    rank: Some(rank),
+                    message: format!(
+                        "gather: host buffer {} holds {len} bytes here and {:?} on rank {r}: every rank must                          allocate the same buffers in the same order",
+                        buf.id(),
+                        word(p, 0)
+                    ),
+                });
+            }
+            let mut at = 8;
+            while let (Some(start), Some(width)) = (word(p, at), word(p, at + 8)) {
+                let (start, width) = (start as usize, width as usize);
+                let (Some(src), Some(dst)) = (p.get(at + 16..at + 16 + width), bytes.get_mut(start..start + width))
+                else {
+                    break;
+                };
+                dst.copy_from_slice(src);
+                at += 16 + width;
+            }
+        }
+        Ok(())
     }
 }
 
