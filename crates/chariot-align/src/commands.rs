@@ -282,19 +282,26 @@ pub fn run_search(a: SearchArgs) -> Result<(), String> {
     let t = Instant::now();
     let index = db::DbIndex::open(&a.common.db, &m, a.common.chunk as usize)?;
     let index_time = t.elapsed();
-    eprintln!(
-        "database {} ({}, {} bytes): {} sequences, {} residues, longest {}, {} chunks (indexed in {:.2} s)",
-        a.common.db.display(),
-        if index.prepared.is_some() { "prepared" } else { "FASTA" },
-        index.bytes,
-        index.sequences,
-        index.residues,
-        index.max_len,
-        index.chunks.len(),
-        index_time.as_secs_f64()
-    );
+    // Under mpirun, rank 0 speaks for all (see `ranks`).
+    let root = crate::ranks::rank() == 0;
+    if root {
+        eprintln!(
+            "database {} ({}, {} bytes): {} sequences, {} residues, longest {}, {} chunks (indexed in {:.2} s)",
+            a.common.db.display(),
+            if index.prepared.is_some() { "prepared" } else { "FASTA" },
+            index.bytes,
+            index.sequences,
+            index.residues,
+            index.max_len,
+            index.chunks.len(),
+            index_time.as_secs_f64()
+        );
+    }
     let opt = options(&a.common, a.streams, a.order, a.top, a.out.clone(), !a.no_progress);
     let o = search::search(&index, &m, &queries, &opt)?;
+    if !root {
+        return Ok(());
+    }
     println!(
         "backend {} ({}), D = {}, S = {}, order {}, {} slots: {:.3} s, {:.1} GCUPS",
         o.report.backend,
@@ -335,7 +342,15 @@ pub fn run_search(a: SearchArgs) -> Result<(), String> {
         std::fs::write(p, j).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
     }
     if let Some(p) = &a.out {
-        eprintln!("scores written to {}", p.display());
+        match crate::ranks::size() {
+            1 => eprintln!("scores written to {}", p.display()),
+            n => eprintln!(
+                "scores written to {} (rank 0's) and {}.rank1 … .rank{} (the other ranks')",
+                p.display(),
+                p.display(),
+                n - 1
+            ),
+        }
     }
     if let Some(p) = &a.tabular {
         let t = Instant::now();

@@ -51,6 +51,7 @@ pub mod hits;
 pub mod karlin;
 pub mod matrix;
 pub mod prepared;
+pub mod ranks;
 pub mod search;
 pub mod sw;
 pub mod tabular;

@@ -43,13 +43,20 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Under mpirun (built with the `mpi` feature): `search` runs as one of the ranks.
+    if let Err(e) = chariot_align::ranks::start() {
+        eprintln!("chariot-align: error: {e}");
+        return ExitCode::FAILURE;
+    }
     let r = match cli.command {
         Command::Search(a) => run_search(a),
+        _ if chariot_align::ranks::size() > 1 => Err("only `search` runs under mpirun; run the others alone".into()),
         Command::Makedb(a) => run_makedb(a),
         Command::Generate(a) => run_generate(a),
         Command::Bench(a) => run_bench(a),
     };
     let _ = std::io::stdout().flush();
+    chariot_align::ranks::finish();
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

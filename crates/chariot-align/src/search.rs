@@ -249,10 +249,13 @@ fn mix(mut x: u64) -> u64 {
 }
 
 impl Writer {
-    /// Opens the output file (with its header) and the progress bar.
+    /// Opens the output file (with its header) and the progress bar (under mpirun: rank
+    /// r > 0 writes `<out>.rank<r>` and shows no bar; see `ranks`).
     pub fn open(queries: &[Query], opt: &Options, residues: u64) -> Result<Writer, String> {
+        let rank = crate::ranks::rank();
         let out = match &opt.out {
             Some(p) => {
+                let p = &if rank == 0 { p.clone() } else { PathBuf::from(format!("{}.rank{rank}", p.display())) };
                 let f = std::fs::File::create(p).map_err(|e| format!("cannot create {}: {e}", p.display()))?;
                 let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
                 writeln!(w, "query\tsubject\tscore").map_err(|e| e.to_string())?;
@@ -260,7 +263,7 @@ impl Writer {
             }
             None => None,
         };
-        let bar = if opt.progress {
+        let bar = if opt.progress && rank == 0 {
             let b = indicatif::ProgressBar::new(residues);
             b.set_style(
                 indicatif::ProgressStyle::with_template(
@@ -382,6 +385,10 @@ pub fn search(index: &DbIndex, matrix: &Matrix, queries: &[Query], opt: &Options
     if let Some(f) = opt.fills {
         builder = builder.kernel_fills(f);
     }
+    #[cfg(feature = "mpi")]
+    if let Some(c) = crate::ranks::cluster() {
+        builder = builder.cluster(&c);
+    }
     let t_start = Instant::now();
     let sched = builder.build().map_err(|e| format!("cannot start the scheduler: {e}"))?;
     let t_sched = t_start.elapsed();
@@ -502,7 +509,10 @@ pub fn search(index: &DbIndex, matrix: &Matrix, queries: &[Query], opt: &Options
     }
     let report = report.map_err(|e| format!("search failed: {e}"))?;
     let (hits, digest) = shared.writer.finish()?;
-    let repassed = shared.writer.repassed();
+    // Under mpirun: every rank's hits on rank 0, every rank's digest and repasses.
+    let hits = crate::ranks::merge_hits(hits, opt.top);
+    let digest = crate::ranks::sum(digest);
+    let repassed = crate::ranks::sum(shared.writer.repassed());
     let mut sum = [0u64; 5];
     let mut spans: [Vec<(u64, u64)>; 5] = Default::default();
     for r in &report.records {

@@ -72,6 +72,44 @@ impl Cluster {
         self.inner.size
     }
 
+    /// Whether an MPI launcher started this process (`mpirun`/`mpiexec` of Open MPI or
+    /// MPICH, or Slurm's `srun`): what a program may ask before [`Cluster::init`] to
+    /// run the one-process form otherwise.
+    pub fn launched() -> bool {
+        ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some())
+    }
+
+    /// Every rank's `bytes`, rank by rank, on rank 0; `None` on the others. Collective:
+    /// for results of a program's own (a search's best hits) that rank 0 merges.
+    ///
+    /// ```no_run
+    /// let cluster = chariot::Cluster::init()?;
+    /// if let Some(parts) = cluster.gather_bytes(&[cluster.rank() as u8]) {
+    ///     assert_eq!(parts.len(), cluster.size());
+    /// }
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    pub fn gather_bytes(&self, bytes: &[u8]) -> Option<Vec<Vec<u8>>> {
+        super::exchange::to_root(&mpi::topology::SimpleCommunicator::world(), bytes)
+    }
+
+    /// The sum of every rank's `v` (wrapping), on every rank. Collective.
+    ///
+    /// ```no_run
+    /// let cluster = chariot::Cluster::init()?;
+    /// assert_eq!(cluster.sum(1), cluster.size() as u64);
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    pub fn sum(&self, v: u64) -> u64 {
+        use mpi::collective::SystemOperation;
+        use mpi::traits::*;
+        let mut out = 0u64;
+        mpi::topology::SimpleCommunicator::world().all_reduce_into(&v, &mut out, SystemOperation::sum());
+        out
+    }
+
     /// Waits until every rank has called it (`MPI_Barrier`).
     pub fn barrier(&self) {
         use mpi::traits::*;
