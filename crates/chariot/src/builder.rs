@@ -357,6 +357,26 @@ impl Builder {
         self
     }
 
+    /// Processes of this cluster on this host (1 outside a cluster).
+    fn ranks_on_host(&self) -> usize {
+        #[cfg(feature = "mpi")]
+        if self.cluster.is_some() {
+            return crate::cluster::Cluster::local_size();
+        }
+        1
+    }
+
+    /// Dispatcher cores the ranks before this one on its host took (their D each): none
+    /// outside a cluster.
+    fn pin_skip(&self, d: usize) -> usize {
+        #[cfg(feature = "mpi")]
+        if self.cluster.is_some() {
+            return crate::cluster::Cluster::local_rank() * d;
+        }
+        let _ = d;
+        0
+    }
+
     /// Validates the configuration, opens the backend and starts the runtime threads.
     ///
     /// # Errors
@@ -375,7 +395,10 @@ impl Builder {
         let backend = self.resolve_backend()?;
         let machine = Machine::open(&backend, &self.gpus)?;
         let d = machine.gpus().len();
-        let cores = self.cores.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        // Ranks sharing a host share its cores: each is tuned for its part of them.
+        let cores = self.cores.unwrap_or_else(|| {
+            (std::thread::available_parallelism().map_or(1, |n| n.get()) / self.ranks_on_host()).max(1)
+        });
         let buses = self.buses.unwrap_or(match &backend {
             Backend::SimWith(p) => p.buses.map_or(d, |b| b.min(d)),
             _ => d,
@@ -401,6 +424,7 @@ impl Builder {
             matrices,
             buses,
             pin: self.pin,
+            pin_skip: self.pin_skip(d),
             device_timing: self.device_timing,
             nvtx: self.nvtx.unwrap_or_else(|| std::env::var("CHARIOT_NVTX").is_ok_and(|v| v == "1")),
             execution,

@@ -43,6 +43,10 @@ pub(crate) struct Config {
     pub(crate) matrices: Vec<OverlapMatrix>,
     pub(crate) buses: usize,
     pub(crate) pin: bool,
+    /// Dispatcher cores to leave to other processes of this host first (in a cluster:
+    /// the ranks before this one on the host, D each), so that ranks sharing a host
+    /// pin their dispatchers to distinct cores.
+    pub(crate) pin_skip: usize,
     pub(crate) device_timing: bool,
     pub(crate) nvtx: bool,
     pub(crate) execution: crate::Execution,

@@ -5,7 +5,7 @@
 //! order. Each rank's [`Scheduler`](crate::Scheduler) runs only the tasks it takes:
 //! positions in the batch's submit order are handed out one block at a time by rank 0
 //! ([`handout`]), and a rank asks for the next block only when its own GPUs have room
-//! for more (its tasks in flight below twice its stream slots). A rank that finishes
+//! for more (its tasks in flight below its stream slots, D · S). A rank that finishes
 //! early takes more: the balance is dynamic, not a static split. The others skip the
 //! task at submit: it costs them building it, not running it.
 //!

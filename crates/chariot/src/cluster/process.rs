@@ -81,6 +81,26 @@ impl Cluster {
             .any(|v| std::env::var_os(v).is_some())
     }
 
+    /// This process's rank among the ranks on its host, as the launcher says (Open
+    /// MPI, MPICH or Slurm; 0 where none does): ranks sharing a host pin their
+    /// dispatchers to distinct cores by it.
+    pub fn local_rank() -> usize {
+        ["OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok()?.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// How many ranks share this host, as the launcher says (1 where none does): each
+    /// is tuned for its part of the host's cores.
+    pub fn local_size() -> usize {
+        ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok()?.parse().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(1)
+    }
+
     /// Every rank's `bytes`, rank by rank, on rank 0; `None` on the others. Collective:
     /// for results of a program's own (a search's best hits) that rank 0 merges.
     ///

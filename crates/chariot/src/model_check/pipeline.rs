@@ -64,6 +64,7 @@ impl Config {
             matrices: vec![self.matrix; self.gpus],
             buses: 1,
             pin: false,
+            pin_skip: 0,
             device_timing: false,
             nvtx: false,
             execution: crate::Execution::Host,

@@ -165,7 +165,7 @@ impl Scheduler {
                 nvtx.clone(),
             )?);
         }
-        let cores = crate::dispatch::affinity::choose(machine.gpus(), config.pin);
+        let cores = crate::dispatch::affinity::choose(machine.gpus(), config.pin, config.pin_skip);
         // G_1 executioners, but never more than the D·S tasks that can hold a slot.
         let executioners = Executioners::start(config.thresholds.global[0].min(d.saturating_mul(config.streams)))?;
         let mut dispatchers = Vec::with_capacity(d);
@@ -206,7 +206,9 @@ impl Scheduler {
     /// Takes part in `cluster`'s task stream (issue 19): run only this rank's share.
     #[cfg(feature = "mpi")]
     pub(crate) fn join_cluster(&mut self, cluster: crate::cluster::Cluster) -> Result<()> {
-        let depth = 2 * self.machine.gpus().len() * self.config.streams;
+        // As many tasks as this rank's slots can hold: a rank takes no task it cannot
+        // start, so the others can (the balance is dynamic to the last tasks).
+        let depth = self.machine.gpus().len() * self.config.streams;
         self.ranks = Some(ranks::RankShare::new(cluster, depth, &self.shared)?);
         Ok(())
     }
