@@ -12,7 +12,8 @@
 //! * the balance is dynamic: rank 2, its GPU made 4× slower, runs fewer tasks than
 //!   each of the others (about a quarter of theirs);
 //! * a failing rank (rank 1's GPU dies mid-batch): its tasks fail, and every rank's
-//!   `synchronize` names them with the rank; the others run the rest; nothing hangs.
+//!   `synchronize` names them with the rank; the others run the rest; nothing hangs;
+//! * chains (`after`): a task runs on the rank of the task it names; every task once.
 //!
 //! Not a libtest harness (`harness = false`): each rank is one process running `main`.
 //! A watchdog ends the process after two minutes rather than let CI hang.
@@ -54,7 +55,8 @@ fn kernel() -> Kernel {
 
 /// Runs `tasks` tasks on a scheduler of this rank with `faults`: the ids this rank
 /// ran (with records), whether each wrote the right values, and the batch's failures.
-fn batch(cluster: &Cluster, faults: SimFaults, tasks: usize) -> (Vec<u64>, Vec<chariot::TaskFailure>) {
+/// `chains`: every task but each third runs after the one before it (chains of 3).
+fn batch(cluster: &Cluster, faults: SimFaults, tasks: usize, chains: bool) -> (Vec<u64>, Vec<chariot::TaskFailure>) {
     let backend = Backend::SimWith(SimProfile::h100().with_faults(faults));
     let s = Scheduler::builder().backend(backend).streams(2).cluster(cluster).build().expect("scheduler");
     let k = s.register_kernel(kernel()).expect("kernel");
@@ -65,8 +67,9 @@ fn batch(cluster: &Cluster, faults: SimFaults, tasks: usize) -> (Vec<u64>, Vec<c
     let (d_in, d_out) = (s.alloc::<u32>(N).expect("d_in"), s.alloc::<u32>(N).expect("d_out"));
     for t in 0..tasks {
         let r = t * N..(t + 1) * N;
-        s.task(t as u64, 1)
-            .download(&d_in, 0, &host_in, r.clone())
+        let task = s.task(t as u64, 1);
+        let task = if chains && t % 3 != 0 { task.after(t as u64 - 1) } else { task };
+        task.download(&d_in, 0, &host_in, r.clone())
             .launch(&k, 2, 128, 0, &[Arg::buffer(&d_in), Arg::buffer(&d_out), Arg::u32(N as u32)])
             .readback(&host_out, r, &d_out, 0)
             .submit()
@@ -171,7 +174,7 @@ fn main() {
     // Dynamic balance, every task once.
     let tasks = 90;
     let faults = if rank == 2 { SimFaults::default().slow_gpu(0, 4.0) } else { SimFaults::default() };
-    let (ran, failures) = batch(&cluster, faults, tasks);
+    let (ran, failures) = batch(&cluster, faults, tasks, false);
     assert!(failures.is_empty(), "rank {rank}: {failures:?}");
     let lists = all_lists(&ran);
     let mut every: Vec<u64> = lists.iter().flatten().copied().collect();
@@ -187,7 +190,7 @@ fn main() {
     let tasks = 60;
     let faults =
         if rank == 1 { SimFaults::default().gpu_dies_at(0, Duration::from_millis(8)) } else { SimFaults::default() };
-    let (ran, failures) = batch(&cluster, faults, tasks);
+    let (ran, failures) = batch(&cluster, faults, tasks, false);
     assert!(!failures.is_empty(), "rank {rank}: rank 1's tasks fail");
     assert!(failures.iter().all(|f| f.message.starts_with("on rank 1:")), "rank {rank}: {failures:?}");
     let lists = all_lists(&ran);
@@ -202,6 +205,23 @@ fn main() {
             lists.iter().map(Vec::len).collect::<Vec<_>>(),
             failed.len()
         );
+    }
+
+    // Chains: a task that names another runs where that one runs; every task once.
+    let tasks = 45;
+    let (ran, failures) = batch(&cluster, SimFaults::default(), tasks, true);
+    assert!(failures.is_empty(), "rank {rank}: {failures:?}");
+    let lists = all_lists(&ran);
+    let mut every: Vec<u64> = lists.iter().flatten().copied().collect();
+    every.sort_unstable();
+    assert_eq!(every, (0..tasks as u64).collect::<Vec<_>>(), "chains: every task once");
+    for list in &lists {
+        for &t in list.iter().filter(|&&t| t % 3 != 0) {
+            assert!(list.contains(&(t - 1)), "task {t} ran on another rank than task {}", t - 1);
+        }
+    }
+    if rank == 0 {
+        println!("chains: tasks per rank {:?}", lists.iter().map(Vec::len).collect::<Vec<_>>());
         println!("mpi: ok");
     }
 }

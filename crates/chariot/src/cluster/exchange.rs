@@ -18,12 +18,14 @@ use mpi::Count;
 /// What one rank brings to the exchange.
 pub(crate) struct Share<'a> {
     pub(crate) submitted: u64,
+    /// Tasks this rank took.
+    pub(crate) taken: u64,
     pub(crate) failures: &'a [TaskFailure],
     /// Its GPUs' names and its batch's records (for rank 0's report).
     pub(crate) gpus: &'a [String],
     pub(crate) records: &'a [CommandRecord],
-    /// Its clock (ns since its scheduler started) as it enters the exchange.
-    pub(crate) now_ns: u64,
+    /// When its scheduler started: its clock, read once every rank is in the exchange.
+    pub(crate) epoch: std::time::Instant,
 }
 
 /// What every rank brought: per rank its count of submitted tasks, and every failure,
@@ -32,6 +34,7 @@ pub(crate) struct Share<'a> {
 /// that list).
 pub(crate) struct Gathered {
     pub(crate) submitted: Vec<u64>,
+    pub(crate) taken: Vec<u64>,
     pub(crate) failures: Vec<(usize, TaskFailure)>,
     pub(crate) whole: Option<Whole>,
 }
@@ -45,6 +48,11 @@ pub(crate) fn all(share: &Share<'_>) -> Gathered {
     let size = world.size() as usize;
     let mut submitted = vec![0u64; size];
     world.all_gather_into(&share.submitted, &mut submitted[..]);
+    // Every rank is here now (a rank that finished early waited above): the clocks are
+    // read together, to within this exchange's latency.
+    let now_ns = share.epoch.elapsed().as_nanos() as u64;
+    let mut taken = vec![0u64; size];
+    world.all_gather_into(&share.taken, &mut taken[..]);
     let bytes = encode(share.failures);
     let len = bytes.len() as Count;
     let mut lens = vec![0 as Count; size];
@@ -68,17 +76,17 @@ pub(crate) fn all(share: &Share<'_>) -> Gathered {
     for (r, (&d, &l)) in displs.iter().zip(&lens).enumerate() {
         decode(&all[d as usize..(d + l) as usize], r, &mut failures);
     }
-    let whole = to_root(&world, &encode_timeline(share)).map(|parts| {
+    let whole = to_root(&world, &encode_timeline(share, now_ns)).map(|parts| {
         let mut names = Vec::new();
         let mut records = Vec::new();
-        let root_now = share.now_ns;
+        let root_now = now_ns;
         for (r, part) in parts.iter().enumerate() {
             let first_gpu = names.len() as u16;
             decode_timeline(part, r, first_gpu, root_now, &mut names, &mut records);
         }
         (names, records)
     });
-    Gathered { submitted, failures, whole }
+    Gathered { submitted, taken, failures, whole }
 }
 
 /// Gathers `bytes` of every rank on rank 0: per rank its bytes there, `None` elsewhere.
@@ -111,9 +119,9 @@ pub(crate) fn to_root(world: &SimpleCommunicator, bytes: &[u8]) -> Option<Vec<Ve
 
 /// A rank's GPUs and timeline as bytes: its clock, the GPU count and names (length,
 /// UTF-8), then the records, fixed-size.
-fn encode_timeline(share: &Share<'_>) -> Vec<u8> {
+fn encode_timeline(share: &Share<'_>, now_ns: u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(16 + share.records.len() * RECORD);
-    out.extend_from_slice(&share.now_ns.to_le_bytes());
+    out.extend_from_slice(&now_ns.to_le_bytes());
     out.extend_from_slice(&(share.gpus.len() as u64).to_le_bytes());
     for g in share.gpus {
         out.extend_from_slice(&(g.len() as u64).to_le_bytes());
@@ -241,10 +249,11 @@ mod test {
         };
         let gpus = ["H100".to_string(), "H100".to_string()];
         let records = [rec(0, 1_000), rec(1, 2_000)];
-        let share = Share { submitted: 2, failures: &[], gpus: &gpus, records: &records, now_ns: 5_000 };
+        let epoch = std::time::Instant::now();
+        let share = Share { submitted: 2, taken: 2, failures: &[], gpus: &gpus, records: &records, epoch };
         let (mut names, mut got) = (vec!["rank 0: H100".to_string()], Vec::new());
         // The root's clock stood at 7,000 when this rank's stood at 5,000.
-        decode_timeline(&encode_timeline(&share), 1, 1, 7_000, &mut names, &mut got);
+        decode_timeline(&encode_timeline(&share, 5_000), 1, 1, 7_000, &mut names, &mut got);
         assert_eq!(names, ["rank 0: H100", "rank 1: H100", "rank 1: H100"]);
         assert_eq!(got.len(), 2);
         assert_eq!((got[0].gpu, got[0].start_ns, got[0].end_ns, got[0].dispatched_ns), (1, 3_000, 3_100, 2_990));

@@ -13,10 +13,12 @@ use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-/// A claim: `[batch, block]` to rank 0 (an empty message stops the hand-out).
-pub(crate) const TAG_CLAIM: i32 = 0x6368_0001;
+/// A claim: `[batch, block]` to rank 0 (an empty message stops the hand-out). Tags
+/// below 32,768, the bound every MPI must allow (UCX's and MPICH's are far below
+/// Open MPI's default); a program's own messages on `MPI_COMM_WORLD` must not use them.
+pub(crate) const TAG_CLAIM: i32 = 32_701;
 /// The answer: the first position of the block.
-pub(crate) const TAG_REPLY: i32 = 0x6368_0002;
+pub(crate) const TAG_REPLY: i32 = 32_702;
 
 /// Per batch, the next position not given out (rank 0's).
 #[derive(Default)]

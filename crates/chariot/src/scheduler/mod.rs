@@ -422,8 +422,7 @@ impl Scheduler {
         #[cfg(feature = "mpi")]
         let failures = match &self.ranks {
             Some(r) => {
-                let now_ns = self.shared.epoch.elapsed().as_nanos() as u64;
-                let (all, whole) = r.end_batch(&failures, &records, &names, now_ns)?;
+                let (all, whole) = r.end_batch(&failures, &records, &names, self.shared.epoch)?;
                 if let Some((n, rs)) = whole {
                     names = n;
                     records = rs;

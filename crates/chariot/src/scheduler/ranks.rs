@@ -28,7 +28,10 @@ struct State {
     batch: u64,
     /// Every task submitted in this batch, whichever rank runs it.
     seen: rustc_hash::FxHashSet<TaskId>,
-    /// The next submit's position in the batch.
+    /// Tasks submitted in this batch, and those this rank took.
+    submitted: u64,
+    taken: u64,
+    /// The next handed-out task's position (tasks without `after`, in submit order).
     next: u64,
     /// This rank's current block of positions.
     start: u64,
@@ -66,6 +69,8 @@ impl RankShare {
             st: Mutex::new(State {
                 batch,
                 seen: Default::default(),
+                submitted: 0,
+                taken: 0,
                 next: 0,
                 start: 0,
                 end: 0,
@@ -100,16 +105,23 @@ impl RankShare {
             }
         }
         st.seen.insert(id);
+        st.submitted += 1;
+        // A task that names others goes where the first of them is, without a position
+        // (positions count only the tasks handed out, or the counter would fall behind
+        // a rank's next position and tasks would run nowhere).
+        if let Some(&p) = after.first() {
+            let mine = local(p);
+            st.taken += mine as u64;
+            return Ok(mine);
+        }
         let at = st.next;
         st.next += 1;
-        if let Some(&p) = after.first() {
-            return Ok(local(p));
-        }
         if st.stopped {
             return Ok(false);
         }
         if at >= st.end {
-            if shared.alive.iter().all(|a| !a.load(Ordering::SeqCst)) {
+            let lost = || shared.alive.iter().all(|a| !a.load(Ordering::SeqCst));
+            if lost() {
                 st.stopped = true;
                 return Ok(false);
             }
@@ -120,15 +132,21 @@ impl RankShare {
                     shared.batch_done.wait(&mut batch);
                 }
             }
+            if lost() {
+                st.stopped = true;
+                return Ok(false);
+            }
             let start = self.cluster.inner.handout.claim(st.batch, BLOCK);
             st.start = start;
             st.end = start + BLOCK;
         }
-        Ok(at >= st.start && at < st.end)
+        let mine = at >= st.start && at < st.end;
+        st.taken += mine as u64;
+        Ok(mine)
     }
 
     /// At `synchronize`, after this rank's batch ended (its `failures`, `records` and
-    /// `gpus`, its clock at `now_ns`): every rank's failures, each naming the rank that
+    /// `gpus`, its clock started at `epoch`): every rank's failures, each naming the rank that
     /// held the task (in rank order), and on rank 0 every rank's GPUs and records (see
     /// `exchange`); the next batch begun. An error where the ranks did not submit the
     /// same number of tasks.
@@ -137,11 +155,11 @@ impl RankShare {
         failures: &[TaskFailure],
         records: &[CommandRecord],
         gpus: &[String],
-        now_ns: u64,
+        epoch: std::time::Instant,
     ) -> Result<(Vec<TaskFailure>, Option<exchange::Whole>)> {
         let mut st = self.st.lock();
-        let submitted = st.next;
-        let all = exchange::all(&Share { submitted, failures, gpus, records, now_ns });
+        let (submitted, taken) = (st.submitted, st.taken);
+        let all = exchange::all(&Share { submitted, taken, failures, gpus, records, epoch });
         st.batch = self.cluster.next_batch();
         st.seen.clear();
         let written = std::mem::take(&mut st.written);
@@ -150,10 +168,24 @@ impl RankShare {
             .filter(|(t, ..)| !failures.iter().any(|f| f.task == *t))
             .map(|(_, h, r)| (h, r))
             .collect();
+        st.submitted = 0;
+        st.taken = 0;
         st.next = 0;
         st.start = 0;
         st.end = 0;
         st.stopped = false;
+        let ran: u64 = all.taken.iter().sum();
+        if ran != submitted {
+            return Err(Error::Cluster {
+                rank: Some(self.cluster.rank()),
+                message: format!(
+                    "{} of the batch's {submitted} tasks ran on no rank (taken per rank: {:?}): the ranks that \
+                     held their places lost every GPU, or a task names one that failed at submit",
+                    submitted.saturating_sub(ran),
+                    all.taken
+                ),
+            });
+        }
         if let Some((r, n)) = all.submitted.iter().enumerate().find(|(_, &n)| n != submitted) {
             return Err(Error::Cluster {
                 rank: Some(self.cluster.rank()),
@@ -214,7 +246,8 @@ impl RankShare {
                 return Err(Error::Cluster {
                     rank: Some(rank),
                     message: format!(
-                        "gather: host buffer {} holds {len} bytes here and {:?} on rank {r}: every rank must                          allocate the same buffers in the same order",
+                        "gather: host buffer {} holds {len} bytes here and {:?} on rank {r}: every rank must \
+                         allocate the same buffers in the same order",
                         buf.id(),
                         word(p, 0)
                     ),
