@@ -357,6 +357,33 @@ impl Builder {
         self
     }
 
+    /// The GPUs asked for, or, for ranks sharing a host that asked for a count, this
+    /// rank's own: rank l of the host takes ordinals l·n .. l·n + n, where the host has
+    /// that many for every rank (else every rank takes the first n, sharing them).
+    fn rank_gpus(&self, backend: &Backend) -> Gpus {
+        let (local, on_host) = (self.rank_on_host(), self.ranks_on_host());
+        let Gpus::Count(n) = self.gpus else { return self.gpus.clone() };
+        let available = match backend {
+            Backend::Cuda => Machine::cuda_present().unwrap_or(0),
+            Backend::Sim => crate::backend::SimProfile::h100().gpus,
+            Backend::SimWith(p) => p.gpus,
+            Backend::Auto => 0,
+        };
+        if on_host > 1 && n.saturating_mul(on_host) <= available {
+            return Gpus::List((local * n..local * n + n).collect());
+        }
+        self.gpus.clone()
+    }
+
+    /// This process's rank among the ranks of its host (0 outside a cluster).
+    fn rank_on_host(&self) -> usize {
+        #[cfg(feature = "mpi")]
+        if self.cluster.is_some() {
+            return crate::cluster::Cluster::local_rank();
+        }
+        0
+    }
+
     /// Processes of this cluster on this host (1 outside a cluster).
     fn ranks_on_host(&self) -> usize {
         #[cfg(feature = "mpi")]
@@ -393,7 +420,7 @@ impl Builder {
             }
         };
         let backend = self.resolve_backend()?;
-        let machine = Machine::open(&backend, &self.gpus)?;
+        let machine = Machine::open(&backend, &self.rank_gpus(&backend))?;
         let d = machine.gpus().len();
         // Ranks sharing a host share its cores: each is tuned for its part of them.
         let cores = self.cores.unwrap_or_else(|| {

@@ -99,6 +99,8 @@ fn batch(cluster: &Cluster, faults: SimFaults, tasks: usize, chains: bool) -> (V
             "{:?}",
             report.gpus
         );
+        // Ranks sharing a host take distinct GPUs by default: rank r the r-th.
+        assert!(report.gpus.iter().enumerate().all(|(r, n)| n.ends_with(&format!("#{r}"))), "{:?}", report.gpus);
         for t in 0..tasks {
             let failed = failures.iter().any(|f| f.task == TaskId(t as u64));
             assert!(failed || !report.task_records(TaskId(t as u64)).is_empty(), "task {t} is in rank 0's report");
