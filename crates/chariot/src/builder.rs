@@ -363,13 +363,17 @@ impl Builder {
     fn rank_gpus(&self, backend: &Backend) -> Gpus {
         let (local, on_host) = (self.rank_on_host(), self.ranks_on_host());
         let Gpus::Count(n) = self.gpus else { return self.gpus.clone() };
+        if on_host < 2 {
+            return self.gpus.clone();
+        }
+        // Only for ranks sharing a host: counting CUDA's devices costs a driver probe.
         let available = match backend {
             Backend::Cuda => Machine::cuda_present().unwrap_or(0),
             Backend::Sim => crate::backend::SimProfile::h100().gpus,
             Backend::SimWith(p) => p.gpus,
             Backend::Auto => 0,
         };
-        if on_host > 1 && n.saturating_mul(on_host) <= available {
+        if n.saturating_mul(on_host) <= available {
             return Gpus::List((local * n..local * n + n).collect());
         }
         self.gpus.clone()
