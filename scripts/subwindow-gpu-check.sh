@@ -13,7 +13,7 @@ STEPS=${STEPS:-tests flow}; CALLS=${CALLS:-2}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 : "${OUT:?set OUT to a directory}"
 B=${B:-.gpu}; OLD=$B/old; W=/tmp/subwindow-check; rm -rf "$W" && mkdir -p "$W"
-step() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
+source "$(dirname "$0")/gpu-steps.sh"  # step, demo_alternated
 { date -u; nvidia-smi -L; echo "cpus: $(nproc)"; } > "$OUT/machine-$(echo $STEPS | tr ' ' '-').txt" 2>&1
 if step tests; then
   echo "== GPU tests"
@@ -55,11 +55,5 @@ if step overhead; then
 fi
 if step demo; then
   echo "== demo: old and new alternated"
-  for i in $(seq 1 "${DEMO_CALLS:-3}"); do
-    for v in old new; do
-      bin=$B/chariot; [ $v = old ] && bin=$OLD/chariot
-      timeout 60 "$bin" --iters 470 --repeat 5 > "$W/demo-$v-$i.log" 2>&1
-      echo "$v $i $(grep -E '^ +default ' "$W/demo-$v-$i.log" | awk '{print $2}') | $(grep -m1 -o 'bound check[^(]*' "$W/demo-$v-$i.log")"
-    done
-  done | tee "$OUT/demo.txt"
+  DEMO_CALLS=${DEMO_CALLS:-3} demo_alternated
 fi

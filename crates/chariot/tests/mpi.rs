@@ -224,6 +224,33 @@ fn main() {
     }
     if rank == 0 {
         println!("chains: tasks per rank {:?}", lists.iter().map(Vec::len).collect::<Vec<_>>());
+    }
+
+    // Bad input. MPI once per process; one scheduler of a process in the stream at a
+    // time; ranks whose loops differ get `Error::Cluster` on every rank, and go on.
+    assert!(matches!(Cluster::init(), Err(Error::Cluster { .. })), "a second Cluster::init is refused");
+    let s = Scheduler::builder().backend(Backend::Sim).cluster(&cluster).build().expect("scheduler");
+    let second = Scheduler::builder().backend(Backend::Sim).cluster(&cluster).build();
+    assert!(matches!(second, Err(Error::Cluster { .. })), "a second scheduler in the stream is refused");
+    let mut h = s.alloc_host::<u32>(4).expect("host");
+    h.write().fill(1);
+    let extra = if rank == 0 { 4 } else { 3 };
+    for t in 0..extra {
+        s.task(t, 1)
+            .callback_writing(&h, t as usize..t as usize + 1, |b, _| {
+                b[0] = 2;
+                Ok(())
+            })
+            .submit()
+            .expect("submit");
+    }
+    match s.synchronize() {
+        Err(Error::Cluster { message, .. }) => assert!(message.contains("different task streams"), "{message}"),
+        other => panic!("rank {rank}: differing loops must be Error::Cluster, got {:?}", other.map(|r| r.tasks)),
+    }
+    s.task(9, 1).callback_writing(&h, 0..1, |_, _| Ok(())).submit().expect("submit");
+    s.synchronize().expect("the scheduler goes on");
+    if rank == 0 {
         println!("mpi: ok");
     }
 }

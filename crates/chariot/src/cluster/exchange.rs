@@ -57,14 +57,7 @@ pub(crate) fn all(share: &Share<'_>) -> Gathered {
     let len = bytes.len() as Count;
     let mut lens = vec![0 as Count; size];
     world.all_gather_into(&len, &mut lens[..]);
-    let displs: Vec<Count> = lens
-        .iter()
-        .scan(0, |at, &l| {
-            let d = *at;
-            *at += l;
-            Some(d)
-        })
-        .collect();
+    let displs = offsets(&lens);
     let mut all = vec![0u8; lens.iter().map(|&l| l as usize).sum()];
     // Nothing failed anywhere (every rank sees the same lengths): no exchange, and no
     // empty buffers, which MPI may take for aliased ones.
@@ -89,6 +82,17 @@ pub(crate) fn all(share: &Share<'_>) -> Gathered {
     Gathered { submitted, taken, failures, whole }
 }
 
+/// Where each rank's part starts in the gathered buffer: the running sum of `lens`.
+fn offsets(lens: &[Count]) -> Vec<Count> {
+    lens.iter()
+        .scan(0, |at, &l| {
+            let d = *at;
+            *at += l;
+            Some(d)
+        })
+        .collect()
+}
+
 /// Gathers `bytes` of every rank on rank 0: per rank its bytes there, `None` elsewhere.
 /// Collective.
 pub(crate) fn to_root(world: &SimpleCommunicator, bytes: &[u8]) -> Option<Vec<Vec<u8>>> {
@@ -101,14 +105,7 @@ pub(crate) fn to_root(world: &SimpleCommunicator, bytes: &[u8]) -> Option<Vec<Ve
     }
     let mut lens = vec![0 as Count; world.size() as usize];
     root.gather_into_root(&len, &mut lens[..]);
-    let displs: Vec<Count> = lens
-        .iter()
-        .scan(0, |at, &l| {
-            let d = *at;
-            *at += l;
-            Some(d)
-        })
-        .collect();
+    let displs = offsets(&lens);
     let mut all = vec![0u8; lens.iter().map(|&l| l as usize).sum::<usize>().max(1)];
     {
         let mut part = PartitionMut::new(&mut all[..], &lens[..], &displs[..]);

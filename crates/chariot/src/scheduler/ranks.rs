@@ -174,6 +174,15 @@ impl RankShare {
         st.start = 0;
         st.end = 0;
         st.stopped = false;
+        if let Some((r, n)) = all.submitted.iter().enumerate().find(|(_, &n)| n != submitted) {
+            return Err(Error::Cluster {
+                rank: Some(self.cluster.rank()),
+                message: format!(
+                    "the ranks submitted different task streams in this batch: this rank {submitted} tasks, \
+                     rank {r} {n}; every rank must run the same loop"
+                ),
+            });
+        }
         let ran: u64 = all.taken.iter().sum();
         if ran != submitted {
             return Err(Error::Cluster {
@@ -183,15 +192,6 @@ impl RankShare {
                      held their places lost every GPU, or a task names one that failed at submit",
                     submitted.saturating_sub(ran),
                     all.taken
-                ),
-            });
-        }
-        if let Some((r, n)) = all.submitted.iter().enumerate().find(|(_, &n)| n != submitted) {
-            return Err(Error::Cluster {
-                rank: Some(self.cluster.rank()),
-                message: format!(
-                    "the ranks submitted different task streams in this batch: this rank {submitted} tasks, \
-                     rank {r} {n}; every rank must run the same loop"
                 ),
             });
         }
