@@ -38,3 +38,31 @@ for r in 0 1 2; do
   [ "$(wc -l < "$f")" -gt 1 ] || { echo "mpi-test: rank $r searched nothing" >&2; exit 1; }
 done
 echo "chariot-align search: 3 ranks give one process's hits and scores"
+
+# The overhead study (benches/overhead) as 3 ranks on the sim backend: chariot's
+# defaults in the ranks' one task stream; rank 0 gathers every rank's outputs and checks
+# them element by element (a wrong one fails the run), and writes the CSV and the trace.
+# --iters: on 2 busy cores the sim's kernel probe cannot set r.
+O=$(cargo bench --no-run -q --bench overhead --features mpi --message-format=json | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "overhead":
+        print(m["executable"])')
+[ -n "$O" ] || { echo "mpi-test: the overhead study was not built" >&2; exit 1; }
+timeout 300 mpirun --oversubscribe -np 3 "$O" --backend sim --chunks 12 --min-mib 0.5 --max-mib 2 --ratios 1 \
+  --sizes fixed,random --iters 64 --repeat 2 --trace --out "$W/overhead" > "$W/overhead.txt"
+python3 - "$W/overhead" <<'PY'
+import csv, json, sys
+d = sys.argv[1]
+rows = list(csv.DictReader(open(f"{d}/overhead.csv")))
+assert len(rows) == 4, f"{len(rows)} rows, not 4"
+for r in rows:
+    split = [int(n) for n in r["tasks_per_gpu"].split("/")]
+    assert r["gpus"] == "3" and len(split) == 3 and sum(split) == 12, r
+trace = json.load(open(f"{d}/trace-fixed-0-r1-d3.json"))
+events = trace["traceEvents"] if isinstance(trace, dict) else trace
+groups = {e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
+assert all(any(g.startswith(f"GPU {i}: rank {i}:") for g in groups) for i in range(3)), groups
+print(f"overhead study: 3 ranks, {len(rows)} runs checked, tasks per rank {[r['tasks_per_gpu'] for r in rows]}")
+PY

@@ -20,23 +20,31 @@
 //!
 //! This file holds the options and the study's outline; `runs` the runs of one point,
 //! `csv` the CSV files, `summary` the tables printed, `predict` the sim's prediction,
-//! `plots` the plots, `host` the host study.
+//! `plots` the plots, `host` the host study, `ranks` the study under `mpirun`.
+//!
+//! Under `mpirun -np N` (built with the root package's `mpi` feature) chariot's runs
+//! are the cluster form over every rank's GPUs: `--gpus` is each rank's D, the rows'
+//! D is all of them, and rank 0 writes what one process would. chariot's defaults run
+//! there (or with --no-default a grid of one); the hand-written baselines are one
+//! process's and do not run there.
 
 mod csv;
 mod host;
 mod plan;
 mod plots;
 mod predict;
+mod ranks;
 mod runs;
 mod summary;
 
-use chariot::{Backend, HostBuffer, Order, SimProfile};
+use chariot::{Backend, HostBuffer, LinkRates, Order, SimProfile};
 use chariot_studies::baseline::Baseline;
 use chariot_studies::demo::{self, fill};
 use clap::Parser;
 use csv::{read_calibration, read_rows, write_row, Row, HEADER};
 use indicatif::{ProgressBar, ProgressStyle};
 use plan::{below_bound, bound_check, bound_for, chunk_ranges, elements, work, Machine};
+use ranks::Ranks;
 use runs::{Point, Probe, Study};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -86,6 +94,14 @@ pub struct Cli {
     /// not adapted).
     #[arg(long)]
     pub no_default: bool,
+    /// Kernel iterations at every point, in place of those that each target r asks
+    /// for (r then only names the point; its model r is still computed).
+    #[arg(long)]
+    pub iters: Option<u32>,
+    /// Skip the hand-set grid: chariot's defaults only (so under mpirun, unless
+    /// --no-default).
+    #[arg(long)]
+    pub no_grid: bool,
     /// GPU counts D, comma-separated: chariot on the first D GPUs. The one-GPU
     /// baselines run at D = 1, the static split at each D > 1.
     #[arg(long, value_delimiter = ',', default_value = "1")]
@@ -163,21 +179,31 @@ fn main() -> Result<(), String> {
     if let Some(csv) = &cli.plot_from {
         return reanalyse(&cli, csv);
     }
-    let study = study(&cli)?;
+    let ranks = Ranks::start()?;
+    let result = run(&cli, &ranks);
+    ranks.finish(result)
+}
+
+/// The study: the host study, or the calibration, the sweep and the report.
+fn run(cli: &Cli, ranks: &Ranks) -> Result<(), String> {
+    let study = study(cli, ranks)?;
     if cli.host_study {
         return host::host_study(&study.backend, &cli.gpus, cli.max_mib, cli.out.as_deref());
     }
     let mut probe = calibrate(&study)?;
     let machines = machines(&study, &mut probe)?;
-    if let Some(dir) = &cli.out {
+    // Rank 0 writes the files; the others run the same study without them.
+    let out = cli.out.as_deref().filter(|_| ranks.rank() == 0);
+    if let Some(dir) = out {
         csv::write_calibration(dir, probe.link, probe.model, &machines, probe.on_cuda)
             .map_err(|e| format!("{}: {e}", dir.display()))?;
     }
-    let plan = grid(&cli)?;
-    let baselines: Vec<Baseline> = if cli.no_baselines || !probe.on_cuda { Vec::new() } else { Baseline::ALL.to_vec() };
+    let plan = grid(cli)?;
+    let baselines: Vec<Baseline> =
+        if cli.no_baselines || !probe.on_cuda || ranks.many() { Vec::new() } else { Baseline::ALL.to_vec() };
     let bar = progress_bar(&study, &plan, &machines, &baselines)?;
     let mut split_outputs = split_outputs(&study, &machines, &baselines, probe.total_max)?;
-    let mut csv = create_csv(cli.out.as_deref())?;
+    let mut csv = create_csv(out)?;
     let mut rows: Vec<Row> = Vec::new();
     let mut below = Vec::new();
     // A prediction runs the GPU run's kernels: its iteration count at each point, not
@@ -207,12 +233,15 @@ fn main() -> Result<(), String> {
         }
     }
     bar.finish();
-    report(&cli, &rows, &below)
+    if ranks.rank() == 0 {
+        report(cli, &rows, &below)?;
+    }
+    Ok(())
 }
 
 /// Checks the options and picks the backend (on sim with --sim-link, a profile of the
 /// GPU measured there).
-fn study(cli: &Cli) -> Result<Study<'_>, String> {
+fn study<'a>(cli: &'a Cli, ranks: &'a Ranks) -> Result<Study<'a>, String> {
     if cli.chunks == 0
         || !(cli.min_mib > 0.0 && cli.max_mib >= cli.min_mib)
         || cli.streams.contains(&0)
@@ -226,6 +255,29 @@ fn study(cli: &Cli) -> Result<Study<'_>, String> {
             "--chunks, --min-mib <= --max-mib, --streams, --depths, --kernels, --repeat and --gpus must be positive"
                 .into(),
         );
+    }
+    if cli.no_default && cli.no_grid {
+        return Err("--no-default with --no-grid leaves no chariot run".into());
+    }
+    if ranks.many() {
+        // One scheduler of a process takes part in the ranks' stream at a time, and the
+        // configurations of a point are alternated with all of them built: chariot's
+        // defaults alone, or with --no-default a grid of one.
+        let grid = if cli.no_grid {
+            0
+        } else {
+            cli.streams.len() * cli.orders.len() * cli.depths.len() * cli.kernels.len().max(1) * cli.pin.len()
+        };
+        if cli.no_default && (grid != 1 || cli.buses.len() != 1) {
+            return Err(format!(
+                "under mpirun ({} ranks) the study runs one chariot configuration: with --no-default, give one \
+                 value each of --streams, --orders, --depths, --kernels, --pin and --buses",
+                ranks.size()
+            ));
+        }
+        if cli.host_study {
+            return Err("--host-study runs in one process, not under mpirun".into());
+        }
     }
     let pins = cli.pin.iter().map(|p| pin(p)).collect::<Result<Vec<_>, _>>()?;
     if pins.is_empty() {
@@ -257,13 +309,14 @@ fn study(cli: &Cli) -> Result<Study<'_>, String> {
         ("sim", None) => Backend::SimWith(SimProfile::h100()),
         _ => Backend::Auto,
     };
-    Ok(Study { cli, backend, pins, predicting })
+    Ok(Study { cli, backend, pins, predicting, ranks })
 }
 
 /// Calibration on the first GPU: link rates, and the kernel's time per element as
-/// a + b·iters. Allocates the host buffers every run uses.
+/// a + b·iters. Allocates the host buffers every run uses. Under mpirun rank 0's
+/// GPU is probed, and every rank takes its figures.
 fn calibrate(study: &Study) -> Result<Probe, String> {
-    let cli = study.cli;
+    let (cli, ranks) = (study.cli, study.ranks);
     let probe_sched = study.build(1, 4, 2, Order::Fcfs, true, 1)?;
     let on_cuda = probe_sched.backend_name() == "cuda";
     let gpu = probe_sched.gpu_info()[0].clone();
@@ -280,14 +333,35 @@ fn calibrate(study: &Study) -> Result<Probe, String> {
     // between back-to-back kernels: a probe of tiny kernels measures the dispatcher,
     // and would inflate the fitted intercept.
     let (i1, i2) = (512u32, 2048u32);
-    let r1 = demo::probe_rates(&probe_sched, study.shift(), &input, &mut output, len, probe_chunks, i1)
-        .map_err(|e| e.to_string())?;
-    let r2 = demo::probe_rates(&probe_sched, study.shift(), &input, &mut output, len, probe_chunks, i2)
-        .map_err(|e| e.to_string())?;
+    let mut measured = [0.0; 5];
+    if ranks.rank() == 0 {
+        let r1 = demo::probe_rates(&probe_sched, study.shift(), &input, &mut output, len, probe_chunks, i1)
+            .map_err(|e| e.to_string())?;
+        let r2 = demo::probe_rates(&probe_sched, study.shift(), &input, &mut output, len, probe_chunks, i2)
+            .map_err(|e| e.to_string())?;
+        // A kernel hardly slower at 4× the iterations (on a GPU it is about 4× slower)
+        // leaves r without meaning, and the fit would ask for billions of iterations:
+        // on a machine too busy for the probe, or on sim where the CPU twins' own time
+        // hides the modeled cost.
+        if r2.kernel_ns < 1.2 * r1.kernel_ns && cli.iters.is_none() {
+            return Err(format!(
+                "calibration: the kernel took {:.0} ns at {i2} iterations and {:.0} ns at {i1}: no cost per iteration \
+                 to set r by (the machine is too busy for the probe); give --iters",
+                r2.kernel_ns, r1.kernel_ns
+            ));
+        }
+        let b = ((r2.kernel_ns - r1.kernel_ns) / len as f64 / (i2 - i1) as f64).max(1e-9);
+        let a = (r1.kernel_ns / len as f64 - b * i1 as f64).max(0.0);
+        measured = [r2.link.up, r2.link.down, r2.link.both, a, b];
+    }
     drop(probe_sched);
-    let link = r2.link;
-    let b = ((r2.kernel_ns - r1.kernel_ns) / len as f64 / (i2 - i1) as f64).max(1e-9);
-    let a = (r1.kernel_ns / len as f64 - b * i1 as f64).max(0.0);
+    let [up, down, both, a, b] = ranks.share(&measured)[..] else {
+        return Err("calibration: rank 0's figures did not arrive".into());
+    };
+    let link = LinkRates { up, down, both };
+    if ranks.rank() != 0 {
+        return Ok(Probe { on_cuda, ordinal: gpu.ordinal, link, model: (a, b), min, max, total_max, input, output });
+    }
     println!(
         "{} on {}: up {:.1} GB/s, down {:.1} GB/s, both {:.1} GB/s; kernel {:.6} + {:.8}·iters ns per element",
         if on_cuda { "cuda" } else { "sim" },
@@ -302,16 +376,29 @@ fn calibrate(study: &Study) -> Result<Probe, String> {
 }
 
 /// Host rates with all GPUs copying at once, for each D > 1 (and B calibrated from
-/// them); D = 1 takes the link.
+/// them); D = 1 takes the link. Under mpirun a machine is every rank's D GPUs, each
+/// taken to have its own link: the bound of ranks on hosts of their own, which ranks
+/// sharing a host's buses can only lose to.
 fn machines(study: &Study, probe: &mut Probe) -> Result<Vec<Machine>, String> {
-    let link = probe.link;
+    let (link, ranks) = (probe.link, study.ranks.size());
     let len = (probe.min + probe.max) / 2;
     let mut gpus_list = study.cli.gpus.clone();
     gpus_list.dedup();
     let mut machines = Vec::new();
     for &d in &gpus_list {
+        if ranks > 1 {
+            let all = d * ranks;
+            let host = link.times(all as f64);
+            machines.push(Machine { gpus: all, ranks, host, calibrated_buses: d, ordinals: Vec::new() });
+            if study.ranks.rank() == 0 {
+                println!(
+                    "{ranks} ranks x {d} GPUs: D = {all} in one task stream; bound with a link of its own per GPU"
+                );
+            }
+            continue;
+        }
         if d == 1 {
-            machines.push(Machine { gpus: 1, host: link, calibrated_buses: 1, ordinals: vec![probe.ordinal] });
+            machines.push(Machine { gpus: 1, ranks, host: link, calibrated_buses: 1, ordinals: vec![probe.ordinal] });
             continue;
         }
         let sched = study.build(d, 4, 2, Order::Fcfs, true, d)?;
@@ -327,7 +414,7 @@ fn machines(study: &Study, probe: &mut Probe) -> Result<Vec<Machine>, String> {
             host.down / link.down,
             host.both
         );
-        machines.push(Machine { gpus: d, host, calibrated_buses, ordinals });
+        machines.push(Machine { gpus: d, ranks, host, calibrated_buses, ordinals });
     }
     Ok(machines)
 }
@@ -372,16 +459,19 @@ fn progress_bar(
                         cli.streams.len()
                     };
                     let kernels = cli.kernels.len().max(1);
-                    let grid = study.variants(m, p.3).len()
-                        * cli.streams.len()
-                        * cli.orders.len()
-                        * cli.depths.len()
-                        * kernels;
+                    let grid = if !study.grid() {
+                        0
+                    } else {
+                        study.variants(m, p.3).len() * cli.streams.len() * cli.orders.len() * cli.depths.len() * kernels
+                    };
                     base + (grid + usize::from(!cli.no_default)) * cli.repeat
                 })
                 .sum::<usize>()
         })
         .sum();
+    if study.ranks.rank() != 0 {
+        return Ok(ProgressBar::hidden());
+    }
     let bar = ProgressBar::new(runs as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed} {msg}").map_err(|e| e.to_string())?,

@@ -155,7 +155,10 @@ pub fn below_bound(rows: &[Row]) -> Vec<String> {
 /// What one GPU count runs with: the rates the bound needs, B calibrated, the GPUs.
 #[derive(Clone, Debug)]
 pub struct Machine {
+    /// D: every rank's GPUs.
     pub gpus: usize,
+    /// The ranks over which they are (1: one process).
+    pub ranks: usize,
     /// Totals of all `gpus` GPUs copying at once (the link itself at D = 1).
     pub host: LinkRates,
     pub calibrated_buses: usize,

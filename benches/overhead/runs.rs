@@ -11,6 +11,7 @@ use crate::csv::Row;
 use crate::plan::{
     below_bound, bound_for, chunk_ranges, note, static_groups, submit_batch, work, work_at_most, Machine, Variant,
 };
+use crate::ranks::Ranks;
 use crate::Cli;
 use chariot::{Arg, Backend, Builder, HostBuffer, Kernel, LinkRates, Order, Scheduler, TaskWork};
 use chariot_studies::baseline::{self, Baseline};
@@ -99,6 +100,8 @@ pub struct Study<'a> {
     pub pins: Vec<bool>,
     /// On sim with --sim-link: timing only (outputs are not computed or checked).
     pub predicting: bool,
+    /// The ranks under mpirun (one alone).
+    pub ranks: &'a Ranks,
 }
 
 impl Study<'_> {
@@ -136,7 +139,8 @@ impl Study<'_> {
             .buses(buses)
     }
 
-    /// The grid: every knob set by hand, nothing adapted.
+    /// The grid: every knob set by hand, nothing adapted (one process's, also under
+    /// mpirun: for the probes).
     #[allow(clippy::too_many_arguments)]
     pub fn build_hand(
         &self,
@@ -148,29 +152,66 @@ impl Study<'_> {
         buses: usize,
         k: Option<usize>,
     ) -> Result<Scheduler, String> {
+        self.hand(d, s, depth, order, pin, buses, k).build().map_err(|e| e.to_string())
+    }
+
+    /// The grid's configurations of [`Study::build_hand`], in the ranks' task stream
+    /// under mpirun.
+    #[allow(clippy::too_many_arguments)]
+    pub fn build_hand_in_stream(
+        &self,
+        d: usize,
+        s: usize,
+        depth: usize,
+        order: Order,
+        pin: bool,
+        buses: usize,
+        k: Option<usize>,
+    ) -> Result<Scheduler, String> {
+        self.ranks.join(self.hand(d, s, depth, order, pin, buses, k)).build().map_err(|e| e.to_string())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn hand(
+        &self,
+        d: usize,
+        s: usize,
+        depth: usize,
+        order: Order,
+        pin: bool,
+        buses: usize,
+        k: Option<usize>,
+    ) -> Builder {
         let b = self.builder(d, s, depth, order, pin, buses).adapt(false);
         match k {
             Some(k) => b.kernel_concurrency(k),
             None => b,
         }
-        .build()
-        .map_err(|e| e.to_string())
     }
 
-    /// chariot's defaults: only the GPUs (and the sim's profile) given.
+    /// chariot's defaults: only the GPUs (and the sim's profile) given; in the ranks'
+    /// task stream under mpirun.
     pub fn build_default(&self, d: usize) -> Result<Scheduler, String> {
-        Scheduler::builder().backend(self.backend.clone()).gpus(d).build().map_err(|e| e.to_string())
+        self.ranks.join(Scheduler::builder().backend(self.backend.clone()).gpus(d)).build().map_err(|e| e.to_string())
+    }
+
+    /// Whether the hand-set grid runs: not with --no-grid, and under mpirun only with
+    /// --no-default (a grid of one: one scheduler of a process is in the stream at a time).
+    pub fn grid(&self) -> bool {
+        !self.cli.no_grid && (self.cli.no_default || !self.ranks.many())
     }
 
     /// The variants (pinning, buses) of each grid configuration at `m` and ratio `r`.
     pub fn variants(&self, m: &Machine, r: f64) -> Vec<Variant> {
         let (cli, pins) = (self.cli, &self.pins);
         let mut v: Vec<Variant> = Vec::new();
+        // Each scheduler's own GPUs: a rank's under mpirun.
+        let d = m.gpus / m.ranks;
         for mode in &cli.buses {
             let buses = match mode.as_str() {
-                "default" => m.gpus,
+                "default" => d,
                 "calibrated" => m.calibrated_buses,
-                n => n.parse::<usize>().map_or(m.gpus, |n| n.clamp(1, m.gpus)),
+                n => n.parse::<usize>().map_or(d, |n| n.clamp(1, d)),
             };
             if !v.iter().any(|x| x.buses == buses) {
                 v.push(Variant { pin: pins[0], bus_mode: mode.clone(), buses });
@@ -274,17 +315,25 @@ pub fn run_point(
     let chunks = chunk_ranges(cli.chunks, probe.min, probe.max, random, seed);
     let mean = chunks.iter().map(|c| c.len()).sum::<usize>() / chunks.len();
     let copy_ns = mean as f64 * 4.0 * (1.0 / link.up + 1.0 / link.down);
-    let iters = gpu_iters
-        .iter()
-        .find(|g| g.sizes == sizes && g.seed == seed && g.r_target == r)
-        .map_or_else(|| (((copy_ns / r) / mean as f64 - a) / b).clamp(0.0, 4e9) as u32, |g| g.iters);
+    let iters = cli.iters.unwrap_or_else(|| {
+        gpu_iters
+            .iter()
+            .find(|g| g.sizes == sizes && g.seed == seed && g.r_target == r)
+            .map_or_else(|| (((copy_ns / r) / mean as f64 - a) / b).clamp(0.0, 4e9) as u32, |g| g.iters)
+    });
     let r_model = copy_ns / kernel_ns(mean, iters);
     let tasks = work(&chunks, iters, (a, b));
     // The kernels' own best: this point's kernels alone, back to back on one GPU at
     // the most concurrency it allows, fastest of 3. No pipeline runs them faster, so
     // the bound's kernel times take this where the fitted model (an extrapolation
     // from two probes) says more.
-    let kernels_alone = if study.predicting { f64::INFINITY } else { kernels_alone(study, probe.max, &chunks, iters)? };
+    // Under mpirun rank 0 measures it and every rank takes it: their tasks must agree.
+    let kernels_alone = if study.predicting {
+        f64::INFINITY
+    } else {
+        let mine = if study.ranks.rank() == 0 { kernels_alone(study, probe.max, &chunks, iters)? } else { 0.0 };
+        study.ranks.share(&[mine]).first().copied().unwrap_or(mine)
+    };
     let tasks = work_at_most(&tasks, &chunks, kernels_alone);
     let mut point = Vec::new();
     for m in machines {
@@ -324,7 +373,8 @@ pub fn run_point(
         p.serial_ms = serial;
         p.static_ms = statics.iter().find(|s| s.0 == p.gpus).map_or(f64::NAN, |s| s.1);
     }
-    for warning in below_bound(&point) {
+    // Under mpirun only rank 0's rows time the whole stream.
+    for warning in below_bound(&point).into_iter().filter(|_| study.ranks.rank() == 0) {
         note(bar, format!("WARNING below the hardware bound: {warning}"));
         below.push(warning);
     }
@@ -433,6 +483,9 @@ fn chariot_runs(
     let (link, max) = (probe.link, probe.max);
     let (sizes, seed, r, d) = (at.sizes, at.seed, at.r, at.d);
     let (chunks, tasks, iters) = (at.chunks, at.tasks, at.iters);
+    let ranks = study.ranks;
+    // What each scheduler runs on: this rank's GPUs (all D in one process).
+    let own = d / m.ranks;
     let mut fastest_trace: Option<(f64, String)> = None;
     // Every chariot configuration of this point: the defaults, then the grid.
     struct Config {
@@ -454,17 +507,18 @@ fn chariot_runs(
         Ok::<(), String>(())
     };
     if !cli.no_default {
-        let v = Variant { pin: true, bus_mode: "default".into(), buses: d };
-        add(study.build_default(d)?, true, "fcfs", v, None)?;
+        let v = Variant { pin: true, bus_mode: "default".into(), buses: own };
+        add(study.build_default(own)?, true, "fcfs", v, None)?;
     }
     let kernel_grid: Vec<Option<usize>> =
         if cli.kernels.is_empty() { vec![None] } else { cli.kernels.iter().map(|&k| Some(k)).collect() };
-    for &depth in &cli.depths {
+    for &depth in cli.depths.iter().filter(|_| study.grid()) {
         for &o in &cli.orders {
             for &s in &cli.streams {
                 for &k in &kernel_grid {
                     for v in study.variants(m, r) {
-                        add(study.build_hand(d, s, depth, o, v.pin, v.buses, k)?, false, o.name(), v, k)?;
+                        let sched = study.build_hand_in_stream(own, s, depth, o, v.pin, v.buses, k)?;
+                        add(sched, false, o.name(), v, k)?;
                     }
                 }
             }
@@ -475,14 +529,19 @@ fn chariot_runs(
     // 10% slower at D = 2): a warm-up, as the baselines have. Then the timed
     // batches, alternated: each repetition visits every configuration, starting
     // from another one. Outputs poisoned before each batch and checked after it.
+    // Under mpirun the ranks start each batch together, rank 0's `synchronize`
+    // returns once every rank's part has ended, and its output then gathers theirs.
     let run_batch = |c: &Config, output: &mut HostBuffer<u32>| -> Result<(chariot::Report, f64), String> {
         if !predicting {
             demo::poison(output, 0xdead_beef);
         }
+        ranks.barrier();
         let t0 = Instant::now();
         submit_batch(&c.sched, &c.kernel, &c.d_in, &c.d_out, input, output, chunks, iters)?;
         let report = c.sched.synchronize().map_err(|e| e.to_string())?;
-        Ok((report, t0.elapsed().as_secs_f64() * 1e3))
+        let wall = t0.elapsed().as_secs_f64() * 1e3;
+        ranks.gather(&c.sched, output)?;
+        Ok((report, wall))
     };
     for c in &configs {
         run_batch(c, output)?;
@@ -494,8 +553,12 @@ fn chariot_runs(
         for i in 0..configs.len() {
             let c = &configs[(i + rep) % configs.len()];
             let (report, wall) = run_batch(c, output)?;
-            let bad: usize =
-                if predicting { 0 } else { chunks.iter().map(|c| mismatches(input, output, c.clone(), iters)).sum() };
+            // Rank 0 holds every rank's outputs; another rank only its own.
+            let bad: usize = if predicting || ranks.rank() != 0 {
+                0
+            } else {
+                chunks.iter().map(|c| mismatches(input, output, c.clone(), iters)).sum()
+            };
             let t = c.sched.tuning();
             let (s, depth) = (t.streams, t.stage_depth);
             let pin_name = if c.variant.pin { "on" } else { "off" };
@@ -543,7 +606,8 @@ fn chariot_runs(
         p.bound_ms = seen.t_ns as f64 / 1e6;
         p.limit = seen.limit.to_string();
     }
-    if let (Some(dir), Some((_, json))) = (&cli.out, fastest_trace) {
+    // Under mpirun rank 0's trace holds every rank's GPUs; it alone writes.
+    if let (Some(dir), Some((_, json)), 0) = (&cli.out, fastest_trace, ranks.rank()) {
         let file = dir.join(format!("trace-{sizes}-{seed}-r{r}-d{d}.json"));
         std::fs::write(&file, json).map_err(|e| format!("{}: {e}", file.display()))?;
     }

@@ -173,6 +173,11 @@ fn main() {
         return;
     }
 
+    // Rank 0's bytes on every rank, whatever the others pass (empty ones too).
+    let mine = vec![rank as u8 + 7; 5 + rank];
+    assert_eq!(cluster.broadcast_bytes(&mine), vec![7u8; 5], "rank {rank}: broadcast_bytes gives rank 0's");
+    assert!(cluster.broadcast_bytes(if rank == 0 { &[] } else { &mine }).is_empty(), "rank {rank}: empty");
+
     // Dynamic balance, every task once.
     let tasks = 90;
     let faults = if rank == 2 { SimFaults::default().slow_gpu(0, 4.0) } else { SimFaults::default() };

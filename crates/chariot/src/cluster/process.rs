@@ -115,6 +115,28 @@ impl Cluster {
         super::exchange::to_root(&mpi::topology::SimpleCommunicator::world(), bytes)
     }
 
+    /// Rank 0's `bytes` on every rank (what the others pass is not read). Collective:
+    /// for what rank 0 alone measures or reads, that every rank's loop must agree on.
+    ///
+    /// ```no_run
+    /// let cluster = chariot::Cluster::init()?;
+    /// let mine = [cluster.rank() as u8; 3];
+    /// assert_eq!(cluster.broadcast_bytes(&mine), vec![0u8; 3]);
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    pub fn broadcast_bytes(&self, bytes: &[u8]) -> Vec<u8> {
+        use mpi::traits::*;
+        let world = mpi::topology::SimpleCommunicator::world();
+        let root = world.process_at_rank(0);
+        let mut len = bytes.len() as u64;
+        root.broadcast_into(&mut len);
+        let mut data = if world.rank() == 0 { bytes.to_vec() } else { vec![0u8; len as usize] };
+        if len > 0 {
+            root.broadcast_into(&mut data[..]);
+        }
+        data
+    }
+
     /// The sum of every rank's `v` (wrapping), on every rank. Collective.
     ///
     /// ```no_run
