@@ -6,7 +6,8 @@
 # 8 claiming ranks, for the scaling model's service time. The GPU image's own Open MPI
 # runs it. Binaries: $B/overhead (built with --features mpi) and $B/handout-probe
 # (default B=.gpu-mpi/); writes under $OUT. ROUNDS pairs (default 3), each run
-# REPEAT timed batches (default 5).
+# REPEAT timed batches (default 5). With OLD=DIR, each round also runs the MPI form
+# with DIR/overhead (an earlier build), after the new one (old-<round>).
 set -u
 : "${OUT:?set OUT to a directory}"
 B=${B:-.gpu-mpi}; ROUNDS=${ROUNDS:-3}; REPEAT=${REPEAT:-5}
@@ -22,7 +23,14 @@ for i in $(seq 1 "$ROUNDS"); do
     'CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_RANK exec "$0" "$@"' "$B/overhead" "${args[@]}" "${trace[@]}" \
     --gpus 1 --out "$OUT/two-$i" > "$OUT/two-$i.txt" 2>&1
   echo "round $i 2 ranks: exit $?"
+  if [ -n "${OLD:-}" ]; then
+    timeout 300 mpirun -np 2 --bind-to none bash -c \
+      'CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_RANK exec "$0" "$@"' "$OLD/overhead" "${args[@]}" \
+      --gpus 1 --out "$OUT/old-$i" > "$OUT/old-$i.txt" 2>&1
+    echo "round $i 2 ranks, old build: exit $?"
+  fi
 done | tee "$OUT/rounds.txt"
+[ "${PROBE:-1}" = 0 ] && exit 0
 for n in 2 3 5 9; do
   echo "\$ mpirun -np $n handout-probe 20000"
   timeout 60 mpirun -np "$n" --bind-to none "$B/handout-probe" 20000 2>&1 | tail -n "$n"

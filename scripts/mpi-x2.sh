@@ -4,7 +4,8 @@
 # paper-shaped database (536,000 sequences, prepared) and its 7 queries. The GPU
 # image's own Open MPI (4.1, the ABI of Debian's the binary was built against) runs it.
 # Binary: $B/chariot-align (default .gpu-mpi/, built with --features mpi); writes
-# under $OUT. ROUNDS pairs (default 5).
+# under $OUT. ROUNDS pairs (default 5). With OLD=DIR, each round also runs the MPI
+# form with DIR/chariot-align (an earlier build), after the new one.
 set -u
 : "${OUT:?set OUT to a directory}"
 B=${B:-.gpu-mpi}; W=/tmp/mpi-x2; ROUNDS=${ROUNDS:-5}
@@ -25,11 +26,18 @@ for i in $(seq 1 "$ROUNDS"); do
     'CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_RANK exec "$0" "$@"' "$A" "${args[@]}" --gpus 1 -o "$W/two-$i.tsv" \
     > "$W/two-$i.txt" 2> "$W/two-$i.err"
   rc2=$?; t2=$(now)
-  echo "round $i | one rank x 2 GPUs: exit $rc1, process $(python3 -c "print(round($t1 - $t0, 3))") s, $(grep -m1 -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$W/one-$i.txt") | 2 ranks x 1 GPU: exit $rc2, mpirun $(python3 -c "print(round($t2 - $t1, 3))") s, $(grep -m1 -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$W/two-$i.txt")"
+  old=""
+  if [ -n "${OLD:-}" ]; then
+    timeout 120 mpirun -np 2 --bind-to none bash -c \
+      'CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_RANK exec "$0" "$@"' "$OLD/chariot-align" "${args[@]}" --gpus 1 -o "$W/old-$i.tsv" \
+      > "$W/old-$i.txt" 2> "$W/old-$i.err"
+    old=" | old build, 2 ranks x 1 GPU: exit $?, $(grep -m1 -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$W/old-$i.txt")"
+  fi
+  echo "round $i | one rank x 2 GPUs: exit $rc1, process $(python3 -c "print(round($t1 - $t0, 3))") s, $(grep -m1 -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$W/one-$i.txt") | 2 ranks x 1 GPU: exit $rc2, mpirun $(python3 -c "print(round($t2 - $t1, 3))") s, $(grep -m1 -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$W/two-$i.txt")$old"
 done | tee "$OUT/rounds.txt"
 # The same hits and scores (round 1).
 diff <(grep -E '^ +[0-9]+ ' "$W/one-1.txt") <(grep -E '^ +[0-9]+ ' "$W/two-1.txt") > /dev/null && echo "hits: same" || echo "hits: DIFFER"
 diff <(tail -n +2 "$W/one-1.tsv" | sort) <(cat "$W/two-1.tsv" "$W/two-1.tsv.rank1" | grep -v '^query' | sort) > /dev/null \
   && echo "scores: same ($(($(wc -l < "$W/one-1.tsv") - 1)) rows)" || echo "scores: DIFFER"
 wc -l "$W/two-1.tsv" "$W/two-1.tsv.rank1" | head -2
-(cd "$W" && tar czf "$OUT/logs.tgz" one-*.txt one-*.err two-*.txt two-*.err)
+(cd "$W" && tar czf "$OUT/logs.tgz" one-*.txt one-*.err two-*.txt two-*.err $(cd "$W" && ls old-*.txt old-*.err 2>/dev/null))

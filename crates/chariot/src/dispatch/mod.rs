@@ -427,6 +427,7 @@ impl<D: Device> Dispatcher<D> {
         let shared = &self.shared;
         let gone = |h: usize| !shared.alive[h].load(Ordering::SeqCst);
         let Some(mut task) = self.shared.buffer.pop_for(self.gpu, &gone) else { return false };
+        self.shared.wake_claimer();
         if let Err(e) = self.bind_resident(&mut task) {
             let stage = task.commands.first().map_or(Stage::Download, |c| c.stage());
             let failure =

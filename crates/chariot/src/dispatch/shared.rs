@@ -179,6 +179,16 @@ impl Shared {
         }
     }
 
+    /// In a cluster, wakes the submitting thread where it waits for room to take more
+    /// of the stream (`scheduler::ranks`): a task has left Q. The batch lock is taken
+    /// first so that a waiter between its check and its wait is not missed.
+    pub(crate) fn wake_claimer(&self) {
+        if self.claim_depth.load(Ordering::Relaxed) > 0 {
+            drop(self.batch.lock());
+            self.batch_done.notify_all();
+        }
+    }
+
     /// Wakes the dispatchers that have windows queued: one may wait for tasks that
     /// just ended (`dispatch::window`).
     pub(crate) fn wake_window_waiters(&self) {

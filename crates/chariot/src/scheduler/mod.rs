@@ -206,10 +206,12 @@ impl Scheduler {
     /// Takes part in `cluster`'s task stream (issue 19): run only this rank's share.
     #[cfg(feature = "mpi")]
     pub(crate) fn join_cluster(&mut self, cluster: crate::cluster::Cluster) -> Result<()> {
-        // As many tasks as this rank's slots can hold: a rank takes no task it cannot
-        // start, so the others can (the balance is dynamic to the last tasks).
-        let depth = self.machine.gpus().len() * self.config.streams;
-        self.ranks = Some(ranks::RankShare::new(cluster, depth, &self.shared)?);
+        // As many tasks as this rank's slots can hold, and fewer waiting in Q than it
+        // has GPUs: a rank takes no task it cannot start soon, so the others can (the
+        // balance is dynamic to the last tasks).
+        let gpus = self.machine.gpus().len();
+        let depth = gpus * self.config.streams;
+        self.ranks = Some(ranks::RankShare::new(cluster, depth, gpus, &self.shared)?);
         Ok(())
     }
 

@@ -49,12 +49,14 @@ pub(crate) struct RankShare {
     pub(crate) cluster: Cluster,
     /// The most tasks in flight before this rank asks for more.
     depth: usize,
+    /// The most tasks waiting in Q (bound to no GPU yet) before it asks for more.
+    waiting: usize,
     st: Mutex<State>,
 }
 
 impl RankShare {
     /// Takes `cluster` for this scheduler (refused where another has it).
-    pub(crate) fn new(cluster: Cluster, depth: usize, shared: &Shared) -> Result<RankShare> {
+    pub(crate) fn new(cluster: Cluster, depth: usize, waiting: usize, shared: &Shared) -> Result<RankShare> {
         if !cluster.attach() {
             return Err(Error::Cluster {
                 rank: Some(cluster.rank()),
@@ -66,6 +68,7 @@ impl RankShare {
         Ok(RankShare {
             cluster,
             depth,
+            waiting,
             st: Mutex::new(State {
                 batch,
                 seen: Default::default(),
@@ -125,10 +128,14 @@ impl RankShare {
                 st.stopped = true;
                 return Ok(false);
             }
-            // Room first: the loop waits here while this rank's GPUs are full.
+            // Room first: the loop waits here while this rank's slots are full, or
+            // while tasks wait in its Q for a GPU to take them (a GPU takes one only
+            // when its others have started, Algorithm 2). A task taken here waits for
+            // no more than that, and the rest of the stream stays for the ranks that
+            // have room. A task ending, or leaving Q, wakes it.
             {
                 let mut batch = shared.batch.lock();
-                while batch.outstanding >= self.depth {
+                while batch.outstanding >= self.depth || shared.buffer.waiting() >= self.waiting {
                     shared.batch_done.wait(&mut batch);
                 }
             }

@@ -182,6 +182,12 @@ impl TaskBuffer {
         self.len.store(heaps.len(), Ordering::SeqCst);
     }
 
+    /// The tasks waiting in Q (a rank of a cluster asks for more below a limit).
+    #[cfg(feature = "mpi")]
+    pub(crate) fn waiting(&self) -> usize {
+        self.len.load(Ordering::SeqCst)
+    }
+
     /// Pops the task the rule puts first, wherever it waits. Cheap when empty: no lock
     /// is taken.
     pub(crate) fn pop(&self) -> Option<Box<Task>> {
