@@ -139,40 +139,10 @@ impl Study<'_> {
             .buses(buses)
     }
 
-    /// The grid: every knob set by hand, nothing adapted (one process's, also under
-    /// mpirun: for the probes).
+    /// The grid's builder: every knob set by hand, nothing adapted. One process's (so
+    /// for the probes under mpirun too); `Ranks::join` puts it in the ranks' stream.
     #[allow(clippy::too_many_arguments)]
-    pub fn build_hand(
-        &self,
-        d: usize,
-        s: usize,
-        depth: usize,
-        order: Order,
-        pin: bool,
-        buses: usize,
-        k: Option<usize>,
-    ) -> Result<Scheduler, String> {
-        self.hand(d, s, depth, order, pin, buses, k).build().map_err(|e| e.to_string())
-    }
-
-    /// The grid's configurations of [`Study::build_hand`], in the ranks' task stream
-    /// under mpirun.
-    #[allow(clippy::too_many_arguments)]
-    pub fn build_hand_in_stream(
-        &self,
-        d: usize,
-        s: usize,
-        depth: usize,
-        order: Order,
-        pin: bool,
-        buses: usize,
-        k: Option<usize>,
-    ) -> Result<Scheduler, String> {
-        self.ranks.join(self.hand(d, s, depth, order, pin, buses, k)).build().map_err(|e| e.to_string())
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn hand(
+    pub fn hand(
         &self,
         d: usize,
         s: usize,
@@ -384,7 +354,7 @@ pub fn run_point(
 /// The kernels of a point alone on one GPU, at the most concurrency it allows: the
 /// fastest of 4 batches, ns per element.
 fn kernels_alone(study: &Study, max: usize, chunks: &[Range<usize>], iters: u32) -> Result<f64, String> {
-    let sched = study.build_hand(1, 16, 2, Order::Fcfs, true, 1, Some(16))?;
+    let sched = study.hand(1, 16, 2, Order::Fcfs, true, 1, Some(16)).build().map_err(|e| e.to_string())?;
     let k = sched.register_kernel(study.shift()).map_err(|e| e.to_string())?;
     let (d_in, d_out) =
         (sched.alloc::<u32>(max).map_err(|e| e.to_string())?, sched.alloc::<u32>(max).map_err(|e| e.to_string())?);
@@ -517,7 +487,8 @@ fn chariot_runs(
             for &s in &cli.streams {
                 for &k in &kernel_grid {
                     for v in study.variants(m, r) {
-                        let sched = study.build_hand_in_stream(own, s, depth, o, v.pin, v.buses, k)?;
+                        let b = study.hand(own, s, depth, o, v.pin, v.buses, k);
+                        let sched = study.ranks.join(b).build().map_err(|e| e.to_string())?;
                         add(sched, false, o.name(), v, k)?;
                     }
                 }
