@@ -8,13 +8,13 @@
 //!   thread puts chunk i on stream i mod S and, before reusing a stream, waits for its
 //!   previous chunk and hands that chunk's output to the consumer, in file order.
 
-use chariot::{BoxError, Element, Error, HostBuffer, Kernel, Result};
+use chariot::{Error, HostBuffer, Result};
 use std::ops::Range;
 
-// The in-order pipeline's types live with the pipeline (`backend/cuda/inorder.rs`),
-// which needs them, so that imports between the two run one way.
-pub use crate::backend::cuda::inorder::{
-    DeviceArg, InOrderDevice, InOrderError, InOrderLaunch, InOrderPlan, InOrderTiming, Prepared,
+// The in-order pipeline is a crate of its own (chariot-align's `bench` runs it too, and
+// the product must not depend on the lab); re-exported here beside the other baselines.
+pub use chariot_inorder::{
+    in_order, DeviceArg, InOrderDevice, InOrderError, InOrderLaunch, InOrderPlan, InOrderTiming, Prepared,
 };
 
 /// A hand-written way to run the chunks.
@@ -191,68 +191,4 @@ fn check_shift(streams: usize, limit: usize, chunks: &[Range<usize>]) -> Result<
         ));
     }
     Ok(())
-}
-
-/// Runs `plan.chunks` chunks through a hand-written, in-order pipeline of `kernel` on
-/// `plan.streams` streams, as a CUDA programmer writes it without chariot:
-///
-/// 1. `plan.readers` producer threads fill pinned staging buffers: thread r calls
-///    `produce(i, staging)` for chunks i = r, r + readers, …, each into a free slot;
-///    S + readers slots exist, so the producers run at most `readers` chunks ahead of
-///    the GPU, and each waits for a free slot before it reads.
-/// 2. The calling thread takes the chunks in order. For chunk i on stream s = i mod S
-///    it first waits for the stream's previous chunk (its event) and calls
-///    `consume(that chunk, meta, output)` itself, then issues chunk i's download, its
-///    launches and its readback on stream s, and records the stream's event.
-/// 3. At the end it waits for and consumes the last S chunks, in order.
-///
-/// Consumers run on the calling thread, between issues: the other S − 1 streams keep
-/// the GPU busy meanwhile, and the consumer needs no locking and sees chunks in order.
-/// Constants are downloaded once, before the run.
-///
-/// # Errors
-/// [`InOrderError::Setup`] for zero streams, readers or buffer sizes, a kernel with
-/// too many parameters, or no CUDA GPU (no CPU twin on [`InOrderDevice::CpuTwin`]);
-/// the other variants name the chunk that failed. After an error, work already issued
-/// is waited for before the call returns.
-pub fn in_order<I, O, M, P, C>(
-    kernel: &Kernel,
-    plan: &InOrderPlan<'_>,
-    produce: P,
-    consume: C,
-) -> std::result::Result<InOrderTiming, InOrderError>
-where
-    I: Element,
-    O: Element,
-    M: Send,
-    P: Fn(usize, &mut [I]) -> std::result::Result<Prepared<M>, BoxError> + Sync,
-    C: FnMut(usize, M, &[O]) -> std::result::Result<(), BoxError>,
-{
-    let bad = |name: &'static str, value: String, allowed: &str| {
-        InOrderError::Setup(Error::InvalidConfig { name, value, allowed: allowed.into() })
-    };
-    for (name, v) in [("streams", plan.streams), ("readers", plan.readers)] {
-        if v == 0 {
-            return Err(bad(name, "0".into(), "at least 1"));
-        }
-    }
-    for (name, len, size) in [
-        ("input_len", plan.input_len, std::mem::size_of::<I>()),
-        ("output_len", plan.output_len, std::mem::size_of::<O>()),
-    ] {
-        if len == 0 || len.checked_mul(size).is_none_or(|b| b > isize::MAX as usize) {
-            return Err(bad(name, len.to_string(), "at least 1 element, under isize::MAX bytes"));
-        }
-    }
-    if let Some(b) = plan.scratch_bytes.iter().find(|&&b| b == 0) {
-        return Err(bad("scratch_bytes", b.to_string(), "at least 1 byte each"));
-    }
-    if kernel.param_list().len() > crate::backend::cuda::inorder::MAX_PARAMS {
-        return Err(bad(
-            "kernel",
-            format!("{} parameters", kernel.param_list().len()),
-            &format!("at most {}", crate::backend::cuda::inorder::MAX_PARAMS),
-        ));
-    }
-    crate::backend::cuda::inorder::run(kernel, plan, &produce, consume)
 }

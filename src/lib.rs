@@ -16,7 +16,8 @@
 //!
 //! The binary `chariot` (the demo), the overhead study (`benches/overhead`), the SETI
 //! example (`examples/seti`) and the soak (`examples/soak.rs`) are this package's
-//! targets; chariot-align's hand-written pipeline uses [`baseline::in_order`].
+//! targets; [`baseline::in_order`] re-exports the crate chariot-inorder, which chariot-align's
+//! `bench` also runs (so the search tool depends on no crate of the lab).
 //!
 //! ```
 //! use chariot::{Backend, Scheduler, SimProfile};

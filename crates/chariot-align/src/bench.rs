@@ -218,7 +218,7 @@ fn bench_one(a: &BenchArgs, index: &db::DbIndex, m: &Matrix, q1: &[Query], c: &B
         println!(
             "{cfg:>9}: D = 1, S = {s}, R = {readers}, by hand in order ({}): {wall:.1} ms, {:.1} GCUPS, \
              read busy {:.1} ms (sum {:.1}), write busy {:.1} ms; main thread waited {:.1} ms for reads, {:.1} ms for streams",
-            if o.device == chariot_studies::baseline::InOrderDevice::CpuTwin { "CPU twin" } else { "cuda" },
+            if o.device == chariot_inorder::InOrderDevice::CpuTwin { "CPU twin" } else { "cuda" },
             o.gcups(),
             ms(o.read_busy_ns),
             ms(o.read_sum_ns),

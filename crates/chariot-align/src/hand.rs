@@ -1,6 +1,6 @@
 //! The hand-pipelined, in-order search (issue 6's baseline): the same five stages and
 //! the same kernel launches as [`crate::search`], written as a CUDA programmer would
-//! without chariot, on [`chariot_studies::baseline::in_order`]. R reader threads read and pack
+//! without chariot, on [`chariot_inorder::in_order`]. R reader threads read and pack
 //! chunks in file order into S + R pinned slots; the main thread issues chunk i's
 //! download, launches and readback on stream i mod S and, before reusing the stream,
 //! waits for its previous chunk and writes that chunk's results itself.
@@ -11,7 +11,7 @@ use crate::matrix::Matrix;
 use crate::search::{self, Options, Profiles, Query, Sizes, SlotData, Writer};
 use crate::sw::{self, Role};
 use chariot::{Backend, LaunchShape, SimProfile};
-use chariot_studies::baseline::{self, DeviceArg, InOrderDevice, InOrderLaunch, InOrderPlan, Prepared};
+use chariot_inorder::{self as baseline, DeviceArg, InOrderDevice, InOrderLaunch, InOrderPlan, Prepared};
 use std::sync::Arc;
 use std::time::Duration;
 

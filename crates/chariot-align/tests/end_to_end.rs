@@ -170,9 +170,9 @@ fn check_kernel(
             let o = hand::search(&index, &m, &queries, &opt, readers).unwrap();
             assert!(expected_kernel(kernel).is_none_or(|k| k == o.kernel), "{kernel:?} ran {:?}", o.kernel);
             let want = if opt.backend == Backend::Cuda {
-                chariot_studies::baseline::InOrderDevice::Cuda { ordinal: 0 }
+                chariot_inorder::InOrderDevice::Cuda { ordinal: 0 }
             } else {
-                chariot_studies::baseline::InOrderDevice::CpuTwin
+                chariot_inorder::InOrderDevice::CpuTwin
             };
             assert_eq!(o.device, want);
             // The TSV is written in file order, by the main thread: chunk by chunk,

@@ -8,12 +8,11 @@
 //! * depth-first: every chunk's three commands on stream i mod S, all enqueued at once;
 //! * graph: the depth-first sequence captured once as a CUDA graph and launched.
 
-use super::failed_text;
-use super::primary::PrimaryContext;
 use chariot::Kernel;
+use chariot_inorder::rig::{failed_text, load_kernel, PrimaryContext};
 use cudarc::driver::result;
 use cudarc::driver::sys;
-use std::ffi::{c_void, CString};
+use std::ffi::c_void;
 use std::ops::Range;
 use std::time::Instant;
 
@@ -63,36 +62,6 @@ impl Drop for Rig {
             if let Some(m) = self.module.take() {
                 let _ = result::module::unload(m);
             }
-        }
-    }
-}
-
-/// Compiles `kernel` for device `dev` (NVRTC, cached per process) and loads it into the
-/// current context: the module (to unload when done) and its entry point. Shared by the
-/// hand-written pipelines.
-pub(crate) fn load_kernel(dev: sys::CUdevice, kernel: &Kernel) -> Result<(sys::CUmodule, sys::CUfunction), String> {
-    use sys::CUdevice_attribute::*;
-    // SAFETY: plain attribute queries on a valid device.
-    let (major, minor) = unsafe {
-        (
-            result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
-                .map_err(|e| failed_text("cuDeviceGetAttribute", e))?,
-            result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
-                .map_err(|e| failed_text("cuDeviceGetAttribute", e))?,
-        )
-    };
-    let image = chariot::compile_cubin(kernel, &format!("sm_{major}{minor}")).map_err(|e| e.to_string())?;
-    // SAFETY: a complete cubin for this device; the caller unloads it.
-    let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
-        .map_err(|e| failed_text("cuModuleLoadData", e))?;
-    let name = CString::new(kernel.name()).map_err(|_| "kernel name has a NUL byte".to_string())?;
-    // SAFETY: the module was just loaded.
-    match unsafe { result::module::get_function(module, name) } {
-        Ok(func) => Ok((module, func)),
-        Err(e) => {
-            // SAFETY: loaded above, used by nothing.
-            let _ = unsafe { result::module::unload(module) };
-            Err(failed_text("cuModuleGetFunction", e))
         }
     }
 }

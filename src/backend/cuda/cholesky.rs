@@ -16,8 +16,8 @@
 //! the baseline's rig), kept in one place so that every `unsafe` of the study sits here.
 
 use super::failed_text;
-use super::primary::PrimaryContext;
 use crate::cholesky::plan::Op;
+use chariot_inorder::rig::PrimaryContext;
 use cudarc::cublas::sys as blas;
 use cudarc::cusolver::sys as solver;
 use cudarc::driver::{result, sys};

@@ -16,9 +16,9 @@
 //! watchdog's wait, read-back) and its Drop, which share every handle's lifetime.
 
 use super::failed_text;
-use super::primary::PrimaryContext;
 use crate::flow::{DeviceCsr, BLOCK};
 use chariot::Kernel;
+use chariot_inorder::rig::PrimaryContext;
 use cudarc::driver::result;
 use cudarc::driver::sys;
 use std::ffi::{c_void, CString};

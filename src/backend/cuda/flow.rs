@@ -5,8 +5,8 @@
 //! safe face.
 
 use super::failed_text;
-use super::primary::PrimaryContext;
 use crate::flow::{spin_kernel, BLOCK};
+use chariot_inorder::rig::PrimaryContext;
 use cudarc::driver::result;
 use cudarc::driver::sys;
 use std::ffi::c_void;
@@ -68,7 +68,7 @@ impl Rig {
     pub(crate) fn build(ordinal: usize, preds: &[Vec<usize>], iters: u32) -> Result<(Rig, u64), String> {
         let ctx = PrimaryContext::retain(ordinal)?;
         ctx.bind()?;
-        let (module, func) = super::baseline::load_kernel(ctx.device(), &spin_kernel())?;
+        let (module, func) = chariot_inorder::rig::load_kernel(ctx.device(), &spin_kernel())?;
         let mut rig = Rig {
             ctx,
             module: Some(module),

@@ -20,8 +20,8 @@
 //! 3-D copy descriptor written out.
 
 use super::failed_text;
-use super::primary::PrimaryContext;
 use crate::images::{kernels, Buf, Node, Use};
+use chariot_inorder::rig::PrimaryContext;
 use cudarc::driver::result;
 use cudarc::driver::sys;
 use std::ffi::{c_void, CString};
@@ -154,7 +154,7 @@ impl Rig {
         // One module holds all the kernels: compile the source once, under the first
         // kernel's name, and take every entry point from it.
         let all = kernels::all();
-        let (module, first) = super::baseline::load_kernel(rig.ctx.device(), &all[0])?;
+        let (module, first) = chariot_inorder::rig::load_kernel(rig.ctx.device(), &all[0])?;
         rig.module = Some(module);
         rig.funcs.push(first);
         for k in &all[1..] {

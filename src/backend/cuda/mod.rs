@@ -8,31 +8,6 @@ pub(crate) mod cholesky;
 pub(crate) mod device_graph;
 pub(crate) mod flow;
 pub(crate) mod images;
-pub(crate) mod inorder;
-pub(crate) mod primary;
 
-use cudarc::driver::result::DriverError;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
-/// `call` failed with `e`, as a message (the baselines' errors are text), with the
-/// driver's code, name and text as chariot writes them.
-pub(crate) fn failed_text(call: &str, e: DriverError) -> String {
-    chariot::DriverError::from_cuda(call, e).to_string()
-}
-
-/// Runs a user closure (a producer or consumer of the in-order pipeline): its error or
-/// its panic as a message, so that a failing chunk ends the run with a value, not an
-/// unwinding thread.
-pub(crate) fn caught<R>(f: impl FnOnce() -> Result<R, chariot::BoxError>) -> Result<R, String> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(r)) => Ok(r),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(payload) => {
-            let text = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned());
-            Err(format!("panicked: {}", text.as_deref().unwrap_or("a non-string payload")))
-        }
-    }
-}
+/// `call` failed with `e`, as a message (see [`chariot_inorder::rig::failed_text`]).
+pub(crate) use chariot_inorder::rig::failed_text;

@@ -2,8 +2,8 @@
 //! an event and buffers per stream, pinned staging blocks ([`Rig`]).
 
 use super::{Device, DeviceArg, InOrderLaunch, InOrderPlan, MAX_PARAMS};
-use crate::backend::cuda::failed_text;
-use crate::backend::cuda::primary::PrimaryContext;
+use crate::rig::failed_text;
+use crate::rig::PrimaryContext;
 use chariot::Kernel;
 use cudarc::driver::result;
 use cudarc::driver::sys;
@@ -106,7 +106,7 @@ impl Rig {
         };
         rig.ctx.bind()?;
         // The same cubin chariot loads (NVRTC's cache is per process).
-        let (module, func) = crate::backend::cuda::baseline::load_kernel(rig.ctx.device(), kernel)?;
+        let (module, func) = crate::rig::load_kernel(rig.ctx.device(), kernel)?;
         rig.module = Some(module);
         rig.engine.func = func;
         let alloc = |bytes: usize| {

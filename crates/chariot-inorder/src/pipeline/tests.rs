@@ -1,6 +1,6 @@
 //! The in-order pipeline's protocol on its CPU twin, and its setup errors.
 
-use crate::baseline::{in_order, DeviceArg, InOrderDevice, InOrderError, InOrderLaunch, InOrderPlan, Prepared};
+use crate::{in_order, DeviceArg, InOrderDevice, InOrderError, InOrderLaunch, InOrderPlan, Prepared};
 use chariot::{Kernel, LaunchShape, Param};
 
 /// out[k] = in[k] * c[0] + n, with `n` a scalar; the scratch buffer counts launches.

@@ -1,9 +1,9 @@
-//! A hand-written, in-order pipeline (issue 6's baseline): what a CUDA programmer writes
+//! A hand-written, in-order pipeline (the stream application's baseline): what a CUDA programmer writes
 //! without chariot. Producer threads prepare chunks into pinned staging slots; the
 //! calling thread issues chunk i on stream i mod S, in order, and before reusing a
 //! stream waits for that stream's previous chunk (its event) and consumes its output.
-//! [`crate::baseline::in_order`] is the safe entry point and states the protocol; the
-//! types of its plan and outcome are defined here, and `crate::baseline` re-exports them.
+//! [`crate::in_order`] is the safe entry point and states the protocol; the
+//! types of its plan and outcome are defined here, and the crate root re-exports them.
 //!
 //! The loop ([`pipeline`]) is written once over [`Device`], which has two
 //! implementations: [`Rig`] (`engine.rs`), plain driver calls on the primary context,
@@ -20,14 +20,14 @@ mod engine;
 mod tests;
 mod twin;
 
-use super::caught;
 use chariot::{Backend, BoxError, Element, Error, Kernel, LaunchShape, Param};
 use engine::Rig;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use twin::Twin;
 
-/// Where [`in_order`](crate::baseline::in_order) runs.
+/// Where [`in_order`](crate::in_order) runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InOrderDevice {
     /// CUDA GPU `ordinal`, through plain driver calls on its primary context.
@@ -41,7 +41,7 @@ pub enum InOrderDevice {
     CpuTwin,
 }
 
-/// A device buffer a launch of [`in_order`](crate::baseline::in_order) names, or a scalar argument.
+/// A device buffer a launch of [`in_order`](crate::in_order) names, or a scalar argument.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum DeviceArg {
     /// The stream's input buffer: the chunk as the producer wrote it.
@@ -106,7 +106,7 @@ pub struct Prepared<M> {
     pub output_len: usize,
 }
 
-/// The shape of an [`in_order`](crate::baseline::in_order) run.
+/// The shape of an [`in_order`](crate::in_order) run.
 #[derive(Clone, Debug)]
 pub struct InOrderPlan<'a> {
     /// Where it runs.
@@ -129,7 +129,7 @@ pub struct InOrderPlan<'a> {
     pub constants: Vec<&'a [u8]>,
 }
 
-/// What an [`in_order`](crate::baseline::in_order) run took. Times are ns since the run's start, taken just
+/// What an [`in_order`](crate::in_order) run took. Times are ns since the run's start, taken just
 /// before the producers start (set-up — module, streams, allocations — is before it).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InOrderTiming {
@@ -145,7 +145,7 @@ pub struct InOrderTiming {
     pub waiting_ns: u64,
 }
 
-/// Why an [`in_order`](crate::baseline::in_order) run failed.
+/// Why an [`in_order`](crate::in_order) run failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum InOrderError {
@@ -223,7 +223,7 @@ trait Device {
     fn quiesce(&mut self);
 }
 
-/// Runs the plan on its device; see [`crate::baseline::in_order`].
+/// Runs the plan on its device; see [`crate::in_order`].
 pub(crate) fn run<I, O, M, P, C>(
     kernel: &Kernel,
     plan: &InOrderPlan<'_>,
@@ -479,4 +479,21 @@ fn check<M, I, O>(
         }
     }
     Ok(())
+}
+
+/// Runs a user closure (a producer or consumer of the in-order pipeline): its error or
+/// its panic as a message, so that a failing chunk ends the run with a value, not an
+/// unwinding thread.
+pub(crate) fn caught<R>(f: impl FnOnce() -> Result<R, chariot::BoxError>) -> Result<R, String> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(payload) => {
+            let text = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned());
+            Err(format!("panicked: {}", text.as_deref().unwrap_or("a non-string payload")))
+        }
+    }
 }

@@ -2,11 +2,12 @@
 //! and released when dropped: what every baseline's rig opens first and gives back
 //! last (its own `Drop` frees what it made in the context, then this releases it).
 
-use super::failed_text;
+use crate::rig::failed_text;
 use cudarc::driver::{result, sys};
 
 /// The retained primary context of one GPU.
-pub(crate) struct PrimaryContext {
+#[derive(Debug)]
+pub struct PrimaryContext {
     dev: sys::CUdevice,
     ctx: sys::CUcontext,
 }
@@ -14,7 +15,7 @@ pub(crate) struct PrimaryContext {
 impl PrimaryContext {
     /// Retains GPU `ordinal`'s primary context (the ordinal must exist: callers check it
     /// against the driver's device count first).
-    pub(crate) fn retain(ordinal: usize) -> Result<PrimaryContext, String> {
+    pub fn retain(ordinal: usize) -> Result<PrimaryContext, String> {
         let dev = result::device::get(ordinal as i32).map_err(|e| failed_text("cuDeviceGet", e))?;
         // SAFETY: `dev` is a valid device; the context is released once, in Drop.
         let ctx =
@@ -23,18 +24,18 @@ impl PrimaryContext {
     }
 
     /// The device.
-    pub(crate) fn device(&self) -> sys::CUdevice {
+    pub fn device(&self) -> sys::CUdevice {
         self.dev
     }
 
     /// Makes the context current on this thread.
-    pub(crate) fn bind(&self) -> Result<(), String> {
+    pub fn bind(&self) -> Result<(), String> {
         // SAFETY: a context retained by this value, alive until it drops.
         unsafe { result::ctx::set_current(self.ctx) }.map_err(|e| failed_text("cuCtxSetCurrent", e))
     }
 
     /// The context's handle, for driver calls that name it.
-    pub(crate) fn raw(&self) -> sys::CUcontext {
+    pub fn raw(&self) -> sys::CUcontext {
         self.ctx
     }
 }
