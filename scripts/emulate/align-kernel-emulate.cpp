@@ -2,7 +2,7 @@
 // block barriers, warp shuffles and the DPX / SIMD intrinsics emulated, and checks every
 // score against a plain Gotoh: a check of the kernels' indexing, lane groups, pairs,
 // scratch rows, profile tiles and 32-bit re-pass where there is no GPU (not of
-// NVRTC, registers or speed). Built and run by scripts/align-kernel-emulate.sh, which
+// NVRTC, registers or speed). Built and run by scripts/emulate/align-kernel-emulate.sh, which
 // includes the kernel source with two textual changes (the dynamic shared memory
 // declaration, and the PTX prmt statement, emulated here).
 #include <algorithm>

@@ -2,7 +2,7 @@
 # Issue 14 on one GPU (nvidia-h100-x1): chariot's defaults against the best of a grid
 # of configurations set by hand (S × stage depth × kernel concurrency), for every
 # workload, in one command; then the GPU tests. Run from the repository root on the
-# device with the binaries staged in $B (default .gpu/, see scripts/stage.sh).
+# device with the binaries staged in $B (default .gpu/, see scripts/gpu/stage.sh).
 # Every comparison alternates the configurations and reports medians; every output is
 # checked; every makespan is checked against its hardware bound. STEPS (default: all of
 # "demo align seti overhead tests") picks steps; the results README says which run

@@ -36,10 +36,10 @@
 # them. Study code (the demo, the hand-written pipelines, plots) is another crate, the
 # root package chariot-studies, which depends on this one: cargo keeps that one way.
 #
-# Usage: python3 scripts/check-layers.py            check crates/chariot/src/ (exit 1 on a violation)
-#        python3 scripts/check-layers.py --graph    the same, listing the imports between
+# Usage: python3 scripts/ci/check-layers.py            check crates/chariot/src/ (exit 1 on a violation)
+#        python3 scripts/ci/check-layers.py --graph    the same, listing the imports between
 #                                                   entries (layer, entry -> layer, entry)
-#        python3 scripts/check-layers.py --self-test
+#        python3 scripts/ci/check-layers.py --self-test
 #
 # It reads every src/**/*.rs but src/bin/ (other crates), strips comments, strings and
 # test items, and resolves `use` trees, `crate::`/`super::`/`self::` paths and paths
@@ -576,9 +576,9 @@ def main(argv):
     if argv[1:] == ["--self-test"]:
         return 1 if self_test() else 0
     if argv[1:] not in ([], ["--graph"]):
-        print("usage: python3 scripts/check-layers.py [--self-test | --graph]", file=sys.stderr)
+        print("usage: python3 scripts/ci/check-layers.py [--self-test | --graph]", file=sys.stderr)
         return 2
-    root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "crates", "chariot")
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "crates", "chariot")
     return 1 if check(root, graph_out=sys.stdout if argv[1:] == ["--graph"] else None) else 0
 
 

@@ -4,7 +4,7 @@
 # study at D = 1 and 2 (chariot's defaults against a grid set by hand, the hand-written
 # baselines and the static split timed together), and the alignment search and the
 # two-phase FFT at D = 2, defaults against hand-set configurations. Binaries staged by
-# scripts/stage.sh in $B (default .gpu/). STEPS (default: all of "host overhead align
+# scripts/gpu/stage.sh in $B (default .gpu/). STEPS (default: all of "host overhead align
 # seti") picks steps; the results README says which run gave which figures.
 set -u
 STEPS=${STEPS:-host overhead align seti}

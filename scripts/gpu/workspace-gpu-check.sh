@@ -5,7 +5,7 @@
 # input, the studies' in-order pipeline and bad input, the seti example's, chariot-align
 # end to end), then with chariot's defaults the demo (4 calls x 5 timed runs each), seti
 # 8192^2 (3 calls x 5) and the 7-query alignment search (3 calls). Binaries: new in $B
-# (default .gpu/, scripts/stage.sh), old in $OLD (default .gpu-old/: `cargo build
+# (default .gpu/, scripts/gpu/stage.sh), old in $OLD (default .gpu-old/: `cargo build
 # --release --bin chariot --bin chariot-align --example seti` in a worktree of d229f22,
 # stripped). Writes under $OUT. STEPS picks steps (default "tests demo seti align");
 # DEMO_CALLS the demo's calls per build (default 4).

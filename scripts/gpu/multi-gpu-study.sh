@@ -4,8 +4,8 @@
 #   overhead  the study (cargo build --release --bench overhead), stripped
 #   test-gpu  the GPU test binary (cargo test --release --test gpu --no-run), stripped
 #
-#   bash scripts/multi-gpu-study.sh          # the campaign (about 6 minutes)
-#   bash scripts/multi-gpu-study.sh smoke    # a check that everything runs (under a minute)
+#   bash scripts/gpu/multi-gpu-study.sh          # the campaign (about 6 minutes)
+#   bash scripts/gpu/multi-gpu-study.sh smoke    # a check that everything runs (under a minute)
 #
 # Steps: machine info; the study at D = 1, 2 on CUDA (chariot S × order, pinned and
 # unpinned dispatchers at r = 10, B default, calibrated and 1, the one-GPU baselines at

@@ -3,7 +3,7 @@
 # crate of its own, DriverError) against the code before it (commit 61bbe2f), same
 # commands, alternated: the GPU tests on the new code, then the demo with chariot's
 # defaults (kernel rounds fixed, 5 timed runs per call, 4 calls each) and the 7-query
-# alignment search (3 calls each). Binaries: new in $B (default .gpu/, scripts/stage.sh),
+# alignment search (3 calls each). Binaries: new in $B (default .gpu/, scripts/gpu/stage.sh),
 # old in $OLD (default .gpu-old/: `cargo build --release --bin chariot --bin chariot-align`
 # in a worktree of 61bbe2f, stripped). Writes under $OUT.
 set -u

@@ -2,7 +2,7 @@
 # The shape of the runtime crate, for issue 15's evidence: its lines of Rust, its files
 # of over 500 lines (with the reason each gives at its top), its direct dependencies and
 # the count of all crates it builds with; then the same for every Rust file of the
-# repository. Run from anywhere in a checkout: `bash scripts/crate-shape.sh [DIR]`
+# repository. Run from anywhere in a checkout: `bash scripts/ci/crate-shape.sh [DIR]`
 # (DIR: a checkout, default this one; before the workspace, the runtime was `src/`).
 set -euo pipefail
 root=${1:-$(git rev-parse --show-toplevel)}

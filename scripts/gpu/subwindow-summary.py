@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Summarises a sub-window campaign (scripts/subwindow-gpu-check.sh): per shape, size and
+"""Summarises a sub-window campaign (scripts/gpu/subwindow-gpu-check.sh): per shape, size and
 iterations, the medians over the calls of chariot's and host dispatch's time over the
 hand-written CUDA graph's, new build against old; or, with --cuts, the chariot/graph
 medians of the cut-size variants (flow-<first>-<last>-<call>.log)."""

@@ -2,7 +2,7 @@
 # The cluster form's test (crates/chariot/tests/mpi.rs, issue 19): builds it with the
 # `mpi` feature and runs it as 3 ranks on the sim backend, oversubscribed (CI has 2
 # cores), then chariot-align search as 3 ranks against one process. Usage:
-# bash scripts/mpi-test.sh   (after scripts/install-mpi.sh)
+# bash scripts/ci/mpi-test.sh   (after scripts/ci/install-mpi.sh)
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 bin=$(cargo test -p chariot --features mpi --test mpi --no-run --message-format=json | python3 -c '

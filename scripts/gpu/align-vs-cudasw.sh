@@ -16,18 +16,18 @@
 # process's wall time (start to exit: CUDA context, NVRTC or module load, database
 # open, output).
 #
-# Binaries: chariot-align in $B (default .gpu/, scripts/stage.sh). Writes under $OUT:
+# Binaries: chariot-align in $B (default .gpu/, scripts/gpu/stage.sh). Writes under $OUT:
 # align-vs-cudasw.csv (round,tool,config,query,gcups,wall_s), align-vs-cudasw.log (this
 # output), logs/ (every run's output, round 1's result files) and a medians summary at
 # the end of the log. About 4-5 minutes on an H100 (CUDASW++ build included).
 #
-#   OUT=$OUT bash scripts/align-vs-cudasw.sh          # on the GPU machine
-#   bash scripts/align-vs-cudasw.sh --self-test       # anywhere: the parsers on sample text
+#   OUT=$OUT bash scripts/gpu/align-vs-cudasw.sh          # on the GPU machine
+#   bash scripts/gpu/align-vs-cudasw.sh --self-test       # anywhere: the parsers on sample text
 #
 # Knobs: ROUNDS (3), B (.gpu), W (/tmp/align-vs-cudasw: data kept between calls),
 # CS4 (/tmp/cudasw4: where build-on-gpu.sh puts CUDASW++), TIMEOUT per run (300 s),
 # GPU_TESTS=1 to first run chariot-align's #[ignore]d GPU test of every DPX and portable
-# score against Gotoh ($B/test-chariot-align-end_to_end, staged by scripts/stage.sh;
+# score against Gotoh ($B/test-chariot-align-end_to_end, staged by scripts/gpu/stage.sh;
 # about 1-2 minutes more).
 set -u
 ROUNDS=${ROUNDS:-3}; B=${B:-.gpu}; W=${W:-/tmp/align-vs-cudasw}; CS4=${CS4:-/tmp/cudasw4}
@@ -186,7 +186,7 @@ main() {
   mkdir -p "$OUT" "$L" "$W"
   echo "round,tool,config,query,gcups,wall_s" > "$CSV"
   { date -u; nvidia-smi -L; nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader; echo "cpus: $(nproc)"; } 2>&1
-  [ -x "$B/chariot-align" ] || { echo "no $B/chariot-align: run scripts/stage.sh and carry .gpu"; return 1; }
+  [ -x "$B/chariot-align" ] || { echo "no $B/chariot-align: run scripts/gpu/stage.sh and carry .gpu"; return 1; }
   if [ "${GPU_TESTS:-0}" = 1 ]; then
     echo "== GPU test: every DPX and portable score against Gotoh"
     (cd "$B" && timeout 600 ./test-chariot-align-end_to_end --ignored --exact dpx_and_portable_kernels_match_gotoh_on_gpu \
