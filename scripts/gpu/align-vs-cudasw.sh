@@ -29,18 +29,18 @@
 # GPU_TESTS=1 to first run chariot-align's #[ignore]d GPU test of every DPX and portable
 # score against Gotoh ($B/test-chariot-align-end_to_end, staged by scripts/gpu/stage.sh;
 # about 1-2 minutes more).
-set -u
+set -euo pipefail
 ROUNDS=${ROUNDS:-3}; B=${B:-.gpu}; W=${W:-/tmp/align-vs-cudasw}; CS4=${CS4:-/tmp/cudasw4}
 TIMEOUT=${TIMEOUT:-300}
 LENS="63 127 255 511 1023 2047 5000"
 
 # ---- parsers (also run by --self-test) ----
 # chariot-align search: "backend cuda (...), D = 1, S = 16, order lf, 48 slots: 1.770 s, 2064.3 GCUPS"
-chariot_gcups() { grep -m1 -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$1" | awk '{print $3}'; }
+chariot_gcups() { grep -m1 -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$1" | awk '{print $3}' || true; }
 # CUDASW++ align --verbose: "Total time: 0.0912 s, 5432.1 GCUPS" (after every query's "Scan time" line)
-cudasw_gcups() { grep -oE 'Total time: [0-9.eE+-]+ s, [0-9.eE+-]+ GCUPS' "$1" | tail -1 | awk '{print $5}'; }
+cudasw_gcups() { grep -oE 'Total time: [0-9.eE+-]+ s, [0-9.eE+-]+ GCUPS' "$1" | tail -1 | awk '{print $5}' || true; }
 # chariot-align search: "  kernel dpx (16-bit scores, ...; 0 scores re-run in 32 bits)"
-chariot_kernel() { grep -m1 -E '^  kernel ' "$1" | sed 's/^  kernel //'; }
+chariot_kernel() { grep -m1 -E '^  kernel ' "$1" | sed 's/^  kernel //' || true; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", b-a}'; }
 
 # Medians per (tool, config, query) from the CSV, chariot-align's default over CUDASW++,
@@ -161,8 +161,8 @@ run_chariot() { # round config query fasta [extra args]
   local r=$1 cfg=$2 q=$3 f=$4; shift 4
   local log=$L/chariot-$cfg-$q-$r.log t0 t1 rc g
   t0=$(date +%s.%N)
-  timeout "$TIMEOUT" "$B/chariot-align" search -q "$f" -d "$W/db.cadb" --no-progress --top 10 "$@" > "$log" 2>&1
-  rc=$?; t1=$(date +%s.%N)
+  timeout "$TIMEOUT" "$B/chariot-align" search -q "$f" -d "$W/db.cadb" --no-progress --top 10 "$@" > "$log" 2>&1 && rc=0 || rc=$?
+  t1=$(date +%s.%N)
   g=$(chariot_gcups "$log")
   row "$r" chariot-align "$cfg" "$q" "$g" "$(elapsed "$t0" "$t1")"
   printf '  %s chariot-align %-8s %-5s exit %s: %8s GCUPS, process %6s s; kernel %s\n' \
@@ -174,10 +174,10 @@ run_cudasw() { # round query fasta
   local log=$L/cudasw4-$q-$r.log res=$W/cudasw4-$q.tsv t0 t1 rc g
   t0=$(date +%s.%N)
   timeout "$TIMEOUT" "$CS4/align" --query "$f" --db "$W/cs4db/db" --top 10 --uploadFull --prefetchDBFile \
-    --mat blosum62 --dpx --verbose --tsv --of "$res" > "$log" 2>&1
-  rc=$?; t1=$(date +%s.%N)
+    --mat blosum62 --dpx --verbose --tsv --of "$res" > "$log" 2>&1 && rc=0 || rc=$?
+  t1=$(date +%s.%N)
   g=$(cudasw_gcups "$log")
-  [ "$r" = 1 ] && cp "$res" "$L/cudasw4-$q-1.tsv" 2>/dev/null
+  [ "$r" = 1 ] && cp "$res" "$L/cudasw4-$q-1.tsv" 2>/dev/null || true
   row "$r" cudasw4 dpx "$q" "$g" "$(elapsed "$t0" "$t1")"
   printf '  %s cudasw4       %-8s %-5s exit %s: %8s GCUPS, process %6s s\n' "$r" dpx "$q" "$rc" "${g:--}" "$(elapsed "$t0" "$t1")"
 }
@@ -190,11 +190,11 @@ main() {
   if [ "${GPU_TESTS:-0}" = 1 ]; then
     echo "== GPU test: every DPX and portable score against Gotoh"
     (cd "$B" && timeout 600 ./test-chariot-align-end_to_end --ignored --exact dpx_and_portable_kernels_match_gotoh_on_gpu \
-      --test-threads=1) > "$L/gpu-test.log" 2>&1
-    echo "  exit $?: $(grep -E '^test result' "$L/gpu-test.log" | tail -1)"
+      --test-threads=1) > "$L/gpu-test.log" 2>&1 && rc=0 || rc=$?
+    echo "  exit $rc: $(grep -E '^test result' "$L/gpu-test.log" | tail -1)"
   fi
   echo "== CUDASW++ 4.0: build (skipped where $CS4 holds it)"
-  local t0 t1
+  local t0 t1 rc
   t0=$(date +%s.%N)
   if [ ! -x "$CS4/align" ] || [ ! -x "$CS4/makedb" ]; then
     [ -f .peers/build-on-gpu.sh ] || { echo "no .peers/: run bash ../shared/peers/cudasw4/prepare-here.sh here and carry .peers"; return 1; }
@@ -213,14 +213,14 @@ main() {
 
   echo "== one-time preparation: chariot-align makedb, CUDASW++ makedb"
   t0=$(date +%s.%N)
-  "$B/chariot-align" makedb -d "$W/db.fa" -o "$W/db.cadb" --no-progress > "$L/chariot-makedb.log" 2>&1
-  local rc=$?; t1=$(date +%s.%N)
+  "$B/chariot-align" makedb -d "$W/db.fa" -o "$W/db.cadb" --no-progress > "$L/chariot-makedb.log" 2>&1 && rc=0 || rc=$?
+  t1=$(date +%s.%N)
   row 0 chariot-align makedb - "" "$(elapsed "$t0" "$t1")"
   echo "  chariot-align makedb exit $rc: $(elapsed "$t0" "$t1") s; $(tail -1 "$L/chariot-makedb.log")"
   rm -rf "$W/cs4db" && mkdir -p "$W/cs4db"
   t0=$(date +%s.%N)
-  "$CS4/makedb" "$W/db.fa" "$W/cs4db/db" > "$L/cudasw4-makedb.log" 2>&1
-  rc=$?; t1=$(date +%s.%N)
+  "$CS4/makedb" "$W/db.fa" "$W/cs4db/db" > "$L/cudasw4-makedb.log" 2>&1 && rc=0 || rc=$?
+  t1=$(date +%s.%N)
   row 0 cudasw4 makedb - "" "$(elapsed "$t0" "$t1")"
   echo "  CUDASW++ makedb exit $rc: $(elapsed "$t0" "$t1") s; $(du -sh "$W/cs4db" | cut -f1) on disk"
   [ $rc = 0 ] || { tail -20 "$L/cudasw4-makedb.log"; return 1; }

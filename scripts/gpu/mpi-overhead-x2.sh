@@ -8,7 +8,7 @@
 # (default B=.gpu-mpi/); writes under $OUT. ROUNDS pairs (default 3), each run
 # REPEAT timed batches (default 5). With OLD=DIR, each round also runs the MPI form
 # with DIR/overhead (an earlier build), after the new one (old-<round>).
-set -u
+set -euo pipefail
 : "${OUT:?set OUT to a directory}"
 B=${B:-.gpu-mpi}; ROUNDS=${ROUNDS:-3}; REPEAT=${REPEAT:-5}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -17,21 +17,21 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 args=(--backend cuda --no-grid --no-baselines --ratios 1,10 --sizes fixed,random --repeat "$REPEAT")
 for i in $(seq 1 "$ROUNDS"); do
   trace=(); [ "$i" = 1 ] && trace=(--trace)
-  timeout 300 "$B/overhead" "${args[@]}" --gpus 2 --out "$OUT/one-$i" > "$OUT/one-$i.txt" 2>&1
-  echo "round $i one process: exit $?"
+  timeout 300 "$B/overhead" "${args[@]}" --gpus 2 --out "$OUT/one-$i" > "$OUT/one-$i.txt" 2>&1 && rc=0 || rc=$?
+  echo "round $i one process: exit $rc"
   timeout 300 mpirun -np 2 --bind-to none bash -c \
-    'CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_RANK exec "$0" "$@"' "$B/overhead" "${args[@]}" "${trace[@]}" \
-    --gpus 1 --out "$OUT/two-$i" > "$OUT/two-$i.txt" 2>&1
-  echo "round $i 2 ranks: exit $?"
+    'CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_RANK exec "$0" "$@"' "$B/overhead" "${args[@]}" ${trace[@]+"${trace[@]}"} \
+    --gpus 1 --out "$OUT/two-$i" > "$OUT/two-$i.txt" 2>&1 && rc=0 || rc=$?
+  echo "round $i 2 ranks: exit $rc"
   if [ -n "${OLD:-}" ]; then
     timeout 300 mpirun -np 2 --bind-to none bash -c \
       'CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_RANK exec "$0" "$@"' "$OLD/overhead" "${args[@]}" \
-      --gpus 1 --out "$OUT/old-$i" > "$OUT/old-$i.txt" 2>&1
-    echo "round $i 2 ranks, old build: exit $?"
+      --gpus 1 --out "$OUT/old-$i" > "$OUT/old-$i.txt" 2>&1 && rc=0 || rc=$?
+    echo "round $i 2 ranks, old build: exit $rc"
   fi
-done | tee "$OUT/rounds.txt"
+done | tee "$OUT/rounds.txt" || true
 [ "${PROBE:-1}" = 0 ] && exit 0
 for n in 2 3 5 9; do
   echo "\$ mpirun -np $n handout-probe 20000"
-  timeout 60 mpirun -np "$n" --bind-to none "$B/handout-probe" 20000 2>&1 | tail -n "$n"
-done | tee "$OUT/handout-probe.txt"
+  timeout 60 mpirun -np "$n" --bind-to none "$B/handout-probe" 20000 2>&1 | tail -n "$n" || true
+done | tee "$OUT/handout-probe.txt" || true

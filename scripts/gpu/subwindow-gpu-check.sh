@@ -8,7 +8,7 @@
 #             FMAs a thread, new and old alternated
 #   overhead  the overhead study at r = 100, CHARIOT_EXECUTION=host and =replay, new
 #   demo      the demo with its defaults, old and new alternated, DEMO_CALLS calls (3)
-set -u
+set -euo pipefail
 STEPS=${STEPS:-tests flow}; CALLS=${CALLS:-2}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 : "${OUT:?set OUT to a directory}"
@@ -18,18 +18,18 @@ source "$(dirname "$0")/gpu-steps.sh"  # step, demo_alternated
 if step tests; then
   echo "== GPU tests"
   for name in test-replay test-gpu test-chariot-studies-flow; do
-    (cd "$B" && timeout 200 "./$name" --include-ignored --test-threads=1) > "$W/$name.log" 2>&1
-    echo "$name exit $?: $(grep -E '^test result' "$W/$name.log" | tail -1)"
-  done | tee "$OUT/gpu-tests.txt"
-  cat "$W"/test-*.log > "$OUT/gpu-tests.log"
+    (cd "$B" && timeout 200 "./$name" --include-ignored --test-threads=1) > "$W/$name.log" 2>&1 && rc=0 || rc=$?
+    echo "$name exit $rc: $(grep -E '^test result' "$W/$name.log" | tail -1)"
+  done | tee "$OUT/gpu-tests.txt" || true
+  cat "$W"/test-*.log > "$OUT/gpu-tests.log" || true
 fi
 if step flow; then
   echo "== flow: cudaFlow's shapes, new and old alternated"
   for i in $(seq 1 "$CALLS"); do
     for v in new old; do
       bin=$B/flow; [ $v = old ] && bin=$OLD/flow
-      timeout 150 "$bin" --chariot-device --rounds 5 --csv "$OUT/flow-$v-$i.csv" > "$OUT/flow-$v-$i.log" 2>&1
-      echo "flow $v $i exit $?"
+      timeout 150 "$bin" --chariot-device --rounds 5 --csv "$OUT/flow-$v-$i.csv" > "$OUT/flow-$v-$i.log" 2>&1 && rc=0 || rc=$?
+      echo "flow $v $i exit $rc"
     done
   done
 fi
@@ -39,8 +39,8 @@ if step mustard; then
     for v in new old; do
       bin=$B/flow; [ $v = old ] && bin=$OLD/flow
       timeout 100 "$bin" --chariot-device --shapes rnd --size rnd=$n --iters 0,5000 --rounds 5 \
-        --csv "$OUT/mustard-$v-$n.csv" > "$OUT/mustard-$v-$n.log" 2>&1
-      echo "mustard $n $v exit $?"
+        --csv "$OUT/mustard-$v-$n.csv" > "$OUT/mustard-$v-$n.log" 2>&1 && rc=0 || rc=$?
+      echo "mustard $n $v exit $rc"
     done
   done
 fi
@@ -48,10 +48,10 @@ if step overhead; then
   echo "== overhead study at r = 100: host and replay"
   for e in host replay; do
     CHARIOT_EXECUTION=$e timeout 100 "$B/overhead" --ratios 100 --sizes fixed --streams 4 --orders fcfs \
-      --depths 2 --repeat 3 --out "$W/overhead-$e" > "$W/overhead-$e.log" 2>&1
-    echo "$e exit $?"
-  done | tee "$OUT/overhead.txt"
-  (cd "$W" && tar czf "$OUT/overhead.tgz" overhead-*)
+      --depths 2 --repeat 3 --out "$W/overhead-$e" > "$W/overhead-$e.log" 2>&1 && rc=0 || rc=$?
+    echo "$e exit $rc"
+  done | tee "$OUT/overhead.txt" || true
+  (cd "$W" && tar czf "$OUT/overhead.tgz" overhead-*) || true
 fi
 if step demo; then
   echo "== demo: old and new alternated"
