@@ -7,7 +7,7 @@
 //!   columns, so that every warp access reads whole rows of the tile; radix-2 in shared
 //!   memory, one global round trip per pass; cache-streaming loads and stores, because
 //!   ordinary L2 traffic of that size slows the pitched copies that follow it by 68%,
-//!   results/nvidia-h100-x1/SETI.md) and writes the block back (`readback_2d`).
+//!   results/nvidia-h100-x1/seti/README.md) and writes the block back (`readback_2d`).
 //! * Row phase: task i takes y/N contiguous rows (`download`); a CPU callback makes or
 //!   finds the cuFFT plan of its GPU and stream slot, a GPU callback runs the batched
 //!   C2C transform on the task's stream, `readback` returns the rows.
