@@ -1,4 +1,4 @@
-//! The SETI spectrometer of the paper (Fig. 1, §6.3, issue 5): the 2-D FFT of a complex
+//! The SETI spectrometer of the paper (Fig. 1, §6.3): the 2-D FFT of a complex
 //! matrix in pinned host memory, in two phases of N tasks, streamed through the GPUs
 //! chunk by chunk, so the matrix is bounded by host memory, not by GPU memory.
 //!
@@ -27,7 +27,7 @@
 //! `probes` the diagnosis's kernels and its variants of the phases, `diagnose` the
 //! `--diagnose` study, `run` a whole run (`run_all`) step by step, `report` the tables'
 //! arithmetic and the CSV, `resident` the mode that keeps the matrix on the GPU between
-//! the phases (issue 16) and its comparison with in-core cuFFT.
+//! the phases (task graphs and resident data) and its comparison with in-core cuFFT.
 
 mod bounds;
 mod diagnose;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# The layer rule of the runtime crate, crates/chariot (issue 15): imports run one way, lowest first.
+# The layer rule of the runtime crate, crates/chariot (the restructuring): imports run one way, lowest first.
 # A module may import from its own layer and the layers below it, never from above.
 #
 #  layer          what lives there
@@ -7,7 +7,7 @@
 #  11 front       builder, task::builder, fft: Builder, TaskBuilder, Scheduler::{builder, task}, FFT plans
 #  10 scheduler   Scheduler: allocation, kernel registration, submit, synchronize, shutdown
 #   9 dispatch    Dispatcher (Algorithms 1, 2), executioners, affinity, Shared (Q, P_k, batch, records)
-#                 cluster: the MPI hand-out of a task stream and the ranks' exchange (issue 19)
+#                 cluster: the MPI hand-out of a task stream and the ranks' exchange
 #   8 backend     Machine and Gpu over cuda | sim: open, allocate, load kernels, issue, poll
 #   7 config      Gpus, Config, Execution: what the builder validated
 #   6 commands    callback (CallInfo, GpuCall), kernel (Kernel, Arg, TwinArgs), task (Task, Command, Q)

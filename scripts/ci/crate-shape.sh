@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The shape of the runtime crate, for issue 15's evidence: its lines of Rust, its files
+# The shape of the runtime crate, for the restructuring's evidence: its lines of Rust, its files
 # of over 500 lines (with the reason each gives at its top), its direct dependencies and
 # the count of all crates it builds with; then the same for every Rust file of the
 # repository. Run from anywhere in a checkout: `bash scripts/ci/crate-shape.sh [DIR]`

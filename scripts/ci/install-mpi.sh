@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what the `mpi` feature (issue 19) builds and runs against, from Debian's
+# Installs what the `mpi` feature (the cluster form) builds and runs against, from Debian's
 # packages: Open MPI (libopenmpi-dev, openmpi-bin) and libclang (rsmpi generates its
 # bindings with bindgen). Does nothing where mpicc, mpirun and libclang are present.
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cluster form's test (crates/chariot/tests/mpi.rs, issue 19): builds it with the
+# The cluster form's test (crates/chariot/tests/mpi.rs): builds it with the
 # `mpi` feature and runs it as 3 ranks on the sim backend, oversubscribed (CI has 2
 # cores), then chariot-align search as 3 ranks against one process. Usage:
 # bash scripts/ci/mpi-test.sh   (after scripts/ci/install-mpi.sh)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 17 on the GPU machine: chariot-align against CUDASW++ 4.0 in one command.
+# The CUDASW++ comparison on the GPU machine: chariot-align against CUDASW++ 4.0 in one command.
 #
 # Builds CUDASW++ (.peers/build-on-gpu.sh, staged by ../shared/peers/cudasw4/prepare-here.sh
 # and carried with `carry: [".gpu", ".peers"]`; about 1-2 minutes, skipped while the

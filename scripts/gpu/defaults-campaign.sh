@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14 on one GPU (nvidia-h100-x1): chariot's defaults against the best of a grid
+# The hardware-aware defaults on one GPU (nvidia-h100-x1): chariot's defaults against the best of a grid
 # of configurations set by hand (S × stage depth × kernel concurrency), for every
 # workload, in one command; then the GPU tests. Run from the repository root on the
 # device with the binaries staged in $B (default .gpu/, see scripts/gpu/stage.sh).

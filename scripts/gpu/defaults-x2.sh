@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14 on two GPUs (nvidia-h200-x2), one command: the host's copy rates per
+# The hardware-aware defaults on two GPUs (nvidia-h200-x2), one command: the host's copy rates per
 # direction with both GPUs copying (the D = 2 copy-bound investigation), the overhead
 # study at D = 1 and 2 (chariot's defaults against a grid set by hand, the hand-written
 # baselines and the static split timed together), and the alignment search and the

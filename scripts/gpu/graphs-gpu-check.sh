@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16 on nvidia-h100-x1: task graphs and resident data. Binaries: new in $B (default
+# Task graphs and resident data on nvidia-h100-x1. Binaries: new in $B (default
 # .gpu/, scripts/gpu/stage.sh), old in $OLD (default .gpu-old/: the demo and seti built at
 # 8599c90, main before resident data, stripped). Writes under $OUT. STEPS picks steps
 # (default "tests demo seti images cholesky"):

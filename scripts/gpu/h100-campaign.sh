@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One-GPU campaign (issues 4 and 7) on nvidia-h100-x1, run from the repository root on
+# One-GPU campaign (the overhead study and the robustness work) on nvidia-h100-x1, run from the repository root on
 # the device with the binaries staged in $B (default .gpu-h100/), built here:
 #   overhead        cargo build --release --bench overhead            (target/release/deps/overhead-*)
 #   test-gpu        cargo test --release --test gpu --no-run

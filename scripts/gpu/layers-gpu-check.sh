@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15 on nvidia-h100-x1: the restructured runtime (layers one way, chariot-align a
+# The restructuring on nvidia-h100-x1: the restructured runtime (layers one way, chariot-align a
 # crate of its own, DriverError) against the code before it (commit 61bbe2f), same
 # commands, alternated: the GPU tests on the new code, then the demo with chariot's
 # defaults (kernel rounds fixed, 5 timed runs per call, 4 calls each) and the 7-query

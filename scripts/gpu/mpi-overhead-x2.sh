@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 19 on two GPUs of one host: the overhead study (benches/overhead) at r = 1 and
+# The cluster form on two GPUs of one host: the overhead study (benches/overhead) at r = 1 and
 # 10 with chariot's defaults, as 2 ranks x 1 GPU (mpirun, each rank its own GPU)
 # against 1 rank x 2 GPUs (one process), alternated; the same binary for both. Then
 # the hand-out's protocol alone (benches/cluster_scale/handout_probe.c) at 1, 2, 4 and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 19 on two GPUs of one host: chariot-align search as 2 ranks x 1 GPU (mpirun,
+# The cluster form on two GPUs of one host: chariot-align search as 2 ranks x 1 GPU (mpirun,
 # each rank its own GPU) against 1 rank x 2 GPUs (one process), alternated, on the
 # paper-shaped database (536,000 sequences, prepared) and its 7 queries. The GPU
 # image's own Open MPI (4.1, the ABI of Debian's the binary was built against) runs it.

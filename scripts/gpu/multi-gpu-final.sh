@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 8, second campaign on nvidia-h200-x2, binaries staged in $B (default .gpu-x2b/):
+# The multi-GPU work's second campaign on nvidia-h200-x2, binaries staged in $B (default .gpu-x2b/):
 # chariot-align (cargo build --release --bin chariot-align), seti (--example seti) and
 # overhead (cargo build --release --bench overhead, from target/release/deps), stripped.
 # 1. the overhead study at D = 1, 2, chariot timed on a warm scheduler (second batch);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# First multi-GPU measurements (issue 8): the alignment tool and the two-phase FFT at
+# First multi-GPU measurements: the alignment tool and the two-phase FFT at
 # D = 1 and D = 2, on the GPU machine, binaries staged in .gpu-mg/. Writes under $OUT.
 set -euo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The multi-GPU overhead study (issue 8) on nvidia-h200-x2, run on the GPU machine from
+# The multi-GPU overhead study on nvidia-h200-x2, run on the GPU machine from
 # the repository root, with the binaries staged in $B (default .gpu-multigpu/):
 #   overhead  the study (cargo build --release --bench overhead), stripped
 #   test-gpu  the GPU test binary (cargo test --release --test gpu --no-run), stripped

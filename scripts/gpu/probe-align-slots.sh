@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 17 probe on the GPU machine: chariot-align's chunk slots (pinned host memory, one
+# The CUDASW++ comparison probe on the GPU machine: chariot-align's chunk slots (pinned host memory, one
 # largest chunk each) against its start and its search: q127, q255 and the 7 queries
 # at several --slots, twice each, alternated; process time, search GCUPS and the start.
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 18 on one GPU: replay of small tasks as CUDA graphs, and the device-side graph.
+# Replay on one GPU: replay of small tasks as CUDA graphs, and the device-side graph.
 # Binaries in $B (default .gpu/, scripts/gpu/stage.sh); writes under $OUT. STEPS picks steps
 # (default "tests flow overhead"):
 #   tests     test-replay, test-gpu and the flow tests, ignored (GPU) tests included

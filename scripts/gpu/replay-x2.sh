@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 18 on two GPUs (nvidia-h100-x2): the GPU tests that need two GPUs (peer copies of
+# Replay on two GPUs (nvidia-h100-x2): the GPU tests that need two GPUs (peer copies of
 # resident data, a sticky error moving tasks, the device graph over two GPUs) with the
 # rest, and cudaFlow's EP and MUSTARD's generated graphs at D = 1 and D = 2, alternated
 # (chariot's schedulers and the device graph on D GPUs; the hand-written CUDA graph on

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 18, sub-windows: the build before them (e8902b0, in $B/old/) against this one,
+# Replay, sub-windows: the build before them (e8902b0, in $B/old/) against this one,
 # alternated, on one GPU. Binaries in $B (default .gpu/, scripts/gpu/stage.sh, with the old
 # flow bench and demo copied to .gpu/old/); writes under $OUT. STEPS picks steps:
 #   tests     test-replay, test-gpu and the flow tests, ignored (GPU) tests included

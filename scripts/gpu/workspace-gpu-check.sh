@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15 on nvidia-h100-x1: the workspace (runtime crate, studies crate, the real
+# The restructuring on nvidia-h100-x1: the workspace (runtime crate, studies crate, the real
 # dispatcher generic over its device) against the code before it (commit d229f22), same
 # commands, alternated: every GPU test of the new code (the runtime's GPU suite and bad
 # input, the studies' in-order pipeline and bad input, the seti example's, chariot-align
@@ -10,7 +10,7 @@
 # stripped). Writes under $OUT. STEPS picks steps (default "tests demo seti align");
 # DEMO_CALLS the demo's calls per build (default 4).
 set -euo pipefail
-STEPS=${STEPS:-tests demo seti align}   # also: prepared (issue 17: makedb, FASTA vs prepared), tabular
+STEPS=${STEPS:-tests demo seti align}   # also: prepared (the CUDASW++ comparison: makedb, FASTA vs prepared), tabular
 DEMO_CALLS=${DEMO_CALLS:-4}
 source "$(dirname "$0")/gpu-steps.sh"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}

@@ -1,4 +1,4 @@
-//! Issue 18's groundwork: cudaFlow's five micro-benchmark shapes (Lin and Huang,
+//! Replay's groundwork: cudaFlow's five micro-benchmark shapes (Lin and Huang,
 //! cudaFlow, §4.1) as task graphs of tiny kernels, run by chariot (one task per node,
 //! edges by [`chariot::TaskBuilder::after`]) and by one hand-written CUDA graph of the
 //! same shape ([`HandGraph`]), so that the launch cost of small tasks can be compared

@@ -153,7 +153,7 @@ impl From<&str> for Fault {
     }
 }
 
-/// How a replayed window's graph was had (issue 18).
+/// How a replayed window's graph was had.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum GraphUse {
     /// Built and instantiated for this window (its structure was new here).

@@ -1,4 +1,4 @@
-//! A hand-written, in-order pipeline (issue 6's baseline): what a CUDA programmer writes
+//! A hand-written, in-order pipeline (the alignment application's baseline): what a CUDA programmer writes
 //! without chariot. Producer threads prepare chunks into pinned staging slots; the
 //! calling thread issues chunk i on stream i mod S, in order, and before reusing a
 //! stream waits for that stream's previous chunk (its event) and consumes its output.
