@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The CUDASW++ comparison on the GPU machine: chariot-align against CUDASW++ 4.0 in one command.
 #
-# Builds CUDASW++ (.peers/build-on-gpu.sh, staged by ../shared/peers/cudasw4/prepare-here.sh
-# and carried with `carry: [".gpu", ".peers"]`; about 1-2 minutes, skipped while the
-# machine keeps /tmp/cudasw4), generates the paper-shaped database (536,000 sequences,
-# 404.9 M residues) and the queries of 63 ... 5000 residues with `chariot-align generate`
+# Builds CUDASW++ (.peers/build-on-gpu.sh: CUDASW++ 4.0's public sources at commit 37a394c,
+# https://github.com/asbschmidt/CUDASW4, and a static zlib, unpacked into the git-ignored
+# .peers/ beside a script that builds them; carried with `carry: [".gpu", ".peers"]`;
+# about 1-2 minutes, skipped while the machine keeps /tmp/cudasw4), generates the
+# paper-shaped database (536,000 sequences, 404.9 M residues) and the queries of 63 ... 5000 residues with `chariot-align generate`
 # (kept in $W while the machine is warm), times both tools' one-time preparation
 # (`chariot-align makedb`, CUDASW++'s `makedb`), then for $ROUNDS rounds alternates
 # chariot-align (defaults: --kernel auto, DPX on an H100; prepared database) and
@@ -197,7 +198,7 @@ main() {
   local t0 t1 rc
   t0=$(date +%s.%N)
   if [ ! -x "$CS4/align" ] || [ ! -x "$CS4/makedb" ]; then
-    [ -f .peers/build-on-gpu.sh ] || { echo "no .peers/: run bash ../shared/peers/cudasw4/prepare-here.sh here and carry .peers"; return 1; }
+    [ -f .peers/build-on-gpu.sh ] || { echo "no .peers/build-on-gpu.sh: stage CUDASW++ 4.0's sources (commit 37a394c) and its build script in .peers/ and carry .peers"; return 1; }
     bash .peers/build-on-gpu.sh || { echo "CUDASW++ build failed"; return 1; }
   fi
   t1=$(date +%s.%N); echo "  build: $(elapsed "$t0" "$t1") s"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The measurement campaign of the core-runtime issue, run on the GPU machine from the
-# repository root after `../shared/tools/gpu-stage` staged the binaries in .gpu/.
+# repository root with the release binaries staged in .gpu/ (today scripts/gpu/stage.sh does that).
 # Writes everything under $OUT (the device tool brings it back).
 set -euo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
