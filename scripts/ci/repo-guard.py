@@ -6,6 +6,9 @@ finding) on:
   shebang    a script under scripts/ (.sh, .py) without a shebang on its first line
              (Python: #!/usr/bin/env python3), or a bash script without a
              `set -euo pipefail` line
+  scripts    a file directly in scripts/ (but its README): scripts live in a role folder
+             (ci/, gpu/, emulate/, ...), and each file of a role folder is named in that
+             folder's README.md
   results    a results folder without a README.md: results/ itself, each device folder
              results/<kind>/ (which holds nothing but its README and its run folders),
              and each run folder results/<kind>/<run>/ (its sub-folders are the run's
@@ -81,6 +84,19 @@ def check(root):
             if not re.search(r"^set -euo pipefail\s*(#.*)?$", text, re.M):
                 problems.append(("shebang", p, "bash script without a `set -euo pipefail` line"))
 
+    for p in files:
+        parts = p.split("/")
+        if parts[0] != "scripts" or parts[-1] == "README.md" or "__pycache__" in parts:
+            continue
+        if len(parts) == 2:
+            problems.append(("scripts", p, "a script outside a role folder: move it to scripts/ci/, gpu/ or emulate/"))
+            continue
+        readme = read(root, "/".join(parts[:2]) + "/README.md")
+        if readme is None:
+            problems.append(("scripts", "/".join(parts[:2]) + "/", "no README.md saying what each script is for"))
+        elif parts[-1] not in readme:
+            problems.append(("scripts", p, f"not named in {'/'.join(parts[:2])}/README.md"))
+
     result_files = [p for p in files if p.startswith("results/")]
     if result_files:
         kinds, runs = {}, {}
@@ -152,6 +168,7 @@ def self_test():
 
     clean = {
         "README.md": "# x\n",
+        "scripts/ci/README.md": "`a.sh`, `b.py`, `e.sh`\n",
         "scripts/ci/a.sh": "#!/usr/bin/env bash\n# what it does\nset -euo pipefail\necho ok\n",
         "scripts/ci/b.py": "#!/usr/bin/env python3\nprint('ok')\n",
         "results/README.md": "| [`h/run/`](h/run/README.md) | one |\n",
@@ -164,8 +181,11 @@ def self_test():
     tracker = "issue " + "19"
     faults = {
         "pycache": {"scripts/ci/__pycache__/b.cpython-311.pyc": "x"},
-        "shebang": {"scripts/ci/c.sh": "echo no shebang\n"},
-        "shebang ": {"scripts/gpu/d.sh": "#!/usr/bin/env bash\nset -u\n"},
+        "shebang": {"scripts/ci/c.sh": "echo no shebang\n", "scripts/ci/README.md": "`a.sh`, `b.py`, `c.sh`\n"},
+        "shebang ": {"scripts/ci/d.sh": "#!/usr/bin/env bash\nset -u\n", "scripts/ci/README.md": "`a.sh`, `b.py`, `d.sh`\n"},
+        "scripts": {"scripts/miri.sh": "#!/usr/bin/env bash\nset -euo pipefail\n"},
+        "scripts ": {"scripts/ci/f.sh": "#!/usr/bin/env bash\nset -euo pipefail\n"},
+        "scripts  ": {"scripts/new/g.sh": "#!/usr/bin/env bash\nset -euo pipefail\n"},
         "results": {"results/h/run2/data.csv": "a\n", "results/README.md": clean["results/README.md"] + "| [`h/run2/`](h/run2/README.md) |\n"},
         "results ": {"results/h/loose.csv": "a\n"},
         "index": {"results/h/run3/README.md": "# run 3\n"},
