@@ -1,4 +1,4 @@
-//! Tiled Cholesky factorisation (issue 16, benchmark 2; StarPU's classic benchmark,
+//! Tiled Cholesky factorisation (task graphs and resident data, benchmark 2; StarPU's classic benchmark,
 //! MUSTARD's Table 4): chariot's task graph over resident tiles (POTRF, TRSM, SYRK, GEMM
 //! on cuSOLVER and cuBLAS), with its defaults, against cuSOLVER's dense single-GPU
 //! potrf, alternated round by round, GFLOP/s = N³/3 over the time.

@@ -1,4 +1,4 @@
-//! Issue 19: the predicted scaling of chariot-align's search in the cluster form to
+//! The cluster form: the predicted scaling of chariot-align's search in the cluster form to
 //! 8, 32 and 128 nodes of 8 GPUs, and where the shared file system or the hand-out
 //! becomes the bottleneck. chariot's own sim backend runs in scaled real time with a
 //! thread per engine, so it cannot simulate 1,024 GPUs on a small machine; this is a

@@ -1,4 +1,4 @@
-//! Issue 18: cudaFlow's micro-benchmark shapes (linear chain, embarrassing parallelism,
+//! Replay: cudaFlow's micro-benchmark shapes (linear chain, embarrassing parallelism,
 //! divide and conquer, map-reduce, random DAG) of tiny spin kernels on one GPU. chariot
 //! with its defaults (one task per node, edges by `after`; `Execution::Auto` replays the
 //! batch as a CUDA graph once it has seen it and judged that replay pays), chariot with

@@ -1,4 +1,4 @@
-//! Issue 16, benchmark 1: a stream of small DAGs, GrCUDA's image-processing benchmark
+//! Task graphs and resident data, benchmark 1: a stream of small DAGs, GrCUDA's image-processing benchmark
 //! (IMG), images streamed from pinned host memory. chariot with its defaults (one task
 //! per DAG node, resident buffers in a ring of K sets) against the same kernels run
 //! synchronously, one CUDA graph per image, and hand-written multi-stream code

@@ -1,4 +1,4 @@
-//! The soak run of issue 7 (`chariot_studies::soak`): many small tasks of random sizes
+//! The soak run of the robustness work (`chariot_studies::soak`): many small tasks of random sizes
 //! through one scheduler, in waves, every output checked and memory and threads sampled
 //! after each wave; exit status 1 when anything grew or an output is wrong.
 //! `cargo run --release --example soak -- --help`.

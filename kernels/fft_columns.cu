@@ -22,7 +22,7 @@
 // cache-streaming (ld/st.global.cs: evict first in L2). Measured on an H100: ordinary
 // traffic of this size (4 chunk sizes, 128 MiB at 8192²) leaves the pitched copies that
 // come after it 68% slower, even with nothing running beside them, and streaming
-// traffic does not (results/nvidia-h100-x1/SETI.md). Launch: width / TC blocks of any
+// traffic does not (results/nvidia-h100-x1/seti/README.md). Launch: width / TC blocks of any
 // size (the example uses 512 threads); log2tile < LOG2_TILE.
 //
 // fft_columns_strided (kept to measure against, issue 5's first kernel): one CUDA block

@@ -3,7 +3,7 @@
 //!
 //! * [`shift`]: the overhead study's baselines over the demo's shift kernel (see
 //!   [`Baseline`]);
-//! * [`in_order`]: the classic in-order pipeline of a stream application (issue 6):
+//! * [`in_order`]: the classic in-order pipeline of a stream application (the alignment application):
 //!   CPU threads prepare chunk after chunk into pinned staging buffers, the calling
 //!   thread puts chunk i on stream i mod S and, before reusing a stream, waits for its
 //!   previous chunk and hands that chunk's output to the consumer, in file order.

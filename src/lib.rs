@@ -8,10 +8,10 @@
 //! * [`baseline`]: the pipelines a CUDA programmer writes by hand (serial, breadth-first,
 //!   depth-first, one CUDA graph; the in-order pipeline of a stream application);
 //! * [`plot`]: PNG plots of reports and studies, drawn with an embedded font.
-//! * [`soak`]: many small tasks in waves, checking that nothing accumulates (issue 7).
-//! * [`cholesky`]: the tiled Cholesky factorisation (issue 16, benchmark 2) and its
+//! * [`soak`]: many small tasks in waves, checking that nothing accumulates (the robustness work).
+//! * [`cholesky`]: the tiled Cholesky factorisation (task graphs and resident data, benchmark 2) and its
 //!   baseline, cuSOLVER's dense potrf.
-//! * [`flow`]: cudaFlow's micro-benchmark shapes (issue 18) as task graphs of tiny
+//! * [`flow`]: cudaFlow's micro-benchmark shapes (replay) as task graphs of tiny
 //!   kernels, run by chariot and by one hand-written CUDA graph.
 //!
 //! The binary `chariot` (the demo), the overhead study (`benches/overhead`), the SETI

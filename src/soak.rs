@@ -1,4 +1,4 @@
-//! The soak run of issue 7: many small tasks of random sizes through one scheduler, to
+//! The soak run of the robustness work: many small tasks of random sizes through one scheduler, to
 //! show that nothing accumulates. Tasks go in waves, and a `synchronize` ends each wave,
 //! because a batch's report holds a record of every command of the batch: one batch of a
 //! million tasks would hold some three million records. After each wave every output

@@ -1,4 +1,4 @@
-//! The tiled Cholesky factorisation as chariot tasks on the sim backend (issue 16,
+//! The tiled Cholesky factorisation as chariot tasks on the sim backend (task graphs and resident data,
 //! benchmark 2): it equals the dense CPU reference, its residual is at rounding level,
 //! at D ∈ {1, 2} GPUs × S ∈ {1, 4} streams, in both task orders, with a padded last tile.
 //!

@@ -1,4 +1,4 @@
-//! cudaFlow's micro-benchmark shapes (issue 18, `chariot_studies::flow`) on the sim
+//! cudaFlow's micro-benchmark shapes (replay, `chariot_studies::flow`) on the sim
 //! backend: each shape's graph has the right nodes and edges (and LC, EP and DC the
 //! sizes cudaFlow's Table 1 implies), and chariot's run of each, one task per node with
 //! its edges by `after`, honours every edge in the recorded timeline and lists it in

@@ -1,4 +1,4 @@
-//! The image benchmark (issue 16, benchmark 1) on the sim backend: chariot's run of the
+//! The image benchmark (task graphs and resident data, benchmark 1) on the sim backend: chariot's run of the
 //! per-image DAG (one task per node, resident buffers in a ring) gives the CPU
 //! reference's output for every image at D ∈ {1, 2} × S ∈ {1, 4}, with rings smaller
 //! than the stream so that buffer sets are reused; the benchmark's code path runs and

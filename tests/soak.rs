@@ -1,4 +1,4 @@
-//! The soak of issue 7 in CI: `chariot_studies::soak` as `examples/soak.rs` runs it, shorter (20,000 tasks of
+//! The soak of the robustness work in CI: `chariot_studies::soak` as `examples/soak.rs` runs it, shorter (20,000 tasks of
 //! 1 to 4096 elements in waves of 1,000 on the sim backend). Every output is checked;
 //! the thread count must not grow, device memory must be back at its start value after
 //! every wave, and resident memory may grow by at most 32 MiB after the first wave (a

@@ -2,7 +2,7 @@
 //! file. The network's figures are in `network.rs`: they are assumptions, not
 //! measurements, since nothing past one host was measured.
 
-/// The paper-shaped database (results/nvidia-h100-x1/ALIGN.md): residues, sequences,
+/// The paper-shaped database (results/nvidia-h100-x1/align/README.md): residues, sequences,
 /// chunks, and the prepared file's bytes (`two-1.err` in results/nvidia-h100-x2/mpi/logs.tgz).
 pub const PAPER_RESIDUES: f64 = 404_900_667.0;
 pub const PAPER_SEQS: f64 = 536_000.0;
@@ -100,7 +100,7 @@ impl Costs {
             // readback 1.7 ms for 66 chunks of 8,121 x 7 scores.
             d2h_s_per_score: 0.0017 / rows,
             // file write 524.0 ms (median sum) for 3.752 M rows: 140 ns a row in all,
-            // of which the uncontended serial write (ALIGN.md Table 1, median 20.9 ms
+            // of which the uncontended serial write (align/README.md Table 1, median 20.9 ms
             // for 536,000 rows, S = 1) is taken as the locked part: 39 ns.
             write_free_s_per_row: 0.524 / rows - 0.0209 / PAPER_SEQS,
             write_locked_s_per_row: write_locked_s.unwrap_or(0.0209 / PAPER_SEQS),
@@ -109,7 +109,8 @@ impl Costs {
             // (422,588,811 - 404,900,667) / 536,000 = 33 bytes a sequence.
             bytes_per_seq: (PAPER_FILE_BYTES - PAPER_RESIDUES) / PAPER_SEQS,
             submit_s,
-            // chariot's default on an H100 host of 16 cores a GPU (ALIGN.md, mpi/README.md).
+            // chariot's default on an H100 host of 16 cores a GPU
+            // (results/nvidia-h100-x1/align/README.md, results/nvidia-h100-x2/mpi/README.md).
             streams,
         }
     }

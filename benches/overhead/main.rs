@@ -1,5 +1,5 @@
 //! The overhead study of the paper's §6.1, with the pipelines a CUDA programmer would
-//! write by hand measured in the same run (issue 4), on one GPU or several (issue 8).
+//! write by hand measured in the same run, on one GPU or several.
 //!
 //! The dummy shift kernel over N chunks of fixed or random size (3-30 MB), the transfer
 //! ratio r = (T_D + T_R)/T_K set by the kernel's iteration count, chariot for each
@@ -160,7 +160,7 @@ pub struct Cli {
     /// trace written by chariot (e.g. the demo's demo-trace.json); run nothing.
     #[arg(long)]
     pub gantt_from: Option<PathBuf>,
-    /// Run nothing else: the host study (issue 14). At each D of --gpus, chunks of
+    /// Run nothing else: the host study (the hardware-aware defaults). At each D of --gpus, chunks of
     /// --max-mib copied up alone, down alone and both ways at once, 5 times each, with
     /// each GPU's rate in each direction (its bytes over its busy time); then the host
     /// memory's own bandwidth (memcpy on 1 and on every core). Writes host.csv into --out.

@@ -1,4 +1,4 @@
-//! The study under `mpirun` (issue 19, the root package's `mpi` feature): every rank
+//! The study under `mpirun` (the cluster form, the root package's `mpi` feature): every rank
 //! runs the same study, and chariot's runs are the cluster form (`Builder::cluster`):
 //! one task stream over every rank's GPUs. Rank 0 probes the rates and the kernel and
 //! shares what it measured, so that every rank submits the same kernels; each timed

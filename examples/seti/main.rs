@@ -1,4 +1,4 @@
-//! The SETI spectrometer of the paper (Fig. 1, §6.3, issue 5): the 2-D FFT of a complex
+//! The SETI spectrometer of the paper (Fig. 1, §6.3): the 2-D FFT of a complex
 //! matrix in pinned host memory, in two phases of N tasks, streamed through the GPUs
 //! chunk by chunk, so the matrix is bounded by host memory, not by GPU memory.
 //!
@@ -7,7 +7,7 @@
 //!   columns, so that every warp access reads whole rows of the tile; radix-2 in shared
 //!   memory, one global round trip per pass; cache-streaming loads and stores, because
 //!   ordinary L2 traffic of that size slows the pitched copies that follow it by 68%,
-//!   results/nvidia-h100-x1/SETI.md) and writes the block back (`readback_2d`).
+//!   results/nvidia-h100-x1/seti/README.md) and writes the block back (`readback_2d`).
 //! * Row phase: task i takes y/N contiguous rows (`download`); a CPU callback makes or
 //!   finds the cuFFT plan of its GPU and stream slot, a GPU callback runs the batched
 //!   C2C transform on the task's stream, `readback` returns the rows.
@@ -27,7 +27,7 @@
 //! `probes` the diagnosis's kernels and its variants of the phases, `diagnose` the
 //! `--diagnose` study, `run` a whole run (`run_all`) step by step, `report` the tables'
 //! arithmetic and the CSV, `resident` the mode that keeps the matrix on the GPU between
-//! the phases (issue 16) and its comparison with in-core cuFFT.
+//! the phases (task graphs and resident data) and its comparison with in-core cuFFT.
 
 mod bounds;
 mod diagnose;

@@ -1,4 +1,4 @@
-//! Resident mode (issue 16): where the matrix fits in GPU memory, it stays there between
+//! Resident mode: where the matrix fits in GPU memory, it stays there between
 //! the phases, so each byte crosses the link once each way, as in-core cuFFT's do, but
 //! the copies overlap the transforms:
 //!

@@ -241,7 +241,7 @@ pub(crate) fn run_all(cli: &Cli) -> Result<Outcome, String> {
         rows.extend(diagnose(cli, &backend, &input, &work, &shapes, &base, col_bound)?);
     }
 
-    // Resident mode against in-core cuFFT, alternated (issue 16).
+    // Resident mode against in-core cuFFT, alternated.
     if !cli.no_resident {
         rows.extend(crate::resident::compare(
             &backend,

@@ -615,7 +615,7 @@ impl<'a> World<'a> {
         for c in &spec.commands {
             t = self.add(t, id, c);
         }
-        // Conflicts refused, as before task graphs (issue 16): the oracle fails a batch's
+        // Conflicts refused, as before task graphs: the oracle fails a batch's
         // tasks by their own commands, and a task run after a failing one would fail with
         // it. Task graphs are checked in crates/chariot/tests/graphs.rs.
         let result = t.refuse_conflicts().submit();

@@ -1,4 +1,4 @@
-//! Tiled Cholesky factorisation (issue 16, benchmark 2): the classic StarPU benchmark
+//! Tiled Cholesky factorisation (task graphs and resident data, benchmark 2): the classic StarPU benchmark
 //! and MUSTARD's Table 4, as a chariot task graph over device-resident tiles, measured
 //! against cuSOLVER's dense single-GPU `cusolverDnDpotrf`.
 //!

@@ -1,4 +1,4 @@
-//! A graph run entirely on the device (issue 18, Giles' scheme), the safe face of
+//! A graph run entirely on the device (replay and device-side execution, Giles' scheme), the safe face of
 //! `backend::cuda::device_graph`: the graph uploaded once as a CSR of successors with
 //! a dependency counter per node ([`DeviceCsr`]), then per run a reset kernel and one
 //! persistent kernel per GPU whose blocks take ready nodes from a queue in device

@@ -1,4 +1,4 @@
-//! Issue 18's groundwork: cudaFlow's five micro-benchmark shapes (Lin and Huang,
+//! Replay's groundwork: cudaFlow's five micro-benchmark shapes (Lin and Huang,
 //! cudaFlow, §4.1) as task graphs of tiny kernels, run by chariot (one task per node,
 //! edges by [`chariot::TaskBuilder::after`]) and by one hand-written CUDA graph of the
 //! same shape ([`HandGraph`]), so that the launch cost of small tasks can be compared
@@ -17,7 +17,7 @@
 //! * [`Shape::Dag`], random DAG: `size` levels of 1 to [`DAG_WIDTH`] nodes (uniform,
 //!   seeded); each node of a level but the last has 1 to 5 edges (uniform) to distinct
 //!   nodes of the next level. Nodes of the next level that no edge reaches are roots.
-//! * [`Shape::Rnd`], MUSTARD's generated graphs (../shared/seeds/003, §5.1): `size` nodes,
+//! * [`Shape::Rnd`], MUSTARD's generated graphs (Turimbetov et al., ICS 2025, §5.1): `size` nodes,
 //!   node `i` after 0 to [`RND_DEGREE`] × 2 distinct earlier nodes (uniform, so
 //!   [`RND_DEGREE`] on average), drawn among the [`RND_WINDOW`] nodes before it.
 //!

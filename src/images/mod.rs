@@ -1,4 +1,4 @@
-//! A stream of small DAGs (issue 16, benchmark 1): GrCUDA's image-processing benchmark
+//! A stream of small DAGs (task graphs and resident data, benchmark 1): GrCUDA's image-processing benchmark
 //! (IMG, b8) run per image over images streamed from pinned host memory.
 //!
 //! Per image ([`Node`], edges [`Node::deps`]):

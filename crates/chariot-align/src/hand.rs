@@ -1,4 +1,4 @@
-//! The hand-pipelined, in-order search (issue 6's baseline): the same five stages and
+//! The hand-pipelined, in-order search (the alignment application's baseline): the same five stages and
 //! the same kernel launches as [`crate::search`], written as a CUDA programmer would
 //! without chariot, on [`chariot_inorder::in_order`]. R reader threads read and pack
 //! chunks in file order into S + R pinned slots; the main thread issues chunk i's

@@ -1,4 +1,4 @@
-//! chariot-align: Smith-Waterman protein database search on chariot (issue 6; seed 004
+//! chariot-align: Smith-Waterman protein database search on chariot (seed 004
 //! §6.3). A query (or several) is aligned against every sequence of a FASTA database,
 //! streamed from disk in chunks of 8,192 sequences through the five-stage pipeline of
 //! [`search`]: file read → download → kernel → readback → file write. The database is
@@ -17,7 +17,7 @@
 //! ```
 //!
 //! Two Smith-Waterman kernels compute the same scores ([`sw`], `kernels/sw.cu`):
-//! `--kernel dpx` (issue 17) keeps 16-bit scores two to a 32-bit register, aligns two
+//! `--kernel dpx` (the CUDASW++ comparison) keeps 16-bit scores two to a 32-bit register, aligns two
 //! subjects per lane group with Hopper's DPX instructions (`__viaddmax_s16x2`,
 //! `__vimax_s16x2_relu`: max(a + b, c) and max(a, b, 0) on both halves at once), and
 //! aligns again with the 32-bit pass, in the same launch, the few subjects whose 16-bit

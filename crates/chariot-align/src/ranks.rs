@@ -1,4 +1,4 @@
-//! `chariot-align search` under `mpirun` (issue 19, the `mpi` feature): every rank runs
+//! `chariot-align search` under `mpirun` (the cluster form, the `mpi` feature): every rank runs
 //! the same search, each its share of the database's chunks (chariot's cluster form:
 //! `Builder::cluster`), and rank 0 prints what one process would. The best hits are
 //! merged on rank 0, and the digest and counts are summed over the ranks. The scores'

@@ -340,7 +340,7 @@ impl Builder {
         self
     }
 
-    /// Takes part in `cluster`'s task stream (issue 19, the `mpi` feature): every rank
+    /// Takes part in `cluster`'s task stream (the `mpi` feature): every rank
     /// builds its scheduler so and runs the same loop; each runs the tasks rank 0
     /// hands it as its GPUs have room, the others skip them at submit, and every
     /// rank's `synchronize` names every rank's failed tasks. One scheduler of a

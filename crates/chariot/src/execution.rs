@@ -1,4 +1,4 @@
-//! How a batch's tasks reach the GPU (issue 18): dispatched command by command by the
+//! How a batch's tasks reach the GPU (replay): dispatched command by command by the
 //! host, or replayed as graphs. The builder picks it; the task API does not change.
 
 /// How tasks are executed. The default, [`Execution::Auto`], replays a batch as

@@ -38,7 +38,7 @@
 #![deny(missing_docs, missing_debug_implementations)]
 
 // The modules run in layers, lowest first (the table and its picture are in
-// scripts/check-layers.py, which CI runs): a module imports only from its own layer
+// scripts/ci/check-layers.py, which CI runs): a module imports only from its own layer
 // and those below it.
 mod backend;
 mod builder;

@@ -24,7 +24,7 @@
 //!   each change under the model); all queues are empty at the end;
 //! * no lost wake-up: a dispatcher parked with work to do, with everyone else blocked,
 //!   is a deadlock, which shuttle reports as a failure;
-//! * (`graph`, issue 16) a task's first command starts only once every command of each
+//! * (`graph`, task graphs) a task's first command starts only once every command of each
 //!   task it runs after has ended; waiting tasks reach Q from `Shared::end_task` on the
 //!   dispatchers' threads while the main thread submits.
 //!

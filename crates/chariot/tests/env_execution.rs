@@ -1,4 +1,4 @@
-//! The builder reads `CHARIOT_EXECUTION` (issue 18). Environment variables are
+//! The builder reads `CHARIOT_EXECUTION` (replay). Environment variables are
 //! process-global and every `build` reads this one, so this binary holds this single
 //! test.
 

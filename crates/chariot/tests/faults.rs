@@ -1,4 +1,4 @@
-//! Fault injection on the sim backend (issue 7): a failing command fails its task only;
+//! Fault injection on the sim backend (the robustness work): a failing command fails its task only;
 //! a GPU lost to a sticky fault leaves the rotation and its tasks move where that is
 //! safe; with no GPU left `synchronize` says so; a slow GPU gets fewer tasks. Every test
 //! runs under a deadline that fails it, so a hang is a failure, not a stuck CI.

@@ -111,7 +111,7 @@ gpu_pipeline_tests! {
     cuda_s4_sf: 4, Order::SmallestFirst;
 }
 
-/// Task graphs (issue 16) on CUDA, S = 4: twenty tasks add 1 in place to one host
+/// Task graphs on CUDA, S = 4: twenty tasks add 1 in place to one host
 /// region (each runs after the one before, inferred from the region: RAW and WAW), then
 /// a fan-out of eight tasks named with `after` reads the result and a join runs after
 /// all of them; every dependency holds in the timeline, and the outputs are exact.
@@ -227,7 +227,7 @@ fn cuda_stage_depth_two() {
     });
 }
 
-/// The defaults chosen from the real device (issue 14): depth 2 and kernels admitted by
+/// The defaults chosen from the real device: depth 2 and kernels admitted by
 /// their fill where the GPU has two or more copy engines and concurrent kernels; the
 /// fill from the driver's occupancy calculator; every invariant under them.
 #[test]
@@ -601,7 +601,7 @@ fn cuda_sticky_error_moves_tasks_to_the_other_gpu() {
 }
 
 /// A device buffer dropped after its scheduler (a struct holding the scheduler before its
-/// buffers drops them in that order) returns its memory: found leaking in issue 14.
+/// buffers drops them in that order) returns its memory: found leaking while the hardware-aware defaults were built.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn cuda_a_buffer_that_outlives_its_scheduler_frees_its_memory() {

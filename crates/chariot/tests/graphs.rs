@@ -1,4 +1,4 @@
-//! Task graphs (issue 16) on the sim backend: dependencies named with `after` and
+//! Task graphs on the sim backend: dependencies named with `after` and
 //! inferred from host regions (RAW, WAR, WAW) are honoured in the recorded timeline for
 //! random DAGs over D ∈ {1, 2, 4}, S ∈ {1, 4} and every order, and the outputs equal a
 //! CPU reference; a waiting task does not hold back ready ones; a failed task fails

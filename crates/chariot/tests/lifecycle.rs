@@ -1,4 +1,4 @@
-//! Dropping a scheduler with work in flight (issue 7), on the sim backend: the drop
+//! Dropping a scheduler with work in flight (the robustness work), on the sim backend: the drop
 //! waits for every task, joins every runtime thread (dispatchers, executioners,
 //! simulated engines) and frees every device buffer. One test in this binary, so that
 //! the process's thread count is this test's alone.

@@ -1,4 +1,4 @@
-//! The cluster form on the sim backend (issue 19), run under MPI:
+//! The cluster form on the sim backend, run under MPI:
 //!
 //! ```sh
 //! cargo build -p chariot --features mpi --tests

@@ -1,4 +1,4 @@
-//! Replay windows (issue 18) on the sim backend: a batch replayed as graphs gives the
+//! Replay windows on the sim backend: a batch replayed as graphs gives the
 //! outputs of host dispatch, element by element, over random DAGs for D ∈ {1, 2},
 //! S ∈ {1, 4} and every order, and its recorded timeline honours every dependency;
 //! `Execution::Auto` replays a repeated batch of short tasks and not one of long

@@ -1,4 +1,4 @@
-//! Device-resident data (issue 16) on the sim backend: random graphs of tasks reading
+//! Device-resident data on the sim backend: random graphs of tasks reading
 //! and writing pieces of a resident buffer over D ∈ {1, 2, 4}, S ∈ {1, 4} and every
 //! order give every byte a serial run gives (a CPU reference); every task finds each
 //! piece it reads at the version its last writer left (no task runs before its inputs

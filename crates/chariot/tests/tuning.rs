@@ -1,4 +1,4 @@
-//! The hardware-aware defaults and the online adaptation (issue 14) on the sim backend:
+//! The hardware-aware defaults and the online adaptation on the sim backend:
 //! what `build` chooses for simulated GPUs with one, two and three copy engines, with
 //! and without concurrent kernels; kernels admitted by their fill; tasks kept in the
 //! task buffer until a GPU can start them; and an adaptation that converges when the

@@ -1,5 +1,5 @@
 //! Hand-written CUDA pipelines of the shift kernel, as a CUDA programmer writes them
-//! without chariot: the baselines of the overhead study (issue 4). Plain driver calls on
+//! without chariot: the baselines of the overhead study. Plain driver calls on
 //! the device's primary context, no scheduler in between.
 //!
 //! * serial: per chunk, download, kernel, readback on one stream, then wait;

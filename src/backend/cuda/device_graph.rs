@@ -1,4 +1,4 @@
-//! Device-side execution of a static task graph (issue 18, `kernels/device_graph.cu`):
+//! Device-side execution of a static task graph (`kernels/device_graph.cu`):
 //! the graph uploaded once as a CSR of successors with a dependency counter per node,
 //! then per run a reset kernel and one persistent kernel per GPU that take ready nodes
 //! from a queue in device memory and run them, while the host only waits (polling the

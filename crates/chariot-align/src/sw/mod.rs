@@ -7,7 +7,7 @@
 //! backend, which models an H100):
 //!
 //! * `portable` (`sw_search`): 32-bit scores, one subject per lane group;
-//! * `dpx` (`sw_search_dpx`, issue 17): 16-bit scores packed two per 32-bit register,
+//! * `dpx` (`sw_search_dpx`, the CUDASW++ comparison): 16-bit scores packed two per 32-bit register,
 //!   two subjects per lane group, updated by Hopper's DPX instructions
 //!   (`__viaddmax_s16x2`, `__vimax_s16x2_relu`); a subject whose 16-bit score reached
 //!   [`Profile::sat`] (32767 minus the largest profile score: below it no value can

@@ -2,7 +2,7 @@
 //! ([`GpuInfo`]), a physical buffer ([`PhysBuf`], a simulated GPU's memory being a
 //! [`SimMemory`]) and a kernel loaded on it ([`Function`]). With `host_alloc`, this is
 //! the backend's low part: `memory`, `kernel` and the stage rules sit above it and
-//! below the rest of the backend (see `scripts/check-layers.py`), which makes and
+//! below the rest of the backend (see `scripts/ci/check-layers.py`), which makes and
 //! drives these values. The `unsafe` it needs stays here, in `backend/`.
 
 use cudarc::driver::sys;

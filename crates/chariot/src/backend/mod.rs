@@ -9,7 +9,7 @@
 //! The backend has a low part, `device` and `host_alloc`: the values that memory,
 //! kernels and the stage rules hold (a GPU's description, physical buffers, loaded
 //! kernels, host blocks). Those are built on it, and the rest of the backend runs
-//! them, so imports run one way (see `scripts/check-layers.py`).
+//! them, so imports run one way (see `scripts/ci/check-layers.py`).
 
 pub(crate) mod cuda;
 pub(crate) mod device;
@@ -153,7 +153,7 @@ impl From<&str> for Fault {
     }
 }
 
-/// How a replayed window's graph was had (issue 18).
+/// How a replayed window's graph was had.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum GraphUse {
     /// Built and instantiated for this window (its structure was new here).

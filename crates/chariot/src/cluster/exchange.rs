@@ -1,4 +1,4 @@
-//! What the ranks tell each other at `synchronize` (issue 19): how many tasks each
+//! What the ranks tell each other at `synchronize` (the cluster form): how many tasks each
 //! submitted in the batch (the same program submits the same stream on every rank; a
 //! mismatch is an error), and every rank's failures, so that each rank's
 //! `synchronize` names every failed task of the batch and the rank that held it. Rank

@@ -1,4 +1,4 @@
-//! The hand-out of a batch's task stream (issue 19): positions in submit order, given
+//! The hand-out of a batch's task stream (the cluster form): positions in submit order, given
 //! out by rank 0 one block at a time. Rank 0 answers on a thread of its own
 //! (`chariot-handout`), with point-to-point messages on `MPI_COMM_WORLD` under tags of
 //! its own ([`TAG_CLAIM`], [`TAG_REPLY`]); its own claims take the counter directly.

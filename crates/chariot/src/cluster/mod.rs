@@ -1,4 +1,4 @@
-//! Beyond one machine (issue 19): chariot over MPI, one scheduler per rank, one task
+//! Beyond one machine (the cluster form): chariot over MPI, one scheduler per rank, one task
 //! stream for all. Behind the `mpi` feature (the default build needs no MPI).
 //!
 //! Every rank runs the same program: the same loop submits the same tasks, in the same

@@ -1,4 +1,4 @@
-//! The online adaptation's measurement on one dispatcher (issue 14): the window of
+//! The online adaptation's measurement on one dispatcher (the hardware-aware defaults): the window of
 //! tasks each GPU measures (`Meter`: time, work, per-stage busy and blocked time), and
 //! the dispatcher's side of `crate::stage::adaptation`, which judges each window and
 //! whose changes are put in force here. Kept apart from Algorithms 1 and 2 in `mod.rs`,

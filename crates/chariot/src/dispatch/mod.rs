@@ -13,7 +13,7 @@
 //! order on one GPU and stream; `running[k] <= L_k` here and C_k.global <= G_k on all
 //! GPUs; a command starts only when every stage running on this GPU may overlap it.
 //!
-//! Below the caps L_k, a stage may have a tighter limit of its own (issue 14): a copy
+//! Below the caps L_k, a stage may have a tighter limit of its own (the hardware-aware defaults): a copy
 //! stage its depth, the kernel stage a capacity in GPU-fills (the kernels in flight
 //! fill at most that many GPUs, each its grid over one wave). The online adaptation
 //! (`crate::stage::adaptation`) moves these limits from what each window of tasks

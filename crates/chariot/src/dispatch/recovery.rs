@@ -1,4 +1,4 @@
-//! Recovery from a lost GPU (issue 7) and the dispatcher's way out: `retire` takes a GPU
+//! Recovery from a lost GPU (the robustness work) and the dispatcher's way out: `retire` takes a GPU
 //! whose context is lost out of the rotation, waits for its commands in flight, moves
 //! each task that can safely run again to Q for the other GPUs and fails the others;
 //! `die` leaves the pipeline without hanging anyone (also after a panic or a GPU that
@@ -13,7 +13,7 @@ use crate::task::Task;
 use std::sync::Arc;
 
 impl<D: Device> Dispatcher<D> {
-    /// Takes a lost GPU out of the rotation (issue 7): waits for every command in flight
+    /// Takes a lost GPU out of the rotation (the robustness work): waits for every command in flight
     /// here to end (on a lost context they end at once, with its error), so that no copy
     /// of a first attempt can race with a second; then puts back in Q each task that
     /// can safely run again elsewhere (see [`restart_point`]) and fails the others;

@@ -1,4 +1,4 @@
-//! The dispatcher's part in resident data (issue 16, `memory::resident`): a task taken
+//! The dispatcher's part in resident data (`memory::resident`): a task taken
 //! by a slot binds its copies on this GPU; fetches whose pieces are all valid here are
 //! stepped over when they come next; the others are planned when dispatched
 //! (`Dispatcher::dispatch`).

@@ -71,7 +71,7 @@ pub(crate) struct Shared {
     /// not on a dispatcher while the user's loop allocates the next ones, whose
     /// allocator they would contend for.
     pub(crate) spent: Mutex<Vec<Spent>>,
-    /// In a cluster (issue 19): a submit waits for this rank's tasks in flight to fall
+    /// In a cluster: a submit waits for this rank's tasks in flight to fall
     /// below this before it takes more (0: no cluster); `batch_done` tells it.
     pub(crate) claim_depth: AtomicUsize,
     /// Every resident buffer allocated (for eviction and lost GPUs); dropped ones are

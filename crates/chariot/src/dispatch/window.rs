@@ -1,4 +1,4 @@
-//! A dispatcher's replay windows (issue 18): a window queued for this GPU starts when
+//! A dispatcher's replay windows: a window queued for this GPU starts when
 //! every stream slot is idle (its lanes use the slots' copies of the virtual buffers)
 //! and holds the GPU until it completes; no task is taken from Q meanwhile. Up to
 //! [`IN_FLIGHT`] windows are issued at once, the next queued behind the one running

@@ -242,7 +242,7 @@ fn depth_two() -> Config {
     }
 }
 
-/// A task graph on two GPUs with two slots (issue 16): a diamond after task 0 (tasks 1
+/// A task graph on two GPUs with two slots: a diamond after task 0 (tasks 1
 /// and 2, joined by 3), task 4 after 1, and task 5 free. Each task's first command
 /// starts only once every command of each task it runs after has ended (checked in
 /// `Counts::enter`); waiting tasks go to Q from `Shared::end_task` on the dispatchers'

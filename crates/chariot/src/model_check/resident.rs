@@ -1,4 +1,4 @@
-//! Resident data's shared state (issue 16) under concurrent dispatchers: a fetch that
+//! Resident data's shared state under concurrent dispatchers: a fetch that
 //! copies from another GPU's copy while that GPU evicts copies to make room; an
 //! eviction's write-back while another GPU writes the piece; two GPUs evicting their
 //! copies of the same piece at once.

@@ -1,5 +1,5 @@
 //! What the report says of the limits: each change the online adaptation made, and
-//! each kernel's concurrency from its fill (issue 14).
+//! each kernel's concurrency from its fill (the hardware-aware defaults).
 
 use crate::stage::adaptation::{Change, Verdict};
 use crate::stage::{Stage, Tuning};

@@ -1,4 +1,4 @@
-//! The critical path of a batch's task graph (issue 16): the chain of dependent tasks
+//! The critical path of a batch's task graph: the chain of dependent tasks
 //! whose recorded spans add up to the most. Each task weighs what it took in the
 //! recorded timeline, from its first command's start to its last command's end, so the
 //! path is a time no schedule of these tasks could beat *given those spans*: every task

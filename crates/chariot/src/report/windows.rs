@@ -1,4 +1,4 @@
-//! The report's lines for replayed windows (issue 18): tasks that ran as one graph.
+//! The report's lines for replayed windows: tasks that ran as one graph.
 
 use serde::Serialize;
 

@@ -1,4 +1,4 @@
-//! Replay capture (issue 18): which of a batch's tasks are held back at submit to run
+//! Replay capture: which of a batch's tasks are held back at submit to run
 //! as replay windows (`task::window`), and when they go.
 //!
 //! A batch is held from its first task, while every task can run in a graph and names

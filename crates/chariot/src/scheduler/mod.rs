@@ -111,11 +111,11 @@ pub struct Scheduler {
     /// Held for a whole submit: each task's dependencies are on tasks submitted before it.
     submitting: Mutex<()>,
     seq: AtomicU64,
-    /// Holds tasks back for replay windows (issue 18).
+    /// Holds tasks back for replay windows.
     capture: Arc<Capture>,
     graveyard: Arc<Graveyard>,
     threads: Mutex<Option<(Vec<JoinHandle<()>>, Executioners)>>,
-    /// This rank's share of a cluster's task stream (issue 19).
+    /// This rank's share of a cluster's task stream.
     #[cfg(feature = "mpi")]
     ranks: Option<ranks::RankShare>,
 }
@@ -203,7 +203,7 @@ impl Scheduler {
         })
     }
 
-    /// Takes part in `cluster`'s task stream (issue 19): run only this rank's share.
+    /// Takes part in `cluster`'s task stream: run only this rank's share.
     #[cfg(feature = "mpi")]
     pub(crate) fn join_cluster(&mut self, cluster: crate::cluster::Cluster) -> Result<()> {
         // As many tasks as this rank's slots can hold, and fewer waiting in Q than it

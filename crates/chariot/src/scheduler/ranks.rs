@@ -1,4 +1,4 @@
-//! A scheduler's share of a cluster's task stream (issue 19, the `mpi` feature): which
+//! A scheduler's share of a cluster's task stream (the `mpi` feature): which
 //! of the batch's tasks this rank runs, and what the ranks tell each other at
 //! `synchronize` (`cluster::{handout, exchange}`).
 //!

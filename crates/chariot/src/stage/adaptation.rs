@@ -1,4 +1,4 @@
-//! The online adaptation of the stage limits (issue 14): after the first tasks, each
+//! The online adaptation of the stage limits (the hardware-aware defaults): after the first tasks, each
 //! GPU's dispatcher knows how long its stages are busy and how long a ready command
 //! waited for a stage's limit. Where a stage's queue waits, it tries that stage with a
 //! higher limit for one window of tasks and keeps it if the GPU's task rate rose; where

@@ -1,5 +1,5 @@
 //! The automatic choice of S, stage depth and the stage limits from the hardware, made
-//! at `build` for every knob the user left unset, with the reason for each (issue 14).
+//! at `build` for every knob the user left unset, with the reason for each (the hardware-aware defaults).
 //!
 //! The paper's thresholds (L = (min(C,S),1,1,1), depth 1) were chosen for GPUs with one
 //! hardware queue, where a command queued behind another blocks everything after it.

@@ -136,7 +136,7 @@ impl Heaps {
 
 /// Q: the shared, ordered buffer of waiting tasks.
 ///
-/// Placement (issue 16): a ready task whose resident data is valid on a GPU waits in
+/// Placement: a ready task whose resident data is valid on a GPU waits in
 /// that GPU's heap, the others in the shared one. GPU g takes the first, by the rule, of
 /// its own heap and the shared one; when both are empty it takes the first of the
 /// fullest other GPU's heap if that holds more tasks than `steal_above` (the stream

@@ -1,4 +1,4 @@
-//! The task graph of one batch (issue 16): which tasks each task runs after, and the
+//! The task graph of one batch: which tasks each task runs after, and the
 //! tasks held back until those have ended. Pure bookkeeping, kept in the batch (under
 //! its lock, `dispatch::shared`); the scheduler adds tasks at submit and the dispatchers
 //! end them, and whatever this returns (tasks now ready, tasks that fail because a

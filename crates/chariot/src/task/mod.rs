@@ -4,7 +4,7 @@
 //! task graph (`graph.rs`) holds back a task until the tasks it runs after have ended.
 //! The
 //! `TaskBuilder` that checks each command and submits the task is in `builder.rs`, a
-//! layer above the scheduler it submits to (see `scripts/check-layers.py`).
+//! layer above the scheduler it submits to (see `scripts/ci/check-layers.py`).
 
 pub(crate) mod buffer;
 pub(crate) mod builder;

@@ -1,4 +1,4 @@
-//! A replay window (issue 18): tasks of one batch that run as one graph on one GPU,
+//! A replay window: tasks of one batch that run as one graph on one GPU,
 //! launched once instead of command by command. The scheduler holds the tasks
 //! (`scheduler::capture`), [`plan`] cuts them into a window per GPU and lays each
 //! out, and the dispatcher of that GPU hands the window to its backend, which replays

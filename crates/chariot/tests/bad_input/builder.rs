@@ -88,7 +88,7 @@ fn stage_depth_zero_is_invalid_config() {
     assert_invalid_config(e, "stage_depth", "17");
 }
 
-/// The knobs of the automatic choice (issue 14): each value out of range, and the
+/// The knobs of the automatic choice (the hardware-aware defaults): each value out of range, and the
 /// combinations that contradict each other, are `InvalidConfig` naming the knob.
 #[test]
 fn bad_kernel_and_adaptation_settings_are_invalid_config() {

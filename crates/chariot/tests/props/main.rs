@@ -1,4 +1,4 @@
-//! Property tests of the timeline invariants (issue 7): random task sets (random
+//! Property tests of the timeline invariants (the robustness work): random task sets (random
 //! command sequences and chunk sizes), D GPUs × S streams, thresholds, stage depth,
 //! ordering rules and simulated machines. Every case builds a scheduler on the sim
 //! backend, runs its tasks as one batch, and checks the timeline with the invariant

@@ -1,4 +1,4 @@
-//! Device-side execution of a window (issue 18, `Execution::Device`): the window's
+//! Device-side execution of a window (`Execution::Device`): the window's
 //! tasks, each one kernel launch of the same block shape, run on the GPU by a
 //! persistent kernel that takes ready tasks from a queue in device memory and counts
 //! their dependencies down (Giles' scheme, as `kernels/device_graph.cu` in the studies);

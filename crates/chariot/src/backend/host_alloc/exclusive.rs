@@ -4,7 +4,7 @@
 //!
 //! It lives beside [`HostAlloc`](super::HostAlloc) because the call it wraps is
 //! `unsafe` and unsafe code stays in `backend/`; it sits in layer 5 with memory (not 1,
-//! as its parent) because it names the claims' token (`scripts/check-layers.py`).
+//! as its parent) because it names the claims' token (`scripts/ci/check-layers.py`).
 
 use crate::memory::claims::Exclusive;
 

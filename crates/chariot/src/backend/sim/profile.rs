@@ -5,7 +5,7 @@ use std::time::Duration;
 /// The hardware a sim backend imitates.
 ///
 /// The defaults ([`SimProfile::h100`]) are the figures measured on this project's H100
-/// machine (../shared/GPU.md): pinned copies at 55 GB/s each way alone and 90 GB/s both
+/// machine (nvidia-h100-x1, results/nvidia-h100-x1/core/): pinned copies at 55 GB/s each way alone and 90 GB/s both
 /// ways at once, three async engines, 3.5 µs per launch, 0.8 µs per kernel node of a
 /// replayed graph.
 ///

@@ -1,4 +1,4 @@
-//! Device-resident data (issue 16): a buffer that lives on the GPUs and is shared by
+//! Device-resident data: a buffer that lives on the GPUs and is shared by
 //! tasks, beside the virtual buffers that give every stream slot a private copy.
 //!
 //! A [`ResidentBuffer`] is cut into pieces (one by default), the unit of validity and of
