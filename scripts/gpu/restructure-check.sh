@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The core-plus-extensions restructuring against the build before it, on one GPU: every
+# GPU test of the new build, then with chariot's defaults, old and new alternated, the
+# demo (DEMO_CALLS calls of 5 timed runs), seti 8192^2 (3 calls of 5), chariot-align's
+# 7-query search (3 calls) and cudaFlow's shapes in the flow bench (3 calls of 3 rounds,
+# chariot with defaults: replay where it pays). New binaries in $B (default .gpu/,
+# scripts/gpu/stage.sh), old in $OLD (default .gpu-old/: chariot, chariot-align, seti and
+# flow, release, of the commit before). STEPS picks steps (default "tests demo seti
+# align flow"); writes under $OUT.
+set -euo pipefail
+STEPS=${STEPS:-tests demo seti align flow}
+DEMO_CALLS=${DEMO_CALLS:-3}
+source "$(dirname "$0")/gpu-steps.sh"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+: "${OUT:?set OUT to a directory}"
+B=${B:-.gpu}; OLD=${OLD:-.gpu-old}; W=/tmp/restructure-check; rm -rf "$W" && mkdir -p "$W"
+machine_txt
+if step tests; then
+  echo "== GPU tests (new build)"
+  gpu_tests
+fi
+if step demo; then
+  echo "== demo, defaults, 48 x 16 MiB, 470 rounds: old, new alternated"
+  demo_alternated
+fi
+if step seti; then
+  echo "== seti 8192^2, defaults (auto), 5 timed runs a call: old, new alternated"
+  for i in 1 2 3; do
+    for v in old new; do
+      bin=$B/seti; [ $v = old ] && bin=$OLD/seti
+      timeout 120 "$bin" --no-incore --repeat 5 --streams auto > "$W/seti-$v-$i.log" 2>&1 || true
+      echo "$v $i $(grep -E '^ +auto ' "$W/seti-$v-$i.log" | head -1 | awk '{print $2}') | $(grep -m1 -o 'bound check[^(]*' "$W/seti-$v-$i.log" || true)"
+    done
+  done | tee "$OUT/seti.txt" || true
+fi
+if step align; then
+  echo "== chariot-align search, 7 queries: old, new alternated"
+  "$B/chariot-align" generate --sequences 536000 --out "$W/db.fa" --queries-out "$W/q.fa" > /dev/null 2>&1
+  for i in 1 2 3; do
+    for v in old new; do
+      bin=$B/chariot-align; [ $v = old ] && bin=$OLD/chariot-align
+      t0=$(date +%s.%N)
+      timeout 60 "$bin" search -q "$W/q.fa" -d "$W/db.fa" --no-progress --top 1 -o "$W/hits-$v-$i.tsv" > "$W/align-$v-$i.log" 2>&1 || true
+      t1=$(date +%s.%N)
+      echo "$v $i $(grep -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$W/align-$v-$i.log" | head -1), process $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}') s"
+    done
+  done | tee "$OUT/align.txt" || true
+  echo "TSV digests (sorted rows, call 1): old $(sort "$W/hits-old-1.tsv" | md5sum | cut -c1-32) new $(sort "$W/hits-new-1.tsv" | md5sum | cut -c1-32)" | tee -a "$OUT/align.txt"
+fi
+if step flow; then
+  echo "== flow: cudaFlow's shapes, chariot with defaults against the hand-written graph: old, new alternated"
+  for i in 1 2 3; do
+    for v in old new; do
+      bin=$B/flow; [ $v = old ] && bin=$OLD/flow
+      timeout 240 "$bin" --rounds 3 --csv "$W/flow-$v-$i.csv" > "$W/flow-$v-$i.log" 2>&1 && rc=0 || rc=$?
+      echo "$v $i exit $rc"
+    done
+  done | tee "$OUT/flow.txt" || true
+fi
+# Every log and CSV of the benchmarks in one archive (a call returns at most 8 files).
+(cd "$W" && ls ./*.log ./*.csv 2>/dev/null | grep -v '^./test-' | tar czf "$OUT/logs.tgz" -T -) || true
