@@ -50,6 +50,7 @@ pub mod hand;
 pub mod hits;
 pub mod karlin;
 pub mod matrix;
+pub mod output;
 pub mod prepared;
 pub mod ranks;
 pub mod search;
