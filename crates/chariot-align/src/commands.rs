@@ -351,7 +351,7 @@ pub fn run_search(a: SearchArgs) -> Result<(), String> {
     }
     let t = Instant::now();
     // A gzip database is read through a decompressed copy: chunks are read at offsets.
-    let decompressed = if fasta::is_gzip(&a.common.db).map_err(|e| format!("database: {e}"))? {
+    let decompressed = if fasta::is_gzip(&a.common.db, "database")? {
         let d = db::Decompressed::new(&a.common.db)?;
         if stats {
             eprintln!(

@@ -96,7 +96,7 @@ impl DbIndex {
         if chunk_seqs == 0 {
             return Err("chunk size must be at least 1 sequence".into());
         }
-        if crate::fasta::is_gzip(path).map_err(|e| format!("database: {e}"))? {
+        if crate::fasta::is_gzip(path, "database")? {
             return Err(format!(
                 "{}: a gzip-compressed database is read chunk by chunk at byte offsets, which gzip does not allow; \
                  `chariot-align search` decompresses it to a temporary file, or run `chariot-align makedb` on it once",
@@ -184,7 +184,7 @@ impl Decompressed {
             .map_err(|e| format!("cannot create {} to decompress {} into: {e}", path.display(), gz.display()))?;
         // Owned from here: an error below removes it.
         let d = Decompressed { path };
-        let mut text = crate::fasta::open(gz).map_err(|e| format!("database: {e}"))?;
+        let mut text = crate::fasta::open(gz, "database")?;
         std::io::copy(&mut text, &mut out)
             .map_err(|e| format!("{}: cannot decompress into {}: {e}", gz.display(), d.path.display()))?;
         Ok(d)

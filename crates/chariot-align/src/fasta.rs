@@ -26,12 +26,18 @@ pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// The UTF-8 byte-order mark.
 const BOM: &[u8] = b"\xef\xbb\xbf";
 
-/// Whether the file at `path` starts with gzip's magic bytes.
+/// "cannot open" `path`, which is `what` (`database`, or empty).
+fn cannot_open(what: &str, path: &Path, e: std::io::Error) -> String {
+    let sep = if what.is_empty() { "" } else { " " };
+    format!("cannot open {what}{sep}{}: {e}", path.display())
+}
+
+/// Whether the file at `path` (a `what`: `database`, or empty) starts with gzip's magic bytes.
 ///
 /// # Errors
 /// An unreadable file, naming it.
-pub fn is_gzip(path: &Path) -> Result<bool, String> {
-    let mut f = std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+pub fn is_gzip(path: &Path, what: &str) -> Result<bool, String> {
+    let mut f = std::fs::File::open(path).map_err(|e| cannot_open(what, path, e))?;
     let mut head = [0u8; 2];
     let mut n = 0;
     while n < 2 {
@@ -45,14 +51,14 @@ pub fn is_gzip(path: &Path) -> Result<bool, String> {
     Ok(n == 2 && head == GZIP_MAGIC)
 }
 
-/// The text of `path` as a buffered reader: decompressed when the file is gzip (told by
-/// its magic bytes), as it is otherwise.
+/// The text of `path` (a `what`: `database`, or empty) as a buffered reader:
+/// decompressed when the file is gzip (told by its magic bytes), as it is otherwise.
 ///
 /// # Errors
 /// An unreadable file, naming it.
-pub fn open(path: &Path) -> Result<Box<dyn BufRead + Send>, String> {
-    let gz = is_gzip(path)?;
-    let f = std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+pub fn open(path: &Path, what: &str) -> Result<Box<dyn BufRead + Send>, String> {
+    let gz = is_gzip(path, what)?;
+    let f = std::fs::File::open(path).map_err(|e| cannot_open(what, path, e))?;
     Ok(if gz {
         Box::new(BufReader::with_capacity(1 << 20, flate2::read::MultiGzDecoder::new(BufReader::new(f))))
     } else {
@@ -319,7 +325,7 @@ pub fn read_all(path: &std::path::Path, matrix: &Matrix) -> Result<Vec<(String, 
 
 /// [`read_all`], and what the file held that is valid but likely a mistake.
 pub fn read_all_warning(path: &Path, matrix: &Matrix) -> Result<(Vec<(String, Vec<u8>)>, Warnings), String> {
-    let mut r = FastaReader::new(open(path)?, &path.display().to_string());
+    let mut r = FastaReader::new(open(path, "")?, &path.display().to_string());
     let mut out = Vec::new();
     let mut seq = Vec::new();
     while let Some(rec) = r.next_record(matrix, &mut seq)? {

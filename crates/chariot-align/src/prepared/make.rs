@@ -29,11 +29,11 @@ pub struct Summary {
 pub fn make(fasta: &Path, out: &Path, matrix: &Matrix, progress: bool) -> Result<Summary, String> {
     crate::output::check_distinct(&[("-d", fasta)], &[("-o", out)])?;
     let mut w = crate::output::Output::create("-o", out)?;
-    let gz = crate::fasta::is_gzip(fasta).map_err(|e| format!("database: {e}"))?;
+    let gz = crate::fasta::is_gzip(fasta, "database")?;
     let bytes_in = std::fs::metadata(fasta).map(|m| m.len()).unwrap_or(0);
     // A gzip file's offsets are the decompressed text's: no bar to measure them by.
     let reading = progress_bar(progress && !gz, bytes_in, "reading");
-    let text = crate::fasta::open(fasta).map_err(|e| format!("database: {e}"))?;
+    let text = crate::fasta::open(fasta, "database")?;
     let mut r = FastaReader::new(text, &fasta.display().to_string());
     let (mut codes, mut names) = (Vec::<u8>::new(), Vec::<u8>::new());
     // Per record in file order: residue start, length, name start.

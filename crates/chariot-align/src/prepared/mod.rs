@@ -161,7 +161,8 @@ impl Layout {
         h[8..12].copy_from_slice(&VERSION.to_le_bytes());
         h[12..16].copy_from_slice(&(self.alphabet.len() as u32).to_le_bytes());
         h[16..16 + self.alphabet.len()].copy_from_slice(&self.alphabet);
-        let counts = [self.sequences, self.residues, self.max_len, self.name_bytes, self.empty_records, self.duplicate_ids];
+        let counts =
+            [self.sequences, self.residues, self.max_len, self.name_bytes, self.empty_records, self.duplicate_ids];
         for (i, v) in counts.into_iter().enumerate() {
             h[48 + 8 * i..56 + 8 * i].copy_from_slice(&v.to_le_bytes());
         }
