@@ -319,12 +319,15 @@ impl<R: BufRead> FastaReader<R> {
 }
 
 /// Reads every record of a small FASTA file (queries; gzip too, see [`open`]) into memory.
-pub fn read_all(path: &std::path::Path, matrix: &Matrix) -> Result<Vec<(String, Vec<u8>)>, String> {
+pub fn read_all(path: &std::path::Path, matrix: &Matrix) -> Result<Records, String> {
     Ok(read_all_warning(path, matrix)?.0)
 }
 
+/// Records read whole: name and residues (matrix codes).
+pub type Records = Vec<(String, Vec<u8>)>;
+
 /// [`read_all`], and what the file held that is valid but likely a mistake.
-pub fn read_all_warning(path: &Path, matrix: &Matrix) -> Result<(Vec<(String, Vec<u8>)>, Warnings), String> {
+pub fn read_all_warning(path: &Path, matrix: &Matrix) -> Result<(Records, Warnings), String> {
     let mut r = FastaReader::new(open(path, "")?, &path.display().to_string());
     let mut out = Vec::new();
     let mut seq = Vec::new();
@@ -362,6 +365,57 @@ mod tests {
         assert_eq!(v[2].1, vec![17, 23]);
         assert_eq!(parse("").unwrap().len(), 0);
         assert_eq!(parse(">x\nAC").unwrap()[0].1.len(), 2, "no final newline");
+    }
+
+    /// Lines ending with `\n`, `\r\n` or a lone `\r`, and a byte-order mark, read the
+    /// same records, offsets and line numbers (a `\r\n` split across the reader's
+    /// buffers is one line end).
+    #[test]
+    fn line_ends_and_a_byte_order_mark() {
+        let lf = ">a desc\nAR\nnd\n\n>b\n>c x\nW*\n";
+        let want = parse(lf).unwrap();
+        for text in [lf.replace('\n', "\r\n"), lf.replace('\n', "\r"), format!("\u{feff}{lf}")] {
+            let got = parse(&text).unwrap();
+            assert_eq!(got.len(), 3, "{text:?}");
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!((&g.0.id, g.0.line, &g.1), (&w.0.id, w.0.line, &w.1), "{text:?}");
+                assert_eq!(
+                    &text.as_bytes()[g.0.offset as usize..g.0.offset as usize + 2],
+                    &lf.as_bytes()[w.0.offset as usize..w.0.offset as usize + 2]
+                );
+            }
+        }
+        // A one-byte buffer: every `\r\n` is split.
+        let m = Matrix::blosum62();
+        let text = lf.replace('\n', "\r\n");
+        let mut r = FastaReader::new(std::io::BufReader::with_capacity(1, text.as_bytes()), "t.fa");
+        let mut seq = Vec::new();
+        let mut lines = Vec::new();
+        while let Some(rec) = r.next_record(&m, &mut seq).unwrap() {
+            lines.push((rec.line, seq.clone()));
+        }
+        assert_eq!(lines, want.iter().map(|w| (w.0.line, w.1.clone())).collect::<Vec<_>>());
+        // A BOM elsewhere than the start is no residue.
+        assert!(parse(">a\n\u{feff}A\n").is_err());
+    }
+
+    /// Empty records and repeated ids are counted (valid, but likely mistakes).
+    #[test]
+    fn warnings_count_empty_records_and_duplicate_ids() {
+        let m = Matrix::blosum62();
+        let text = ">a\nAR\n>b\n>a x\nW\n>c\n>a\nK\n";
+        let mut r = FastaReader::new(text.as_bytes(), "t.fa");
+        let mut seq = Vec::new();
+        while r.next_record(&m, &mut seq).unwrap().is_some() {}
+        let w = r.warnings();
+        assert_eq!((w.empty, w.duplicates), (2, 2));
+        assert_eq!(w.examples.len(), 4);
+        assert!(w.examples[0].contains("line 3: record `b` has no residues"), "{:?}", w.examples);
+        assert!(w.examples[1].contains("line 4: id `a`"), "{:?}", w.examples);
+        assert!(w.summary().starts_with("2 records with no residues (scored 0), 2 duplicate ids"));
+        let mut r = FastaReader::new(">a\nA\n>b\nC\n".as_bytes(), "t.fa");
+        while r.next_record(&m, &mut seq).unwrap().is_some() {}
+        assert!(r.warnings().is_empty());
     }
 
     #[test]

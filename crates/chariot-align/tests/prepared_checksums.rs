@@ -23,7 +23,9 @@ impl Drop for TempDir {
 
 /// Every chunk of the database at `path` as read: (names, residues, lengths, original
 /// indices) per chunk, or the first error.
-fn read_all(path: &Path, m: &Matrix) -> Result<Vec<(Vec<String>, Vec<u8>, Vec<u32>, Vec<u64>)>, String> {
+type Chunk = (Vec<String>, Vec<u8>, Vec<u32>, Vec<u64>);
+
+fn read_all(path: &Path, m: &Matrix) -> Result<Vec<Chunk>, String> {
     let index = DbIndex::open(path, m, 7)?;
     index
         .chunks
