@@ -131,9 +131,11 @@ pub fn check_distinct(inputs: &[(&str, &Path)], outputs: &[(&str, &Path)]) -> Re
             }
         }
         for &(other_flag, other) in &outputs[..k] {
-            if same_file(out, other) {
+            let clash =
+                same_file(out, other) || same_file(&partial_path(out), other) || same_file(out, &partial_path(other));
+            if clash {
                 return Err(format!(
-                    "{other_flag} {} and {oflag} {} name the same file: each output needs a file of its own",
+                    "{other_flag} {} and {oflag} {} name the same file (or one's `.partial`): each output needs a file of its own",
                     other.display(),
                     out.display()
                 ));
@@ -274,6 +276,8 @@ mod tests {
         assert!(e.contains("x.partial"), "{e}");
         let e = check_distinct(&[], &[("-o", &d.join("o")), ("--tabular", &d.join("o"))]).unwrap_err();
         assert!(e.contains("-o") && e.contains("--tabular"), "{e}");
+        let e = check_distinct(&[], &[("-o", &d.join("o")), ("--tabular", &d.join("o.partial"))]).unwrap_err();
+        assert!(e.contains("`.partial`"), "{e}");
         fs::remove_dir_all(&d).ok();
     }
 
