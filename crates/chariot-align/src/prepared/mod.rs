@@ -72,6 +72,14 @@
 //! hits. On an H100 (2026-11-25, `results/nvidia-h100-x1/workspace/run3/`): makedb
 //! 1.47 s; the 7-query search 1.708 s (2,140 GCUPS) against 1.786 s on FASTA, the whole
 //! process 3.01 s against 3.43 s, the same TSV rows.
+//!
+//! The checksums (format version 2) cost the file read stage one CRC-32 pass over what
+//! it read: `cargo run --release -p chariot-align --example checksum_cost -- db.cadb` on
+//! the paper-shaped database (2-core development host, shared, load about 13; page
+//! cache): reading all 66 chunks took 0.22 to 0.24 s of CPU time, of which the check
+//! 0.04 to 0.09 s (17 to 38%; crc32fast at 4.5 to 10.6 GB/s of residues); the file is
+//! 2.1 MB (0.5%) larger. A search's file read stage (sim-instant backend, an 8-residue
+//! query, same host) summed 1.50 s on the prepared database against 14.66 s on FASTA.
 
 mod make;
 mod read;
