@@ -7,30 +7,33 @@ use crate::sw::{self, Gaps};
 use crate::{db, fasta, generate};
 use chariot::{Backend, Order, SimProfile};
 use clap::Args;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// The options `search` and `bench` share: the files, the scoring, the chunking and the machine.
 #[derive(Args, Debug, Clone)]
 pub struct Common {
-    /// Query sequences (FASTA; every record is a query).
+    /// Query sequences (FASTA, or gzip-compressed FASTA; every record is a query, of 1
+    /// to 100,000 residues).
     #[arg(short, long)]
     pub query: PathBuf,
-    /// Database: FASTA, or prepared by `makedb` (told by its first bytes); any size,
-    /// read chunk by chunk, never whole.
+    /// Database: FASTA (gzip-compressed too: decompressed to a temporary file first),
+    /// or prepared by `makedb` (told by its first bytes); any size, read chunk by chunk,
+    /// never whole.
     #[arg(short, long)]
     pub db: PathBuf,
-    /// Substitution matrix in NCBI text format (default: built-in BLOSUM62).
+    /// Substitution matrix in NCBI text format (default: built-in BLOSUM62; at most 32 letters).
     #[arg(long)]
     pub matrix: Option<PathBuf>,
-    /// Gap opening cost (a gap of length k costs open + k·extend).
+    /// Gap opening cost (a gap of length k costs open + k·extend; 0 to 1000).
     #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(i32).range(0..=1000))]
     pub gap_open: i32,
-    /// Gap extension cost.
+    /// Gap extension cost (0 to 1000).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(i32).range(0..=1000))]
     pub gap_extend: i32,
-    /// Sequences per chunk (one task each; a prepared database's chunks also hold at
-    /// most 4× the mean chunk's residues).
+    /// Sequences per chunk (one task each; 1 to 1,000,000; a chunk holds under 4 GiB of
+    /// residues, and a prepared database's chunks at most 4× the mean chunk's residues).
     #[arg(long, default_value_t = 8192, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub chunk: u32,
     /// GPUs D.
@@ -62,8 +65,17 @@ pub struct Common {
     pub kernel: sw::KernelChoice,
 }
 
+/// The limits of a search, stated in `search --help`.
+pub const SEARCH_LIMITS: &str = "Limits: a query holds 1 to 100,000 residues; a chunk (--chunk, 1 to 1,000,000 \
+sequences) under 4 GiB of residues; a matrix at most 32 letters; gap costs 0 to 1000; --stage-depth 1 to 4; \
+--kernels 1 to 64. Outputs (-o, --tabular, --report-json) must differ from the inputs and from each other, and be \
+regular files or missing: each is written as <path>.partial and renamed when complete.\n\n\
+Output: the top hits of each query go to stdout; the run's statistics and warnings to stderr (--quiet: \
+warnings only).";
+
 /// The options of `search`.
 #[derive(Args, Debug)]
+#[command(after_help = SEARCH_LIMITS)]
 pub struct SearchArgs {
     /// The files, the scoring and the machine.
     #[command(flatten)]
@@ -94,6 +106,9 @@ pub struct SearchArgs {
     /// No progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// No statistics on stderr (and no progress bar): the hits only, and warnings.
+    #[arg(long)]
+    pub quiet: bool,
     /// Also write chariot's report (JSON) here.
     #[arg(long)]
     pub report_json: Option<PathBuf>,
@@ -101,12 +116,15 @@ pub struct SearchArgs {
 
 /// The options of `makedb`.
 #[derive(Args, Debug)]
+#[command(after_help = "Limits: a matrix at most 32 letters; the database's residues and names are held in memory \
+while they are sorted (about a byte per residue). The prepared file has a checksum per sequence, checked as \
+each chunk is read.")]
 pub struct MakedbArgs {
-    /// The FASTA database to prepare.
+    /// The FASTA database to prepare (gzip-compressed too).
     #[arg(short, long)]
     pub db: PathBuf,
-    /// The prepared database to write (replaced if it exists; written beside it as
-    /// `<out>.partial` and renamed when complete).
+    /// The prepared database to write (a regular file, replaced if it exists, or a new
+    /// path; never the input; written beside it as `<out>.partial` and renamed when complete).
     #[arg(short, long)]
     pub out: PathBuf,
     /// Substitution matrix in NCBI text format whose alphabet codes the residues
@@ -117,28 +135,40 @@ pub struct MakedbArgs {
     /// No progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// No summary on stderr (and no progress bar); warnings still.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 /// `makedb`: prepares a FASTA database once for many searches (see
 /// [`crate::prepared`]: residues encoded, sequences sorted by length, an index).
 pub fn run_makedb(a: MakedbArgs) -> Result<(), String> {
+    let mut inputs = vec![("-d", a.db.as_path())];
+    if let Some(p) = &a.matrix {
+        inputs.push(("--matrix", p.as_path()));
+    }
+    crate::output::check_distinct(&inputs, &[("-o", &a.out)])?;
+    crate::output::check_target("-o", &a.out)?;
     let m = match &a.matrix {
         Some(p) => Matrix::load(p)?,
         None => Matrix::blosum62(),
     };
     let t = Instant::now();
-    let s = crate::prepared::make(&a.db, &a.out, &m, !a.no_progress)?;
-    println!(
-        "{}: {} sequences, {} residues, longest {}, alphabet {} ({} bytes, format version {}) in {:.2} s",
-        a.out.display(),
-        s.layout.sequences,
-        s.layout.residues,
-        s.layout.max_len,
-        String::from_utf8_lossy(&s.layout.alphabet),
-        s.bytes,
-        crate::prepared::VERSION,
-        t.elapsed().as_secs_f64()
-    );
+    let s = crate::prepared::make(&a.db, &a.out, &m, !a.no_progress && !a.quiet)?;
+    s.warnings.print(&a.db.display().to_string());
+    if !a.quiet {
+        eprintln!(
+            "{}: {} sequences, {} residues, longest {}, alphabet {} ({} bytes, format version {}) in {:.2} s",
+            a.out.display(),
+            s.layout.sequences,
+            s.layout.residues,
+            s.layout.max_len,
+            String::from_utf8_lossy(&s.layout.alphabet),
+            s.bytes,
+            crate::prepared::VERSION,
+            t.elapsed().as_secs_f64()
+        );
+    }
     Ok(())
 }
 
@@ -175,6 +205,9 @@ pub struct GenerateArgs {
     /// Lengths of those queries.
     #[arg(long, value_delimiter = ',', default_value = "63,127,255,511,1023,2047,5000")]
     pub query_lengths: Vec<usize>,
+    /// No summary on stderr.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 /// The backend named by `--backend` (`auto`, `cuda`, `sim`, `sim-instant`; clap admits no other).
@@ -202,14 +235,19 @@ pub fn load_matrix(c: &Common) -> Result<Matrix, String> {
 
 /// The queries of a FASTA file, each checked to make a profile; no record is an error.
 pub fn load_queries(path: &Path, m: &Matrix) -> Result<Vec<Query>, String> {
-    let qs = fasta::read_all(path, m)?;
+    Ok(load_queries_warning(path, m)?.0)
+}
+
+/// [`load_queries`], and the duplicate ids among them (empty queries are errors).
+pub fn load_queries_warning(path: &Path, m: &Matrix) -> Result<(Vec<Query>, fasta::Warnings), String> {
+    let (qs, warnings) = fasta::read_all_warning(path, m)?;
     if qs.is_empty() {
         return Err(format!("{}: no query records", path.display()));
     }
     for (id, codes) in &qs {
         sw::Profile::new(codes, m).map_err(|e| format!("query `{id}`: {e}"))?;
     }
-    Ok(qs.into_iter().map(|(id, codes)| Query { id, codes }).collect())
+    Ok((qs.into_iter().map(|(id, codes)| Query { id, codes }).collect(), warnings))
 }
 
 /// The search options of the command line's values (adaptation on, no GPU-fills limit).
@@ -255,36 +293,84 @@ pub fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 
-/// Prints a search's time per stage (sum of command times and busy time) and total / slowest stage.
-pub fn print_stages(o: &Outcome) {
-    println!("  {:<11} {:>12} {:>12}", "stage", "sum (ms)", "busy (ms)");
+/// A search's time per stage (sum of command times and busy time) and total / slowest stage, as lines.
+pub fn stage_lines(o: &Outcome) -> Vec<String> {
+    let mut v = vec![format!("  {:<11} {:>12} {:>12}", "stage", "sum (ms)", "busy (ms)")];
     for (k, name) in STAGES.iter().enumerate() {
-        println!("  {:<11} {:>12.1} {:>12.1}", name, ms(o.stage_sum_ns[k]), ms(o.stage_busy_ns[k]));
+        v.push(format!("  {:<11} {:>12.1} {:>12.1}", name, ms(o.stage_sum_ns[k]), ms(o.stage_busy_ns[k])));
     }
     let t = o.wall.as_nanos() as f64;
-    println!(
+    v.push(format!(
         "  total {:.1} ms; slowest stage busy {:.1} ms; total / slowest = {:.3}",
         t / 1e6,
         ms(o.slowest_busy_ns()),
         t / o.slowest_busy_ns().max(1) as f64
-    );
+    ));
+    v
 }
 
-/// `search`: indexes the database, searches it with every query, prints the top hits
-/// (and writes the TSV and the report when asked).
+/// Prints [`stage_lines`] to stdout (what `bench` reports).
+pub fn print_stages(o: &Outcome) {
+    for l in stage_lines(o) {
+        println!("{l}");
+    }
+}
+
+/// `search`: checks and creates every output, indexes the database, searches it with
+/// every query, prints the top hits to stdout and the statistics to stderr (and writes
+/// the TSV, the BLAST tabular output and the report when asked).
 pub fn run_search(a: SearchArgs) -> Result<(), String> {
+    let mut inputs = vec![("-q", a.common.query.as_path()), ("-d", a.common.db.as_path())];
+    if let Some(p) = &a.common.matrix {
+        inputs.push(("--matrix", p.as_path()));
+    }
+    let outputs: Vec<(&str, &Path)> = [("-o", &a.out), ("--tabular", &a.tabular), ("--report-json", &a.report_json)]
+        .into_iter()
+        .filter_map(|(f, p)| Some((f, p.as_deref()?)))
+        .collect();
+    crate::output::check_distinct(&inputs, &outputs)?;
+    // Under mpirun, rank 0 speaks for all (see `ranks`) and writes all but the TSV.
+    let root = crate::ranks::rank() == 0;
+    let stats = root && !a.quiet;
+    // Every output is created before anything is read: a bad path fails at once.
+    let tsv = a.out.as_deref().map(search::rank_output).transpose()?;
+    let create = |flag: &str, p: &Option<PathBuf>| match p {
+        Some(p) if root => crate::output::Output::create(flag, p).map(Some),
+        _ => Ok(None),
+    };
+    let tabular_out = create("--tabular", &a.tabular)?;
+    let report_out = create("--report-json", &a.report_json)?;
     let m = load_matrix(&a.common)?;
     let gaps = Gaps { open: a.common.gap_open, extend: a.common.gap_extend };
     if a.tabular.is_some() {
         crate::karlin::params(&m, gaps).map_err(|e| format!("--tabular: {e}"))?;
     }
-    let queries = load_queries(&a.common.query, &m)?;
-    let t = Instant::now();
-    let index = db::DbIndex::open(&a.common.db, &m, a.common.chunk as usize)?;
-    let index_time = t.elapsed();
-    // Under mpirun, rank 0 speaks for all (see `ranks`).
-    let root = crate::ranks::rank() == 0;
+    let (queries, query_warnings) = load_queries_warning(&a.common.query, &m)?;
     if root {
+        query_warnings.print(&format!("queries {}", a.common.query.display()));
+    }
+    let t = Instant::now();
+    // A gzip database is read through a decompressed copy: chunks are read at offsets.
+    let decompressed = if fasta::is_gzip(&a.common.db, "database")? {
+        let d = db::Decompressed::new(&a.common.db)?;
+        if stats {
+            eprintln!(
+                "database {} is gzip-compressed: decompressed to {} for this search (run `chariot-align makedb` once to skip this)",
+                a.common.db.display(),
+                d.path.display()
+            );
+        }
+        Some(d)
+    } else {
+        None
+    };
+    let db_path = decompressed.as_ref().map_or(a.common.db.as_path(), |d| d.path.as_path());
+    let index = db::DbIndex::open(db_path, &m, a.common.chunk as usize)?;
+    let index_time = t.elapsed();
+    if root {
+        index.warnings.print(&format!("database {}", a.common.db.display()));
+    }
+    if stats {
         eprintln!(
             "database {} ({}, {} bytes): {} sequences, {} residues, longest {}, {} chunks (indexed in {:.2} s)",
             a.common.db.display(),
@@ -297,51 +383,62 @@ pub fn run_search(a: SearchArgs) -> Result<(), String> {
             index_time.as_secs_f64()
         );
     }
-    let opt = options(&a.common, a.streams, a.order, a.top, a.out.clone(), !a.no_progress);
-    let o = search::search(&index, &m, &queries, &opt)?;
+    let opt = options(&a.common, a.streams, a.order, a.top, a.out.clone(), !a.no_progress && !a.quiet);
+    let o = search::search_to(&index, &m, &queries, &opt, tsv)?;
     if !root {
         return Ok(());
     }
-    println!(
-        "backend {} ({}), D = {}, S = {}, order {}, {} slots: {:.3} s, {:.1} GCUPS",
-        o.report.backend,
-        o.report.gpus.join(", "),
-        a.common.gpus,
-        o.report.streams,
-        a.order,
-        o.slots,
-        o.wall.as_secs_f64(),
-        o.gcups()
-    );
-    println!("  kernel {}{}", o.kernel.name(), kernel_note(&o));
-    let st = o.startup;
-    println!(
-        "  startup {:.3} s before the first task: scheduler {:.3} s, kernel {:.3} s (NVRTC, or chariot's kernel cache), \
-         buffers {:.3} s (pinned and device, while the kernel compiles)",
-        st.total.as_secs_f64(),
-        st.scheduler.as_secs_f64(),
-        st.kernel.as_secs_f64(),
-        st.buffers.as_secs_f64()
-    );
-    print_stages(&o);
-    for line in &o.report.tuning {
-        println!("  chosen: {line}");
+    if stats {
+        eprintln!(
+            "backend {} ({}), D = {}, S = {}, order {}, {} slots: {:.3} s, {:.1} GCUPS",
+            o.report.backend,
+            o.report.gpus.join(", "),
+            a.common.gpus,
+            o.report.streams,
+            a.order,
+            o.slots,
+            o.wall.as_secs_f64(),
+            o.gcups()
+        );
+        eprintln!("  kernel {}{}", o.kernel.name(), kernel_note(&o));
+        let st = o.startup;
+        eprintln!(
+            "  startup {:.3} s before the first task: scheduler {:.3} s, kernel {:.3} s (NVRTC, or chariot's kernel cache), \
+             buffers {:.3} s (pinned and device, while the kernel compiles)",
+            st.total.as_secs_f64(),
+            st.scheduler.as_secs_f64(),
+            st.kernel.as_secs_f64(),
+            st.buffers.as_secs_f64()
+        );
+        for l in stage_lines(&o) {
+            eprintln!("{l}");
+        }
+        for line in &o.report.tuning {
+            eprintln!("  chosen: {line}");
+        }
+        for a in &o.report.adaptations {
+            eprintln!("  adapted: {a}");
+        }
+        if !query_warnings.is_empty() || !index.warnings.is_empty() {
+            eprintln!("  warnings: queries: {}; database: {}", query_warnings.summary(), index.warnings.summary());
+        }
     }
-    for a in &o.report.adaptations {
-        println!("  adapted: {a}");
-    }
-    for (q, hits) in queries.iter().zip(&o.hits) {
-        println!("\nquery {} ({} residues): top {}", q.id, q.codes.len(), hits.len());
+    for (i, (q, hits)) in queries.iter().zip(&o.hits).enumerate() {
+        if i > 0 {
+            println!();
+        }
+        println!("query {} ({} residues): top {}", q.id, q.codes.len(), hits.len());
         println!("  {:>4}  {:>7}  subject", "rank", "score");
         for (i, h) in hits.iter().enumerate() {
             println!("  {:>4}  {:>7}  {}", i + 1, h.score, h.id);
         }
     }
-    if let Some(p) = &a.report_json {
+    if let Some(mut w) = report_out {
         let j = serde_json::to_string(&o.report).map_err(|e| e.to_string())?;
-        std::fs::write(p, j).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+        w.write_all(j.as_bytes()).map_err(|e| format!("--report-json {}: cannot write: {e}", w.path().display()))?;
+        w.commit()?;
     }
-    if let Some(p) = &a.out {
+    if let (Some(p), true) = (&a.out, stats) {
         match crate::ranks::size() {
             1 => eprintln!("scores written to {}", p.display()),
             n => eprintln!(
@@ -352,16 +449,30 @@ pub fn run_search(a: SearchArgs) -> Result<(), String> {
             ),
         }
     }
-    if let Some(p) = &a.tabular {
+    if let Some(mut w) = tabular_out {
         let t = Instant::now();
-        let rows = crate::tabular::write(p, &index, &m, &queries, &o.hits, gaps)?;
-        eprintln!("{rows} BLAST tabular lines written to {} in {:.2} s", p.display(), t.elapsed().as_secs_f64());
+        let (text, rows) = crate::tabular::text(&index, &m, &queries, &o.hits, gaps)?;
+        w.write_all(text.as_bytes()).map_err(|e| format!("--tabular {}: cannot write: {e}", w.path().display()))?;
+        let p = w.path().to_path_buf();
+        w.commit()?;
+        if stats {
+            eprintln!("{rows} BLAST tabular lines written to {} in {:.2} s", p.display(), t.elapsed().as_secs_f64());
+        }
     }
+    drop(decompressed);
     Ok(())
 }
 
 /// `generate`: writes a random database (and queries) with the paper's length shape.
 pub fn run_generate(a: GenerateArgs) -> Result<(), String> {
+    let mut outputs = vec![("--out", a.out.as_path())];
+    if let Some(q) = &a.queries_out {
+        outputs.push(("--queries-out", q.as_path()));
+    }
+    crate::output::check_distinct(&[], &outputs)?;
+    for (flag, p) in &outputs {
+        crate::output::check_target(flag, p)?;
+    }
     let t = Instant::now();
     let shape = generate::Shape {
         sequences: a.sequences,
@@ -373,15 +484,19 @@ pub fn run_generate(a: GenerateArgs) -> Result<(), String> {
         sorted: a.sorted,
     };
     let (n, total, longest) = generate::database(&a.out, shape)?;
-    println!(
-        "{}: {n} sequences, {total} residues (mean {:.1}), longest {longest}, in {:.1} s",
-        a.out.display(),
-        total as f64 / n.max(1) as f64,
-        t.elapsed().as_secs_f64()
-    );
+    if !a.quiet {
+        eprintln!(
+            "{}: {n} sequences, {total} residues (mean {:.1}), longest {longest}, in {:.1} s",
+            a.out.display(),
+            total as f64 / n.max(1) as f64,
+            t.elapsed().as_secs_f64()
+        );
+    }
     if let Some(q) = &a.queries_out {
         generate::queries(q, &a.query_lengths, a.seed)?;
-        println!("{}: queries of {:?} residues", q.display(), a.query_lengths);
+        if !a.quiet {
+            eprintln!("{}: queries of {:?} residues", q.display(), a.query_lengths);
+        }
     }
     Ok(())
 }

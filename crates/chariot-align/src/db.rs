@@ -68,6 +68,9 @@ pub struct DbIndex {
     pub bytes: u64,
     /// The layout of a prepared database (`None`: FASTA).
     pub prepared: Option<crate::prepared::Layout>,
+    /// Records with no residues and duplicate ids (a prepared database's as `makedb`
+    /// counted them, with no messages).
+    pub warnings: crate::fasta::Warnings,
 }
 
 impl DbIndex {
@@ -92,6 +95,13 @@ impl DbIndex {
     pub fn build(path: &Path, matrix: &Matrix, chunk_seqs: usize) -> Result<DbIndex, String> {
         if chunk_seqs == 0 {
             return Err("chunk size must be at least 1 sequence".into());
+        }
+        if crate::fasta::is_gzip(path, "database")? {
+            return Err(format!(
+                "{}: a gzip-compressed database is read chunk by chunk at byte offsets, which gzip does not allow; \
+                 `chariot-align search` decompresses it to a temporary file, or run `chariot-align makedb` on it once",
+                path.display()
+            ));
         }
         let f = std::fs::File::open(path).map_err(|e| format!("cannot open database {}: {e}", path.display()))?;
         let bytes = f.metadata().map(|m| m.len()).unwrap_or(0);
@@ -136,7 +146,54 @@ impl DbIndex {
         if sequences == 0 {
             return Err(format!("{}: the database holds no FASTA records", path.display()));
         }
-        Ok(DbIndex { path: path.to_path_buf(), chunks, sequences, residues, max_len, bytes, prepared: None })
+        Ok(DbIndex {
+            path: path.to_path_buf(),
+            chunks,
+            sequences,
+            residues,
+            max_len,
+            bytes,
+            prepared: None,
+            warnings: r.warnings().clone(),
+        })
+    }
+}
+
+/// A gzip-compressed FASTA database decompressed to a temporary file for a search
+/// (whose chunks are read at byte offsets), removed when dropped.
+#[derive(Debug)]
+pub struct Decompressed {
+    /// The temporary file.
+    pub path: PathBuf,
+}
+
+impl Decompressed {
+    /// Decompresses the gzip file `gz` into a new file in the temporary folder
+    /// (`TMPDIR`); as large as the text.
+    ///
+    /// # Errors
+    /// A gzip stream that is corrupt or cut short, or a temporary file that cannot be
+    /// written (both named).
+    pub fn new(gz: &Path) -> Result<Decompressed, String> {
+        let stem = gz.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let path = std::env::temp_dir().join(format!("chariot-align-{}-{stem}", std::process::id()));
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| format!("cannot create {} to decompress {} into: {e}", path.display(), gz.display()))?;
+        // Owned from here: an error below removes it.
+        let d = Decompressed { path };
+        let mut text = crate::fasta::open(gz, "database")?;
+        std::io::copy(&mut text, &mut out)
+            .map_err(|e| format!("{}: cannot decompress into {}: {e}", gz.display(), d.path.display()))?;
+        Ok(d)
+    }
+}
+
+impl Drop for Decompressed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 
@@ -164,8 +221,10 @@ pub fn read_chunk(path: &Path, info: &ChunkInfo, matrix: &Matrix) -> Result<Chun
         codes: Vec::with_capacity(info.residues as usize),
         lens: Vec::with_capacity(info.nseq),
     };
-    if !parse_fast(&bytes, matrix, &mut d) {
-        // Something unusual: the careful reader finds it and names its line.
+    // The fast path splits lines at `\n` only: a chunk whose counts then differ from
+    // the index's (lines ending with a lone `\r`) is read again by the careful reader,
+    // as is anything unusual, which it finds and names by its line.
+    if !parse_fast(&bytes, matrix, &mut d) || d.ids.len() != info.nseq || d.codes.len() as u64 != info.residues {
         d = ChunkData::default();
         let mut r = FastaReader::at(&bytes[..], &path.display().to_string(), info.start, info.first_line);
         let mut seq = Vec::new();

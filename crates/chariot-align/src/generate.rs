@@ -109,13 +109,12 @@ fn write_record(w: &mut impl Write, id: &str, seq: &[u8]) -> std::io::Result<()>
     Ok(())
 }
 
-/// Writes a database of `shape` to `path`; returns (sequences, residues, longest).
+/// Writes a database of `shape` to `path` (see [`crate::output`]); returns (sequences, residues, longest).
 pub fn database(path: &Path, shape: Shape) -> Result<(u64, u64, u64), String> {
     if shape.min > shape.max || shape.mean <= 0.0 || shape.sigma < 0.0 {
         return Err("bad shape: need min ≤ max, mean > 0, sigma ≥ 0".into());
     }
-    let f = std::fs::File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-    let mut w = std::io::BufWriter::with_capacity(1 << 22, f);
+    let mut w = crate::output::Output::create("--out", path)?;
     let mut rng = rand::rngs::StdRng::seed_from_u64(shape.seed);
     let res = Residues::new();
     let mu = shape.mean.ln() - shape.sigma * shape.sigma / 2.0;
@@ -142,14 +141,13 @@ pub fn database(path: &Path, shape: Shape) -> Result<(u64, u64, u64), String> {
         total += len;
         longest = longest.max(len);
     }
-    w.flush().map_err(|e| e.to_string())?;
+    w.commit()?;
     Ok((shape.sequences, total, longest))
 }
 
 /// Writes one random query per length to `path`.
 pub fn queries(path: &Path, lengths: &[usize], seed: u64) -> Result<(), String> {
-    let f = std::fs::File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-    let mut w = std::io::BufWriter::new(f);
+    let mut w = crate::output::Output::create("--queries-out", path)?;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5157_4152);
     let res = Residues::new();
     for &l in lengths {
@@ -157,7 +155,7 @@ pub fn queries(path: &Path, lengths: &[usize], seed: u64) -> Result<(), String> 
         res.fill(&mut rng, l, &mut seq);
         write_record(&mut w, &format!("q{l}"), &seq).map_err(|e| e.to_string())?;
     }
-    w.flush().map_err(|e| e.to_string())
+    w.commit()
 }
 
 #[cfg(test)]

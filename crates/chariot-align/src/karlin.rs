@@ -227,12 +227,14 @@ pub fn erfc(x: f64) -> f64 {
     }
 }
 
-/// An E-value as BLAST's tabular output prints it.
+/// An E-value as BLAST's tabular output prints it: BLAST+'s `GetScoreString` bands
+/// (`0.0` below 1e-180, then `%.3f`, `%.2f`, `%.1f`, `%.0f` from 0.0009, 0.1, 1 and 10),
+/// with the tabular writer's own rule for [1e-180, 0.0009) (its `SetScores`:
+/// `NStr::DoubleToString(evalue, 2, fDoubleScientific)`, C's `%.2e`): so `1.18e-132`,
+/// where the pairwise report's `%2.0le` would print `1e-132`.
 pub fn format_evalue(e: f64) -> String {
     if e < 1.0e-180 {
         "0.0".into()
-    } else if e < 1.0e-99 {
-        c_exp(e, 0)
     } else if e < 0.0009 {
         c_exp(e, 2)
     } else if e < 0.1 {
@@ -274,7 +276,14 @@ mod tests {
     #[test]
     fn formats_as_blast_prints() {
         assert_eq!(format_evalue(8.0912e-40), "8.09e-40");
-        assert_eq!(format_evalue(3.4e-120), "3e-120");
+        assert_eq!(format_evalue(3.4e-120), "3.40e-120");
+        assert_eq!(format_evalue(1.18e-132), "1.18e-132", "blastp 2.12's tabular output");
+        assert_eq!(format_evalue(1.0e-180), "1.00e-180");
+        assert_eq!(format_evalue(9.99e-181), "0.0");
+        assert_eq!(format_evalue(2.5e-100), "2.50e-100");
+        assert_eq!(format_evalue(9.9e-100), "9.90e-100");
+        assert_eq!(format_evalue(0.00089), "8.90e-04");
+        assert_eq!(format_evalue(0.0009), "0.001");
         assert_eq!(format_evalue(1e-200), "0.0");
         assert_eq!(format_evalue(0.0123), "0.012");
         assert_eq!(format_evalue(0.934), "0.93");

@@ -11,6 +11,7 @@
 use crate::db::{self, ChunkInfo, DbIndex};
 use crate::hits::{Hit, TopK};
 use crate::matrix::Matrix;
+use crate::output::Output;
 use crate::sw::{self, Gaps, KernelChoice, KernelKind, Profile, Role};
 use chariot::{Arg, Backend, Order, Report, Scheduler};
 use parking_lot::Mutex;
@@ -233,7 +234,7 @@ impl Sizes {
 pub struct Writer {
     query_ids: Vec<String>,
     top: Mutex<Vec<TopK>>,
-    out: Mutex<Option<std::io::BufWriter<std::fs::File>>>,
+    out: Mutex<Option<Output>>,
     digest: AtomicU64,
     bar: indicatif::ProgressBar,
     /// Per query, the DPX kernel's saturation threshold (empty: portable kernel).
@@ -249,16 +250,20 @@ fn mix(mut x: u64) -> u64 {
 }
 
 impl Writer {
-    /// Opens the output file (with its header) and the progress bar (under mpirun: rank
-    /// r > 0 writes `<out>.rank<r>` and shows no bar; see `ranks`).
+    /// Creates the output file of `opt.out` ([`rank_output`]) and opens the writer ([`Writer::open_to`]).
     pub fn open(queries: &[Query], opt: &Options, residues: u64) -> Result<Writer, String> {
+        let out = opt.out.as_deref().map(rank_output).transpose()?;
+        Writer::open_to(queries, opt, residues, out)
+    }
+
+    /// Takes the output file (`out`, created by [`rank_output`]) and writes its header;
+    /// opens the progress bar (under mpirun only rank 0 shows it; see `ranks`).
+    pub fn open_to(queries: &[Query], opt: &Options, residues: u64, out: Option<Output>) -> Result<Writer, String> {
         let rank = crate::ranks::rank();
-        let out = match &opt.out {
-            Some(p) => {
-                let p = &if rank == 0 { p.clone() } else { PathBuf::from(format!("{}.rank{rank}", p.display())) };
-                let f = std::fs::File::create(p).map_err(|e| format!("cannot create {}: {e}", p.display()))?;
-                let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-                writeln!(w, "query\tsubject\tscore").map_err(|e| e.to_string())?;
+        let out = match out {
+            Some(mut w) => {
+                writeln!(w, "query\tsubject\tscore")
+                    .map_err(|e| format!("cannot write {}: {e}", w.path().display()))?;
                 Some(w)
             }
             None => None,
@@ -342,11 +347,11 @@ impl Writer {
         Ok(())
     }
 
-    /// Flushes the output; returns the best hits per query and the digest.
+    /// Completes the output (renamed over its target); returns the best hits per query and the digest.
     pub fn finish(&self) -> Result<(Vec<Vec<Hit>>, u64), String> {
         self.bar.finish_and_clear();
-        if let Some(w) = self.out.lock().as_mut() {
-            w.flush().map_err(|e| format!("cannot write results: {e}"))?;
+        if let Some(w) = self.out.lock().take() {
+            w.commit()?;
         }
         Ok((self.top.lock().iter().map(|t| t.sorted()).collect(), self.digest.load(Ordering::Relaxed)))
     }
@@ -367,8 +372,35 @@ impl Shared {
     }
 }
 
-/// Runs the search of `queries` over the database `index`.
+/// The TSV output of this rank for `--out` `path`: rank 0's is `path`, rank r's
+/// `<path>.rank<r>` under mpirun (see `ranks`); created at once (see [`crate::output`]).
+///
+/// # Errors
+/// What [`Output::create`] refuses.
+pub fn rank_output(path: &std::path::Path) -> Result<Output, String> {
+    match crate::ranks::rank() {
+        0 => Output::create("-o", path),
+        r => Output::create(&format!("-o (rank {r})"), &PathBuf::from(format!("{}.rank{r}", path.display()))),
+    }
+}
+
+/// Runs the search of `queries` over the database `index`, writing the TSV to
+/// `opt.out` when set (see [`search_to`]).
 pub fn search(index: &DbIndex, matrix: &Matrix, queries: &[Query], opt: &Options) -> Result<Outcome, String> {
+    let out = opt.out.as_deref().map(rank_output).transpose()?;
+    search_to(index, matrix, queries, opt, out)
+}
+
+/// Runs the search of `queries` over the database `index`, writing the TSV to `out`
+/// (created before the search by [`rank_output`]; renamed over its target when the
+/// search succeeds, removed when it fails).
+pub fn search_to(
+    index: &DbIndex,
+    matrix: &Matrix,
+    queries: &[Query],
+    opt: &Options,
+    out: Option<Output>,
+) -> Result<Outcome, String> {
     let profiles = Profiles::new(queries, matrix)?;
     let nq = queries.len();
     let mut builder =
@@ -450,7 +482,7 @@ pub fn search(index: &DbIndex, matrix: &Matrix, queries: &[Query], opt: &Options
         matrix: matrix.clone(),
         index: index.clone(),
         slots: (0..slots).map(|_| Mutex::new(SlotData::default())).collect(),
-        writer: Writer::open(queries, opt, index.residues)?.counting_repasses(kind, &profiles.list),
+        writer: Writer::open_to(queries, opt, index.residues, out)?.counting_repasses(kind, &profiles.list),
         error: Mutex::new(None),
     });
     let gaps = opt.gaps;

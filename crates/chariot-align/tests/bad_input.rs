@@ -2,8 +2,9 @@
 //! `docs/bad-input.md`): values out of range and unknown order names are usage errors
 //! (exit code 2) naming the option; a missing or malformed file is exit code 1 with a
 //! message naming the file and the line; a prepared database (`makedb`) that is not one,
-//! of another version, truncated or with offsets out of range is exit code 1 with a
-//! message naming the file and what is wrong. The demo's cases are the test of the same name
+//! of another version (version 1, before checksums, too), truncated, with offsets out
+//! of range or a byte that its checksums do not match is exit code 1 with a message
+//! naming the file and what is wrong. The demo's cases are the test of the same name
 //! in the root package's `tests/bad_input.rs` (the studies crate).
 
 use std::ffi::OsStr;
@@ -117,7 +118,18 @@ fn prepared_databases_refuse_bad_files() {
     let mut repeated = bytes.clone();
     repeated.copy_within(160..168, 168); // original indices at 160: two the same
     let mut code = bytes.clone();
-    *code.last_mut().unwrap() = 200; // a residue code past the alphabet, found by the read stage
+    // The last residue (the 3 sequences' checksums follow): a code past the alphabet,
+    // found by the read stage.
+    code[bytes.len() - 4 * 3 - 1] = 200;
+    let mut residue = bytes.clone();
+    residue[bytes.len() - 4 * 3 - 1] ^= 1; // another residue of the alphabet: its checksum differs
+    let mut name = bytes.clone();
+    let names_at = 128 + 8 * (3 + 1) + 8 * 3 + 8 * (3 + 1);
+    name[names_at] ^= 0x20; // a name's case
+    let mut header = bytes.clone();
+    header[100] = 1; // reserved, covered by the header's checksum
+    let mut v1 = bytes.clone();
+    v1[8..12].copy_from_slice(&1u32.to_le_bytes());
     for (name, data, needle) in [
         ("magic.cadb", magic, "not a chariot-align prepared database"),
         ("version.cadb", version, "format version 99 is not supported"),
@@ -126,6 +138,10 @@ fn prepared_databases_refuse_bad_files() {
         ("order.cadb", order, "out of order"),
         ("repeated.cadb", repeated, "original index 1"),
         ("code.cadb", code, "residue code 200"),
+        ("residue.cadb", residue, "checksum mismatch in the chunk of sorted sequences 0..3"),
+        ("name.cadb", name, "checksum mismatch"),
+        ("header.cadb", header, "the header's checksum (bytes 0..124) does not match"),
+        ("v1.cadb", v1, "format version 1 has no checksums"),
     ] {
         let p = dir.join(name);
         std::fs::write(&p, data).unwrap();

@@ -4,30 +4,37 @@
 use super::*;
 use crate::fasta::FastaReader;
 use crate::matrix::Matrix;
-use std::io::{BufReader, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::Path;
 
 /// What `makedb` wrote.
 #[derive(Clone, Debug)]
 pub struct Summary {
     /// The file's layout.
     pub layout: Layout,
+    /// Records with no residues and duplicate ids in the FASTA file.
+    pub warnings: crate::fasta::Warnings,
     /// Bytes of the file.
     pub bytes: u64,
 }
 
-/// Prepares the FASTA database `fasta` as `out` with the codes of `matrix`, showing
-/// progress when asked. The file is written beside `out` and renamed at the end, so a
-/// failed run leaves no partial database under that name.
+/// Prepares the FASTA database `fasta` (gzip too, see [`crate::fasta::open`]) as `out`
+/// with the codes of `matrix`, showing progress when asked. `out` is created first (as
+/// `<out>.partial`, see [`crate::output`]) and renamed over `out` at the end, so a bad
+/// path fails at once and a failed run leaves neither a partial database nor a `.partial`.
 ///
 /// # Errors
-/// What [`DbIndex::build`](crate::db::DbIndex::build) refuses (unreadable or malformed FASTA, a bad residue, no
-/// records), and an unwritable output.
+/// An `out` that is `fasta` or no regular file, what [`DbIndex::build`](crate::db::DbIndex::build)
+/// refuses (unreadable or malformed FASTA, a bad residue, no records), and an unwritable output.
 pub fn make(fasta: &Path, out: &Path, matrix: &Matrix, progress: bool) -> Result<Summary, String> {
-    let f = std::fs::File::open(fasta).map_err(|e| format!("cannot open database {}: {e}", fasta.display()))?;
-    let bytes_in = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let reading = progress_bar(progress, bytes_in, "reading");
-    let mut r = FastaReader::new(BufReader::with_capacity(1 << 20, f), &fasta.display().to_string());
+    crate::output::check_distinct(&[("-d", fasta)], &[("-o", out)])?;
+    let mut w = crate::output::Output::create("-o", out)?;
+    let gz = crate::fasta::is_gzip(fasta, "database")?;
+    let bytes_in = std::fs::metadata(fasta).map(|m| m.len()).unwrap_or(0);
+    // A gzip file's offsets are the decompressed text's: no bar to measure them by.
+    let reading = progress_bar(progress && !gz, bytes_in, "reading");
+    let text = crate::fasta::open(fasta, "database")?;
+    let mut r = FastaReader::new(text, &fasta.display().to_string());
     let (mut codes, mut names) = (Vec::<u8>::new(), Vec::<u8>::new());
     // Per record in file order: residue start, length, name start.
     let (mut starts, mut lens, mut name_starts) = (Vec::<u64>::new(), Vec::<u64>::new(), Vec::<u64>::new());
@@ -44,6 +51,7 @@ pub fn make(fasta: &Path, out: &Path, matrix: &Matrix, progress: bool) -> Result
     }
     name_starts.push(names.len() as u64);
     reading.finish_and_clear();
+    let warnings = r.warnings().clone();
     let n = starts.len();
     if n == 0 {
         return Err(format!("{}: the database holds no FASTA records", fasta.display()));
@@ -56,15 +64,14 @@ pub fn make(fasta: &Path, out: &Path, matrix: &Matrix, progress: bool) -> Result
         residues: codes.len() as u64,
         max_len: lens.iter().copied().max().unwrap_or(0),
         name_bytes: names.len() as u64,
+        empty_records: warnings.empty,
+        duplicate_ids: warnings.duplicates,
     };
-    let tmp = PathBuf::from(format!("{}.partial", out.display()));
-    let werr = |e: std::io::Error| format!("cannot write {}: {e}", tmp.display());
-    let file = std::fs::File::create(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
-    let mut w = BufWriter::with_capacity(8 << 20, file);
+    let werr = |e: std::io::Error| format!("cannot write {}: {e}", crate::output::partial_path(out).display());
     let bar = progress_bar(progress, layout.file_bytes(), "writing");
     let result = (|| {
         w.write_all(&layout.header()).map_err(werr)?;
-        let table = |w: &mut BufWriter<std::fs::File>, values: &mut dyn Iterator<Item = u64>| {
+        let table = |w: &mut crate::output::Output, values: &mut dyn Iterator<Item = u64>| {
             for v in values {
                 w.write_all(&v.to_le_bytes()).map_err(werr)?;
             }
@@ -87,30 +94,31 @@ pub fn make(fasta: &Path, out: &Path, matrix: &Matrix, progress: bool) -> Result
         });
         table(&mut w, &mut name_offsets)?;
         table(&mut w, &mut std::iter::once(layout.name_bytes))?;
+        let name = |i: usize| &names[name_starts[i] as usize..name_starts[i + 1] as usize];
         for &i in &order {
-            let i = i as usize;
-            w.write_all(&names[name_starts[i] as usize..name_starts[i + 1] as usize]).map_err(werr)?;
+            w.write_all(name(i as usize)).map_err(werr)?;
         }
         bar.set_position(layout.residues_at());
+        let residues = |i: usize| &codes[starts[i] as usize..(starts[i] + lens[i]) as usize];
         for (k, &i) in order.iter().enumerate() {
-            let (s, l) = (starts[i as usize] as usize, lens[i as usize] as usize);
-            w.write_all(&codes[s..s + l]).map_err(werr)?;
+            w.write_all(residues(i as usize)).map_err(werr)?;
             if k % 4096 == 0 {
-                bar.set_position(layout.residues_at() + s as u64);
+                bar.set_position(layout.residues_at() + starts[i as usize]);
             }
         }
-        w.flush().map_err(werr)?;
-        w.get_ref().sync_all().map_err(werr)?;
+        for &i in &order {
+            let i = i as usize;
+            let c = checksum(i as u64, lens[i], name(i), residues(i));
+            w.write_all(&c.to_le_bytes()).map_err(werr)?;
+        }
         Ok::<(), String>(())
     })();
     bar.finish_and_clear();
-    if let Err(e) = result {
-        std::fs::remove_file(&tmp).ok();
-        return Err(e);
-    }
-    std::fs::rename(&tmp, out).map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), out.display()))?;
+    // On an error `w` is dropped, which removes the `.partial`.
+    result?;
+    w.commit()?;
     let bytes = layout.file_bytes();
-    Ok(Summary { layout, bytes })
+    Ok(Summary { layout, warnings, bytes })
 }
 
 fn progress_bar(progress: bool, len: u64, what: &str) -> indicatif::ProgressBar {

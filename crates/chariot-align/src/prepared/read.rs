@@ -154,6 +154,11 @@ pub fn open(path: &Path, matrix: &Matrix, chunk_seqs: usize) -> Result<DbIndex, 
         residues: layout.residues,
         max_len: layout.max_len,
         bytes,
+        warnings: crate::fasta::Warnings {
+            empty: layout.empty_records,
+            duplicates: layout.duplicate_ids,
+            examples: Vec::new(),
+        },
         prepared: Some(layout),
     })
 }
@@ -212,10 +217,30 @@ pub fn read_into(path: &Path, layout: &Layout, info: &ChunkInfo, buf: &mut [u8])
     let mut names = vec![0u8; (v[n] - v[0]) as usize];
     at(&mut f, layout.names_at() + v[0])?;
     f.read_exact(&mut names).map_err(rerr)?;
-    let ids = v
-        .windows(2)
-        .map(|w| String::from_utf8_lossy(&names[(w[0] - v[0]) as usize..(w[1] - v[0]) as usize]).into_owned())
-        .collect();
+    // The checksums: every byte of the chunk read above, checked.
+    let mut sums = vec![0u8; 4 * n];
+    at(&mut f, layout.checksums_at() + 4 * k0)?;
+    f.read_exact(&mut sums).map_err(rerr)?;
+    let offsets = |k: usize| u32::from_le_bytes(buf[k * 4..k * 4 + 4].try_into().expect("4 bytes")) as usize;
+    let mut ids = Vec::with_capacity(n);
+    for k in 0..n {
+        let name = &names[(v[k] - v[0]) as usize..(v[k + 1] - v[0]) as usize];
+        let (r0, r1) = (offsets(k), offsets(k + 1));
+        let stored = u32::from_le_bytes(sums[4 * k..4 * k + 4].try_into().expect("4 bytes"));
+        if checksum(seqs[k], (r1 - r0) as u64, name, &buf[res + r0..res + r1]) != stored {
+            return Err(format!(
+                "{what}: corrupt prepared database: checksum mismatch in the chunk of sorted sequences {k0}..{} \
+                 (bytes {}..{}), at sequence {} (its residues at byte {}, its checksum at byte {}); run `chariot-align makedb` again",
+                k0 + n as u64,
+                info.start,
+                info.end,
+                k0 + k as u64,
+                info.start + r0 as u64,
+                layout.checksums_at() + 4 * (k0 + k as u64)
+            ));
+        }
+        ids.push(String::from_utf8_lossy(name).into_owned());
+    }
     Ok(ChunkRead { ids, seqs })
 }
 
