@@ -283,12 +283,13 @@ impl Machine {
         }
     }
 
-    /// Compiles and loads `kernel` on every GPU (cuda), or checks it has a CPU twin (sim).
+    /// Compiles and loads `kernel` on every GPU (cuda), or checks it has a CPU twin and,
+    /// where libnvrtc loads, that its source compiles as declared (sim).
     pub(crate) fn load_kernel(&self, kernel: &Kernel) -> crate::Result<Vec<Function>> {
         match self {
             Machine::Cuda(m) => m.load_kernel(kernel),
             Machine::Sim(_) => match kernel.twin {
-                Some(_) => Ok(Vec::new()),
+                Some(_) => sim::check_kernel(kernel).map(|_| Vec::new()),
                 None => Err(crate::Error::KernelInvalid {
                     kernel: kernel.name.clone(),
                     message:
