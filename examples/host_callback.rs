@@ -23,7 +23,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sched = Scheduler::builder().build()?;
     let (n, chunks) = (1usize << 14, 16usize);
     let mut input = sched.alloc_host::<u32>(n * chunks)?;
-    let mut output = sched.alloc_host::<u32>(n * chunks)?;
+    let output = sched.alloc_host::<u32>(n * chunks)?;
     input.write().iter_mut().enumerate().for_each(|(j, x)| *x = j as u32);
     // The table the callbacks read: filled here, then shared.
     let mut offsets = sched.alloc_host::<u32>(chunks)?;
