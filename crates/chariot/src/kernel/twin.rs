@@ -271,6 +271,8 @@ mod tests {
 
     const ONE: Dim3 = Dim3 { x: 1, y: 1, z: 1 };
 
+    type Split<'a> = Result<(Vec<&'a [f32]>, Vec<&'a mut [f32]>), BoxError>;
+
     /// Arguments 0..3 are buffers (0 and 1 distinct, 2 the back half of buffer 1);
     /// argument 3 a scalar.
     fn with_args<R>(f: impl FnOnce(&mut TwinArgs<'_>) -> R) -> R {
@@ -325,7 +327,7 @@ mod tests {
     #[test]
     fn repeats_scalars_and_overlaps_are_named() {
         with_args(|args| {
-            let err = |r: Result<(Vec<&[f32]>, Vec<&mut [f32]>), BoxError>| r.err().expect("an error").to_string();
+            let err = |r: Split<'_>| r.expect_err("an error").to_string();
             let e = err(args.ins_outs::<f32, f32>(&[1, 1], &[0]));
             assert_eq!(e, "argument 1 is given twice (as an input and as an input)");
             let e = err(args.ins_outs::<f32, f32>(&[0], &[0]));
@@ -341,7 +343,7 @@ mod tests {
         let index = vec![Some((0, 0..12)), Some((0, 8..16))];
         let shape = LaunchShape { grid: ONE, block: ONE, shared_bytes: 0 };
         let mut args = TwinArgs::new(shape, &values, vec![&mut a[..]], index);
-        let e = args.ins_outs::<u32, u32>(&[0], &[1]).err().expect("overlap").to_string();
+        let e = args.ins_outs::<u32, u32>(&[0], &[1]).expect_err("overlap").to_string();
         assert_eq!(e, "arguments 0 and 1 overlap in one buffer, and 1 is an output");
         assert!(args.ins_outs::<u32, u32>(&[0, 1], &[]).is_ok(), "overlapping inputs are only read");
     }
