@@ -334,6 +334,7 @@ fn calibrate(study: &Study) -> Result<Probe, String> {
     // and would inflate the fitted intercept.
     let (i1, i2) = (512u32, 2048u32);
     let mut measured = [0.0; 5];
+    let modeled = study.modeled(&probe_sched).map(|(link, _)| link);
     if ranks.rank() == 0 {
         let r1 = demo::probe_rates(&probe_sched, study.shift(), &input, &mut output, len, probe_chunks, i1)
             .map_err(|e| e.to_string())?;
@@ -343,7 +344,7 @@ fn calibrate(study: &Study) -> Result<Probe, String> {
         // leaves r without meaning, and the fit would ask for billions of iterations:
         // on a machine too busy for the probe, or on sim where the CPU twins' own time
         // hides the modeled cost.
-        if r2.kernel_ns < 1.2 * r1.kernel_ns && cli.iters.is_none() {
+        if r2.kernel_ns < 1.2 * r1.kernel_ns && cli.iters.is_none() && modeled.is_none() {
             return Err(format!(
                 "calibration: the kernel took {:.0} ns at {i2} iterations and {:.0} ns at {i1}: no cost per iteration \
                  to set r by (the machine is too busy for the probe); give --iters",
@@ -353,6 +354,15 @@ fn calibrate(study: &Study) -> Result<Probe, String> {
         let b = ((r2.kernel_ns - r1.kernel_ns) / len as f64 / (i2 - i1) as f64).max(1e-9);
         let a = (r1.kernel_ns / len as f64 - b * i1 as f64).max(0.0);
         measured = [r2.link.up, r2.link.down, r2.link.both, a, b];
+        if let Some(link) = modeled {
+            let (ma, mb) = study.sim_kernel_model();
+            println!(
+                "sim probe: up {:.1} GB/s, down {:.1} GB/s, both {:.1} GB/s; kernel {a:.6} + {b:.8}·iters ns per \
+                 element; the bounds take the profile's model instead (below)",
+                r2.link.up, r2.link.down, r2.link.both
+            );
+            measured = [link.up, link.down, link.both, ma, mb];
+        }
     }
     drop(probe_sched);
     let [up, down, both, a, b] = ranks.share(&measured)[..] else {
@@ -402,8 +412,11 @@ fn machines(study: &Study, probe: &mut Probe) -> Result<Vec<Machine>, String> {
             continue;
         }
         let sched = study.build(d, 4, 2, Order::Fcfs, true, d)?;
-        let host =
-            demo::probe_host_rates(&sched, &probe.input, &mut probe.output, len, 16 * d).map_err(|e| e.to_string())?;
+        let host = match study.modeled(&sched) {
+            Some((_, host)) => host,
+            None => demo::probe_host_rates(&sched, &probe.input, &mut probe.output, len, 16 * d)
+                .map_err(|e| e.to_string())?,
+        };
         let ordinals = sched.gpu_info().iter().map(|g| g.ordinal).collect();
         let calibrated_buses = demo::calibrated_buses(link, host, d);
         println!(

@@ -107,10 +107,25 @@ pub struct Study<'a> {
 impl Study<'_> {
     /// The shift kernel, with the cost measured on the GPU where --sim-kernel gives it.
     pub fn shift(&self) -> Kernel {
+        let (a, b) = self.sim_kernel_model();
+        demo::shift_kernel_costing(a, b)
+    }
+
+    /// The shift kernel's modeled cost on the sim, a + b·iters ns per element: what
+    /// --sim-kernel gives, else the sim's default rate ([`demo::shift_kernel`]'s).
+    pub fn sim_kernel_model(&self) -> (f64, f64) {
         match &self.cli.sim_kernel {
-            Some(k) => demo::shift_kernel_costing(k[0], k[1]),
-            None => demo::shift_kernel(),
+            Some(k) => (k[0], k[1]),
+            None => (0.0, 1e9 / demo::SIM_SHIFT_RATE),
         }
+    }
+
+    /// On a sim that predicts a GPU (timing only), the rates its profile models: the
+    /// link alone and the host with `d` GPUs copying. The bound takes these, not a
+    /// probe's: a probe on a loaded CPU reads the engines' delays as slower rates and
+    /// a costlier kernel, and would set the bound above what the modeled GPU can do.
+    pub fn modeled(&self, sched: &Scheduler) -> Option<(LinkRates, LinkRates)> {
+        self.predicting.then(|| sched.modeled_rates()).flatten()
     }
 
     // B is always given explicitly, so that the sim's profile cannot change it: the

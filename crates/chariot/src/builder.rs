@@ -284,8 +284,11 @@ impl Builder {
         match std::env::var("CHARIOT_BACKEND").ok().as_deref() {
             Some("cuda") => return Ok(Backend::Cuda),
             Some("sim") => return Ok(Backend::Sim),
-            Some("") | None => {}
-            Some(other) => return Err(Self::invalid("CHARIOT_BACKEND", other, "cuda or sim (or unset)")),
+            Some("" | "auto") | None => {}
+            Some(other) => {
+                let allowed = format!("{} (or unset)", Backend::allowed());
+                return Err(Self::invalid("CHARIOT_BACKEND", other, &allowed));
+            }
         }
         match Machine::cuda_present() {
             Ok(_) => Ok(Backend::Cuda),
@@ -420,7 +423,8 @@ impl Builder {
             (Some(e), _) => e,
             (None, Some("") | None) => Execution::Auto,
             (None, Some(name)) => {
-                name.parse().map_err(|_| Self::invalid("CHARIOT_EXECUTION", name, "auto, host or replay (or unset)"))?
+                let allowed = format!("{} (or unset)", Execution::allowed());
+                name.parse().map_err(|_| Self::invalid("CHARIOT_EXECUTION", name, &allowed))?
             }
         };
         let backend = self.resolve_backend()?;

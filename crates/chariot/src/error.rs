@@ -16,6 +16,18 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Error a callback or a kernel's CPU twin returns; any error type converts into it.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
+/// The accepted names of a setting as an error message lists them: `a, b or c`. Each
+/// setting builds its list from its one table of names, so the message cannot drift
+/// from what is accepted.
+pub(crate) fn one_of<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    let names: Vec<&str> = names.into_iter().collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        Some((last, _)) => last.to_string(),
+        None => String::new(),
+    }
+}
+
 /// Everything that can go wrong in chariot.
 ///
 /// ```
@@ -148,13 +160,14 @@ pub enum Error {
     /// unended task's where the task asked for the error
     /// ([`TaskBuilder::refuse_conflicts`](crate::TaskBuilder::refuse_conflicts)); by
     /// default such a task runs after the other task instead.
-    #[error("task {task}: host buffer {buffer} elements {region} conflict with {holder}")]
+    #[error("task {task}: host buffer {buffer}, {region}, conflicts with {holder}")]
     HostConflict {
         /// The task refused.
         task: TaskId,
         /// The host buffer's id.
         buffer: u64,
-        /// The region asked for, as text (`start..end`, or rows for 2-D regions).
+        /// The region asked for, as text with its unit (`bytes 0..64`, or the rows of a
+        /// 2-D region).
         region: String,
         /// Who holds the conflicting region.
         holder: String,

@@ -44,6 +44,11 @@ impl Execution {
     /// Every mode, in the order of the names in error messages.
     pub const ALL: [Execution; 4] = [Execution::Auto, Execution::Host, Execution::Replay, Execution::Device];
 
+    /// The names an error message lists as accepted, from [`Execution::ALL`].
+    pub(crate) fn allowed() -> String {
+        crate::error::one_of(Execution::ALL.map(Execution::name))
+    }
+
     /// The short name: `auto`, `host`, `replay` or `device`.
     pub fn name(self) -> &'static str {
         match self {
@@ -68,7 +73,7 @@ impl std::str::FromStr for Execution {
         Execution::ALL.into_iter().find(|e| e.name() == s).ok_or_else(|| crate::Error::InvalidConfig {
             name: "execution",
             value: format!("{s:?}"),
-            allowed: "auto, host, replay or device".into(),
+            allowed: Execution::allowed(),
         })
     }
 }

@@ -225,7 +225,7 @@ impl FftPlans {
     ) -> Result<(), BoxError> {
         shape.check()?;
         if shape.elements() > buf.len() {
-            return Err(format!("FFT of {} elements on a buffer of {}", shape.elements(), buf.len()).into());
+            return Err(format!("FFT of {} elements on a buffer of {} elements", shape.elements(), buf.len()).into());
         }
         if self.machine.cuda().is_some() {
             let info = call.info();
@@ -272,7 +272,7 @@ impl FftPlans {
         shape.check()?;
         if offset.checked_add(shape.elements()).is_none_or(|end| end > buf.len()) {
             return Err(format!(
-                "FFT of {} elements at {offset} on a resident buffer of {}",
+                "FFT of {} elements at element {offset} of a resident buffer of {} elements",
                 shape.elements(),
                 buf.len()
             )

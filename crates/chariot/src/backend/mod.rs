@@ -40,7 +40,8 @@ pub use sim::{SimFaults, SimProfile};
 #[derive(Clone, Debug, Default, PartialEq)]
 pub enum Backend {
     /// CUDA when a driver and a device are there, else the simulator (saying so in one
-    /// line on stderr). `CHARIOT_BACKEND=cuda|sim` overrides it.
+    /// line on stderr). `CHARIOT_BACKEND=cuda|sim` overrides it (`auto` or empty: no
+    /// override).
     #[default]
     Auto,
     /// Real GPUs through the CUDA driver; an error where there is none.
@@ -82,6 +83,7 @@ impl Backend {
     /// # Errors
     /// [`crate::Error::InvalidConfig`] for any other name.
     pub fn from_name(name: &str, profile: SimProfile) -> crate::Result<Backend> {
+        // Each name here is in `Backend::NAMES`, which error messages list.
         match name {
             "cuda" => Ok(Backend::Cuda),
             "sim" => Ok(Backend::SimWith(profile)),
@@ -89,9 +91,17 @@ impl Backend {
             other => Err(crate::Error::InvalidConfig {
                 name: "backend",
                 value: format!("{other:?}"),
-                allowed: "auto, cuda or sim".into(),
+                allowed: Backend::allowed(),
             }),
         }
+    }
+
+    /// The names [`Backend::from_name`] and `CHARIOT_BACKEND` accept.
+    const NAMES: [&'static str; 3] = ["auto", "cuda", "sim"];
+
+    /// [`Backend::NAMES`] as an error message lists them.
+    pub(crate) fn allowed() -> String {
+        crate::error::one_of(Backend::NAMES)
     }
 }
 
@@ -273,12 +283,13 @@ impl Machine {
         }
     }
 
-    /// Compiles and loads `kernel` on every GPU (cuda), or checks it has a CPU twin (sim).
+    /// Compiles and loads `kernel` on every GPU (cuda), or checks it has a CPU twin and,
+    /// where libnvrtc loads, that its source compiles as declared (sim).
     pub(crate) fn load_kernel(&self, kernel: &Kernel) -> crate::Result<Vec<Function>> {
         match self {
             Machine::Cuda(m) => m.load_kernel(kernel),
             Machine::Sim(_) => match kernel.twin {
-                Some(_) => Ok(Vec::new()),
+                Some(_) => sim::check_kernel(kernel).map(|_| Vec::new()),
                 None => Err(crate::Error::KernelInvalid {
                     kernel: kernel.name.clone(),
                     message:

@@ -120,11 +120,15 @@ impl Scheduler {
     }
 
     /// Compiles `kernel` with NVRTC for each GPU's architecture and loads it (CUDA), or
-    /// checks it has a CPU twin (sim).
+    /// checks it has a CPU twin (sim). On sim, where libnvrtc loads, its source (if it
+    /// has one) is compiled too, for compute_90, and its entry point's parameters are
+    /// checked against those declared; where libnvrtc does not load, the process says
+    /// once that kernels are not compiled.
     ///
     /// # Errors
-    /// [`Error::KernelCompile`] with NVRTC's log, [`Error::KernelInvalid`] for a missing
-    /// entry point or (sim) a missing CPU twin.
+    /// [`Error::KernelCompile`] with NVRTC's log (naming the line), [`Error::KernelInvalid`]
+    /// for a missing entry point, parameters other than declared (count or sizes, sim)
+    /// or (sim) a missing CPU twin.
     pub fn register_kernel(&self, kernel: Kernel) -> Result<KernelHandle> {
         if kernel.name.is_empty() {
             return Err(Error::KernelInvalid { kernel: kernel.name, message: "the name is empty".into() });

@@ -84,14 +84,10 @@ impl std::str::FromStr for Order {
     /// [`crate::Error::InvalidConfig`] named `order` for any other text (another case,
     /// surrounding spaces and the empty string included), listing the names allowed.
     fn from_str(s: &str) -> crate::Result<Order> {
-        Order::ALL.into_iter().find(|o| o.name() == s).ok_or_else(|| {
-            let names: Vec<&str> = Order::ALL.iter().map(|o| o.name()).collect();
-            let (last, rest) = names.split_last().expect("Order::ALL is not empty");
-            crate::Error::InvalidConfig {
-                name: "order",
-                value: format!("{s:?}"),
-                allowed: format!("{} or {last}", rest.join(", ")),
-            }
+        Order::ALL.into_iter().find(|o| o.name() == s).ok_or_else(|| crate::Error::InvalidConfig {
+            name: "order",
+            value: format!("{s:?}"),
+            allowed: crate::error::one_of(Order::ALL.iter().map(Order::name)),
         })
     }
 }

@@ -71,6 +71,9 @@ fn two_tasks_writing_one_host_region_is_host_conflict() {
                 assert!(region.contains("100..160"), "bytes of elements 25..40: {region}");
                 assert!(holder.contains("#1"), "{holder}");
                 assert!(text.contains("#2") && text.contains("#1"), "{text}");
+                // One unit, said once: the region names its bytes.
+                let head = format!("task #2: host buffer {}, bytes 100..160, conflicts with", host.id());
+                assert!(text.starts_with(&head), "{text}");
             }
             other => panic!("expected HostConflict, got {other:?}"),
         }

@@ -15,6 +15,7 @@ mod compute;
 mod engine;
 mod faults;
 mod link;
+mod nvrtc_check;
 mod profile;
 
 pub use faults::SimFaults;
@@ -36,6 +37,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
+
+/// Compiles `kernel`'s CUDA C with NVRTC where libnvrtc loads, as registration on a GPU
+/// would: a compile error, a missing entry point or parameters other than those declared
+/// fail here as they would there (`nvrtc_check.rs`).
+pub(crate) fn check_kernel(kernel: &crate::kernel::Kernel) -> crate::Result<()> {
+    nvrtc_check::check(kernel).map(drop)
+}
 
 /// Per stream slot: the completion an engine posted and the dispatcher has not polled.
 type Completions = Arc<[Mutex<Option<Result<Span, Fault>>>]>;
