@@ -8,7 +8,8 @@
 //!   thread puts chunk i on stream i mod S and, before reusing a stream, waits for its
 //!   previous chunk and hands that chunk's output to the consumer, in file order.
 
-use chariot::{BoxError, Element, Error, HostBuffer, Kernel, Result};
+use chariot::memory::Element;
+use chariot::{BoxError, Error, HostBuffer, Kernel, Result};
 use std::ops::Range;
 
 // The in-order pipeline's types live with the pipeline (`backend/cuda/inorder.rs`),

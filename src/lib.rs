@@ -19,7 +19,8 @@
 //! targets; chariot-align's hand-written pipeline uses [`baseline::in_order`].
 //!
 //! ```
-//! use chariot::{Backend, Scheduler, SimProfile};
+//! use chariot::{Backend, Scheduler};
+//! use chariot::sim::SimProfile;
 //! use chariot_studies::demo;
 //! let sched = Scheduler::builder().backend(Backend::SimWith(SimProfile::instant())).build()?;
 //! let shift = sched.register_kernel(demo::shift_kernel())?;

@@ -43,7 +43,9 @@ mod device;
 pub use cuda::{HandGraph, HandTiming};
 pub use device::{DeviceCsr, DeviceGraph, DeviceTiming, DEFAULT_TIMEOUT};
 
-use chariot::{Arg, DeviceBuffer, Kernel, KernelHandle, LaunchShape, Param, Report, Result, ScalarArgs, Scheduler};
+use chariot::kernel::{KernelHandle, LaunchShape, ScalarArgs};
+use chariot::report::Report;
+use chariot::{Arg, DeviceBuffer, Kernel, Param, Result, Scheduler};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::time::{Duration, Instant};

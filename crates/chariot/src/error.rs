@@ -113,7 +113,8 @@ pub enum Error {
     /// after tasks submitted before it.
     ///
     /// ```
-    /// use chariot::{Backend, Error, Resource, Scheduler, TaskId};
+    /// use chariot::{Backend, Error, Scheduler, TaskId};
+    /// use chariot::callback::Resource;
     /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
     /// let e = s.task(2, 1).after(7).callback(Resource::Cpu, |_| Ok(())).submit().unwrap_err();
     /// assert!(matches!(e, Error::UnknownDependency { task: TaskId(2), dependency: TaskId(7) }));
@@ -133,7 +134,8 @@ pub enum Error {
     /// cycle there can be, as a task runs only after tasks submitted before it.
     ///
     /// ```
-    /// use chariot::{Backend, Error, Resource, Scheduler, TaskId};
+    /// use chariot::{Backend, Error, Scheduler, TaskId};
+    /// use chariot::callback::Resource;
     /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
     /// let e = s.task(3, 1).after(3).callback(Resource::Cpu, |_| Ok(())).submit().unwrap_err();
     /// assert!(matches!(e, Error::DependencyCycle { task: TaskId(3) }));

@@ -42,16 +42,19 @@
 // and those below it.
 mod backend;
 mod builder;
-mod callback;
+pub mod callback;
+#[cfg(feature = "mpi")]
+pub mod cluster;
+#[cfg(not(feature = "mpi"))]
 mod cluster;
 mod config;
 mod dispatch;
 mod error;
 mod execution;
 mod ids;
-mod kernel;
-mod memory;
-mod report;
+pub mod kernel;
+pub mod memory;
+pub mod report;
 mod scheduler;
 mod signal;
 mod stage;
@@ -63,27 +66,43 @@ mod model_check;
 
 pub mod fft;
 
-pub use backend::cuda::nvrtc::compile as compile_cubin;
-pub use backend::device::GpuInfo;
-pub use backend::{Backend, SimFaults, SimProfile};
+pub use backend::Backend;
 pub use builder::Builder;
-pub use callback::{CallInfo, GpuCall, Resource};
-#[cfg(feature = "mpi")]
-pub use cluster::Cluster;
-pub use config::Gpus;
 pub use error::{BoxError, Error, Result};
 pub use execution::Execution;
 pub use ids::TaskId;
-pub use kernel::{Arg, Dim3, Kernel, KernelHandle, LaunchShape, Param, ScalarArgs, TwinArg, TwinArgs};
-pub use memory::{DeviceBuffer, DeviceData, Element, HostBuffer, HostRead, HostWrite, ResidentBuffer};
-pub use report::{
-    zero_overhead_makespan, Adapted, CommandRecord, CriticalPath, DispatchStats, DriverError, GraphSetup,
-    HardwareBound, LinkRates, LostGpu, LowerBound, MovedTask, ReplayedWindow, Report, TaskFailure, TaskWork,
-};
+pub use kernel::{Arg, Kernel, Param};
+pub use memory::{DeviceBuffer, HostBuffer};
 pub use scheduler::Scheduler;
-pub use stage::{Choice, OverlapMatrix, Stage, Thresholds, Tuning};
+pub use stage::Stage;
 pub use task::builder::TaskBuilder;
 pub use task::{Copy2d, Order};
+
+/// How the scheduler chooses each task's GPU and stream, and each GPU's next command:
+/// the thresholds of Algorithm 2, the overlap matrix of Algorithm 1 and the choice of
+/// both, measured or given (what was chosen: [`Scheduler::tuning`]).
+pub mod tuning {
+    pub use crate::stage::{Choice, OverlapMatrix, Thresholds, Tuning};
+}
+
+/// The simulated backend's model ([`Backend::Sim`]): a GPU's engines, link and memory
+/// ([`SimProfile`](sim::SimProfile)) and the faults it injects ([`SimFaults`](sim::SimFaults)).
+pub mod sim {
+    pub use crate::backend::{SimFaults, SimProfile};
+}
+
+/// Resident buffers: device data shared by tasks and kept on the GPUs between them,
+/// fetched where a task needs it and evicted when memory runs short.
+pub mod resident {
+    pub use crate::memory::ResidentBuffer;
+}
+
+/// The door to the CUDA backend for code that drives CUDA beside chariot (the studies'
+/// hand-written pipelines): NVRTC compilation and what a GPU is.
+pub mod cuda {
+    pub use crate::backend::cuda::nvrtc::compile as compile_cubin;
+    pub use crate::backend::device::GpuInfo;
+}
 
 /// The README's Rust examples, compiled and run by `cargo test` so they stay true.
 #[cfg(doctest)]

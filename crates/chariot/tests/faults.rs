@@ -5,10 +5,10 @@
 
 mod common;
 
-use chariot::{
-    Arg, Backend, DeviceBuffer, Error, HostBuffer, KernelHandle, Report, Scheduler, SimFaults, SimProfile, Stage,
-    TaskId,
-};
+use chariot::kernel::KernelHandle;
+use chariot::report::Report;
+use chariot::sim::{SimFaults, SimProfile};
+use chariot::{Arg, Backend, DeviceBuffer, Error, HostBuffer, Scheduler, Stage, TaskId};
 use common::*;
 use std::collections::HashSet;
 use std::time::Duration;

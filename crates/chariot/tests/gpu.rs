@@ -14,7 +14,9 @@
 
 mod common;
 
-use chariot::{Arg, Backend, DeviceBuffer, Error, Kernel, Order, Param, Resource, Scheduler, Stage, Thresholds};
+use chariot::callback::Resource;
+use chariot::tuning::Thresholds;
+use chariot::{Arg, Backend, DeviceBuffer, Error, Kernel, Order, Param, Scheduler, Stage};
 use common::*;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};

@@ -7,7 +7,10 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use chariot::{Arg, Backend, Error, Order, Report, Resource, Scheduler, SimProfile, Stage, TaskId};
+use chariot::callback::Resource;
+use chariot::report::Report;
+use chariot::sim::SimProfile;
+use chariot::{Arg, Backend, Error, Order, Scheduler, Stage, TaskId};
 use common::*;
 use rand::{Rng, SeedableRng};
 use std::collections::{HashMap, HashSet};
@@ -27,7 +30,9 @@ fn timed(gpus: usize) -> Backend {
 }
 
 /// A writing callback that fills its region with `v`.
-fn fill(v: u32) -> impl FnOnce(&mut [u32], &chariot::CallInfo) -> Result<(), chariot::BoxError> + Send + 'static {
+fn fill(
+    v: u32,
+) -> impl FnOnce(&mut [u32], &chariot::callback::CallInfo) -> Result<(), chariot::BoxError> + Send + 'static {
     move |x, _| {
         x.fill(v);
         Ok(())
@@ -205,7 +210,7 @@ fn check_trace_arrows(report: &Report) {
     assert_eq!(finishes.len(), report.dependencies.len());
     let at =
         |e: &serde_json::Value| (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap(), e["ts"].as_f64().unwrap());
-    let place = |r: &chariot::CommandRecord| (r.gpu as u64, 100 + r.stream as u64, r.start_ns as f64 / 1e3);
+    let place = |r: &chariot::report::CommandRecord| (r.gpu as u64, 100 + r.stream as u64, r.start_ns as f64 / 1e3);
     for (id, s) in &starts {
         let f = finishes.get(id).unwrap_or_else(|| panic!("flow {id} has no f"));
         assert_eq!((&s["cat"], &s["name"]), (&f["cat"], &f["name"]), "flow {id}");
@@ -402,7 +407,7 @@ fn a_failed_predecessor_fails_its_dependents() {
             .unwrap();
         let mark = |ran: &Arc<AtomicBool>| {
             let r = ran.clone();
-            move |_: &chariot::CallInfo| {
+            move |_: &chariot::callback::CallInfo| {
                 r.store(true, Ordering::SeqCst);
                 Ok(())
             }

@@ -11,10 +11,11 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use chariot::{
-    Arg, Backend, DeviceBuffer, Error, Execution, GraphSetup, HostBuffer, Kernel, KernelHandle, Order, Param, Report,
-    Resource, Scheduler, SimFaults, SimProfile, TaskId,
-};
+use chariot::callback::Resource;
+use chariot::kernel::KernelHandle;
+use chariot::report::{GraphSetup, Report};
+use chariot::sim::{SimFaults, SimProfile};
+use chariot::{Arg, Backend, DeviceBuffer, Error, Execution, HostBuffer, Kernel, Order, Param, Scheduler, TaskId};
 use common::*;
 use rand::{Rng, SeedableRng};
 use std::time::Duration;

@@ -81,7 +81,7 @@ pub(crate) fn load_kernel(dev: sys::CUdevice, kernel: &Kernel) -> Result<(sys::C
                 .map_err(|e| failed_text("cuDeviceGetAttribute", e))?,
         )
     };
-    let image = chariot::compile_cubin(kernel, &format!("sm_{major}{minor}")).map_err(|e| e.to_string())?;
+    let image = chariot::cuda::compile_cubin(kernel, &format!("sm_{major}{minor}")).map_err(|e| e.to_string())?;
     // SAFETY: a complete cubin for this device; the caller unloads it.
     let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
         .map_err(|e| failed_text("cuModuleLoadData", e))?;

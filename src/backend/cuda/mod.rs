@@ -17,7 +17,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// `call` failed with `e`, as a message (the baselines' errors are text), with the
 /// driver's code, name and text as chariot writes them.
 pub(crate) fn failed_text(call: &str, e: DriverError) -> String {
-    chariot::DriverError::from_cuda(call, e).to_string()
+    chariot::report::DriverError::from_cuda(call, e).to_string()
 }
 
 /// Runs a user closure (a producer or consumer of the in-order pipeline): its error or

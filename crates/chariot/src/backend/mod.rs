@@ -72,7 +72,8 @@ impl Backend {
     /// (CUDA where a driver and a device are there, else `sim`), resolved now.
     ///
     /// ```
-    /// use chariot::{Backend, SimProfile};
+    /// use chariot::Backend;
+    /// use chariot::sim::SimProfile;
     /// let sim = Backend::from_name("sim", SimProfile::instant())?;
     /// assert_eq!(sim, Backend::SimWith(SimProfile::instant()));
     /// assert!(Backend::from_name("gpu", SimProfile::h100()).is_err());
@@ -110,7 +111,7 @@ pub(crate) struct Fault {
     /// How far it reaches.
     pub(crate) reach: Reach,
     /// The driver's error, where a driver call failed.
-    pub(crate) driver: Option<crate::DriverError>,
+    pub(crate) driver: Option<crate::report::DriverError>,
 }
 
 /// How far a fault reaches: one task, or the whole GPU.
@@ -341,7 +342,7 @@ impl Machine {
 
     /// The sim's modeled link and host rates (see `sim::Machine::rates`); `None` on CUDA,
     /// where they must be measured.
-    pub(crate) fn modeled_rates(&self) -> Option<(crate::LinkRates, crate::LinkRates)> {
+    pub(crate) fn modeled_rates(&self) -> Option<(crate::report::LinkRates, crate::report::LinkRates)> {
         match self {
             Machine::Cuda(_) => None,
             Machine::Sim(m) => m.rates(m.gpus().len()),

@@ -379,7 +379,9 @@ impl<T: Element> std::fmt::Debug for HostWrite<'_, T> {
 
 #[cfg(test)]
 mod test {
-    use crate::{Backend, Error, Resource, Scheduler, SimProfile, TaskId};
+    use crate::backend::SimProfile;
+    use crate::callback::Resource;
+    use crate::{Backend, Error, Scheduler, TaskId};
     use std::sync::mpsc;
 
     #[test]

@@ -6,10 +6,11 @@ use crate::stage::{Stage, Tuning};
 use serde::Serialize;
 
 /// A change the online adaptation made to one GPU's stage limit (see
-/// [`Tuning::adapt`](crate::Tuning::adapt)).
+/// [`Tuning::adapt`](crate::stage::Tuning::adapt)).
 ///
 /// ```
-/// use chariot::{Adapted, Stage};
+/// use chariot::Stage;
+/// use chariot::report::Adapted;
 /// let a = Adapted { gpu: 0, stage: Stage::Kernel, from: 4.0, to: 8.0, verdict: "kept", rate_before: 1.0, rate_after: 1.5 };
 /// assert_eq!(a.to_string(), "GPU 0 kernel stage 4 -> 8 GPU-fills: kept (task rate x1.50)");
 /// ```

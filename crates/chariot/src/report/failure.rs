@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 /// on, and the driver's name and text for it.
 ///
 /// ```
-/// use chariot::DriverError;
+/// use chariot::report::DriverError;
 /// let e = DriverError { call: "cuMemAlloc".into(), code: 2, name: "CUDA_ERROR_OUT_OF_MEMORY".into(), text: "out of memory".into() };
 /// assert_eq!(e.to_string(), "cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)");
 /// assert!(e.is(2));
@@ -53,7 +53,7 @@ impl From<DriverError> for String {
 
 /// Driver errors met while freeing or tearing down (device and pinned memory, modules,
 /// streams and events, contexts), shared by the backend and the scheduler: kept for the
-/// next `synchronize`, whose report lists them ([`Report::cleanup`](crate::Report::cleanup)).
+/// next `synchronize`, whose report lists them ([`Report::cleanup`](crate::report::Report::cleanup)).
 /// An error repeated before that is kept once. After the scheduler's shutdown (`close`)
 /// no report follows: later errors, and any left when the last holder drops, go to
 /// stderr (see [`shutting_down`]).

@@ -181,7 +181,8 @@ pub struct Report {
     /// ended is listed (it was no wait); empty for a batch of independent tasks.
     ///
     /// ```
-    /// use chariot::{Backend, Resource, Scheduler, TaskId};
+    /// use chariot::{Backend, Scheduler, TaskId};
+    /// use chariot::callback::Resource;
     /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
     /// let host = s.alloc_host::<u32>(16)?;
     /// s.task(1, 1).callback_writing(&host, .., |x, _| { x.fill(1); Ok(()) }).submit()?;
@@ -199,7 +200,7 @@ pub struct Report {
     /// # Ok::<(), chariot::Error>(())
     /// ```
     pub dependencies: Vec<(TaskId, TaskId)>,
-    /// What `build` chose and why, one line per choice (see [`Tuning`](crate::Tuning)),
+    /// What `build` chose and why, one line per choice (see [`Tuning`](crate::stage::Tuning)),
     /// then one line per kernel launched so far: how many run at once, from its fill.
     pub tuning: Vec<String>,
     /// The changes the online adaptation made to the stage limits in this batch.

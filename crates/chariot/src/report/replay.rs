@@ -19,7 +19,7 @@ use super::lower_bound::{LinkRates, TaskWork};
 /// queued commands of a stage run in dispatch order.
 ///
 /// ```
-/// use chariot::{zero_overhead_makespan, LinkRates, TaskWork};
+/// use chariot::report::{zero_overhead_makespan, LinkRates, TaskWork};
 /// // Two tasks of 100 bytes each way and 50 ns of kernel, on a link moving 1 byte/ns
 /// // each way and 2 both ways: the second upload (100..200) runs beside the first
 /// // kernel and readback (100..250); its kernel ends at 250, its readback at 350.

@@ -41,7 +41,7 @@ impl std::fmt::Display for GraphSetup {
 /// timed), and the window's span stands for them.
 ///
 /// ```
-/// use chariot::{GraphSetup, ReplayedWindow};
+/// use chariot::report::{GraphSetup, ReplayedWindow};
 /// let w = ReplayedWindow {
 ///     gpu: 0, tasks: 3, commands: 9, lanes: 2, launched_ns: 1_000, end_ns: 6_000,
 ///     setup: GraphSetup::Reused, host_ns: 4_000, timed: false, failed: false,

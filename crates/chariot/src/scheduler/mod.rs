@@ -473,7 +473,7 @@ impl Scheduler {
     ///
     /// ```no_run
     /// # fn main() -> chariot::Result<()> {
-    /// let cluster = chariot::Cluster::init()?;
+    /// let cluster = chariot::cluster::Cluster::init()?;
     /// let s = chariot::Scheduler::builder().cluster(&cluster).build()?;
     /// let mut out = s.alloc_host::<f32>(1 << 20)?;
     /// // ... the loop: tasks read back into regions of `out` ...

@@ -164,8 +164,8 @@ impl Scheduler {
         &self,
         gpu: usize,
         kernel: &KernelHandle,
-        grid: impl Into<crate::Dim3>,
-        block: impl Into<crate::Dim3>,
+        grid: impl Into<crate::kernel::Dim3>,
+        block: impl Into<crate::kernel::Dim3>,
         shared_bytes: u32,
     ) -> Option<f64> {
         if gpu >= self.gpu_count() {

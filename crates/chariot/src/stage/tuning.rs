@@ -48,10 +48,11 @@ impl std::fmt::Display for Choice {
 
 /// What `build` settled on: the values in force and, for each knob chosen
 /// automatically, a [`Choice`] saying why. [`Scheduler::tuning`](crate::Scheduler::tuning)
-/// returns it and every [`Report`](crate::Report) prints it.
+/// returns it and every [`Report`](crate::report::Report) prints it.
 ///
 /// ```
-/// use chariot::{Backend, Scheduler, SimProfile};
+/// use chariot::{Backend, Scheduler};
+/// use chariot::sim::SimProfile;
 /// // A GPU with one copy engine and no concurrent kernels gets the paper's gating.
 /// let mut old = SimProfile::single_copy_engine();
 /// old.concurrent_kernels = false;

@@ -1,7 +1,8 @@
 //! The test kernels (`affine`, `mix`) with their CPU twins and reference functions, the
 //! input generators, and a GPU-callback fill that works on both backends.
 
-use chariot::{BoxError, DeviceBuffer, GpuCall, Kernel, Param};
+use chariot::callback::GpuCall;
+use chariot::{BoxError, DeviceBuffer, Kernel, Param};
 
 /// `out[i] = in[i] * a + b` over u32 (wrapping), for `i < n`.
 pub const AFFINE_SRC: &str = r#"

@@ -131,7 +131,7 @@ fn checker_catches_missing_and_duplicate_commands() {
     let mut report = fake_report(r);
     let limits = fake_limits(all);
     assert!(violations(&report, &specs, &limits, Clocks::SIM).iter().any(|m| m.contains("failures name []")));
-    report.failures.push(chariot::TaskFailure {
+    report.failures.push(chariot::report::TaskFailure {
         task: TaskId(1),
         command: 1,
         stage: Stage::Kernel,

@@ -21,7 +21,9 @@ mod tests;
 mod twin;
 
 use super::caught;
-use chariot::{Backend, BoxError, Element, Error, Kernel, LaunchShape, Param};
+use chariot::kernel::LaunchShape;
+use chariot::memory::Element;
+use chariot::{Backend, BoxError, Error, Kernel, Param};
 use engine::Rig;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;

@@ -196,7 +196,7 @@ impl Drop for Plan {
             // nothing here, and the callers drop plans only when their work is done.
             if let Err(e) = unsafe { result::destroy(self.handle) } {
                 // A cuFFT code, not a driver one: kept under its own name.
-                self.ctx.cleanup.push(crate::DriverError {
+                self.ctx.cleanup.push(crate::report::DriverError {
                     call: format!("cufftDestroy on GPU {}", self.ctx.index),
                     code: e.0 as i32,
                     name: format!("{:?}", e.0),

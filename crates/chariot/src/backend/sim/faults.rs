@@ -8,7 +8,7 @@ use std::time::Duration;
 /// (0..D, as in reports); tasks by their id and commands by their index in the task.
 ///
 /// ```
-/// use chariot::{SimFaults, SimProfile};
+/// use chariot::sim::{SimFaults, SimProfile};
 /// use std::time::Duration;
 /// let faults = SimFaults::default()
 ///     .fail_command(7, 1)                         // task 7's second command fails
@@ -40,7 +40,7 @@ pub struct SimFaults {
     pub slow: Vec<(usize, f64)>,
     /// Whether freeing device memory fails, as a `cuMemFree` returning an error would:
     /// each free of a physical buffer reports an error, which the next `synchronize`
-    /// lists in [`Report::cleanup`](crate::Report::cleanup) (the memory still returns).
+    /// lists in [`Report::cleanup`](crate::report::Report::cleanup) (the memory still returns).
     pub fail_frees: bool,
 }
 

@@ -162,8 +162,8 @@ impl<'s> TaskBuilder<'s> {
     pub fn launch(
         self,
         kernel: &KernelHandle,
-        grid: impl Into<crate::Dim3>,
-        block: impl Into<crate::Dim3>,
+        grid: impl Into<crate::kernel::Dim3>,
+        block: impl Into<crate::kernel::Dim3>,
         shared_bytes: u32,
         args: &[Arg],
     ) -> Self {
@@ -325,11 +325,12 @@ impl<'s> TaskBuilder<'s> {
     /// [`refuse_conflicts`](TaskBuilder::refuse_conflicts).
     ///
     /// ```
-    /// use chariot::{Backend, Resource, Scheduler};
+    /// use chariot::{Backend, Scheduler};
+    /// use chariot::callback::Resource;
     /// use std::sync::{Arc, Mutex};
     /// let s = Scheduler::builder().backend(Backend::Sim).gpus(2).build()?;
     /// let log = Arc::new(Mutex::new(Vec::new()));
-    /// let step = |i: u32| { let log = log.clone(); move |_: &chariot::CallInfo| { log.lock().unwrap().push(i); Ok(()) } };
+    /// let step = |i: u32| { let log = log.clone(); move |_: &chariot::callback::CallInfo| { log.lock().unwrap().push(i); Ok(()) } };
     /// s.task(1, 1).callback(Resource::Cpu, step(1)).submit()?;
     /// s.task(2, 1).after(1).callback(Resource::Cpu, step(2)).submit()?;
     /// s.task(3, 1).after_all([1, 2]).callback(Resource::Cpu, step(3)).submit()?;
@@ -349,7 +350,8 @@ impl<'s> TaskBuilder<'s> {
     /// Runs this task after each of `ids` ends: [`after`](TaskBuilder::after) for each.
     ///
     /// ```
-    /// use chariot::{Backend, Resource, Scheduler};
+    /// use chariot::{Backend, Scheduler};
+    /// use chariot::callback::Resource;
     /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
     /// for i in 0..3 {
     ///     s.task(i, 1).callback(Resource::Cpu, |_| Ok(())).submit()?;
@@ -368,7 +370,8 @@ impl<'s> TaskBuilder<'s> {
     /// (the behaviour before task graphs; useful to find conflicts one did not expect).
     ///
     /// ```
-    /// use chariot::{Backend, Error, Resource, Scheduler};
+    /// use chariot::{Backend, Error, Scheduler};
+    /// use chariot::callback::Resource;
     /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
     /// let host = s.alloc_host::<u32>(8)?;
     /// let (tx, rx) = std::sync::mpsc::channel::<()>();
