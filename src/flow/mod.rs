@@ -315,7 +315,7 @@ impl ChariotFlow {
         for (i, p) in preds.iter().enumerate() {
             sched
                 .task(i as u64, 1)
-                .after_all(p.iter().map(|&j| j as u64))
+                .after_all(p.iter().map(|&j| chariot::TaskId(j as u64)))
                 .launch(&self.kernel, 1, BLOCK, 0, &args)
                 .submit()?;
         }

@@ -116,7 +116,7 @@ pub enum Error {
     /// use chariot::{Backend, Error, Scheduler, TaskId};
     /// use chariot::callback::Resource;
     /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
-    /// let e = s.task(2, 1).after(7).callback(Resource::Cpu, |_| Ok(())).submit().unwrap_err();
+    /// let e = s.task(2, 1).after(TaskId(7)).callback(Resource::Cpu, |_| Ok(())).submit().unwrap_err();
     /// assert!(matches!(e, Error::UnknownDependency { task: TaskId(2), dependency: TaskId(7) }));
     /// # Ok::<(), chariot::Error>(())
     /// ```
@@ -137,7 +137,7 @@ pub enum Error {
     /// use chariot::{Backend, Error, Scheduler, TaskId};
     /// use chariot::callback::Resource;
     /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
-    /// let e = s.task(3, 1).after(3).callback(Resource::Cpu, |_| Ok(())).submit().unwrap_err();
+    /// let e = s.task(3, 1).after(TaskId(3)).callback(Resource::Cpu, |_| Ok(())).submit().unwrap_err();
     /// assert!(matches!(e, Error::DependencyCycle { task: TaskId(3) }));
     /// # Ok::<(), chariot::Error>(())
     /// ```

@@ -16,7 +16,7 @@ mod common;
 
 use chariot::callback::Resource;
 use chariot::tuning::Thresholds;
-use chariot::{Arg, Backend, DeviceBuffer, Error, Kernel, Order, Param, Scheduler, Stage};
+use chariot::{Arg, Backend, DeviceBuffer, Error, Kernel, Order, Param, Scheduler, Stage, TaskId};
 use common::*;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -147,7 +147,7 @@ fn cuda_task_graph_chain_and_fan_out() {
             let r = (f as usize + 1) * N..(f as usize + 2) * N;
             sched
                 .task(100 + f, 1)
-                .after(0)
+                .after(TaskId(0))
                 .download(&d_in, 0, &host, ..N)
                 .launch(&k, grid(N), BLOCK, 0, &args)
                 .readback(&host, r, &d_out, 0)
@@ -160,7 +160,7 @@ fn cuda_task_graph_chain_and_fan_out() {
         let d = done.clone();
         sched
             .task(200, 1)
-            .after_all(fan.clone())
+            .after_all(fan.iter().copied().map(TaskId))
             .callback(Resource::Cpu, move |_| {
                 *d.lock().unwrap() = true;
                 Ok(())

@@ -80,7 +80,7 @@ fn run_dag(sched: &Scheduler, seed: u64, count: usize) -> (usize, Report) {
     let (mut deps, mut specs) = (Vec::new(), Vec::new());
     for (i, node) in nodes.iter().enumerate() {
         let mut preds: Vec<u64> = node.after.iter().map(|&p| p as u64).collect();
-        let mut t = sched.task(i as u64, node.granularity).after_all(preds.clone());
+        let mut t = sched.task(i as u64, node.granularity).after_all(preds.iter().copied().map(TaskId));
         t = match node.source {
             Some(p) => {
                 preds.push(p as u64);
@@ -282,7 +282,7 @@ fn a_diamond_and_a_chain_show_their_critical_path_and_arrows() {
             let at = id as usize * N;
             sched
                 .task(id, g)
-                .after_all(after.to_vec())
+                .after_all(after.iter().copied().map(TaskId))
                 .download(&d_in, 0, &input, ..)
                 .launch(&k, grid(N), BLOCK, 0, &args)
                 .readback(&out, at..at + N, &d_out, 0)
@@ -369,7 +369,7 @@ fn a_waiting_task_does_not_hold_back_ready_ones() {
         let r = ran.clone();
         sched
             .task(2, 1)
-            .after(1)
+            .after(TaskId(1))
             .callback(Resource::Cpu, move |_| {
                 r.store(true, Ordering::SeqCst);
                 Ok(())
@@ -412,7 +412,7 @@ fn a_failed_predecessor_fails_its_dependents() {
                 Ok(())
             }
         };
-        sched.task(2, 1).after(1).callback_writing(&host, 8..16, |_, _| Ok(())).submit().unwrap();
+        sched.task(2, 1).after(TaskId(1)).callback_writing(&host, 8..16, |_, _| Ok(())).submit().unwrap();
         // Reads what task 2 writes: runs after it (inferred), so fails with it.
         sched
             .task(3, 1)
@@ -420,12 +420,12 @@ fn a_failed_predecessor_fails_its_dependents() {
             .callback(Resource::Cpu, mark(&ran))
             .submit()
             .unwrap();
-        sched.task(4, 1).after(3).callback(Resource::Cpu, mark(&ran)).submit().unwrap();
+        sched.task(4, 1).after(TaskId(3)).callback(Resource::Cpu, mark(&ran)).submit().unwrap();
         sched.task(5, 1).callback_writing(&host, 32..40, fill(5)).submit().unwrap();
         open.send(()).unwrap();
         // The guard waits for task 1's claim: task 1 has ended (failed) after it.
         drop(host.read_range(0..8).unwrap());
-        sched.task(6, 1).after(1).callback(Resource::Cpu, mark(&ran)).submit().unwrap();
+        sched.task(6, 1).after(TaskId(1)).callback(Resource::Cpu, mark(&ran)).submit().unwrap();
         let (failures, report) = expect_failed(sched.synchronize());
         let mut named: Vec<(u64, String)> = failures.iter().map(|f| (f.task.0, f.message.clone())).collect();
         named.sort();
@@ -500,7 +500,12 @@ fn a_guard_in_a_callback_does_not_wait_for_a_waiting_task() {
             .submit()
             .unwrap();
         // Task 2 writes 0..8 after task 1: a guard in task 1 on it would wait forever.
-        sched.task(2, 1).after(1).callback_writing(&host.lock().unwrap(), 0..8, |_, _| Ok(())).submit().unwrap();
+        sched
+            .task(2, 1)
+            .after(TaskId(1))
+            .callback_writing(&host.lock().unwrap(), 0..8, |_, _| Ok(()))
+            .submit()
+            .unwrap();
         open.send(()).unwrap();
         match rx.recv().unwrap() {
             Err(e @ Error::WaitInCallback { task: TaskId(1), .. }) => assert!(e.to_string().contains("#2"), "{e}"),

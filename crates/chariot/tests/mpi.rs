@@ -75,7 +75,7 @@ fn batch(
     for t in 0..tasks {
         let r = t * N..(t + 1) * N;
         let task = s.task(t as u64, 1);
-        let task = if chains && t % 3 != 0 { task.after(t as u64 - 1) } else { task };
+        let task = if chains && t % 3 != 0 { task.after(TaskId(t as u64 - 1)) } else { task };
         task.download(&d_in, 0, &host_in, r.clone())
             .launch(&k, 2, 128, 0, &[Arg::buffer(&d_in), Arg::buffer(&d_out), Arg::u32(N as u32)])
             .readback(&host_out, r, &d_out, 0)

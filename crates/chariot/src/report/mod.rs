@@ -186,10 +186,10 @@ pub struct Report {
     /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
     /// let host = s.alloc_host::<u32>(16)?;
     /// s.task(1, 1).callback_writing(&host, .., |x, _| { x.fill(1); Ok(()) }).submit()?;
-    /// s.task(2, 1).after(1).callback(Resource::Cpu, |_| Ok(())).submit()?;
-    /// s.task(3, 1).after(1).callback(Resource::Cpu, |_| Ok(())).submit()?;
+    /// s.task(2, 1).after(TaskId(1)).callback(Resource::Cpu, |_| Ok(())).submit()?;
+    /// s.task(3, 1).after(TaskId(1)).callback(Resource::Cpu, |_| Ok(())).submit()?;
     /// // Reads what task 1 writes (inferred, if task 1 has not ended) and names task 3.
-    /// s.task(4, 1).after(3).callback_reading(&host, .., |_, _| Ok(())).submit()?;
+    /// s.task(4, 1).after(TaskId(3)).callback_reading(&host, .., |_, _| Ok(())).submit()?;
     /// let report = s.synchronize()?;
     /// let (one, three, four) = (TaskId(1), TaskId(3), TaskId(4));
     /// assert!(report.dependencies.contains(&(one, TaskId(2))) && report.dependencies.contains(&(three, four)));

@@ -178,26 +178,26 @@ fn a_dependency_on_an_unknown_task_or_itself_is_refused() {
     with_timeout(DEADLINE_S, || {
         let s = sched(1, 2);
         let host = s.alloc_host::<u32>(64).unwrap();
-        let e = s.task(2, 1).after(1).callback_writing(&host, 0..8, |_, _| Ok(())).submit().unwrap_err();
+        let e = s.task(2, 1).after(TaskId(1)).callback_writing(&host, 0..8, |_, _| Ok(())).submit().unwrap_err();
         assert!(matches!(e, Error::UnknownDependency { task: TaskId(2), dependency: TaskId(1) }), "{e:?}");
         let text = e.to_string();
         assert!(text.contains("#2") && text.contains("#1") && text.contains("not submitted"), "{text}");
-        let e = s.task(3, 1).after_all([3]).callback_writing(&host, 0..8, |_, _| Ok(())).submit().unwrap_err();
+        let e = s.task(3, 1).after_all([TaskId(3)]).callback_writing(&host, 0..8, |_, _| Ok(())).submit().unwrap_err();
         assert!(matches!(e, Error::DependencyCycle { task: TaskId(3) }), "{e:?}");
         assert!(e.to_string().contains("#3") && e.to_string().contains("cycle"), "{e}");
         // Neither left an id or a claim: both submit now, and a task after an ended one runs.
         s.task(2, 1).callback_writing(&host, 0..8, |_, _| Ok(())).submit().unwrap();
-        s.task(3, 1).after(2).callback_writing(&host, 0..8, |_, _| Ok(())).submit().unwrap();
+        s.task(3, 1).after(TaskId(2)).callback_writing(&host, 0..8, |_, _| Ok(())).submit().unwrap();
         assert_eq!(s.synchronize().unwrap().tasks, 2);
         // A new batch: task 2 of the last one is unknown now.
-        let e = s.task(4, 1).after(2).callback(Resource::Cpu, |_| Ok(())).submit().unwrap_err();
+        let e = s.task(4, 1).after(TaskId(2)).callback(Resource::Cpu, |_| Ok(())).submit().unwrap_err();
         assert!(matches!(e, Error::UnknownDependency { task: TaskId(4), dependency: TaskId(2) }), "{e:?}");
         // A task refused for a conflict is unknown to later ones.
         let guard = host.read_range(0..8).unwrap();
         let e = s.task(5, 1).callback_writing(&host, 0..8, |_, _| Ok(())).submit().unwrap_err();
         assert!(matches!(e, Error::HostConflict { task: TaskId(5), .. }), "{e:?}");
         drop(guard);
-        let e = s.task(6, 1).after(5).callback(Resource::Cpu, |_| Ok(())).submit().unwrap_err();
+        let e = s.task(6, 1).after(TaskId(5)).callback(Resource::Cpu, |_| Ok(())).submit().unwrap_err();
         assert!(matches!(e, Error::UnknownDependency { task: TaskId(6), dependency: TaskId(5) }), "{e:?}");
         assert!(s.synchronize().is_ok());
     });
