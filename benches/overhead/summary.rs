@@ -7,7 +7,7 @@ use chariot::report::{LinkRates, TaskWork};
 use std::path::Path;
 
 /// chariot's traced run at each point (the fastest, `trace-*-d<D>.json` in `traces`)
-/// against the zero-overhead replay of its own dispatch order
+/// against the zero-overhead schedule (the ideal) of its own dispatch order
 /// ([`chariot::report::zero_overhead_makespan`]): each GPU's chunks in the order it ran them, on
 /// the same stream slots, at the measured rates, with no host time. At D > 1 each GPU
 /// is replayed alone at its share of the host (the link, or the host's measured totals

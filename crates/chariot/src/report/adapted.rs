@@ -25,11 +25,11 @@ pub struct Adapted {
     pub from: f64,
     /// See `from`.
     pub to: f64,
-    /// `trial` (set for the next window of tasks), `kept`, `undone` (back to `from`), or
+    /// `trial` (set for the next period of tasks), `kept`, `undone` (back to `from`), or
     /// `void` (back to `from`: the work changed during the trial, nothing concluded).
     pub verdict: &'static str,
     /// The GPU's task rate (task granularity per µs) before the trial, and in the
-    /// trial's window (the same for a trial).
+    /// trial's period (the same for a trial).
     pub rate_before: f64,
     /// See `rate_before`.
     pub rate_after: f64,

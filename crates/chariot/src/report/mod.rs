@@ -6,8 +6,8 @@
 mod adapted;
 mod critical;
 mod failure;
+mod ideal;
 mod lower_bound;
-mod replay;
 mod trace;
 mod windows;
 
@@ -17,8 +17,8 @@ pub use critical::CriticalPath;
 pub(crate) use failure::{shutting_down, Cleanup};
 pub use failure::{DriverError, TaskFailure};
 
+pub use ideal::zero_overhead_makespan;
 pub use lower_bound::{HardwareBound, LinkRates, LowerBound, TaskWork};
-pub use replay::zero_overhead_makespan;
 pub use windows::{GraphSetup, ReplayedWindow};
 
 use crate::ids::TaskId;
