@@ -347,7 +347,7 @@ fn cuda_gpu_callback_gets_stream_and_device_pointers() {
                     if stream.is_null() || ptr == 0 {
                         return Err(format!("null stream {stream:?} or pointer {ptr:#x}").into());
                     }
-                    seen.lock().unwrap().push((call.info().stream, ptr, stream as usize));
+                    seen.lock().unwrap().push((call.info().stream, ptr, stream.as_raw() as usize));
                     gpu_fill(call, &d, len, k)
                 })
                 .launch(&w.affine, grid(p.len), BLOCK, 0, &args)

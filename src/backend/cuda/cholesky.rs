@@ -327,7 +327,7 @@ pub(crate) fn tile_op(
     // current; the addresses are the task's declared tiles on that GPU (b² doubles each,
     // within `m`, checked above), which chariot keeps from every other task until this
     // one has ended; (gpu, stream) is the task's slot.
-    unsafe { enqueue(info.gpu, info.stream, stream, op, tiling.b, &tile) }
+    unsafe { enqueue(info.gpu, info.stream, stream.as_raw().cast(), op, tiling.b, &tile) }
 }
 
 /// Times of one run of the baseline, ns.

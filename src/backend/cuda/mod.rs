@@ -15,9 +15,13 @@ use cudarc::driver::result::DriverError;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// `call` failed with `e`, as a message (the baselines' errors are text), with the
-/// driver's code, name and text as chariot writes them.
+/// driver's name and text as chariot writes them (`DriverError`'s display).
 pub(crate) fn failed_text(call: &str, e: DriverError) -> String {
-    chariot::report::DriverError::from_cuda(call, e).to_string()
+    let name = e.error_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|_| format!("{:?}", e.0));
+    match e.error_string() {
+        Ok(text) if !text.is_empty() => format!("{call} failed: {name} ({})", text.to_string_lossy()),
+        _ => format!("{call} failed: {name}"),
+    }
 }
 
 /// Runs a user closure (a producer or consumer of the in-order pipeline): its error or

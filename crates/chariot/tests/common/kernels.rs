@@ -100,7 +100,7 @@ pub fn gpu_fill(call: &mut GpuCall<'_>, buf: &DeviceBuffer<u32>, n: usize, value
     let ptr = call.device_ptr(buf).ok_or("CUDA stream but no device pointer")?;
     // SAFETY: `ptr` is this task's physical copy of `buf` on this GPU, which holds at
     // least `n` u32 (n <= buf.len()); the memset is ordered on the task's own stream.
-    let r = unsafe { cudarc::driver::sys::cuMemsetD32Async(ptr, value, n, stream) };
+    let r = unsafe { cudarc::driver::sys::cuMemsetD32Async(ptr, value, n, stream.as_raw().cast()) };
     if r != cudarc::driver::sys::CUresult::CUDA_SUCCESS {
         return Err(format!("cuMemsetD32Async failed: {r:?}").into());
     }

@@ -40,9 +40,8 @@ pub(crate) fn failed(call: &str, e: DriverError) -> crate::report::DriverError {
 
 impl crate::report::DriverError {
     /// The error of driver call `call` (e.g. `"cuMemAlloc"`): its code, name and text,
-    /// as chariot reports them; for code that drives CUDA beside chariot, such as the
-    /// hand-written pipelines it is measured against.
-    pub fn from_cuda(call: &str, e: DriverError) -> Self {
+    /// as chariot reports them.
+    pub(crate) fn from_cuda(call: &str, e: DriverError) -> Self {
         crate::report::DriverError {
             call: call.to_string(),
             code: e.0 as i32,
