@@ -398,19 +398,9 @@ mod probe_test {
     use chariot::{Stage, TaskId};
 
     fn copy(gpu: u16, stage: Stage, start_ns: u64, end_ns: u64, bytes: u64) -> CommandRecord {
-        CommandRecord {
-            task: TaskId(0),
-            granularity: 1,
-            command: 0,
-            stage,
-            gpu,
-            stream: 0,
-            dispatched_ns: start_ns,
-            start_ns,
-            end_ns,
-            bytes,
-            failed: false,
-        }
+        let mut r = CommandRecord::new(TaskId(0), 0, stage, gpu, 0, start_ns, end_ns);
+        r.bytes = bytes;
+        r
     }
 
     /// Each GPU's bytes over its own busy time, added over the GPUs: the host total

@@ -60,8 +60,9 @@ impl HandOutcome {
 pub fn device(backend: &Backend) -> InOrderDevice {
     let cuda = match backend {
         Backend::Cuda => true,
-        Backend::Sim | Backend::SimWith(_) => false,
         Backend::Auto => Backend::from_name("auto", SimProfile::instant()).is_ok_and(|b| b == Backend::Cuda),
+        // The simulator (`Sim`, `SimWith`).
+        _ => false,
     };
     if cuda {
         InOrderDevice::Cuda { ordinal: 0 }

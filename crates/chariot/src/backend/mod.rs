@@ -38,6 +38,7 @@ pub use sim::{SimFaults, SimProfile};
 /// assert_eq!(Backend::default(), Backend::Auto);
 /// ```
 #[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub enum Backend {
     /// CUDA when a driver and a device are there, else the simulator (saying so in one
     /// line on stderr). `CHARIOT_BACKEND=cuda|sim` overrides it.

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 /// Kind of one kernel parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Param {
     /// A device buffer (passed as a device pointer).
     Buffer,

@@ -150,6 +150,7 @@ impl std::fmt::Debug for TwinArgs<'_> {
 /// assert_eq!(args[0], TwinArg::Buffer(0));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum TwinArg {
     /// The buffer at this index.
     Buffer(usize),

@@ -15,6 +15,7 @@ use serde::Serialize;
 /// assert_eq!(a.to_string(), "GPU 0 kernel stage 4 -> 8 GPU-fills: kept (task rate x1.50)");
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Adapted {
     /// The GPU (index in the scheduler's list).
     pub gpu: usize,

@@ -15,6 +15,7 @@ use parking_lot::Mutex;
 /// assert!(e.is(2));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct DriverError {
     /// The driver function, e.g. `cuMemAlloc`, or the step that made the call.
     pub call: String,
@@ -112,6 +113,7 @@ pub(crate) fn shutting_down(what: &dyn std::fmt::Display) {
 
 /// One failed task: which command failed, where, and why.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct TaskFailure {
     /// The task.
     pub task: TaskId,
@@ -127,6 +129,21 @@ pub struct TaskFailure {
     pub message: String,
     /// Where a CUDA driver call failed: the call and the driver's code.
     pub driver: Option<DriverError>,
+}
+
+impl TaskFailure {
+    /// The failure of command `command` (of stage `stage`) of `task`, bound to `gpu`
+    /// and stream slot `stream`, with `message` and no driver error.
+    pub fn new(
+        task: TaskId,
+        command: usize,
+        stage: Stage,
+        gpu: usize,
+        stream: usize,
+        message: impl Into<String>,
+    ) -> Self {
+        TaskFailure { task, command, stage, gpu, stream, message: message.into(), driver: None }
+    }
 }
 
 impl std::fmt::Display for TaskFailure {

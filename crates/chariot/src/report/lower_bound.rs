@@ -40,6 +40,7 @@ pub(crate) fn per_task(records: &[CommandRecord]) -> Vec<(u64, u64, u64, u64)> {
 
 /// The paper's bound (Appendix C), all times in ns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct LowerBound {
     /// T1 = Σ(d_i + r_i)/B.
     pub t1_ns: u64,
@@ -267,6 +268,7 @@ pub struct TaskWork {
 ///
 /// Valid for any schedule given the rates (measured, sustained); `docs/bounds.md` derives it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct HardwareBound {
     /// The bound, ns.
     pub t_ns: u64,

@@ -27,6 +27,7 @@ use serde::Serialize;
 
 /// One command as it ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct CommandRecord {
     /// Its task.
     pub task: TaskId,
@@ -53,6 +54,26 @@ pub struct CommandRecord {
 }
 
 impl CommandRecord {
+    /// A record of command `command` of `task` that ran on `gpu`, stream slot
+    /// `stream`, from `start_ns` to `end_ns`; dispatched when it started, granularity
+    /// 1, no bytes, not failed (set the public fields for other values). For timelines
+    /// chariot did not record itself, such as a model's or a test's.
+    pub fn new(task: TaskId, command: u32, stage: Stage, gpu: u16, stream: u16, start_ns: u64, end_ns: u64) -> Self {
+        CommandRecord {
+            task,
+            granularity: 1,
+            command,
+            stage,
+            gpu,
+            stream,
+            dispatched_ns: start_ns,
+            start_ns,
+            end_ns,
+            bytes: 0,
+            failed: false,
+        }
+    }
+
     /// `end_ns − start_ns`.
     pub fn duration_ns(&self) -> u64 {
         self.end_ns.saturating_sub(self.start_ns)
@@ -61,6 +82,7 @@ impl CommandRecord {
 
 /// A task that was moved off a lost GPU and ran again from `restart` on another.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct MovedTask {
     /// The task.
     pub task: TaskId,
@@ -74,6 +96,7 @@ pub struct MovedTask {
 
 /// A GPU that left the rotation: its context hit a sticky error, or (sim) it died.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct LostGpu {
     /// The GPU (index in the scheduler's list).
     pub gpu: usize,
@@ -97,6 +120,7 @@ pub(crate) struct Outcome {
 
 /// Host time the dispatchers spent, per command, outside and inside driver calls.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct DispatchStats {
     /// Commands dispatched.
     pub commands: u64,
@@ -134,8 +158,10 @@ impl DispatchStats {
     }
 }
 
-/// The report of one batch (everything between two `synchronize` calls).
-#[derive(Clone, Debug, Serialize)]
+/// The report of one batch (everything between two `synchronize` calls). Its
+/// `Default` is the report of an empty batch, on no backend.
+#[derive(Clone, Debug, Default, Serialize)]
+#[non_exhaustive]
 pub struct Report {
     /// `cuda` or `sim`.
     pub backend: String,

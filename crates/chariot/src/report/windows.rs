@@ -4,6 +4,7 @@ use serde::Serialize;
 
 /// How a replayed window's graph was set up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub enum GraphSetup {
     /// Built and instantiated for this window: its structure was new on this GPU.
     Built,
@@ -50,6 +51,7 @@ impl std::fmt::Display for GraphSetup {
 /// assert_eq!(w.to_string(), "GPU 0: 3 tasks, 9 commands on 2 lanes in 0.005 ms, graph reused, host 4.0 us");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ReplayedWindow {
     /// The GPU (index in the scheduler's list).
     pub gpu: usize,

@@ -31,6 +31,7 @@ use crate::backend::device::GpuInfo;
 /// # Ok::<(), chariot::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Choice {
     /// The knob and its value, e.g. `streams 16`.
     pub what: String,
@@ -68,6 +69,7 @@ impl std::fmt::Display for Choice {
 /// # Ok::<(), chariot::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Tuning {
     /// S, stream slots per GPU.
     pub streams: usize,

@@ -18,7 +18,7 @@ mod ordering;
 mod pipelines;
 
 use chariot::callback::Resource;
-use chariot::report::{CommandRecord, DispatchStats, LowerBound, Report};
+use chariot::report::{CommandRecord, Report};
 use chariot::sim::SimProfile;
 use chariot::tuning::{OverlapMatrix, Thresholds};
 use chariot::{Backend, Order, Scheduler, Stage, TaskId};

@@ -22,6 +22,7 @@ use std::time::Duration;
 /// assert_eq!(profile.faults.slowdown(2), 4.0);
 /// ```
 #[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct SimFaults {
     /// Commands `(task, command)` that fail, every time they run, with an error of
     /// their task only (as a callback's error or a bad launch would).

@@ -17,6 +17,7 @@ use std::time::Duration;
 /// assert_eq!(SimProfile::instant().time_scale, 0.0);
 /// ```
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SimProfile {
     /// A name for reports.
     pub name: String,
