@@ -49,7 +49,7 @@ pub mod cluster;
 mod cluster;
 mod config;
 mod dispatch;
-mod error;
+pub mod error;
 mod execution;
 mod ids;
 pub mod kernel;

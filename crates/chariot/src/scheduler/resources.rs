@@ -99,7 +99,7 @@ impl Scheduler {
             return Err(Error::InvalidLength {
                 len: piece_len,
                 elem_size: std::mem::size_of::<T>(),
-                message: format!("a piece holds 1 to {len} elements (the buffer's length)"),
+                problem: crate::error::LengthProblem::Piece { max: len },
             });
         }
         let d = self.gpu_count();
