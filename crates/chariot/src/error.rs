@@ -1,5 +1,7 @@
-//! The crate's one error type. Every error that comes from a command carries the task
-//! id, the stage and (where known) the GPU; driver errors carry the driver's own text.
+//! The crate's one error type, [`Error`] (with [`Result`] and the callbacks' [`BoxError`]),
+//! and the typed details some of its variants carry: [`LengthProblem`], [`HostRegion`],
+//! [`ConflictHolder`]. Every error that comes from a command carries the task id, the
+//! stage and (where known) the GPU; driver errors carry the driver's own text.
 //!
 //! [`Error::TasksFailed`] carries the batch's [`Report`], which lists the batch's
 //! [`TaskFailure`]s; the report, the failures and the [`DriverError`] a failure carries
