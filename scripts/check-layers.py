@@ -14,8 +14,8 @@
 #   6 commands    callback (CallInfo, GpuCall), kernel (Kernel, Arg, TwinArgs), task (Task, Command, Q)
 #   5 memory      HostBuffer and its region claims, DeviceBuffer, Graveyard (frees through FreeDevice);
 #                 backend::host_alloc::exclusive: writes host bytes against the claims' proof
-#   4 error       Error, Result, BoxError
-#   3 report      Report, CommandRecord, TaskFailure, DriverError, bounds, critical path, replay, trace, adaptation lines
+#   4 error       Error, Result, BoxError, the typed details (LengthProblem, HostRegion, ConflictHolder)
+#   3 report      Report, CommandRecord, TaskFailure, DriverError, bounds, critical path, the ideal (zero-overhead) schedule, trace, adaptation lines
 #   2 stage       Stage, OverlapMatrix, Thresholds, Tuning (the choice), the adaptation rule, queues P_k
 #   1 device      backend::{device, host_alloc}: GpuInfo, PhysBuf, SimMemory, Function, HostAlloc
 #   0 primitives  sync (std | shuttle), signal (Signal), ids (TaskId, the in-callback mark)

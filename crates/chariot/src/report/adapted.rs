@@ -6,14 +6,8 @@ use crate::stage::{Stage, Tuning};
 use serde::Serialize;
 
 /// A change the online adaptation made to one GPU's stage limit (see
-/// [`Tuning::adapt`](crate::stage::Tuning::adapt)).
-///
-/// ```
-/// use chariot::Stage;
-/// use chariot::report::Adapted;
-/// let a = Adapted { gpu: 0, stage: Stage::Kernel, from: 4.0, to: 8.0, verdict: "kept", rate_before: 1.0, rate_after: 1.5 };
-/// assert_eq!(a.to_string(), "GPU 0 kernel stage 4 -> 8 GPU-fills: kept (task rate x1.50)");
-/// ```
+/// [`Tuning::adapt`](crate::stage::Tuning::adapt)). It prints as the report's
+/// `adapted:` lines do, e.g. `GPU 0 kernel stage 4 -> 8 GPU-fills: kept (task rate x1.50)`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct Adapted {
@@ -145,6 +139,20 @@ mod test {
     fn hopper() -> Tuning {
         let gpu = GpuInfo::for_tests(3, true);
         choose(&Asked::default(), &[gpu], 16, 1)
+    }
+
+    #[test]
+    fn a_change_prints_as_the_reports_adapted_line() {
+        let a = Adapted {
+            gpu: 0,
+            stage: Stage::Kernel,
+            from: 4.0,
+            to: 8.0,
+            verdict: "kept",
+            rate_before: 1.0,
+            rate_after: 1.5,
+        };
+        assert_eq!(a.to_string(), "GPU 0 kernel stage 4 -> 8 GPU-fills: kept (task rate x1.50)");
     }
 
     #[test]

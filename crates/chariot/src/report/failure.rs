@@ -6,14 +6,8 @@ use crate::stage::Stage;
 use parking_lot::Mutex;
 
 /// A CUDA driver call that failed: the call, the driver's code (a `CUresult`) to match
-/// on, and the driver's name and text for it.
-///
-/// ```
-/// use chariot::report::DriverError;
-/// let e = DriverError { call: "cuMemAlloc".into(), code: 2, name: "CUDA_ERROR_OUT_OF_MEMORY".into(), text: "out of memory".into() };
-/// assert_eq!(e.to_string(), "cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)");
-/// assert!(e.is(2));
-/// ```
+/// on, and the driver's name and text for it. It prints as
+/// `cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)`.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
 pub struct DriverError {
@@ -153,5 +147,22 @@ impl std::fmt::Display for TaskFailure {
             "task {} command {} ({}) on GPU {} stream {}: {}",
             self.task, self.command, self.stage, self.gpu, self.stream, self.message
         )
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn a_driver_error_prints_its_call_name_and_text_and_matches_its_code() {
+        let e = DriverError {
+            call: "cuMemAlloc".into(),
+            code: 2,
+            name: "CUDA_ERROR_OUT_OF_MEMORY".into(),
+            text: "out of memory".into(),
+        };
+        assert_eq!(e.to_string(), "cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)");
+        assert!(e.is(2) && !e.is(1));
     }
 }

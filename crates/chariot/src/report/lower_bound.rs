@@ -150,9 +150,10 @@ impl LinkRates {
     /// ```
     /// use chariot::{Stage, TaskId};
     /// use chariot::report::{CommandRecord, LinkRates};
-    /// let copy = |stage, start_ns, end_ns, bytes| CommandRecord {
-    ///     task: TaskId(0), granularity: 1, command: 0, stage, gpu: 0, stream: 0,
-    ///     dispatched_ns: start_ns, start_ns, end_ns, bytes, failed: false,
+    /// let copy = |stage, start_ns, end_ns, bytes| {
+    ///     let mut r = CommandRecord::new(TaskId(0), 0, stage, 0, 0, start_ns, end_ns);
+    ///     r.bytes = bytes;
+    ///     r
     /// };
     /// // Uploads at 50 bytes/ns back to back, readbacks at 40 beside them.
     /// let mut records = Vec::new();
@@ -181,9 +182,10 @@ impl LinkRates {
     /// ```
     /// use chariot::{Stage, TaskId};
     /// use chariot::report::{CommandRecord, LinkRates};
-    /// let copy = |gpu, start_ns, end_ns, bytes| CommandRecord {
-    ///     task: TaskId(0), granularity: 1, command: 0, stage: Stage::Download, gpu, stream: 0,
-    ///     dispatched_ns: start_ns, start_ns, end_ns, bytes, failed: false,
+    /// let copy = |gpu, start_ns, end_ns, bytes| {
+    ///     let mut r = CommandRecord::new(TaskId(0), 0, Stage::Download, gpu, 0, start_ns, end_ns);
+    ///     r.bytes = bytes;
+    ///     r
     /// };
     /// // Two GPUs uploading at 50 and 40 bytes/ns at the same time.
     /// let records: Vec<_> = (0..8u64)
