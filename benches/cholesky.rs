@@ -14,7 +14,8 @@
 //! graph at small N, not a measurement. D > 1 runs chariot only (MUSTARD's D = 2
 //! baseline, cusolverMg, is not built).
 
-use chariot::{Backend, Order, Scheduler, SimProfile};
+use chariot::sim::SimProfile;
+use chariot::{Backend, Order, Scheduler};
 use chariot_studies::cholesky::baseline::{self, PotrfRun};
 use chariot_studies::cholesky::tiled::{factor, warm_up, TiledHost};
 use chariot_studies::cholesky::{residual, Spd, Tiling};

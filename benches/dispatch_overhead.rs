@@ -8,7 +8,8 @@
 //!
 //! Usage: `dispatch_overhead [--tasks N] [--streams S] [--depth D] [--backend auto|cuda|sim] [--out FILE.csv]`
 
-use chariot::{Arg, Backend, Scheduler, SimProfile};
+use chariot::sim::SimProfile;
+use chariot::{Arg, Backend, Scheduler};
 use chariot_studies::demo;
 use clap::Parser;
 use std::io::Write;

@@ -13,7 +13,8 @@
 //! `cargo bench --bench flow -- --help` lists the options. `--backend sim` runs chariot
 //! alone on the simulator (the CUDA graph needs CUDA), at small sizes by default.
 
-use chariot::{Backend, Execution, Scheduler, SimProfile};
+use chariot::sim::SimProfile;
+use chariot::{Backend, Execution, Scheduler};
 use chariot_studies::flow::{edge_violations, ChariotFlow, DeviceGraph, Graph, HandGraph, Shape};
 use clap::Parser;
 use std::fs::File;

@@ -9,7 +9,8 @@
 //! stream 256 images of 2048² (4 GiB each way). `--backend sim` runs chariot alone on
 //! the simulator (the hand-written ways need CUDA), with small images by default.
 
-use chariot::{Backend, Scheduler, SimProfile};
+use chariot::sim::SimProfile;
+use chariot::{Backend, Scheduler};
 use chariot_studies::images::baseline::HandWritten;
 use chariot_studies::images::bench::{self, Config, Variant};
 use clap::Parser;

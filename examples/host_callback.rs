@@ -10,7 +10,8 @@
 //! the task like its readback. A buffer that callbacks write besides their own regions
 //! would need `Arc<Mutex<HostBuffer>>`, as `write` takes `&mut`.
 
-use chariot::{Arg, Kernel, Param, Resource, Scheduler};
+use chariot::callback::Resource;
+use chariot::{Arg, Kernel, Param, Scheduler};
 use std::sync::Arc;
 
 const SOURCE: &str = r#"extern "C" __global__ void twice(unsigned* o, const unsigned* i, unsigned n) {

@@ -3,7 +3,8 @@
 //! after each wave; exit status 1 when anything grew or an output is wrong.
 //! `cargo run --release --example soak -- --help`.
 
-use chariot::{Backend, SimProfile};
+use chariot::sim::SimProfile;
+use chariot::Backend;
 use chariot_studies::soak::{run, Config};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};

@@ -7,7 +7,9 @@
 //! twin fast enough for the simulator. [`shift_reference`] is the plain loop the twin is
 //! tested against.
 
-use chariot::{Arg, DeviceBuffer, HostBuffer, Kernel, KernelHandle, LinkRates, Param, Report, Result, Scheduler};
+use chariot::kernel::KernelHandle;
+use chariot::report::{LinkRates, Report};
+use chariot::{Arg, DeviceBuffer, HostBuffer, Kernel, Param, Result, Scheduler};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -278,7 +280,7 @@ pub fn probe_rates(
 }
 
 /// Sustained rates of all the GPUs of `sched` copying at once: machine-wide totals up,
-/// down and both ways, for [`HardwareBound::multi_gpu`](chariot::HardwareBound::multi_gpu)
+/// down and both ways, for [`HardwareBound::multi_gpu`](chariot::report::HardwareBound::multi_gpu)
 /// and for choosing the host buses B.
 ///
 /// Runs `chunks` copies of whole chunks of `len` elements back to back (spread over
@@ -333,7 +335,11 @@ pub fn probe_host_rates(
 
 /// Σ over GPUs of the bytes each moved in `stage` over its busy time in that stage
 /// (bytes per ns); GPUs that moved nothing add nothing.
-fn summed_rate(records: &[chariot::CommandRecord], busy_ns: &[[u64; chariot::Stage::K]], stage: chariot::Stage) -> f64 {
+fn summed_rate(
+    records: &[chariot::report::CommandRecord],
+    busy_ns: &[[u64; chariot::Stage::K]],
+    stage: chariot::Stage,
+) -> f64 {
     busy_ns
         .iter()
         .enumerate()
@@ -352,7 +358,7 @@ fn summed_rate(records: &[chariot::CommandRecord], busy_ns: &[[u64; chariot::Sta
 /// (G_2 = G_4 = B).
 ///
 /// ```
-/// use chariot::LinkRates;
+/// use chariot::report::LinkRates;
 /// use chariot_studies::demo::calibrated_buses;
 /// let link = LinkRates { up: 55.0, down: 55.0, both: 100.0 };
 /// assert_eq!(calibrated_buses(link, link.times(1.9), 2), 2);  // a link per GPU
@@ -388,22 +394,13 @@ mod test {
 #[cfg(test)]
 mod probe_test {
     use super::*;
-    use chariot::{CommandRecord, Stage, TaskId};
+    use chariot::report::CommandRecord;
+    use chariot::{Stage, TaskId};
 
     fn copy(gpu: u16, stage: Stage, start_ns: u64, end_ns: u64, bytes: u64) -> CommandRecord {
-        CommandRecord {
-            task: TaskId(0),
-            granularity: 1,
-            command: 0,
-            stage,
-            gpu,
-            stream: 0,
-            dispatched_ns: start_ns,
-            start_ns,
-            end_ns,
-            bytes,
-            failed: false,
-        }
+        let mut r = CommandRecord::new(TaskId(0), 0, stage, gpu, 0, start_ns, end_ns);
+        r.bytes = bytes;
+        r
     }
 
     /// Each GPU's bytes over its own busy time, added over the GPUs: the host total

@@ -20,7 +20,8 @@
 //! `bench` also runs (so the search tool depends on no crate of the lab).
 //!
 //! ```
-//! use chariot::{Backend, Scheduler, SimProfile};
+//! use chariot::{Backend, Scheduler};
+//! use chariot::sim::SimProfile;
 //! use chariot_studies::demo;
 //! let sched = Scheduler::builder().backend(Backend::SimWith(SimProfile::instant())).build()?;
 //! let shift = sched.register_kernel(demo::shift_kernel())?;

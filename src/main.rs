@@ -5,7 +5,9 @@
 //! configurations (S × stage depth × kernel concurrency), alternated with the default,
 //! and says how far the default is from the best of them.
 
-use chariot::{Backend, HardwareBound, HostBuffer, LinkRates, Report, Scheduler, SimProfile, Stage, TaskWork};
+use chariot::report::{HardwareBound, LinkRates, Report, TaskWork};
+use chariot::sim::SimProfile;
+use chariot::{Backend, HostBuffer, Scheduler, Stage};
 use chariot_studies::demo::{self, fill, mismatches, run_shift};
 use clap::Parser;
 use std::io::Write;
@@ -118,7 +120,7 @@ fn scheduler(setup: &Setup, config: Config) -> chariot::Result<Scheduler> {
 struct Pipeline {
     config: Config,
     sched: Scheduler,
-    kernel: chariot::KernelHandle,
+    kernel: chariot::kernel::KernelHandle,
     d_in: chariot::DeviceBuffer<u32>,
     d_out: chariot::DeviceBuffer<u32>,
 }

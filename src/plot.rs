@@ -6,7 +6,7 @@
 //! installed. `CHARIOT_FONT`, the path of a TrueType or OpenType file, draws them in
 //! another font instead.
 
-use chariot::Report;
+use chariot::report::Report;
 use chariot::Stage;
 use plotters::coord::Shift;
 use plotters::prelude::*;

@@ -23,7 +23,8 @@
 //! /proc and the driver, the verdict and its report); its command line is
 //! examples/soak.rs.
 
-use chariot::{Arg, Backend, HostBuffer, Kernel, KernelHandle, Param, Scheduler};
+use chariot::kernel::KernelHandle;
+use chariot::{Arg, Backend, HostBuffer, Kernel, Param, Scheduler};
 use indicatif::ProgressBar;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -6,7 +6,8 @@
 
 mod common;
 
-use chariot::{Backend, Error, Kernel, Param, Scheduler, SimProfile};
+use chariot::sim::SimProfile;
+use chariot::{Backend, Error, Kernel, Param, Scheduler};
 use common::{assert_child_passed, assert_invalid_config, in_child, is_child, with_timeout};
 use std::process::Command;
 
@@ -95,7 +96,8 @@ fn baseline_on_a_missing_gpu_is_no_such_gpu() {
 /// chunk that does not fit the plan, names the chunk.
 #[test]
 fn in_order_baseline_mistakes_are_typed_errors() {
-    use chariot::{BoxError, LaunchShape};
+    use chariot::kernel::LaunchShape;
+    use chariot::BoxError;
     use chariot_studies::baseline::{
         in_order, DeviceArg, InOrderDevice, InOrderError, InOrderLaunch, InOrderPlan, Prepared,
     };

@@ -8,7 +8,8 @@
 
 mod common;
 
-use chariot::{Backend, Order, Scheduler, SimProfile};
+use chariot::sim::SimProfile;
+use chariot::{Backend, Order, Scheduler};
 use chariot_studies::cholesky::plan::Plan;
 use chariot_studies::cholesky::tiled::{factor, warm_up, TiledHost};
 use chariot_studies::cholesky::{cpu, residual, Spd, Tiling};
@@ -25,7 +26,7 @@ fn sched(gpus: usize, streams: usize, order: Order) -> Scheduler {
 }
 
 /// Factorises A of order `n` in tiles of `b` with chariot and checks L.
-fn check(s: &Scheduler, n: usize, b: usize, seed: u64) -> chariot::Report {
+fn check(s: &Scheduler, n: usize, b: usize, seed: u64) -> chariot::report::Report {
     let spd = Spd::new(n, seed);
     let t = Tiling::new(n, b).unwrap();
     let host = TiledHost::new(s, &spd, t).unwrap();

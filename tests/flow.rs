@@ -8,7 +8,8 @@
 
 mod common;
 
-use chariot::{Backend, Scheduler, SimProfile};
+use chariot::sim::SimProfile;
+use chariot::{Backend, Scheduler};
 use chariot_studies::flow::{
     edge_violations, spin_value, ChariotFlow, DeviceCsr, DeviceGraph, Graph, HandGraph, Shape, DAG_FAN_OUT, DAG_WIDTH,
     MAPPERS, RND_DEGREE, RND_WINDOW,

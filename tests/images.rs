@@ -6,7 +6,8 @@
 
 mod common;
 
-use chariot::{Backend, Error, Scheduler, SimProfile};
+use chariot::sim::SimProfile;
+use chariot::{Backend, Error, Scheduler};
 use chariot_studies::images::baseline::HandWritten;
 use chariot_studies::images::bench::{self, Config, Variant};
 use chariot_studies::images::stream::ChariotImages;

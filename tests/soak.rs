@@ -7,7 +7,8 @@
 
 mod common;
 
-use chariot::{Backend, SimProfile};
+use chariot::sim::SimProfile;
+use chariot::Backend;
 use chariot_studies::soak::{self, Config, Outcome, Sample};
 use common::with_timeout;
 use indicatif::ProgressBar;

@@ -2,7 +2,7 @@
 //! `calibration.csv` (with `sim-args.txt`).
 
 use crate::plan::{host_for_bound, Machine};
-use chariot::LinkRates;
+use chariot::report::LinkRates;
 use std::io::Write;
 use std::path::Path;
 

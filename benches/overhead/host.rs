@@ -30,7 +30,7 @@ pub fn host_study(backend: &Backend, gpus: &[usize], mib: f64, out: Option<&Path
         let d_in = sched.alloc::<u32>(len).map_err(|e| e.to_string())?;
         let d_out = sched.alloc::<u32>(len).map_err(|e| e.to_string())?;
         // 0: uploads alone, 1: readbacks alone, 2: both at once.
-        let batch = |kind: u8| -> Result<chariot::Report, String> {
+        let batch = |kind: u8| -> Result<chariot::report::Report, String> {
             for i in 0..n {
                 let r = i * len..(i + 1) * len;
                 if kind != 1 {

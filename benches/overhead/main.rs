@@ -37,7 +37,9 @@ mod ranks;
 mod runs;
 mod summary;
 
-use chariot::{Backend, HostBuffer, LinkRates, Order, SimProfile};
+use chariot::report::LinkRates;
+use chariot::sim::SimProfile;
+use chariot::{Backend, HostBuffer, Order};
 use chariot_studies::baseline::Baseline;
 use chariot_studies::demo::{self, fill};
 use clap::Parser;

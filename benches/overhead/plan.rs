@@ -3,7 +3,8 @@
 //! below its bound, and the machine and configuration a run uses.
 
 use crate::csv::Row;
-use chariot::{Arg, HardwareBound, HostBuffer, LinkRates, Scheduler, TaskWork};
+use chariot::report::{HardwareBound, LinkRates, TaskWork};
+use chariot::{Arg, HostBuffer, Scheduler};
 use chariot_studies::demo;
 use indicatif::ProgressBar;
 use std::ops::Range;
@@ -66,7 +67,7 @@ pub fn host_for_bound(link: LinkRates, host: LinkRates, d: usize) -> LinkRates {
 #[allow(clippy::too_many_arguments)]
 pub fn submit_batch(
     sched: &Scheduler,
-    k: &chariot::KernelHandle,
+    k: &chariot::kernel::KernelHandle,
     d_in: &chariot::DeviceBuffer<u32>,
     d_out: &chariot::DeviceBuffer<u32>,
     input: &HostBuffer<u32>,

@@ -12,7 +12,7 @@ use chariot::{Builder, HostBuffer, Scheduler};
 /// This process's place among the ranks.
 pub struct Ranks {
     #[cfg(feature = "mpi")]
-    cluster: Option<chariot::Cluster>,
+    cluster: Option<chariot::cluster::Cluster>,
 }
 
 impl Ranks {
@@ -20,8 +20,8 @@ impl Ranks {
     pub fn start() -> Result<Ranks, String> {
         #[cfg(feature = "mpi")]
         {
-            let cluster = if chariot::Cluster::launched() {
-                Some(chariot::Cluster::init().map_err(|e| e.to_string())?)
+            let cluster = if chariot::cluster::Cluster::launched() {
+                Some(chariot::cluster::Cluster::init().map_err(|e| e.to_string())?)
             } else {
                 None
             };

@@ -13,7 +13,8 @@ use crate::plan::{
 };
 use crate::ranks::Ranks;
 use crate::Cli;
-use chariot::{Arg, Backend, Builder, HostBuffer, Kernel, LinkRates, Order, Scheduler, TaskWork};
+use chariot::report::{LinkRates, TaskWork};
+use chariot::{Arg, Backend, Builder, HostBuffer, Kernel, Order, Scheduler};
 use chariot_studies::baseline::{self, Baseline};
 use chariot_studies::demo::{self, mismatches};
 use indicatif::ProgressBar;
@@ -475,7 +476,7 @@ fn chariot_runs(
     // Every chariot configuration of this point: the defaults, then the grid.
     struct Config {
         sched: Scheduler,
-        kernel: chariot::KernelHandle,
+        kernel: chariot::kernel::KernelHandle,
         d_in: chariot::DeviceBuffer<u32>,
         d_out: chariot::DeviceBuffer<u32>,
         default: bool,
@@ -517,7 +518,7 @@ fn chariot_runs(
     // from another one. Outputs poisoned before each batch and checked after it.
     // Under mpirun the ranks start each batch together, rank 0's `synchronize`
     // returns once every rank's part has ended, and its output then gathers theirs.
-    let run_batch = |c: &Config, output: &mut HostBuffer<u32>| -> Result<(chariot::Report, f64), String> {
+    let run_batch = |c: &Config, output: &mut HostBuffer<u32>| -> Result<(chariot::report::Report, f64), String> {
         if !predicting {
             demo::poison(output, 0xdead_beef);
         }

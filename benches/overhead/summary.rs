@@ -3,12 +3,12 @@
 //! against the static split, and the replay of chariot's traced order.
 
 use crate::csv::{Calibration, Row};
-use chariot::{LinkRates, TaskWork};
+use chariot::report::{LinkRates, TaskWork};
 use std::path::Path;
 
 /// chariot's traced run at each point (the fastest, `trace-*-d<D>.json` in `traces`)
-/// against the zero-overhead replay of its own dispatch order
-/// ([`chariot::zero_overhead_makespan`]): each GPU's chunks in the order it ran them, on
+/// against the zero-overhead schedule (the ideal) of its own dispatch order
+/// ([`chariot::report::zero_overhead_makespan`]): each GPU's chunks in the order it ran them, on
 /// the same stream slots, at the measured rates, with no host time. At D > 1 each GPU
 /// is replayed alone at its share of the host (the link, or the host's measured totals
 /// over D where smaller), and the replay is the slowest GPU's. The bound holds for every
@@ -60,7 +60,7 @@ pub fn replay_table(rows: &[Row], traces: &Path, out: &Path, cal: &[Calibration]
                 })
                 .collect();
             let rates = if p.gpus > 1 { share } else { link };
-            replay_ns = replay_ns.max(chariot::zero_overhead_makespan(&tasks, rates, gpu_slots));
+            replay_ns = replay_ns.max(chariot::report::zero_overhead_makespan(&tasks, rates, gpu_slots));
         }
         let start = events.iter().map(|e| num(e, "ts")).fold(f64::INFINITY, f64::min);
         let end = events.iter().map(|e| num(e, "ts") + num(e, "dur")).fold(f64::NEG_INFINITY, f64::max);

@@ -1,7 +1,8 @@
 //! The hardware-aware bounds: the sustained copy-rate probes and the bound of a run's
 //! two phases at those rates.
 
-use chariot::{Backend, HardwareBound, HostBuffer, LinkRates, Report, Stage, TaskWork};
+use chariot::report::{HardwareBound, LinkRates, Report, TaskWork};
+use chariot::{Backend, HostBuffer, Stage};
 
 use crate::fft::{column_block, column_tile, ColumnKernel, TILED_THREADS};
 use crate::report::{median, ms};

@@ -2,7 +2,8 @@
 //! a waiting kernel, a touching kernel, each column kernel), what runs before it, and the
 //! table of its stage times. Its kernels and phase variants are in `probes`.
 
-use chariot::{Backend, HostBuffer, Report, Stage};
+use chariot::report::Report;
+use chariot::{Backend, HostBuffer, Stage};
 
 use crate::fft::{column_block, column_tile, log_lmax, pass_logs, ColumnKernel, TILED_THREADS};
 use crate::probes::{size_name, ColumnWork, Probes};

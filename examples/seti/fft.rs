@@ -129,7 +129,7 @@ pub(crate) fn column_block(rows: usize) -> u32 {
 }
 
 /// Checks the column kernels' common arguments on the CPU; (width, rows).
-pub(crate) fn column_args(a: &chariot::TwinArgs<'_>) -> Result<(usize, usize), chariot::BoxError> {
+pub(crate) fn column_args(a: &chariot::kernel::TwinArgs<'_>) -> Result<(usize, usize), chariot::BoxError> {
     let (width, rows) = (a.u32(2)? as usize, a.u32(3)? as usize);
     if !rows.is_power_of_two() || a.u32(4)? != rows.trailing_zeros() {
         return Err(format!("rows {rows} must be a power of two given with its log2").into());

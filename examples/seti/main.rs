@@ -41,8 +41,11 @@ mod signal;
 #[cfg(test)]
 mod tests;
 
+use chariot::callback::Resource;
 use chariot::fft::{FftPlans, FftShape};
-use chariot::{Arg, Backend, Copy2d, DeviceBuffer, HostBuffer, KernelHandle, Order, Report, Resource, Scheduler};
+use chariot::kernel::KernelHandle;
+use chariot::report::Report;
+use chariot::{Arg, Backend, Copy2d, DeviceBuffer, HostBuffer, Order, Scheduler};
 use clap::Parser;
 use num_complex::Complex32;
 use std::path::PathBuf;

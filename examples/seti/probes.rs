@@ -2,7 +2,9 @@
 //! place of the FFT (`Probes`), the column phase with any [`ColumnWork`], and both
 //! phases with their copies only. The example's own pipeline is `Pipeline` (main.rs).
 
-use chariot::{Arg, DeviceBuffer, HostBuffer, Kernel, KernelHandle, Param, Report, TaskBuilder};
+use chariot::kernel::KernelHandle;
+use chariot::report::Report;
+use chariot::{Arg, DeviceBuffer, HostBuffer, Kernel, Param, TaskBuilder};
 use std::time::{Duration, Instant};
 
 use crate::fft::ColumnKernel;

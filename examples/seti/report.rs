@@ -1,7 +1,8 @@
 //! The report: the arithmetic of chariot's reports (milliseconds, medians, stage sums),
 //! the printed tables (the runs' header, Table 2, default against best) and the CSV.
 
-use chariot::{HardwareBound, Report, Stage};
+use chariot::report::{HardwareBound, Report};
+use chariot::Stage;
 use std::io::Write;
 use std::path::Path;
 

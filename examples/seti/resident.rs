@@ -15,8 +15,11 @@
 //! data crosses the link twice. `compare` times this mode against in-core cuFFT,
 //! alternated, and checks every result against rustfft.
 
+use chariot::callback::Resource;
 use chariot::fft::{FftPlans, FftShape};
-use chariot::{Backend, HostBuffer, Order, Report, ResidentBuffer, Resource, Scheduler};
+use chariot::report::Report;
+use chariot::resident::ResidentBuffer;
+use chariot::{Backend, HostBuffer, Order, Scheduler};
 use std::sync::Arc;
 
 use crate::report::{median, ms};

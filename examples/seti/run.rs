@@ -3,7 +3,9 @@
 //! diagnosis and the in-core way.
 
 use chariot::fft::{FftPlans, FftShape};
-use chariot::{Backend, HardwareBound, HostBuffer, Report, Scheduler, SimProfile, Stage};
+use chariot::report::{HardwareBound, Report};
+use chariot::sim::SimProfile;
+use chariot::{Backend, HostBuffer, Scheduler, Stage};
 use std::time::Instant;
 
 use crate::bounds::{below_bounds, check_bounds, probe_phases, run_bounds, serial_bounds};

@@ -3,7 +3,8 @@
 
 #![no_main]
 
-use chariot::{Backend, Error, SimProfile};
+use chariot::{Backend, Error};
+use chariot::sim::SimProfile;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|name: &str| {

@@ -11,7 +11,7 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use chariot::{HardwareBound, LinkRates, LowerBound, TaskWork};
+use chariot::report::{HardwareBound, LinkRates, LowerBound, TaskWork};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]

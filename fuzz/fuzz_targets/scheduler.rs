@@ -33,10 +33,10 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use chariot::{
-    Arg, Backend, Copy2d, DeviceBuffer, Error, HostBuffer, Kernel, KernelHandle, Order, Param, Resource, Scheduler,
-    SimProfile, Stage, TaskBuilder, TaskId,
-};
+use chariot::{Arg, Backend, Copy2d, DeviceBuffer, Error, HostBuffer, Kernel, Order, Param, Scheduler, Stage, TaskBuilder, TaskId};
+use chariot::callback::Resource;
+use chariot::kernel::KernelHandle;
+use chariot::sim::SimProfile;
 use libfuzzer_sys::fuzz_target;
 use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
@@ -778,7 +778,7 @@ struct Batch {
 }
 
 impl Batch {
-    fn check(&mut self, result: chariot::Result<chariot::Report>) {
+    fn check(&mut self, result: chariot::Result<chariot::report::Report>) {
         let tasks = std::mem::take(&mut self.tasks);
         let (report, failures) = match result {
             Ok(r) => (r, Vec::new()),

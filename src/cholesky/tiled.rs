@@ -22,7 +22,8 @@
 
 use super::plan::{granularity, Op, Plan};
 use super::{cpu, Spd, Tiling};
-use chariot::{HostBuffer, Report, Result, Scheduler};
+use chariot::report::Report;
+use chariot::{HostBuffer, Result, Scheduler};
 use std::time::Instant;
 
 /// The host side of one factorisation: A in tiles (pinned, written once) and room for L.

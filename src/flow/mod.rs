@@ -43,7 +43,9 @@ mod device;
 pub use cuda::{HandGraph, HandTiming};
 pub use device::{DeviceCsr, DeviceGraph, DeviceTiming, DEFAULT_TIMEOUT};
 
-use chariot::{Arg, DeviceBuffer, Kernel, KernelHandle, LaunchShape, Param, Report, Result, ScalarArgs, Scheduler};
+use chariot::kernel::{KernelHandle, LaunchShape, ScalarArgs};
+use chariot::report::Report;
+use chariot::{Arg, DeviceBuffer, Kernel, Param, Result, Scheduler};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::time::{Duration, Instant};
@@ -313,7 +315,7 @@ impl ChariotFlow {
         for (i, p) in preds.iter().enumerate() {
             sched
                 .task(i as u64, 1)
-                .after_all(p.iter().map(|&j| j as u64))
+                .after_all(p.iter().map(|&j| chariot::TaskId(j as u64)))
                 .launch(&self.kernel, 1, BLOCK, 0, &args)
                 .submit()?;
         }

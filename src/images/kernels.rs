@@ -4,7 +4,8 @@
 
 use super::reference;
 use super::Filter;
-use chariot::{BoxError, Dim3, Kernel, LaunchShape, Param, ScalarArgs, TwinArgs};
+use chariot::kernel::{Dim3, LaunchShape, ScalarArgs, TwinArgs};
+use chariot::{BoxError, Kernel, Param};
 use std::time::Duration;
 
 /// CUDA C of the image kernels.

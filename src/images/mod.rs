@@ -35,7 +35,7 @@ pub mod stream;
 
 pub use check::{compare, fill_images, references, Check, TOLERANCE};
 
-use chariot::Dim3;
+use chariot::kernel::Dim3;
 
 /// A Gaussian filter: odd `diameter` (at most 9), standard deviation `sigma`.
 #[derive(Clone, Copy, Debug, PartialEq)]

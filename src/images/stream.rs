@@ -8,7 +8,10 @@
 //! writes a buffer only after image i's readers of it are done).
 
 use super::{kernels, Buf, Node, Use};
-use chariot::{Arg, HostBuffer, KernelHandle, Report, ResidentBuffer, Result, Scheduler};
+use chariot::kernel::KernelHandle;
+use chariot::report::Report;
+use chariot::resident::ResidentBuffer;
+use chariot::{Arg, HostBuffer, Result, Scheduler};
 
 /// The kernels registered on a scheduler and K resident buffer sets for `n × n` images.
 #[derive(Debug)]

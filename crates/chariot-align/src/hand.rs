@@ -10,7 +10,9 @@ use crate::hits::Hit;
 use crate::matrix::Matrix;
 use crate::search::{self, Options, Profiles, Query, Sizes, SlotData, Writer};
 use crate::sw::{self, Role};
-use chariot::{Backend, LaunchShape, SimProfile};
+use chariot::kernel::LaunchShape;
+use chariot::sim::SimProfile;
+use chariot::Backend;
 use chariot_inorder::{self as baseline, DeviceArg, InOrderDevice, InOrderLaunch, InOrderPlan, Prepared};
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,8 +60,9 @@ impl HandOutcome {
 pub fn device(backend: &Backend) -> InOrderDevice {
     let cuda = match backend {
         Backend::Cuda => true,
-        Backend::Sim | Backend::SimWith(_) => false,
         Backend::Auto => Backend::from_name("auto", SimProfile::instant()).is_ok_and(|b| b == Backend::Cuda),
+        // The simulator (`Sim`, `SimWith`).
+        _ => false,
     };
     if cuda {
         InOrderDevice::Cuda { ordinal: 0 }

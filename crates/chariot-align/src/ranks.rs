@@ -11,14 +11,14 @@ use crate::hits::Hit;
 use crate::hits::TopK;
 
 #[cfg(feature = "mpi")]
-static CLUSTER: parking_lot::Mutex<Option<chariot::Cluster>> = parking_lot::Mutex::new(None);
+static CLUSTER: parking_lot::Mutex<Option<chariot::cluster::Cluster>> = parking_lot::Mutex::new(None);
 
 /// Joins the ranks if an MPI launcher started this process (with the `mpi` feature);
 /// otherwise nothing. Call [`finish`] before the process ends.
 pub fn start() -> Result<(), String> {
     #[cfg(feature = "mpi")]
-    if chariot::Cluster::launched() {
-        let c = chariot::Cluster::init().map_err(|e| e.to_string())?;
+    if chariot::cluster::Cluster::launched() {
+        let c = chariot::cluster::Cluster::init().map_err(|e| e.to_string())?;
         *CLUSTER.lock() = Some(c);
     }
     Ok(())
@@ -32,7 +32,7 @@ pub fn finish() {
 
 /// The cluster this process is part of, if any.
 #[cfg(feature = "mpi")]
-pub(crate) fn cluster() -> Option<chariot::Cluster> {
+pub(crate) fn cluster() -> Option<chariot::cluster::Cluster> {
     CLUSTER.lock().clone()
 }
 

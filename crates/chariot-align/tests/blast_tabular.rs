@@ -17,7 +17,8 @@
 //! mismatch, gapopen, coordinates), the bit score and the E-value as printed. Where
 //! BLAST's heuristic found a lower score than Smith-Waterman's, ours must be higher.
 
-use chariot::{Backend, Order, SimProfile};
+use chariot::sim::SimProfile;
+use chariot::{Backend, Order};
 use chariot_align::commands::load_queries;
 use chariot_align::db::DbIndex;
 use chariot_align::matrix::Matrix;

@@ -4,7 +4,8 @@
 //! does every score of the hand-written in-order pipeline ([`chariot_align::hand`]: the
 //! CPU twin in CI, CUDA in the `#[ignore]`d test), whose scores also equal chariot's.
 
-use chariot::{Backend, Order, SimProfile};
+use chariot::sim::SimProfile;
+use chariot::{Backend, Order};
 use chariot_align::db::DbIndex;
 use chariot_align::hand;
 use chariot_align::matrix::Matrix;

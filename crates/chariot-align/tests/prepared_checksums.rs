@@ -5,7 +5,8 @@
 //! the flips also runs the whole search on the simulated backend, whose hits, TSV and
 //! score digest must then be the undamaged search's, or the search must fail.
 
-use chariot::{Backend, Order, SimProfile};
+use chariot::sim::SimProfile;
+use chariot::{Backend, Order};
 use chariot_align::db::{self, DbIndex};
 use chariot_align::matrix::Matrix;
 use chariot_align::search::{self, Options, Query};

@@ -20,7 +20,8 @@ mod pipeline;
 mod primary;
 pub mod rig;
 
-use chariot::{BoxError, Element, Kernel};
+use chariot::memory::Element;
+use chariot::{BoxError, Kernel};
 pub use pipeline::{DeviceArg, InOrderDevice, InOrderError, InOrderLaunch, InOrderPlan, InOrderTiming, Prepared};
 
 /// Runs `plan.chunks` chunks through a hand-written, in-order pipeline of `kernel` on

@@ -8,10 +8,14 @@ use cudarc::driver::result::DriverError;
 use cudarc::driver::{result, sys};
 use std::ffi::{c_void, CString};
 
-/// `call` failed with `e`, as a message, with the driver's code, name and text as
-/// chariot writes them.
+/// `call` failed with `e`, as a message, with the driver's name and text as chariot writes them (`DriverError`'s
+/// display).
 pub fn failed_text(call: &str, e: DriverError) -> String {
-    chariot::DriverError::from_cuda(call, e).to_string()
+    let name = e.error_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|_| format!("{:?}", e.0));
+    match e.error_string() {
+        Ok(text) if !text.is_empty() => format!("{call} failed: {name} ({})", text.to_string_lossy()),
+        _ => format!("{call} failed: {name}"),
+    }
 }
 
 /// Compiles `kernel` for device `dev` (NVRTC, cached per process) and loads it into the
@@ -28,7 +32,7 @@ pub fn load_kernel(dev: sys::CUdevice, kernel: &Kernel) -> Result<(sys::CUmodule
                 .map_err(|e| failed_text("cuDeviceGetAttribute", e))?,
         )
     };
-    let image = chariot::compile_cubin(kernel, &format!("sm_{major}{minor}")).map_err(|e| e.to_string())?;
+    let image = chariot::cuda::compile_cubin(kernel, &format!("sm_{major}{minor}")).map_err(|e| e.to_string())?;
     // SAFETY: a complete cubin for this device; the caller unloads it.
     let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
         .map_err(|e| failed_text("cuModuleLoadData", e))?;

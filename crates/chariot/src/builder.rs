@@ -22,7 +22,7 @@ impl Scheduler {
 /// Builds a [`Scheduler`]. Get one from [`Scheduler::builder`].
 ///
 /// Every knob left unset is chosen from the hardware at `build` (see
-/// [`Tuning`](crate::Tuning)): S, the stage depth, the stage limits, and an online
+/// [`Tuning`](crate::stage::Tuning)): S, the stage depth, the stage limits, and an online
 /// adaptation of the limits. The plain loop needs no setting but the GPUs;
 /// [`Scheduler::tuning`](crate::Scheduler::tuning) says what was chosen and why, with
 /// the call that sets each by hand.
@@ -108,7 +108,7 @@ impl Builder {
     }
 
     /// CUDA streams per GPU, S (1..=64; default: one per CPU core over the GPUs, at
-    /// least what the GPU stages hold at once, at most 32: see [`Tuning`](crate::Tuning)).
+    /// least what the GPU stages hold at once, at most 32: see [`Tuning`](crate::stage::Tuning)).
     pub fn streams(mut self, s: usize) -> Self {
         self.streams = Some(s);
         self
@@ -137,7 +137,7 @@ impl Builder {
         self
     }
 
-    /// The paper's thresholds ([`Thresholds::paper`](crate::Thresholds::paper), times
+    /// The paper's thresholds ([`Thresholds::paper`](crate::stage::Thresholds::paper), times
     /// the stage depth) and its gating: one kernel per GPU per level of depth, nothing
     /// adapted. With `.stage_depth(1)` this is GPU-chariot as published.
     pub fn paper_thresholds(mut self) -> Self {
@@ -147,7 +147,7 @@ impl Builder {
 
     /// Kernels one GPU may run at once (1..=64; at most S take effect), counted whatever
     /// their size; G_3 becomes D·n. Default: chosen per kernel from its occupancy (see
-    /// [`Tuning::kernel_fills`](crate::Tuning::kernel_fills)) and adapted.
+    /// [`Tuning::kernel_fills`](crate::stage::Tuning::kernel_fills)) and adapted.
     pub fn kernel_concurrency(mut self, n: usize) -> Self {
         self.kernels = Some(n);
         self
@@ -350,7 +350,7 @@ impl Builder {
     /// process at a time (`build` refuses a second while the first lives).
     ///
     /// ```no_run
-    /// let cluster = chariot::Cluster::init()?;
+    /// let cluster = chariot::cluster::Cluster::init()?;
     /// let s = chariot::Scheduler::builder().cluster(&cluster).build()?;
     /// # Ok::<(), chariot::Error>(())
     /// ```

@@ -61,9 +61,9 @@ impl GpuCall<'_> {
 
     /// The task's CUDA stream (`None` on the sim backend). Work enqueued on it is
     /// ordered with the task's other commands.
-    pub fn cuda_stream(&self) -> Option<cudarc::driver::sys::CUstream> {
+    pub fn cuda_stream(&self) -> Option<CudaStream> {
         match self.on {
-            GpuCallOn::Cuda { stream } => Some(stream),
+            GpuCallOn::Cuda { stream } => Some(CudaStream(stream)),
             GpuCallOn::Sim { .. } => None,
         }
     }
@@ -75,11 +75,55 @@ impl GpuCall<'_> {
 
     /// `buf`'s physical copy for this task on the simulated GPU (`None` on CUDA), locked
     /// while the guard lives.
-    pub fn sim_buffer<'b, T: Element>(
-        &self,
-        buf: &'b DeviceBuffer<T>,
-    ) -> Option<parking_lot::MappedMutexGuard<'b, [T]>> {
-        buf.inner().phys(self.info.gpu, self.info.stream).sim_slice(buf.len())
+    pub fn sim_buffer<'b, T: Element>(&self, buf: &'b DeviceBuffer<T>) -> Option<SimBuffer<'b, T>> {
+        buf.inner().phys(self.info.gpu, self.info.stream).sim_slice(buf.len()).map(SimBuffer)
+    }
+}
+
+/// A task's CUDA stream, as a GPU callback gets it ([`GpuCall::cuda_stream`]): the
+/// driver's `CUstream`, for enqueueing library work (cuBLAS, cuFFT, driver calls)
+/// ordered with the task's other commands. It is valid while the callback runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CudaStream(cudarc::driver::sys::CUstream);
+
+impl CudaStream {
+    /// The driver's handle (`CUstream`, which is `cudaStream_t` too), as an untyped
+    /// pointer: cast it to the stream type of the library that takes it.
+    pub fn as_raw(self) -> *mut std::ffi::c_void {
+        self.0.cast()
+    }
+
+    /// Whether the handle is null (the legacy default stream; chariot never gives it).
+    pub fn is_null(self) -> bool {
+        self.0.is_null()
+    }
+
+    /// The handle as the backend's own driver bindings type it.
+    pub(crate) fn raw(self) -> cudarc::driver::sys::CUstream {
+        self.0
+    }
+}
+
+/// A task's physical copy of a device buffer on the simulated GPU, as a GPU callback
+/// gets it ([`GpuCall::sim_buffer`]): the buffer's elements, locked while it lives.
+pub struct SimBuffer<'b, T>(parking_lot::MappedMutexGuard<'b, [T]>);
+
+impl<T> std::ops::Deref for SimBuffer<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.0
+    }
+}
+
+impl<T> std::ops::DerefMut for SimBuffer<'_, T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        &mut self.0
+    }
+}
+
+impl<T> std::fmt::Debug for SimBuffer<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimBuffer").field("len", &self.0.len()).finish()
     }
 }
 

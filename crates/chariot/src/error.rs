@@ -1,5 +1,7 @@
-//! The crate's one error type. Every error that comes from a command carries the task
-//! id, the stage and (where known) the GPU; driver errors carry the driver's own text.
+//! The crate's one error type, [`Error`] (with [`Result`] and the callbacks' [`BoxError`]),
+//! and the typed details some of its variants carry: [`LengthProblem`], [`HostRegion`],
+//! [`ConflictHolder`]. Every error that comes from a command carries the task id, the
+//! stage and (where known) the GPU; driver errors carry the driver's own text.
 //!
 //! [`Error::TasksFailed`] carries the batch's [`Report`], which lists the batch's
 //! [`TaskFailure`]s; the report, the failures and the [`DriverError`] a failure carries
@@ -125,9 +127,10 @@ pub enum Error {
     /// after tasks submitted before it.
     ///
     /// ```
-    /// use chariot::{Backend, Error, Resource, Scheduler, TaskId};
+    /// use chariot::{Backend, Error, Scheduler, TaskId};
+    /// use chariot::callback::Resource;
     /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
-    /// let e = s.task(2, 1).after(7).callback(Resource::Cpu, |_| Ok(())).submit().unwrap_err();
+    /// let e = s.task(2, 1).after(TaskId(7)).callback(Resource::Cpu, |_| Ok(())).submit().unwrap_err();
     /// assert!(matches!(e, Error::UnknownDependency { task: TaskId(2), dependency: TaskId(7) }));
     /// # Ok::<(), chariot::Error>(())
     /// ```
@@ -145,9 +148,10 @@ pub enum Error {
     /// cycle there can be, as a task runs only after tasks submitted before it.
     ///
     /// ```
-    /// use chariot::{Backend, Error, Resource, Scheduler, TaskId};
+    /// use chariot::{Backend, Error, Scheduler, TaskId};
+    /// use chariot::callback::Resource;
     /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
-    /// let e = s.task(3, 1).after(3).callback(Resource::Cpu, |_| Ok(())).submit().unwrap_err();
+    /// let e = s.task(3, 1).after(TaskId(3)).callback(Resource::Cpu, |_| Ok(())).submit().unwrap_err();
     /// assert!(matches!(e, Error::DependencyCycle { task: TaskId(3) }));
     /// # Ok::<(), chariot::Error>(())
     /// ```
@@ -166,11 +170,10 @@ pub enum Error {
         task: TaskId,
         /// The host buffer's id.
         buffer: u64,
-        /// The region asked for, as text with its unit (`bytes 0..64`, or the rows of a
-        /// 2-D region).
-        region: String,
+        /// The bytes of the buffer the task asked for.
+        region: HostRegion,
         /// Who holds the conflicting region.
-        holder: String,
+        holder: ConflictHolder,
     },
     /// Host or device memory could not be allocated.
     #[error("allocation of {bytes} bytes of {what} failed: {message}")]
@@ -182,15 +185,16 @@ pub enum Error {
         /// The driver's or allocator's message.
         message: String,
     },
-    /// A buffer of zero elements, or one whose size overflows, was asked for.
-    #[error("invalid buffer length {len} of {elem_size}-byte elements: {message}")]
+    /// A buffer of zero elements, or one whose size overflows, or a range of elements
+    /// outside a buffer, was asked for.
+    #[error("invalid buffer length {len} of {elem_size}-byte elements: {problem}")]
     InvalidLength {
-        /// Elements asked for.
+        /// Elements asked for (for a range: the buffer's length).
         len: usize,
         /// Size of one element.
         elem_size: usize,
         /// What is wrong.
-        message: String,
+        problem: LengthProblem,
     },
     /// A call made in a callback would wait for the callback's own task, which cannot
     /// end until the callback returns: [`Scheduler::synchronize`](crate::Scheduler::synchronize)
@@ -236,4 +240,103 @@ pub enum Error {
         /// The report of the whole batch.
         report: Box<Report>,
     },
+}
+
+/// What is wrong with a length or a range of elements ([`Error::InvalidLength`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LengthProblem {
+    /// No elements: a buffer needs at least one.
+    Empty,
+    /// The element type is empty, or aligned to more than 16 bytes.
+    ElementType,
+    /// The size in bytes overflows (`isize::MAX`).
+    Overflow,
+    /// The range's excluded start is `usize::MAX`: its first element overflows.
+    RangeStartOverflow,
+    /// The range's included end is `usize::MAX`: its end overflows.
+    RangeEndOverflow,
+    /// The range `start..end` does not fit in the buffer's `0..len`.
+    Range {
+        /// First element asked for.
+        start: usize,
+        /// One past the last element asked for.
+        end: usize,
+        /// The buffer's length.
+        len: usize,
+    },
+    /// A resident buffer's piece holds 1 to `max` elements (the buffer's length).
+    Piece {
+        /// The buffer's length.
+        max: usize,
+    },
+}
+
+impl std::fmt::Display for LengthProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            LengthProblem::Empty => f.write_str("a buffer needs at least one element"),
+            LengthProblem::ElementType => f.write_str("element types must be non-empty and at most 16-byte aligned"),
+            LengthProblem::Overflow => f.write_str("the size in bytes overflows"),
+            LengthProblem::RangeStartOverflow => f.write_str("range start overflows"),
+            LengthProblem::RangeEndOverflow => f.write_str("range end overflows"),
+            LengthProblem::Range { start, end, len } => write!(f, "range {start}..{end} does not fit in 0..{len}"),
+            LengthProblem::Piece { max } => write!(f, "a piece holds 1 to {max} elements (the buffer's length)"),
+        }
+    }
+}
+
+/// Bytes of a host buffer a task asked for ([`Error::HostConflict`]): `height` rows of
+/// `width` bytes, `pitch` bytes apart, from byte `start` (a 1-D range has `height` 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HostRegion {
+    /// First byte.
+    pub start: usize,
+    /// Bytes in a row.
+    pub width: usize,
+    /// Bytes from one row's start to the next's.
+    pub pitch: usize,
+    /// Rows.
+    pub height: usize,
+}
+
+impl HostRegion {
+    /// One past the last byte.
+    pub fn end(&self) -> usize {
+        if self.height == 0 || self.width == 0 {
+            self.start
+        } else {
+            self.start + (self.height - 1) * self.pitch + self.width
+        }
+    }
+}
+
+impl std::fmt::Display for HostRegion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.height == 1 {
+            write!(f, "bytes {}..{}", self.start, self.end())
+        } else {
+            write!(f, "{} rows of {} bytes, pitch {}, from byte {}", self.height, self.width, self.pitch, self.start)
+        }
+    }
+}
+
+/// Who holds a host region a task conflicts with ([`Error::HostConflict`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConflictHolder {
+    /// A submitted task that has not ended.
+    Task(TaskId),
+    /// A live read guard ([`HostBuffer::read`](crate::HostBuffer::read)).
+    ReadGuard,
+}
+
+impl std::fmt::Display for ConflictHolder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConflictHolder::Task(t) => write!(f, "in-flight task {t}"),
+            ConflictHolder::ReadGuard => f.write_str("a live read guard (HostBuffer::read)"),
+        }
+    }
 }

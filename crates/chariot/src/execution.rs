@@ -15,6 +15,7 @@
 /// # Ok::<(), chariot::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Execution {
     /// Replay a batch when it pays: it repeats the structure of the batch before it
     /// (the same tasks' commands, kernels and named dependencies, in the same order),

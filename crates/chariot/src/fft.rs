@@ -14,7 +14,8 @@
 use crate::backend::Machine;
 use crate::callback::{CallInfo, GpuCall};
 use crate::error::BoxError;
-use crate::{DeviceBuffer, ResidentBuffer, Scheduler};
+use crate::memory::ResidentBuffer;
+use crate::{DeviceBuffer, Scheduler};
 use num_complex::Complex32;
 use parking_lot::Mutex;
 use rustfft::{Fft, FftPlanner};
@@ -89,7 +90,9 @@ type Key = (usize, usize, FftShape);
 ///
 /// ```
 /// use chariot::fft::{FftPlans, FftShape};
-/// use chariot::{Backend, Resource, Scheduler, SimProfile};
+/// use chariot::{Backend, Scheduler};
+/// use chariot::callback::Resource;
+/// use chariot::sim::SimProfile;
 /// use num_complex::Complex32;
 /// let sched = Scheduler::builder().backend(Backend::SimWith(SimProfile::instant())).streams(2).build()?;
 /// let plans = FftPlans::new(&sched)?;
@@ -185,7 +188,8 @@ impl FftPlans {
     /// An empty shape, or cuFFT's error.
     ///
     /// ```
-    /// # use chariot::{Backend, CallInfo, Scheduler, TaskId, fft::{FftPlans, FftShape}};
+    /// # use chariot::{Backend, Scheduler, TaskId, fft::{FftPlans, FftShape}};
+    /// # use chariot::callback::CallInfo;
     /// let sched = Scheduler::builder().backend(Backend::Sim).build()?;
     /// let plans = FftPlans::new(&sched)?;
     /// let info = CallInfo { task: TaskId(0), gpu: 0, stream: 0 };

@@ -5,10 +5,10 @@
 
 mod common;
 
-use chariot::{
-    Arg, Backend, DeviceBuffer, Error, HostBuffer, KernelHandle, Report, Scheduler, SimFaults, SimProfile, Stage,
-    TaskId,
-};
+use chariot::kernel::KernelHandle;
+use chariot::report::Report;
+use chariot::sim::{SimFaults, SimProfile};
+use chariot::{Arg, Backend, DeviceBuffer, Error, HostBuffer, Scheduler, Stage, TaskId};
 use common::*;
 use std::collections::HashSet;
 use std::time::Duration;
@@ -117,7 +117,8 @@ fn check_attempts(report: &Report, done: impl IntoIterator<Item = u64>, commands
 #[test]
 fn a_failing_command_fails_its_task_only() {
     with_timeout(DEADLINE_S, || {
-        let faults = SimFaults::default().fail_command(7, 1).fail_command(13, 2).fail_command(20, 0);
+        let faults =
+            SimFaults::default().fail_command(TaskId(7), 1).fail_command(TaskId(13), 2).fail_command(TaskId(20), 0);
         let s = sched(2, 2, faults, false);
         let rig = Rig::new(&s, 32);
         rig.submit(&s, 0);
@@ -145,7 +146,7 @@ fn a_failing_command_fails_its_task_only() {
 #[test]
 fn a_crashing_kernel_is_blamed_and_the_others_move() {
     with_timeout(DEADLINE_S, || {
-        let s = sched(2, 3, SimFaults::default().crash_on_command(9, 1), true);
+        let s = sched(2, 3, SimFaults::default().crash_on_command(TaskId(9), 1), true);
         let rig = Rig::new(&s, 48);
         rig.submit(&s, 0);
         let (failed, report) = expect_failed(s.synchronize());
@@ -203,7 +204,7 @@ fn a_gpu_that_dies_mid_run_has_its_tasks_moved() {
 fn an_in_place_task_whose_readback_began_is_failed_not_moved() {
     with_timeout(DEADLINE_S, || {
         for (losing_command, movable) in [(2usize, false), (1, true)] {
-            let s = sched(2, 1, SimFaults::default().lose_gpu_on_command(5, losing_command), false);
+            let s = sched(2, 1, SimFaults::default().lose_gpu_on_command(TaskId(5), losing_command), false);
             let mut data = s.alloc_host::<u32>(16 * N).unwrap();
             data.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
             let (din, dout) = (s.alloc::<u32>(N).unwrap(), s.alloc::<u32>(N).unwrap());

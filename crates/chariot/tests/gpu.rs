@@ -14,7 +14,9 @@
 
 mod common;
 
-use chariot::{Arg, Backend, DeviceBuffer, Error, Kernel, Order, Param, Resource, Scheduler, Stage, Thresholds};
+use chariot::callback::Resource;
+use chariot::tuning::Thresholds;
+use chariot::{Arg, Backend, DeviceBuffer, Error, Kernel, Order, Param, Scheduler, Stage, TaskId};
 use common::*;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -145,7 +147,7 @@ fn cuda_task_graph_chain_and_fan_out() {
             let r = (f as usize + 1) * N..(f as usize + 2) * N;
             sched
                 .task(100 + f, 1)
-                .after(0)
+                .after(TaskId(0))
                 .download(&d_in, 0, &host, ..N)
                 .launch(&k, grid(N), BLOCK, 0, &args)
                 .readback(&host, r, &d_out, 0)
@@ -158,7 +160,7 @@ fn cuda_task_graph_chain_and_fan_out() {
         let d = done.clone();
         sched
             .task(200, 1)
-            .after_all(fan.clone())
+            .after_all(fan.iter().copied().map(TaskId))
             .callback(Resource::Cpu, move |_| {
                 *d.lock().unwrap() = true;
                 Ok(())
@@ -345,7 +347,7 @@ fn cuda_gpu_callback_gets_stream_and_device_pointers() {
                     if stream.is_null() || ptr == 0 {
                         return Err(format!("null stream {stream:?} or pointer {ptr:#x}").into());
                     }
-                    seen.lock().unwrap().push((call.info().stream, ptr, stream as usize));
+                    seen.lock().unwrap().push((call.info().stream, ptr, stream.as_raw() as usize));
                     gpu_fill(call, &d, len, k)
                 })
                 .launch(&w.affine, grid(p.len), BLOCK, 0, &args)

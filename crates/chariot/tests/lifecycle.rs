@@ -5,7 +5,9 @@
 
 mod common;
 
-use chariot::{Arg, Backend, Resource, Scheduler, SimProfile};
+use chariot::callback::Resource;
+use chariot::sim::SimProfile;
+use chariot::{Arg, Backend, Scheduler};
 use common::*;
 
 #[test]

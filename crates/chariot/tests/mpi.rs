@@ -18,7 +18,9 @@
 //! Not a libtest harness (`harness = false`): each rank is one process running `main`.
 //! A watchdog ends the process after two minutes rather than let CI hang.
 
-use chariot::{Arg, Backend, Cluster, Error, Kernel, Param, Scheduler, SimFaults, SimProfile, TaskId};
+use chariot::cluster::Cluster;
+use chariot::sim::{SimFaults, SimProfile};
+use chariot::{Arg, Backend, Error, Kernel, Param, Scheduler, TaskId};
 use mpi::traits::*;
 use std::time::Duration;
 
@@ -56,7 +58,12 @@ fn kernel() -> Kernel {
 /// Runs `tasks` tasks on a scheduler of this rank with `faults`: the ids this rank
 /// ran (with records), whether each wrote the right values, and the batch's failures.
 /// `chains`: every task but each third runs after the one before it (chains of 3).
-fn batch(cluster: &Cluster, faults: SimFaults, tasks: usize, chains: bool) -> (Vec<u64>, Vec<chariot::TaskFailure>) {
+fn batch(
+    cluster: &Cluster,
+    faults: SimFaults,
+    tasks: usize,
+    chains: bool,
+) -> (Vec<u64>, Vec<chariot::report::TaskFailure>) {
     let backend = Backend::SimWith(SimProfile::h100().with_faults(faults));
     let s = Scheduler::builder().backend(backend).streams(2).cluster(cluster).build().expect("scheduler");
     let k = s.register_kernel(kernel()).expect("kernel");
@@ -68,7 +75,7 @@ fn batch(cluster: &Cluster, faults: SimFaults, tasks: usize, chains: bool) -> (V
     for t in 0..tasks {
         let r = t * N..(t + 1) * N;
         let task = s.task(t as u64, 1);
-        let task = if chains && t % 3 != 0 { task.after(t as u64 - 1) } else { task };
+        let task = if chains && t % 3 != 0 { task.after(TaskId(t as u64 - 1)) } else { task };
         task.download(&d_in, 0, &host_in, r.clone())
             .launch(&k, 2, 128, 0, &[Arg::buffer(&d_in), Arg::buffer(&d_out), Arg::u32(N as u32)])
             .readback(&host_out, r, &d_out, 0)

@@ -11,10 +11,11 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use chariot::{
-    Arg, Backend, DeviceBuffer, Error, Execution, GraphSetup, HostBuffer, Kernel, KernelHandle, Order, Param, Report,
-    Resource, Scheduler, SimFaults, SimProfile, TaskId,
-};
+use chariot::callback::Resource;
+use chariot::kernel::KernelHandle;
+use chariot::report::{GraphSetup, Report};
+use chariot::sim::{SimFaults, SimProfile};
+use chariot::{Arg, Backend, DeviceBuffer, Error, Execution, HostBuffer, Kernel, Order, Param, Scheduler, TaskId};
 use common::*;
 use rand::{Rng, SeedableRng};
 use std::time::Duration;
@@ -79,7 +80,7 @@ fn run(sched: &Scheduler, k: &KernelHandle, nodes: &[Node]) -> (Vec<u32>, Report
     out.write().fill(SENTINEL);
     let (d_in, d_out) = (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
     for (i, node) in nodes.iter().enumerate() {
-        let t = sched.task(i as u64, node.granularity).after_all(node.after.iter().map(|&p| p as u64));
+        let t = sched.task(i as u64, node.granularity).after_all(node.after.iter().map(|&p| TaskId(p as u64)));
         let t = match node.source {
             Some(p) => t.download(&d_in, 0, &out, p * N..(p + 1) * N),
             None => t.download(&d_in, 0, &input, i * N..(i + 1) * N),
@@ -133,7 +134,7 @@ impl Affine {
         let r = region * N..(region + 1) * N;
         let args =
             [Arg::buffer(&self.d_in), Arg::buffer(&self.d_out), Arg::u32(N as u32), Arg::u32(self.a), Arg::u32(self.b)];
-        let t = sched.task(id, 1).after_all(after);
+        let t = sched.task(id, 1).after_all(after.into_iter().map(TaskId));
         t.download(&self.d_in, 0, &self.input, r.clone())
             .launch(&self.k, 1, BLOCK, 0, &args)
             .readback(&self.out, r, &self.d_out, 0)
@@ -148,7 +149,7 @@ impl Affine {
             [Arg::buffer(&self.d_in), Arg::buffer(&self.d_out), Arg::u32(N as u32), Arg::u32(self.a), Arg::u32(self.b)];
         sched
             .task(id, 1)
-            .after_all(after.iter().copied())
+            .after_all(after.iter().copied().map(TaskId))
             .download(&self.d_in, 0, &self.input, r.clone())
             .launch(&self.k, 1, BLOCK, 0, &args)
             .readback(&self.out, r, &self.d_out, 0)
@@ -234,7 +235,7 @@ fn auto_batches(cost: Duration, batches: usize) -> Vec<usize> {
         .map(|_| {
             for i in 0..64u64 {
                 let t = sched.task(i, 1);
-                let t = if i > 0 { t.after(i - 1) } else { t };
+                let t = if i > 0 { t.after(TaskId(i - 1)) } else { t };
                 t.launch(&k, 1, 32, 0, &[Arg::buffer(&x), Arg::u32(i as u32)]).submit().unwrap();
             }
             let r = sched.synchronize().unwrap();
@@ -269,7 +270,7 @@ fn auto_lets_a_departing_batch_go_to_the_host() {
             for i in 0..16u64 {
                 let t = sched.task(i, 1);
                 let step = if one_chain { 1 } else { 2 };
-                let t = if i >= step { t.after(i - step) } else { t };
+                let t = if i >= step { t.after(TaskId(i - step)) } else { t };
                 t.launch(&k, 1, 32, 0, &[Arg::buffer(&x), Arg::u32(1)]).submit().unwrap();
             }
             sched.synchronize().unwrap()
@@ -289,7 +290,7 @@ fn a_failing_task_fails_itself_and_those_after_it_and_the_scheduler_goes_on() {
     let _serial = serial();
     with_timeout(DEADLINE_S, || {
         // Task 1's launch (command 1) fails: 2 runs after it; 0 and 3 do not.
-        let faults = SimFaults::default().fail_command(1, 1);
+        let faults = SimFaults::default().fail_command(TaskId(1), 1);
         let backend = Backend::SimWith(SimProfile::h100().with_faults(faults));
         let sched = Scheduler::builder().backend(backend).execution(Execution::Replay).build().unwrap();
         let rig = Affine::new(&sched, 4, 3, 7);
@@ -375,7 +376,7 @@ fn a_failure_in_a_sub_window_stops_what_runs_after_it_in_later_ones() {
         for gpus in [1, 2] {
             // Task 10's launch fails: the even chain stops there, in its window and in
             // the later ones; the odd chain runs whole.
-            let faults = SimFaults::default().fail_command(10, 1);
+            let faults = SimFaults::default().fail_command(TaskId(10), 1);
             let backend = Backend::SimWith(SimProfile::h100().with_gpus(gpus).with_faults(faults));
             let sched = Scheduler::builder().backend(backend).gpus(gpus).execution(Execution::Replay).build().unwrap();
             let rig = Affine::new(&sched, 120, 3, 7);
@@ -413,7 +414,7 @@ fn a_gpu_lost_under_sub_windows_fails_its_chain_and_nothing_hangs() {
         // D = 2, a chain per GPU: the GPU of the even chain is lost at task 80 (its
         // second window). That window fails; the even chain's later windows go to the
         // other GPU and do not run (what they run after failed); the odd chain runs.
-        let faults = SimFaults::default().lose_gpu_on_command(80, 1);
+        let faults = SimFaults::default().lose_gpu_on_command(TaskId(80), 1);
         let backend = Backend::SimWith(SimProfile::h100().with_gpus(2).with_faults(faults));
         let sched = Scheduler::builder().backend(backend).gpus(2).execution(Execution::Replay).build().unwrap();
         let rig = Affine::new(&sched, 120, 3, 7);
@@ -445,7 +446,7 @@ fn a_window_emptied_by_a_failure_wakes_the_gpu_that_waits_for_it() {
         // and 191: on GPU 0, waiting for GPU 1. When GPU 0's first window ends, GPU 1
         // takes every task of its second out (they run after 33) and must wake GPU 0,
         // whose third window waits for 191.
-        let faults = SimFaults::default().fail_command(33, 1).slow_gpu(0, 200.0);
+        let faults = SimFaults::default().fail_command(TaskId(33), 1).slow_gpu(0, 200.0);
         let backend = Backend::SimWith(SimProfile::h100().with_gpus(2).with_faults(faults));
         let sched = Scheduler::builder().backend(backend).gpus(2).execution(Execution::Replay).build().unwrap();
         let rig = Affine::new(&sched, 200, 3, 7);
@@ -475,7 +476,7 @@ fn a_task_id_that_failed_in_one_batch_blocks_nothing_in_the_next() {
     with_timeout(DEADLINE_S, || {
         // Batch 1: task 10 fails, 64 (the second window) runs after it and does not
         // run. Batch 2 reuses the ids; task 10 now runs well, and so does 64.
-        let faults = SimFaults::default().fail_command(10, 1);
+        let faults = SimFaults::default().fail_command(TaskId(10), 1);
         let backend = Backend::SimWith(SimProfile::h100().with_faults(faults));
         let sched = Scheduler::builder().backend(backend).execution(Execution::Replay).build().unwrap();
         let rig = Affine::new(&sched, 70, 3, 7);
@@ -524,7 +525,7 @@ fn a_guard_or_a_task_that_cannot_replay_lets_held_tasks_go() {
         }
         sched
             .task(10, 1)
-            .after_all(0..4)
+            .after_all((0..4).map(TaskId))
             .callback(Resource::Cpu, move |_| {
                 s2.store(true, std::sync::atomic::Ordering::SeqCst);
                 Ok(())
@@ -591,7 +592,7 @@ fn cuda_replayed_dags_match_host_dispatch() {
         for _ in 0..4 {
             for i in 0..256u64 {
                 let t = sched.task(i, 1);
-                let t = if i > 0 { t.after(i - 1) } else { t };
+                let t = if i > 0 { t.after(TaskId(i - 1)) } else { t };
                 t.launch(&k, 1, 32, 0, &[Arg::buffer(&x), Arg::u32(i as u32)]).submit().unwrap();
             }
             let r = sched.synchronize().unwrap();
@@ -616,7 +617,7 @@ fn a_lane_is_an_order_not_a_dependency() {
     let _serial = serial();
     with_timeout(DEADLINE_S, || {
         // S = 1: two independent tasks share the one lane; task 0's launch fails.
-        let faults = SimFaults::default().fail_command(0, 1);
+        let faults = SimFaults::default().fail_command(TaskId(0), 1);
         let backend = Backend::SimWith(SimProfile::h100().with_faults(faults));
         let sched = Scheduler::builder().backend(backend).streams(1).execution(Execution::Replay).build().unwrap();
         let rig = Affine::new(&sched, 2, 3, 7);
@@ -718,7 +719,7 @@ fn chain(backend: Backend, execution: Execution) -> (Vec<u32>, Report) {
     for t in 1..=200u64 {
         let args = [Arg::buffer(&x), Arg::u32(M as u32), Arg::u32(t as u32 % 7 + 1)];
         let task = sched.task(t, 1);
-        let task = if t > 1 { task.after(t - 1) } else { task };
+        let task = if t > 1 { task.after(TaskId(t - 1)) } else { task };
         let task = if t % 3 == 0 {
             task.launch(&scale, (4u32, 2u32, 1u32), 128, 0, &args)
         } else {
@@ -728,7 +729,13 @@ fn chain(backend: Backend, execution: Execution) -> (Vec<u32>, Report) {
     }
     // A CPU callback: the task cannot replay, so the window is the 200 launches and
     // this runs after it, on the host.
-    sched.task(1000, 1).after(200).readback(&out, .., &x, 0).callback(Resource::Cpu, |_| Ok(())).submit().unwrap();
+    sched
+        .task(1000, 1)
+        .after(TaskId(200))
+        .readback(&out, .., &x, 0)
+        .callback(Resource::Cpu, |_| Ok(()))
+        .submit()
+        .unwrap();
     let report = sched.synchronize().unwrap();
     let values = out.read().to_vec();
     (values, report)
@@ -785,7 +792,7 @@ fn cuda_device_mode_gives_host_dispatch_outputs() {
                 let preds = node.after.iter().chain(node.source.iter()).map(|&p| p as u64);
                 sched
                     .task(i as u64, 1)
-                    .after_all(preds)
+                    .after_all(preds.into_iter().map(TaskId))
                     .launch(&inc, 2, 128, 0, &[Arg::buffer(&x), Arg::u32(256), Arg::u32(1)])
                     .submit()
                     .unwrap();
@@ -817,10 +824,16 @@ fn cuda_device_mode_gives_host_dispatch_outputs() {
         for t in 1..=20u64 {
             let k = if t % 2 == 0 { &a } else { &b };
             let task = sched.task(t, 1);
-            let task = if t > 1 { task.after(t - 1) } else { task };
+            let task = if t > 1 { task.after(TaskId(t - 1)) } else { task };
             task.launch(k, 2, 128, 0, &[Arg::buffer(&x), Arg::u32(256), Arg::u32(0)]).submit().unwrap();
         }
-        sched.task(99, 1).after(20).readback(&host, .., &x, 0).callback(Resource::Cpu, |_| Ok(())).submit().unwrap();
+        sched
+            .task(99, 1)
+            .after(TaskId(20))
+            .readback(&host, .., &x, 0)
+            .callback(Resource::Cpu, |_| Ok(()))
+            .submit()
+            .unwrap();
         let report = sched.synchronize().unwrap();
         let setups: Vec<GraphSetup> = report.windows.iter().map(|w| w.setup).collect();
         assert!(!setups.is_empty() && !setups.contains(&GraphSetup::Device), "{report}");

@@ -10,7 +10,9 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use chariot::{Arg, Backend, Error, Kernel, Order, Param, ResidentBuffer, Scheduler, SimProfile};
+use chariot::resident::ResidentBuffer;
+use chariot::sim::SimProfile;
+use chariot::{Arg, Backend, Error, Kernel, Order, Param, Scheduler};
 use common::*;
 use rand::{Rng, SeedableRng};
 
@@ -107,7 +109,7 @@ fn implied(nodes: &[Node], first_id: u64, before: &[u64]) -> Vec<(u64, Vec<u64>)
 
 /// Submits the graph: uploads of the initial content (ids 1..=P), the nodes (ids from
 /// 1000), readbacks of every piece (ids from 2000); returns the report.
-fn run_graph(s: &Scheduler, init: &[u32], nodes: &[Node], seen: &[Vec<u32>]) -> (Vec<u32>, chariot::Report) {
+fn run_graph(s: &Scheduler, init: &[u32], nodes: &[Node], seen: &[Vec<u32>]) -> (Vec<u32>, chariot::report::Report) {
     let data: ResidentBuffer<u32> = s.alloc_resident_pieces(P * L, L).unwrap();
     let mut host_in = s.alloc_host::<u32>(P * L).unwrap();
     host_in.write().copy_from_slice(init);

@@ -2,7 +2,8 @@
 //! that would fail on a GPU fails on the sim too; where it does not load, the kernel is
 //! accepted uncompiled, as before.
 
-use chariot::{compile_cubin, Backend, Error, Kernel, Param, Scheduler};
+use chariot::cuda::compile_cubin;
+use chariot::{Backend, Error, Kernel, Param, Scheduler};
 
 const SRC: &str = r#"extern "C" __global__ void twice(unsigned* o, const unsigned* i, unsigned n) {
     unsigned t = blockIdx.x * blockDim.x + threadIdx.x;

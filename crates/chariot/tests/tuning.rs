@@ -6,7 +6,9 @@
 
 mod common;
 
-use chariot::{Adapted, Arg, Backend, Kernel, Order, Param, Scheduler, SimProfile, Stage};
+use chariot::report::Adapted;
+use chariot::sim::SimProfile;
+use chariot::{Arg, Backend, Kernel, Order, Param, Scheduler, Stage};
 use common::*;
 use std::time::Duration;
 

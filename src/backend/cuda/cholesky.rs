@@ -180,7 +180,7 @@ fn with_libs<R>(gpu: usize, slot: usize, f: impl FnOnce(&mut Libs) -> Result<R, 
 ///
 /// # Errors
 /// A library or driver call that failed.
-pub(crate) fn warm(call: &chariot::GpuCall<'_>, b: usize, slots: usize) -> Result<(), String> {
+pub(crate) fn warm(call: &chariot::callback::GpuCall<'_>, b: usize, slots: usize) -> Result<(), String> {
     if call.cuda_stream().is_none() {
         return Ok(());
     }
@@ -309,8 +309,8 @@ pub(crate) unsafe fn enqueue(
 /// # Errors
 /// Not on the CUDA backend, a tile beyond `m`, or a library call that failed.
 pub(crate) fn tile_op(
-    call: &chariot::GpuCall<'_>,
-    m: &chariot::ResidentBuffer<f64>,
+    call: &chariot::callback::GpuCall<'_>,
+    m: &chariot::resident::ResidentBuffer<f64>,
     tiling: &crate::cholesky::Tiling,
     op: Op,
 ) -> Result<(), String> {
@@ -327,7 +327,7 @@ pub(crate) fn tile_op(
     // current; the addresses are the task's declared tiles on that GPU (b² doubles each,
     // within `m`, checked above), which chariot keeps from every other task until this
     // one has ended; (gpu, stream) is the task's slot.
-    unsafe { enqueue(info.gpu, info.stream, stream, op, tiling.b, &tile) }
+    unsafe { enqueue(info.gpu, info.stream, stream.as_raw().cast(), op, tiling.b, &tile) }
 }
 
 /// Times of one run of the baseline, ns.

@@ -178,7 +178,7 @@ fn load(dev: sys::CUdevice, system: bool) -> Result<(sys::CUmodule, sys::CUfunct
     // One source, several entry points: compiled once (per arch) under the run
     // kernel's name, which only keys the compile cache.
     let kernel = Kernel::new("device_graph_run", SOURCE);
-    let image = chariot::compile_cubin(&kernel, &format!("sm_{major}{minor}")).map_err(|e| e.to_string())?;
+    let image = chariot::cuda::compile_cubin(&kernel, &format!("sm_{major}{minor}")).map_err(|e| e.to_string())?;
     // SAFETY: a complete cubin for this device; unloaded below on failure, else by the
     // caller.
     let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }

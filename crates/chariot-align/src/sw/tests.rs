@@ -144,7 +144,7 @@ fn sixteen_bit_saturation_is_marked_at_the_threshold() {
 /// them past the threshold: every score exact, and exactly those two re-passed.
 #[test]
 fn dpx_twin_repasses_just_the_saturated_subjects() {
-    use chariot::{LaunchShape, TwinArg};
+    use chariot::kernel::{LaunchShape, TwinArg};
     let m = Matrix::parse("big", "   A  W\nA  1 -1\nW -1 127\n").unwrap();
     let gaps = Gaps { open: 11, extend: 1 };
     let query = vec![1u8; 300];

@@ -20,7 +20,9 @@ mod engine;
 mod tests;
 mod twin;
 
-use chariot::{Backend, BoxError, Element, Error, Kernel, LaunchShape, Param};
+use chariot::kernel::LaunchShape;
+use chariot::memory::Element;
+use chariot::{Backend, BoxError, Error, Kernel, Param};
 use engine::Rig;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};

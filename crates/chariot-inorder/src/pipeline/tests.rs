@@ -1,7 +1,8 @@
 //! The in-order pipeline's protocol on its CPU twin, and its setup errors.
 
 use crate::{in_order, DeviceArg, InOrderDevice, InOrderError, InOrderLaunch, InOrderPlan, Prepared};
-use chariot::{Kernel, LaunchShape, Param};
+use chariot::kernel::LaunchShape;
+use chariot::{Kernel, Param};
 
 /// out[k] = in[k] * c[0] + n, with `n` a scalar; the scratch buffer counts launches.
 fn axpy() -> Kernel {

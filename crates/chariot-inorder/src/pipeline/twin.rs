@@ -2,7 +2,8 @@
 //! for checking a pipeline's wiring.
 
 use super::{Device, DeviceArg, InOrderLaunch, InOrderPlan};
-use chariot::{Error, Kernel, TwinArg};
+use chariot::kernel::TwinArg;
+use chariot::{Error, Kernel};
 use parking_lot::Mutex;
 
 /// The CPU stand-in: per stream, memory for the input, output and scratch buffers, and

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 /// What the dispatcher needs to know about a GPU.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GpuInfo {
     /// Device name.
     pub name: String,

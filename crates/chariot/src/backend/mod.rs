@@ -38,6 +38,7 @@ pub use sim::{SimFaults, SimProfile};
 /// assert_eq!(Backend::default(), Backend::Auto);
 /// ```
 #[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub enum Backend {
     /// CUDA when a driver and a device are there, else the simulator (saying so in one
     /// line on stderr). `CHARIOT_BACKEND=cuda|sim` overrides it (`auto` or empty: no
@@ -73,7 +74,8 @@ impl Backend {
     /// (CUDA where a driver and a device are there, else `sim`), resolved now.
     ///
     /// ```
-    /// use chariot::{Backend, SimProfile};
+    /// use chariot::Backend;
+    /// use chariot::sim::SimProfile;
     /// let sim = Backend::from_name("sim", SimProfile::instant())?;
     /// assert_eq!(sim, Backend::SimWith(SimProfile::instant()));
     /// assert!(Backend::from_name("gpu", SimProfile::h100()).is_err());
@@ -120,7 +122,7 @@ pub(crate) struct Fault {
     /// How far it reaches.
     pub(crate) reach: Reach,
     /// The driver's error, where a driver call failed.
-    pub(crate) driver: Option<crate::DriverError>,
+    pub(crate) driver: Option<crate::report::DriverError>,
 }
 
 /// How far a fault reaches: one task, or the whole GPU.
@@ -352,7 +354,7 @@ impl Machine {
 
     /// The sim's modeled link and host rates (see `sim::Machine::rates`); `None` on CUDA,
     /// where they must be measured.
-    pub(crate) fn modeled_rates(&self) -> Option<(crate::LinkRates, crate::LinkRates)> {
+    pub(crate) fn modeled_rates(&self) -> Option<(crate::report::LinkRates, crate::report::LinkRates)> {
         match self {
             Machine::Cuda(_) => None,
             Machine::Sim(m) => m.rates(m.gpus().len()),

@@ -14,7 +14,8 @@
 //!
 //! ```no_run
 //! # #[cfg(feature = "mpi")] {
-//! use chariot::{Backend, Cluster, Scheduler};
+//! use chariot::{Backend, Scheduler};
+//! use chariot::cluster::Cluster;
 //! let cluster = Cluster::init()?; // once per process, under `mpirun -np N`
 //! let s = Scheduler::builder().backend(Backend::Sim).cluster(&cluster).build()?;
 //! // ... the loop, unchanged: each rank runs its share of the tasks.

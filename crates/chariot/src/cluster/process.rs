@@ -9,7 +9,7 @@ use std::sync::Arc;
 /// [`Cluster::init`], given to [`Builder::cluster`](crate::Builder::cluster).
 ///
 /// ```no_run
-/// let cluster = chariot::Cluster::init()?;
+/// let cluster = chariot::cluster::Cluster::init()?;
 /// println!("rank {} of {}", cluster.rank(), cluster.size());
 /// # Ok::<(), chariot::Error>(())
 /// ```
@@ -105,7 +105,7 @@ impl Cluster {
     /// for results of a program's own (a search's best hits) that rank 0 merges.
     ///
     /// ```no_run
-    /// let cluster = chariot::Cluster::init()?;
+    /// let cluster = chariot::cluster::Cluster::init()?;
     /// if let Some(parts) = cluster.gather_bytes(&[cluster.rank() as u8]) {
     ///     assert_eq!(parts.len(), cluster.size());
     /// }
@@ -119,7 +119,7 @@ impl Cluster {
     /// for what rank 0 alone measures or reads, that every rank's loop must agree on.
     ///
     /// ```no_run
-    /// let cluster = chariot::Cluster::init()?;
+    /// let cluster = chariot::cluster::Cluster::init()?;
     /// let mine = [cluster.rank() as u8; 3];
     /// assert_eq!(cluster.broadcast_bytes(&mine), vec![0u8; 3]);
     /// # Ok::<(), chariot::Error>(())
@@ -140,7 +140,7 @@ impl Cluster {
     /// The sum of every rank's `v` (wrapping), on every rank. Collective.
     ///
     /// ```no_run
-    /// let cluster = chariot::Cluster::init()?;
+    /// let cluster = chariot::cluster::Cluster::init()?;
     /// assert_eq!(cluster.sum(1), cluster.size() as u64);
     /// # Ok::<(), chariot::Error>(())
     /// ```

@@ -1,24 +1,24 @@
-//! The online adaptation's measurement on one dispatcher (the hardware-aware defaults): the window of
+//! The online adaptation's measurement on one dispatcher (the hardware-aware defaults): the period of
 //! tasks each GPU measures (`Meter`: time, work, per-stage busy and blocked time), and
-//! the dispatcher's side of `crate::stage::adaptation`, which judges each window and
+//! the dispatcher's side of `crate::stage::adaptation`, which judges each period and
 //! whose changes are put in force here. Kept apart from Algorithms 1 and 2 in `mod.rs`,
-//! which only open windows and stamp busy time as commands start and end.
+//! which only open periods and stamp busy time as commands start and end.
 
 use super::{Device, Dispatcher};
 use crate::report::Adapted;
-use crate::stage::adaptation::{Change, Window};
+use crate::stage::adaptation::{Change, Period};
 use crate::stage::Stage;
 
-/// Tasks a measured window holds at least (more where more are in flight: a window
+/// Tasks a measured period holds at least (more where more are in flight: a period
 /// spans a turnover of the pipeline).
-const MIN_WINDOW: usize = 8;
+const MIN_PERIOD: usize = 8;
 
-/// One window's measurement for the adaptation (see `crate::stage::adaptation`).
+/// One period's measurement for the adaptation (see `crate::stage::adaptation`).
 #[derive(Debug, Default)]
 pub(super) struct Meter {
-    /// When the window began; `None` while the GPU has no task.
+    /// When the period began; `None` while the GPU has no task.
     pub(super) start_ns: Option<u64>,
-    /// The window ends once this many tasks have ended in it.
+    /// The period ends once this many tasks have ended in it.
     target: usize,
     tasks: usize,
     work: f64,
@@ -26,12 +26,12 @@ pub(super) struct Meter {
     pub(super) busy_since: [Option<u64>; Stage::K],
     blocked_ns: [u64; Stage::K],
     blocked_since: [Option<u64>; Stage::K],
-    /// The next window follows an idle spell (the pipeline fills again): not judged.
+    /// The next period follows an idle spell (the pipeline fills again): not judged.
     pub(super) skip: bool,
 }
 
 impl Meter {
-    /// Starts a window at `now` with `running` commands in flight per stage and
+    /// Starts a period at `now` with `running` commands in flight per stage and
     /// `held` stages waiting for their limit.
     pub(super) fn open(
         &mut self,
@@ -42,7 +42,7 @@ impl Meter {
     ) {
         *self = Meter {
             start_ns: Some(now),
-            target: tasks_in_flight.max(MIN_WINDOW),
+            target: tasks_in_flight.max(MIN_PERIOD),
             busy_since: std::array::from_fn(|k| (running[k] > 0).then_some(now)),
             blocked_since: std::array::from_fn(|k| held[k].then_some(now)),
             skip: self.skip,
@@ -50,10 +50,10 @@ impl Meter {
         };
     }
 
-    /// The window up to `now`.
-    fn window(&self, now: u64) -> Window {
+    /// The period up to `now`.
+    fn period(&self, now: u64) -> Period {
         let open = |total: u64, since: Option<u64>| total + since.map_or(0, |t| now.saturating_sub(t));
-        Window {
+        Period {
             ns: now.saturating_sub(self.start_ns.unwrap_or(now)),
             work: self.work,
             busy_ns: std::array::from_fn(|k| open(self.busy_ns[k], self.busy_since[k])),
@@ -82,7 +82,7 @@ impl<D: Device> Dispatcher<D> {
         }
     }
 
-    /// A task ended on this GPU: counts it in the window, and at the window's end lets
+    /// A task ended on this GPU: counts it in the period, and at the period's end lets
     /// the adaptation judge it and applies what it changes.
     pub(super) fn task_ended(&mut self, granularity: u64) {
         if self.adaptation.is_none() || self.meter.start_ns.is_none() {
@@ -94,10 +94,10 @@ impl<D: Device> Dispatcher<D> {
             return;
         }
         let now = self.now_ns();
-        let window = self.meter.window(now);
+        let period = self.meter.period(now);
         let skip = std::mem::take(&mut self.meter.skip);
         let changes = match self.adaptation.as_mut() {
-            Some(a) if !skip => a.end_window(&window),
+            Some(a) if !skip => a.end_period(&period),
             _ => Vec::new(),
         };
         self.apply(&changes);

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 /// Kind of one kernel parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Param {
     /// A device buffer (passed as a device pointer).
     Buffer,
@@ -161,7 +162,7 @@ impl ArgValue {
 /// Grid or block dimensions.
 ///
 /// ```
-/// use chariot::Dim3;
+/// use chariot::kernel::Dim3;
 /// assert_eq!(Dim3::from(128), Dim3 { x: 128, y: 1, z: 1 });
 /// assert_eq!(Dim3::from((4, 2)).count(), 8);
 /// let huge = Dim3::from((u32::MAX, u32::MAX, u32::MAX));
@@ -343,7 +344,8 @@ impl Kernel {
     /// A panic of the twin comes back as an error.
     ///
     /// ```
-    /// use chariot::{Kernel, LaunchShape, Param, TwinArg};
+    /// use chariot::{Kernel, Param};
+    /// use chariot::kernel::{LaunchShape, TwinArg};
     /// let k = Kernel::new("inc", "").params([Param::Buffer, Param::U32]).cpu_twin(|a| {
     ///     let n = a.u32(1)? as usize;
     ///     a.buffer_mut::<u32>(0)?[..n].iter_mut().for_each(|x| *x += 1);

@@ -241,12 +241,13 @@ impl std::fmt::Debug for TwinArgs<'_> {
 /// buffer by its index in the buffers given.
 ///
 /// ```
-/// use chariot::TwinArg;
+/// use chariot::kernel::TwinArg;
 /// // `scale(float* x, unsigned n, float a)` on the first buffer given:
 /// let args = [TwinArg::Buffer(0), TwinArg::U32(1024), TwinArg::F32(0.5)];
 /// assert_eq!(args[0], TwinArg::Buffer(0));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum TwinArg {
     /// The buffer at this index.
     Buffer(usize),

@@ -38,9 +38,16 @@ pub(crate) enum Holder {
 
 impl std::fmt::Display for Holder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.public().fmt(f)
+    }
+}
+
+impl Holder {
+    /// The holder as an error names it.
+    pub(crate) fn public(self) -> crate::error::ConflictHolder {
         match self {
-            Holder::Task(t) => write!(f, "in-flight task {t}"),
-            Holder::UserRead(_) => f.write_str("a live read guard (HostBuffer::read)"),
+            Holder::Task(t) => crate::error::ConflictHolder::Task(t),
+            Holder::UserRead(_) => crate::error::ConflictHolder::ReadGuard,
         }
     }
 }
@@ -105,11 +112,14 @@ impl Region {
 
 impl std::fmt::Display for Region {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.height == 1 {
-            write!(f, "bytes {}..{}", self.start, self.end())
-        } else {
-            write!(f, "{} rows of {} bytes, pitch {}, from byte {}", self.height, self.width, self.pitch, self.start)
-        }
+        self.public().fmt(f)
+    }
+}
+
+impl Region {
+    /// The region as an error names it.
+    pub(crate) fn public(&self) -> crate::error::HostRegion {
+        crate::error::HostRegion { start: self.start, width: self.width, pitch: self.pitch, height: self.height }
     }
 }
 

@@ -17,6 +17,7 @@
 use super::claims::{Claims, Exclusive, Holder, Region};
 use super::Element;
 use crate::backend::host_alloc::{exclusive, HostAlloc};
+use crate::error::LengthProblem;
 use crate::ids::TaskId;
 use parking_lot::{Condvar, Mutex};
 use std::marker::PhantomData;
@@ -261,10 +262,10 @@ impl<T: Element> HostBuffer<T> {
 
     /// Resolves a range of elements, checking it lies in the buffer.
     pub(crate) fn resolve(&self, range: impl RangeBounds<usize>) -> crate::Result<Range<usize>> {
-        resolve(range, self.len).map_err(|message| crate::Error::InvalidLength {
+        resolve(range, self.len).map_err(|problem| crate::Error::InvalidLength {
             len: self.len,
             elem_size: std::mem::size_of::<T>(),
-            message,
+            problem,
         })
     }
 
@@ -297,19 +298,19 @@ impl<T: Element> HostBuffer<T> {
 }
 
 /// Resolves `range` against `len`, or says why it does not fit.
-pub(crate) fn resolve(range: impl RangeBounds<usize>, len: usize) -> Result<Range<usize>, String> {
+pub(crate) fn resolve(range: impl RangeBounds<usize>, len: usize) -> Result<Range<usize>, LengthProblem> {
     let start = match range.start_bound() {
         Bound::Included(&s) => s,
-        Bound::Excluded(&s) => s.checked_add(1).ok_or("range start overflows")?,
+        Bound::Excluded(&s) => s.checked_add(1).ok_or(LengthProblem::RangeStartOverflow)?,
         Bound::Unbounded => 0,
     };
     let end = match range.end_bound() {
-        Bound::Included(&e) => e.checked_add(1).ok_or("range end overflows")?,
+        Bound::Included(&e) => e.checked_add(1).ok_or(LengthProblem::RangeEndOverflow)?,
         Bound::Excluded(&e) => e,
         Bound::Unbounded => len,
     };
     if start > end || end > len {
-        return Err(format!("range {start}..{end} does not fit in 0..{len}"));
+        return Err(LengthProblem::Range { start, end, len });
     }
     Ok(start..end)
 }
@@ -379,7 +380,9 @@ impl<T: Element> std::fmt::Debug for HostWrite<'_, T> {
 
 #[cfg(test)]
 mod test {
-    use crate::{Backend, Error, Resource, Scheduler, SimProfile, TaskId};
+    use crate::backend::SimProfile;
+    use crate::callback::Resource;
+    use crate::{Backend, Error, Scheduler, TaskId};
     use std::sync::mpsc;
 
     #[test]

@@ -12,7 +12,7 @@ pub use device::DeviceBuffer;
 pub(crate) use device::{DeviceBufferInner, FreeDevice, Graveyard};
 pub(crate) use host::{HeldTasks, HostShared};
 pub use host::{HostBuffer, HostRead, HostWrite};
-pub use resident::ResidentBuffer;
+pub(crate) use resident::ResidentBuffer;
 pub(crate) use resident::{ResidentInner, ResidentMemory};
 pub use target::DeviceData;
 pub(crate) use target::{target_of, DevTarget};
@@ -22,15 +22,17 @@ pub(crate) use target::{target_of, DevTarget};
 pub trait Element: bytemuck::Pod + Send + Sync + 'static {}
 impl<T: bytemuck::Pod + Send + Sync + 'static> Element for T {}
 
+use crate::error::LengthProblem;
+
 /// Bytes for `len` elements of `T`, refusing zero and overflow.
 pub(crate) fn checked_bytes<T>(len: usize) -> crate::Result<usize> {
     let elem_size = std::mem::size_of::<T>();
-    let bad = |message: &str| crate::Error::InvalidLength { len, elem_size, message: message.to_string() };
+    let bad = |problem| crate::Error::InvalidLength { len, elem_size, problem };
     if len == 0 {
-        return Err(bad("a buffer needs at least one element"));
+        return Err(bad(LengthProblem::Empty));
     }
     if elem_size == 0 || std::mem::align_of::<T>() > 16 {
-        return Err(bad("element types must be non-empty and at most 16-byte aligned"));
+        return Err(bad(LengthProblem::ElementType));
     }
-    len.checked_mul(elem_size).filter(|&b| b <= isize::MAX as usize).ok_or_else(|| bad("the size in bytes overflows"))
+    len.checked_mul(elem_size).filter(|&b| b <= isize::MAX as usize).ok_or_else(|| bad(LengthProblem::Overflow))
 }

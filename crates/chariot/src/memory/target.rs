@@ -64,9 +64,10 @@ mod sealed {
 /// or a [`ResidentBuffer`]. Sealed: only these two implement it.
 ///
 /// ```
-/// use chariot::{Backend, DeviceData, Scheduler};
+/// use chariot::{Backend, Scheduler};
+/// use chariot::memory::DeviceData;
 /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
-/// fn elements<T: chariot::Element>(d: &impl DeviceData<T>) -> usize { d.elements() }
+/// fn elements<T: chariot::memory::Element>(d: &impl DeviceData<T>) -> usize { d.elements() }
 /// assert_eq!(elements(&s.alloc::<u8>(10)?), 10);
 /// assert_eq!(elements(&s.alloc_resident::<u8>(20)?), 20);
 /// # Ok::<(), chariot::Error>(())

@@ -6,14 +6,10 @@ use crate::stage::{Stage, Tuning};
 use serde::Serialize;
 
 /// A change the online adaptation made to one GPU's stage limit (see
-/// [`Tuning::adapt`](crate::Tuning::adapt)).
-///
-/// ```
-/// use chariot::{Adapted, Stage};
-/// let a = Adapted { gpu: 0, stage: Stage::Kernel, from: 4.0, to: 8.0, verdict: "kept", rate_before: 1.0, rate_after: 1.5 };
-/// assert_eq!(a.to_string(), "GPU 0 kernel stage 4 -> 8 GPU-fills: kept (task rate x1.50)");
-/// ```
+/// [`Tuning::adapt`](crate::stage::Tuning::adapt)). It prints as the report's
+/// `adapted:` lines do, e.g. `GPU 0 kernel stage 4 -> 8 GPU-fills: kept (task rate x1.50)`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Adapted {
     /// The GPU (index in the scheduler's list).
     pub gpu: usize,
@@ -24,11 +20,11 @@ pub struct Adapted {
     pub from: f64,
     /// See `from`.
     pub to: f64,
-    /// `trial` (set for the next window of tasks), `kept`, `undone` (back to `from`), or
+    /// `trial` (set for the next period of tasks), `kept`, `undone` (back to `from`), or
     /// `void` (back to `from`: the work changed during the trial, nothing concluded).
     pub verdict: &'static str,
     /// The GPU's task rate (task granularity per µs) before the trial, and in the
-    /// trial's window (the same for a trial).
+    /// trial's period (the same for a trial).
     pub rate_before: f64,
     /// See `rate_before`.
     pub rate_after: f64,
@@ -143,6 +139,20 @@ mod test {
     fn hopper() -> Tuning {
         let gpu = GpuInfo::for_tests(3, true);
         choose(&Asked::default(), &[gpu], 16, 1)
+    }
+
+    #[test]
+    fn a_change_prints_as_the_reports_adapted_line() {
+        let a = Adapted {
+            gpu: 0,
+            stage: Stage::Kernel,
+            from: 4.0,
+            to: 8.0,
+            verdict: "kept",
+            rate_before: 1.0,
+            rate_after: 1.5,
+        };
+        assert_eq!(a.to_string(), "GPU 0 kernel stage 4 -> 8 GPU-fills: kept (task rate x1.50)");
     }
 
     #[test]

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 
 /// The longest chain of dependent tasks, weighted by their recorded spans.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct CriticalPath {
     /// The sum of the chain's task spans (each its first command's start to its last
     /// command's end, ns); a task with no command recorded (one that did not run)

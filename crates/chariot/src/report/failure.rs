@@ -6,15 +6,10 @@ use crate::stage::Stage;
 use parking_lot::Mutex;
 
 /// A CUDA driver call that failed: the call, the driver's code (a `CUresult`) to match
-/// on, and the driver's name and text for it.
-///
-/// ```
-/// use chariot::DriverError;
-/// let e = DriverError { call: "cuMemAlloc".into(), code: 2, name: "CUDA_ERROR_OUT_OF_MEMORY".into(), text: "out of memory".into() };
-/// assert_eq!(e.to_string(), "cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)");
-/// assert!(e.is(2));
-/// ```
+/// on, and the driver's name and text for it. It prints as
+/// `cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)`.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct DriverError {
     /// The driver function, e.g. `cuMemAlloc`, or the step that made the call.
     pub call: String,
@@ -53,7 +48,7 @@ impl From<DriverError> for String {
 
 /// Driver errors met while freeing or tearing down (device and pinned memory, modules,
 /// streams and events, contexts), shared by the backend and the scheduler: kept for the
-/// next `synchronize`, whose report lists them ([`Report::cleanup`](crate::Report::cleanup)).
+/// next `synchronize`, whose report lists them ([`Report::cleanup`](crate::report::Report::cleanup)).
 /// An error repeated before that is kept once. After the scheduler's shutdown (`close`)
 /// no report follows: later errors, and any left when the last holder drops, go to
 /// stderr (see [`shutting_down`]).
@@ -112,6 +107,7 @@ pub(crate) fn shutting_down(what: &dyn std::fmt::Display) {
 
 /// One failed task: which command failed, where, and why.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct TaskFailure {
     /// The task.
     pub task: TaskId,
@@ -129,6 +125,21 @@ pub struct TaskFailure {
     pub driver: Option<DriverError>,
 }
 
+impl TaskFailure {
+    /// The failure of command `command` (of stage `stage`) of `task`, bound to `gpu`
+    /// and stream slot `stream`, with `message` and no driver error.
+    pub fn new(
+        task: TaskId,
+        command: usize,
+        stage: Stage,
+        gpu: usize,
+        stream: usize,
+        message: impl Into<String>,
+    ) -> Self {
+        TaskFailure { task, command, stage, gpu, stream, message: message.into(), driver: None }
+    }
+}
+
 impl std::fmt::Display for TaskFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -136,5 +147,22 @@ impl std::fmt::Display for TaskFailure {
             "task {} command {} ({}) on GPU {} stream {}: {}",
             self.task, self.command, self.stage, self.gpu, self.stream, self.message
         )
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn a_driver_error_prints_its_call_name_and_text_and_matches_its_code() {
+        let e = DriverError {
+            call: "cuMemAlloc".into(),
+            code: 2,
+            name: "CUDA_ERROR_OUT_OF_MEMORY".into(),
+            text: "out of memory".into(),
+        };
+        assert_eq!(e.to_string(), "cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)");
+        assert!(e.is(2) && !e.is(1));
     }
 }

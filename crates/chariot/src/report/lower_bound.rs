@@ -51,6 +51,7 @@ pub(crate) fn per_task(records: &[CommandRecord]) -> Vec<(u64, u64, u64, u64)> {
 /// assert_eq!(b.to_string(), "the paper's estimate T_LB = 2.000 ms (T1 2.000, T2 3.000; not a bound)");
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct LowerBound {
     /// T1 = Σ(d_i + r_i)/B.
     pub t1_ns: u64,
@@ -64,7 +65,7 @@ impl LowerBound {
     /// The bound for the measured `records` on `gpus` GPUs and `buses` buses.
     ///
     /// ```
-    /// use chariot::LowerBound;
+    /// use chariot::report::LowerBound;
     /// let b = LowerBound::from_times(&[(1, 10, 30, 10), (2, 10, 30, 10)], 1, 1);
     /// assert_eq!(b.t1_ns, 40);          // all transfers on one bus
     /// assert_eq!(b.t2_ns, 10 + 60 + 10); // head + kernels + tail
@@ -78,7 +79,7 @@ impl LowerBound {
     /// u128); a bound past `u64::MAX` ns is `u64::MAX`.
     ///
     /// ```
-    /// use chariot::LowerBound;
+    /// use chariot::report::LowerBound;
     /// let b = LowerBound::from_times(&[(1, u64::MAX, 1, 1), (2, 1, u64::MAX, 1)], 1, 1);
     /// assert_eq!(b.t_lb_ns, u64::MAX);
     /// ```
@@ -135,7 +136,7 @@ impl LinkRates {
     /// on a machine without shared buses).
     ///
     /// ```
-    /// use chariot::LinkRates;
+    /// use chariot::report::LinkRates;
     /// let two = LinkRates { up: 50.0, down: 55.0, both: 90.0 }.times(2.0);
     /// assert_eq!(two, LinkRates { up: 100.0, down: 110.0, both: 180.0 });
     /// ```
@@ -152,7 +153,7 @@ impl LinkRates {
     /// run cannot beat.
     ///
     /// ```
-    /// use chariot::LinkRates;
+    /// use chariot::report::LinkRates;
     /// let probe = LinkRates { up: 50.0, down: 55.0, both: 90.0 };
     /// let run = LinkRates { up: 52.0, down: 54.0, both: 0.0 };
     /// assert_eq!(probe.at_least(run), LinkRates { up: 52.0, down: 55.0, both: 90.0 });
@@ -171,10 +172,12 @@ impl LinkRates {
     /// moves more in a window than it moved.
     ///
     /// ```
-    /// use chariot::{CommandRecord, LinkRates, Stage, TaskId};
-    /// let copy = |stage, start_ns, end_ns, bytes| CommandRecord {
-    ///     task: TaskId(0), granularity: 1, command: 0, stage, gpu: 0, stream: 0,
-    ///     dispatched_ns: start_ns, start_ns, end_ns, bytes, failed: false,
+    /// use chariot::{Stage, TaskId};
+    /// use chariot::report::{CommandRecord, LinkRates};
+    /// let copy = |stage, start_ns, end_ns, bytes| {
+    ///     let mut r = CommandRecord::new(TaskId(0), 0, stage, 0, 0, start_ns, end_ns);
+    ///     r.bytes = bytes;
+    ///     r
     /// };
     /// // Uploads at 50 bytes/ns back to back, readbacks at 40 beside them.
     /// let mut records = Vec::new();
@@ -201,10 +204,12 @@ impl LinkRates {
     /// host rates that a bound for the run may take.
     ///
     /// ```
-    /// use chariot::{CommandRecord, LinkRates, Stage, TaskId};
-    /// let copy = |gpu, start_ns, end_ns, bytes| CommandRecord {
-    ///     task: TaskId(0), granularity: 1, command: 0, stage: Stage::Download, gpu, stream: 0,
-    ///     dispatched_ns: start_ns, start_ns, end_ns, bytes, failed: false,
+    /// use chariot::{Stage, TaskId};
+    /// use chariot::report::{CommandRecord, LinkRates};
+    /// let copy = |gpu, start_ns, end_ns, bytes| {
+    ///     let mut r = CommandRecord::new(TaskId(0), 0, Stage::Download, gpu, 0, start_ns, end_ns);
+    ///     r.bytes = bytes;
+    ///     r
     /// };
     /// // Two GPUs uploading at 50 and 40 bytes/ns at the same time.
     /// let records: Vec<_> = (0..8u64)
@@ -289,6 +294,7 @@ pub struct TaskWork {
 ///
 /// Valid for any schedule given the rates (measured, sustained); `docs/bounds.md` derives it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct HardwareBound {
     /// The bound, ns.
     pub t_ns: u64,
@@ -308,7 +314,7 @@ impl HardwareBound {
     /// The bound for `tasks` on one GPU with link `rates`.
     ///
     /// ```
-    /// use chariot::{HardwareBound, LinkRates, TaskWork};
+    /// use chariot::report::{HardwareBound, LinkRates, TaskWork};
     /// // 48 equal tasks of 100 bytes at 1 byte/ns each way, kernels of 100 ns, and a
     /// // link that carries both ways at once at full speed: (N + 2) · 100 ns.
     /// let t = vec![TaskWork { up_bytes: 100, kernel_ns: 100, down_bytes: 100 }; 48];
@@ -380,7 +386,7 @@ impl HardwareBound {
     /// task alone is longer, that task.
     ///
     /// ```
-    /// use chariot::{HardwareBound, LinkRates, TaskWork};
+    /// use chariot::report::{HardwareBound, LinkRates, TaskWork};
     /// let t = vec![TaskWork { up_bytes: 100, kernel_ns: 100, down_bytes: 100 }; 48];
     /// let link = LinkRates { up: 1.0, down: 1.0, both: 2.0 };
     /// // Two GPUs on their own links: (N/2 + 2) · 100 ns.

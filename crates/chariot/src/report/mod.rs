@@ -7,8 +7,8 @@
 mod adapted;
 mod critical;
 mod failure;
+mod ideal;
 mod lower_bound;
-mod replay;
 mod trace;
 mod windows;
 
@@ -18,8 +18,8 @@ pub use critical::CriticalPath;
 pub(crate) use failure::{shutting_down, Cleanup};
 pub use failure::{DriverError, TaskFailure};
 
+pub use ideal::zero_overhead_makespan;
 pub use lower_bound::{HardwareBound, LinkRates, LowerBound, TaskWork};
-pub use replay::zero_overhead_makespan;
 pub use windows::{GraphSetup, ReplayedWindow};
 
 use crate::ids::TaskId;
@@ -28,6 +28,7 @@ use serde::Serialize;
 
 /// One command as it ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct CommandRecord {
     /// Its task.
     pub task: TaskId,
@@ -54,6 +55,26 @@ pub struct CommandRecord {
 }
 
 impl CommandRecord {
+    /// A record of command `command` of `task` that ran on `gpu`, stream slot
+    /// `stream`, from `start_ns` to `end_ns`; dispatched when it started, granularity
+    /// 1, no bytes, not failed (set the public fields for other values). For timelines
+    /// chariot did not record itself, such as a model's or a test's.
+    pub fn new(task: TaskId, command: u32, stage: Stage, gpu: u16, stream: u16, start_ns: u64, end_ns: u64) -> Self {
+        CommandRecord {
+            task,
+            granularity: 1,
+            command,
+            stage,
+            gpu,
+            stream,
+            dispatched_ns: start_ns,
+            start_ns,
+            end_ns,
+            bytes: 0,
+            failed: false,
+        }
+    }
+
     /// `end_ns − start_ns`.
     pub fn duration_ns(&self) -> u64 {
         self.end_ns.saturating_sub(self.start_ns)
@@ -62,6 +83,7 @@ impl CommandRecord {
 
 /// A task that was moved off a lost GPU and ran again from `restart` on another.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct MovedTask {
     /// The task.
     pub task: TaskId,
@@ -75,6 +97,7 @@ pub struct MovedTask {
 
 /// A GPU that left the rotation: its context hit a sticky error, or (sim) it died.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct LostGpu {
     /// The GPU (index in the scheduler's list).
     pub gpu: usize,
@@ -98,6 +121,7 @@ pub(crate) struct Outcome {
 
 /// Host time the dispatchers spent, per command, outside and inside driver calls.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct DispatchStats {
     /// Commands dispatched.
     pub commands: u64,
@@ -135,8 +159,10 @@ impl DispatchStats {
     }
 }
 
-/// The report of one batch (everything between two `synchronize` calls).
-#[derive(Clone, Debug, Serialize)]
+/// The report of one batch (everything between two `synchronize` calls). Its
+/// `Default` is the report of an empty batch, on no backend.
+#[derive(Clone, Debug, Default, Serialize)]
+#[non_exhaustive]
 pub struct Report {
     /// `cuda` or `sim`.
     pub backend: String,
@@ -184,14 +210,15 @@ pub struct Report {
     /// ended is listed (it was no wait); empty for a batch of independent tasks.
     ///
     /// ```
-    /// use chariot::{Backend, Resource, Scheduler, TaskId};
+    /// use chariot::{Backend, Scheduler, TaskId};
+    /// use chariot::callback::Resource;
     /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
     /// let host = s.alloc_host::<u32>(16)?;
     /// s.task(1, 1).callback_writing(&host, .., |x, _| { x.fill(1); Ok(()) }).submit()?;
-    /// s.task(2, 1).after(1).callback(Resource::Cpu, |_| Ok(())).submit()?;
-    /// s.task(3, 1).after(1).callback(Resource::Cpu, |_| Ok(())).submit()?;
+    /// s.task(2, 1).after(TaskId(1)).callback(Resource::Cpu, |_| Ok(())).submit()?;
+    /// s.task(3, 1).after(TaskId(1)).callback(Resource::Cpu, |_| Ok(())).submit()?;
     /// // Reads what task 1 writes (inferred, if task 1 has not ended) and names task 3.
-    /// s.task(4, 1).after(3).callback_reading(&host, .., |_, _| Ok(())).submit()?;
+    /// s.task(4, 1).after(TaskId(3)).callback_reading(&host, .., |_, _| Ok(())).submit()?;
     /// let report = s.synchronize()?;
     /// let (one, three, four) = (TaskId(1), TaskId(3), TaskId(4));
     /// assert!(report.dependencies.contains(&(one, TaskId(2))) && report.dependencies.contains(&(three, four)));
@@ -202,7 +229,7 @@ pub struct Report {
     /// # Ok::<(), chariot::Error>(())
     /// ```
     pub dependencies: Vec<(TaskId, TaskId)>,
-    /// What `build` chose and why, one line per choice (see [`Tuning`](crate::Tuning)),
+    /// What `build` chose and why, one line per choice (see [`Tuning`](crate::stage::Tuning)),
     /// then one line per kernel launched so far: how many run at once, from its fill.
     pub tuning: Vec<String>,
     /// The changes the online adaptation made to the stage limits in this batch.

@@ -4,6 +4,7 @@ use serde::Serialize;
 
 /// How a replayed window's graph was set up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub enum GraphSetup {
     /// Built and instantiated for this window: its structure was new on this GPU.
     Built,
@@ -39,17 +40,10 @@ impl std::fmt::Display for GraphSetup {
 /// ([`Execution`](crate::Execution)). On a simulated GPU its commands are in the
 /// report's records, timed one by one; on CUDA they are not (a graph's nodes are not
 /// timed), and the window's span stands for them.
-///
-/// ```
-/// use chariot::{GraphSetup, ReplayedWindow};
-/// let w = ReplayedWindow {
-///     gpu: 0, tasks: 3, commands: 9, lanes: 2, launched_ns: 1_000, end_ns: 6_000,
-///     setup: GraphSetup::Reused, host_ns: 4_000, timed: false, failed: false,
-/// };
-/// assert_eq!(w.duration_ns(), 5_000);
-/// assert_eq!(w.to_string(), "GPU 0: 3 tasks, 9 commands on 2 lanes in 0.005 ms, graph reused, host 4.0 us");
-/// ```
+/// It prints as the report's replay lines do, e.g.
+/// `GPU 0: 3 tasks, 9 commands on 2 lanes in 0.005 ms, graph reused, host 4.0 us`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ReplayedWindow {
     /// The GPU (index in the scheduler's list).
     pub gpu: usize,
@@ -97,5 +91,28 @@ impl std::fmt::Display for ReplayedWindow {
             f.write_str(", failed")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn a_window_prints_its_tasks_lanes_span_and_setup() {
+        let w = ReplayedWindow {
+            gpu: 0,
+            tasks: 3,
+            commands: 9,
+            lanes: 2,
+            launched_ns: 1_000,
+            end_ns: 6_000,
+            setup: GraphSetup::Reused,
+            host_ns: 4_000,
+            timed: false,
+            failed: false,
+        };
+        assert_eq!(w.duration_ns(), 5_000);
+        assert_eq!(w.to_string(), "GPU 0: 3 tasks, 9 commands on 2 lanes in 0.005 ms, graph reused, host 4.0 us");
     }
 }

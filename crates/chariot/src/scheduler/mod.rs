@@ -273,12 +273,12 @@ impl Scheduler {
             holders.clear();
             list.conflicts(region, *write, Holder::Task(id), &mut holders);
             if let Some(holder) = holders.iter().find(|h| refuse_conflicts || !matches!(h, Holder::Task(_))) {
-                let holder = holder.to_string();
+                let holder = holder.public();
                 drop(list);
                 for h in &hosts {
                     h.release(Holder::Task(id));
                 }
-                return Err(Error::HostConflict { task: id, buffer: host.id, region: region.to_string(), holder });
+                return Err(Error::HostConflict { task: id, buffer: host.id, region: region.public(), holder });
             }
             for h in &holders {
                 if let Holder::Task(t) = *h {
@@ -473,7 +473,7 @@ impl Scheduler {
     ///
     /// ```no_run
     /// # fn main() -> chariot::Result<()> {
-    /// let cluster = chariot::Cluster::init()?;
+    /// let cluster = chariot::cluster::Cluster::init()?;
     /// let s = chariot::Scheduler::builder().cluster(&cluster).build()?;
     /// let mut out = s.alloc_host::<f32>(1 << 20)?;
     /// // ... the loop: tasks read back into regions of `out` ...

@@ -46,31 +46,33 @@ impl Scheduler {
         self.config.execution
     }
 
-    /// What `build` chose for each knob left unset, and why (see [`Tuning`](crate::Tuning)).
-    pub fn tuning(&self) -> &crate::Tuning {
+    /// What `build` chose for each knob left unset, and why (see [`Tuning`](crate::stage::Tuning)).
+    pub fn tuning(&self) -> &crate::stage::Tuning {
         &self.config.tuning
     }
 
     /// The overlap matrix of GPU `gpu`.
-    pub fn overlap_matrix(&self, gpu: usize) -> Option<crate::OverlapMatrix> {
+    pub fn overlap_matrix(&self, gpu: usize) -> Option<crate::stage::OverlapMatrix> {
         self.config.matrices.get(gpu).copied()
     }
 
     /// On the sim backend, the rates its model moves bytes at (bytes per ns of real
     /// time): one GPU's link alone, and the host with every GPU of this scheduler
     /// copying at once. No copy runs faster, so bounds built on them hold (the
-    /// [`HardwareBound`](crate::HardwareBound)s take them). `None` on CUDA, where rates
+    /// [`HardwareBound`](crate::report::HardwareBound)s take them). `None` on CUDA, where rates
     /// must be measured, and on a sim without modeled time.
     ///
     /// ```
-    /// use chariot::{Backend, LinkRates, Scheduler, SimProfile};
+    /// use chariot::{Backend, Scheduler};
+    /// use chariot::report::LinkRates;
+    /// use chariot::sim::SimProfile;
     /// let s = Scheduler::builder().backend(Backend::SimWith(SimProfile::h100().with_time_scale(2.0))).gpus(2).build()?;
     /// let (link, host) = s.modeled_rates().unwrap();
     /// assert_eq!(link, LinkRates { up: 27.5, down: 27.5, both: 45.0 });
     /// assert_eq!(host, link.times(2.0));
     /// # Ok::<(), chariot::Error>(())
     /// ```
-    pub fn modeled_rates(&self) -> Option<(crate::LinkRates, crate::LinkRates)> {
+    pub fn modeled_rates(&self) -> Option<(crate::report::LinkRates, crate::report::LinkRates)> {
         self.machine.modeled_rates()
     }
 

@@ -99,7 +99,7 @@ impl Scheduler {
             return Err(Error::InvalidLength {
                 len: piece_len,
                 elem_size: std::mem::size_of::<T>(),
-                message: format!("a piece holds 1 to {len} elements (the buffer's length)"),
+                problem: crate::error::LengthProblem::Piece { max: len },
             });
         }
         let d = self.gpu_count();
@@ -168,8 +168,8 @@ impl Scheduler {
         &self,
         gpu: usize,
         kernel: &KernelHandle,
-        grid: impl Into<crate::Dim3>,
-        block: impl Into<crate::Dim3>,
+        grid: impl Into<crate::kernel::Dim3>,
+        block: impl Into<crate::kernel::Dim3>,
         shared_bytes: u32,
     ) -> Option<f64> {
         if gpu >= self.gpu_count() {

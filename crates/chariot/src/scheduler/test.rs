@@ -2,7 +2,9 @@
 //! handle dropped in a callback.
 
 use super::*;
-use crate::{Backend, Resource, SimProfile};
+use crate::backend::SimProfile;
+use crate::callback::Resource;
+use crate::Backend;
 use std::sync::mpsc;
 use std::time::Duration;
 

@@ -1,35 +1,35 @@
 //! The online adaptation of the stage limits (the hardware-aware defaults): after the first tasks, each
 //! GPU's dispatcher knows how long its stages are busy and how long a ready command
 //! waited for a stage's limit. Where a stage's queue waits, it tries that stage with a
-//! higher limit for one window of tasks and keeps it if the GPU's task rate rose; where
+//! higher limit for one period of tasks and keeps it if the GPU's task rate rose; where
 //! the work has changed (another bottleneck) and a stage raised for the old work no
 //! longer waits, it tries it lower again, and keeps that if the queue still does not
 //! wait (so the higher limit buys nothing now) or the rate held.
 //!
 //! Rates of different work do not compare, and a run's work can change at any time (the
-//! bottleneck moves). So a raise is judged by its rate only where its window has the
-//! same bottleneck as the window before it (the stage whose queue waited most, else the
+//! bottleneck moves). So a raise is judged by its rate only where its period has the
+//! same bottleneck as the period before it (the stage whose queue waited most, else the
 //! busiest): otherwise the trial is void, its value undone, and nothing concluded. A
 //! lowering is kept where its queue does not wait, and undone where it does.
 //!
-//! The rule is a pure function of the windows' measurements (deterministic given the
+//! The rule is a pure function of the periods' measurements (deterministic given the
 //! same measurements), and bounded: every limit stays within its range, a value a trial
 //! rejected is not tried again, and at most [`MAX_TRIALS`] trials are made in all.
 //!
 //! A copy stage is raised only while its engine is not saturated (busy less than
-//! [`SATURATED`] of the window): a queue that waits behind a busy engine gains nothing
+//! [`SATURATED`] of the period): a queue that waits behind a busy engine gains nothing
 //! from a deeper queue. The kernel stage has no such test, since its busy time says
 //! nothing of how full the SMs are: a kernel with long tails keeps the stage busy and
 //! most SMs idle, and only a trial shows whether a second one beside it helps.
 
 use super::Stage;
 
-/// Share of a window in which a stage's ready command waited for its limit, from which
+/// Share of a period in which a stage's ready command waited for its limit, from which
 /// a raise is tried.
 pub(crate) const BLOCKED: f64 = 0.25;
 /// Share at most in which a raised stage's commands waited, for a lowering to be tried.
 pub(crate) const IDLE: f64 = 0.02;
-/// Share of a window a copy engine is busy, from which it counts as saturated.
+/// Share of a period a copy engine is busy, from which it counts as saturated.
 pub(crate) const SATURATED: f64 = 0.9;
 /// Rise in the task rate a raise must bring to be kept.
 pub(crate) const GAIN: f64 = 0.04;
@@ -38,9 +38,9 @@ pub(crate) const COST: f64 = 0.02;
 /// Trials made at most over a scheduler's life.
 pub(crate) const MAX_TRIALS: u32 = 12;
 
-/// What one window of a GPU's run measured.
+/// What one period of a GPU's run measured.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub(crate) struct Window {
+pub(crate) struct Period {
     /// Its length, ns.
     pub(crate) ns: u64,
     /// Σ granularity of the tasks that ended in it (the work done).
@@ -52,7 +52,7 @@ pub(crate) struct Window {
     pub(crate) blocked_ns: [u64; Stage::K],
 }
 
-impl Window {
+impl Period {
     fn rate(&self) -> f64 {
         self.work / self.ns.max(1) as f64
     }
@@ -61,8 +61,8 @@ impl Window {
         ns as f64 / self.ns.max(1) as f64
     }
 
-    /// The window's bottleneck: the GPU stage whose ready commands waited most for its
-    /// limit, where that was an eighth of the window or more, else the busiest.
+    /// The period's bottleneck: the GPU stage whose ready commands waited most for its
+    /// limit, where that was an eighth of the period or more, else the busiest.
     fn bottleneck(&self) -> Stage {
         let gpu = [Stage::Download, Stage::Kernel, Stage::Readback];
         let most = |f: &dyn Fn(Stage) -> u64| gpu.into_iter().max_by_key(|&s| f(s)).unwrap_or(Stage::Kernel);
@@ -98,16 +98,16 @@ impl Knob {
     }
 }
 
-/// What a window's end did to a limit.
+/// What a period's end did to a limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Verdict {
-    /// A trial value is set for the next window.
+    /// A trial value is set for the next period.
     Trial,
     /// The trial value stays.
     Kept,
     /// The trial value is undone.
     Undone,
-    /// The trial's window had another bottleneck than the one before it (the work
+    /// The trial's period had another bottleneck than the one before it (the work
     /// changed): the trial value is undone and nothing concluded.
     Void,
 }
@@ -119,7 +119,7 @@ pub(crate) struct Change {
     pub(crate) from: f64,
     pub(crate) to: f64,
     pub(crate) verdict: Verdict,
-    /// The task rate (granularity per ns) before the trial, and in its window (for
+    /// The task rate (granularity per ns) before the trial, and in its period (for
     /// verdicts).
     pub(crate) before: f64,
     pub(crate) after: f64,
@@ -137,7 +137,7 @@ impl Change {
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum State {
-    /// The first window is the pipeline filling up: not measured.
+    /// The first period is the pipeline filling up: not measured.
     Warmup,
     Measure,
     Trial {
@@ -188,9 +188,9 @@ impl Adaptation {
         self.trials < MAX_TRIALS && self.knobs.iter().any(|k| k.is_some_and(|k| k.min < k.max))
     }
 
-    /// The end of a window: judges the trial it ran, if any, then starts the next
+    /// The end of a period: judges the trial it ran, if any, then starts the next
     /// trial if one is called for. Returns the changes made, in order.
-    pub(crate) fn end_window(&mut self, w: &Window) -> Vec<Change> {
+    pub(crate) fn end_period(&mut self, w: &Period) -> Vec<Change> {
         let mut changes = Vec::new();
         if w.ns == 0 {
             return changes;
@@ -237,8 +237,8 @@ impl Adaptation {
                 changes.push(Change { stage, from, to, verdict, before: baseline, after: rate });
                 self.state = State::Measure;
                 if !keep {
-                    // The window measured the trial value, not the one restored: the
-                    // next trial waits for a window of its own.
+                    // The period measured the trial value, not the one restored: the
+                    // next trial waits for a period of its own.
                     return changes;
                 }
             }
@@ -250,7 +250,7 @@ impl Adaptation {
     }
 
     /// The GPU ran out of work (a batch ended): a trial under way concludes nothing (its
-    /// window will hold other work), so its value is undone.
+    /// period will hold other work), so its value is undone.
     pub(crate) fn interrupt(&mut self) -> Option<Change> {
         let State::Trial { stage, from, baseline, .. } = self.state else { return None };
         let knob = self.knobs[stage.index()].as_mut().expect("a trial has a knob");
@@ -259,7 +259,7 @@ impl Adaptation {
         Some(Change { stage, from, to, verdict: Verdict::Void, before: baseline, after: baseline })
     }
 
-    fn next_trial(&mut self, w: &Window, rate: f64) -> Option<Change> {
+    fn next_trial(&mut self, w: &Period, rate: f64) -> Option<Change> {
         if self.trials >= MAX_TRIALS {
             return None;
         }
@@ -309,9 +309,9 @@ mod test {
         knobs
     }
 
-    fn window(rate: f64, blocked: [f64; 4], busy: [f64; 4]) -> Window {
+    fn period(rate: f64, blocked: [f64; 4], busy: [f64; 4]) -> Period {
         let ns = 1_000_000;
-        Window {
+        Period {
             ns,
             work: rate * ns as f64,
             busy_ns: busy.map(|b| (b * ns as f64) as u64),
@@ -322,18 +322,18 @@ mod test {
     /// A model of a GPU whose kernels keep `share` of the SMs busy each: the task rate
     /// grows with the kernels in flight until they fill the GPU; the kernel stage
     /// waits while kernels are held back.
-    fn kernel_bound(a: &Adaptation, share: f64) -> Window {
+    fn kernel_bound(a: &Adaptation, share: f64) -> Period {
         let fills = a.value(Stage::Kernel).unwrap();
         let used = (fills * share).min(1.0);
         let blocked = if fills * share < 1.0 { 0.8 } else { 0.5 };
-        window(used, [0.0, 0.0, blocked, 0.0], [0.0, 0.3, 1.0, 0.3])
+        period(used, [0.0, 0.0, blocked, 0.0], [0.0, 0.3, 1.0, 0.3])
     }
 
     #[test]
-    fn the_first_window_is_not_measured() {
+    fn the_first_period_is_not_measured() {
         let mut a = Adaptation::new(kernel_knob());
-        assert!(a.end_window(&window(1.0, [0.0, 0.0, 0.9, 0.0], [0.0; 4])).is_empty());
-        let c = a.end_window(&window(1.0, [0.0, 0.0, 0.9, 0.0], [0.0; 4]));
+        assert!(a.end_period(&period(1.0, [0.0, 0.0, 0.9, 0.0], [0.0; 4])).is_empty());
+        let c = a.end_period(&period(1.0, [0.0, 0.0, 0.9, 0.0], [0.0; 4]));
         assert_eq!(c.len(), 1);
         assert_eq!((c[0].stage, c[0].from, c[0].to, c[0].verdict), (Stage::Kernel, 4.0, 8.0, Verdict::Trial));
     }
@@ -344,7 +344,7 @@ mod test {
         let mut log = Vec::new();
         for _ in 0..10 {
             let w = kernel_bound(&a, 0.15);
-            log.extend(a.end_window(&w));
+            log.extend(a.end_period(&w));
         }
         // 4 → 8 pays (0.6 → 1.0 of the SMs), 8 → 16 does not: back to 8, for good.
         let verdicts: Vec<_> = log.iter().map(|c| (c.from, c.to, c.verdict)).collect();
@@ -363,14 +363,14 @@ mod test {
     #[test]
     fn a_saturated_copy_engine_is_not_raised() {
         let mut a = Adaptation::new(kernel_knob());
-        let copy_bound = window(1.0, [0.0, 0.9, 0.0, 0.0], [0.0, 0.99, 0.2, 0.5]);
+        let copy_bound = period(1.0, [0.0, 0.9, 0.0, 0.0], [0.0, 0.99, 0.2, 0.5]);
         for _ in 0..5 {
-            assert!(a.end_window(&copy_bound).is_empty(), "{a:?}");
+            assert!(a.end_period(&copy_bound).is_empty(), "{a:?}");
         }
         // An engine that idles while its queue waits (commands shorter than a turn of
         // the dispatcher) is.
-        let starved = window(1.0, [0.0, 0.9, 0.0, 0.0], [0.0, 0.6, 0.2, 0.5]);
-        let c = a.end_window(&starved);
+        let starved = period(1.0, [0.0, 0.9, 0.0, 0.0], [0.0, 0.6, 0.2, 0.5]);
+        let c = a.end_period(&starved);
         assert_eq!((c[0].stage, c[0].to), (Stage::Download, 3.0));
     }
 
@@ -379,17 +379,17 @@ mod test {
         let mut a = Adaptation::new(kernel_knob());
         for _ in 0..6 {
             let w = kernel_bound(&a, 0.15);
-            a.end_window(&w);
+            a.end_period(&w);
         }
         assert_eq!(a.value(Stage::Kernel), Some(8.0));
         // The bottleneck moves to the copies: the kernels never wait, at 8 or at 4.
-        let copies = window(0.5, [0.0, 0.5, 0.0, 0.0], [0.0, 1.0, 0.1, 0.9]);
-        let c = a.end_window(&copies);
+        let copies = period(0.5, [0.0, 0.5, 0.0, 0.0], [0.0, 1.0, 0.1, 0.9]);
+        let c = a.end_period(&copies);
         assert_eq!((c[0].from, c[0].to, c[0].verdict), (8.0, 4.0, Verdict::Trial));
-        let c = a.end_window(&copies);
+        let c = a.end_period(&copies);
         assert_eq!(c[0].verdict, Verdict::Kept);
         for _ in 0..5 {
-            assert!(a.end_window(&copies).is_empty());
+            assert!(a.end_period(&copies).is_empty());
         }
         assert_eq!(a.value(Stage::Kernel), Some(4.0));
     }
@@ -399,22 +399,22 @@ mod test {
         let mut a = Adaptation::new(kernel_knob());
         for _ in 0..6 {
             let w = kernel_bound(&a, 0.15);
-            a.end_window(&w);
+            a.end_period(&w);
         }
         // Kernels that no longer wait, still the bottleneck: 8 stays (no flip-flop).
         for _ in 0..3 {
-            assert!(a.end_window(&window(1.0, [0.0; 4], [0.0, 0.3, 1.0, 0.3])).is_empty());
+            assert!(a.end_period(&period(1.0, [0.0; 4], [0.0, 0.3, 1.0, 0.3])).is_empty());
         }
         // The readbacks become the busiest stage: lowered to 4 on trial...
-        let readbacks = window(1.0, [0.0; 4], [0.0, 0.3, 0.5, 1.0]);
-        a.end_window(&readbacks);
+        let readbacks = period(1.0, [0.0; 4], [0.0, 0.3, 0.5, 1.0]);
+        a.end_period(&readbacks);
         assert_eq!(a.value(Stage::Kernel), Some(4.0));
         // ...where the kernels wait again (and are again the bottleneck, the rate lower):
         // back to 8, for good.
-        let c = a.end_window(&kernel_bound(&a, 0.15));
+        let c = a.end_period(&kernel_bound(&a, 0.15));
         assert_eq!((c[0].from, c[0].to, c[0].verdict), (8.0, 4.0, Verdict::Undone));
         for _ in 0..5 {
-            a.end_window(&readbacks);
+            a.end_period(&readbacks);
         }
         assert_eq!(a.value(Stage::Kernel), Some(8.0));
     }
@@ -422,18 +422,18 @@ mod test {
     #[test]
     fn a_trial_across_a_change_of_work_concludes_nothing() {
         let mut a = Adaptation::new(kernel_knob());
-        a.end_window(&kernel_bound(&a, 0.15));
-        let c = a.end_window(&kernel_bound(&a, 0.15));
+        a.end_period(&kernel_bound(&a, 0.15));
+        let c = a.end_period(&kernel_bound(&a, 0.15));
         assert_eq!((c[0].to, c[0].verdict), (8.0, Verdict::Trial));
-        // The trial's window is copy-bound, and three times the rate: no verdict.
-        let copies = window(3.0, [0.0, 0.6, 0.0, 0.0], [0.0, 1.0, 0.2, 0.6]);
-        let c = a.end_window(&copies);
+        // The trial's period is copy-bound, and three times the rate: no verdict.
+        let copies = period(3.0, [0.0, 0.6, 0.0, 0.0], [0.0, 1.0, 0.2, 0.6]);
+        let c = a.end_period(&copies);
         assert_eq!((c[0].from, c[0].to, c[0].verdict), (4.0, 8.0, Verdict::Void));
         assert_eq!(a.value(Stage::Kernel), Some(4.0));
         // The same raise may be tried again once the kernels are the bottleneck again.
-        let c = a.end_window(&kernel_bound(&a, 0.15));
+        let c = a.end_period(&kernel_bound(&a, 0.15));
         assert_eq!((c[0].to, c[0].verdict), (8.0, Verdict::Trial));
-        let c = a.end_window(&kernel_bound(&a, 0.15));
+        let c = a.end_period(&kernel_bound(&a, 0.15));
         assert_eq!(c[0].verdict, Verdict::Kept);
     }
 
@@ -441,14 +441,14 @@ mod test {
     fn a_trial_cut_short_by_the_end_of_the_work_is_void() {
         let mut a = Adaptation::new(kernel_knob());
         assert_eq!(a.interrupt(), None);
-        a.end_window(&kernel_bound(&a, 0.15));
-        a.end_window(&kernel_bound(&a, 0.15));
+        a.end_period(&kernel_bound(&a, 0.15));
+        a.end_period(&kernel_bound(&a, 0.15));
         assert_eq!(a.value(Stage::Kernel), Some(8.0));
         let c = a.interrupt().unwrap();
         assert_eq!((c.from, c.to, c.verdict), (4.0, 8.0, Verdict::Void));
         assert_eq!(a.value(Stage::Kernel), Some(4.0));
         // Nothing marked: the raise may be tried again.
-        let c = a.end_window(&kernel_bound(&a, 0.15));
+        let c = a.end_period(&kernel_bound(&a, 0.15));
         assert_eq!((c[0].to, c[0].verdict), (8.0, Verdict::Trial));
     }
 
@@ -463,8 +463,8 @@ mod test {
                 s ^= s >> 7;
                 s ^= s << 17;
                 let r = |shift: u32| ((s >> shift) & 0xff) as f64 / 255.0;
-                let w = window(0.5 + r(0), [0.0, r(8), r(16), r(24)], [0.0, r(32), r(40), r(48)]);
-                log.extend(a.end_window(&w));
+                let w = period(0.5 + r(0), [0.0, r(8), r(16), r(24)], [0.0, r(32), r(40), r(48)]);
+                log.extend(a.end_period(&w));
                 for st in Stage::ALL {
                     if let (Some(v), Some(k)) = (a.value(st), a.knobs[st.index()]) {
                         assert!((k.min..=k.max).contains(&v), "{st}: {v} outside {k:?}");
@@ -474,7 +474,7 @@ mod test {
             (log, a.trials)
         };
         let (first, trials) = run();
-        assert_eq!(run().0, first, "the same windows give the same changes");
+        assert_eq!(run().0, first, "the same periods give the same changes");
         assert!(trials <= MAX_TRIALS);
         assert_eq!(first.iter().filter(|c| c.verdict == Verdict::Trial).count() as u32, trials);
     }

@@ -12,7 +12,8 @@ use super::Stage;
 /// overlap everything.
 ///
 /// ```
-/// use chariot::{OverlapMatrix, Stage};
+/// use chariot::Stage;
+/// use chariot::tuning::OverlapMatrix;
 /// let geforce = OverlapMatrix::from_hardware(1, true);
 /// assert!(!geforce.allows(Stage::Download, Stage::Readback));
 /// let hopper = OverlapMatrix::from_hardware(3, true);

@@ -9,7 +9,8 @@ use super::Stage;
 /// with C CPU cores, S streams per GPU, D GPUs and B host buses.
 ///
 /// ```
-/// use chariot::{Stage, Thresholds};
+/// use chariot::Stage;
+/// use chariot::tuning::Thresholds;
 /// let t = Thresholds::paper(16, 4, 2, 2);
 /// assert_eq!(t.local, [4, 1, 1, 1]);
 /// assert_eq!(t.global, [8, 2, 2, 2]);

@@ -31,6 +31,7 @@ use crate::backend::device::GpuInfo;
 /// # Ok::<(), chariot::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Choice {
     /// The knob and its value, e.g. `streams 16`.
     pub what: String,
@@ -48,10 +49,11 @@ impl std::fmt::Display for Choice {
 
 /// What `build` settled on: the values in force and, for each knob chosen
 /// automatically, a [`Choice`] saying why. [`Scheduler::tuning`](crate::Scheduler::tuning)
-/// returns it and every [`Report`](crate::Report) prints it.
+/// returns it and every [`Report`](crate::report::Report) prints it.
 ///
 /// ```
-/// use chariot::{Backend, Scheduler, SimProfile};
+/// use chariot::{Backend, Scheduler};
+/// use chariot::sim::SimProfile;
 /// // A GPU with one copy engine and no concurrent kernels gets the paper's gating.
 /// let mut old = SimProfile::single_copy_engine();
 /// old.concurrent_kernels = false;
@@ -67,6 +69,7 @@ impl std::fmt::Display for Choice {
 /// # Ok::<(), chariot::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Tuning {
     /// S, stream slots per GPU.
     pub streams: usize,

@@ -5,17 +5,22 @@ use super::*;
 #[test]
 fn every_invalid_sim_profile_field_is_named() {
     let base = SimProfile::instant();
+    let with = |set: fn(&mut SimProfile)| {
+        let mut p = base.clone();
+        set(&mut p);
+        p
+    };
     let cases: Vec<(&str, SimProfile)> = vec![
-        ("h2d_bytes_per_s", SimProfile { h2d_bytes_per_s: 0.0, ..base.clone() }),
-        ("d2h_bytes_per_s", SimProfile { d2h_bytes_per_s: f64::NAN, ..base.clone() }),
-        ("duplex_bytes_per_s", SimProfile { duplex_bytes_per_s: f64::INFINITY, ..base.clone() }),
-        ("bus_bytes_per_s", SimProfile { bus_bytes_per_s: -1.0, ..base.clone() }),
-        ("bus_duplex_bytes_per_s", SimProfile { bus_duplex_bytes_per_s: 0.0, ..base.clone() }),
+        ("h2d_bytes_per_s", with(|p| p.h2d_bytes_per_s = 0.0)),
+        ("d2h_bytes_per_s", with(|p| p.d2h_bytes_per_s = f64::NAN)),
+        ("duplex_bytes_per_s", with(|p| p.duplex_bytes_per_s = f64::INFINITY)),
+        ("bus_bytes_per_s", with(|p| p.bus_bytes_per_s = -1.0)),
+        ("bus_duplex_bytes_per_s", with(|p| p.bus_duplex_bytes_per_s = 0.0)),
         ("time_scale", base.clone().with_time_scale(f64::NAN)),
         ("time_scale", base.clone().with_time_scale(f64::INFINITY)),
         ("copy_engines", base.clone().with_copy_engines(0)),
         ("buses", base.clone().with_buses(0)),
-        ("sm_count", SimProfile { sm_count: 0, ..base.clone() }),
+        ("sm_count", with(|p| p.sm_count = 0)),
     ];
     for (field, profile) in cases {
         let e = Scheduler::builder().backend(Backend::SimWith(profile)).build().unwrap_err();

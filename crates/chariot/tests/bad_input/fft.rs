@@ -9,7 +9,7 @@ fn fft_shape_mistakes_fail_the_task() {
     with_timeout(DEADLINE_S, || {
         let s = sched(1, 1);
         let plans = FftPlans::new(&s).unwrap();
-        let info = chariot::CallInfo { task: TaskId(0), gpu: 0, stream: 0 };
+        let info = chariot::callback::CallInfo { task: TaskId(0), gpu: 0, stream: 0 };
         for empty in [FftShape::Rows { len: 0, batch: 4 }, FftShape::TwoD { rows: 4, cols: 0 }] {
             let e = plans.prepare(&info, empty).unwrap_err();
             assert!(e.to_string().contains("empty FFT shape"), "{e}");

@@ -30,10 +30,11 @@ mod kernels;
 mod queries;
 mod submit;
 
-use chariot::{
-    Arg, Backend, Copy2d, Error, HardwareBound, Kernel, LinkRates, LowerBound, Param, Resource, Scheduler, SimFaults,
-    SimProfile, Stage, TaskId, TaskWork,
-};
+use chariot::callback::Resource;
+use chariot::error::ConflictHolder;
+use chariot::report::{HardwareBound, LinkRates, LowerBound, TaskWork};
+use chariot::sim::{SimFaults, SimProfile};
+use chariot::{Arg, Backend, Copy2d, Error, Kernel, Param, Scheduler, Stage, TaskId};
 use common::*;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -2,7 +2,8 @@
 //! submitted ([`TaskSpec`]), the limits the scheduler ran under ([`Limits`]), and how far
 //! its clocks may be trusted ([`Clocks`]).
 
-use chariot::{OverlapMatrix, Scheduler, Stage, Thresholds};
+use chariot::tuning::{OverlapMatrix, Thresholds};
+use chariot::{Scheduler, Stage};
 
 /// What the checker expects of one submitted task.
 #[derive(Clone, Debug, PartialEq, Eq)]

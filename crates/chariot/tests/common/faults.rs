@@ -1,7 +1,7 @@
 //! Helpers of the fault and lifecycle suites: the process's thread count, and the
 //! failures of a batch that must have failed.
 
-use chariot::Report;
+use chariot::report::Report;
 
 /// Threads of this process now (Linux, /proc/self/status).
 pub fn threads_now() -> usize {
@@ -10,7 +10,7 @@ pub fn threads_now() -> usize {
 }
 
 /// The failures and report of a batch that must have failed with `TasksFailed`.
-pub fn expect_failed(result: chariot::Result<Report>) -> (Vec<chariot::TaskFailure>, Report) {
+pub fn expect_failed(result: chariot::Result<Report>) -> (Vec<chariot::report::TaskFailure>, Report) {
     match result {
         Err(chariot::Error::TasksFailed { failures, report }) => (failures, *report),
         Ok(_) => panic!("the batch should have failed"),

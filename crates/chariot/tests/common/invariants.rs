@@ -3,7 +3,8 @@
 
 use super::expect::{Clocks, Limits, TaskSpec};
 use super::spans::{max_overlap, union_ns};
-use chariot::{CommandRecord, Report, Stage};
+use chariot::report::{CommandRecord, Report};
+use chariot::Stage;
 use std::collections::{BTreeMap, HashMap};
 
 /// `[start + slack, end - slack)`: the part of a command's run that is certain.

@@ -1,7 +1,8 @@
 //! The test kernels (`affine`, `mix`) with their CPU twins and reference functions, the
 //! input generators, and a GPU-callback fill that works on both backends.
 
-use chariot::{BoxError, DeviceBuffer, GpuCall, Kernel, Param};
+use chariot::callback::GpuCall;
+use chariot::{BoxError, DeviceBuffer, Kernel, Param};
 
 /// `out[i] = in[i] * a + b` over u32 (wrapping), for `i < n`.
 pub const AFFINE_SRC: &str = r#"
@@ -99,7 +100,7 @@ pub fn gpu_fill(call: &mut GpuCall<'_>, buf: &DeviceBuffer<u32>, n: usize, value
     let ptr = call.device_ptr(buf).ok_or("CUDA stream but no device pointer")?;
     // SAFETY: `ptr` is this task's physical copy of `buf` on this GPU, which holds at
     // least `n` u32 (n <= buf.len()); the memset is ordered on the task's own stream.
-    let r = unsafe { cudarc::driver::sys::cuMemsetD32Async(ptr, value, n, stream) };
+    let r = unsafe { cudarc::driver::sys::cuMemsetD32Async(ptr, value, n, stream.as_raw().cast()) };
     if r != cudarc::driver::sys::CUresult::CUDA_SUCCESS {
         return Err(format!("cuMemsetD32Async failed: {r:?}").into());
     }

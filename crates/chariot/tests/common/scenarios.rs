@@ -5,7 +5,9 @@ use super::expect::{Clocks, Limits, TaskSpec};
 use super::invariants::{check, first_starts};
 use super::kernels::{affine_kernel, affine_ref, gen, grid, BLOCK, SENTINEL};
 use super::workload::{plan, Planned, Recipe, Workload};
-use chariot::{Arg, BoxError, CallInfo, Order, Report, Resource, Scheduler, Stage, TaskId};
+use chariot::callback::{CallInfo, Resource};
+use chariot::report::Report;
+use chariot::{Arg, BoxError, Order, Scheduler, Stage, TaskId};
 use std::time::Duration;
 
 /// Runs `plan` as one batch on `sched`, checks every invariant and every output element

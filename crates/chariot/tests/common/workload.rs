@@ -6,7 +6,10 @@ use super::expect::TaskSpec;
 use super::kernels::{
     affine_kernel, affine_ref, checksum, gen, gen2, gpu_fill, grid, mix_kernel, mix_ref, BLOCK, SENTINEL,
 };
-use chariot::{Arg, CallInfo, DeviceBuffer, HostBuffer, KernelHandle, Report, Resource, Scheduler, Stage, TaskId};
+use chariot::callback::{CallInfo, Resource};
+use chariot::kernel::KernelHandle;
+use chariot::report::Report;
+use chariot::{Arg, DeviceBuffer, HostBuffer, Scheduler, Stage, TaskId};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;

@@ -3,19 +3,7 @@
 use super::*;
 
 fn rec(task: u64, command: u32, stage: Stage, gpu: u16, stream: u16, start: u64, end: u64) -> CommandRecord {
-    CommandRecord {
-        task: TaskId(task),
-        granularity: 1,
-        command,
-        stage,
-        gpu,
-        stream,
-        dispatched_ns: start,
-        start_ns: start,
-        end_ns: end,
-        bytes: 0,
-        failed: false,
-    }
+    CommandRecord::new(TaskId(task), command, stage, gpu, stream, start, end)
 }
 
 /// A report over `records` (two GPUs, two streams) whose summary agrees with them.
@@ -33,30 +21,19 @@ fn fake_report(records: Vec<CommandRecord>) -> Report {
             })
         })
         .collect();
-    Report {
-        backend: "fake".into(),
-        gpus: vec!["a".into(), "b".into()],
-        streams: 2,
-        buses: 1,
-        records,
-        tasks,
-        start_ns,
-        end_ns,
-        makespan_ns: end_ns - start_ns,
-        busy_ns,
-        tasks_per_gpu,
-        lower_bound: LowerBound::default(),
-        epsilon: None,
-        dispatch: DispatchStats::default(),
-        failures: vec![],
-        moved: vec![],
-        windows: vec![],
-        lost_gpus: vec![],
-        dependencies: vec![],
-        tuning: vec![],
-        adaptations: vec![],
-        cleanup: vec![],
-    }
+    let mut report = Report::default();
+    report.backend = "fake".into();
+    report.gpus = vec!["a".into(), "b".into()];
+    report.streams = 2;
+    report.buses = 1;
+    report.records = records;
+    report.tasks = tasks;
+    report.start_ns = start_ns;
+    report.end_ns = end_ns;
+    report.makespan_ns = end_ns - start_ns;
+    report.busy_ns = busy_ns;
+    report.tasks_per_gpu = tasks_per_gpu;
+    report
 }
 
 fn fake_limits(matrix: OverlapMatrix) -> Limits {
@@ -131,15 +108,7 @@ fn checker_catches_missing_and_duplicate_commands() {
     let mut report = fake_report(r);
     let limits = fake_limits(all);
     assert!(violations(&report, &specs, &limits, Clocks::SIM).iter().any(|m| m.contains("failures name []")));
-    report.failures.push(chariot::TaskFailure {
-        task: TaskId(1),
-        command: 1,
-        stage: Stage::Kernel,
-        gpu: 0,
-        stream: 0,
-        message: "x".into(),
-        driver: None,
-    });
+    report.failures.push(chariot::report::TaskFailure::new(TaskId(1), 1, Stage::Kernel, 0, 0, "x"));
     let v = violations(&report, &specs, &limits, Clocks::SIM);
     assert!(v.is_empty(), "{v:#?}");
 }

@@ -17,10 +17,11 @@ mod hardware;
 mod ordering;
 mod pipelines;
 
-use chariot::{
-    Backend, CommandRecord, DispatchStats, LowerBound, Order, OverlapMatrix, Report, Resource, Scheduler, SimProfile,
-    Stage, TaskId, Thresholds,
-};
+use chariot::callback::Resource;
+use chariot::report::{CommandRecord, Report};
+use chariot::sim::SimProfile;
+use chariot::tuning::{OverlapMatrix, Thresholds};
+use chariot::{Backend, Order, Scheduler, Stage, TaskId};
 use common::*;
 use std::sync::mpsc;
 use std::time::Duration;

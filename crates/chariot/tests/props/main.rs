@@ -25,7 +25,10 @@ mod cases;
 mod model;
 
 use cases::*;
-use chariot::{Arg, Backend, CallInfo, Order, Resource, Scheduler, SimProfile, Stage, TaskId, Thresholds};
+use chariot::callback::{CallInfo, Resource};
+use chariot::sim::SimProfile;
+use chariot::tuning::Thresholds;
+use chariot::{Arg, Backend, Order, Scheduler, Stage, TaskId};
 use common::{
     affine_kernel, affine_ref, check, checksum, grid, mix_kernel, mix_ref, with_timeout, Clocks, Limits, TaskSpec,
     BLOCK, SENTINEL,

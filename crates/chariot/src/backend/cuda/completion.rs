@@ -17,7 +17,7 @@ pub(crate) struct Completion {
 }
 
 impl Completion {
-    pub(crate) fn new() -> Result<Completion, crate::DriverError> {
+    pub(crate) fn new() -> Result<Completion, crate::report::DriverError> {
         let event = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
             .map_err(|e| failed("cuEventCreate", e))?;
         Ok(Completion { event, launched_ns: 0 })

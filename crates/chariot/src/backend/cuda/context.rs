@@ -117,7 +117,7 @@ unsafe impl Sync for Context {}
 
 impl Context {
     /// Makes the context current on the calling thread.
-    pub(crate) fn bind(&self) -> Result<(), crate::DriverError> {
+    pub(crate) fn bind(&self) -> Result<(), crate::report::DriverError> {
         // SAFETY: the context was retained in `Machine::open` and is released only when
         // this value drops.
         unsafe { result::ctx::set_current(self.ctx) }.map_err(|e| failed("cuCtxSetCurrent", e))
@@ -160,7 +160,7 @@ pub(crate) struct Machine {
     cleanup: Arc<Cleanup>,
 }
 
-fn attr(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> Result<i32, crate::DriverError> {
+fn attr(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> Result<i32, crate::report::DriverError> {
     // SAFETY: `dev` came from cuDeviceGet; attributes are plain queries.
     unsafe { result::device::get_attribute(dev, a) }.map_err(|e| failed("cuDeviceGetAttribute", e))
 }
@@ -193,7 +193,7 @@ impl Machine {
         let mut gpus = Vec::new();
         let cleanup = Arc::new(Cleanup::default());
         for (index, &ordinal) in ordinals.iter().enumerate() {
-            let driver = |error: crate::DriverError| crate::Error::Driver { gpu: index, error };
+            let driver = |error: crate::report::DriverError| crate::Error::Driver { gpu: index, error };
             let dev = result::device::get(ordinal as i32).map_err(|e| driver(failed("cuDeviceGet", e)))?;
             // SAFETY: `dev` is a valid device; the context is released in Context::drop.
             let ctx = unsafe { result::primary_ctx::retain(dev) }
@@ -285,8 +285,10 @@ impl Machine {
         for b in bufs {
             if let PhysBuf::Cuda { gpu, ptr } = b {
                 if let Err(e) = self.contexts[gpu].bind() {
-                    self.cleanup
-                        .push(crate::DriverError { call: format!("{} for cuMemFree on GPU {gpu}", e.call), ..e });
+                    self.cleanup.push(crate::report::DriverError {
+                        call: format!("{} for cuMemFree on GPU {gpu}", e.call),
+                        ..e
+                    });
                     continue;
                 }
                 // SAFETY: allocated by cuMemAlloc in `alloc_device`; reaching the
@@ -372,7 +374,7 @@ impl Machine {
             // Errors go to the next report (or stderr after the shutdown). The free is
             // tried even without the context: portable pinned memory is any context's.
             if let Err(e) = ctx.bind() {
-                ctx.cleanup.push(crate::DriverError { call: format!("{} for cuMemFreeHost", e.call), ..e });
+                ctx.cleanup.push(crate::report::DriverError { call: format!("{} for cuMemFreeHost", e.call), ..e });
             }
             // SAFETY: `p` came from cuMemHostAlloc above and is freed once, when the
             // last task and handle referencing the HostAlloc are gone.
@@ -444,7 +446,7 @@ impl Drop for Machine {
         // these to stderr, or keeps them until it drops and writes them then.
         for (ctx, module) in self.modules.lock().drain(..) {
             if let Err(e) = ctx.bind() {
-                self.cleanup.push(crate::DriverError { call: format!("{} for cuModuleUnload", e.call), ..e });
+                self.cleanup.push(crate::report::DriverError { call: format!("{} for cuModuleUnload", e.call), ..e });
                 continue;
             }
             // SAFETY: loaded in `load_kernel`; the dispatchers that launch from it

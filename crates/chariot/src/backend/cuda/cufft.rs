@@ -170,7 +170,7 @@ impl Plan {
         // SAFETY: see above: `ptr` is a live allocation of this GPU with at least
         // `elements` complex pairs, used only by this task's stream, and `stream` is
         // the task's stream in this GPU's context.
-        unsafe { self.forward(stream, ptr) }
+        unsafe { self.forward(stream.raw(), ptr) }
     }
 }
 
@@ -185,7 +185,7 @@ impl Plan {
         let stream = call.cuda_stream().ok_or("a cuFFT plan used on the sim backend")?;
         // SAFETY: the caller checked that `ptr` has the plan's span of this GPU's memory
         // behind it (a resident copy the task holds); the stream is the task's.
-        unsafe { self.forward(stream, ptr) }
+        unsafe { self.forward(stream.raw(), ptr) }
     }
 }
 
@@ -196,7 +196,7 @@ impl Drop for Plan {
             // nothing here, and the callers drop plans only when their work is done.
             if let Err(e) = unsafe { result::destroy(self.handle) } {
                 // A cuFFT code, not a driver one: kept under its own name.
-                self.ctx.cleanup.push(crate::DriverError {
+                self.ctx.cleanup.push(crate::report::DriverError {
                     call: format!("cufftDestroy on GPU {}", self.ctx.index),
                     code: e.0 as i32,
                     name: format!("{:?}", e.0),

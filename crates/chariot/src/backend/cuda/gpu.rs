@@ -63,7 +63,7 @@ pub(crate) struct Gpu {
 // first use is allowed by the driver (they are not tied to a thread).
 unsafe impl Send for Gpu {}
 
-fn driver(call: &str) -> impl Fn(DriverError) -> crate::DriverError + '_ {
+fn driver(call: &str) -> impl Fn(DriverError) -> crate::report::DriverError + '_ {
     move |e| failed(call, e)
 }
 
@@ -143,7 +143,7 @@ impl Gpu {
         epoch: Instant,
         timing: bool,
         nvtx: Option<Arc<super::nvtx::Nvtx>>,
-    ) -> Result<Self, crate::DriverError> {
+    ) -> Result<Self, crate::report::DriverError> {
         ctx.bind()?;
         let mut gpu = Gpu {
             ctx,
@@ -400,7 +400,8 @@ impl Gpu {
     /// how the graph was had.
     pub(crate) fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault> {
         let t0 = Instant::now();
-        let as_fault = |e: crate::DriverError| Fault { message: e.to_string(), reach: Reach::Task, driver: Some(e) };
+        let as_fault =
+            |e: crate::report::DriverError| Fault { message: e.to_string(), reach: Reach::Task, driver: Some(e) };
         let mut completion = match self.spare.pop() {
             Some(c) => c,
             None => super::completion::Completion::new().map_err(as_fault)?,
@@ -511,7 +512,8 @@ impl Drop for Gpu {
         let gpu = self.ctx.index;
         let cleanup = self.ctx.cleanup.clone();
         if let Err(e) = self.ctx.bind() {
-            cleanup.push(crate::DriverError { call: format!("{} to destroy GPU {gpu}'s streams", e.call), ..e });
+            cleanup
+                .push(crate::report::DriverError { call: format!("{} to destroy GPU {gpu}'s streams", e.call), ..e });
             return;
         }
         let keep = |call: &str, r: Result<(), DriverError>| {

@@ -34,16 +34,15 @@ pub(crate) fn describe(e: DriverError) -> String {
 }
 
 /// `call` failed with `e`: the call, the driver's code, name and text.
-pub(crate) fn failed(call: &str, e: DriverError) -> crate::DriverError {
-    crate::DriverError::from_cuda(call, e)
+pub(crate) fn failed(call: &str, e: DriverError) -> crate::report::DriverError {
+    crate::report::DriverError::from_cuda(call, e)
 }
 
-impl crate::DriverError {
+impl crate::report::DriverError {
     /// The error of driver call `call` (e.g. `"cuMemAlloc"`): its code, name and text,
-    /// as chariot reports them; for code that drives CUDA beside chariot, such as the
-    /// hand-written pipelines it is measured against.
-    pub fn from_cuda(call: &str, e: DriverError) -> Self {
-        crate::DriverError {
+    /// as chariot reports them.
+    pub(crate) fn from_cuda(call: &str, e: DriverError) -> Self {
+        crate::report::DriverError {
             call: call.to_string(),
             code: e.0 as i32,
             name: e.error_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|_| format!("{:?}", e.0)),

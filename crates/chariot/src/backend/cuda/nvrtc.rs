@@ -26,7 +26,8 @@ fn cache() -> &'static Cache {
 /// without it, or with NVRTC's log for a kernel that does not compile).
 ///
 /// ```
-/// use chariot::{compile_cubin, Error, Kernel};
+/// use chariot::{Error, Kernel};
+/// use chariot::cuda::compile_cubin;
 /// let k = Kernel::new("nop", "extern \"C\" __global__ void nop() {}");
 /// match compile_cubin(&k, "sm_90") {
 ///     Ok(cubin) => assert!(!cubin.is_empty()),

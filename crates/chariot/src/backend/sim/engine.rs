@@ -259,7 +259,7 @@ impl Engine {
             self.lost.store(true, Ordering::SeqCst);
             return Err(lost_fault(self.gpu, Reach::Gpu));
         }
-        if faults.crashes(info.task.0, command) {
+        if faults.crashes(info.task, command) {
             self.lost.store(true, Ordering::SeqCst);
             return Err(Fault {
                 message: format!(
@@ -270,11 +270,11 @@ impl Engine {
                 driver: None,
             });
         }
-        if faults.fails(info.task.0, command) {
+        if faults.fails(info.task, command) {
             return Err(Fault::task(format!("command {command} of task {} failed (injected fault)", info.task)));
         }
         self.work(work, info, start, launch).map_err(Fault::task)?;
-        let losing = faults.losing.iter().position(|&(t, c)| (t, c) == (info.task.0, command));
+        let losing = faults.losing.iter().position(|&(t, c)| (t, c) == (info.task, command));
         if losing.is_some_and(|i| !self.lost_once[i].swap(true, Ordering::SeqCst)) {
             self.lost.store(true, Ordering::SeqCst);
         }

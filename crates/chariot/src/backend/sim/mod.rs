@@ -120,7 +120,7 @@ impl Machine {
     pub(crate) fn free_device(&self, bufs: Vec<PhysBuf>) {
         for _ in bufs {
             if self.profile.faults.fail_frees {
-                self.cleanup.push(crate::DriverError {
+                self.cleanup.push(crate::report::DriverError {
                     call: "cuMemFree (simulated)".into(),
                     code: 1,
                     name: "CUDA_ERROR_INVALID_VALUE".into(),
@@ -171,13 +171,13 @@ impl Machine {
     /// alone, and the host with `gpus` GPUs copying at once (each on its own link, or
     /// GPU g on bus g mod B). No copy of the model is faster (latencies and slowed GPUs
     /// only add time), so a bound taking them holds. `None` without modeled time.
-    pub(crate) fn rates(&self, gpus: usize) -> Option<(crate::LinkRates, crate::LinkRates)> {
+    pub(crate) fn rates(&self, gpus: usize) -> Option<(crate::report::LinkRates, crate::report::LinkRates)> {
         let p = &self.profile;
         if p.time_scale == 0.0 {
             return None;
         }
         let per_ns = |bytes_per_s: f64| bytes_per_s / p.time_scale / 1e9;
-        let link = crate::LinkRates {
+        let link = crate::report::LinkRates {
             up: per_ns(p.h2d_bytes_per_s),
             down: per_ns(p.d2h_bytes_per_s),
             both: per_ns(p.duplex_bytes_per_s),
@@ -186,7 +186,7 @@ impl Machine {
             None => link.times(gpus as f64),
             Some(b) => {
                 let k = b.min(gpus).max(1) as f64;
-                crate::LinkRates {
+                crate::report::LinkRates {
                     up: k * per_ns(p.bus_bytes_per_s).min(link.up * gpus as f64 / k),
                     down: k * per_ns(p.bus_bytes_per_s).min(link.down * gpus as f64 / k),
                     both: k * per_ns(p.bus_duplex_bytes_per_s),
@@ -399,10 +399,11 @@ impl Drop for Gpu {
 
 #[cfg(test)]
 mod test {
-    use crate::{Backend, Error, Kernel, Scheduler, SimFaults, SimProfile};
+    use crate::backend::{SimFaults, SimProfile};
+    use crate::{Backend, Error, Kernel, Scheduler};
     use std::time::Duration;
 
-    fn failure(r: crate::Result<crate::Report>) -> String {
+    fn failure(r: crate::Result<crate::report::Report>) -> String {
         match r {
             Err(Error::TasksFailed { failures, .. }) => failures[0].message.clone(),
             other => panic!("expected TasksFailed, got {:?}", other.map(|r| r.tasks)),

@@ -10,13 +10,14 @@ use std::time::Duration;
 /// replayed graph.
 ///
 /// ```
-/// use chariot::SimProfile;
+/// use chariot::sim::SimProfile;
 /// let p = SimProfile::h100().with_gpus(8).with_buses(2);
 /// assert_eq!(p.gpus, 8);
 /// assert_eq!(p.buses, Some(2));
 /// assert_eq!(SimProfile::instant().time_scale, 0.0);
 /// ```
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SimProfile {
     /// A name for reports.
     pub name: String,
@@ -53,7 +54,7 @@ pub struct SimProfile {
     /// Device memory per GPU, bytes.
     pub memory_bytes: u64,
     /// Streaming multiprocessors per GPU (the occupancy of a launch is counted against
-    /// them: see [`GpuInfo::blocks_per_sm`](crate::GpuInfo::blocks_per_sm)).
+    /// them: see [`GpuInfo::blocks_per_sm`](crate::backend::device::GpuInfo::blocks_per_sm)).
     pub sm_count: u32,
     /// Modeled time runs at this factor of real time: 1.0 real time, 0.0 no modeled
     /// time at all (results only, as fast as the CPU twins run). At most

@@ -2,7 +2,8 @@
 //! shared buses, sums past u64), and against makespans the sim backend measures.
 
 use super::*;
-use crate::{Arg, Backend, Kernel, Order, Param, Scheduler, SimProfile};
+use crate::backend::SimProfile;
+use crate::{Arg, Backend, Kernel, Order, Param, Scheduler};
 use std::time::Duration;
 
 const LINK: LinkRates = LinkRates { up: 1.0, down: 1.0, both: 2.0 };

@@ -162,8 +162,8 @@ impl<'s> TaskBuilder<'s> {
     pub fn launch(
         self,
         kernel: &KernelHandle,
-        grid: impl Into<crate::Dim3>,
-        block: impl Into<crate::Dim3>,
+        grid: impl Into<crate::kernel::Dim3>,
+        block: impl Into<crate::kernel::Dim3>,
         shared_bytes: u32,
         args: &[Arg],
     ) -> Self {
@@ -325,14 +325,15 @@ impl<'s> TaskBuilder<'s> {
     /// [`refuse_conflicts`](TaskBuilder::refuse_conflicts).
     ///
     /// ```
-    /// use chariot::{Backend, Resource, Scheduler};
+    /// use chariot::{Backend, Scheduler};
+    /// use chariot::callback::Resource;
     /// use std::sync::{Arc, Mutex};
     /// let s = Scheduler::builder().backend(Backend::Sim).gpus(2).build()?;
     /// let log = Arc::new(Mutex::new(Vec::new()));
-    /// let step = |i: u32| { let log = log.clone(); move |_: &chariot::CallInfo| { log.lock().unwrap().push(i); Ok(()) } };
-    /// s.task(1, 1).callback(Resource::Cpu, step(1)).submit()?;
-    /// s.task(2, 1).after(1).callback(Resource::Cpu, step(2)).submit()?;
-    /// s.task(3, 1).after_all([1, 2]).callback(Resource::Cpu, step(3)).submit()?;
+    /// let step = |i: u32| { let log = log.clone(); move |_: &chariot::callback::CallInfo| { log.lock().unwrap().push(i); Ok(()) } };
+    /// let one = s.task(1, 1).callback(Resource::Cpu, step(1)).submit()?;
+    /// let two = s.task(2, 1).after(one).callback(Resource::Cpu, step(2)).submit()?;
+    /// s.task(3, 1).after_all([one, two]).callback(Resource::Cpu, step(3)).submit()?;
     /// s.synchronize()?;
     /// assert_eq!(*log.lock().unwrap(), [1, 2, 3]);
     /// # Ok::<(), chariot::Error>(())
@@ -341,25 +342,27 @@ impl<'s> TaskBuilder<'s> {
     /// # Errors (at `submit`)
     /// [`Error::UnknownDependency`] for an id not submitted in this batch,
     /// [`Error::DependencyCycle`] for the task's own id.
-    pub fn after(mut self, id: u64) -> Self {
-        self.after.push(TaskId(id));
+    pub fn after(mut self, id: TaskId) -> Self {
+        self.after.push(id);
         self
     }
 
     /// Runs this task after each of `ids` ends: [`after`](TaskBuilder::after) for each.
     ///
     /// ```
-    /// use chariot::{Backend, Resource, Scheduler};
+    /// use chariot::{Backend, Scheduler};
+    /// use chariot::callback::Resource;
     /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
+    /// let mut ids = Vec::new();
     /// for i in 0..3 {
-    ///     s.task(i, 1).callback(Resource::Cpu, |_| Ok(())).submit()?;
+    ///     ids.push(s.task(i, 1).callback(Resource::Cpu, |_| Ok(())).submit()?);
     /// }
-    /// s.task(9, 1).after_all(0..3).callback(Resource::Cpu, |_| Ok(())).submit()?;
+    /// s.task(9, 1).after_all(ids).callback(Resource::Cpu, |_| Ok(())).submit()?;
     /// assert_eq!(s.synchronize()?.tasks, 4);
     /// # Ok::<(), chariot::Error>(())
     /// ```
-    pub fn after_all(mut self, ids: impl IntoIterator<Item = u64>) -> Self {
-        self.after.extend(ids.into_iter().map(TaskId));
+    pub fn after_all(mut self, ids: impl IntoIterator<Item = TaskId>) -> Self {
+        self.after.extend(ids);
         self
     }
 
@@ -368,7 +371,8 @@ impl<'s> TaskBuilder<'s> {
     /// (the behaviour before task graphs; useful to find conflicts one did not expect).
     ///
     /// ```
-    /// use chariot::{Backend, Error, Resource, Scheduler};
+    /// use chariot::{Backend, Error, Scheduler};
+    /// use chariot::callback::Resource;
     /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
     /// let host = s.alloc_host::<u32>(8)?;
     /// let (tx, rx) = std::sync::mpsc::channel::<()>();

@@ -1,8 +1,8 @@
-//! The zero-overhead replay: a run's tasks, in the order it dispatched them, on a GPU
+//! The zero-overhead schedule (the ideal): a run's tasks, in the order it dispatched them, on a GPU
 //! whose engines start each command the moment it may start. The hardware bound
 //! ([`super::HardwareBound`]) holds for every order and so is loose where chunk sizes
 //! differ: then even a perfect runtime following the same order stays above it. The
-//! replay is what such a runtime would reach, so `T / T_replay − 1` is the runtime's own
+//! ideal is what such a runtime would reach, so `T / T_ideal − 1` is the runtime's own
 //! overhead (dispatch latency, completion detection), apart from the order's.
 
 use super::lower_bound::{LinkRates, TaskWork};
@@ -19,7 +19,7 @@ use super::lower_bound::{LinkRates, TaskWork};
 /// queued commands of a stage run in dispatch order.
 ///
 /// ```
-/// use chariot::{zero_overhead_makespan, LinkRates, TaskWork};
+/// use chariot::report::{zero_overhead_makespan, LinkRates, TaskWork};
 /// // Two tasks of 100 bytes each way and 50 ns of kernel, on a link moving 1 byte/ns
 /// // each way and 2 both ways: the second upload (100..200) runs beside the first
 /// // kernel and readback (100..250); its kernel ends at 250, its readback at 350.
@@ -133,10 +133,10 @@ mod test {
         assert!((m - serial).abs() <= 1.0, "{m} against {serial}");
     }
 
-    /// The replay is a schedule, so it never beats the bound, and with equal chunks it
+    /// The ideal is a schedule, so it never beats the bound, and with equal chunks it
     /// comes close to it (the bound is tight for equal chunks).
     #[test]
-    fn the_replay_is_never_below_the_bound_and_meets_it_on_equal_chunks() {
+    fn the_ideal_is_never_below_the_bound_and_meets_it_on_equal_chunks() {
         for seed in 1..20 {
             for per_byte in [0.0001, 0.01, 0.02, 0.05] {
                 let t = random_tasks(seed, 48, per_byte);
@@ -155,7 +155,7 @@ mod test {
     /// Order matters where sizes differ: a readback that ends before the next, larger,
     /// upload leaves the download engine idle, which no bound over all orders can see.
     #[test]
-    fn uneven_chunks_leave_the_replay_above_the_bound() {
+    fn uneven_chunks_leave_the_ideal_above_the_bound() {
         let t = random_tasks(7, 48, 0.002);
         let (m, b) = (zero_overhead_makespan(&t, LINK, 8), HardwareBound::one_gpu(&t, LINK).t_ns);
         assert!(m > b, "{m} against {b}");
