@@ -11,7 +11,9 @@
 
 use crate::error::BoxError;
 use crate::ids::TaskId;
-use crate::memory::{DeviceBuffer, Element, ResidentBuffer};
+use crate::memory::{DeviceBuffer, Element};
+#[cfg(feature = "resident")]
+use crate::seam::ResidentBuffer;
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

@@ -14,7 +14,9 @@
 use crate::backend::Machine;
 use crate::callback::{CallInfo, GpuCall};
 use crate::error::BoxError;
-use crate::{DeviceBuffer, ResidentBuffer, Scheduler};
+#[cfg(feature = "resident")]
+use crate::seam::ResidentBuffer;
+use crate::{DeviceBuffer, Scheduler};
 use num_complex::Complex32;
 use parking_lot::Mutex;
 use rustfft::{Fft, FftPlanner};

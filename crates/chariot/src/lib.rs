@@ -43,16 +43,17 @@
 mod backend;
 mod builder;
 mod callback;
-mod cluster;
 mod config;
 mod dispatch;
 mod error;
 mod execution;
+mod ext;
 mod ids;
 mod kernel;
 mod memory;
 mod report;
 mod scheduler;
+mod seam;
 mod signal;
 mod stage;
 mod sync;
@@ -68,14 +69,16 @@ pub use backend::device::GpuInfo;
 pub use backend::{Backend, SimFaults, SimProfile};
 pub use builder::Builder;
 pub use callback::{CallInfo, GpuCall, Resource};
-#[cfg(feature = "mpi")]
-pub use cluster::Cluster;
 pub use config::Gpus;
 pub use error::{BoxError, Error, Result};
 pub use execution::Execution;
+#[cfg(feature = "mpi")]
+pub use ext::cluster::Cluster;
+#[cfg(feature = "resident")]
+pub use ext::resident::memory::ResidentBuffer;
 pub use ids::TaskId;
 pub use kernel::{Arg, Dim3, Kernel, KernelHandle, LaunchShape, Param, ScalarArgs, TwinArg, TwinArgs};
-pub use memory::{DeviceBuffer, DeviceData, Element, HostBuffer, HostRead, HostWrite, ResidentBuffer};
+pub use memory::{DeviceBuffer, DeviceData, Element, HostBuffer, HostRead, HostWrite};
 pub use report::{
     zero_overhead_makespan, Adapted, CommandRecord, CriticalPath, DispatchStats, DriverError, GraphSetup,
     HardwareBound, LinkRates, LostGpu, LowerBound, MovedTask, ReplayedWindow, Report, TaskFailure, TaskWork,

@@ -21,9 +21,9 @@ use crate::config::Gpus;
 use crate::kernel::Kernel;
 use crate::memory::FreeDevice;
 use crate::report::Cleanup;
+use crate::seam::Window;
 use crate::signal::Signal;
 use crate::task::command::Command;
-use crate::task::window::Window;
 use device::{Function, GpuInfo, PhysBuf};
 use host_alloc::HostAlloc;
 use std::sync::Arc;
@@ -358,7 +358,7 @@ impl Machine {
 }
 
 /// Resident copies are made and freed by the machine, on the dispatchers' threads.
-impl crate::memory::ResidentMemory for Machine {
+impl crate::seam::ResidentMemory for Machine {
     fn alloc_copy(&self, gpu: usize, bytes: usize) -> crate::Result<PhysBuf> {
         self.alloc_device(gpu, bytes)
     }

@@ -6,8 +6,8 @@
 
 use crate::backend::{DriverNs, Fault, Gpu, GraphUse, Span, WindowRun};
 use crate::callback::CallInfo;
+use crate::seam::Window;
 use crate::task::command::Command;
-use crate::task::window::Window;
 
 /// One dispatcher's GPU, as the dispatcher sees it. Called only from the dispatcher's
 /// thread; a slot has at most one command in flight.

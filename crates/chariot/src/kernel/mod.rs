@@ -11,7 +11,8 @@ pub use twin::{ScalarArgs, TwinArg, TwinArgs};
 use crate::backend::device::Function;
 use crate::callback::run_caught;
 use crate::error::BoxError;
-use crate::memory::{DeviceBuffer, DeviceBufferInner, Element, ResidentBuffer, ResidentInner};
+use crate::memory::{DeviceBuffer, DeviceBufferInner, Element};
+use crate::seam::{ResidentBuffer, ResidentInner};
 use std::sync::Arc;
 use std::time::Duration;
 

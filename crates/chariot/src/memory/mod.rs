@@ -5,15 +5,12 @@
 pub(crate) mod claims;
 mod device;
 pub(crate) mod host;
-pub(crate) mod resident;
 mod target;
 
 pub use device::DeviceBuffer;
 pub(crate) use device::{DeviceBufferInner, FreeDevice, Graveyard};
 pub(crate) use host::{HeldTasks, HostShared};
 pub use host::{HostBuffer, HostRead, HostWrite};
-pub use resident::ResidentBuffer;
-pub(crate) use resident::{ResidentInner, ResidentMemory};
 pub use target::DeviceData;
 pub(crate) use target::{target_of, DevTarget};
 

@@ -3,9 +3,10 @@
 //! sealed trait `download` and `readback` take, so one method serves both.
 
 use super::device::DeviceBufferInner;
-use super::resident::ResidentInner;
-use super::{DeviceBuffer, Element, ResidentBuffer};
+use super::{DeviceBuffer, Element};
 use crate::backend::device::{PhysBuf, SimMemory};
+use crate::seam::ResidentBuffer;
+use crate::seam::ResidentInner;
 use std::sync::Arc;
 
 /// The device side of a copy or a launch argument, resolved when a command is issued.

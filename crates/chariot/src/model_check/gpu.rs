@@ -168,10 +168,7 @@ impl Device for ModelGpu {
         Some(Ok(Span { start_ns: 0, end_ns: 0 }))
     }
 
-    fn issue_window(
-        &mut self,
-        _w: &crate::task::window::Window,
-    ) -> Result<(DriverNs, crate::backend::GraphUse), Fault> {
+    fn issue_window(&mut self, _w: &crate::seam::Window) -> Result<(DriverNs, crate::backend::GraphUse), Fault> {
         // The model checks run host dispatch; no scheduler of theirs replays.
         Err(Fault::task("the model GPU does not replay windows"))
     }
@@ -180,7 +177,7 @@ impl Device for ModelGpu {
         None
     }
 
-    fn can_issue_window(&self, _w: &crate::task::window::Window) -> bool {
+    fn can_issue_window(&self, _w: &crate::seam::Window) -> bool {
         true
     }
 

@@ -4,10 +4,10 @@
 use super::Scheduler;
 use crate::error::{Error, Result};
 use crate::kernel::{Kernel, KernelHandle, KernelInner};
-use crate::memory::{
-    checked_bytes, DeviceBuffer, DeviceBufferInner, Element, HostBuffer, ResidentBuffer, ResidentInner,
-};
+use crate::memory::{checked_bytes, DeviceBuffer, DeviceBufferInner, Element, HostBuffer};
 use crate::report::KernelUse;
+#[cfg(feature = "resident")]
+use crate::seam::{ResidentBuffer, ResidentInner};
 use std::sync::Arc;
 
 impl Scheduler {
@@ -103,19 +103,17 @@ impl Scheduler {
             });
         }
         let d = self.gpu_count();
-        if d > crate::memory::resident::MAX_GPUS {
+        if d > crate::seam::MAX_GPUS {
             return Err(Error::InvalidConfig {
                 name: "gpus",
                 value: d.to_string(),
-                allowed: format!("at most {} where resident buffers are used", crate::memory::resident::MAX_GPUS),
+                allowed: format!("at most {} where resident buffers are used", crate::seam::MAX_GPUS),
             });
         }
         let piece_bytes = piece_len * std::mem::size_of::<T>();
         let inner = ResidentInner::new(self.id, d, bytes, piece_bytes, self.machine.clone(), self.graveyard.clone());
         let buf = ResidentBuffer::new(inner, len);
-        let mut all = self.shared.residents.lock();
-        all.retain(|w| w.strong_count() > 0);
-        all.push(Arc::downgrade(buf.inner()));
+        self.shared.resident.add(buf.inner());
         Ok(buf)
     }
 

@@ -3,8 +3,8 @@
 
 use crate::callback::{CpuFn, GpuFn};
 use crate::kernel::{ArgValue, KernelInner, LaunchShape};
-use crate::memory::resident::FetchPart;
-use crate::memory::{DevTarget, HostShared, ResidentInner};
+use crate::memory::{DevTarget, HostShared};
+use crate::seam::{FetchPart, ResidentInner};
 use crate::stage::Stage;
 use std::sync::Arc;
 
@@ -82,7 +82,7 @@ impl FetchCmd {
     pub(crate) fn bytes(&self) -> usize {
         self.plan
             .iter()
-            .filter(|p| p.from == crate::memory::resident::Source::Host)
+            .filter(|p| p.from == crate::seam::Source::Host)
             .map(|p| self.buf.bytes_of(&p.pieces).len())
             .sum()
     }

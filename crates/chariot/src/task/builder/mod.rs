@@ -16,8 +16,10 @@ use crate::error::{BoxError, Error, Result};
 use crate::ids::{InCallback, TaskId};
 use crate::kernel::ArgValue;
 use crate::kernel::{Arg, KernelHandle, LaunchShape};
-use crate::memory::{DevTarget, DeviceData, Element, HostBuffer, ResidentBuffer};
-use crate::scheduler::{ResidentRange, Scheduler, Submitted};
+use crate::memory::{DevTarget, DeviceData, Element, HostBuffer};
+use crate::scheduler::{Scheduler, Submitted};
+use crate::seam::ResidentBuffer;
+use crate::seam::ResidentRange;
 use crate::stage::Stage;
 use std::ops::RangeBounds;
 

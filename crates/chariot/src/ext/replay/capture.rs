@@ -29,12 +29,12 @@
 
 use crate::dispatch::shared::{not_run, Shared};
 use crate::execution::Execution;
+use crate::ext::replay::window::{self, Held};
 use crate::ids::TaskId;
 use crate::memory::claims::Holder;
 use crate::memory::HeldTasks;
 use crate::report::{Report, TaskFailure};
 use crate::sync::Ordering;
-use crate::task::window::{self, Held};
 use crate::task::{Order, Task};
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
@@ -220,7 +220,7 @@ impl Capture {
             self.launch(st, false);
             drop(guard);
             // What earlier windows left, freed on this thread (not under the lock).
-            self.shared.free_spent();
+            self.shared.windows.free_spent();
         }
         Offer::Held
     }

@@ -25,11 +25,11 @@
 //! Every edge, given or added, runs from an earlier task to a later one in the window's
 //! order, so the window's graph has no cycle.
 
-use super::command::Command;
-use super::{Order, Task};
 use crate::ids::TaskId;
 use crate::kernel::ArgValue;
 use crate::memory::DevTarget;
+use crate::task::command::Command;
+use crate::task::{Order, Task};
 use std::collections::BinaryHeap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;

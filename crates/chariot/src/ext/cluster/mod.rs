@@ -23,12 +23,9 @@
 //! # Ok::<(), chariot::Error>(())
 //! ```
 
-#[cfg(feature = "mpi")]
 pub(crate) mod exchange;
-#[cfg(feature = "mpi")]
 pub(crate) mod handout;
-
-#[cfg(feature = "mpi")]
 mod process;
-#[cfg(feature = "mpi")]
+pub(crate) mod ranks;
+
 pub use process::Cluster;
