@@ -57,7 +57,12 @@ pub(crate) fn admit(
 /// A task's resident ranges as pieces per buffer: those it needs valid where it runs
 /// (read, or written in part) and those it writes; adds the tasks it runs after
 /// (RAW, WAR, WAW per piece) to `preds`.
-fn resident_uses(shared: &Shared, id: TaskId, ranges: Vec<ResidentRange>, preds: &mut Vec<TaskId>) -> Vec<ResidentUse> {
+pub(crate) fn resident_uses(
+    shared: &Shared,
+    id: TaskId,
+    ranges: Vec<ResidentRange>,
+    preds: &mut Vec<TaskId>,
+) -> Vec<ResidentUse> {
     let mut uses: Vec<ResidentUse> = Vec::new();
     if ranges.is_empty() {
         return uses; // nothing to track, and no lock to take
