@@ -47,6 +47,7 @@ pub struct GpuCall<'a> {
     pub(crate) info: CallInfo,
     pub(crate) on: GpuCallOn<'a>,
     /// The resident buffers (ids) its task declared: the only ones it may reach.
+    #[cfg(feature = "resident")]
     pub(crate) resident: Option<std::sync::Arc<[u64]>>,
 }
 
@@ -85,6 +86,7 @@ impl GpuCall<'_> {
     }
 }
 
+#[cfg(feature = "resident")]
 impl GpuCall<'_> {
     /// Whether the task declared a use of resident buffer `id` (its copy on this GPU is
     /// then bound to the task until it ends, and the data is ordered and fetched).

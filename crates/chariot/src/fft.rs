@@ -264,6 +264,7 @@ impl FftPlans {
     /// # Errors
     /// An empty shape, a shape past the buffer's end, no copy on this GPU, or cuFFT's
     /// error.
+    #[cfg(feature = "resident")]
     pub fn forward_resident(
         &self,
         call: &mut GpuCall<'_>,

@@ -62,6 +62,7 @@ mod buffer;
 mod gpu;
 mod pipeline;
 mod protocol;
+#[cfg(feature = "resident")]
 mod resident;
 
 use crate::ids::TaskId;

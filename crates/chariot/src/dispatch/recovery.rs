@@ -123,7 +123,9 @@ fn restart_point(task: &Task, interrupted: bool) -> Result<usize, String> {
     let begun = (task.next + usize::from(interrupted)).min(task.commands.len());
     for (i, c) in task.commands.iter().enumerate().take(begun).skip(first) {
         match c {
-            Command::Copy(_) | Command::Launch(_) | Command::Fetch(_) => {}
+            Command::Copy(_) | Command::Launch(_) => {}
+            #[cfg(feature = "resident")]
+            Command::Fetch(_) => {}
             Command::Gpu(_) => return Err(format!("its GPU callback (command {i}) had run, and a callback runs once")),
             Command::Cpu(_) => {
                 return Err(format!(

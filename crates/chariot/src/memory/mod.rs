@@ -9,7 +9,9 @@ mod target;
 
 pub use device::DeviceBuffer;
 pub(crate) use device::{DeviceBufferInner, FreeDevice, Graveyard};
-pub(crate) use host::{HeldTasks, HostShared};
+#[cfg(feature = "replay")]
+pub(crate) use host::HeldTasks;
+pub(crate) use host::HostShared;
 pub use host::{HostBuffer, HostRead, HostWrite};
 pub use target::DeviceData;
 pub(crate) use target::{target_of, DevTarget};

@@ -5,8 +5,8 @@
 use super::device::DeviceBufferInner;
 use super::{DeviceBuffer, Element};
 use crate::backend::device::{PhysBuf, SimMemory};
-use crate::seam::ResidentBuffer;
-use crate::seam::ResidentInner;
+#[cfg(feature = "resident")]
+use crate::seam::{ResidentBuffer, ResidentInner};
 use std::sync::Arc;
 
 /// The device side of a copy or a launch argument, resolved when a command is issued.
@@ -15,6 +15,7 @@ pub(crate) enum DevTarget {
     /// A virtual buffer: one copy per GPU and stream slot.
     Virtual(Arc<DeviceBufferInner>),
     /// A resident buffer: one copy per GPU, made when a task binds it there.
+    #[cfg(feature = "resident")]
     Resident(Arc<ResidentInner>),
 }
 
@@ -24,6 +25,7 @@ impl DevTarget {
     pub(crate) fn cuda_ptr(&self, gpu: usize, slot: usize) -> Option<u64> {
         match self {
             DevTarget::Virtual(b) => b.phys(gpu, slot).cuda_ptr(),
+            #[cfg(feature = "resident")]
             DevTarget::Resident(r) => r.copy(gpu).and_then(|c| c.cuda_ptr()),
         }
     }
@@ -36,6 +38,7 @@ impl DevTarget {
         };
         match self {
             DevTarget::Virtual(b) => sim(b.phys(gpu, slot)),
+            #[cfg(feature = "resident")]
             DevTarget::Resident(r) => r.copy(gpu).and_then(|c| sim(&c)),
         }
     }
@@ -44,6 +47,7 @@ impl DevTarget {
     pub(crate) fn sched_id(&self) -> u64 {
         match self {
             DevTarget::Virtual(b) => b.sched_id,
+            #[cfg(feature = "resident")]
             DevTarget::Resident(r) => r.sched_id,
         }
     }
@@ -69,6 +73,7 @@ mod sealed {
 /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
 /// fn elements<T: chariot::Element>(d: &impl DeviceData<T>) -> usize { d.elements() }
 /// assert_eq!(elements(&s.alloc::<u8>(10)?), 10);
+/// # #[cfg(feature = "resident")]
 /// assert_eq!(elements(&s.alloc_resident::<u8>(20)?), 20);
 /// # Ok::<(), chariot::Error>(())
 /// ```
@@ -99,12 +104,14 @@ impl<T: Element> DeviceData<T> for DeviceBuffer<T> {
     }
 }
 
+#[cfg(feature = "resident")]
 impl<T: Element> sealed::Sealed for ResidentBuffer<T> {
     fn target(&self) -> sealed::Target {
         sealed::Target(DevTarget::Resident(self.inner().clone()))
     }
 }
 
+#[cfg(feature = "resident")]
 impl<T: Element> DeviceData<T> for ResidentBuffer<T> {
     fn elements(&self) -> usize {
         self.len()

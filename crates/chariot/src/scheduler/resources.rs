@@ -72,6 +72,7 @@ impl Scheduler {
     /// # Errors
     /// [`Error::InvalidLength`] for 0 elements or a size that overflows;
     /// [`Error::InvalidConfig`] on a machine of more than 64 GPUs.
+    #[cfg(feature = "resident")]
     pub fn alloc_resident<T: Element>(&self, len: usize) -> Result<ResidentBuffer<T>> {
         self.alloc_resident_pieces(len, len)
     }
@@ -93,6 +94,7 @@ impl Scheduler {
     /// # Errors
     /// Those of [`alloc_resident`](Scheduler::alloc_resident), and
     /// [`Error::InvalidLength`] for a piece of 0 elements or more than `len`.
+    #[cfg(feature = "resident")]
     pub fn alloc_resident_pieces<T: Element>(&self, len: usize, piece_len: usize) -> Result<ResidentBuffer<T>> {
         let bytes = checked_bytes::<T>(len)?;
         if piece_len == 0 || piece_len > len {
