@@ -96,12 +96,12 @@ pub use task::{Copy2d, Order};
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
 
-/// The example of docs/graphs.md, compiled and run the same way.
-#[cfg(doctest)]
+/// The example of docs/graphs.md, compiled and run the same way (it uses resident data).
+#[cfg(all(doctest, feature = "resident"))]
 #[doc = include_str!("../../../docs/graphs.md")]
 struct GraphsDoctests;
 
 /// The example of docs/replay.md, compiled and run the same way.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "replay"))]
 #[doc = include_str!("../../../docs/replay.md")]
 struct ReplayDoctests;
