@@ -64,6 +64,8 @@ mod pipeline;
 mod protocol;
 #[cfg(feature = "resident")]
 mod resident;
+#[cfg(feature = "replay")]
+mod windows;
 
 use crate::ids::TaskId;
 use crate::task::Task;

@@ -93,6 +93,9 @@ impl Shared {
             }
             self.tell_batch(&batch);
         }
+        // A window queued on another GPU may wait for these tasks. Without this wake the
+        // model check `model_check::windows` deadlocks (its `no_window_wake` mutation).
+        #[cfg(not(chariot_mutation = "no_window_wake"))]
         self.wake_window_waiters();
         for r in released {
             match r {
