@@ -10,7 +10,8 @@
 //!   ([`admit_resident`]), the replay capture ([`Capture::offer`], the last step: it
 //!   holds the task back or hands it to the batch);
 //! * in `Shared`, each extension's own state: [`WindowQueues`] (windows queued per
-//!   GPU, what ended windows leave) and [`Residents`] (the resident buffers);
+//!   GPU, what ended windows leave), [`Residents`] (the resident buffers) and
+//!   `ClaimGate` (a cluster rank's room to take more of the stream);
 //! * in the dispatcher, a second source of work beside Q (the replay windows:
 //!   [`WindowsInFlight`] and the methods `windows_pending`, `try_window`,
 //!   `poll_window`, `hand_over_windows`, `drop_windows`), and the binder of resident
@@ -44,8 +45,10 @@ pub(crate) use off::resident::{
 };
 
 #[cfg(feature = "mpi")]
-pub(crate) use crate::ext::cluster::{ranks::RankShare, Cluster};
+pub(crate) use crate::ext::cluster::{gate::ClaimGate, ranks::RankShare, Cluster};
+#[cfg(not(feature = "mpi"))]
+pub(crate) use off::cluster::ClaimGate;
 
 /// The stand-ins of the extensions whose feature is off.
-#[cfg(not(all(feature = "replay", feature = "resident")))]
+#[cfg(not(all(feature = "replay", feature = "resident", feature = "mpi")))]
 mod off;

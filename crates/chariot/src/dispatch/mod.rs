@@ -36,6 +36,7 @@ pub(crate) mod affinity;
 mod device;
 pub(crate) mod executioners;
 mod meter;
+pub(crate) mod recorders;
 mod recovery;
 pub(crate) mod shared;
 
@@ -277,7 +278,7 @@ impl<D: Device> Dispatcher<D> {
 
     pub(crate) fn flush_stats(&mut self) {
         if self.stats.commands > 0 || self.stats.polls > 0 {
-            self.shared.stats[self.gpu].lock().add(&std::mem::take(&mut self.stats));
+            self.shared.records.gpus[self.gpu].lock().stats.add(&std::mem::take(&mut self.stats));
         }
     }
 
@@ -357,7 +358,7 @@ impl<D: Device> Dispatcher<D> {
             bytes: task.commands[index].bytes(),
             failed,
         };
-        self.shared.timelines[self.gpu].lock().push(record);
+        self.shared.records.gpus[self.gpu].lock().timeline.push(record);
         crate::seam::fetch_ended(self.gpu, &mut task.commands[index], result.is_ok());
         match result {
             Ok(_) => {

@@ -1,18 +1,21 @@
-//! What the dispatchers share with the scheduler: the task buffer Q, the stage queues
-//! P_k, the batch that `synchronize` waits on (with the batch's task graph), and what
-//! the report is built from. The scheduler makes it; the dispatchers end, move and fail
+//! What the dispatchers share with the scheduler: the pipeline (the task buffer Q, the
+//! stage queues P_k, the signals, the GPUs in the rotation, the dispatchers' liveness),
+//! the batch that `synchronize` waits on (with the batch's task graph), the report's
+//! recorders (`recorders.rs`), and each extension's own state, owned by the extension
+//! and reached through `crate::seam` (the replay windows' queues, the resident
+//! buffers, the cluster's claim gate). The scheduler makes it; the dispatchers end, move and fail
 //! tasks through it, and ending a task releases the tasks that wait for it.
 
+use crate::dispatch::recorders::Recorders;
 use crate::ids::TaskId;
 use crate::memory::claims::Holder;
-use crate::report::{Adapted, CommandRecord, DispatchStats, KernelUse, LostGpu, MovedTask, Outcome, TaskFailure};
+use crate::report::{LostGpu, MovedTask, Outcome, TaskFailure};
 use crate::signal::Signal;
 use crate::stage::queues::StageQueues;
 use crate::sync::{AtomicBool, AtomicUsize, Condvar, Ordering};
 use crate::task::buffer::TaskBuffer;
 use crate::task::graph::{Added, Graph, Released};
 use crate::task::Task;
-use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -41,21 +44,16 @@ pub(crate) struct Shared {
     pub(crate) live: AtomicUsize,
     /// Per GPU: whether it is still in the rotation.
     pub(crate) alive: Vec<AtomicBool>,
-    pub(crate) timelines: Vec<Mutex<Vec<CommandRecord>>>,
-    pub(crate) stats: Vec<Mutex<DispatchStats>>,
-    /// The adaptation's changes since the last `synchronize`.
-    pub(crate) adaptations: Mutex<Vec<Adapted>>,
-    /// Per GPU: the kernel stage's capacity in GPU-fills in force now, where the stage is
-    /// counted by fill (the adaptation moves it), for the report's kernel lines.
-    pub(crate) kernel_fills_now: Mutex<Vec<Option<f64>>>,
-    /// Every kernel launched so far and the fill of its launches, for the report.
-    pub(crate) kernels: Mutex<Vec<KernelUse>>,
+    /// What the report is made from: per GPU its dispatcher's records, merged at
+    /// `synchronize`.
+    pub(crate) records: Recorders,
     /// The replay windows' state (`crate::seam`): windows queued per GPU, and what
     /// ended windows leave for the submitting thread to free.
     pub(crate) windows: crate::seam::WindowQueues,
-    /// In a cluster (issue 19): a submit waits for this rank's tasks in flight to fall
-    /// below this before it takes more (0: no cluster); `batch_done` tells it.
-    pub(crate) claim_depth: AtomicUsize,
+    /// The cluster's state (`crate::seam`): in a cluster, a submit waits for this
+    /// rank's tasks in flight to fall below a depth before it takes more; `batch_done`
+    /// tells it.
+    pub(crate) claims: crate::seam::ClaimGate,
     /// Resident data's state (`crate::seam`): every resident buffer allocated.
     pub(crate) resident: crate::seam::Residents,
     pub(crate) epoch: Instant,
@@ -106,7 +104,7 @@ impl Shared {
     /// Tells the waiters on the batch (`synchronize`; in a cluster, a submit waiting
     /// for room) that tasks ended. Called with the batch locked.
     pub(crate) fn tell_batch(&self, batch: &Batch) {
-        if batch.outstanding == 0 || batch.outstanding < self.claim_depth.load(Ordering::Relaxed) {
+        if batch.outstanding == 0 || self.claims.waits_below(batch.outstanding) {
             self.batch_done.notify_all();
         }
     }
@@ -115,7 +113,7 @@ impl Shared {
     /// of the stream (`scheduler::ranks`): a task has left Q. The batch lock is taken
     /// first so that a waiter between its check and its wait is not missed.
     pub(crate) fn wake_claimer(&self) {
-        if self.claim_depth.load(Ordering::Relaxed) > 0 {
+        if self.claims.active() {
             drop(self.batch.lock());
             self.batch_done.notify_all();
         }

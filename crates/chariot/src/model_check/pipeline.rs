@@ -122,14 +122,10 @@ pub(super) fn start(config: &Config) -> Machine {
         stop: crate::sync::AtomicBool::new(false),
         live: crate::sync::AtomicUsize::new(gpus),
         alive: (0..gpus).map(|_| crate::sync::AtomicBool::new(true)).collect(),
-        timelines: (0..gpus).map(|_| Default::default()).collect(),
-        stats: (0..gpus).map(|_| Default::default()).collect(),
-        adaptations: Default::default(),
-        kernel_fills_now: Default::default(),
-        kernels: Default::default(),
+        records: crate::dispatch::recorders::Recorders::new(gpus, None),
         resident: Default::default(),
         windows: crate::seam::WindowQueues::new(gpus),
-        claim_depth: crate::sync::AtomicUsize::new(0),
+        claims: crate::seam::ClaimGate::new(),
         epoch: std::time::Instant::now(),
     });
     let mut threads = Vec::new();
@@ -199,7 +195,7 @@ fn pipeline(config: &Config) {
     }
     let outcome = machine.finish();
     assert!(outcome.failures.is_empty() && outcome.lost_gpus.is_empty(), "tasks failed: {outcome:?}");
-    let records: Vec<_> = shared.timelines.iter().flat_map(|t| std::mem::take(&mut *t.lock())).collect();
+    let (records, _) = shared.records.take_batch();
     for (id, (_, stages)) in config.plans.iter().enumerate() {
         assert_eq!(counts.ran[id].load(SeqCst), stages.len(), "commands of task {id} run");
         let mine: Vec<_> = records.iter().filter(|r| r.task == TaskId(id as u64)).collect();

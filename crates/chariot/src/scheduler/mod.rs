@@ -25,13 +25,14 @@ mod resources;
 use crate::backend::Machine;
 use crate::config::Config;
 use crate::dispatch::executioners::Executioners;
+use crate::dispatch::recorders::Recorders;
 use crate::dispatch::shared::{Batch, Shared};
 use crate::dispatch::Dispatcher;
 use crate::error::{Error, Result};
 use crate::ids::TaskId;
 use crate::memory::claims::Holder;
 use crate::memory::{Graveyard, HostShared};
-use crate::report::{kernel_lines, shutting_down, DispatchStats, Report};
+use crate::report::{kernel_lines, shutting_down, Report};
 use crate::seam::{Capture, Offer, ResidentRange};
 use crate::signal::Signal;
 use crate::stage::queues::StageQueues;
@@ -123,14 +124,10 @@ impl Scheduler {
             stop: crate::sync::AtomicBool::new(false),
             live: crate::sync::AtomicUsize::new(d),
             alive: (0..d).map(|_| crate::sync::AtomicBool::new(true)).collect(),
-            timelines: (0..d).map(|_| Mutex::new(Vec::new())).collect(),
-            stats: (0..d).map(|_| Mutex::new(DispatchStats::default())).collect(),
-            adaptations: Mutex::new(Vec::new()),
-            kernel_fills_now: Mutex::new(vec![config.tuning.kernel_fills; d]),
-            kernels: Mutex::new(Vec::new()),
+            records: Recorders::new(d, config.tuning.kernel_fills),
             resident: Default::default(),
             windows: crate::seam::WindowQueues::new(d),
-            claim_depth: crate::sync::AtomicUsize::new(0),
+            claims: crate::seam::ClaimGate::new(),
             epoch,
         });
         let nvtx = match (&*machine, config.nvtx) {
@@ -301,14 +298,8 @@ impl Scheduler {
         #[allow(unused_mut)] // the cluster form replaces them
         let mut outcome = outcome;
         let failures = outcome.failures.clone();
-        let mut records = Vec::new();
-        for t in &self.shared.timelines {
-            records.append(&mut t.lock());
-        }
-        let mut stats = DispatchStats::default();
-        for s in &self.shared.stats {
-            stats.add(&std::mem::take(&mut *s.lock()));
-        }
+        #[allow(unused_mut)] // the cluster form replaces them
+        let (mut records, stats) = self.shared.records.take_batch();
         // Nothing runs now: freeing device memory cannot stall a pipeline.
         self.shared.windows.free_spent();
         self.graveyard.free_buried();
@@ -337,9 +328,9 @@ impl Scheduler {
         let mut lines: Vec<String> = tuning.choices.iter().map(|c| c.to_string()).collect();
         // The capacity in force now (the adaptation may have raised it): the largest of
         // the GPUs', as each GPU's own adaptation is listed among the changes.
-        let now = self.shared.kernel_fills_now.lock().iter().flatten().copied().reduce(f64::max);
-        lines.extend(kernel_lines(tuning, now, &self.shared.kernels.lock()));
-        let adaptations = std::mem::take(&mut *self.shared.adaptations.lock());
+        let now = self.shared.records.kernel_fills_now();
+        lines.extend(kernel_lines(tuning, now, &self.shared.records.kernels.lock()));
+        let adaptations = std::mem::take(&mut *self.shared.records.adaptations.lock());
         let cleanup = self.machine.cleanup().take();
         let report = Report::build(
             self.machine.name(),

@@ -180,6 +180,6 @@ impl Scheduler {
     /// Notes a launch of `blocks` blocks of `kernel` (one wave of the first GPU holds
     /// `wave`), for the report's line on the kernel's concurrency.
     pub(crate) fn note_launch(&self, kernel: &str, blocks: u64, wave: u32) {
-        KernelUse::note(&mut self.shared.kernels.lock(), kernel, blocks, wave);
+        KernelUse::note(&mut self.shared.records.kernels.lock(), kernel, blocks, wave);
     }
 }

@@ -166,3 +166,26 @@ pub(crate) mod resident {
     #[inline]
     pub(crate) fn fetch_ended(_gpu: usize, _c: &mut Command, _ok: bool) {}
 }
+
+/// Not in a cluster: no submit waits for room.
+#[cfg(not(feature = "mpi"))]
+pub(crate) mod cluster {
+    /// The claim gate of a process outside any cluster: always open.
+    pub(crate) struct ClaimGate;
+
+    impl ClaimGate {
+        pub(crate) fn new() -> ClaimGate {
+            ClaimGate
+        }
+
+        #[inline]
+        pub(crate) fn waits_below(&self, _outstanding: usize) -> bool {
+            false
+        }
+
+        #[inline]
+        pub(crate) fn active(&self) -> bool {
+            false
+        }
+    }
+}

@@ -24,6 +24,7 @@
 //! ```
 
 pub(crate) mod exchange;
+pub(crate) mod gate;
 pub(crate) mod handout;
 mod process;
 pub(crate) mod ranks;

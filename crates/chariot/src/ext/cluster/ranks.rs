@@ -63,7 +63,7 @@ impl RankShare {
                 message: "another scheduler of this process takes part in the cluster's stream; drop it first".into(),
             });
         }
-        shared.claim_depth.store(depth, Ordering::SeqCst);
+        shared.claims.set(depth);
         let batch = cluster.next_batch();
         Ok(RankShare {
             cluster,

@@ -221,10 +221,10 @@ impl<D: Device> Dispatcher<D> {
                     Some(fail(0, format!("not run: it runs after task {cause}, which failed"), None))
                 }
                 (None, Some(TaskRun::Ran(spans))) => {
-                    let mut timeline = self.shared.timelines[self.gpu].lock();
+                    let mut recorder = self.shared.records.gpus[self.gpu].lock();
                     for (c, s) in spans.iter().enumerate() {
                         let cmd = &task.commands[c];
-                        timeline.push(CommandRecord {
+                        recorder.timeline.push(CommandRecord {
                             task: task.id,
                             granularity: task.granularity,
                             command: c as u32,
