@@ -66,7 +66,7 @@ impl LaunchCmd {
 }
 
 /// The fetch of a resident buffer's pieces to the task's GPU, before the task's own
-/// commands (see `memory::resident`). `plan` is made when it is dispatched.
+/// commands (see `ext::resident::memory`). `plan` is made when it is dispatched.
 #[derive(Debug)]
 #[cfg(feature = "resident")]
 pub(crate) struct FetchCmd {

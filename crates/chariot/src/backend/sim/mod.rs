@@ -353,7 +353,7 @@ impl Gpu {
         for (t, task) in w.tasks.iter().enumerate() {
             let info = CallInfo { task: task.id, gpu: self.gpu, stream: w.lanes[t] as usize };
             counts.push(task.commands.len());
-            // Copies and launches only (`task::window::replayable`); the window's own
+            // Copies and launches only (`ext::replay::window::replayable`); the window's own
             // engine runs them, whichever engine would take them alone.
             for cmd in &task.commands {
                 let (_, work) = self.data_work(cmd)?;

@@ -1,6 +1,6 @@
 //! A scheduler's share of a cluster's task stream (issue 19, the `mpi` feature): which
 //! of the batch's tasks this rank runs, and what the ranks tell each other at
-//! `synchronize` (`cluster::{handout, exchange}`).
+//! `synchronize` (`ext::cluster::{handout, exchange}`).
 //!
 //! Position i of the batch (its i-th submit, the same task on every rank) is this
 //! rank's if it lies in a block rank 0 gave this rank. A rank asks for the next block

@@ -1,5 +1,5 @@
 //! Replay capture (issue 18): which of a batch's tasks are held back at submit to run
-//! as replay windows (`task::window`), and when they go.
+//! as replay windows (`ext::replay::window`), and when they go.
 //!
 //! A batch is held from its first task, while every task can run in a graph and names
 //! only tasks held or gone in this batch's windows (so the windows hold the batch's

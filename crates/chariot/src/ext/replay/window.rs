@@ -1,6 +1,6 @@
 //! A replay window (issue 18): tasks of one batch that run as one graph on one GPU,
 //! launched once instead of command by command. The scheduler holds the tasks
-//! (`scheduler::capture`), [`plan`] cuts them into a window per GPU and lays each
+//! (`ext::replay::capture`), [`plan`] cuts them into a window per GPU and lays each
 //! out, and the dispatcher of that GPU hands the window to its backend, which replays
 //! a graph of the same structure (CUDA: an executable graph whose changed parameters
 //! are set, or built once) or runs it on the simulated engines.
