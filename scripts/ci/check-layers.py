@@ -20,6 +20,15 @@
 #   1 device      backend::{device, host_alloc}: GpuInfo, PhysBuf, SimMemory, Function, HostAlloc
 #   0 primitives  sync (std | shuttle), signal (Signal), ids (TaskId, the in-callback mark)
 #
+# The extensions (src/ext/: replay windows, resident data, the cluster form; each behind
+# a cargo feature) sit in the same layers, file by file (see LAYERS), with one more rule:
+# the core never imports an extension. A module under `ext::` may import the core; a
+# module outside it may name an extension only through `crate::seam`, whose re-exports
+# this script follows to the module that defines each name (so the layers still hold
+# across the seam). Only lib.rs (the public paths), `ext` itself and `seam` name
+# `crate::ext` directly. An import through the seam is a hook (the core compiles against
+# its stand-in without the extension): it counts for the layers, not for cycles.
+#
 # Tests (`#[cfg(test)]` items, src/model_check.rs and test modules in files of their own)
 # may import anything: they are not
 # part of the library's graph, and are skipped.
@@ -77,7 +86,6 @@ LAYERS = {
     "execution": 7,
     "backend": 8,
     "dispatch": 9,
-    "cluster": 9,
     "scheduler": 10,
     "builder": 11,
     "task::builder": 11,
@@ -87,6 +95,25 @@ LAYERS = {
     "sim": 12,
     "resident": 12,
     "cuda": 12,
+    "cluster": 12,
+    # The extensions, each file in the layer of the core code it extends.
+    "ext": 12,
+    "ext::replay": 10,
+    "ext::replay::window": 6,
+    "ext::replay::queues": 9,
+    "ext::replay::dispatch": 9,
+    "ext::replay::capture": 10,
+    "ext::resident": 10,
+    "ext::resident::memory": 5,
+    "ext::resident::shared": 5,
+    "ext::resident::task": 6,
+    "ext::resident::dispatch": 9,
+    "ext::resident::admit": 9,
+    "ext::cluster": 9,
+    "ext::cluster::ranks": 10,
+    # The seam: its names resolve to the modules that define them; its stand-ins for
+    # extensions built without their feature import what they need.
+    "seam": 12,
     "model_check": 14,
     "report::lower_bound::test": 14,
     "scheduler::test": 14,
@@ -111,6 +138,17 @@ NAMES = {
 
 # Layers whose files are tests: they may import anything and are not checked.
 TEST_LAYERS = {14}
+
+# The extensions' root module, and the one module of the core that may name it.
+EXT = "ext"
+SEAM = "seam"
+# The public facades lib.rs declares inline (`pub mod resident { pub use … }`): part of the
+# api layer, not the core, so they may name an extension's public items.
+FACADES = ("tuning", "sim", "resident", "cuda", "cluster")
+
+
+def in_ext(module):
+    return module == EXT or module.startswith(EXT + "::")
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 CHAR_LIT = re.compile(r"'(?:\\(?:x[0-9a-fA-F]{2}|u\{[0-9a-fA-F]{1,6}\}|.)|[^\\'\n])'")
@@ -331,12 +369,25 @@ class Tree:
                 for path, name in parse_use_tree(m.group(1)):
                     if path and path[-1] != "*":
                         self.root_names[name] = path
+        # The seam's re-exports: a name's first one (the extension's; its stand-in for
+        # the feature off comes after it) is what a path through `crate::seam` names.
+        self.seam_names = {}
+        seam = self.files.get(SEAM + ".rs") or self.files.get(SEAM + "/mod.rs")
+        if seam:
+            for m in USE.finditer(seam[1]):
+                for path, name in parse_use_tree(m.group(1)):
+                    if path and path[-1] != "*" and path[0] == "crate":
+                        self.seam_names.setdefault(name, path)
 
     def is_module(self, segs):
         return "::".join(segs) in self.modules
 
     def resolve(self, current, segs, depth=0):
         """The module a path names (a list of segments), or None if it leaves the crate."""
+        return self.resolve_ex(current, segs, depth)[0]
+
+    def resolve_ex(self, current, segs, depth=0):
+        """resolve, and whether the path went through the seam's re-exports."""
         base = current.split("::") if current else []
         segs = list(segs)
         first = segs.pop(0)
@@ -352,15 +403,17 @@ class Tree:
         elif self.is_module(base + [first]):
             base = base + [first]
         else:
-            return None
+            return None, False
         while segs and segs[0] != "*" and self.is_module(base + [segs[0]]):
             base.append(segs.pop(0))
         if not base and segs and segs[0] != "*":
             target = self.root_names.get(segs[0])
             if target is None or depth > 8:
-                return "?" + segs[0]
-            return self.resolve("", target, depth + 1)
-        return "::".join(base)
+                return "?" + segs[0], False
+            return self.resolve_ex("", target, depth + 1)
+        if base == [SEAM] and segs and segs[0] in self.seam_names and depth <= 8:
+            return self.resolve_ex("", self.seam_names[segs[0]], depth + 1)[0], True
+        return "::".join(base), False
 
 
 def check(root, layers=None, names=None, out=sys.stdout, graph_out=None):
@@ -415,7 +468,7 @@ def check(root, layers=None, names=None, out=sys.stdout, graph_out=None):
                 refs.append((m.start(), [m.group(1)] + re.split(r"\s*::\s*", m.group(2))))
         for pos, segs in sorted(refs, key=lambda r: r[0]):
             here = where(pos)
-            target = tree.resolve(here, segs)
+            target, via_seam = tree.resolve_ex(here, segs)
             line = bisect.bisect_right(line_starts, pos)
             shown = "::".join(segs)
             if target is None:
@@ -431,7 +484,15 @@ def check(root, layers=None, names=None, out=sys.stdout, graph_out=None):
                 continue
             checked += 1
             here_key = key_of(here, layers)
-            if tkey != here_key:
+            if in_ext(target) and not via_seam and not (in_ext(here) or here in ("", SEAM) or here in FACADES or here.startswith(SEAM + "::")):
+                problems.append(
+                    f"src/{rel}:{line}: the core's {here} imports `{shown}` from extension {target}; "
+                    f"the core reaches an extension only through crate::{SEAM}"
+                )
+            # A hook through the seam takes part in no cycle: the core compiles against
+            # its stand-in without the extension, so the extension depends on the core
+            # and not the other way round.
+            if tkey != here_key and not via_seam:
                 edges.setdefault((here_key, tkey), f"src/{rel}:{line}")
             if layers[tkey] > layers[here_key]:
                 problems.append(
@@ -498,8 +559,8 @@ def self_test():
     """Runs the checker on small fake trees: each must pass or fail as stated."""
     import io
 
-    layers = {"low": 0, "low::top": 2, "mid": 1, "mid::sub": 0, "high": 2, "crate": 3}
-    lib = "mod low;\nmod mid;\nmod high;\npub use high::Thing;\npub use low::Base as Renamed;\n"
+    layers = {"low": 0, "low::top": 2, "mid": 1, "mid::sub": 0, "high": 2, "crate": 3, "ext": 3, "ext::feat": 1, "seam": 3}
+    lib = "mod low;\nmod mid;\nmod high;\nmod ext;\nmod seam;\npub use high::Thing;\npub use low::Base as Renamed;\n"
     good = {
         "lib.rs": lib,
         "low.rs": "pub struct Base;\n// use crate::high::Thing; (a comment)\n"
@@ -509,7 +570,12 @@ def self_test():
         "mid/sub.rs": "pub struct Leaf;\npub fn g() -> crate::low::Base { crate::low::Base }\n",
         "high.rs": "use crate::{low::Base, mid};\npub struct Thing;\nfn f() { mid::f(); let _ = super::low::Base; }\n",
         "low/top.rs": "pub fn g() { let _ = crate::high::Thing; }\n",
+        "ext/mod.rs": "pub mod feat;\n",
+        "ext/feat.rs": "use crate::low::Base;\npub struct Hook;\npub fn hook() -> Base { Base }\n",
+        "seam.rs": "#[cfg(feature = \"feat\")]\npub use crate::ext::feat::{hook, Hook};\n"
+        "#[cfg(not(feature = \"feat\"))]\npub use off::Hook;\nmod off {\n    pub struct Hook;\n}\n",
     }
+    good["mid/mod.rs"] += "fn h() { let _ = crate::seam::hook(); }\n"
     cases = [
         ("a clean tree passes", good, 0, []),
         (
@@ -553,6 +619,18 @@ def self_test():
             {k: v for k, v in good.items() if k != "low/top.rs"},
             1,
             ["LAYERS names `low::top`, which no file under src/ is"],
+        ),
+        (
+            "the core importing an extension outside the seam fails",
+            dict(good, **{"high.rs": good["high.rs"] + "use crate::ext::feat::Hook;\n"}),
+            1,
+            ["src/high.rs:4: the core's high imports `crate::ext::feat::Hook` from extension ext::feat"],
+        ),
+        (
+            "a name through the seam keeps its module's layer",
+            dict(good, **{"mid/sub.rs": "pub struct Leaf;\nuse crate::seam::Hook;\n"}),
+            1,
+            ["src/mid/sub.rs:2: mid::sub (layer 0) imports `crate::seam::Hook` from ext::feat (layer 1)"],
         ),
         (
             "a cycle inside a layer fails",

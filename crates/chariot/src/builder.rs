@@ -64,7 +64,7 @@ pub struct Builder {
     nvtx: Option<bool>,
     execution: Option<Execution>,
     #[cfg(feature = "mpi")]
-    cluster: Option<crate::cluster::Cluster>,
+    cluster: Option<crate::seam::Cluster>,
 }
 
 impl Default for Builder {
@@ -355,7 +355,7 @@ impl Builder {
     /// # Ok::<(), chariot::Error>(())
     /// ```
     #[cfg(feature = "mpi")]
-    pub fn cluster(mut self, cluster: &crate::cluster::Cluster) -> Self {
+    pub fn cluster(mut self, cluster: &crate::seam::Cluster) -> Self {
         self.cluster = Some(cluster.clone());
         self
     }
@@ -386,7 +386,7 @@ impl Builder {
     fn rank_on_host(&self) -> usize {
         #[cfg(feature = "mpi")]
         if self.cluster.is_some() {
-            return crate::cluster::Cluster::local_rank();
+            return crate::seam::Cluster::local_rank();
         }
         0
     }
@@ -395,7 +395,7 @@ impl Builder {
     fn ranks_on_host(&self) -> usize {
         #[cfg(feature = "mpi")]
         if self.cluster.is_some() {
-            return crate::cluster::Cluster::local_size();
+            return crate::seam::Cluster::local_size();
         }
         1
     }
@@ -405,7 +405,7 @@ impl Builder {
     fn pin_skip(&self, d: usize) -> usize {
         #[cfg(feature = "mpi")]
         if self.cluster.is_some() {
-            return crate::cluster::Cluster::local_rank() * d;
+            return crate::seam::Cluster::local_rank() * d;
         }
         let _ = d;
         0

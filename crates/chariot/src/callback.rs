@@ -11,7 +11,9 @@
 
 use crate::error::BoxError;
 use crate::ids::TaskId;
-use crate::memory::{DeviceBuffer, Element, ResidentBuffer};
+use crate::memory::{DeviceBuffer, Element};
+#[cfg(feature = "resident")]
+use crate::seam::ResidentBuffer;
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -45,6 +47,7 @@ pub struct GpuCall<'a> {
     pub(crate) info: CallInfo,
     pub(crate) on: GpuCallOn<'a>,
     /// The resident buffers (ids) its task declared: the only ones it may reach.
+    #[cfg(feature = "resident")]
     pub(crate) resident: Option<std::sync::Arc<[u64]>>,
 }
 
@@ -127,6 +130,7 @@ impl<T> std::fmt::Debug for SimBuffer<'_, T> {
     }
 }
 
+#[cfg(feature = "resident")]
 impl GpuCall<'_> {
     /// Whether the task declared a use of resident buffer `id` (its copy on this GPU is
     /// then bound to the task until it ends, and the data is ordered and fetched).

@@ -14,7 +14,8 @@
 use crate::backend::Machine;
 use crate::callback::{CallInfo, GpuCall};
 use crate::error::BoxError;
-use crate::memory::ResidentBuffer;
+#[cfg(feature = "resident")]
+use crate::seam::ResidentBuffer;
 use crate::{DeviceBuffer, Scheduler};
 use num_complex::Complex32;
 use parking_lot::Mutex;
@@ -266,6 +267,7 @@ impl FftPlans {
     /// # Errors
     /// An empty shape, a shape past the buffer's end, no copy on this GPU, or cuFFT's
     /// error.
+    #[cfg(feature = "resident")]
     pub fn forward_resident(
         &self,
         call: &mut GpuCall<'_>,

@@ -110,6 +110,9 @@
 //! [`BoxError`].
 
 #![deny(missing_docs, missing_debug_implementations)]
+// Built without an extension (`--no-default-features`), the backends' and the task
+// graph's support for it stays compiled but unused: the default build checks it.
+#![cfg_attr(not(all(feature = "replay", feature = "resident")), allow(dead_code))]
 
 // The modules run in layers, lowest first (the table and its picture are in
 // scripts/ci/check-layers.py, which CI runs): a module imports only from its own layer
@@ -117,19 +120,17 @@
 mod backend;
 mod builder;
 pub mod callback;
-#[cfg(feature = "mpi")]
-pub mod cluster;
-#[cfg(not(feature = "mpi"))]
-mod cluster;
 mod config;
 mod dispatch;
 pub mod error;
 mod execution;
+mod ext;
 mod ids;
 pub mod kernel;
 pub mod memory;
 pub mod report;
 mod scheduler;
+mod seam;
 mod signal;
 mod stage;
 mod sync;
@@ -167,8 +168,16 @@ pub mod sim {
 
 /// Resident buffers: device data shared by tasks and kept on the GPUs between them,
 /// fetched where a task needs it and evicted when memory runs short.
+#[cfg(feature = "resident")]
 pub mod resident {
-    pub use crate::memory::resident::ResidentBuffer;
+    pub use crate::ext::resident::memory::ResidentBuffer;
+}
+
+/// The cluster form: chariot over MPI, one scheduler per rank and one task stream for
+/// all of them ([`Cluster`](cluster::Cluster), [`Builder::cluster`]).
+#[cfg(feature = "mpi")]
+pub mod cluster {
+    pub use crate::ext::cluster::Cluster;
 }
 
 /// The door to the CUDA backend for code that drives CUDA beside chariot (the studies'
@@ -183,12 +192,12 @@ pub mod cuda {
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
 
-/// The example of docs/graphs.md, compiled and run the same way.
-#[cfg(doctest)]
+/// The example of docs/graphs.md, compiled and run the same way (it uses resident data).
+#[cfg(all(doctest, feature = "resident"))]
 #[doc = include_str!("../../../docs/graphs.md")]
 struct GraphsDoctests;
 
 /// The example of docs/replay.md, compiled and run the same way.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "replay"))]
 #[doc = include_str!("../../../docs/replay.md")]
 struct ReplayDoctests;

@@ -62,7 +62,10 @@ mod buffer;
 mod gpu;
 mod pipeline;
 mod protocol;
+#[cfg(feature = "resident")]
 mod resident;
+#[cfg(feature = "replay")]
+mod windows;
 
 use crate::ids::TaskId;
 use crate::task::Task;

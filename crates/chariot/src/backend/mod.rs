@@ -21,9 +21,10 @@ use crate::config::Gpus;
 use crate::kernel::Kernel;
 use crate::memory::FreeDevice;
 use crate::report::Cleanup;
+#[cfg(feature = "replay")]
+use crate::seam::Window;
 use crate::signal::Signal;
 use crate::task::command::Command;
-use crate::task::window::Window;
 use device::{Function, GpuInfo, PhysBuf};
 use host_alloc::HostAlloc;
 use std::sync::Arc;
@@ -371,7 +372,8 @@ impl Machine {
 }
 
 /// Resident copies are made and freed by the machine, on the dispatchers' threads.
-impl crate::memory::ResidentMemory for Machine {
+#[cfg(feature = "resident")]
+impl crate::seam::ResidentMemory for Machine {
     fn alloc_copy(&self, gpu: usize, bytes: usize) -> crate::Result<PhysBuf> {
         self.alloc_device(gpu, bytes)
     }
@@ -453,6 +455,7 @@ impl Gpu {
 
     /// Launches a replay window (every slot idle). Returns the time spent in driver
     /// calls and how the graph was had.
+    #[cfg(feature = "replay")]
     pub(crate) fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault> {
         match self {
             Gpu::Cuda(g) => g.issue_window(w),
@@ -465,6 +468,7 @@ impl Gpu {
 
     /// Whether `w` may be issued now, behind the windows in flight (CUDA: not a
     /// device-side run with another window, whose image and executor it would share).
+    #[cfg(feature = "replay")]
     pub(crate) fn can_issue_window(&self, w: &Window) -> bool {
         match self {
             Gpu::Cuda(g) => g.can_issue_window(w),

@@ -4,10 +4,13 @@
 //! the real dispatch loop with a model GPU under shuttle, while the runtime drives it
 //! with the backend's [`Gpu`] (CUDA or sim): static dispatch, nothing boxed per command.
 
-use crate::backend::{DriverNs, Fault, Gpu, GraphUse, Span, WindowRun};
+#[cfg(feature = "replay")]
+use crate::backend::GraphUse;
+use crate::backend::{DriverNs, Fault, Gpu, Span, WindowRun};
 use crate::callback::CallInfo;
+#[cfg(feature = "replay")]
+use crate::seam::Window;
 use crate::task::command::Command;
-use crate::task::window::Window;
 
 /// One dispatcher's GPU, as the dispatcher sees it. Called only from the dispatcher's
 /// thread; a slot has at most one command in flight.
@@ -26,10 +29,12 @@ pub(crate) trait Device: Send {
 
     /// Launches replay window `w` (every slot idle): returns the time spent in driver
     /// calls and how its graph was had.
+    #[cfg(feature = "replay")]
     fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault>;
 
     /// Whether `w` may be issued now, behind the windows in flight (each window in
     /// flight completes in the order issued, [`Device::poll_window`] the first).
+    #[cfg(feature = "replay")]
     fn can_issue_window(&self, w: &Window) -> bool;
 
     /// Whether the first window in flight completed, and how it ran.
@@ -64,6 +69,7 @@ impl Device for Gpu {
         Gpu::poll(self, stream)
     }
 
+    #[cfg(feature = "replay")]
     fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault> {
         Gpu::issue_window(self, w)
     }
@@ -72,6 +78,7 @@ impl Device for Gpu {
         Gpu::poll_window(self)
     }
 
+    #[cfg(feature = "replay")]
     fn can_issue_window(&self, w: &Window) -> bool {
         Gpu::can_issue_window(self, w)
     }

@@ -111,13 +111,13 @@ impl<D: Device> Dispatcher<D> {
             match c.stage {
                 Stage::Kernel => {
                     self.kernel_fills = Some(c.in_force());
-                    self.shared.kernel_fills_now.lock()[self.gpu] = self.kernel_fills;
+                    self.shared.records.gpus[self.gpu].lock().kernel_fills = self.kernel_fills;
                 }
                 stage => self.limit[stage.index()] = (c.in_force().round() as usize).max(1),
             }
         }
         if !changes.is_empty() {
-            let mut log = self.shared.adaptations.lock();
+            let mut log = self.shared.records.adaptations.lock();
             log.extend(changes.iter().map(|&change| Adapted::new(self.gpu, change)));
         }
     }

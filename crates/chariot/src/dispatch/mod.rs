@@ -36,10 +36,9 @@ pub(crate) mod affinity;
 mod device;
 pub(crate) mod executioners;
 mod meter;
+pub(crate) mod recorders;
 mod recovery;
-mod resident;
 pub(crate) mod shared;
-mod window;
 
 use crate::backend::{Fault, Reach, Span};
 use crate::callback::CallInfo;
@@ -56,7 +55,6 @@ use crate::task::Task;
 pub(crate) use device::Device;
 use executioners::{CpuDone, CpuJob};
 use meter::Meter;
-use resident::plan_command;
 use shared::Shared;
 use std::sync::Arc;
 use std::time::Instant;
@@ -66,7 +64,7 @@ const SPIN_BEFORE_PARK: std::time::Duration = std::time::Duration::from_micros(2
 
 /// What a slot has in flight.
 #[derive(Clone, Copy, Debug)]
-struct Busy {
+pub(crate) struct Busy {
     stage: Stage,
     dispatched_ns: u64,
     /// The share of the GPU a kernel-stage command fills (0 for other stages).
@@ -74,9 +72,9 @@ struct Busy {
 }
 
 #[derive(Default)]
-struct Slot {
-    task: Option<Box<Task>>,
-    busy: Option<Busy>,
+pub(crate) struct Slot {
+    pub(crate) task: Option<Box<Task>>,
+    pub(crate) busy: Option<Busy>,
     /// The task was taken from Q and has not dispatched a command here yet.
     fresh: bool,
     /// The task's next command was in flight when the GPU was lost: it began, and may
@@ -97,13 +95,13 @@ enum Pick {
 
 /// One GPU's dispatcher, over its GPU `D` (see the module comment).
 pub(crate) struct Dispatcher<D: Device> {
-    gpu: usize,
-    device: D,
+    pub(crate) gpu: usize,
+    pub(crate) device: D,
     matrix: OverlapMatrix,
     thresholds: Thresholds,
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     signal: Arc<Signal>,
-    slots: Vec<Slot>,
+    pub(crate) slots: Vec<Slot>,
     /// C_k.local: commands of stage k in flight on this GPU.
     running: [usize; Stage::K],
     /// Per stage: commands it may hold on this GPU (at most L_k): the copy stages'
@@ -123,18 +121,16 @@ pub(crate) struct Dispatcher<D: Device> {
     /// W_k: the slot that last dispatched at stage k.
     active: [usize; Stage::K],
     /// GPU-stage commands in flight.
-    gpu_busy: usize,
+    pub(crate) gpu_busy: usize,
     cpu_jobs: Sender<CpuJob>,
     cpu_done_tx: Sender<CpuDone>,
     cpu_done: Receiver<CpuDone>,
     core: Option<core_affinity::CoreId>,
-    stats: DispatchStats,
+    pub(crate) stats: DispatchStats,
     /// Set when the GPU is lost (a sticky fault): the message and when it was seen.
-    lost: Option<(String, u64)>,
-    /// The replay windows in flight here, in the order issued (`window.rs`).
-    windows: std::collections::VecDeque<window::InFlight>,
-    /// When the last window here ended (one issued behind it began then).
-    window_end_ns: u64,
+    pub(crate) lost: Option<(String, u64)>,
+    /// The replay windows in flight here (`crate::seam`: the second source of work).
+    pub(crate) windows: crate::seam::WindowsInFlight,
 }
 
 impl<D: Device> Dispatcher<D> {
@@ -190,12 +186,11 @@ impl<D: Device> Dispatcher<D> {
             core,
             stats: DispatchStats::default(),
             lost: None,
-            windows: std::collections::VecDeque::with_capacity(window::IN_FLIGHT),
-            window_end_ns: 0,
+            windows: crate::seam::WindowsInFlight::new(),
         }
     }
 
-    fn now_ns(&self) -> u64 {
+    pub(crate) fn now_ns(&self) -> u64 {
         self.shared.epoch.elapsed().as_nanos() as u64
     }
 
@@ -281,9 +276,9 @@ impl<D: Device> Dispatcher<D> {
         self.slots.iter().all(|s| s.task.is_none() && s.busy.is_none()) && !self.windows_pending()
     }
 
-    fn flush_stats(&mut self) {
+    pub(crate) fn flush_stats(&mut self) {
         if self.stats.commands > 0 || self.stats.polls > 0 {
-            self.shared.stats[self.gpu].lock().add(&std::mem::take(&mut self.stats));
+            self.shared.records.gpus[self.gpu].lock().stats.add(&std::mem::take(&mut self.stats));
         }
     }
 
@@ -363,17 +358,12 @@ impl<D: Device> Dispatcher<D> {
             bytes: task.commands[index].bytes(),
             failed,
         };
-        self.shared.timelines[self.gpu].lock().push(record);
-        if let Command::Fetch(f) = &mut task.commands[index] {
-            if !f.plan.is_empty() {
-                f.buf.fetched(self.gpu, &f.plan, result.is_ok());
-                f.plan.clear();
-            }
-        }
+        self.shared.records.gpus[self.gpu].lock().timeline.push(record);
+        crate::seam::fetch_ended(self.gpu, &mut task.commands[index], result.is_ok());
         match result {
             Ok(_) => {
                 task.next += 1;
-                resident::skip_valid_fetches(self.gpu, task);
+                crate::seam::skip_valid_fetches(self.gpu, task);
                 if task.next == task.commands.len() {
                     let task = self.slots[j].task.take().expect("checked above");
                     let granularity = task.granularity;
@@ -399,7 +389,7 @@ impl<D: Device> Dispatcher<D> {
 
     /// The GPU is lost (a sticky fault): noted here, for `retire`, and in the batch's
     /// report at once, before the task that saw it ends (it may be the batch's last).
-    fn mark_lost(&mut self, message: &str) {
+    pub(crate) fn mark_lost(&mut self, message: &str) {
         if self.lost.is_none() {
             let at_ns = self.now_ns();
             self.lost = Some((message.to_string(), at_ns));
@@ -428,7 +418,7 @@ impl<D: Device> Dispatcher<D> {
         let gone = |h: usize| !shared.alive[h].load(Ordering::SeqCst);
         let Some(mut task) = self.shared.buffer.pop_for(self.gpu, &gone) else { return false };
         self.shared.wake_claimer();
-        if let Err(e) = self.bind_resident(&mut task) {
+        if let Err(e) = crate::seam::bind_resident(self.gpu, &self.shared.resident, &mut task) {
             let stage = task.commands.first().map_or(Stage::Download, |c| c.stage());
             let failure =
                 TaskFailure { task: task.id, command: 0, stage, gpu: self.gpu, stream: j, message: e, driver: None };
@@ -436,7 +426,7 @@ impl<D: Device> Dispatcher<D> {
             self.shared.end_task(task, Some(failure));
             return true;
         }
-        resident::skip_valid_fetches(self.gpu, &mut task);
+        crate::seam::skip_valid_fetches(self.gpu, &mut task);
         self.slots[j].task = Some(task);
         self.slots[j].fresh = true;
         if self.meter.start_ns.is_none() && self.adaptation.is_some() {
@@ -475,11 +465,8 @@ impl<D: Device> Dispatcher<D> {
             let slot = &self.slots[j];
             slot.busy.is_none()
                 && slot.task.as_ref().is_some_and(|t| {
-                    t.commands.get(t.next).is_some_and(|c| match c {
-                        // A piece another slot is fetching here is waited for.
-                        Command::Fetch(f) => stage == Stage::Download && !f.buf.fetch_waits(self.gpu, &f.pieces),
-                        c => c.stage() == stage,
-                    })
+                    // A resident piece another slot is fetching here is waited for.
+                    t.commands.get(t.next).is_some_and(|c| c.stage() == stage && crate::seam::may_start(self.gpu, c))
                 })
         });
         match ready {
@@ -551,7 +538,7 @@ impl<D: Device> Dispatcher<D> {
             }
             return 0;
         }
-        let planned = plan_command(self.gpu, task, index);
+        let planned = crate::seam::plan_command(self.gpu, task, index);
         self.gpu_busy += 1;
         if let Err(fault) = planned {
             // Nothing to copy (every piece is valid here), or nothing to copy from.

@@ -65,11 +65,7 @@ impl<D: Device> Dispatcher<D> {
     pub(super) fn die(&mut self, message: &str) {
         self.device.quiesce();
         // Windows in flight (a panic while they ran): their tasks fail, after the quiesce.
-        while let Some(flight) = self.windows.pop_front() {
-            self.gpu_busy -= 1;
-            let fault = crate::backend::Fault::task(format!("its GPU's dispatcher stopped: {message}"));
-            self.end_window(flight, Err(fault));
-        }
+        self.drop_windows(message);
         // Out of the rotation: its heap in Q is taken by the others, no ready task is
         // placed here any more.
         self.shared.alive[self.gpu].store(false, Ordering::SeqCst);
@@ -86,9 +82,8 @@ impl<D: Device> Dispatcher<D> {
                 // A fetch in flight gives back what its plan holds (pending pieces here,
                 // the source copies it counted as used).
                 if let Some(task) = self.slots[j].task.as_mut() {
-                    if let Some(Command::Fetch(f)) = task.commands.get_mut(task.next) {
-                        f.buf.fetched(self.gpu, &f.plan, false);
-                        f.plan.clear();
+                    if let Some(c) = task.commands.get_mut(task.next) {
+                        crate::seam::fetch_ended(self.gpu, c, false);
                     }
                 }
             }
@@ -128,7 +123,9 @@ fn restart_point(task: &Task, interrupted: bool) -> Result<usize, String> {
     let begun = (task.next + usize::from(interrupted)).min(task.commands.len());
     for (i, c) in task.commands.iter().enumerate().take(begun).skip(first) {
         match c {
-            Command::Copy(_) | Command::Launch(_) | Command::Fetch(_) => {}
+            Command::Copy(_) | Command::Launch(_) => {}
+            #[cfg(feature = "resident")]
+            Command::Fetch(_) => {}
             Command::Gpu(_) => return Err(format!("its GPU callback (command {i}) had run, and a callback runs once")),
             Command::Cpu(_) => {
                 return Err(format!(

@@ -1,21 +1,22 @@
-//! What the dispatchers share with the scheduler: the task buffer Q, the stage queues
-//! P_k, the batch that `synchronize` waits on (with the batch's task graph), and what
-//! the report is built from. The scheduler makes it; the dispatchers end, move and fail
+//! What the dispatchers share with the scheduler: the pipeline (the task buffer Q, the
+//! stage queues P_k, the signals, the GPUs in the rotation, the dispatchers' liveness),
+//! the batch that `synchronize` waits on (with the batch's task graph), the report's
+//! recorders (`recorders.rs`), and each extension's own state, owned by the extension
+//! and reached through `crate::seam` (the replay windows' queues, the resident
+//! buffers, the cluster's claim gate). The scheduler makes it; the dispatchers end, move and fail
 //! tasks through it, and ending a task releases the tasks that wait for it.
 
+use crate::dispatch::recorders::Recorders;
 use crate::ids::TaskId;
 use crate::memory::claims::Holder;
-use crate::memory::ResidentInner;
-use crate::report::{Adapted, CommandRecord, DispatchStats, KernelUse, LostGpu, MovedTask, Outcome, TaskFailure};
+use crate::report::{LostGpu, MovedTask, Outcome, TaskFailure};
 use crate::signal::Signal;
 use crate::stage::queues::StageQueues;
 use crate::sync::{AtomicBool, AtomicUsize, Condvar, Ordering};
 use crate::task::buffer::TaskBuffer;
 use crate::task::graph::{Added, Graph, Released};
-use crate::task::window::Window;
 use crate::task::Task;
-use parking_lot::Mutex;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Tasks submitted and not yet ended (those held back by the graph included), the
@@ -27,16 +28,6 @@ pub(crate) struct Batch {
     /// report counts tasks by id, so an id is taken until `synchronize` closes the batch.
     pub(crate) graph: Graph,
     pub(crate) outcome: Outcome,
-}
-
-/// The most ended window tasks kept for the submitting thread to free.
-const SPENT_MAX: usize = 1 << 16;
-
-/// What a replay window leaves when it ends, for the submitting thread to free.
-pub(crate) enum Spent {
-    Task(#[allow(dead_code)] Box<Task>),
-    /// Its layout (its tasks taken out).
-    Window(#[allow(dead_code)] Box<Window>),
 }
 
 /// What the dispatchers share with the scheduler.
@@ -53,30 +44,18 @@ pub(crate) struct Shared {
     pub(crate) live: AtomicUsize,
     /// Per GPU: whether it is still in the rotation.
     pub(crate) alive: Vec<AtomicBool>,
-    pub(crate) timelines: Vec<Mutex<Vec<CommandRecord>>>,
-    pub(crate) stats: Vec<Mutex<DispatchStats>>,
-    /// The adaptation's changes since the last `synchronize`.
-    pub(crate) adaptations: Mutex<Vec<Adapted>>,
-    /// Per GPU: the kernel stage's capacity in GPU-fills in force now, where the stage is
-    /// counted by fill (the adaptation moves it), for the report's kernel lines.
-    pub(crate) kernel_fills_now: Mutex<Vec<Option<f64>>>,
-    /// Every kernel launched so far and the fill of its launches, for the report.
-    pub(crate) kernels: Mutex<Vec<KernelUse>>,
-    /// Per GPU: replay windows waiting for it (`dispatch::window`), and their count
-    /// (read without the lock on every turn).
-    pub(crate) windows: Vec<Mutex<std::collections::VecDeque<Box<Window>>>>,
-    pub(crate) windows_queued: Vec<AtomicUsize>,
-    /// Tasks of replay windows that ended, to be freed by the submitting thread (at
-    /// the next sub-window's cut, or at `synchronize`): freed here they were allocated,
-    /// not on a dispatcher while the user's loop allocates the next ones, whose
-    /// allocator they would contend for.
-    pub(crate) spent: Mutex<Vec<Spent>>,
-    /// In a cluster: a submit waits for this rank's tasks in flight to fall
-    /// below this before it takes more (0: no cluster); `batch_done` tells it.
-    pub(crate) claim_depth: AtomicUsize,
-    /// Every resident buffer allocated (for eviction and lost GPUs); dropped ones are
-    /// pruned as new ones come.
-    pub(crate) residents: Mutex<Vec<Weak<ResidentInner>>>,
+    /// What the report is made from: per GPU its dispatcher's records, merged at
+    /// `synchronize`.
+    pub(crate) records: Recorders,
+    /// The replay windows' state (`crate::seam`): windows queued per GPU, and what
+    /// ended windows leave for the submitting thread to free.
+    pub(crate) windows: crate::seam::WindowQueues,
+    /// The cluster's state (`crate::seam`): in a cluster, a submit waits for this
+    /// rank's tasks in flight to fall below a depth before it takes more; `batch_done`
+    /// tells it.
+    pub(crate) claims: crate::seam::ClaimGate,
+    /// Resident data's state (`crate::seam`): every resident buffer allocated.
+    pub(crate) resident: crate::seam::Residents,
     pub(crate) epoch: Instant,
 }
 
@@ -108,9 +87,7 @@ impl Shared {
             batch.graph.end(id, failure.is_some(), &mut released);
             batch.outstanding -= 1;
             batch.outcome.failures.extend(failure);
-            if batch.outstanding == 0 || batch.outstanding < self.claim_depth.load(Ordering::Relaxed) {
-                self.batch_done.notify_all();
-            }
+            self.tell_batch(&batch);
             drop(batch);
             for r in released.drain(..) {
                 match r {
@@ -124,58 +101,11 @@ impl Shared {
         }
     }
 
-    /// Ends many tasks at once (a replay window's): as [`Shared::end_task`] each, but
-    /// under one lock of the batch, their memory kept for the submitting thread to free
-    /// ([`Shared::bury`], before the batch is told: `synchronize` frees what it finds),
-    /// and the dispatchers with windows queued woken (a window may wait for these).
-    pub(crate) fn end_tasks(&self, tasks: Vec<(Box<Task>, Option<TaskFailure>)>) {
-        let mut released = Vec::new();
-        let mut ended = Vec::with_capacity(tasks.len());
-        let mut spent = Vec::with_capacity(tasks.len());
-        for (mut task, failure) in tasks {
-            for h in &task.hosts {
-                h.release(Holder::Task(task.id));
-            }
-            task.residency.end(task.id, failure.is_none());
-            ended.push((task.id, failure));
-            spent.push(Spent::Task(task));
-        }
-        self.bury(spent.into_iter());
-        let mut fail_at = (0, 0);
-        {
-            let mut batch = self.batch.lock();
-            for (id, failure) in &mut ended {
-                batch.graph.end(*id, failure.is_some(), &mut released);
-                batch.outstanding -= 1;
-                if let Some(f) = failure.take() {
-                    fail_at = (f.gpu, f.stream);
-                    batch.outcome.failures.push(f);
-                }
-            }
-            if batch.outstanding == 0 || batch.outstanding < self.claim_depth.load(Ordering::Relaxed) {
-                self.batch_done.notify_all();
-            }
-        }
-        self.wake_window_waiters();
-        for r in released {
-            match r {
-                Released::Ready(t) => self.ready(t),
-                Released::Failed(t, cause) => {
-                    let f = not_run(&t, cause, fail_at.0, fail_at.1);
-                    self.end_task(t, Some(f));
-                }
-            }
-        }
-    }
-
-    /// Keeps ended tasks for [`Shared::free_spent`], up to [`SPENT_MAX`] (beyond it
-    /// they are freed here: a batch that never synchronizes keeps no more).
-    pub(crate) fn bury(&self, what: impl Iterator<Item = Spent>) {
-        let mut spent = self.spent.lock();
-        for s in what {
-            if spent.len() < SPENT_MAX {
-                spent.push(s);
-            }
+    /// Tells the waiters on the batch (`synchronize`; in a cluster, a submit waiting
+    /// for room) that tasks ended. Called with the batch locked.
+    pub(crate) fn tell_batch(&self, batch: &Batch) {
+        if batch.outstanding == 0 || self.claims.waits_below(batch.outstanding) {
+            self.batch_done.notify_all();
         }
     }
 
@@ -183,26 +113,10 @@ impl Shared {
     /// of the stream (`scheduler::ranks`): a task has left Q. The batch lock is taken
     /// first so that a waiter between its check and its wait is not missed.
     pub(crate) fn wake_claimer(&self) {
-        if self.claim_depth.load(Ordering::Relaxed) > 0 {
+        if self.claims.active() {
             drop(self.batch.lock());
             self.batch_done.notify_all();
         }
-    }
-
-    /// Wakes the dispatchers that have windows queued: one may wait for tasks that
-    /// just ended (`dispatch::window`).
-    pub(crate) fn wake_window_waiters(&self) {
-        for (g, queued) in self.windows_queued.iter().enumerate() {
-            if queued.load(Ordering::SeqCst) > 0 {
-                self.signals[g].notify();
-            }
-        }
-    }
-
-    /// Frees the ended tasks kept by [`Shared::bury`] (on the submitting thread).
-    pub(crate) fn free_spent(&self) {
-        let spent = std::mem::take(&mut *self.spent.lock());
-        drop(spent);
     }
 
     /// Counts a sealed task into the batch and the graph, to run after `after` (ids of
@@ -248,58 +162,9 @@ impl Shared {
         for h in &task.hosts {
             h.activate(Holder::Task(task.id));
         }
-        task.residency.home = self.home(&task);
+        task.residency.place(&self.alive);
         self.buffer.push(task);
         self.wake_all();
-    }
-
-    /// Where a ready task's resident data is: the GPU in the rotation holding the most
-    /// bytes of what it reads (the first of equals), if any holds some. With one GPU
-    /// there is no choice to make.
-    fn home(&self, task: &Task) -> Option<usize> {
-        let d = self.alive.len();
-        if d < 2 || task.residency.uses.iter().all(|u| u.read.is_empty()) {
-            return None;
-        }
-        (0..d)
-            .filter(|&g| self.alive[g].load(Ordering::SeqCst))
-            .map(|g| (g, task.residency.uses.iter().map(|u| u.buf.valid_bytes(g, &u.read)).sum::<usize>()))
-            .filter(|&(_, bytes)| bytes > 0)
-            .fold(None, |best: Option<(usize, usize)>, (g, b)| match best {
-                Some((_, bb)) if bb >= b => best,
-                _ => Some((g, b)),
-            })
-            .map(|(g, _)| g)
-    }
-
-    /// The resident buffers alive now.
-    pub(crate) fn residents(&self) -> Vec<Arc<ResidentInner>> {
-        self.residents.lock().iter().filter_map(Weak::upgrade).collect()
-    }
-
-    /// Queues a replay window for GPU `gpu`, or the first other GPU in the rotation if
-    /// that one has left it; gives it back if none is left. The rotation is read under
-    /// the queue's lock, which a leaving GPU takes after it marks itself out, so no
-    /// window is queued where nobody will take it.
-    pub(crate) fn push_window(&self, gpu: usize, window: Box<Window>) -> Result<(), Box<Window>> {
-        for g in std::iter::once(gpu).chain(0..self.alive.len()) {
-            let mut queue = self.windows[g].lock();
-            if self.alive[g].load(Ordering::SeqCst) {
-                queue.push_back(window);
-                self.windows_queued[g].fetch_add(1, Ordering::SeqCst);
-                drop(queue);
-                self.signals[g].notify();
-                return Ok(());
-            }
-        }
-        Err(window)
-    }
-
-    /// GPU `gpu` is lost: the copies of resident data there are gone.
-    fn resident_gpu_lost(&self, gpu: usize) {
-        for r in self.residents() {
-            r.gpu_lost(gpu);
-        }
     }
 
     /// Puts a task moved off a lost GPU back in Q for the others, and says so in the
@@ -316,7 +181,7 @@ impl Shared {
     /// now on: no fetch plans to read them.
     pub(crate) fn lose_gpu(&self, lost: LostGpu) {
         self.alive[lost.gpu].store(false, Ordering::SeqCst);
-        self.resident_gpu_lost(lost.gpu);
+        self.resident.gpu_lost(lost.gpu);
         self.batch.lock().outcome.lost_gpus.push(lost);
     }
 }

@@ -11,7 +11,9 @@ pub use twin::{ScalarArgs, TwinArg, TwinArgs};
 use crate::backend::device::Function;
 use crate::callback::run_caught;
 use crate::error::BoxError;
-use crate::memory::{DeviceBuffer, DeviceBufferInner, Element, ResidentBuffer, ResidentInner};
+use crate::memory::{DeviceBuffer, DeviceBufferInner, Element};
+#[cfg(feature = "resident")]
+use crate::seam::{ResidentBuffer, ResidentInner};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,6 +51,7 @@ pub(crate) enum ArgValue {
     Buffer(Arc<DeviceBufferInner>),
     /// Bytes `bytes` of a resident buffer, passed as the address of the first; how the
     /// kernel uses them orders the task and moves the data.
+    #[cfg(feature = "resident")]
     Resident {
         buf: Arc<ResidentInner>,
         bytes: std::ops::Range<usize>,
@@ -56,6 +59,7 @@ pub(crate) enum ArgValue {
         write: bool,
     },
     /// A resident range out of bounds: refused when the launch is added.
+    #[cfg(feature = "resident")]
     BadRange(String),
     I32(i32),
     U32(u32),
@@ -82,6 +86,7 @@ impl Arg {
     /// assert_eq!(Arg::reads(&w, 256..).param(), Param::Buffer);
     /// # Ok::<(), chariot::Error>(())
     /// ```
+    #[cfg(feature = "resident")]
     pub fn reads<T: Element>(buf: &ResidentBuffer<T>, range: impl std::ops::RangeBounds<usize>) -> Self {
         Self::resident(buf, range, true, false)
     }
@@ -90,15 +95,18 @@ impl Arg {
     /// of it, or what it leaves is undefined where a piece is covered whole): the task
     /// runs after the tasks that read or wrote them before, and what it writes is valid
     /// on its GPU alone once it ends.
+    #[cfg(feature = "resident")]
     pub fn writes<T: Element>(buf: &ResidentBuffer<T>, range: impl std::ops::RangeBounds<usize>) -> Self {
         Self::resident(buf, range, false, true)
     }
 
     /// Elements `range` of a resident buffer that the kernel reads and writes (in place).
+    #[cfg(feature = "resident")]
     pub fn reads_writes<T: Element>(buf: &ResidentBuffer<T>, range: impl std::ops::RangeBounds<usize>) -> Self {
         Self::resident(buf, range, true, true)
     }
 
+    #[cfg(feature = "resident")]
     fn resident<T: Element>(
         buf: &ResidentBuffer<T>,
         range: impl std::ops::RangeBounds<usize>,
@@ -148,7 +156,9 @@ impl Arg {
 impl ArgValue {
     pub(crate) fn param(&self) -> Param {
         match self {
-            ArgValue::Buffer(_) | ArgValue::Resident { .. } | ArgValue::BadRange(_) => Param::Buffer,
+            ArgValue::Buffer(_) => Param::Buffer,
+            #[cfg(feature = "resident")]
+            ArgValue::Resident { .. } | ArgValue::BadRange(_) => Param::Buffer,
             ArgValue::I32(_) => Param::I32,
             ArgValue::U32(_) => Param::U32,
             ArgValue::I64(_) => Param::I64,

@@ -5,15 +5,14 @@
 pub(crate) mod claims;
 mod device;
 pub(crate) mod host;
-pub(crate) mod resident;
 mod target;
 
 pub use device::DeviceBuffer;
 pub(crate) use device::{DeviceBufferInner, FreeDevice, Graveyard};
-pub(crate) use host::{HeldTasks, HostShared};
+#[cfg(feature = "replay")]
+pub(crate) use host::HeldTasks;
+pub(crate) use host::HostShared;
 pub use host::{HostBuffer, HostRead, HostWrite};
-pub(crate) use resident::ResidentBuffer;
-pub(crate) use resident::{ResidentInner, ResidentMemory};
 pub use target::DeviceData;
 pub(crate) use target::{target_of, DevTarget};
 

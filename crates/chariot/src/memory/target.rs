@@ -3,9 +3,10 @@
 //! sealed trait `download` and `readback` take, so one method serves both.
 
 use super::device::DeviceBufferInner;
-use super::resident::ResidentInner;
-use super::{DeviceBuffer, Element, ResidentBuffer};
+use super::{DeviceBuffer, Element};
 use crate::backend::device::{PhysBuf, SimMemory};
+#[cfg(feature = "resident")]
+use crate::seam::{ResidentBuffer, ResidentInner};
 use std::sync::Arc;
 
 /// The device side of a copy or a launch argument, resolved when a command is issued.
@@ -14,6 +15,7 @@ pub(crate) enum DevTarget {
     /// A virtual buffer: one copy per GPU and stream slot.
     Virtual(Arc<DeviceBufferInner>),
     /// A resident buffer: one copy per GPU, made when a task binds it there.
+    #[cfg(feature = "resident")]
     Resident(Arc<ResidentInner>),
 }
 
@@ -23,6 +25,7 @@ impl DevTarget {
     pub(crate) fn cuda_ptr(&self, gpu: usize, slot: usize) -> Option<u64> {
         match self {
             DevTarget::Virtual(b) => b.phys(gpu, slot).cuda_ptr(),
+            #[cfg(feature = "resident")]
             DevTarget::Resident(r) => r.copy(gpu).and_then(|c| c.cuda_ptr()),
         }
     }
@@ -35,6 +38,7 @@ impl DevTarget {
         };
         match self {
             DevTarget::Virtual(b) => sim(b.phys(gpu, slot)),
+            #[cfg(feature = "resident")]
             DevTarget::Resident(r) => r.copy(gpu).and_then(|c| sim(&c)),
         }
     }
@@ -43,6 +47,7 @@ impl DevTarget {
     pub(crate) fn sched_id(&self) -> u64 {
         match self {
             DevTarget::Virtual(b) => b.sched_id,
+            #[cfg(feature = "resident")]
             DevTarget::Resident(r) => r.sched_id,
         }
     }
@@ -69,6 +74,7 @@ mod sealed {
 /// let s = Scheduler::builder().backend(Backend::Sim).build()?;
 /// fn elements<T: chariot::memory::Element>(d: &impl DeviceData<T>) -> usize { d.elements() }
 /// assert_eq!(elements(&s.alloc::<u8>(10)?), 10);
+/// # #[cfg(feature = "resident")]
 /// assert_eq!(elements(&s.alloc_resident::<u8>(20)?), 20);
 /// # Ok::<(), chariot::Error>(())
 /// ```
@@ -99,12 +105,14 @@ impl<T: Element> DeviceData<T> for DeviceBuffer<T> {
     }
 }
 
+#[cfg(feature = "resident")]
 impl<T: Element> sealed::Sealed for ResidentBuffer<T> {
     fn target(&self) -> sealed::Target {
         sealed::Target(DevTarget::Resident(self.inner().clone()))
     }
 }
 
+#[cfg(feature = "resident")]
 impl<T: Element> DeviceData<T> for ResidentBuffer<T> {
     fn elements(&self) -> usize {
         self.len()

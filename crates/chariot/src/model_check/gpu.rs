@@ -12,6 +12,7 @@ use crate::stage::Stage;
 use crate::task::command::{Command, CopyCmd, Direction};
 use shuttle::sync::atomic::AtomicUsize;
 use shuttle::sync::{mpsc, Mutex};
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 
@@ -107,12 +108,14 @@ pub(super) fn commands(
         .collect()
 }
 
-/// A command sent to a GPU's model engine.
+/// A command sent to a GPU's model engine, or a replay window (`window`: whether it
+/// runs well).
 pub(super) struct Job {
     slot: usize,
     task: usize,
     command: usize,
     stage: Stage,
+    window: Option<bool>,
 }
 
 /// The engine of one GPU: runs commands in arrival order and posts each completion in
@@ -124,8 +127,18 @@ pub(super) fn engine(
     ring: Option<Arc<Signal>>,
     jobs: mpsc::Receiver<Job>,
     posted: Arc<[Mutex<bool>]>,
+    windows: Arc<Mutex<VecDeque<bool>>>,
 ) {
     while let Ok(job) = jobs.recv() {
+        if let Some(ok) = job.window {
+            // A window runs its tasks as one unit and completes in issue order.
+            thread::yield_now();
+            windows.lock().unwrap().push_back(ok);
+            if let Some(signal) = &ring {
+                signal.notify();
+            }
+            continue;
+        }
         counts.enter(gpu, job.stage, job.task, job.command);
         thread::yield_now();
         *posted[job.slot].lock().unwrap() = true;
@@ -135,8 +148,9 @@ pub(super) fn engine(
     }
 }
 
-/// The model GPU the real dispatcher drives: issue hands the command to the engine;
-/// poll takes the slot's posted completion.
+/// The model GPU the real dispatcher drives: issue hands the command (or the replay
+/// window) to the engine; poll takes the slot's posted completion (or the first
+/// window's).
 pub(super) struct ModelGpu {
     pub(super) gpu: usize,
     pub(super) counts: Arc<Counts>,
@@ -144,6 +158,10 @@ pub(super) struct ModelGpu {
     pub(super) posted: Arc<[Mutex<bool>]>,
     /// Per slot: the stage and task of its command in flight.
     pub(super) stages: Vec<Option<(Stage, usize)>>,
+    /// Windows the engine completed, in issue order (whether each ran well).
+    pub(super) windows: Arc<Mutex<VecDeque<bool>>>,
+    /// Every window issued here fails as a whole (its tasks fail).
+    pub(super) fail_windows: bool,
 }
 
 impl Device for ModelGpu {
@@ -154,7 +172,7 @@ impl Device for ModelGpu {
     fn issue(&mut self, stream: usize, cmd: &mut Command, info: CallInfo, command: usize) -> Result<DriverNs, Fault> {
         let task = info.task.0 as usize;
         assert!(self.stages[stream].replace((cmd.stage(), task)).is_none(), "slot {stream} issued twice");
-        let job = Job { slot: stream, task, command, stage: cmd.stage() };
+        let job = Job { slot: stream, task, command, stage: cmd.stage(), window: None };
         self.jobs.send(job).expect("the engine outlives its GPU");
         Ok(0)
     }
@@ -168,19 +186,26 @@ impl Device for ModelGpu {
         Some(Ok(Span { start_ns: 0, end_ns: 0 }))
     }
 
-    fn issue_window(
-        &mut self,
-        _w: &crate::task::window::Window,
-    ) -> Result<(DriverNs, crate::backend::GraphUse), Fault> {
-        // The model checks run host dispatch; no scheduler of theirs replays.
-        Err(Fault::task("the model GPU does not replay windows"))
+    #[cfg(feature = "replay")]
+    fn issue_window(&mut self, w: &crate::seam::Window) -> Result<(DriverNs, crate::backend::GraphUse), Fault> {
+        assert!(self.stages.iter().all(Option::is_none), "a window issued beside commands in flight");
+        let task = w.tasks.first().map_or(0, |t| t.id.0 as usize);
+        let job = Job { slot: 0, task, command: 0, stage: Stage::Kernel, window: Some(!self.fail_windows) };
+        self.jobs.send(job).expect("the engine outlives its GPU");
+        Ok((0, crate::backend::GraphUse::Simulated))
     }
 
+    /// A window that ran well: every task ran, untimed inside it (as on CUDA).
     fn poll_window(&mut self) -> Option<Result<crate::backend::WindowRun, Fault>> {
-        None
+        let ok = self.windows.lock().unwrap().pop_front()?;
+        Some(match ok {
+            true => Ok(crate::backend::WindowRun { span: Span { start_ns: 0, end_ns: 0 }, tasks: Vec::new() }),
+            false => Err(Fault::task("the model window failed")),
+        })
     }
 
-    fn can_issue_window(&self, _w: &crate::task::window::Window) -> bool {
+    #[cfg(feature = "replay")]
+    fn can_issue_window(&self, _w: &crate::seam::Window) -> bool {
         true
     }
 

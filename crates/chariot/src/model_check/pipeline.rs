@@ -2,13 +2,14 @@
 //! and PCT schedules (see the parent module for what each schedule must show).
 
 use super::gpu::{commands, engine, Counts, ModelGpu, NoFree};
-use super::{pct, random, spawn, task};
+use super::{pct, random, spawn, task, thread};
 use crate::backend::host_alloc::HostAlloc;
 use crate::dispatch::executioners;
 use crate::dispatch::shared::{Batch, Shared};
 use crate::dispatch::Dispatcher;
 use crate::ids::TaskId;
 use crate::memory::{DeviceBufferInner, Graveyard, HostShared};
+use crate::report::Outcome;
 use crate::signal::Signal;
 use crate::stage::queues::StageQueues;
 use crate::stage::{OverlapMatrix, Stage, Thresholds, Tuning};
@@ -16,6 +17,7 @@ use crate::task::buffer::TaskBuffer;
 use crate::task::Order;
 use shuttle::sync::atomic::AtomicUsize;
 use shuttle::sync::{mpsc, Mutex};
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 
@@ -36,12 +38,32 @@ pub(super) struct Config {
     /// The last `pollers` GPUs show completions only to polling, as on CUDA: their
     /// engines do not ring, and their dispatchers spin while commands are in flight.
     pollers: usize,
+    /// The GPUs whose model fails every replay window issued there.
+    failing_windows: Vec<usize>,
 }
 
 impl Config {
     /// Whether `gpu`'s completions show only to polling.
     pub(super) fn polls(&self, gpu: usize) -> bool {
         gpu + self.pollers >= self.gpus
+    }
+
+    /// Two GPUs of one slot each, no task of their own: the replay windows' model
+    /// (`super::windows`) hands them windows; `failing` fails every window issued there.
+    #[cfg(feature = "replay")]
+    pub(super) fn windows(failing: Vec<usize>) -> Config {
+        Config {
+            gpus: 2,
+            slots: 1,
+            thresholds: Thresholds { local: [1, 1, 1, 1], global: [2, 2, 2, 2] },
+            matrix: OverlapMatrix::all(),
+            order: Order::Fcfs,
+            plans: Vec::new(),
+            after: Vec::new(),
+            spinners: 0,
+            pollers: 0,
+            failing_windows: failing,
+        }
     }
 
     /// The runtime's configuration for this machine: the caps as given, no adaptation.
@@ -72,9 +94,16 @@ impl Config {
     }
 }
 
-/// One schedule: start engines, executioners and the real dispatchers, submit every
-/// task while they run, wait for the batch, stop, and check what ran.
-fn pipeline(config: &Config) {
+/// A machine of the model running: the structures the dispatchers share, the counts,
+/// and the threads (engines, executioners, the real dispatchers).
+pub(super) struct Machine {
+    pub(super) shared: Arc<Shared>,
+    pub(super) counts: Arc<Counts>,
+    threads: Vec<thread::JoinHandle<()>>,
+}
+
+/// Starts engines, executioners and the real dispatchers for `config`.
+pub(super) fn start(config: &Config) -> Machine {
     let runtime = config.runtime();
     let (gpus, n) = (config.gpus, config.plans.len());
     let counts = Arc::new(Counts {
@@ -93,16 +122,10 @@ fn pipeline(config: &Config) {
         stop: crate::sync::AtomicBool::new(false),
         live: crate::sync::AtomicUsize::new(gpus),
         alive: (0..gpus).map(|_| crate::sync::AtomicBool::new(true)).collect(),
-        timelines: (0..gpus).map(|_| Default::default()).collect(),
-        stats: (0..gpus).map(|_| Default::default()).collect(),
-        adaptations: Default::default(),
-        kernel_fills_now: Default::default(),
-        kernels: Default::default(),
-        residents: Default::default(),
-        windows: (0..gpus).map(|_| Default::default()).collect(),
-        windows_queued: (0..gpus).map(|_| crate::sync::AtomicUsize::new(0)).collect(),
-        spent: parking_lot::Mutex::new(Vec::new()),
-        claim_depth: crate::sync::AtomicUsize::new(0),
+        records: crate::dispatch::recorders::Recorders::new(gpus, None),
+        resident: Default::default(),
+        windows: crate::seam::WindowQueues::new(gpus),
+        claims: crate::seam::ClaimGate::new(),
         epoch: std::time::Instant::now(),
     });
     let mut threads = Vec::new();
@@ -119,14 +142,46 @@ fn pipeline(config: &Config) {
     for gpu in 0..gpus {
         let (tx, rx) = mpsc::channel();
         let posted: Arc<[Mutex<bool>]> = (0..config.slots).map(|_| Mutex::new(false)).collect();
-        let (c, p) = (counts.clone(), posted.clone());
+        let windows: Arc<Mutex<VecDeque<bool>>> = Default::default();
+        let (c, p, w) = (counts.clone(), posted.clone(), windows.clone());
         let ring = (!config.polls(gpu)).then(|| shared.signals[gpu].clone());
-        threads.push(spawn(format!("engine {gpu}"), move || engine(c, gpu, ring, rx, p)));
-        let device = ModelGpu { gpu, counts: counts.clone(), jobs: tx, posted, stages: vec![None; config.slots] };
+        threads.push(spawn(format!("engine {gpu}"), move || engine(c, gpu, ring, rx, p, w)));
+        let stages = vec![None; config.slots];
+        let fail_windows = config.failing_windows.contains(&gpu);
+        let device = ModelGpu { gpu, counts: counts.clone(), jobs: tx, posted, stages, windows, fail_windows };
         let dispatcher = Dispatcher::new(gpu, device, &runtime, shared.clone(), cpu_jobs.clone(), None);
         threads.push(spawn(format!("dispatcher {gpu}"), move || dispatcher.run()));
     }
     drop(cpu_jobs);
+    Machine { shared, counts, threads }
+}
+
+impl Machine {
+    /// Waits for the batch as `synchronize` does, then shuts down as the scheduler does
+    /// and joins every thread; returns what the batch's report is made from.
+    pub(super) fn finish(self) -> Outcome {
+        let Machine { shared, threads, .. } = self;
+        let outcome = {
+            let mut batch = shared.batch.lock();
+            while batch.outstanding > 0 {
+                shared.batch_done.wait(&mut batch);
+            }
+            std::mem::take(&mut batch.outcome)
+        };
+        shared.stop.store(true, SeqCst);
+        shared.wake_all();
+        for t in threads {
+            t.join().expect("model threads do not panic");
+        }
+        outcome
+    }
+}
+
+/// One schedule: start the machine, submit every task while it runs, wait for the
+/// batch, stop, and check what ran.
+fn pipeline(config: &Config) {
+    let machine = start(config);
+    let (shared, counts) = (machine.shared.clone(), machine.counts.clone());
     // Submit as `Scheduler::submit` does once the claims are made: `Shared::admit`
     // counts the task in and adds it to the graph; a ready task goes to Q and rings
     // every dispatcher, a waiting one goes when its last predecessor ends.
@@ -138,21 +193,9 @@ fn pipeline(config: &Config) {
         let after: Vec<TaskId> = config.after.get(id).into_iter().flatten().map(|&p| TaskId(p as u64)).collect();
         shared.admit(t, &after);
     }
-    // Wait as `synchronize` does, then shut down as the scheduler does.
-    let outcome = {
-        let mut batch = shared.batch.lock();
-        while batch.outstanding > 0 {
-            shared.batch_done.wait(&mut batch);
-        }
-        std::mem::take(&mut batch.outcome)
-    };
-    shared.stop.store(true, SeqCst);
-    shared.wake_all();
-    for t in threads {
-        t.join().expect("model threads do not panic");
-    }
+    let outcome = machine.finish();
     assert!(outcome.failures.is_empty() && outcome.lost_gpus.is_empty(), "tasks failed: {outcome:?}");
-    let records: Vec<_> = shared.timelines.iter().flat_map(|t| std::mem::take(&mut *t.lock())).collect();
+    let (records, _) = shared.records.take_batch();
     for (id, (_, stages)) in config.plans.iter().enumerate() {
         assert_eq!(counts.ran[id].load(SeqCst), stages.len(), "commands of task {id} run");
         let mine: Vec<_> = records.iter().filter(|r| r.task == TaskId(id as u64)).collect();
@@ -187,6 +230,7 @@ fn shared_bus() -> Config {
         after: Vec::new(),
         spinners: 0,
         pollers: 0,
+        failing_windows: Vec::new(),
     }
 }
 
@@ -208,6 +252,7 @@ fn one_copy_engine() -> Config {
         after: Vec::new(),
         spinners: 1,
         pollers: 0,
+        failing_windows: Vec::new(),
     }
 }
 
@@ -224,6 +269,7 @@ fn three_gpus() -> Config {
         after: Vec::new(),
         spinners: 0,
         pollers: 1,
+        failing_windows: Vec::new(),
     }
 }
 
@@ -239,6 +285,7 @@ fn depth_two() -> Config {
         after: Vec::new(),
         spinners: 2,
         pollers: 0,
+        failing_windows: Vec::new(),
     }
 }
 
@@ -258,6 +305,7 @@ fn graph() -> Config {
         after: vec![vec![], vec![0], vec![0], vec![1, 2], vec![1], vec![]],
         spinners: 1,
         pollers: 0,
+        failing_windows: Vec::new(),
     }
 }
 

@@ -13,8 +13,8 @@
 
 use super::{pct, random, spawn};
 use crate::backend::device::PhysBuf;
+use crate::ext::resident::memory::{Plan, ResidentInner, ResidentMemory, Source};
 use crate::ids::TaskId;
-use crate::memory::resident::{Plan, ResidentInner, ResidentMemory, Source};
 use crate::memory::{FreeDevice, Graveyard};
 use crate::sync::Mutex;
 use std::collections::HashMap;

@@ -19,28 +19,26 @@
 //! callback of this scheduler return [`Error::WaitInCallback`], and a `Drop` there (the
 //! last handle moved into a callback) hands steps 2 to 5 to a thread of their own.
 
-mod capture;
 mod queries;
-#[cfg(feature = "mpi")]
-mod ranks;
 mod resources;
 
 use crate::backend::Machine;
 use crate::config::Config;
 use crate::dispatch::executioners::Executioners;
+use crate::dispatch::recorders::Recorders;
 use crate::dispatch::shared::{Batch, Shared};
 use crate::dispatch::Dispatcher;
 use crate::error::{Error, Result};
 use crate::ids::TaskId;
 use crate::memory::claims::Holder;
-use crate::memory::{Graveyard, HostShared, ResidentInner};
-use crate::report::{kernel_lines, shutting_down, DispatchStats, Report};
+use crate::memory::{Graveyard, HostShared};
+use crate::report::{kernel_lines, shutting_down, Report};
+use crate::seam::{Capture, Offer, ResidentRange};
 use crate::signal::Signal;
 use crate::stage::queues::StageQueues;
 use crate::task::buffer::TaskBuffer;
-use crate::task::command::{Command, FetchCmd};
-use crate::task::{HostClaim, Residency, ResidentUse, Task};
-use capture::{Capture, Offer};
+use crate::task::command::Command;
+use crate::task::{HostClaim, Task};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -61,16 +59,6 @@ pub(crate) struct Submitted {
     pub(crate) refuse_conflicts: bool,
     /// The resident byte ranges its commands read and write.
     pub(crate) resident: Vec<ResidentRange>,
-}
-
-/// Bytes of a resident buffer a command reads or writes.
-pub(crate) struct ResidentRange {
-    pub(crate) buf: Arc<ResidentInner>,
-    pub(crate) bytes: std::ops::Range<usize>,
-    pub(crate) read: bool,
-    pub(crate) write: bool,
-    /// Every byte of `bytes` is touched (a 2-D copy with gaps between its rows is not).
-    pub(crate) dense: bool,
 }
 
 /// The runtime: build one with [`Scheduler::builder`], allocate buffers, register
@@ -111,13 +99,14 @@ pub struct Scheduler {
     /// Held for a whole submit: each task's dependencies are on tasks submitted before it.
     submitting: Mutex<()>,
     seq: AtomicU64,
-    /// Holds tasks back for replay windows.
+    /// Holds tasks back for replay windows (`crate::seam`: the last admission step).
     capture: Arc<Capture>,
     graveyard: Arc<Graveyard>,
     threads: Mutex<Option<(Vec<JoinHandle<()>>, Executioners)>>,
-    /// This rank's share of a cluster's task stream.
+    /// This rank's share of a cluster's task stream (`crate::seam`: the first
+    /// admission step).
     #[cfg(feature = "mpi")]
-    ranks: Option<ranks::RankShare>,
+    ranks: Option<crate::seam::RankShare>,
 }
 
 impl Scheduler {
@@ -135,16 +124,10 @@ impl Scheduler {
             stop: crate::sync::AtomicBool::new(false),
             live: crate::sync::AtomicUsize::new(d),
             alive: (0..d).map(|_| crate::sync::AtomicBool::new(true)).collect(),
-            timelines: (0..d).map(|_| Mutex::new(Vec::new())).collect(),
-            stats: (0..d).map(|_| Mutex::new(DispatchStats::default())).collect(),
-            adaptations: Mutex::new(Vec::new()),
-            kernel_fills_now: Mutex::new(vec![config.tuning.kernel_fills; d]),
-            kernels: Mutex::new(Vec::new()),
-            residents: Mutex::new(Vec::new()),
-            windows: (0..d).map(|_| Mutex::new(Default::default())).collect(),
-            windows_queued: (0..d).map(|_| crate::sync::AtomicUsize::new(0)).collect(),
-            spent: Mutex::new(Vec::new()),
-            claim_depth: crate::sync::AtomicUsize::new(0),
+            records: Recorders::new(d, config.tuning.kernel_fills),
+            resident: Default::default(),
+            windows: crate::seam::WindowQueues::new(d),
+            claims: crate::seam::ClaimGate::new(),
             epoch,
         });
         let nvtx = match (&*machine, config.nvtx) {
@@ -205,13 +188,13 @@ impl Scheduler {
 
     /// Takes part in `cluster`'s task stream: run only this rank's share.
     #[cfg(feature = "mpi")]
-    pub(crate) fn join_cluster(&mut self, cluster: crate::cluster::Cluster) -> Result<()> {
+    pub(crate) fn join_cluster(&mut self, cluster: crate::seam::Cluster) -> Result<()> {
         // As many tasks as this rank's slots can hold, and fewer waiting in Q than it
         // has GPUs: a rank takes no task it cannot start soon, so the others can (the
         // balance is dynamic to the last tasks).
         let gpus = self.machine.gpus().len();
         let depth = gpus * self.config.streams;
-        self.ranks = Some(ranks::RankShare::new(cluster, depth, gpus, &self.shared)?);
+        self.ranks = Some(crate::seam::RankShare::new(cluster, depth, gpus, &self.shared)?);
         Ok(())
     }
 
@@ -229,6 +212,12 @@ impl Scheduler {
     /// [`Error::HostConflict`] instead where `refuse_conflicts`, or where a read guard
     /// holds the region). Submits are serialised (`submitting`), so a task depends only
     /// on tasks submitted before it and the graph has no cycle.
+    ///
+    /// Admission is a fixed pipeline of steps, each adding the tasks it must run after
+    /// to `preds`: the rank's share (cluster: another rank's task stops here), the ids,
+    /// the host claims (the core's), the resident dependencies and fetches, and last
+    /// the replay capture, which holds the task back or hands it to the batch. The
+    /// extensions' steps are `crate::seam`'s.
     pub(crate) fn submit_task(&self, task: Submitted) -> Result<TaskId> {
         let Submitted { id, granularity, mut commands, claims, after, refuse_conflicts, resident } = task;
         if self.closed.load(Ordering::SeqCst) {
@@ -238,86 +227,17 @@ impl Scheduler {
         #[cfg(feature = "mpi")]
         if let Some(r) = &self.ranks {
             let local = |p: TaskId| self.capture.held(p, &[]).0 || self.shared.batch.lock().graph.contains(p);
-            if !r.takes(&self.shared, id, &after, local)? {
+            if !r.admit(&self.shared, id, &after, &claims, local)? {
                 // Another rank's: it runs there.
                 return Ok(id);
             }
-            for c in claims.iter().filter(|c| c.write) {
-                r.wrote(id, c.host.id, c.region);
-            }
         }
-        {
-            // The capture first, then the graph (never both locks at once): a held task
-            // moves to the graph only, so none is missed between the two.
-            let (id_held, after_held) = self.capture.held(id, &after);
-            let batch = self.shared.batch.lock();
-            if id_held || batch.graph.contains(id) {
-                return Err(Error::DuplicateTask { task: id });
-            }
-            for (i, &p) in after.iter().enumerate() {
-                if p == id {
-                    return Err(Error::DependencyCycle { task: id });
-                }
-                if !after_held.get(i).copied().unwrap_or(false) && !batch.graph.contains(p) {
-                    return Err(Error::UnknownDependency { task: id, dependency: p });
-                }
-            }
-        }
+        self.check_ids(id, &after)?;
         // `preds` begins with the named ones; inferred ones are appended after them.
         let named = after.len();
         let mut preds = after;
-        let mut holders = Vec::new();
-        let mut hosts: Vec<Arc<HostShared>> = Vec::new();
-        for HostClaim { host, region, write } in &claims {
-            let mut list = host.claims.lock();
-            holders.clear();
-            list.conflicts(region, *write, Holder::Task(id), &mut holders);
-            if let Some(holder) = holders.iter().find(|h| refuse_conflicts || !matches!(h, Holder::Task(_))) {
-                let holder = holder.public();
-                drop(list);
-                for h in &hosts {
-                    h.release(Holder::Task(id));
-                }
-                return Err(Error::HostConflict { task: id, buffer: host.id, region: region.public(), holder });
-            }
-            for h in &holders {
-                if let Holder::Task(t) = *h {
-                    if !preds.contains(&t) {
-                        preds.push(t);
-                    }
-                }
-            }
-            // Dormant until the task is ready (`Shared::ready`): seen by later submits
-            // and guards, not yet by `Claims::exclusive_to`.
-            list.add_dormant(*region, *write, Holder::Task(id));
-            drop(list);
-            if !hosts.iter().any(|h| Arc::ptr_eq(h, host)) {
-                hosts.push(host.clone());
-            }
-        }
-        let uses = self.resident_uses(id, resident, &mut preds);
-        if !uses.is_empty() {
-            // GPU callbacks reach the resident buffers the task declared, and only those.
-            let ids: Arc<[u64]> = uses.iter().map(|u| u.buf.id).collect();
-            for c in commands.iter_mut() {
-                if let Command::Gpu(f) = c {
-                    if let Some(inner) = f.take() {
-                        let ids = ids.clone();
-                        *f = Some(Box::new(move |call: &mut crate::callback::GpuCall<'_>| {
-                            call.resident = Some(ids);
-                            inner(call)
-                        }));
-                    }
-                }
-            }
-        }
-        // The fetches run first, at the download stage, once the task is on a GPU.
-        let fetches = uses
-            .iter()
-            .filter(|u| !u.read.is_empty())
-            .map(|u| Command::Fetch(FetchCmd { buf: u.buf.clone(), pieces: u.read.clone(), plan: Vec::new() }));
-        commands.splice(0..0, fetches);
-        let residency = Residency { uses, ..Residency::default() };
+        let hosts = claim_hosts(id, &claims, refuse_conflicts, &mut preds)?;
+        let residency = crate::seam::admit_resident(&self.shared, id, resident, &mut commands, &mut preds);
         let task = Task {
             id,
             granularity,
@@ -334,49 +254,25 @@ impl Scheduler {
         Ok(id)
     }
 
-    /// A task's resident ranges as pieces per buffer: those it needs valid where it runs
-    /// (read, or written in part) and those it writes; adds the tasks it runs after
-    /// (RAW, WAR, WAW per piece) to `preds`.
-    fn resident_uses(&self, id: TaskId, ranges: Vec<ResidentRange>, preds: &mut Vec<TaskId>) -> Vec<ResidentUse> {
-        let mut uses: Vec<ResidentUse> = Vec::new();
-        if ranges.is_empty() {
-            return uses; // nothing to track, and no lock to take
-        }
-        for r in ranges {
-            let at = match uses.iter().position(|u| Arc::ptr_eq(&u.buf, &r.buf)) {
-                Some(i) => i,
-                None => {
-                    uses.push(ResidentUse { buf: r.buf.clone(), read: Vec::new(), write: Vec::new() });
-                    uses.len() - 1
-                }
-            };
-            let u = &mut uses[at];
-            let pieces = r.buf.pieces_of(&r.bytes);
-            for p in pieces.clone() {
-                // A piece written in part keeps the rest of its bytes: it is read too (a
-                // 2-D copy's gaps between rows included).
-                let whole = r.buf.bytes_of(&(p..p + 1));
-                let partial = r.write && (!r.dense || r.bytes.start > whole.start || r.bytes.end < whole.end);
-                if r.read || partial {
-                    u.read.push(p);
-                }
-                if r.write {
-                    u.write.push(p);
-                }
-            }
-        }
+    /// Refuses an id taken in this batch, an `after` naming the task itself, and one
+    /// naming a task not submitted in it (held by the capture or in the graph).
+    fn check_ids(&self, id: TaskId, after: &[TaskId]) -> Result<()> {
+        // The capture first, then the graph (never both locks at once): a held task
+        // moves to the graph only, so none is missed between the two.
+        let (id_held, after_held) = self.capture.held(id, after);
         let batch = self.shared.batch.lock();
-        let live = |t: TaskId| batch.graph.unended(t);
-        for u in &mut uses {
-            for list in [&mut u.read, &mut u.write] {
-                list.sort_unstable();
-                list.dedup();
-            }
-            let read_only: Vec<usize> = u.read.iter().copied().filter(|p| u.write.binary_search(p).is_err()).collect();
-            u.buf.track(id, &u.write, true, &live, preds);
-            u.buf.track(id, &read_only, false, &live, preds);
+        if id_held || batch.graph.contains(id) {
+            return Err(Error::DuplicateTask { task: id });
         }
-        uses
+        for (i, &p) in after.iter().enumerate() {
+            if p == id {
+                return Err(Error::DependencyCycle { task: id });
+            }
+            if !after_held.get(i).copied().unwrap_or(false) && !batch.graph.contains(p) {
+                return Err(Error::UnknownDependency { task: id, dependency: p });
+            }
+        }
+        Ok(())
     }
 
     /// Waits until every submitted task has ended, then returns the batch's report.
@@ -398,22 +294,14 @@ impl Scheduler {
             std::mem::take(&mut batch.outcome)
         };
         // The batch's ids are free again: resident data forgets who used it.
-        for r in self.shared.residents() {
-            r.forget_tasks();
-        }
+        self.shared.resident.forget_tasks();
         #[allow(unused_mut)] // the cluster form replaces them
         let mut outcome = outcome;
         let failures = outcome.failures.clone();
-        let mut records = Vec::new();
-        for t in &self.shared.timelines {
-            records.append(&mut t.lock());
-        }
-        let mut stats = DispatchStats::default();
-        for s in &self.shared.stats {
-            stats.add(&std::mem::take(&mut *s.lock()));
-        }
+        #[allow(unused_mut)] // the cluster form replaces them
+        let (mut records, stats) = self.shared.records.take_batch();
         // Nothing runs now: freeing device memory cannot stall a pipeline.
-        self.shared.free_spent();
+        self.shared.windows.free_spent();
         self.graveyard.free_buried();
         #[allow(unused_mut)]
         let mut names: Vec<String> = self.machine.gpus().iter().map(|g| g.name.clone()).collect();
@@ -440,9 +328,9 @@ impl Scheduler {
         let mut lines: Vec<String> = tuning.choices.iter().map(|c| c.to_string()).collect();
         // The capacity in force now (the adaptation may have raised it): the largest of
         // the GPUs', as each GPU's own adaptation is listed among the changes.
-        let now = self.shared.kernel_fills_now.lock().iter().flatten().copied().reduce(f64::max);
-        lines.extend(kernel_lines(tuning, now, &self.shared.kernels.lock()));
-        let adaptations = std::mem::take(&mut *self.shared.adaptations.lock());
+        let now = self.shared.records.kernel_fills_now();
+        lines.extend(kernel_lines(tuning, now, &self.shared.records.kernels.lock()));
+        let adaptations = std::mem::take(&mut *self.shared.records.adaptations.lock());
         let cleanup = self.machine.cleanup().take();
         let report = Report::build(
             self.machine.name(),
@@ -541,6 +429,48 @@ impl Scheduler {
     fn own_callback_task(&self) -> Option<TaskId> {
         crate::ids::current().filter(|&(sched, _)| sched == self.id).map(|(_, task)| task)
     }
+}
+
+/// The core's admission step: claims the task's host regions (dormant until it is
+/// ready, `Shared::ready`), adding to `preds` the unended tasks whose claims conflict;
+/// returns the host buffers claimed. A conflict with a guard, or any conflict where
+/// `refuse_conflicts`, is an error, and the claims made so far are given back.
+fn claim_hosts(
+    id: TaskId,
+    claims: &[HostClaim],
+    refuse_conflicts: bool,
+    preds: &mut Vec<TaskId>,
+) -> Result<Vec<Arc<HostShared>>> {
+    let mut holders = Vec::new();
+    let mut hosts: Vec<Arc<HostShared>> = Vec::new();
+    for HostClaim { host, region, write } in claims {
+        let mut list = host.claims.lock();
+        holders.clear();
+        list.conflicts(region, *write, Holder::Task(id), &mut holders);
+        if let Some(holder) = holders.iter().find(|h| refuse_conflicts || !matches!(h, Holder::Task(_))) {
+            let holder = holder.public();
+            drop(list);
+            for h in &hosts {
+                h.release(Holder::Task(id));
+            }
+            return Err(Error::HostConflict { task: id, buffer: host.id, region: region.public(), holder });
+        }
+        for h in &holders {
+            if let Holder::Task(t) = *h {
+                if !preds.contains(&t) {
+                    preds.push(t);
+                }
+            }
+        }
+        // Dormant until the task is ready (`Shared::ready`): seen by later submits
+        // and guards, not yet by `Claims::exclusive_to`.
+        list.add_dormant(*region, *write, Holder::Task(id));
+        drop(list);
+        if !hosts.iter().any(|h| Arc::ptr_eq(h, host)) {
+            hosts.push(host.clone());
+        }
+    }
+    Ok(hosts)
 }
 
 /// Steps 3 and 4 of the shutdown protocol: stops and joins the dispatchers, then the

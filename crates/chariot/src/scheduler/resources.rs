@@ -4,10 +4,10 @@
 use super::Scheduler;
 use crate::error::{Error, Result};
 use crate::kernel::{Kernel, KernelHandle, KernelInner};
-use crate::memory::{
-    checked_bytes, DeviceBuffer, DeviceBufferInner, Element, HostBuffer, ResidentBuffer, ResidentInner,
-};
+use crate::memory::{checked_bytes, DeviceBuffer, DeviceBufferInner, Element, HostBuffer};
 use crate::report::KernelUse;
+#[cfg(feature = "resident")]
+use crate::seam::{ResidentBuffer, ResidentInner};
 use std::sync::Arc;
 
 impl Scheduler {
@@ -72,6 +72,7 @@ impl Scheduler {
     /// # Errors
     /// [`Error::InvalidLength`] for 0 elements or a size that overflows;
     /// [`Error::InvalidConfig`] on a machine of more than 64 GPUs.
+    #[cfg(feature = "resident")]
     pub fn alloc_resident<T: Element>(&self, len: usize) -> Result<ResidentBuffer<T>> {
         self.alloc_resident_pieces(len, len)
     }
@@ -93,6 +94,7 @@ impl Scheduler {
     /// # Errors
     /// Those of [`alloc_resident`](Scheduler::alloc_resident), and
     /// [`Error::InvalidLength`] for a piece of 0 elements or more than `len`.
+    #[cfg(feature = "resident")]
     pub fn alloc_resident_pieces<T: Element>(&self, len: usize, piece_len: usize) -> Result<ResidentBuffer<T>> {
         let bytes = checked_bytes::<T>(len)?;
         if piece_len == 0 || piece_len > len {
@@ -103,19 +105,17 @@ impl Scheduler {
             });
         }
         let d = self.gpu_count();
-        if d > crate::memory::resident::MAX_GPUS {
+        if d > crate::seam::MAX_GPUS {
             return Err(Error::InvalidConfig {
                 name: "gpus",
                 value: d.to_string(),
-                allowed: format!("at most {} where resident buffers are used", crate::memory::resident::MAX_GPUS),
+                allowed: format!("at most {} where resident buffers are used", crate::seam::MAX_GPUS),
             });
         }
         let piece_bytes = piece_len * std::mem::size_of::<T>();
         let inner = ResidentInner::new(self.id, d, bytes, piece_bytes, self.machine.clone(), self.graveyard.clone());
         let buf = ResidentBuffer::new(inner, len);
-        let mut all = self.shared.residents.lock();
-        all.retain(|w| w.strong_count() > 0);
-        all.push(Arc::downgrade(buf.inner()));
+        self.shared.resident.add(buf.inner());
         Ok(buf)
     }
 
@@ -184,6 +184,6 @@ impl Scheduler {
     /// Notes a launch of `blocks` blocks of `kernel` (one wave of the first GPU holds
     /// `wave`), for the report's line on the kernel's concurrency.
     pub(crate) fn note_launch(&self, kernel: &str, blocks: u64, wave: u32) {
-        KernelUse::note(&mut self.shared.kernels.lock(), kernel, blocks, wave);
+        KernelUse::note(&mut self.shared.records.kernels.lock(), kernel, blocks, wave);
     }
 }

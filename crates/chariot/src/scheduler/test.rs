@@ -117,18 +117,19 @@ fn the_last_handle_dropped_in_a_callback_shuts_down_behind_it() {
 /// in a gap not at all: every piece its span touches counts as written in part, so it is
 /// fetched first and keeps the bytes the copy leaves.
 #[test]
+#[cfg(feature = "resident")]
 fn a_2d_write_with_gaps_reads_the_pieces_of_its_span() {
-    use crate::scheduler::ResidentRange;
+    use crate::ext::resident::admit::{resident_uses, ResidentRange};
     let s = Scheduler::builder().backend(crate::Backend::Sim).build().unwrap();
     let r = s.alloc_resident_pieces::<u32>(16, 4).unwrap();
     let buf = r.inner().clone();
     // Rows of 4 elements 8 apart: elements 0..4 and 8..12; piece 1 (4..8) is a gap.
     let gaps = ResidentRange { buf: buf.clone(), bytes: 0..48, read: false, write: true, dense: false };
     let mut preds = Vec::new();
-    let uses = s.resident_uses(TaskId(1), vec![gaps], &mut preds);
+    let uses = resident_uses(&s.shared, TaskId(1), vec![gaps], &mut preds);
     assert_eq!((uses[0].read.clone(), uses[0].write.clone()), (vec![0, 1, 2], vec![0, 1, 2]));
     // A dense write of whole pieces reads none of them.
     let dense = ResidentRange { buf, bytes: 0..32, read: false, write: true, dense: true };
-    let uses = s.resident_uses(TaskId(2), vec![dense], &mut preds);
+    let uses = resident_uses(&s.shared, TaskId(2), vec![dense], &mut preds);
     assert_eq!((uses[0].read.clone(), uses[0].write.clone()), (vec![], vec![0, 1]));
 }

@@ -3,8 +3,9 @@
 
 use crate::callback::{CpuFn, GpuFn};
 use crate::kernel::{ArgValue, KernelInner, LaunchShape};
-use crate::memory::resident::FetchPart;
-use crate::memory::{DevTarget, HostShared, ResidentInner};
+use crate::memory::{DevTarget, HostShared};
+#[cfg(feature = "resident")]
+use crate::seam::{FetchPart, ResidentInner};
 use crate::stage::Stage;
 use std::sync::Arc;
 
@@ -65,8 +66,9 @@ impl LaunchCmd {
 }
 
 /// The fetch of a resident buffer's pieces to the task's GPU, before the task's own
-/// commands (see `memory::resident`). `plan` is made when it is dispatched.
+/// commands (see `ext::resident::memory`). `plan` is made when it is dispatched.
 #[derive(Debug)]
+#[cfg(feature = "resident")]
 pub(crate) struct FetchCmd {
     pub(crate) buf: Arc<ResidentInner>,
     /// The pieces the task reads (or writes in part), ascending.
@@ -75,6 +77,7 @@ pub(crate) struct FetchCmd {
     pub(crate) plan: Vec<FetchPart>,
 }
 
+#[cfg(feature = "resident")]
 impl FetchCmd {
     /// Bytes the plan moves over the host's link (from the host shadow): what the
     /// report's records count, as bounds take them for host traffic. Peer copies and
@@ -82,7 +85,7 @@ impl FetchCmd {
     pub(crate) fn bytes(&self) -> usize {
         self.plan
             .iter()
-            .filter(|p| p.from == crate::memory::resident::Source::Host)
+            .filter(|p| p.from == crate::seam::Source::Host)
             .map(|p| self.buf.bytes_of(&p.pieces).len())
             .sum()
     }
@@ -94,6 +97,7 @@ pub(crate) enum Command {
     Gpu(Option<GpuFn>),
     Copy(CopyCmd),
     Launch(LaunchCmd),
+    #[cfg(feature = "resident")]
     Fetch(FetchCmd),
 }
 
@@ -106,6 +110,7 @@ impl Command {
                 Direction::Download => Stage::Download,
                 Direction::Readback => Stage::Readback,
             },
+            #[cfg(feature = "resident")]
             Command::Fetch(_) => Stage::Download,
         }
     }
@@ -123,6 +128,7 @@ impl Command {
     pub(crate) fn bytes(&self) -> u64 {
         match self {
             Command::Copy(c) => c.bytes() as u64,
+            #[cfg(feature = "resident")]
             Command::Fetch(f) => f.bytes() as u64,
             _ => 0,
         }
@@ -136,6 +142,7 @@ impl std::fmt::Debug for Command {
             Command::Gpu(_) => f.write_str("Gpu(callback)"),
             Command::Copy(c) => c.fmt(f),
             Command::Launch(l) => write!(f, "Launch({}, {:?})", l.kernel.def.name, l.shape),
+            #[cfg(feature = "resident")]
             Command::Fetch(x) => write!(f, "Fetch(resident {}, pieces {:?})", x.buf.id, x.pieces),
         }
     }

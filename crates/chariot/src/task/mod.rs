@@ -10,13 +10,13 @@ pub(crate) mod buffer;
 pub(crate) mod builder;
 pub(crate) mod command;
 pub(crate) mod graph;
-pub(crate) mod window;
 
 pub use buffer::Order;
 
 use crate::ids::TaskId;
 use crate::memory::claims::Region;
-use crate::memory::{HostShared, ResidentInner};
+use crate::memory::HostShared;
+use crate::seam::Residency;
 use command::Command;
 use std::sync::Arc;
 
@@ -41,51 +41,6 @@ pub(crate) struct Task {
     pub(crate) hosts: Vec<Arc<HostShared>>,
     /// The resident buffers it uses, and where it runs with them.
     pub(crate) residency: Residency,
-}
-
-/// A task's use of one resident buffer.
-#[derive(Debug)]
-pub(crate) struct ResidentUse {
-    pub(crate) buf: Arc<ResidentInner>,
-    /// Pieces it needs valid where it runs (read, or written in part), ascending.
-    pub(crate) read: Vec<usize>,
-    /// Pieces it writes, ascending.
-    pub(crate) write: Vec<usize>,
-}
-
-/// A task's resident data and its state on the GPU that runs it.
-#[derive(Debug, Default)]
-pub(crate) struct Residency {
-    pub(crate) uses: Vec<ResidentUse>,
-    /// The GPU whose copies it holds (bound when a slot took it).
-    pub(crate) bound: Option<usize>,
-    /// A command other than a fetch has been issued (it may have written).
-    pub(crate) dirty: bool,
-    /// The GPU that holds most of what it reads, when it went to Q.
-    pub(crate) home: Option<usize>,
-}
-
-impl Residency {
-    /// The task moves off a lost GPU: it gives up its copies' count there (the copies
-    /// are gone) and binds and is placed again where it goes.
-    pub(crate) fn moved(&mut self) {
-        if let Some(g) = self.bound.take() {
-            self.uses.iter().for_each(|u| u.buf.unbind(g));
-        }
-        self.dirty = false;
-        self.home = None;
-    }
-
-    /// Gives back the copies it holds on its GPU, marking what it wrote there (`ok`) or
-    /// invalidating it (failed after it started writing).
-    pub(crate) fn end(&mut self, task: TaskId, ok: bool) {
-        if let Some(g) = self.bound.take() {
-            for u in &self.uses {
-                u.buf.ended(g, &u.write, ok, self.dirty, task);
-                u.buf.unbind(g);
-            }
-        }
-    }
 }
 
 /// A 2-D (pitched) copy, in elements: `height` rows of `width` elements; row `r` starts

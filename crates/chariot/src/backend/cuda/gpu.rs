@@ -8,9 +8,13 @@ use crate::backend::device::PhysBuf;
 use crate::backend::{DriverNs, Fault, GraphUse, Reach, Span};
 use crate::callback::{run_caught, CallInfo, GpuCall, GpuCallOn};
 use crate::kernel::ArgValue;
-use crate::memory::resident::Source;
-use crate::task::command::{Command, CopyCmd, Direction, FetchCmd};
-use crate::task::window::Window;
+#[cfg(feature = "resident")]
+use crate::seam::Source;
+#[cfg(feature = "replay")]
+use crate::seam::Window;
+#[cfg(feature = "resident")]
+use crate::task::command::FetchCmd;
+use crate::task::command::{Command, CopyCmd, Direction};
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 use std::ffi::c_void;
@@ -47,8 +51,10 @@ pub(crate) struct Gpu {
     ranges: Option<super::nvtx::Ranges>,
     /// Replayed windows' graphs (made at the first window), and whether one is in
     /// flight. Dropped after the streams are synchronised (fields drop after `drop`).
+    #[cfg(feature = "replay")]
     replayer: Option<super::replay::Replayer>,
     /// Device-side windows' executors (made at the first such window).
+    #[cfg(feature = "replay")]
     runner: Option<super::device_window::DeviceRunner>,
     /// The windows in flight, in the order issued: each one's completion event and
     /// how it runs (a replayed graph or a device-side window).
@@ -121,10 +127,12 @@ pub(super) fn arg_value(a: &ArgValue, gpu: usize, slot: usize) -> Result<u64, Fa
             PhysBuf::Cuda { ptr, .. } => *ptr,
             PhysBuf::Sim(_) => return Err("simulated buffer passed to a CUDA kernel".into()),
         },
+        #[cfg(feature = "resident")]
         ArgValue::Resident { buf, bytes, .. } => match buf.copy(gpu).and_then(|c| c.cuda_ptr()) {
             Some(ptr) => ptr + bytes.start as u64,
             None => return Err("resident buffer without a copy on this GPU".into()),
         },
+        #[cfg(feature = "resident")]
         ArgValue::BadRange(m) => return Err(m.clone().into()),
         ArgValue::I32(v) => *v as u32 as u64,
         ArgValue::U32(v) => *v as u64,
@@ -160,7 +168,9 @@ impl Gpu {
             stage: vec![crate::stage::Stage::Kernel; streams],
             last_end_ns: [0; crate::stage::Stage::K],
             ranges: nvtx.map(|n| super::nvtx::Ranges::new(n, streams)),
+            #[cfg(feature = "replay")]
             replayer: None,
+            #[cfg(feature = "replay")]
             runner: None,
             flights: std::collections::VecDeque::new(),
             spare: Vec::new(),
@@ -262,9 +272,15 @@ impl Gpu {
             }
             Command::Gpu(f) => {
                 let f = f.take().ok_or("GPU callback already ran")?;
-                let mut call = GpuCall { info, on: GpuCallOn::Cuda { stream }, resident: None };
+                let mut call = GpuCall {
+                    info,
+                    on: GpuCallOn::Cuda { stream },
+                    #[cfg(feature = "resident")]
+                    resident: None,
+                };
                 run_caught(|| f(&mut call))?;
             }
+            #[cfg(feature = "resident")]
             Command::Fetch(f) => self.fetch(j, f)?,
             Command::Cpu(_) => return Err("CPU callbacks do not run on a GPU".into()),
         }
@@ -333,6 +349,7 @@ impl Gpu {
     /// GPU's copy (`cuMemcpyAsync` over unified addresses: a peer copy where peer access
     /// is on, staged through the host by the driver where not), from the host shadow, or
     /// a zero fill.
+    #[cfg(feature = "resident")]
     fn fetch(&mut self, j: usize, f: &FetchCmd) -> Result<(), Fault> {
         let stream = self.streams[j];
         let gpu = self.ctx.index;
@@ -348,6 +365,7 @@ impl Gpu {
         issued
     }
 
+    #[cfg(feature = "resident")]
     fn fetch_parts(
         &self,
         stream: sys::CUstream,
@@ -391,6 +409,7 @@ impl Gpu {
     /// Whether `w` may be issued behind the windows in flight: not a device-side run
     /// with another window in flight (the executor's image is one per GPU), nor any
     /// window behind a device-side run.
+    #[cfg(feature = "replay")]
     pub(crate) fn can_issue_window(&self, w: &Window) -> bool {
         self.flights.is_empty() || (!w.device && self.flights.iter().all(|(_, u)| *u != GraphUse::Device))
     }
@@ -398,6 +417,7 @@ impl Gpu {
     /// Launches window `w` as one graph on slot 0's stream (every slot is idle while
     /// windows run), behind the windows in flight. Returns the time in driver calls and
     /// how the graph was had.
+    #[cfg(feature = "replay")]
     pub(crate) fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault> {
         let t0 = Instant::now();
         let as_fault =

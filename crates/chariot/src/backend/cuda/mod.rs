@@ -11,12 +11,14 @@
 mod completion;
 mod context;
 pub(crate) mod cufft;
+#[cfg(feature = "replay")]
 mod device_window;
 mod gpu;
 mod kernel_cache;
 pub(crate) mod nvrtc;
 pub(crate) mod nvtx;
 mod peer;
+#[cfg(feature = "replay")]
 mod replay;
 
 pub(crate) use context::Machine;

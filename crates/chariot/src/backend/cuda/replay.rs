@@ -11,8 +11,8 @@
 use super::context::Context;
 use super::gpu::{arg_value, issue_fault};
 use crate::backend::{Fault, GraphUse};
+use crate::seam::Window;
 use crate::task::command::{Command, CopyCmd, Direction};
-use crate::task::window::Window;
 use cudarc::driver::result;
 use cudarc::driver::sys;
 use std::ffi::c_void;

@@ -12,8 +12,9 @@ use crate::backend::device::{PhysBuf, SimMemory};
 use crate::backend::{Fault, Reach, Span, TaskRun, WindowRun};
 use crate::callback::{run_caught, CallInfo, GpuCall, GpuCallOn, GpuFn};
 use crate::kernel::{ArgValue, KernelInner, LaunchShape, ScalarArgs, TwinArgs};
-use crate::memory::resident::{FetchPart, Source};
-use crate::memory::{DevTarget, HostShared, ResidentInner};
+use crate::memory::{DevTarget, HostShared};
+#[cfg(feature = "resident")]
+use crate::seam::{FetchPart, ResidentInner, Source};
 use crate::signal::Signal;
 use crate::task::command::Direction;
 use crossbeam_channel::Receiver;
@@ -38,6 +39,7 @@ pub(super) enum Work {
         shape: [usize; 6],
     },
     /// A resident buffer's pieces brought to this GPU.
+    #[cfg(feature = "resident")]
     Fetch {
         buf: Arc<ResidentInner>,
         parts: Vec<FetchPart>,
@@ -321,6 +323,7 @@ impl Engine {
                 let link_dir = if dir == Direction::Download { Dir::Up } else { Dir::Down };
                 self.links.transfer(self.gpu, link_dir, (width * height) as f64 * self.slow)
             }
+            #[cfg(feature = "resident")]
             Work::Fetch { buf, parts } => {
                 let dst = buf.copy(info.gpu).ok_or("resident buffer without a copy on this GPU")?;
                 let PhysBuf::Sim(dst) = &*dst else { return Err("resident copy is not simulated memory".into()) };
@@ -384,7 +387,12 @@ impl Engine {
             }
             Work::Window(_) => Err("a window inside a window".into()),
             Work::Callback(f) => {
-                let mut call = GpuCall { info, on: GpuCallOn::Sim { _life: std::marker::PhantomData }, resident: None };
+                let mut call = GpuCall {
+                    info,
+                    on: GpuCallOn::Sim { _life: std::marker::PhantomData },
+                    #[cfg(feature = "resident")]
+                    resident: None,
+                };
                 run_caught(|| f(&mut call))?;
                 self.hold(start, launch, || "GPU callback".into())
             }
@@ -411,6 +419,7 @@ impl Engine {
                     };
                     (m.clone(), 0..m.bytes)
                 }
+                #[cfg(feature = "resident")]
                 ArgValue::Resident { buf, bytes, .. } => {
                     let copy = buf.copy(info.gpu).ok_or("resident buffer without a copy on this GPU")?;
                     let PhysBuf::Sim(m) = &*copy else { return Err("resident copy is not simulated memory".into()) };

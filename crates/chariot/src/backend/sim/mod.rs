@@ -25,12 +25,15 @@ use super::device::{GpuInfo, PhysBuf, SimMemory};
 use super::{Fault, Reach, Span, WindowRun};
 use crate::callback::CallInfo;
 use crate::config::Gpus;
+#[cfg(feature = "replay")]
+use crate::seam::Window;
 use crate::signal::Signal;
 use crate::task::command::{Command, CopyCmd, Direction};
-use crate::task::window::Window;
 use compute::Sms;
 use crossbeam_channel::Sender;
-use engine::{lost_fault, Engine, EngineKind, Job, WindowJob, Work};
+#[cfg(feature = "replay")]
+use engine::WindowJob;
+use engine::{lost_fault, Engine, EngineKind, Job, Work};
 use link::Links;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -331,6 +334,7 @@ impl Gpu {
                 let (kernel, shape, args, seq) = (l.kernel.clone(), l.shape, l.args.clone(), self.launched);
                 (EngineKind::Compute, Work::Launch { kernel, shape, args, seq, share })
             }
+            #[cfg(feature = "resident")]
             Command::Fetch(f) => {
                 let kind = if self.senders.len() == 2 { EngineKind::Copy } else { EngineKind::Up };
                 (kind, Work::Fetch { buf: f.buf.clone(), parts: f.plan.clone() })
@@ -347,6 +351,7 @@ impl Gpu {
     /// Hands window `w` to a compute engine, which runs it as one graph launch and
     /// then its commands one after another in the window's order (each task on its
     /// lane's copies), at the profile's graph latencies.
+    #[cfg(feature = "replay")]
     pub(crate) fn issue_window(&mut self, w: &Window) -> Result<(), Fault> {
         if self.lost.load(Ordering::SeqCst) {
             return Err(lost_fault(self.gpu, Reach::Gpu));
@@ -356,7 +361,7 @@ impl Gpu {
         for (t, task) in w.tasks.iter().enumerate() {
             let info = CallInfo { task: task.id, gpu: self.gpu, stream: w.lanes[t] as usize };
             counts.push(task.commands.len());
-            // Copies and launches only (`task::window::replayable`); the window's own
+            // Copies and launches only (`ext::replay::window::replayable`); the window's own
             // engine runs them, whichever engine would take them alone.
             for cmd in &task.commands {
                 let (_, work) = self.data_work(cmd)?;

@@ -190,11 +190,13 @@ impl TaskBuilder<'_> {
                 ArgValue::Buffer(b) if b.sched_id != self.sched.id() => {
                     return Err(self.bad(Stage::Kernel, format!("device buffer {} belongs to another scheduler", b.id)));
                 }
+                #[cfg(feature = "resident")]
                 ArgValue::Resident { buf, .. } if buf.sched_id != self.sched.id() => {
                     return Err(
                         self.bad(Stage::Kernel, format!("resident buffer {} belongs to another scheduler", buf.id))
                     );
                 }
+                #[cfg(feature = "resident")]
                 ArgValue::BadRange(m) => return Err(self.bad(Stage::Kernel, format!("launch of `{}`: {m}", def.name))),
                 _ => {}
             }

@@ -14,10 +14,16 @@ use crate::backend::host_alloc::exclusive;
 use crate::callback::{CallInfo, GpuCall, Resource};
 use crate::error::{BoxError, Error, Result};
 use crate::ids::{InCallback, TaskId};
+#[cfg(feature = "resident")]
 use crate::kernel::ArgValue;
 use crate::kernel::{Arg, KernelHandle, LaunchShape};
-use crate::memory::{DevTarget, DeviceData, Element, HostBuffer, ResidentBuffer};
-use crate::scheduler::{ResidentRange, Scheduler, Submitted};
+#[cfg(feature = "resident")]
+use crate::memory::DevTarget;
+use crate::memory::{DeviceData, Element, HostBuffer};
+use crate::scheduler::{Scheduler, Submitted};
+#[cfg(feature = "resident")]
+use crate::seam::ResidentBuffer;
+use crate::seam::ResidentRange;
 use crate::stage::Stage;
 use std::ops::RangeBounds;
 
@@ -280,22 +286,26 @@ impl<'s> TaskBuilder<'s> {
     /// assert!(host.read().iter().all(|&v| v == 1.0));
     /// # Ok::<(), chariot::Error>(())
     /// ```
+    #[cfg(feature = "resident")]
     pub fn reads<T: Element>(self, buf: &ResidentBuffer<T>, range: impl RangeBounds<usize>) -> Self {
         self.declare(Arg::reads(buf, range))
     }
 
     /// Declares that the task's GPU callbacks write elements `range` of `buf` (see
     /// [`reads`](TaskBuilder::reads)).
+    #[cfg(feature = "resident")]
     pub fn writes<T: Element>(self, buf: &ResidentBuffer<T>, range: impl RangeBounds<usize>) -> Self {
         self.declare(Arg::writes(buf, range))
     }
 
     /// Declares that the task's GPU callbacks read and write elements `range` of `buf`
     /// (see [`reads`](TaskBuilder::reads)).
+    #[cfg(feature = "resident")]
     pub fn reads_writes<T: Element>(self, buf: &ResidentBuffer<T>, range: impl RangeBounds<usize>) -> Self {
         self.declare(Arg::reads_writes(buf, range))
     }
 
+    #[cfg(feature = "resident")]
     fn declare(mut self, arg: Arg) -> Self {
         if self.error.is_some() {
             return self;
@@ -415,7 +425,9 @@ impl<'s> TaskBuilder<'s> {
         if self.commands.is_empty() {
             return Err(Error::EmptyTask { task: self.id });
         }
+        #[allow(unused_mut)] // resident ranges are added only with resident data
         let mut resident = self.declared;
+        #[cfg(feature = "resident")]
         for c in &self.commands {
             match c {
                 Command::Copy(copy) => {

@@ -1,5 +1,5 @@
 //! Replay capture: which of a batch's tasks are held back at submit to run
-//! as replay windows (`task::window`), and when they go.
+//! as replay windows (`ext::replay::window`), and when they go.
 //!
 //! A batch is held from its first task, while every task can run in a graph and names
 //! only tasks held or gone in this batch's windows (so the windows hold the batch's
@@ -29,12 +29,12 @@
 
 use crate::dispatch::shared::{not_run, Shared};
 use crate::execution::Execution;
+use crate::ext::replay::window::{self, Held};
 use crate::ids::TaskId;
 use crate::memory::claims::Holder;
 use crate::memory::HeldTasks;
 use crate::report::{Report, TaskFailure};
 use crate::sync::Ordering;
-use crate::task::window::{self, Held};
 use crate::task::{Order, Task};
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
@@ -220,7 +220,7 @@ impl Capture {
             self.launch(st, false);
             drop(guard);
             // What earlier windows left, freed on this thread (not under the lock).
-            self.shared.free_spent();
+            self.shared.windows.free_spent();
         }
         Offer::Held
     }

@@ -37,9 +37,9 @@ mod tests;
 
 pub use buffer::ResidentBuffer;
 
-use super::device::Graveyard;
 use crate::backend::device::PhysBuf;
 use crate::ids::TaskId;
+use crate::memory::Graveyard;
 use crate::sync::Mutex;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};

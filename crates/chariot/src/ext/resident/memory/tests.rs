@@ -2,8 +2,8 @@
 //! eviction with write-back.
 
 use super::*;
-use crate::memory::device::Graveyard;
 use crate::memory::FreeDevice;
+use crate::memory::Graveyard;
 
 #[derive(Debug, Default)]
 struct Fake {

@@ -1,6 +1,6 @@
 //! A replay window: tasks of one batch that run as one graph on one GPU,
 //! launched once instead of command by command. The scheduler holds the tasks
-//! (`scheduler::capture`), [`plan`] cuts them into a window per GPU and lays each
+//! (`ext::replay::capture`), [`plan`] cuts them into a window per GPU and lays each
 //! out, and the dispatcher of that GPU hands the window to its backend, which replays
 //! a graph of the same structure (CUDA: an executable graph whose changed parameters
 //! are set, or built once) or runs it on the simulated engines.
@@ -25,11 +25,11 @@
 //! Every edge, given or added, runs from an earlier task to a later one in the window's
 //! order, so the window's graph has no cycle.
 
-use super::command::Command;
-use super::{Order, Task};
 use crate::ids::TaskId;
 use crate::kernel::ArgValue;
 use crate::memory::DevTarget;
+use crate::task::command::Command;
+use crate::task::{Order, Task};
 use std::collections::BinaryHeap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;

@@ -24,12 +24,10 @@
 //! # Ok::<(), chariot::Error>(())
 //! ```
 
-#[cfg(feature = "mpi")]
 pub(crate) mod exchange;
-#[cfg(feature = "mpi")]
+pub(crate) mod gate;
 pub(crate) mod handout;
-
-#[cfg(feature = "mpi")]
 mod process;
-#[cfg(feature = "mpi")]
+pub(crate) mod ranks;
+
 pub use process::Cluster;

@@ -1,6 +1,6 @@
 //! A scheduler's share of a cluster's task stream (the `mpi` feature): which
 //! of the batch's tasks this rank runs, and what the ranks tell each other at
-//! `synchronize` (`cluster::{handout, exchange}`).
+//! `synchronize` (`ext::cluster::{handout, exchange}`).
 //!
 //! Position i of the batch (its i-th submit, the same task on every rank) is this
 //! rank's if it lies in a block rank 0 gave this rank. A rank asks for the next block
@@ -10,10 +10,10 @@
 //! takes no more. A task named by `after` runs where the task it names runs: the rank
 //! that has it takes the task that names it.
 
-use crate::cluster::exchange::{self, Share};
-use crate::cluster::Cluster;
 use crate::dispatch::shared::Shared;
 use crate::error::{Error, Result};
+use crate::ext::cluster::exchange::{self, Share};
+use crate::ext::cluster::Cluster;
 use crate::ids::TaskId;
 use crate::memory::claims::Region;
 use crate::memory::{Element, HostBuffer};
@@ -63,7 +63,7 @@ impl RankShare {
                 message: "another scheduler of this process takes part in the cluster's stream; drop it first".into(),
             });
         }
-        shared.claim_depth.store(depth, Ordering::SeqCst);
+        shared.claims.set(depth);
         let batch = cluster.next_batch();
         Ok(RankShare {
             cluster,
@@ -209,6 +209,26 @@ impl RankShare {
 }
 
 impl RankShare {
+    /// The rank's share as an admission step of a submit: whether this rank runs task
+    /// `id` ([`RankShare::takes`]); if so, notes the host regions it writes, for
+    /// `gather`.
+    pub(crate) fn admit(
+        &self,
+        shared: &Shared,
+        id: TaskId,
+        after: &[TaskId],
+        claims: &[crate::task::HostClaim],
+        local: impl Fn(TaskId) -> bool,
+    ) -> Result<bool> {
+        if !self.takes(shared, id, after, local)? {
+            return Ok(false);
+        }
+        for c in claims.iter().filter(|c| c.write) {
+            self.wrote(id, c.host.id, c.region);
+        }
+        Ok(true)
+    }
+
     /// Notes that task `task`, this rank's, writes `region` of host buffer `host`.
     pub(crate) fn wrote(&self, task: TaskId, host: u64, region: Region) {
         self.st.lock().written.push((task, host, region));

@@ -1,4 +1,4 @@
-//! A dispatcher's replay windows: a window queued for this GPU starts when
+//! A dispatcher's replay windows, its second source of work beside Q: a window queued for this GPU starts when
 //! every stream slot is idle (its lanes use the slots' copies of the virtual buffers)
 //! and holds the GPU until it completes; no task is taken from Q meanwhile. Up to
 //! [`IN_FLIGHT`] windows are issued at once, the next queued behind the one running
@@ -10,16 +10,17 @@
 //! GPU that leaves the rotation goes to another GPU (its tasks have not begun), or
 //! fails if none is left.
 
-use super::{Device, Dispatcher};
 use crate::backend::{Fault, GraphUse, Span, TaskRun, WindowRun};
+use crate::dispatch::{Device, Dispatcher};
+use crate::ext::replay::queues::Spent;
+use crate::ext::replay::window::Window;
 use crate::report::{CommandRecord, GraphSetup, ReplayedWindow, TaskFailure};
 use crate::sync::Ordering;
-use crate::task::window::Window;
 use crate::TaskId;
 use std::time::Instant;
 
 /// The most windows a GPU has issued and not completed: one running, one queued.
-pub(super) const IN_FLIGHT: usize = 2;
+const IN_FLIGHT: usize = 2;
 
 /// Whether a queued window may start here now.
 enum Start {
@@ -29,8 +30,25 @@ enum Start {
     Wait,
 }
 
+/// A dispatcher's windows in flight, in the order issued, and when the last one
+/// here ended (one issued behind it began then).
+pub(crate) struct WindowsInFlight {
+    flights: std::collections::VecDeque<InFlight>,
+    end_ns: u64,
+}
+
+impl WindowsInFlight {
+    pub(crate) fn new() -> WindowsInFlight {
+        WindowsInFlight { flights: std::collections::VecDeque::with_capacity(IN_FLIGHT), end_ns: 0 }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.flights.is_empty()
+    }
+}
+
 /// A window a dispatcher has in flight.
-pub(super) struct InFlight {
+struct InFlight {
     window: Box<Window>,
     dispatched_ns: u64,
     used: GraphUse,
@@ -39,8 +57,8 @@ pub(super) struct InFlight {
 
 impl<D: Device> Dispatcher<D> {
     /// Whether windows wait for this GPU or one runs here: no task is taken from Q then.
-    pub(super) fn windows_pending(&self) -> bool {
-        !self.windows.is_empty() || self.shared.windows_queued[self.gpu].load(Ordering::SeqCst) > 0
+    pub(crate) fn windows_pending(&self) -> bool {
+        !self.windows.flights.is_empty() || self.shared.windows.count[self.gpu].load(Ordering::SeqCst) > 0
     }
 
     /// Whether `w` may start here: each task of an earlier window it runs after has
@@ -48,7 +66,7 @@ impl<D: Device> Dispatcher<D> {
     fn start_of(&self, w: &Window, graph: &crate::task::graph::Graph) -> Start {
         let mut failed = Vec::new();
         for &(t, pred, seq) in &w.external {
-            if self.windows.iter().any(|f| f.window.seq == seq) {
+            if self.windows.flights.iter().any(|f| f.window.seq == seq) {
                 continue;
             }
             match graph.ended(pred) {
@@ -63,16 +81,16 @@ impl<D: Device> Dispatcher<D> {
     /// Starts a window queued for this GPU once every slot is idle: the first in the
     /// queue that may start (a window waiting for another GPU does not hold up the
     /// ones behind it that do not).
-    pub(super) fn try_window(&mut self) -> bool {
-        if self.windows.len() >= IN_FLIGHT
+    pub(crate) fn try_window(&mut self) -> bool {
+        if self.windows.flights.len() >= IN_FLIGHT
             || self.lost.is_some()
-            || self.shared.windows_queued[self.gpu].load(Ordering::SeqCst) == 0
+            || self.shared.windows.count[self.gpu].load(Ordering::SeqCst) == 0
             || self.slots.iter().any(|s| s.task.is_some() || s.busy.is_some())
         {
             return false;
         }
         let picked = {
-            let mut queue = self.shared.windows[self.gpu].lock();
+            let mut queue = self.shared.windows.queued[self.gpu].lock();
             let batch = self.shared.batch.lock();
             let mut picked = None;
             for (i, w) in queue.iter().enumerate() {
@@ -88,7 +106,7 @@ impl<D: Device> Dispatcher<D> {
             picked.and_then(|(i, failed)| queue.remove(i).map(|w| (w, failed)))
         };
         let Some((window, failed)) = picked else { return false };
-        self.shared.windows_queued[self.gpu].fetch_sub(1, Ordering::SeqCst);
+        self.shared.windows.count[self.gpu].fetch_sub(1, Ordering::SeqCst);
         let window = if failed.is_empty() {
             window
         } else {
@@ -117,7 +135,7 @@ impl<D: Device> Dispatcher<D> {
                 self.stats.driver_ns += driver_ns;
                 self.stats.runtime_ns += host_ns.saturating_sub(driver_ns);
                 self.gpu_busy += 1;
-                self.windows.push_back(InFlight { window, dispatched_ns, used, host_ns });
+                self.windows.flights.push_back(InFlight { window, dispatched_ns, used, host_ns });
             }
             Err(fault) => {
                 let host_ns = t0.elapsed().as_nanos() as u64;
@@ -129,13 +147,13 @@ impl<D: Device> Dispatcher<D> {
     }
 
     /// Whether the first window in flight completed; ends it if so.
-    pub(super) fn poll_window(&mut self) -> bool {
-        if self.windows.is_empty() {
+    pub(crate) fn poll_window(&mut self) -> bool {
+        if self.windows.flights.is_empty() {
             return false;
         }
         let t0 = Instant::now();
         let Some(result) = self.device.poll_window() else { return false };
-        let flight = self.windows.pop_front().expect("checked above");
+        let flight = self.windows.flights.pop_front().expect("checked above");
         self.gpu_busy -= 1;
         self.end_window(flight, result);
         self.stats.runtime_ns += t0.elapsed().as_nanos() as u64;
@@ -143,7 +161,7 @@ impl<D: Device> Dispatcher<D> {
     }
 
     /// Ends every task of a window that ran (or failed as a whole).
-    pub(super) fn end_window(&mut self, flight: InFlight, result: Result<WindowRun, Fault>) {
+    fn end_window(&mut self, flight: InFlight, result: Result<WindowRun, Fault>) {
         let InFlight { window, dispatched_ns, used, host_ns } = flight;
         let now = self.now_ns();
         let (mut span, runs, whole) = match result {
@@ -151,8 +169,8 @@ impl<D: Device> Dispatcher<D> {
             Err(fault) => (Span { start_ns: dispatched_ns, end_ns: now }, Vec::new(), Some(fault)),
         };
         // Issued behind another, it began when that one ended.
-        span.start_ns = span.start_ns.max(self.window_end_ns).min(span.end_ns);
-        self.window_end_ns = span.end_ns;
+        span.start_ns = span.start_ns.max(self.windows.end_ns).min(span.end_ns);
+        self.windows.end_ns = span.end_ns;
         if let Some(f) = whole.as_ref().filter(|f| f.loses_gpu()) {
             self.mark_lost(&f.message.clone());
         }
@@ -180,7 +198,7 @@ impl<D: Device> Dispatcher<D> {
         let mut window = window;
         let tasks = std::mem::take(&mut window.tasks);
         let lanes = std::mem::take(&mut window.lanes);
-        self.shared.bury(std::iter::once(crate::dispatch::shared::Spent::Window(window)));
+        self.shared.windows.bury(std::iter::once(Spent::Window(window)));
         self.flush_stats();
         let mut ended = Vec::with_capacity(tasks.len());
         for (i, task) in tasks.into_iter().enumerate() {
@@ -203,10 +221,10 @@ impl<D: Device> Dispatcher<D> {
                     Some(fail(0, format!("not run: it runs after task {cause}, which failed"), None))
                 }
                 (None, Some(TaskRun::Ran(spans))) => {
-                    let mut timeline = self.shared.timelines[self.gpu].lock();
+                    let mut recorder = self.shared.records.gpus[self.gpu].lock();
                     for (c, s) in spans.iter().enumerate() {
                         let cmd = &task.commands[c];
-                        timeline.push(CommandRecord {
+                        recorder.timeline.push(CommandRecord {
                             task: task.id,
                             granularity: task.granularity,
                             command: c as u32,
@@ -229,12 +247,22 @@ impl<D: Device> Dispatcher<D> {
         self.shared.end_tasks(ended);
     }
 
+    /// The windows in flight when the dispatcher dies (a panic while they ran): their
+    /// tasks fail with `message`. Called after the GPU is quiesced.
+    pub(crate) fn drop_windows(&mut self, message: &str) {
+        while let Some(flight) = self.windows.flights.pop_front() {
+            self.gpu_busy -= 1;
+            let fault = Fault::task(format!("its GPU's dispatcher stopped: {message}"));
+            self.end_window(flight, Err(fault));
+        }
+    }
+
     /// Windows queued here when this GPU leaves the rotation (it is marked out first):
     /// to another GPU in it (their tasks have not begun), or failed with `message` when
     /// none is left.
-    pub(super) fn hand_over_windows(&mut self, message: &str) {
-        let queued: Vec<Box<Window>> = self.shared.windows[self.gpu].lock().drain(..).collect();
-        self.shared.windows_queued[self.gpu].fetch_sub(queued.len(), Ordering::SeqCst);
+    pub(crate) fn hand_over_windows(&mut self, message: &str) {
+        let queued: Vec<Box<Window>> = self.shared.windows.queued[self.gpu].lock().drain(..).collect();
+        self.shared.windows.count[self.gpu].fetch_sub(queued.len(), Ordering::SeqCst);
         for window in queued {
             let Err(window) = self.shared.push_window(self.gpu, window) else { continue };
             let Window { tasks, lanes, .. } = *window;

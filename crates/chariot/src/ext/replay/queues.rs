@@ -1,0 +1,138 @@
+//! The replay windows' share of what the dispatchers and the scheduler share: per GPU
+//! the windows queued for it (and their count, read without the lock on every turn),
+//! and what ended windows leave for the submitting thread to free. On `crate::sync`'s
+//! primitives, so the model checks run the hand-off under shuttle.
+
+use crate::dispatch::shared::{not_run, Shared};
+use crate::ext::replay::window::Window;
+use crate::memory::claims::Holder;
+use crate::report::TaskFailure;
+use crate::sync::{AtomicUsize, Mutex, Ordering};
+use crate::task::graph::Released;
+use crate::task::Task;
+use std::collections::VecDeque;
+
+/// The most ended window tasks kept for the submitting thread to free.
+const SPENT_MAX: usize = 1 << 16;
+
+/// What a replay window leaves when it ends, for the submitting thread to free.
+pub(crate) enum Spent {
+    Task(#[allow(dead_code)] Box<Task>),
+    /// Its layout (its tasks taken out).
+    Window(#[allow(dead_code)] Box<Window>),
+}
+
+/// The windows waiting for each GPU, and the ended tasks kept for the submitting thread.
+pub(crate) struct WindowQueues {
+    /// Per GPU: replay windows waiting for it, and their count.
+    pub(crate) queued: Vec<Mutex<VecDeque<Box<Window>>>>,
+    pub(crate) count: Vec<AtomicUsize>,
+    /// Tasks of replay windows that ended, to be freed by the submitting thread (at
+    /// the next sub-window's cut, or at `synchronize`): freed here they were allocated,
+    /// not on a dispatcher while the user's loop allocates the next ones, whose
+    /// allocator they would contend for.
+    spent: Mutex<Vec<Spent>>,
+}
+
+impl WindowQueues {
+    /// Empty queues for `gpus` GPUs.
+    pub(crate) fn new(gpus: usize) -> WindowQueues {
+        WindowQueues {
+            queued: (0..gpus).map(|_| Mutex::new(VecDeque::new())).collect(),
+            count: (0..gpus).map(|_| AtomicUsize::new(0)).collect(),
+            spent: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Keeps ended tasks for [`WindowQueues::free_spent`], up to [`SPENT_MAX`] (beyond
+    /// it they are freed here: a batch that never synchronizes keeps no more).
+    pub(crate) fn bury(&self, what: impl Iterator<Item = Spent>) {
+        let mut spent = self.spent.lock();
+        for s in what {
+            if spent.len() < SPENT_MAX {
+                spent.push(s);
+            }
+        }
+    }
+
+    /// Frees the ended tasks kept by [`WindowQueues::bury`] (on the submitting thread).
+    pub(crate) fn free_spent(&self) {
+        let spent = std::mem::take(&mut *self.spent.lock());
+        drop(spent);
+    }
+}
+
+impl Shared {
+    /// Ends many tasks at once (a replay window's): as [`Shared::end_task`] each, but
+    /// under one lock of the batch, their memory kept for the submitting thread to free
+    /// ([`WindowQueues::bury`], before the batch is told: `synchronize` frees what it
+    /// finds), and the dispatchers with windows queued woken (a window may wait for these).
+    pub(crate) fn end_tasks(&self, tasks: Vec<(Box<Task>, Option<TaskFailure>)>) {
+        let mut released = Vec::new();
+        let mut ended = Vec::with_capacity(tasks.len());
+        let mut spent = Vec::with_capacity(tasks.len());
+        for (mut task, failure) in tasks {
+            for h in &task.hosts {
+                h.release(Holder::Task(task.id));
+            }
+            task.residency.end(task.id, failure.is_none());
+            ended.push((task.id, failure));
+            spent.push(Spent::Task(task));
+        }
+        self.windows.bury(spent.into_iter());
+        let mut fail_at = (0, 0);
+        {
+            let mut batch = self.batch.lock();
+            for (id, failure) in &mut ended {
+                batch.graph.end(*id, failure.is_some(), &mut released);
+                batch.outstanding -= 1;
+                if let Some(f) = failure.take() {
+                    fail_at = (f.gpu, f.stream);
+                    batch.outcome.failures.push(f);
+                }
+            }
+            self.tell_batch(&batch);
+        }
+        // A window queued on another GPU may wait for these tasks. Without this wake the
+        // model check `model_check::windows` deadlocks (its `no_window_wake` mutation).
+        #[cfg(not(chariot_mutation = "no_window_wake"))]
+        self.wake_window_waiters();
+        for r in released {
+            match r {
+                Released::Ready(t) => self.ready(t),
+                Released::Failed(t, cause) => {
+                    let f = not_run(&t, cause, fail_at.0, fail_at.1);
+                    self.end_task(t, Some(f));
+                }
+            }
+        }
+    }
+
+    /// Wakes the dispatchers that have windows queued: one may wait for tasks that
+    /// just ended (`ext::replay::dispatch`).
+    pub(crate) fn wake_window_waiters(&self) {
+        for (g, queued) in self.windows.count.iter().enumerate() {
+            if queued.load(Ordering::SeqCst) > 0 {
+                self.signals[g].notify();
+            }
+        }
+    }
+
+    /// Queues a replay window for GPU `gpu`, or the first other GPU in the rotation if
+    /// that one has left it; gives it back if none is left. The rotation is read under
+    /// the queue's lock, which a leaving GPU takes after it marks itself out, so no
+    /// window is queued where nobody will take it.
+    pub(crate) fn push_window(&self, gpu: usize, window: Box<Window>) -> Result<(), Box<Window>> {
+        for g in std::iter::once(gpu).chain(0..self.alive.len()) {
+            let mut queue = self.windows.queued[g].lock();
+            if self.alive[g].load(Ordering::SeqCst) {
+                queue.push_back(window);
+                self.windows.count[g].fetch_add(1, Ordering::SeqCst);
+                drop(queue);
+                self.signals[g].notify();
+                return Ok(());
+            }
+        }
+        Err(window)
+    }
+}

@@ -1,0 +1,73 @@
+//! A task's use of resident data: the buffers it uses, the pieces it reads and writes,
+//! and the GPU whose copies it holds while it runs. The core holds it in `Task` and
+//! calls its three hooks (`place` when the task goes to Q, `moved`, `end`).
+
+use crate::ext::resident::memory::ResidentInner;
+use crate::ids::TaskId;
+use crate::sync::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// A task's use of one resident buffer.
+#[derive(Debug)]
+pub(crate) struct ResidentUse {
+    pub(crate) buf: Arc<ResidentInner>,
+    /// Pieces it needs valid where it runs (read, or written in part), ascending.
+    pub(crate) read: Vec<usize>,
+    /// Pieces it writes, ascending.
+    pub(crate) write: Vec<usize>,
+}
+
+/// A task's resident data and its state on the GPU that runs it.
+#[derive(Debug, Default)]
+pub(crate) struct Residency {
+    pub(crate) uses: Vec<ResidentUse>,
+    /// The GPU whose copies it holds (bound when a slot took it).
+    pub(crate) bound: Option<usize>,
+    /// A command other than a fetch has been issued (it may have written).
+    pub(crate) dirty: bool,
+    /// The GPU that holds most of what it reads, when it went to Q.
+    pub(crate) home: Option<usize>,
+}
+
+impl Residency {
+    /// The task moves off a lost GPU: it gives up its copies' count there (the copies
+    /// are gone) and binds and is placed again where it goes.
+    pub(crate) fn moved(&mut self) {
+        if let Some(g) = self.bound.take() {
+            self.uses.iter().for_each(|u| u.buf.unbind(g));
+        }
+        self.dirty = false;
+        self.home = None;
+    }
+
+    /// Gives back the copies it holds on its GPU, marking what it wrote there (`ok`) or
+    /// invalidating it (failed after it started writing).
+    pub(crate) fn end(&mut self, task: TaskId, ok: bool) {
+        if let Some(g) = self.bound.take() {
+            for u in &self.uses {
+                u.buf.ended(g, &u.write, ok, self.dirty, task);
+                u.buf.unbind(g);
+            }
+        }
+    }
+
+    /// Where a ready task's resident data is: the GPU in the rotation holding the most
+    /// bytes of what it reads (the first of equals), if any holds some; kept as `home`
+    /// for Q's placement. With one GPU there is no choice to make.
+    pub(crate) fn place(&mut self, alive: &[AtomicBool]) {
+        let d = alive.len();
+        if d < 2 || self.uses.iter().all(|u| u.read.is_empty()) {
+            self.home = None;
+            return;
+        }
+        self.home = (0..d)
+            .filter(|&g| alive[g].load(Ordering::SeqCst))
+            .map(|g| (g, self.uses.iter().map(|u| u.buf.valid_bytes(g, &u.read)).sum::<usize>()))
+            .filter(|&(_, bytes)| bytes > 0)
+            .fold(None, |best: Option<(usize, usize)>, (g, b)| match best {
+                Some((_, bb)) if bb >= b => best,
+                _ => Some((g, b)),
+            })
+            .map(|(g, _)| g);
+    }
+}

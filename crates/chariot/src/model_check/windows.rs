@@ -1,0 +1,109 @@
+//! The replay windows' hand-off on the real dispatchers (feature `replay`): windows
+//! queued through `Shared::push_window` (the capture's call), taken by the real
+//! `Dispatcher` loop (`ext::replay::dispatch`: `try_window`, `poll_window`,
+//! `end_window`), their tasks ended through `Shared::end_tasks`, on `crate::sync`'s
+//! primitives and shuttle's schedules.
+//!
+//! Window W1 (the earlier, `seq` 0) holds task 0 on GPU 1; window W2 (`seq` 1) holds
+//! task 1 on GPU 0, which runs after task 0. W2 is queued first: GPU 0 finds it must
+//! wait for W1 (`Start::Wait`) and parks. When W1's tasks end on GPU 1, the
+//! dispatchers with windows queued are woken (`Shared::wake_window_waiters`), and GPU
+//! 0 starts W2, or, where W1 failed, ends task 1 as not run: W2 is emptied by the
+//! failure and never issued. Either way `synchronize` (here `Machine::finish`) returns.
+//!
+//! The hang the review found (a window emptied by a failure hung `synchronize`) was
+//! that missing wake-up. With the mutation that removes it (`--cfg
+//! chariot_mutation="no_window_wake"`, which compiles out the wake in
+//! `Shared::end_tasks`):
+//!
+//! ```text
+//! CARGO_TARGET_DIR=target/mutation RUSTFLAGS='--cfg chariot_mutation="no_window_wake"' \
+//!   cargo test -p chariot --features model-check --lib model_check::windows
+//! ```
+//!
+//! every test here fails: shuttle reports a deadlock (GPU 0's dispatcher parked with
+//! W2 queued, the main thread waiting for the batch, the other threads idle). Recorded
+//! (2026-11-28, default seed): all 3 tests FAILED within the first schedules ("deadlock!
+//! blocked tasks: [main-thread, executioner 0, executioner 1, engine 0, dispatcher 0,
+//! engine 1, dispatcher 1]"), against 3 passed without the mutation.
+
+use super::pipeline::{start, Config};
+use super::{pct, random, task};
+use crate::ext::replay::window::Window;
+use crate::ids::TaskId;
+use crate::stage::Stage;
+use crate::task::command::Command;
+
+/// A window of one task, `id`, on lane 0; `after`: the tasks of earlier windows it
+/// runs after (index here, the task, its window's `seq`).
+fn window(seq: u64, id: usize, after: Vec<(u32, TaskId, u64)>) -> Box<Window> {
+    let mut t = task(id, 1);
+    t.commands = vec![Command::Gpu(None)];
+    Box::new(Window {
+        seq,
+        external: after,
+        lane_limit: 1,
+        tasks: vec![t],
+        preds: vec![Vec::new()],
+        lane_edges: vec![None],
+        lanes: vec![0],
+        lane_count: 1,
+        key: Vec::new(),
+        hash: 0,
+        device: false,
+    })
+}
+
+/// One schedule of the hand-off; `fail_first`: W1 fails on GPU 1.
+fn hand_off(fail_first: bool) {
+    let config = Config::windows(if fail_first { vec![1] } else { Vec::new() });
+    let machine = start(&config);
+    let shared = machine.shared.clone();
+    // Counted into the batch as running, as the capture's `launch` does.
+    {
+        let mut batch = shared.batch.lock();
+        batch.outstanding += 2;
+        batch.graph.add_live(TaskId(0));
+        batch.graph.add_live(TaskId(1));
+    }
+    // The later window first, on the other GPU: it must wait for the earlier one.
+    assert!(shared.push_window(0, window(1, 1, vec![(0, TaskId(0), 0)])).is_ok(), "GPU 0 in the rotation");
+    assert!(shared.push_window(1, window(0, 0, Vec::new())).is_ok(), "GPU 1 in the rotation");
+    let outcome = machine.finish();
+    let failed: Vec<(TaskId, Stage, String)> =
+        outcome.failures.iter().map(|f| (f.task, f.stage, f.message.clone())).collect();
+    if fail_first {
+        assert_eq!(failed.len(), 2, "both tasks fail: {failed:?}");
+        assert!(failed.iter().any(|(t, _, m)| *t == TaskId(0) && m.contains("the model window failed")));
+        assert!(failed.iter().any(|(t, _, m)| *t == TaskId(1) && m.contains("runs after task #0")), "{failed:?}");
+        // W2 was emptied by the failure: only W1 was issued.
+        assert_eq!(outcome.windows.len(), 1, "windows issued: {:?}", outcome.windows);
+        assert!(outcome.windows[0].failed && outcome.windows[0].gpu == 1);
+    } else {
+        assert!(failed.is_empty(), "no task fails: {failed:?}");
+        let gpus: Vec<usize> = outcome.windows.iter().map(|w| w.gpu).collect();
+        assert_eq!(gpus, vec![1, 0], "W1 on GPU 1, then W2 on GPU 0");
+    }
+    for g in 0..2 {
+        assert_eq!(shared.windows.count[g].load(std::sync::atomic::Ordering::SeqCst), 0, "GPU {g}'s queue at the end");
+    }
+}
+
+/// Both windows run, W2 after W1. With the wake-up removed (the mutation above):
+/// shuttle reports a deadlock.
+#[test]
+fn windows_hand_off_random() {
+    random(1000, || hand_off(false));
+}
+
+/// W1 fails; W2 is emptied by the failure (task 1 ends not run) and `synchronize`
+/// returns. With the wake-up removed: shuttle reports a deadlock.
+#[test]
+fn windows_emptied_by_a_failure_random() {
+    random(1000, || hand_off(true));
+}
+
+#[test]
+fn windows_emptied_by_a_failure_pct() {
+    pct(500, 3, || hand_off(true));
+}
