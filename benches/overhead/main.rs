@@ -283,7 +283,7 @@ fn study<'a>(cli: &'a Cli, ranks: &'a Ranks) -> Result<Study<'a>, String> {
     }
     let pins = cli.pin.iter().map(|p| pin(p)).collect::<Result<Vec<_>, _>>()?;
     if pins.is_empty() {
-        return Err("--pin needs on, off or both".into());
+        return Err("--pin needs on, off or on,off (both)".into());
     }
     for b in &cli.buses {
         if !matches!(b.as_str(), "default" | "calibrated") && !b.parse::<usize>().is_ok_and(|n| n > 0) {
