@@ -36,6 +36,7 @@
 //! ```
 
 #![deny(missing_docs, missing_debug_implementations)]
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 // The modules run in layers, lowest first (the table and its picture are in
 // scripts/check-layers.py, which CI runs): a module imports only from its own layer
