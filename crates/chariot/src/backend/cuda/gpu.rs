@@ -510,6 +510,8 @@ impl Drop for Gpu {
         let gpu = self.ctx.index;
         let cleanup = self.ctx.cleanup.clone();
         if let Err(e) = self.ctx.bind() {
+            // The handles are still destroyed, with the fields (that needs no current
+            // context; their errors are kept too), but not waited for.
             cleanup.push(crate::DriverError { call: format!("{} to destroy GPU {gpu}'s streams", e.call), ..e });
             return;
         }
