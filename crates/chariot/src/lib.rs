@@ -113,6 +113,7 @@
 // Built without an extension (`--no-default-features`), the backends' and the task
 // graph's support for it stays compiled but unused: the default build checks it.
 #![cfg_attr(not(all(feature = "replay", feature = "resident")), allow(dead_code))]
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 // The modules run in layers, lowest first (the table and its picture are in
 // scripts/ci/check-layers.py, which CI runs): a module imports only from its own layer

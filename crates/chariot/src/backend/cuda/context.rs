@@ -7,13 +7,13 @@
 //! backend calls, so that a library that is not a CUDA driver, or one too old, is
 //! `CudaUnavailable` (and `Auto` falls back to sim) with nothing printed.
 
-use super::{describe, failed, nvrtc};
+use super::handle::Module;
+use super::{describe, driver, failed, nvrtc};
 use crate::backend::device::{Function, GpuInfo, PhysBuf};
 use crate::backend::host_alloc::HostAlloc;
 use crate::config::Gpus;
 use crate::kernel::Kernel;
 use crate::report::Cleanup;
-use cudarc::driver::result;
 use cudarc::driver::sys;
 use parking_lot::Mutex;
 use std::ffi::CString;
@@ -120,7 +120,7 @@ impl Context {
     pub(crate) fn bind(&self) -> Result<(), crate::report::DriverError> {
         // SAFETY: the context was retained in `Machine::open` and is released only when
         // this value drops.
-        unsafe { result::ctx::set_current(self.ctx) }.map_err(|e| failed("cuCtxSetCurrent", e))
+        unsafe { driver::ctx_set_current(self.ctx) }.map_err(|e| failed("cuCtxSetCurrent", e))
     }
 }
 
@@ -131,12 +131,13 @@ impl Drop for Context {
         // later scheduler on this GPU gets a fresh one. Nothing runs on it by now (the
         // dispatchers are joined), and nobody can use a poisoned context anyway.
         let poisoned = self.bind().is_ok()
-            && result::ctx::synchronize().is_err_and(|e| super::gpu::reach(e, false) != crate::backend::Reach::Task);
-        // SAFETY: retained once in `Machine::open`, released once here; the reset only
-        // when the context is lost (see above).
+            && driver::ctx_synchronize().is_err_and(|e| super::gpu::reach(e, false) != crate::backend::Reach::Task);
+        // SAFETY: retained once in `Machine::open`, released once here, when the last
+        // holder of the context (whatever was made in it holds it too) is gone; the
+        // reset only when the context is lost (see above).
         let (released, reset) = unsafe {
-            let released = result::primary_ctx::release(self.dev);
-            (released, if poisoned { sys::cuDevicePrimaryCtxReset_v2(self.dev).result() } else { Ok(()) })
+            let released = driver::device_primary_ctx_release(self.dev);
+            (released, if poisoned { driver::device_primary_ctx_reset(self.dev) } else { Ok(()) })
         };
         // The last holder of the context is gone, so the scheduler is too: the errors
         // go to stderr (`cleanup` is closed, or reports them when it drops).
@@ -155,14 +156,13 @@ impl Drop for Context {
 pub(crate) struct Machine {
     contexts: Vec<Arc<Context>>,
     gpus: Vec<GpuInfo>,
-    modules: Mutex<Vec<(Arc<Context>, usize)>>,
+    modules: Mutex<Vec<Module>>,
     /// Driver errors met while freeing or tearing down, for the next report.
     cleanup: Arc<Cleanup>,
 }
 
 fn attr(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> Result<i32, crate::report::DriverError> {
-    // SAFETY: `dev` came from cuDeviceGet; attributes are plain queries.
-    unsafe { result::device::get_attribute(dev, a) }.map_err(|e| failed("cuDeviceGetAttribute", e))
+    driver::device_get_attribute(dev, a).map_err(|e| failed("cuDeviceGetAttribute", e))
 }
 
 impl Machine {
@@ -176,8 +176,8 @@ impl Machine {
     pub(crate) fn probe() -> Result<usize, String> {
         check_driver_library()?;
         let count = std::panic::catch_unwind(|| {
-            result::init().map_err(|e| failed("cuInit", e))?;
-            result::device::get_count().map_err(|e| failed("cuDeviceGetCount", e))
+            driver::init().map_err(|e| failed("cuInit", e))?;
+            driver::device_get_count().map_err(|e| failed("cuDeviceGetCount", e))
         })
         .map_err(|payload| format!("loading the CUDA driver: {}", crate::callback::panic_message(payload)))??;
         match usize::try_from(count) {
@@ -193,18 +193,18 @@ impl Machine {
         let mut gpus = Vec::new();
         let cleanup = Arc::new(Cleanup::default());
         for (index, &ordinal) in ordinals.iter().enumerate() {
-            let driver = |error: crate::report::DriverError| crate::Error::Driver { gpu: index, error };
-            let dev = result::device::get(ordinal as i32).map_err(|e| driver(failed("cuDeviceGet", e)))?;
-            // SAFETY: `dev` is a valid device; the context is released in Context::drop.
-            let ctx = unsafe { result::primary_ctx::retain(dev) }
-                .map_err(|e| driver(failed("cuDevicePrimaryCtxRetain", e)))?;
+            let on_gpu = |error: crate::report::DriverError| crate::Error::Driver { gpu: index, error };
+            let dev = driver::device_get(ordinal as i32).map_err(|e| on_gpu(failed("cuDeviceGet", e)))?;
+            // Released in Context::drop.
+            let ctx =
+                driver::device_primary_ctx_retain(dev).map_err(|e| on_gpu(failed("cuDevicePrimaryCtxRetain", e)))?;
             let context = Arc::new(Context { index, dev, ctx, cleanup: cleanup.clone() });
-            context.bind().map_err(driver)?;
+            context.bind().map_err(on_gpu)?;
             use sys::CUdevice_attribute::*;
-            let engines = attr(dev, CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT).map_err(driver)?;
-            let concurrent = attr(dev, CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS).map_err(driver)?;
-            let major = attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).map_err(driver)?;
-            let minor = attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).map_err(driver)?;
+            let engines = attr(dev, CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT).map_err(on_gpu)?;
+            let concurrent = attr(dev, CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS).map_err(on_gpu)?;
+            let major = attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).map_err(on_gpu)?;
+            let minor = attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).map_err(on_gpu)?;
             let per_sm = [
                 CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                 CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
@@ -213,10 +213,8 @@ impl Machine {
             ]
             .map(|a| attr(dev, a).map(|v| v.max(1) as u32));
             let [sm_count, max_threads_per_sm, max_blocks_per_sm, shared_bytes_per_sm] = per_sm;
-            let name = result::device::get_name(dev).map_err(|e| driver(failed("cuDeviceGetName", e)))?;
-            // SAFETY: `dev` is valid.
-            let memory =
-                unsafe { result::device::total_mem(dev) }.map_err(|e| driver(failed("cuDeviceTotalMem", e)))?;
+            let name = driver::device_get_name(dev).map_err(|e| on_gpu(failed("cuDeviceGetName", e)))?;
+            let memory = driver::device_total_mem(dev).map_err(|e| on_gpu(failed("cuDeviceTotalMem", e)))?;
             let pci =
                 [CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID]
                     .map(|a| attr(dev, a).unwrap_or(-1));
@@ -235,10 +233,10 @@ impl Machine {
                 concurrent_kernels: concurrent != 0,
                 arch: format!("sm_{major}{minor}"),
                 memory_bytes: memory as u64,
-                sm_count: sm_count.map_err(driver)?,
-                max_threads_per_sm: max_threads_per_sm.map_err(driver)?,
-                max_blocks_per_sm: max_blocks_per_sm.map_err(driver)?,
-                shared_bytes_per_sm: shared_bytes_per_sm.map_err(driver)?,
+                sm_count: sm_count.map_err(on_gpu)?,
+                max_threads_per_sm: max_threads_per_sm.map_err(on_gpu)?,
+                max_blocks_per_sm: max_blocks_per_sm.map_err(on_gpu)?,
+                shared_bytes_per_sm: shared_bytes_per_sm.map_err(on_gpu)?,
             });
             contexts.push(context);
         }
@@ -253,8 +251,7 @@ impl Machine {
         // SAFETY: the context is current; `ptr` lies in a live allocation of this GPU
         // holding at least `out.len()` bytes from it (the caller's copy and range); the
         // call returns once the bytes are in `out`.
-        unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr() as *mut std::ffi::c_void, ptr, out.len()) }
-            .result()
+        unsafe { driver::memcpy_dtoh(out.as_mut_ptr() as *mut std::ffi::c_void, ptr, out.len()) }
             .map_err(|e| failed("cuMemcpyDtoH", e).to_string())
     }
 
@@ -268,8 +265,8 @@ impl Machine {
 
     pub(crate) fn alloc_device(&self, gpu: usize, bytes: usize) -> crate::Result<PhysBuf> {
         self.contexts[gpu].bind().map_err(|error| crate::Error::Driver { gpu, error })?;
-        // SAFETY: the context is current; the pointer is freed once, in `free_device`.
-        match unsafe { result::malloc_sync(bytes) } {
+        // Freed once, in `free_device`.
+        match driver::mem_alloc(bytes) {
             Ok(ptr) => Ok(PhysBuf::Cuda { gpu, ptr }),
             Err(e) => Err(crate::Error::OutOfMemory {
                 what: format!("device memory on GPU {gpu}"),
@@ -291,9 +288,10 @@ impl Machine {
                     });
                     continue;
                 }
-                // SAFETY: allocated by cuMemAlloc in `alloc_device`; reaching the
-                // graveyard means no command names it any more.
-                if let Err(e) = unsafe { result::free_sync(ptr) } {
+                // SAFETY: allocated by cuMemAlloc in `alloc_device`, in this context,
+                // which is current; freed once (a `PhysBuf` is given back once);
+                // reaching the graveyard means no command names it any more.
+                if let Err(e) = unsafe { driver::mem_free(ptr) } {
                     self.cleanup.push(failed(&format!("cuMemFree on GPU {gpu}"), e));
                 }
             }
@@ -346,7 +344,7 @@ impl Machine {
 
     pub(crate) fn memory_in_use(&self, gpu: usize) -> Option<u64> {
         self.contexts[gpu].bind().ok()?;
-        let (free, total) = result::mem_get_info().ok()?;
+        let (free, total) = driver::mem_get_info().ok()?;
         Some((total - free) as u64)
     }
 
@@ -355,14 +353,13 @@ impl Machine {
     pub(crate) fn alloc_host(&self, bytes: usize) -> crate::Result<HostAlloc> {
         let ctx = self.contexts[0].clone();
         ctx.bind().map_err(|error| crate::Error::Driver { gpu: 0, error })?;
-        // SAFETY: a context is current; the block is freed once, by the closure below.
-        let ptr = unsafe { result::malloc_host(bytes, sys::CU_MEMHOSTALLOC_PORTABLE) }.map_err(|e| {
-            crate::Error::OutOfMemory {
+        // Freed once, by the closure below.
+        let ptr =
+            driver::mem_host_alloc(bytes, sys::CU_MEMHOSTALLOC_PORTABLE).map_err(|e| crate::Error::OutOfMemory {
                 what: "pinned host memory".into(),
                 bytes,
                 message: failed("cuMemHostAlloc", e).to_string(),
-            }
-        })?;
+            })?;
         let ptr = NonNull::new(ptr as *mut u8).ok_or_else(|| crate::Error::OutOfMemory {
             what: "pinned host memory".into(),
             bytes,
@@ -377,8 +374,9 @@ impl Machine {
                 ctx.cleanup.push(crate::report::DriverError { call: format!("{} for cuMemFreeHost", e.call), ..e });
             }
             // SAFETY: `p` came from cuMemHostAlloc above and is freed once, when the
-            // last task and handle referencing the HostAlloc are gone.
-            if let Err(e) = unsafe { result::free_host(p as *mut std::ffi::c_void) } {
+            // last task and handle referencing the HostAlloc are gone (so no copy of
+            // it is queued: a copy's command holds the HostAlloc until it completes).
+            if let Err(e) = unsafe { driver::mem_free_host(p as *mut std::ffi::c_void) } {
                 ctx.cleanup.push(failed("cuMemFreeHost", e));
             }
         });
@@ -398,10 +396,10 @@ impl Machine {
         let ctx = self.contexts.get(gpu).ok_or_else(|| format!("no GPU {gpu}"))?;
         ctx.bind()?;
         let threads = i32::try_from(block_threads).map_err(|_| format!("{block_threads} threads a block"))?;
-        // SAFETY: `function` was loaded in this GPU's context, which is current; the
-        // call only reads the function's attributes.
+        // SAFETY: `function` was loaded in this GPU's context by `load_kernel`, and its
+        // module stays loaded until the Machine drops.
         let n = unsafe {
-            result::occupancy::max_active_block_per_multiprocessor(function.func, threads, shared_bytes as usize)
+            driver::occupancy_max_active_blocks_per_multiprocessor(function.func, threads, shared_bytes as usize)
         }
         .map_err(|e| failed("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))?;
         Ok(n.max(0) as u32)
@@ -418,21 +416,19 @@ impl Machine {
             let image = nvrtc::compile(kernel, &info.arch)?;
             let ctx = &self.contexts[gpu];
             ctx.bind().map_err(|error| crate::Error::Driver { gpu, error })?;
-            // SAFETY: `image` is a complete cubin for this device's architecture; the
-            // module stays loaded until the Machine drops (see Drop).
-            let module = unsafe { result::module::load_data(image.as_ptr() as *const _) }
+            // SAFETY: `image` is a complete cubin for this device's architecture, as
+            // NVRTC made it; the module stays loaded until the Machine drops (see Drop).
+            let module = unsafe { Module::load_data(ctx, &image) }
                 .map_err(|e| crate::Error::Driver { gpu, error: failed("cuModuleLoadData", e) })?;
-            self.modules.lock().push((ctx.clone(), module as usize));
-            // SAFETY: `module` is loaded and `entry` is a valid C string.
-            let func = unsafe { result::module::get_function(module, entry.clone()) }.map_err(|e| {
-                crate::Error::KernelInvalid {
-                    kernel: kernel.name.clone(),
-                    message: format!(
-                        "no entry point `{}` in the compiled module ({}); declare it extern \"C\" __global__",
-                        kernel.name,
-                        describe(e)
-                    ),
-                }
+            let func = module.get_function(&entry);
+            self.modules.lock().push(module);
+            let func = func.map_err(|e| crate::Error::KernelInvalid {
+                kernel: kernel.name.clone(),
+                message: format!(
+                    "no entry point `{}` in the compiled module ({}); declare it extern \"C\" __global__",
+                    kernel.name,
+                    describe(e)
+                ),
             })?;
             functions.push(Function { func });
         }
@@ -444,16 +440,16 @@ impl Drop for Machine {
     fn drop(&mut self) {
         // The scheduler is gone (it holds the Machine): `cleanup` is closed and writes
         // these to stderr, or keeps them until it drops and writes them then.
-        for (ctx, module) in self.modules.lock().drain(..) {
-            if let Err(e) = ctx.bind() {
+        // Each module unloads (its error kept by the handle) with its context current;
+        // the dispatchers that launch from them have been joined before the Machine
+        // drops.
+        for module in self.modules.lock().drain(..) {
+            if let Err(e) = module.context().bind() {
                 self.cleanup.push(crate::report::DriverError { call: format!("{} for cuModuleUnload", e.call), ..e });
+                module.leak();
                 continue;
             }
-            // SAFETY: loaded in `load_kernel`; the dispatchers that launch from it
-            // have been joined before the Machine drops.
-            if let Err(e) = unsafe { result::module::unload(module as sys::CUmodule) } {
-                self.cleanup.push(failed(&format!("cuModuleUnload on GPU {}", ctx.index), e));
-            }
+            drop(module);
         }
     }
 }

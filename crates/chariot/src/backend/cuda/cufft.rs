@@ -1,4 +1,4 @@
-//! cuFFT through cudarc's checked (`result`) layer, loaded at run time: single-precision
+//! cuFFT, loaded at run time (its raw calls are `driver::cufft`): single-precision
 //! complex-to-complex plans (batched 1-D rows, or one 2-D transform), bound to a stream
 //! at execution, destroyed with their GPU's context current.
 //!
@@ -6,15 +6,14 @@
 //! every call, and is destroyed exactly once (in `Drop`).
 
 use super::context::Context;
-use cudarc::cufft::result;
-use cudarc::cufft::sys;
+use super::driver::cufft::{self as raw, CufftError};
+use cudarc::cufft::sys::{cudaStream_t, cufftComplex, cufftHandle, cufftType};
 use std::ffi::c_int;
 use std::sync::Arc;
 
 /// Whether libcufft can be loaded here; an error saying how to fix it otherwise.
 pub(crate) fn present() -> Result<(), String> {
-    // SAFETY: only tries to open the library; no symbol is called.
-    if unsafe { sys::is_culib_present() } {
+    if raw::is_present() {
         Ok(())
     } else {
         Err("libcufft was not found: add the CUDA toolkit's lib64 to LD_LIBRARY_PATH".into())
@@ -24,7 +23,7 @@ pub(crate) fn present() -> Result<(), String> {
 /// `CUFFT_FORWARD`: the exponent's sign, −1 (cuFFT's header defines it as a macro).
 const CUFFT_FORWARD: c_int = -1;
 
-fn cufft(call: &'static str) -> impl Fn(result::CufftError) -> String {
+fn cufft(call: &'static str) -> impl Fn(CufftError) -> String {
     move |e| format!("{call} failed: {:?}", e.0)
 }
 
@@ -35,7 +34,7 @@ fn int(v: usize, what: &str) -> Result<c_int, String> {
 /// A cuFFT C2C plan made in one GPU's context.
 #[derive(Debug)]
 pub(crate) struct Plan {
-    handle: sys::cufftHandle,
+    handle: cufftHandle,
     ctx: Arc<Context>,
     /// Complex elements one execution reads and writes.
     pub(crate) elements: usize,
@@ -64,7 +63,7 @@ impl Plan {
         // SAFETY: `dims` holds `rank` = 1 readable ints; null embeds mean the basic
         // contiguous layout (strides and distances then ignored); the context is current.
         let handle = unsafe {
-            result::plan_many(
+            raw::plan_many(
                 1,
                 dims.as_mut_ptr(),
                 std::ptr::null_mut(),
@@ -73,7 +72,7 @@ impl Plan {
                 std::ptr::null_mut(),
                 1,
                 n_i,
-                sys::cufftType::CUFFT_C2C,
+                cufftType::CUFFT_C2C,
                 batch_i,
             )
         }
@@ -91,9 +90,10 @@ impl Plan {
         let elements = len.checked_mul(stride).ok_or("plan size overflows")?;
         let mut dims = [n_i];
         let mut embed = [n_i];
-        // SAFETY: `dims` and `embed` live across the call; the context is current.
+        // SAFETY: `dims` and `embed` each hold `rank` = 1 readable ints and live across
+        // the call; the context is current.
         let handle = unsafe {
-            result::plan_many(
+            raw::plan_many(
                 1,
                 dims.as_mut_ptr(),
                 embed.as_mut_ptr(),
@@ -102,7 +102,7 @@ impl Plan {
                 embed.as_mut_ptr(),
                 stride_i,
                 1,
-                sys::cufftType::CUFFT_C2C,
+                cufftType::CUFFT_C2C,
                 batch_i,
             )
         }
@@ -115,7 +115,7 @@ impl Plan {
         ctx.bind()?;
         let (r, c) = (int(rows, "rows")?, int(cols, "columns")?);
         // nx is the slowest-varying dimension (rows), ny the contiguous one.
-        let handle = result::plan_2d(r, c, sys::cufftType::CUFFT_C2C).map_err(cufft("cufftPlan2d"))?;
+        let handle = raw::plan_2d(r, c, cufftType::CUFFT_C2C).map_err(cufft("cufftPlan2d"))?;
         Ok(Plan { handle, ctx, elements: rows * cols, exec: parking_lot::Mutex::new(()) })
     }
 
@@ -131,10 +131,11 @@ impl Plan {
         let _exec = self.exec.lock();
         // SAFETY: the plan is live (destroyed only in Drop); `stream` is of this
         // context (precondition 2); the two stream types are the same CUstream_st.
-        unsafe { result::set_stream(self.handle, stream as sys::cudaStream_t) }.map_err(cufft("cufftSetStream"))?;
-        let p = data as *mut sys::cufftComplex;
-        // SAFETY: precondition 1 covers the data the plan reads and writes.
-        unsafe { result::exec_c2c(self.handle, p, p, CUFFT_FORWARD) }.map_err(cufft("cufftExecC2C"))
+        unsafe { raw::set_stream(self.handle, stream as cudaStream_t) }.map_err(cufft("cufftSetStream"))?;
+        let p = data as *mut cufftComplex;
+        // SAFETY: the plan is live and its context current (bound above); precondition
+        // 1 covers the data the plan reads and writes.
+        unsafe { raw::exec_c2c(self.handle, p, p, CUFFT_FORWARD) }.map_err(cufft("cufftExecC2C"))
     }
 }
 
@@ -194,7 +195,7 @@ impl Drop for Plan {
         if self.ctx.bind().is_ok() {
             // SAFETY: made once in `rows`/`two_d`, destroyed once here; cuFFT waits for
             // nothing here, and the callers drop plans only when their work is done.
-            if let Err(e) = unsafe { result::destroy(self.handle) } {
+            if let Err(e) = unsafe { raw::destroy(self.handle) } {
                 // A cuFFT code, not a driver one: kept under its own name.
                 self.ctx.cleanup.push(crate::report::DriverError {
                     call: format!("cufftDestroy on GPU {}", self.ctx.index),

@@ -3,7 +3,9 @@
 //! dispatcher's own thread, with the GPU's context current.
 
 use super::context::Context;
+use super::driver;
 use super::failed;
+use super::handle::{Event, Stream};
 use crate::backend::device::PhysBuf;
 use crate::backend::{DriverNs, Fault, GraphUse, Reach, Span};
 use crate::callback::{run_caught, CallInfo, GpuCall, GpuCallOn};
@@ -15,7 +17,7 @@ use crate::seam::Window;
 #[cfg(feature = "resident")]
 use crate::task::command::FetchCmd;
 use crate::task::command::{Command, CopyCmd, Direction};
-use cudarc::driver::result::{self, DriverError};
+use cudarc::driver::result::DriverError;
 use cudarc::driver::sys;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -27,10 +29,12 @@ pub(crate) const MAX_PARAMS: usize = 32;
 /// One dispatcher's GPU.
 pub(crate) struct Gpu {
     ctx: Arc<Context>,
-    streams: Vec<sys::CUstream>,
-    start: Vec<sys::CUevent>,
-    end: Vec<sys::CUevent>,
-    base: sys::CUevent,
+    /// Per slot: its stream and the events around its command. Destroyed in `drop`
+    /// (the streams synchronised first), before the windows' graphs and executors.
+    streams: Vec<Stream>,
+    start: Vec<Event>,
+    end: Vec<Event>,
+    base: Event,
     base_ns: u64,
     /// Launch argument storage, reused: cuLaunchKernel copies the values at the call.
     values: [u64; MAX_PARAMS],
@@ -153,12 +157,26 @@ impl Gpu {
         nvtx: Option<Arc<super::nvtx::Nvtx>>,
     ) -> Result<Self, crate::report::DriverError> {
         ctx.bind()?;
+        let end_flags =
+            if timing { sys::CUevent_flags::CU_EVENT_DEFAULT } else { sys::CUevent_flags::CU_EVENT_DISABLE_TIMING };
+        let (mut stream_list, mut start, mut end) =
+            (Vec::with_capacity(streams), Vec::with_capacity(streams), Vec::with_capacity(streams));
+        for _ in 0..streams {
+            stream_list.push(
+                Stream::create(&ctx, sys::CUstream_flags::CU_STREAM_NON_BLOCKING).map_err(driver("cuStreamCreate"))?,
+            );
+            start.push(Event::create(&ctx, sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(driver("cuEventCreate"))?);
+            end.push(Event::create(&ctx, end_flags).map_err(driver("cuEventCreate"))?);
+        }
+        let base = Event::create(&ctx, sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(driver("cuEventCreate"))?;
+        base.record(&stream_list[0]).map_err(driver("cuEventRecord"))?;
+        base.synchronize().map_err(driver("cuEventSynchronize"))?;
         let mut gpu = Gpu {
             ctx,
-            streams: Vec::with_capacity(streams),
-            start: Vec::with_capacity(streams),
-            end: Vec::with_capacity(streams),
-            base: std::ptr::null_mut(),
+            streams: stream_list,
+            start,
+            end,
+            base,
             base_ns: 0,
             values: [0; MAX_PARAMS],
             pointers: [std::ptr::null_mut(); MAX_PARAMS],
@@ -176,27 +194,11 @@ impl Gpu {
             spare: Vec::new(),
             arch,
         };
-        let end_flags =
-            if gpu.timing { sys::CUevent_flags::CU_EVENT_DEFAULT } else { sys::CUevent_flags::CU_EVENT_DISABLE_TIMING };
-        for _ in 0..streams {
-            gpu.streams.push(
-                result::stream::create(result::stream::StreamKind::NonBlocking).map_err(driver("cuStreamCreate"))?,
-            );
-            gpu.start
-                .push(result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(driver("cuEventCreate"))?);
-            gpu.end.push(result::event::create(end_flags).map_err(driver("cuEventCreate"))?);
-        }
-        gpu.base = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(driver("cuEventCreate"))?;
-        // SAFETY: event and stream were just created in the current context.
-        unsafe {
-            result::event::record(gpu.base, gpu.streams[0]).map_err(driver("cuEventRecord"))?;
-            result::event::synchronize(gpu.base).map_err(driver("cuEventSynchronize"))?;
-        }
         gpu.base_ns = epoch.elapsed().as_nanos() as u64;
         if let Some(r) = &gpu.ranges {
-            for (j, &s) in gpu.streams.iter().enumerate() {
+            for (j, s) in gpu.streams.iter().enumerate() {
                 if let Ok(name) = std::ffi::CString::new(format!("chariot GPU {} stream {j}", gpu.ctx.index)) {
-                    r.nvtx().name_stream(s, &name);
+                    r.nvtx().name_stream(s.raw(), &name);
                 }
             }
         }
@@ -214,11 +216,10 @@ impl Gpu {
 
     pub(crate) fn quiesce(&self) {
         if self.ctx.bind().is_ok() {
-            for &s in &self.streams {
+            for s in &self.streams {
                 // A wait, not a free: its error is that of a command in flight, which
                 // `poll` reports for the command (or the lost GPU already is).
-                // SAFETY: a stream of this GPU, created in `open`, not yet destroyed.
-                let _ = unsafe { result::stream::synchronize(s) };
+                let _ = s.synchronize();
             }
         }
     }
@@ -231,11 +232,10 @@ impl Gpu {
         command: usize,
     ) -> Result<DriverNs, Fault> {
         let t0 = Instant::now();
-        let stream = self.streams[j];
+        let stream = self.streams[j].raw();
         if self.timing {
-            // SAFETY: events and streams are this GPU's, created in `open`; the slot has
-            // no command in flight, so its events are free to record again.
-            unsafe { result::event::record(self.start[j], stream) }.map_err(issue_fault("cuEventRecord"))?;
+            // The slot has no command in flight, so its events are free to record again.
+            self.start[j].record(&self.streams[j]).map_err(issue_fault("cuEventRecord"))?;
         }
         self.issued_ns[j] = self.epoch.elapsed().as_nanos() as u64;
         self.stage[j] = cmd.stage();
@@ -255,11 +255,16 @@ impl Gpu {
                 }
                 let func = l.kernel.functions.get(info.gpu).ok_or("kernel not loaded on this GPU")?.func;
                 let s = l.shape;
-                // SAFETY: `func` is loaded in this context; every pointer parameter is a
-                // live allocation of this GPU (held by the command's Arc); the argument
-                // kinds were checked against the kernel's declared parameters.
+                // SAFETY: `func` is loaded in this context (its module stays loaded until
+                // the Machine drops, after the dispatchers), which is current on this
+                // thread, and `stream` is this GPU's; `pointers[..n]` point at `values`,
+                // one 8-byte slot per argument (the driver reads a parameter's size from
+                // it); the argument kinds were checked against the kernel's declared
+                // parameters when the launch was added; every pointer parameter is a live
+                // allocation of this GPU held by the command's Arc until the task ends,
+                // after the kernel, and the task's claims keep other access away.
                 unsafe {
-                    result::launch_kernel(
+                    driver::launch_kernel(
                         func,
                         (s.grid.x, s.grid.y, s.grid.z),
                         (s.block.x, s.block.y, s.block.z),
@@ -284,20 +289,20 @@ impl Gpu {
             Command::Fetch(f) => self.fetch(j, f)?,
             Command::Cpu(_) => return Err("CPU callbacks do not run on a GPU".into()),
         }
-        // SAFETY: as for the start event.
-        unsafe { result::event::record(self.end[j], stream) }.map_err(issue_fault("cuEventRecord"))?;
+        self.end[j].record(&self.streams[j]).map_err(issue_fault("cuEventRecord"))?;
         Ok(t0.elapsed().as_nanos() as u64)
     }
 
     fn copy(&mut self, j: usize, c: &CopyCmd) -> Result<(), Fault> {
-        let stream = self.streams[j];
+        let stream = self.streams[j].raw();
         let gpu = self.ctx.index;
         let Some(dev) = c.dev.cuda_ptr(gpu, j) else {
             return Err(Fault::task("a CUDA copy's device buffer has no CUDA memory on this GPU"));
         };
         let host = c.host.alloc.as_ptr();
-        // SAFETY (both arms): the host block is pinned and covers the region (checked at
-        // build), and the task's claim keeps conflicting access away until the task
+        // SAFETY: (both arms) this GPU's context is current and `stream` is its; the
+        // host block is pinned and covers the region (checked at build, which also keeps
+        // `host.add` in the block), and the task's claim keeps conflicting access away until the task
         // ends, after this copy completes (a conflicting task waits, its claim dormant,
         // until then: `memory::claims`); the device range lies in the allocation
         // (checked at build), which the command's Arc keeps alive.
@@ -306,11 +311,9 @@ impl Gpu {
                 let h = host.add(c.host_offset);
                 let d = dev + c.dev_offset as u64;
                 match c.dir {
-                    Direction::Download => sys::cuMemcpyHtoDAsync_v2(d, h as *const c_void, c.width, stream)
-                        .result()
+                    Direction::Download => driver::memcpy_htod_async(d, h as *const c_void, c.width, stream)
                         .map_err(issue_fault("cuMemcpyHtoDAsync"))?,
-                    Direction::Readback => sys::cuMemcpyDtoHAsync_v2(h as *mut c_void, d, c.width, stream)
-                        .result()
+                    Direction::Readback => driver::memcpy_dtoh_async(h as *mut c_void, d, c.width, stream)
                         .map_err(issue_fault("cuMemcpyDtoHAsync"))?,
                 }
             } else {
@@ -339,7 +342,7 @@ impl Gpu {
                     WidthInBytes: c.width,
                     Height: c.height,
                 };
-                sys::cuMemcpy2DAsync_v2(&p, stream).result().map_err(issue_fault("cuMemcpy2DAsync"))?;
+                driver::memcpy_2d_async(&p, stream).map_err(issue_fault("cuMemcpy2DAsync"))?;
             }
         }
         Ok(())
@@ -351,7 +354,7 @@ impl Gpu {
     /// a zero fill.
     #[cfg(feature = "resident")]
     fn fetch(&mut self, j: usize, f: &FetchCmd) -> Result<(), Fault> {
-        let stream = self.streams[j];
+        let stream = self.streams[j].raw();
         let gpu = self.ctx.index;
         let ptr = |g: usize| f.buf.copy(g).and_then(|c| c.cuda_ptr());
         let dst = ptr(gpu).ok_or_else(|| Fault::task("resident buffer without a copy on this GPU"))?;
@@ -359,8 +362,7 @@ impl Gpu {
         if issued.is_err() {
             // The parts already enqueued still run: wait for them before the plan's pins
             // (the source copies) are given back with the failure.
-            // SAFETY: a stream of this GPU, created in `open`.
-            let _ = unsafe { result::stream::synchronize(stream) };
+            let _ = self.streams[j].synchronize();
         }
         issued
     }
@@ -376,7 +378,8 @@ impl Gpu {
         for part in &f.plan {
             let r = f.buf.bytes_of(&part.pieces);
             let at = dst + r.start as u64;
-            // SAFETY (each arm): `at..at + len` lies in this GPU's copy (the plan's pieces
+            // SAFETY: (each arm) this GPU's context is current and `stream` is its;
+            // `at..at + len` lies in this GPU's copy (the plan's pieces
             // are in the buffer), which the task's binding keeps alive and which no
             // other command writes meanwhile (the pieces are pending here: no other fetch
             // copies them, and writers run after this task); the source is a live copy of
@@ -388,17 +391,16 @@ impl Gpu {
                 match part.from {
                     Source::Gpu(h) => {
                         let src = ptr(h).ok_or_else(|| Fault::task("resident source copy gone"))? + r.start as u64;
-                        sys::cuMemcpyAsync(at, src, r.len(), stream).result().map_err(issue_fault("cuMemcpyAsync"))?
+                        driver::memcpy_async(at, src, r.len(), stream).map_err(issue_fault("cuMemcpyAsync"))?
                     }
                     Source::Host => {
                         let shadow = f.buf.shadow();
                         let src = shadow.get(r.clone()).ok_or_else(|| Fault::task("resident shadow too short"))?;
-                        sys::cuMemcpyHtoDAsync_v2(at, src.as_ptr() as *const c_void, r.len(), stream)
-                            .result()
+                        driver::memcpy_htod_async(at, src.as_ptr() as *const c_void, r.len(), stream)
                             .map_err(issue_fault("cuMemcpyHtoDAsync"))?
                     }
                     Source::Zero => {
-                        sys::cuMemsetD8Async(at, 0, r.len(), stream).result().map_err(issue_fault("cuMemsetD8Async"))?
+                        driver::memset_d8_async(at, 0, r.len(), stream).map_err(issue_fault("cuMemsetD8Async"))?
                     }
                 }
             }
@@ -424,13 +426,14 @@ impl Gpu {
             |e: crate::report::DriverError| Fault { message: e.to_string(), reach: Reach::Task, driver: Some(e) };
         let mut completion = match self.spare.pop() {
             Some(c) => c,
-            None => super::completion::Completion::new().map_err(as_fault)?,
+            None => super::completion::Completion::new(&self.ctx).map_err(as_fault)?,
         };
         completion.launching(self.epoch);
-        let stream = self.streams[0];
+        let stream = &self.streams[0];
         let mut used = None;
         if w.device {
-            let runner = self.runner.get_or_insert_with(super::device_window::DeviceRunner::new);
+            let ctx = &self.ctx;
+            let runner = self.runner.get_or_insert_with(|| super::device_window::DeviceRunner::new(ctx.clone()));
             // A set of kernels the executor cannot be built from (a source that does
             // not compile as device functions) replays as a graph instead.
             if runner.can_run(&self.ctx, &self.arch, w).is_ok() {
@@ -476,8 +479,7 @@ impl Gpu {
     }
 
     pub(crate) fn poll(&mut self, j: usize) -> Option<Result<Span, Fault>> {
-        // SAFETY: the slot's end event was recorded by `issue`.
-        let polled = unsafe { result::event::query(self.end[j]) };
+        let polled = self.end[j].query();
         if let Some(r) = &mut self.ranges {
             if !matches!(polled, Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_READY))) {
                 r.end(j);
@@ -510,13 +512,9 @@ impl Gpu {
             let start_ns = self.issued_ns[j].max(self.last_end_ns[self.stage[j].index()]).min(end_ns);
             return Ok(Span { start_ns, end_ns });
         }
-        // SAFETY: all three events have completed.
-        let (at, len) = unsafe {
-            (
-                result::event::elapsed(self.base, self.start[j]).map_err(driver("cuEventElapsedTime"))?,
-                result::event::elapsed(self.start[j], self.end[j]).map_err(driver("cuEventElapsedTime"))?,
-            )
-        };
+        // All three events have completed.
+        let at = self.base.elapsed_to(&self.start[j]).map_err(driver("cuEventElapsedTime"))?;
+        let len = self.start[j].elapsed_to(&self.end[j]).map_err(driver("cuEventElapsedTime"))?;
         // Placement from the base event (f32 ms: sub-µs for runs under ~10 s), length
         // from the pair itself (precise at any age).
         let start_ns = self.base_ns + (at.max(0.0) as f64 * 1e6) as u64;
@@ -525,32 +523,29 @@ impl Gpu {
 }
 
 impl Drop for Gpu {
-    /// Destroys the streams and events: when a retired GPU's dispatcher leaves, or at
-    /// shutdown. Errors go to the context's `cleanup`, for the next report (shutdown's
-    /// own, or stderr after it).
+    /// Waits for and destroys the streams, then the events: when a retired GPU's
+    /// dispatcher leaves, or at shutdown. Errors go to the context's `cleanup`, for the
+    /// next report (shutdown's own, or stderr after it). The windows' graphs, executors
+    /// and completion events go after, with the fields.
     fn drop(&mut self) {
         let gpu = self.ctx.index;
         let cleanup = self.ctx.cleanup.clone();
         if let Err(e) = self.ctx.bind() {
+            // The handles are still destroyed, with the fields (that needs no current
+            // context; their errors are kept too), but not waited for.
             cleanup
                 .push(crate::report::DriverError { call: format!("{} to destroy GPU {gpu}'s streams", e.call), ..e });
             return;
         }
-        let keep = |call: &str, r: Result<(), DriverError>| {
-            if let Err(e) = r {
-                cleanup.push(failed(&format!("{call} on GPU {gpu}"), e));
+        // The driver lets work still queued finish before releasing a destroyed stream
+        // or event; each handle keeps its destroy's error.
+        for s in self.streams.drain(..) {
+            if let Err(e) = s.synchronize() {
+                cleanup.push(failed(&format!("cuStreamSynchronize on GPU {gpu}"), e));
             }
-        };
-        // SAFETY: handles created in `open`, destroyed once; the driver lets work still
-        // queued finish before releasing a destroyed stream or event.
-        unsafe {
-            for &s in &self.streams {
-                keep("cuStreamSynchronize", result::stream::synchronize(s));
-                keep("cuStreamDestroy", result::stream::destroy(s));
-            }
-            for &e in self.start.iter().chain(&self.end).chain(std::iter::once(&self.base)) {
-                keep("cuEventDestroy", result::event::destroy(e));
-            }
+            drop(s);
         }
+        self.start.clear();
+        self.end.clear();
     }
 }

@@ -1,6 +1,10 @@
-//! The CUDA backend: the safe layer over cudarc's raw (`sys`) and checked (`result`)
-//! layers, loaded at run time (`dynamic-loading`), so the crate builds and its CPU
-//! tests run where there is no CUDA at all.
+//! The CUDA backend, over cudarc's raw (`sys`) layer loaded at run time
+//! (`dynamic-loading`), so the crate builds and its CPU tests run where there is no
+//! CUDA at all. In layers, as cudarc's own `result` layer: `driver.rs` holds every raw
+//! call (driver, NVRTC, cuFFT), one thin `unsafe fn` each with its preconditions;
+//! `handle.rs` owns the driver's objects (streams, events, modules, graphs), destroyed
+//! once on drop with the errors kept for the report; the rest is safe code over those
+//! two, each `unsafe` block saying why its call's preconditions hold.
 //!
 //! One primary context per GPU. Streams are non-blocking; each stream slot has a pair of
 //! timing events recorded around its one command in flight: the end event is the idle
@@ -13,7 +17,10 @@ mod context;
 pub(crate) mod cufft;
 #[cfg(feature = "replay")]
 mod device_window;
+mod driver;
+mod executor_source;
 mod gpu;
+mod handle;
 mod kernel_cache;
 pub(crate) mod nvrtc;
 pub(crate) mod nvtx;
@@ -26,10 +33,16 @@ pub(crate) use gpu::Gpu;
 
 use cudarc::driver::result::DriverError;
 
+/// The driver's name for an error's code, e.g. `CUDA_ERROR_OUT_OF_MEMORY` (its code's
+/// Rust name where the driver has none).
+fn error_name(e: DriverError) -> String {
+    driver::get_error_name(e.0).map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|_| format!("{:?}", e.0))
+}
+
 /// The driver's name and text for an error, e.g. `CUDA_ERROR_OUT_OF_MEMORY (out of memory)`.
 pub(crate) fn describe(e: DriverError) -> String {
-    let name = e.error_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|_| format!("{:?}", e.0));
-    match e.error_string() {
+    let name = error_name(e);
+    match driver::get_error_string(e.0) {
         Ok(text) => format!("{name} ({})", text.to_string_lossy()),
         Err(_) => name,
     }
@@ -47,8 +60,8 @@ impl crate::report::DriverError {
         crate::report::DriverError {
             call: call.to_string(),
             code: e.0 as i32,
-            name: e.error_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|_| format!("{:?}", e.0)),
-            text: e.error_string().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+            name: error_name(e),
+            text: driver::get_error_string(e.0).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
         }
     }
 }

@@ -2,8 +2,8 @@
 //! the process, and kept on disk for later processes (`kernel_cache.rs`); compile
 //! errors come back with NVRTC's log.
 
+use super::driver::nvrtc as raw;
 use crate::kernel::Kernel;
-use cudarc::nvrtc::{result, sys};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -40,17 +40,13 @@ pub fn compile(kernel: &Kernel, arch: &str) -> crate::Result<Arc<Vec<u8>>> {
         return Ok(image.clone());
     }
     let fail = |log: String| crate::Error::KernelCompile { kernel: kernel.name.clone(), arch: arch.to_string(), log };
-    // SAFETY: only tries to open the library.
-    if !unsafe { sys::is_culib_present() } {
+    if !raw::is_present() {
         return Err(fail("libnvrtc was not found: add the CUDA toolkit's lib64 to LD_LIBRARY_PATH".into()));
     }
     let options = [format!("--gpu-architecture={arch}"), "--std=c++17".to_string()];
-    let mut version = (0, 0);
-    // SAFETY: two live out-parameters.
-    let disk_key = unsafe { sys::nvrtcVersion(&mut version.0, &mut version.1) }
-        .result()
+    let disk_key = raw::version()
         .ok()
-        .map(|()| super::kernel_cache::Key::new(&kernel.name, &kernel.source, arch, &options, version));
+        .map(|version| super::kernel_cache::Key::new(&kernel.name, &kernel.source, arch, &options, version));
     if let Some(image) = disk_key.as_ref().and_then(super::kernel_cache::load) {
         let image = Arc::new(image);
         cache().lock().insert(key, image.clone());
@@ -58,14 +54,18 @@ pub fn compile(kernel: &Kernel, arch: &str) -> crate::Result<Arc<Vec<u8>>> {
     }
     let src = CString::new(kernel.source.clone()).map_err(|_| fail("the source contains a NUL byte".into()))?;
     let name = CString::new(format!("{}.cu", kernel.name)).map_err(|_| fail("the name contains a NUL byte".into()))?;
-    let prog = result::create_program(&src, Some(&name)).map_err(|e| fail(format!("nvrtcCreateProgram: {e:?}")))?;
-    // SAFETY: `prog` is live until destroyed below; `src` and `name` outlive it.
-    let compiled = unsafe { result::compile_program(prog, &options) };
+    // SAFETY: `src` and `name` live until the end of this function, after the program
+    // is destroyed below.
+    let prog = unsafe { raw::create_program(&src, &name) }.map_err(|e| fail(format!("nvrtcCreateProgram: {e:?}")))?;
+    // SAFETY: `prog` is live until destroyed below.
+    let compiled = unsafe { raw::compile_program(prog, &options) };
     let image = match compiled {
-        Ok(()) => cubin(prog).map_err(&fail),
+        // SAFETY: `prog` is live and compiled for `arch`, a real architecture
+        // (`--gpu-architecture=sm_*`; a virtual one fails in NVRTC, with its error).
+        Ok(()) => unsafe { raw::get_cubin(prog) }.map_err(|(call, e)| fail(format!("{call}: {e:?}"))),
         Err(e) => {
             // SAFETY: `prog` is live.
-            let log = unsafe { result::get_program_log(prog) }
+            let log = unsafe { raw::get_program_log(prog) }
                 .map(|raw| raw.iter().map(|&c| c as u8).take_while(|&c| c != 0).map(char::from).collect::<String>())
                 .unwrap_or_default();
             Err(fail(format!("{e:?}\n{log}")))
@@ -74,23 +74,11 @@ pub fn compile(kernel: &Kernel, arch: &str) -> crate::Result<Arc<Vec<u8>>> {
     // Not a driver resource, and it only fails for an invalid program (this one is
     // live): at worst the compiler's host memory for it leaks; nothing to report.
     // SAFETY: created above, destroyed once.
-    let _ = unsafe { result::destroy_program(prog) };
+    let _ = unsafe { raw::destroy_program(prog) };
     let image = Arc::new(image?);
     if let Some(k) = &disk_key {
         super::kernel_cache::store(k, &image);
     }
     cache().lock().insert(key, image.clone());
-    Ok(image)
-}
-
-fn cubin(prog: sys::nvrtcProgram) -> Result<Vec<u8>, String> {
-    let mut size = 0usize;
-    // SAFETY: `prog` compiled for a real architecture, so it has a cubin.
-    unsafe { sys::nvrtcGetCUBINSize(prog, &mut size) }.result().map_err(|e| format!("nvrtcGetCUBINSize: {e:?}"))?;
-    let mut image = vec![0u8; size];
-    // SAFETY: `image` has the size NVRTC reported.
-    unsafe { sys::nvrtcGetCUBIN(prog, image.as_mut_ptr() as *mut _) }
-        .result()
-        .map_err(|e| format!("nvrtcGetCUBIN: {e:?}"))?;
     Ok(image)
 }

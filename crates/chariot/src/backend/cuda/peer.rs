@@ -1,7 +1,7 @@
 //! Peer access between the GPUs of a machine, for resident data's copies between them.
 
 use super::context::Context;
-use cudarc::driver::sys;
+use super::driver;
 use std::sync::Arc;
 
 /// Lets every GPU read every other's memory directly where the hardware allows (NVLink
@@ -14,13 +14,11 @@ pub(crate) fn enable_peer_access(contexts: &[Arc<Context>]) {
             if a.index == b.index {
                 continue;
             }
-            let mut can = 0;
-            // SAFETY: both devices are valid; `can` is a live out-parameter.
-            let asked = unsafe { sys::cuDeviceCanAccessPeer(&mut can, a.dev, b.dev) }.result();
-            if asked.is_ok() && can == 1 && a.bind().is_ok() {
-                // SAFETY: `a`'s context is current and `b.ctx` is a live context; enabling
-                // twice returns an error we ignore.
-                let _ = unsafe { sys::cuCtxEnablePeerAccess(b.ctx, 0) };
+            let can = driver::device_can_access_peer(a.dev, b.dev);
+            if can == Ok(true) && a.bind().is_ok() {
+                // SAFETY: `a`'s context is current and `b.ctx` is a live context (retained
+                // while `b` lives); enabling twice returns an error we ignore.
+                let _ = unsafe { driver::ctx_enable_peer_access(b.ctx) };
             }
         }
     }

@@ -10,12 +10,13 @@
 
 use super::context::Context;
 use super::gpu::{arg_value, issue_fault};
+use super::handle::{Graph, GraphExec, Stream};
 use crate::backend::{Fault, GraphUse};
 use crate::seam::Window;
 use crate::task::command::{Command, CopyCmd, Direction};
-use cudarc::driver::result;
 use cudarc::driver::sys;
 use std::ffi::c_void;
+use std::sync::Arc;
 
 /// Executable graphs kept per GPU: the structures a program repeats are few; the
 /// least recently used goes beyond this.
@@ -46,11 +47,16 @@ impl Nodes {
     }
 }
 
+/// A kept executable graph. Dropping it destroys the executable graph, then the graph
+/// (the fields' order). A kept graph may be replaced while a launch of it is in flight
+/// (a window runs while the next is set up): the driver frees an executable graph
+/// destroyed in flight when that launch completes, and the graph it was instantiated
+/// from is no longer read.
 struct Kept {
     hash: u64,
     key: Vec<u64>,
-    graph: sys::CUgraph,
-    exec: sys::CUgraphExec,
+    exec: GraphExec,
+    _graph: Graph,
     nodes: Vec<sys::CUgraphNode>,
     set: Nodes,
 }
@@ -103,7 +109,7 @@ impl Replayer {
     }
 
     /// Sets up the graph of `w` (kept, updated or built) and launches it on `stream`.
-    pub(crate) fn launch(&mut self, ctx: &Context, w: &Window, stream: sys::CUstream) -> Result<GraphUse, Fault> {
+    pub(crate) fn launch(&mut self, ctx: &Arc<Context>, w: &Window, stream: &Stream) -> Result<GraphUse, Fault> {
         self.params(w, ctx.index)?;
         let found = self.kept.iter().position(|k| k.hash == w.hash && k.key == w.key);
         let mut used = None;
@@ -111,20 +117,19 @@ impl Replayer {
             let kept = self.kept.remove(i);
             self.kept.push(kept);
             let at = self.kept.len() - 1;
-            match self.update(ctx, at) {
+            match self.update(at) {
                 Ok(0) => used = Some(GraphUse::Reused),
                 Ok(set) => used = Some(GraphUse::Updated(set)),
                 // Some nodes may hold this window's parameters, some the last one's: the
                 // graph is dropped and built anew from this window.
-                Err(_) => destroy(self.kept.remove(at)),
+                Err(_) => drop(self.kept.remove(at)),
             }
         }
         let used = match used {
             Some(u) => u,
             None => {
                 if self.kept.len() >= KEPT {
-                    let old = self.kept.remove(0);
-                    destroy(old);
+                    drop(self.kept.remove(0));
                 }
                 let kept = self.build(ctx, w)?;
                 self.kept.push(kept);
@@ -132,9 +137,10 @@ impl Replayer {
             }
         };
         let at = self.kept.len() - 1;
-        // SAFETY: an executable graph of this context and a stream of it; every node's
-        // memory is held by the window's tasks until the replay completes.
-        unsafe { result::graph::launch(self.kept[at].exec, stream) }.map_err(issue_fault("cuGraphLaunch"))?;
+        // SAFETY: every node's memory (set from this window's commands, built or
+        // updated above) is held by the window's tasks until the replay completes, and
+        // their claims keep other access away until then.
+        unsafe { self.kept[at].exec.launch(stream) }.map_err(issue_fault("cuGraphLaunch"))?;
         Ok(used)
     }
 
@@ -142,7 +148,7 @@ impl Replayer {
     /// how many it set. An error (the driver refused a node, or a 2-D copy changed,
     /// which an executable graph cannot take) leaves the graph part old, part new: the
     /// caller drops it.
-    fn update(&mut self, ctx: &Context, at: usize) -> Result<usize, Fault> {
+    fn update(&mut self, at: usize) -> Result<usize, Fault> {
         let kept = &mut self.kept[at];
         let now = &self.scratch;
         if kept.set.args == now.args && kept.set.params == now.params {
@@ -159,10 +165,11 @@ impl Replayer {
                     let mut values = now.args(p).to_vec();
                     let mut ptrs: Vec<*mut c_void> = values.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
                     let np = kernel_node(p, &mut ptrs);
-                    // SAFETY: a kernel node of this executable graph; the parameter
-                    // pointers point at `values`, alive for the call (the driver copies).
-                    unsafe { sys::cuGraphExecKernelNodeSetParams_v2(kept.exec, kept.nodes[i], &np) }
-                        .result()
+                    // SAFETY: node `i` is the kernel node made for this command; the
+                    // parameter pointers point at `values`, one 8-byte word per argument,
+                    // alive for the call (the driver copies); the function is loaded in
+                    // this context and the buffers are held by the window's tasks.
+                    unsafe { kept.exec.set_kernel_node(kept.nodes[i], &np) }
                         .map_err(issue_fault("cuGraphExecKernelNodeSetParams"))?;
                 }
                 Params::Copy { height, .. } => {
@@ -171,11 +178,10 @@ impl Replayer {
                         return Err(Fault::task("a 2-D copy's node changed: the graph is built anew"));
                     }
                     let m = memcpy(p);
-                    // SAFETY: a memcpy node of this executable graph; the addresses are
-                    // a pinned host block and a device allocation of this context, both
-                    // held by the window's task.
-                    unsafe { sys::cuGraphExecMemcpyNodeSetParams(kept.exec, kept.nodes[i], &m, ctx.ctx) }
-                        .result()
+                    // SAFETY: node `i` is the copy node made for this command; the
+                    // addresses are a pinned host block and a device allocation of this
+                    // context, both held by the window's task.
+                    unsafe { kept.exec.set_memcpy_node(kept.nodes[i], &m) }
                         .map_err(issue_fault("cuGraphExecMemcpyNodeSetParams"))?;
                 }
             }
@@ -184,38 +190,17 @@ impl Replayer {
         Ok(set)
     }
 
-    /// Builds and instantiates the graph of `w` from this window's parameters.
-    fn build(&mut self, ctx: &Context, w: &Window) -> Result<Kept, Fault> {
-        let mut graph: sys::CUgraph = std::ptr::null_mut();
-        // SAFETY: an out-pointer for a new graph, destroyed with the `Kept` (or below).
-        unsafe { sys::cuGraphCreate(&mut graph, 0) }.result().map_err(issue_fault("cuGraphCreate"))?;
-        let mut kept = Kept {
-            hash: w.hash,
-            key: w.key.clone(),
-            graph,
-            exec: std::ptr::null_mut(),
-            nodes: Vec::with_capacity(self.scratch.params.len()),
-            set: self.scratch.clone(),
-        };
-        let built = self.add_nodes(ctx, w, &mut kept);
-        let built = built.and_then(|()| {
-            // SAFETY: a complete graph of this context.
-            unsafe { result::graph::instantiate(graph, sys::CUgraphInstantiate_flags(0)) }
-                .map_err(issue_fault("cuGraphInstantiate"))
-        });
-        match built {
-            Ok(exec) => {
-                kept.exec = exec;
-                Ok(kept)
-            }
-            Err(f) => {
-                destroy(kept);
-                Err(f)
-            }
-        }
+    /// Builds and instantiates the graph of `w` from this window's parameters (a graph
+    /// that fails part way is destroyed with its handle).
+    fn build(&mut self, ctx: &Arc<Context>, w: &Window) -> Result<Kept, Fault> {
+        let graph = Graph::create(ctx).map_err(issue_fault("cuGraphCreate"))?;
+        let mut nodes = Vec::with_capacity(self.scratch.params.len());
+        self.add_nodes(w, &graph, &mut nodes)?;
+        let exec = graph.instantiate().map_err(issue_fault("cuGraphInstantiate"))?;
+        Ok(Kept { hash: w.hash, key: w.key.clone(), exec, _graph: graph, nodes, set: self.scratch.clone() })
     }
 
-    fn add_nodes(&self, ctx: &Context, w: &Window, kept: &mut Kept) -> Result<(), Fault> {
+    fn add_nodes(&self, w: &Window, graph: &Graph, nodes: &mut Vec<sys::CUgraphNode>) -> Result<(), Fault> {
         // Per task: the node of its last command.
         let mut last: Vec<sys::CUgraphNode> = Vec::with_capacity(w.tasks.len());
         let mut deps: Vec<sys::CUgraphNode> = Vec::new();
@@ -225,62 +210,36 @@ impl Replayer {
                 deps.clear();
                 if c == 0 {
                     deps.extend(w.preds[t].iter().map(|&p| last[p as usize]));
-                } else if let Some(&prev) = kept.nodes.last() {
+                } else if let Some(&prev) = nodes.last() {
                     deps.push(prev);
                 }
                 let p = &self.scratch.params[at];
-                let mut node: sys::CUgraphNode = std::ptr::null_mut();
-                match p {
+                let node = match p {
                     Params::Kernel { .. } => {
                         let mut values = self.scratch.args(p).to_vec();
                         let mut ptrs: Vec<*mut c_void> =
                             values.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
                         let np = kernel_node(p, &mut ptrs);
-                        // SAFETY: `deps` are nodes of this graph; the parameter pointers
-                        // point at `values`, alive for the call (the driver copies them);
-                        // the function is loaded in this context.
-                        unsafe { sys::cuGraphAddKernelNode_v2(&mut node, kept.graph, deps.as_ptr(), deps.len(), &np) }
-                            .result()
-                            .map_err(issue_fault("cuGraphAddKernelNode"))?;
+                        // SAFETY: `deps` are nodes of this graph (made above); the
+                        // parameter pointers point at `values`, one 8-byte word per
+                        // argument, alive for the call (the driver copies them); the
+                        // function is loaded in this context (its module stays loaded until
+                        // the Machine drops) and the buffers are held by the window's tasks.
+                        unsafe { graph.add_kernel_node(&deps, &np) }.map_err(issue_fault("cuGraphAddKernelNode"))?
                     }
                     Params::Copy { .. } => {
                         let m = memcpy(p);
                         // SAFETY: as above; the copy's memory is a pinned host block and a
-                        // device allocation of this context.
-                        unsafe {
-                            sys::cuGraphAddMemcpyNode(&mut node, kept.graph, deps.as_ptr(), deps.len(), &m, ctx.ctx)
-                        }
-                        .result()
-                        .map_err(issue_fault("cuGraphAddMemcpyNode"))?;
+                        // device allocation of this context, held by the window's task.
+                        unsafe { graph.add_memcpy_node(&deps, &m) }.map_err(issue_fault("cuGraphAddMemcpyNode"))?
                     }
-                }
-                kept.nodes.push(node);
+                };
+                nodes.push(node);
                 at += 1;
             }
-            last.push(*kept.nodes.last().ok_or("a replayed task has no command")?);
+            last.push(*nodes.last().ok_or("a replayed task has no command")?);
         }
         Ok(())
-    }
-}
-
-impl Drop for Replayer {
-    fn drop(&mut self) {
-        for k in self.kept.drain(..) {
-            destroy(k);
-        }
-    }
-}
-
-fn destroy(k: Kept) {
-    // SAFETY: handles made by `build`, destroyed once. A kept graph may be replaced
-    // while a launch of it is in flight (a window runs while the next is set up): the
-    // driver frees an executable graph destroyed in flight when that launch completes,
-    // and the graph it was instantiated from is no longer read.
-    unsafe {
-        if !k.exec.is_null() {
-            let _ = result::graph::exec_destroy(k.exec);
-        }
-        let _ = result::graph::destroy(k.graph);
     }
 }
 

@@ -307,13 +307,14 @@ impl Engine {
                             Direction::Download => {
                                 dev_bytes[d..d + width].copy_from_slice(host.alloc.bytes(h, h + width))
                             }
-                            // SAFETY: the task's write claim on this host region, made at
-                            // submit, active while the task runs and given back when it
-                            // ends, excludes every other access while the copy runs (a
-                            // conflicting task's claim is dormant: that task runs only after
-                            // this one ends; see `memory::claims`); the slice lives for this
-                            // statement, while `host` holds the allocation.
                             Direction::Readback => {
+                                // SAFETY: the task's write claim on this host region, made
+                                // at submit, active while the task runs and given back when
+                                // it ends, excludes every other access while the copy runs
+                                // (a conflicting task's claim is dormant: that task runs
+                                // only after this one ends; see `memory::claims`); the slice
+                                // lives for this statement, while `host` holds the
+                                // allocation.
                                 unsafe { host.alloc.bytes_mut(h, h + width) }.copy_from_slice(&dev_bytes[d..d + width])
                             }
                         }
