@@ -159,8 +159,9 @@ pub fn search(
     );
     let timing = match timing {
         Ok(t) => t,
+        // Not finished: the writer's output is dropped, which removes its `.partial`
+        // and leaves whatever was at the target as it was.
         Err(e) => {
-            let _ = writer.finish();
             return Err(format!("hand pipeline: {e}"));
         }
     };

@@ -283,7 +283,10 @@ fn hits_on_stdout_statistics_on_stderr() {
     let quiet = tool(&search_args(&q, &db, &["-o", p(&tsv), "--quiet"]));
     assert_eq!(quiet.code, Some(0));
     assert_eq!(quiet.out, r.out);
-    assert_eq!(quiet.err, "", "--quiet: nothing on stderr");
+    // --quiet silences the statistics, not warnings: the runtime's one-line notes
+    // (`chariot: …`, e.g. that the sim could not compile kernels without libnvrtc) stay.
+    let said: Vec<&str> = quiet.err.lines().filter(|l| !l.starts_with("chariot: ")).collect();
+    assert!(said.is_empty(), "--quiet: nothing but the runtime's notes on stderr: {}", quiet.err);
     let help = tool(&["search", "--help"]);
     assert_eq!(help.code, Some(0));
     for s in ["100,000 residues", "1,000,000", "4 GiB", "32 letters", "--quiet", "gzip", "<path>.partial"] {
