@@ -31,9 +31,9 @@ for i in $(seq 1 "$ROUNDS"); do
     timeout 120 mpirun -np 2 --bind-to none bash -c \
       'CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_RANK exec "$0" "$@"' "$OLD/chariot-align" "${args[@]}" --gpus 1 -o "$W/old-$i.tsv" \
       > "$W/old-$i.txt" 2> "$W/old-$i.err" && rc3=0 || rc3=$?
-    old=" | old build, 2 ranks x 1 GPU: exit $rc3, $(grep -m1 -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$W/old-$i.txt")" || true
+    old=" | old build, 2 ranks x 1 GPU: exit $rc3, $(grep -h -m1 -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$W/old-$i.txt" "$W/old-$i.err")" || true
   fi
-  echo "round $i | one rank x 2 GPUs: exit $rc1, process $(python3 -c "print(round($t1 - $t0, 3))") s, $(grep -m1 -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$W/one-$i.txt") | 2 ranks x 1 GPU: exit $rc2, mpirun $(python3 -c "print(round($t2 - $t1, 3))") s, $(grep -m1 -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$W/two-$i.txt")$old"
+  echo "round $i | one rank x 2 GPUs: exit $rc1, process $(python3 -c "print(round($t1 - $t0, 3))") s, $(grep -h -m1 -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$W/one-$i.txt" "$W/one-$i.err") | 2 ranks x 1 GPU: exit $rc2, mpirun $(python3 -c "print(round($t2 - $t1, 3))") s, $(grep -h -m1 -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$W/two-$i.txt" "$W/two-$i.err")$old"
 done | tee "$OUT/rounds.txt" || true
 # The same hits and scores (round 1).
 diff <(grep -E '^ +[0-9]+ ' "$W/one-1.txt") <(grep -E '^ +[0-9]+ ' "$W/two-1.txt") > /dev/null && echo "hits: same" || echo "hits: DIFFER"
