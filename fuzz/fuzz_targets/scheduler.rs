@@ -35,6 +35,7 @@
 use arbitrary::Arbitrary;
 use chariot::{Arg, Backend, Copy2d, DeviceBuffer, Error, HostBuffer, Kernel, Order, Param, Scheduler, Stage, TaskBuilder, TaskId};
 use chariot::callback::Resource;
+use chariot::error::ConflictHolder;
 use chariot::kernel::KernelHandle;
 use chariot::sim::SimProfile;
 use libfuzzer_sys::fuzz_target;
@@ -661,7 +662,8 @@ impl<'a> World<'a> {
                 batch.tasks.insert(id, (spec.commands.len(), risky));
             }
             Err(Error::HostConflict { task, region, holder, .. }) => {
-                assert!(task == id && !region.is_empty() && !holder.is_empty(), "{task} {region} {holder}");
+                assert!(task == id && region.end() > region.start, "{task} {region} {holder}");
+                assert!(holder != ConflictHolder::Task(id), "{task} conflicts with itself");
                 assert!(spec.commands.iter().any(Cmd::claims), "HostConflict for {id}, which claims nothing");
             }
             Err(e) => panic!("submit: unexpected {e:?}"),

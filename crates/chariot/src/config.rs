@@ -9,7 +9,7 @@ use crate::task::Order;
 
 /// Which GPUs to use.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Gpus {
+pub(crate) enum Gpus {
     /// The first `n` GPUs (ordinals `0..n`).
     Count(usize),
     /// These ordinals, in this order.

@@ -4,12 +4,12 @@
 //! Every rank runs the same program: the same loop submits the same tasks, in the same
 //! order. Each rank's [`Scheduler`](crate::Scheduler) runs only the tasks it takes:
 //! positions in the batch's submit order are handed out one block at a time by rank 0
-//! ([`handout`]), and a rank asks for the next block only when its own GPUs have room
+//! (`handout`), and a rank asks for the next block only when its own GPUs have room
 //! for more (its tasks in flight below its stream slots, D · S). A rank that finishes
 //! early takes more: the balance is dynamic, not a static split. The others skip the
 //! task at submit: it costs them building it, not running it.
 //!
-//! At `synchronize` the ranks exchange what failed ([`exchange`]): every rank's
+//! At `synchronize` the ranks exchange what failed (`exchange`): every rank's
 //! `synchronize` names every failed task of the batch, each with the rank that held it.
 //!
 //! ```no_run
