@@ -45,11 +45,7 @@ pub(crate) fn per_task(records: &[CommandRecord]) -> Vec<(u64, u64, u64, u64)> {
 /// today's GPUs, an estimate (see the module's comment); the bound no run beats is
 /// [`HardwareBound`].
 ///
-/// ```
-/// use chariot::LowerBound;
-/// let b = LowerBound { t1_ns: 2_000_000, t2_ns: 3_000_000, t_lb_ns: 2_000_000 };
-/// assert_eq!(b.to_string(), "the paper's estimate T_LB = 2.000 ms (T1 2.000, T2 3.000; not a bound)");
-/// ```
+/// Displayed as `the paper's estimate T_LB = 2.000 ms (T1 2.000, T2 3.000; not a bound)`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct LowerBound {

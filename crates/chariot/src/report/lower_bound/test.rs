@@ -252,3 +252,10 @@ fn sim_makespans_never_fall_below_the_multi_gpu_bound() {
         );
     }
 }
+
+/// The paper's T_LB is shown as an estimate, never as a bound.
+#[test]
+fn the_papers_lower_bound_displays_as_an_estimate() {
+    let b = LowerBound { t1_ns: 2_000_000, t2_ns: 3_000_000, t_lb_ns: 2_000_000 };
+    assert_eq!(b.to_string(), "the paper's estimate T_LB = 2.000 ms (T1 2.000, T2 3.000; not a bound)");
+}
