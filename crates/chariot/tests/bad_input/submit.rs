@@ -136,8 +136,10 @@ fn overlapping_2d_regions_are_host_conflict() {
             }
             other => panic!("expected HostConflict, got {other:?}"),
         }
-        // Columns 16..32 interleave with task 1's rows without sharing a byte.
-        s.task(3, 1).readback_2d(&host, &dev, block(16)).submit().unwrap();
+        // Columns 16..32 interleave with task 1's rows without sharing a byte. Held
+        // behind task 1 (whose gate is shut), so it has not ended when task 4 comes:
+        // its claims, dormant until then, are what task 4 meets.
+        s.task(3, 1).after(TaskId(1)).readback_2d(&host, &dev, block(16)).submit().unwrap();
         // Reading one element of row 5 that task 3 writes conflicts; one it does not, not.
         let e = s
             .task(4, 1)
