@@ -265,7 +265,8 @@ pub enum TwinArg {
     F64(f64),
 }
 
-#[cfg(test)]
+// The tests stand buffers in with `ArgValue::BadRange`, which exists with resident data.
+#[cfg(all(test, feature = "resident"))]
 mod tests {
     use super::*;
     use crate::kernel::Dim3;
