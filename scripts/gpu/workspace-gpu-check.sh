@@ -27,26 +27,11 @@ demo_alternated
 fi
 if step seti; then
 echo "== seti 8192^2, defaults (auto), 5 timed runs a call: old, new alternated"
-for i in 1 2 3; do
-  for v in old new; do
-    bin=$B/seti; [ $v = old ] && bin=$OLD/seti
-    timeout 120 "$bin" --no-incore --repeat 5 --streams auto > "$W/seti-$v-$i.log" 2>&1 || true
-    echo "$v $i $(grep -E '^ +auto ' "$W/seti-$v-$i.log" | head -1 | awk '{print $2}') | $(grep -m1 -o 'bound check[^(]*' "$W/seti-$v-$i.log")"
-  done
-done | tee "$OUT/seti.txt" || true
+seti_alternated
 fi
 if step align; then
 echo "== chariot-align search, 7 queries: old, new alternated"
-"$B/chariot-align" generate --sequences 536000 --out "$W/db.fa" --queries-out "$W/q.fa" > /dev/null 2>&1 || true
-for i in 1 2 3; do
-  for v in old new; do
-    bin=$B/chariot-align; [ $v = old ] && bin=$OLD/chariot-align
-    t0=$(date +%s.%N)
-    timeout 60 "$bin" search -q "$W/q.fa" -d "$W/db.fa" --no-progress --top 1 > "$W/align-$v-$i.log" 2>&1 || true
-    t1=$(date +%s.%N)
-    echo "$v $i $(grep -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$W/align-$v-$i.log" | head -1), process $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}') s"
-  done
-done | tee "$OUT/align.txt" || true
+align_alternated
 fi
 if step prepared; then
 echo "== chariot-align makedb once, then 7 queries: old FASTA, new FASTA, new prepared, alternated"

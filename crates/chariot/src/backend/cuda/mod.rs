@@ -18,6 +18,8 @@ pub(crate) mod cufft;
 #[cfg(feature = "replay")]
 mod device_window;
 mod driver;
+/// Whether libnvrtc loads here: the sim compiles kernels with NVRTC where it does.
+pub(crate) use driver::nvrtc::is_present as nvrtc_present;
 mod executor_source;
 mod gpu;
 mod handle;

@@ -46,8 +46,7 @@ pub(super) fn check(kernel: &Kernel) -> crate::Result<Checked> {
 /// Whether libnvrtc loads here; asked once.
 fn nvrtc_loads() -> bool {
     static LOADS: OnceLock<bool> = OnceLock::new();
-    // SAFETY: only tries to open the library (libloading), calling nothing in it.
-    *LOADS.get_or_init(|| unsafe { cudarc::nvrtc::sys::is_culib_present() })
+    *LOADS.get_or_init(crate::backend::cuda::nvrtc_present)
 }
 
 /// [`check`], with whether libnvrtc loads given (a test can say it does not).
