@@ -618,7 +618,7 @@ impl<'a> World<'a> {
         }
         // Conflicts refused, as before task graphs: the oracle fails a batch's
         // tasks by their own commands, and a task run after a failing one would fail with
-        // it. Task graphs are checked in crates/chariot/tests/graphs.rs.
+        // it. Task graphs are checked in tests/graphs.rs.
         let result = t.refuse_conflicts().submit();
         // The order `submit` checks in: commands, emptiness, shutdown, the id, claims.
         if let Some(first) = spec.commands.iter().position(|c| self.invalid(c)) {

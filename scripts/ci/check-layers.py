@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# The layer rule of the runtime crate, crates/chariot (the restructuring): imports run one way, lowest first.
+# The layer rule of the runtime crate (the root package, gpu-chariot): imports run one way, lowest first.
 # A module may import from its own layer and the layers below it, never from above.
 #
 #  layer          what lives there
@@ -46,7 +46,7 @@
 # them. Study code (the demo, the hand-written pipelines, plots) is another crate, the
 # root package chariot-studies, which depends on this one: cargo keeps that one way.
 #
-# Usage: python3 scripts/ci/check-layers.py            check crates/chariot/src/ (exit 1 on a violation)
+# Usage: python3 scripts/ci/check-layers.py            check src/ (exit 1 on a violation)
 #        python3 scripts/ci/check-layers.py --graph    the same, listing the imports between
 #                                                   entries (layer, entry -> layer, entry)
 #        python3 scripts/ci/check-layers.py --self-test
@@ -665,7 +665,7 @@ def main(argv):
     if argv[1:] not in ([], ["--graph"]):
         print("usage: python3 scripts/ci/check-layers.py [--self-test | --graph]", file=sys.stderr)
         return 2
-    root = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "crates", "chariot")
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     return 1 if check(root, graph_out=sys.stdout if argv[1:] == ["--graph"] else None) else 0
 
 

@@ -7,7 +7,7 @@
 set -euo pipefail
 root=${1:-$(git rev-parse --show-toplevel)}
 cd "$root"
-if [ -d crates/chariot/src ]; then rt=crates/chariot; pkg=chariot; else rt=.; pkg=chariot; fi
+if [ -d crates/chariot/src ]; then rt=crates/chariot; pkg=chariot; else rt=.; pkg=$(sed -n "s/^name = \"\(.*\)\"$/\1/p" Cargo.toml | head -1); fi
 echo "runtime crate: $rt/src"
 find "$rt/src" -name '*.rs' | xargs cat | wc -l | awk '{print "  lines of Rust in src/: " $1}'
 find "$rt/src" -name '*.rs' | wc -l | awk '{print "  files: " $1}'

@@ -30,4 +30,4 @@ FILTERS=(
 # Scale tests: many thousands of claims exercise the index's speed, not its memory
 # (Claims holds no unsafe code), and take Miri far longer than the rest together.
 SKIP=(--skip memory::claims::test::many_claims_index)
-cargo +nightly miri test -p chariot --lib -- "${FILTERS[@]}" "${SKIP[@]}"
+cargo +nightly miri test -p gpu-chariot --lib -- "${FILTERS[@]}" "${SKIP[@]}"

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The cluster form's test (crates/chariot/tests/mpi.rs): builds it with the
+# The cluster form's test (tests/mpi.rs): builds it with the
 # `mpi` feature and runs it as 3 ranks on the sim backend, oversubscribed (CI has 2
 # cores), then chariot-align search as 3 ranks against one process. Usage:
 # bash scripts/ci/mpi-test.sh   (after scripts/ci/install-mpi.sh)
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
-bin=$(cargo test -p chariot --features mpi --test mpi --no-run --message-format=json | python3 -c '
+bin=$(cargo test -p gpu-chariot --features mpi --test mpi --no-run --message-format=json | python3 -c '
 import json, sys
 for line in sys.stdin:
     m = json.loads(line)

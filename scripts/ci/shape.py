@@ -18,7 +18,8 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-RUNTIME = "crates/chariot"
+# The runtime is the root package (gpu-chariot): its manifest and src/ are at the top.
+RUNTIME = ""
 OUT = "docs/shape.md"
 LONG = 500
 
@@ -36,13 +37,14 @@ same kind of figures for any checkout (for comparing before and after a change).
 Figures of the restructuring as it stood on 2026-11-25 are kept in a dated note,
 [`shape-2026-11-25.md`](shape-2026-11-25.md).
 
-## Three crates, one way
+## Four crates, one way
 
 | crate | role | imports |
 |---|---|---|
-| `crates/chariot` | the runtime | nothing of the others (cargo forbids it: they depend on it) |
-| `.` (chariot-studies) | demo, hand-written pipelines, plots, soak; the overhead study, seti | chariot |
-| `crates/chariot-align` | the protein search tool | chariot, chariot-studies (the in-order pipeline its `bench` runs) |
+| `.` (gpu-chariot, library `chariot`) | the runtime | nothing of the others (cargo forbids it: they depend on it) |
+| `crates/chariot-inorder` | the hand-written in-order pipeline, a baseline | chariot |
+| `crates/chariot-align` | the protein search tool | chariot, chariot-inorder (the pipeline its `bench` runs) |
+| `crates/chariot-studies` | demo, hand-written pipelines, plots, soak; the overhead study, seti | chariot, chariot-inorder |
 
 Inside the runtime, layers run one way (the table is at the top of
 `scripts/ci/check-layers.py`, the picture in the README); CI runs
@@ -50,7 +52,7 @@ Inside the runtime, layers run one way (the table is at the top of
 one caught) and `python3 scripts/ci/check-layers.py`. `--graph` lists the imports
 between modules.
 
-The shuttle model checks (`crates/chariot/src/model_check/`) run the real
+The shuttle model checks (`src/model_check/`) run the real
 `Dispatcher::run`, which is generic over `dispatch::Device` (the backend's `Gpu` in the
 runtime, a model GPU in the checks).
 
@@ -100,7 +102,7 @@ def reason(root, path):
 def dependencies(root):
     """The runtime's [dependencies] from its Cargo.toml: (name, version, optional)."""
     deps, section = [], None
-    with open(os.path.join(root, RUNTIME, "Cargo.toml"), encoding="utf-8") as f:
+    with open(os.path.join(root, RUNTIME or ".", "Cargo.toml"), encoding="utf-8") as f:
         for line in f:
             s = line.strip()
             if s.startswith("["):
@@ -117,9 +119,47 @@ def dependencies(root):
     return deps
 
 
+def strip_tests(lines):
+    """The lines without `#[cfg(test)] mod … { … }` blocks (braces counted per line)."""
+    out, i = [], 0
+    while i < len(lines):
+        if lines[i].strip() == "#[cfg(test)]" and i + 1 < len(lines) and lines[i + 1].lstrip().startswith("mod "):
+            if lines[i + 1].rstrip().endswith(";"):
+                i += 2
+                continue
+            depth, j, opened = 0, i + 1, False
+            while j < len(lines):
+                depth += lines[j].count("{") - lines[j].count("}")
+                opened = opened or "{" in lines[j]
+                j += 1
+                if opened and depth <= 0:
+                    break
+            i = j
+            continue
+        out.append(lines[i])
+        i += 1
+    return out
+
+
+def core_lines(root, rs, src):
+    """The core's size: every runtime file but the extensions, model checks and test
+    files, with unit-test modules cut; (all lines, code lines)."""
+    total = code = 0
+    for p in rs:
+        rel = p[len(src):]
+        name = rel.rsplit("/", 1)[-1]
+        if rel.startswith("ext/") or rel.startswith("model_check") or name in ("test.rs", "tests.rs"):
+            continue
+        with open(os.path.join(root, p), encoding="utf-8", errors="replace") as f:
+            kept = strip_tests(f.read().split("\n"))
+        total += len(kept)
+        code += sum(1 for line in kept if line.strip() and not line.strip().startswith("//"))
+    return total, code
+
+
 def counts(root):
     files = tracked(root)
-    src = RUNTIME + "/src/"
+    src = (RUNTIME + "/" if RUNTIME else "") + "src/"
     rs = [p for p in files if p.startswith(src) and p.endswith(".rs")]
     modules = {}
     for p in rs:
@@ -141,11 +181,15 @@ def counts(root):
         label = f"`{name}/`" if folder else (f"`{name}`" if name.endswith(".rs") else f"`{name}.rs`")
         out.append(f"| {label} | {n} | {lines:,} |")
     out.append("")
+    core_all, core_code = core_lines(root, rs, src)
+    out.append(f"The core alone (without `ext/`, unit-test modules, test files and model checks): "
+               f"{core_all:,} lines, {core_code:,} of them code (not blank, not a comment).")
+    out.append("")
     deps = dependencies(root)
     plain = [d for d in deps if not d[2]]
     optional = [d for d in deps if d[2]]
     out.append(f"Direct dependencies ({len(plain)}, and {len(optional)} behind features), from "
-               f"`{RUNTIME}/Cargo.toml`:")
+               f"`{(RUNTIME + '/') if RUNTIME else ''}Cargo.toml`:")
     out.append("")
     out.append(", ".join(f"{n} {v}" for n, v, _ in plain) + ".")
     if optional:

@@ -1,4 +1,4 @@
-// Runs kernels/sw.cu's two kernels on the CPU, one std::thread per CUDA thread, with
+// Runs crates/chariot-align/kernels/sw.cu's two kernels on the CPU, one std::thread per CUDA thread, with
 // block barriers, warp shuffles and the DPX / SIMD intrinsics emulated, and checks every
 // score against a plain Gotoh: a check of the kernels' indexing, lane groups, pairs,
 // scratch rows, profile tiles and 32-bit re-pass where there is no GPU (not of

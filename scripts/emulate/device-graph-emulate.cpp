@@ -1,4 +1,4 @@
-// Runs kernels/device_graph.cu's reset and persistent kernels on the CPU (scripts/emulate/
+// Runs crates/chariot-studies/kernels/device_graph.cu's reset and persistent kernels on the CPU (scripts/emulate/
 // device-graph-emulate.sh): one host thread per block of one thread (so __syncthreads
 // is a no-op and __shared__ is thread-local), CUDA's atomics as std::atomic_ref, fences
 // as seq_cst fences. Checks, on chains, independent nodes, trees, map-reduce and random

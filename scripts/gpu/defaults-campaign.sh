@@ -19,7 +19,7 @@ rm -rf "$W" && mkdir -p "$W"
 
 if step demo; then
 echo "== demo: the default against S {2,4,8,16} x depth {1,2} x kernels {1,2,4}, 7 alternated repeats"
-timeout 120 "$B/chariot" --sweep --repeat 7 --out "$W/demo" > "$W/demo.log" 2>&1 && rc=0 || rc=$?; echo "exit $rc" >> "$W/demo.log"
+timeout 120 "$B/chariot-demo" --sweep --repeat 7 --out "$W/demo" > "$W/demo.log" 2>&1 && rc=0 || rc=$?; echo "exit $rc" >> "$W/demo.log"
 grep -E "^ +(default|S[0-9])|default .* against|bound check|BOUND|exit" "$W/demo.log" | tail -30 || true
 fi
 

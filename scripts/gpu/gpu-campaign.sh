@@ -14,9 +14,9 @@ for t in .gpu/test-gpu; do
   [ -x "$t" ] && "$t" --include-ignored --test-threads 1 2>&1 | tail -40 || true
 done | tee "$OUT/gpu-tests.log" || true
 echo "== demo (host-observed timing, the default)"
-.gpu/chariot --streams 1,2,3,4 --depths 1,2 --out "$OUT/demo" 2>&1 | tee "$OUT/demo.log"
+.gpu/chariot-demo --streams 1,2,3,4 --depths 1,2 --out "$OUT/demo" 2>&1 | tee "$OUT/demo.log"
 echo "== demo with device timing events (for comparison)"
-.gpu/chariot --device-timing --streams 4 --depths 1,2 --out "$OUT/timing" 2>&1 | tail -6 | tee -a "$OUT/demo.log"
+.gpu/chariot-demo --device-timing --streams 4 --depths 1,2 --out "$OUT/timing" 2>&1 | tail -6 | tee -a "$OUT/demo.log"
 rm -f "$OUT/timing/demo-trace.json" "$OUT/timing/demo-serial-records.csv"
 echo "== per-command overhead"
 .gpu/bench-dispatch_overhead --tasks 20000 --streams 1,4 --depths 1,2 --out "$OUT/overhead.csv" 2>&1 | tee "$OUT/overhead.log"

@@ -26,7 +26,7 @@ gpu_tests() {
 demo_alternated() {
   for i in $(seq 1 "$DEMO_CALLS"); do
     for v in old new; do
-      bin=$B/chariot; [ $v = old ] && bin=$OLD/chariot
+      bin=$B/chariot-demo; [ $v = old ] && bin=$OLD/chariot-demo
       timeout 60 "$bin" --iters 470 --repeat 5 > "$W/demo-$v-$i.log" 2>&1 || true
       echo "$v $i $(grep -E '^ +default ' "$W/demo-$v-$i.log" | awk '{print $2}') | $(grep -m1 -o 'bound check[^(]*' "$W/demo-$v-$i.log")"
     done

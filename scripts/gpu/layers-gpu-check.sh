@@ -17,7 +17,7 @@ grep -E "^test result|FAILED|panicked" "$OUT/gpu-tests.log" | head -5 || true
 echo "== demo, defaults, 48 x 16 MiB, 470 rounds: old, new alternated"
 for i in 1 2 3 4; do
   for v in old new; do
-    bin=$B/chariot; [ $v = old ] && bin=$OLD/chariot
+    bin=$B/chariot-demo; [ $v = old ] && bin=$OLD/chariot-demo
     timeout 60 "$bin" --iters 470 --repeat 5 > "$W/demo-$v-$i.log" 2>&1 || true
     echo "$v $i $(grep -E '^ +default ' "$W/demo-$v-$i.log" | awk '{print $2}')"
   done

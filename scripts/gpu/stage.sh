@@ -18,18 +18,18 @@ for line in sys.stdin:
     # Test executables: test-NAME for the runtime'"'"'s, test-PACKAGE-NAME for the others'"'"'.
     path, _, rest = m["package_id"].partition("#")  # path+file:///DIR#[NAME@]VERSION
     pkg = rest.split("@")[0] if "@" in rest else path.rstrip("/").split("/")[-1]
-    if m["profile"]["test"] and t["kind"][0] != "bench": name = "test-" + (name if pkg == "chariot" else pkg + "-" + name)
+    if m["profile"]["test"] and t["kind"][0] != "bench": name = "test-" + (name if pkg == "gpu-chariot" else pkg + "-" + name)
     shutil.copy2(m["executable"], ".gpu/" + name)
     print("  .gpu/" + name)
 '
 }
-cargo build --release --bin chariot --bin chariot-align --example seti --bench overhead --bench images --bench cholesky --bench flow \
+cargo build --release --bin chariot-demo --bin chariot-align --example seti --bench overhead --bench images --bench cholesky --bench flow \
   --message-format=json-render-diagnostics | copy
 # The test executables with #[ignore]d GPU tests: the runtime's GPU suite and bad input,
 # the runtime's unit tests (the executor source's NVRTC check), the NVRTC check on the
 # sim, the in-order pipeline's, the studies' library, bad input, images, cholesky and seti,
 # chariot-align end to end.
-cargo test --release -p chariot --lib --test gpu --test bad_input --test resident --test replay --test sim_nvrtc --no-run --message-format=json-render-diagnostics | copy
+cargo test --release -p gpu-chariot --lib --test gpu --test bad_input --test resident --test replay --test sim_nvrtc --no-run --message-format=json-render-diagnostics | copy
 cargo test --release -p chariot-studies --lib --test bad_input --test images --test cholesky --test flow --example seti --no-run --message-format=json-render-diagnostics | copy
 cargo test --release -p chariot-inorder --lib --no-run --message-format=json-render-diagnostics | copy
 cargo test --release -p chariot-align --test end_to_end --test bad_input --no-run --message-format=json-render-diagnostics | copy

@@ -1,3 +1,511 @@
-//! The studies' driver-level code (see `cuda`).
+//! The backend layer: the only place that talks to a GPU, real or simulated, and the
+//! only place with `unsafe` code.
+//!
+//! Two implementations behind one interface, chosen by matching an enum (not a trait
+//! object): [`Machine`] owns the GPUs (allocation, kernel loading) and [`Gpu`] is one
+//! dispatcher's handle on its GPU: issue a command on a stream slot, and poll whether
+//! it completed. The dispatcher cannot tell the two apart.
+//!
+//! The backend has a low part, `device` and `host_alloc`: the values that memory,
+//! kernels and the stage rules hold (a GPU's description, physical buffers, loaded
+//! kernels, host blocks). Those are built on it, and the rest of the backend runs
+//! them, so imports run one way (see `scripts/ci/check-layers.py`).
 
 pub(crate) mod cuda;
+pub(crate) mod device;
+pub(crate) mod host_alloc;
+pub(crate) mod sim;
+
+use crate::callback::CallInfo;
+use crate::config::Gpus;
+use crate::kernel::Kernel;
+use crate::memory::FreeDevice;
+use crate::report::Cleanup;
+#[cfg(feature = "replay")]
+use crate::seam::Window;
+use crate::signal::Signal;
+use crate::task::command::Command;
+use device::{Function, GpuInfo, PhysBuf};
+use host_alloc::HostAlloc;
+use std::sync::Arc;
+use std::time::Instant;
+
+pub use sim::{SimFaults, SimProfile};
+
+/// Which backend a scheduler runs on.
+///
+/// ```
+/// use chariot::Backend;
+/// assert_eq!(Backend::default(), Backend::Auto);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub enum Backend {
+    /// CUDA when a driver and a device are there, else the simulator (saying so in one
+    /// line on stderr). `CHARIOT_BACKEND=cuda|sim` overrides it (`auto` or empty: no
+    /// override).
+    #[default]
+    Auto,
+    /// Real GPUs through the CUDA driver; an error where there is none.
+    Cuda,
+    /// Simulated GPUs with the default profile ([`SimProfile::h100`]).
+    Sim,
+    /// Simulated GPUs with the given profile.
+    SimWith(SimProfile),
+}
+
+impl Backend {
+    /// The CUDA devices the driver reports here: their count, or
+    /// [`Error::CudaUnavailable`](crate::Error::CudaUnavailable) saying why there are none
+    /// (no driver library, `cuInit` failed, no device). For code that drives CUDA beside
+    /// chariot, such as the hand-written pipelines it is measured against.
+    ///
+    /// ```
+    /// use chariot::Backend;
+    /// match Backend::cuda_devices() {
+    ///     Ok(n) => assert!(n > 0),
+    ///     Err(e) => assert!(matches!(e, chariot::Error::CudaUnavailable { .. })),
+    /// }
+    /// ```
+    pub fn cuda_devices() -> crate::Result<usize> {
+        Machine::cuda_present().map_err(|reason| crate::Error::CudaUnavailable { reason })
+    }
+
+    /// The backend a command line names: `cuda`, `sim` (simulating `profile`), or `auto`
+    /// (CUDA where a driver and a device are there, else `sim`), resolved now.
+    ///
+    /// ```
+    /// use chariot::Backend;
+    /// use chariot::sim::SimProfile;
+    /// let sim = Backend::from_name("sim", SimProfile::instant())?;
+    /// assert_eq!(sim, Backend::SimWith(SimProfile::instant()));
+    /// assert!(Backend::from_name("gpu", SimProfile::h100()).is_err());
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidConfig`] for any other name.
+    pub fn from_name(name: &str, profile: SimProfile) -> crate::Result<Backend> {
+        // Each name here is in `Backend::NAMES`, which error messages list.
+        match name {
+            "cuda" => Ok(Backend::Cuda),
+            "sim" => Ok(Backend::SimWith(profile)),
+            "auto" => Ok(if Machine::cuda_present().is_ok() { Backend::Cuda } else { Backend::SimWith(profile) }),
+            other => Err(crate::Error::InvalidConfig {
+                name: "backend",
+                value: format!("{other:?}"),
+                allowed: Backend::allowed(),
+            }),
+        }
+    }
+
+    /// The names [`Backend::from_name`] and `CHARIOT_BACKEND` accept.
+    const NAMES: [&'static str; 3] = ["auto", "cuda", "sim"];
+
+    /// [`Backend::NAMES`] as an error message lists them.
+    pub(crate) fn allowed() -> String {
+        crate::error::one_of(Backend::NAMES)
+    }
+}
+
+/// Start and end of a command, in nanoseconds since the scheduler started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) start_ns: u64,
+    pub(crate) end_ns: u64,
+}
+
+/// Why a command failed, and how far the failure reaches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Fault {
+    /// The driver's, callback's, twin's or injector's message.
+    pub(crate) message: String,
+    /// How far it reaches.
+    pub(crate) reach: Reach,
+    /// The driver's error, where a driver call failed.
+    pub(crate) driver: Option<crate::report::DriverError>,
+}
+
+/// How far a fault reaches: one task, or the whole GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// The task's command failed (a callback's error or panic, a bad argument); the GPU
+    /// is fine.
+    Task,
+    /// The GPU's context is lost (a sticky CUDA error, a simulated death) and this
+    /// task's own command caused it (a kernel that faulted): the task is failed, the
+    /// GPU leaves the rotation.
+    GpuByTask,
+    /// The GPU's context is lost and nothing says which task caused it (the error
+    /// surfaced on a copy, or the device itself failed): the GPU leaves the rotation
+    /// and its tasks move where that is safe.
+    Gpu,
+}
+
+impl Fault {
+    /// A fault of this task only.
+    pub(crate) fn task(message: impl Into<String>) -> Fault {
+        Fault { message: message.into(), reach: Reach::Task, driver: None }
+    }
+
+    /// Whether the GPU is lost.
+    pub(crate) fn loses_gpu(&self) -> bool {
+        self.reach != Reach::Task
+    }
+}
+
+impl From<String> for Fault {
+    fn from(message: String) -> Fault {
+        Fault::task(message)
+    }
+}
+
+impl From<&str> for Fault {
+    fn from(message: &str) -> Fault {
+        Fault::task(message)
+    }
+}
+
+/// How a replayed window's graph was had.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GraphUse {
+    /// Built and instantiated for this window (its structure was new here).
+    Built,
+    /// A kept graph of this structure, with this many nodes' parameters set anew.
+    Updated(usize),
+    /// A kept graph of this structure, unchanged.
+    Reused,
+    /// Run on the simulated engines (one launch, then node after node).
+    Simulated,
+    /// Run on the GPU by the persistent executor (`Execution::Device`).
+    Device,
+}
+
+/// How one task of a replayed window ran.
+#[derive(Debug)]
+pub(crate) enum TaskRun {
+    /// It ran: its commands' spans, in order.
+    Ran(Vec<Span>),
+    /// Its command `command` failed.
+    Failed { command: usize, fault: Fault },
+    /// It did not run: the task it runs after (in this window or an earlier one) failed.
+    NotRun { cause: crate::TaskId },
+}
+
+/// How a replayed window ran.
+#[derive(Debug)]
+pub(crate) struct WindowRun {
+    /// From its launch to its completion.
+    pub(crate) span: Span,
+    /// Per task, where the backend runs the tasks one by one (sim). Empty where it
+    /// times the window as a whole (CUDA): every task ran, untimed inside the window.
+    pub(crate) tasks: Vec<TaskRun>,
+}
+
+/// Time the dispatcher spent inside driver calls for one command (for the overhead
+/// figure: runtime time = dispatch time − driver time).
+pub(crate) type DriverNs = u64;
+
+/// All GPUs of one backend.
+pub(crate) enum Machine {
+    Cuda(cuda::Machine),
+    Sim(sim::Machine),
+}
+
+impl Machine {
+    /// Opens the backend with the GPUs of the given ordinals (`None`: the first `count`).
+    pub(crate) fn open(backend: &Backend, ordinals: &Gpus) -> crate::Result<Machine> {
+        match backend {
+            Backend::Cuda => Ok(Machine::Cuda(cuda::Machine::open(ordinals)?)),
+            Backend::Sim => Ok(Machine::Sim(sim::Machine::open(ordinals, SimProfile::h100())?)),
+            Backend::SimWith(p) => Ok(Machine::Sim(sim::Machine::open(ordinals, p.clone())?)),
+            Backend::Auto => unreachable!("the builder resolves Auto before opening"),
+        }
+    }
+
+    /// Whether the CUDA backend can run here: a driver library and at least one device.
+    pub(crate) fn cuda_present() -> Result<usize, String> {
+        cuda::Machine::probe()
+    }
+
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Machine::Cuda(_) => "cuda",
+            Machine::Sim(_) => "sim",
+        }
+    }
+
+    /// The CUDA machine, for library plans made outside a dispatcher (`crate::fft`).
+    pub(crate) fn cuda(&self) -> Option<&cuda::Machine> {
+        match self {
+            Machine::Cuda(m) => Some(m),
+            Machine::Sim(_) => None,
+        }
+    }
+
+    pub(crate) fn gpus(&self) -> &[GpuInfo] {
+        match self {
+            Machine::Cuda(m) => m.gpus(),
+            Machine::Sim(m) => m.gpus(),
+        }
+    }
+
+    pub(crate) fn alloc_device(&self, gpu: usize, bytes: usize) -> crate::Result<PhysBuf> {
+        match self {
+            Machine::Cuda(m) => m.alloc_device(gpu, bytes),
+            Machine::Sim(m) => m.alloc_device(gpu, bytes),
+        }
+    }
+
+    /// Returns physical buffers to the driver. Only called when no command runs. A
+    /// failed free is kept in [`cleanup`](Machine::cleanup) for the next report.
+    pub(crate) fn free_device(&self, bufs: Vec<PhysBuf>) {
+        match self {
+            Machine::Cuda(m) => m.free_device(bufs),
+            Machine::Sim(m) => m.free_device(bufs),
+        }
+    }
+
+    /// Where frees and teardowns keep the driver errors they meet, for the next
+    /// `synchronize`'s report (or stderr once the scheduler has shut down).
+    pub(crate) fn cleanup(&self) -> &Arc<Cleanup> {
+        match self {
+            Machine::Cuda(m) => m.cleanup(),
+            Machine::Sim(m) => m.cleanup(),
+        }
+    }
+
+    pub(crate) fn alloc_host(&self, bytes: usize) -> crate::Result<HostAlloc> {
+        match self {
+            Machine::Cuda(m) => m.alloc_host(bytes),
+            Machine::Sim(_) => HostAlloc::heap(bytes).map_err(|message| crate::Error::OutOfMemory {
+                what: "host memory".into(),
+                bytes,
+                message,
+            }),
+        }
+    }
+
+    /// Compiles and loads `kernel` on every GPU (cuda), or checks it has a CPU twin and,
+    /// where libnvrtc loads, that its source compiles as declared (sim).
+    pub(crate) fn load_kernel(&self, kernel: &Kernel) -> crate::Result<Vec<Function>> {
+        match self {
+            Machine::Cuda(m) => m.load_kernel(kernel),
+            Machine::Sim(_) => match kernel.twin {
+                Some(_) => sim::check_kernel(kernel).map(|_| Vec::new()),
+                None => Err(crate::Error::KernelInvalid {
+                    kernel: kernel.name.clone(),
+                    message:
+                        "the sim backend runs kernels through their CPU twin, and this one has none (Kernel::cpu_twin)"
+                            .into(),
+                }),
+            },
+        }
+    }
+
+    /// The blocks of `kernel` that one full wave of each GPU holds with this block and
+    /// dynamic shared memory: SMs × resident blocks per SM (the driver's occupancy
+    /// calculator on CUDA, the device limits on sim). Asked once per shape and kept.
+    pub(crate) fn waves(
+        &self,
+        kernel: &crate::kernel::KernelInner,
+        block_threads: u32,
+        shared_bytes: u32,
+    ) -> Arc<[u32]> {
+        let key = (block_threads, shared_bytes);
+        if let Some((_, w)) = kernel.waves.lock().iter().find(|(k, _)| *k == key) {
+            return w.clone();
+        }
+        let waves: Arc<[u32]> = self
+            .gpus()
+            .iter()
+            .enumerate()
+            .map(|(g, info)| {
+                let by_limits = info.blocks_per_sm(block_threads, shared_bytes);
+                let per_sm = match (self, kernel.functions.get(g)) {
+                    // A refusal (a shape the kernel cannot launch with) fails at issue; the
+                    // limits' figure stands in until then.
+                    (Machine::Cuda(m), Some(f)) => {
+                        m.blocks_per_sm(g, f, block_threads, shared_bytes).unwrap_or(by_limits)
+                    }
+                    _ => by_limits,
+                };
+                info.sm_count.saturating_mul(per_sm)
+            })
+            .collect();
+        kernel.waves.lock().push((key, waves.clone()));
+        waves
+    }
+
+    /// One dispatcher's handle on GPU `gpu`, with `streams` stream slots.
+    pub(crate) fn open_gpu(
+        &self,
+        gpu: usize,
+        streams: usize,
+        epoch: Instant,
+        wake: Arc<Signal>,
+        device_timing: bool,
+        nvtx: Option<Arc<cuda::nvtx::Nvtx>>,
+    ) -> crate::Result<Gpu> {
+        match self {
+            Machine::Cuda(m) => Ok(Gpu::Cuda(Box::new(m.open_gpu(gpu, streams, epoch, device_timing, nvtx)?))),
+            Machine::Sim(m) => Ok(Gpu::Sim(m.open_gpu(gpu, streams, epoch, wake)?)),
+        }
+    }
+
+    /// The sim's modeled link and host rates (see `sim::Machine::rates`); `None` on CUDA,
+    /// where they must be measured.
+    pub(crate) fn modeled_rates(&self) -> Option<(crate::report::LinkRates, crate::report::LinkRates)> {
+        match self {
+            Machine::Cuda(_) => None,
+            Machine::Sim(m) => m.rates(m.gpus().len()),
+        }
+    }
+
+    /// Device memory in use on `gpu` right now (bytes), where the backend can tell.
+    pub(crate) fn memory_in_use(&self, gpu: usize) -> Option<u64> {
+        match self {
+            Machine::Cuda(m) => m.memory_in_use(gpu),
+            Machine::Sim(m) => Some(m.memory_in_use(gpu)),
+        }
+    }
+}
+
+/// Resident copies are made and freed by the machine, on the dispatchers' threads.
+#[cfg(feature = "resident")]
+impl crate::seam::ResidentMemory for Machine {
+    fn alloc_copy(&self, gpu: usize, bytes: usize) -> crate::Result<PhysBuf> {
+        self.alloc_device(gpu, bytes)
+    }
+
+    fn free_copy(&self, buf: PhysBuf) {
+        self.free_device(vec![buf])
+    }
+
+    fn read_copy(&self, buf: &PhysBuf, offset: usize, out: &mut [u8]) -> Result<(), String> {
+        match (self, buf) {
+            (Machine::Cuda(m), PhysBuf::Cuda { gpu, ptr }) => m.read_device(*gpu, *ptr + offset as u64, out),
+            (Machine::Sim(_), PhysBuf::Sim(mem)) => {
+                let words = mem.data.lock();
+                let bytes: &[u8] = bytemuck::cast_slice(&words[..]);
+                out.copy_from_slice(&bytes[offset..offset + out.len()]);
+                Ok(())
+            }
+            _ => Err("a copy of another backend".into()),
+        }
+    }
+}
+
+/// Buried device buffers go back to the driver through the machine that made them.
+impl FreeDevice for Machine {
+    fn free_device(&self, bufs: Vec<PhysBuf>) {
+        Machine::free_device(self, bufs)
+    }
+}
+
+impl std::fmt::Debug for Machine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Machine").field("backend", &self.name()).field("gpus", &self.gpus()).finish()
+    }
+}
+
+/// One dispatcher's GPU.
+pub(crate) enum Gpu {
+    // Boxed: the CUDA handle carries its launch-argument arrays inline.
+    Cuda(Box<cuda::Gpu>),
+    Sim(sim::Gpu),
+}
+
+impl Gpu {
+    /// Runs on the dispatcher's thread before anything else (CUDA: makes the context current).
+    pub(crate) fn bind_thread(&self) -> Result<(), String> {
+        match self {
+            Gpu::Cuda(g) => g.bind_thread(),
+            Gpu::Sim(_) => Ok(()),
+        }
+    }
+
+    /// Issues a GPU-stage command on stream slot `stream` without waiting for it.
+    /// The slot has nothing in flight. Returns the time spent in driver calls.
+    /// `command` is the command's index in its task.
+    pub(crate) fn issue(
+        &mut self,
+        stream: usize,
+        cmd: &mut Command,
+        info: CallInfo,
+        command: usize,
+    ) -> Result<DriverNs, Fault> {
+        match self {
+            Gpu::Cuda(g) => g.issue(stream, cmd, info, command),
+            Gpu::Sim(g) => {
+                // The hand-off to the engine thread is the simulated driver call.
+                let t0 = Instant::now();
+                g.issue(stream, cmd, info, command).map(|()| t0.elapsed().as_nanos() as u64)
+            }
+        }
+    }
+
+    /// Whether the command in flight on `stream` has completed, and when it ran.
+    pub(crate) fn poll(&mut self, stream: usize) -> Option<Result<Span, Fault>> {
+        match self {
+            Gpu::Cuda(g) => g.poll(stream),
+            Gpu::Sim(g) => g.poll(stream),
+        }
+    }
+
+    /// Launches a replay window (every slot idle). Returns the time spent in driver
+    /// calls and how the graph was had.
+    #[cfg(feature = "replay")]
+    pub(crate) fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault> {
+        match self {
+            Gpu::Cuda(g) => g.issue_window(w),
+            Gpu::Sim(g) => {
+                let t0 = Instant::now();
+                g.issue_window(w).map(|()| (t0.elapsed().as_nanos() as u64, GraphUse::Simulated))
+            }
+        }
+    }
+
+    /// Whether `w` may be issued now, behind the windows in flight (CUDA: not a
+    /// device-side run with another window, whose image and executor it would share).
+    #[cfg(feature = "replay")]
+    pub(crate) fn can_issue_window(&self, w: &Window) -> bool {
+        match self {
+            Gpu::Cuda(g) => g.can_issue_window(w),
+            Gpu::Sim(_) => true,
+        }
+    }
+
+    /// Whether the first window in flight completed, and how it ran.
+    pub(crate) fn poll_window(&mut self) -> Option<Result<WindowRun, Fault>> {
+        match self {
+            Gpu::Cuda(g) => g.poll_window().map(|r| r.map(|span| WindowRun { span, tasks: Vec::new() })),
+            Gpu::Sim(g) => g.poll_window(),
+        }
+    }
+
+    /// Waits until nothing issued on this GPU is still running (before a dying
+    /// dispatcher releases the buffers its commands use).
+    pub(crate) fn quiesce(&self) {
+        match self {
+            Gpu::Cuda(g) => g.quiesce(),
+            // Simulated engines hold their own references to the buffers they touch.
+            Gpu::Sim(_) => {}
+        }
+    }
+
+    /// Whether completions must be found by polling (CUDA) rather than announced on the
+    /// dispatcher's signal (sim).
+    pub(crate) fn polls(&self) -> bool {
+        matches!(self, Gpu::Cuda(_))
+    }
+
+    /// Whether the dispatcher should spin briefly before parking: a CUDA dispatcher owns
+    /// its core; a simulated one does when its profile asks (predictions).
+    pub(crate) fn spins(&self) -> bool {
+        match self {
+            Gpu::Cuda(_) => true,
+            Gpu::Sim(g) => g.spin,
+        }
+    }
+}

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// CUDA C source.
-pub const SOURCE: &str = include_str!("../../../../kernels/sw.cu");
+pub const SOURCE: &str = include_str!("../../kernels/sw.cu");
 /// Query rows per lane strip (`SW_R`).
 pub const STRIP: usize = 16;
 /// Alphabet rows of the profile (`SW_A`).

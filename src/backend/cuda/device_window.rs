@@ -1,7 +1,7 @@
 //! Device-side execution of a window (`Execution::Device`): the window's
 //! tasks, each one kernel launch of the same block shape, run on the GPU by a
 //! persistent kernel that takes ready tasks from a queue in device memory and counts
-//! their dependencies down (Giles' scheme, as `kernels/device_graph.cu` in the studies);
+//! their dependencies down (Giles' scheme, as the studies' `kernels/device_graph.cu`);
 //! no host call sits between two tasks.
 //!
 //! The executor is generated (`executor_source.rs`): the registered kernels' CUDA C,

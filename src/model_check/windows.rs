@@ -18,7 +18,7 @@
 //!
 //! ```text
 //! CARGO_TARGET_DIR=target/mutation RUSTFLAGS='--cfg chariot_mutation="no_window_wake"' \
-//!   cargo test -p chariot --features model-check --lib model_check::windows
+//!   cargo test -p gpu-chariot --features model-check --lib model_check::windows
 //! ```
 //!
 //! every test here fails: shuttle reports a deadlock (GPU 0's dispatcher parked with

@@ -1,4 +1,4 @@
-/* The hand-out's protocol alone (crates/chariot/src/cluster/handout.rs), to measure
+/* The hand-out's protocol alone (src/cluster/handout.rs), to measure
  * its round trip and rank 0's serial service time on this machine: rank 0 answers
  * claims on a thread of its own (MPI_THREAD_MULTIPLE, receive from any source under
  * tag 32701, reply under 32702), the other ranks claim back to back.

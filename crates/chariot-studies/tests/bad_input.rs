@@ -2,7 +2,7 @@
 //! hand-written baselines check their arguments and fail with typed errors, plots refuse
 //! traces that are not chariot's, and the demo's command line refuses bad values. The
 //! rows of `docs/bad-input.md` for baselines, plots and the demo's command line name
-//! these tests; the runtime's are in `crates/chariot/tests/bad_input/`.
+//! these tests; the runtime's are in `tests/bad_input/`.
 
 mod common;
 
@@ -255,7 +255,7 @@ fn run_tool(exe: &str, args: &[&std::ffi::OsStr]) -> (Option<i32>, String) {
 /// package's binaries only).
 #[test]
 fn the_tools_refuse_bad_arguments_and_files() {
-    let demo = env!("CARGO_BIN_EXE_chariot");
+    let demo = env!("CARGO_BIN_EXE_chariot-demo");
     let os = |s: &'static str| std::ffi::OsStr::new(s);
     // Values out of range are clap's usage errors (exit code 2), naming the option.
     for (args, needle) in [(vec!["--chunks", "0"], "--chunks"), (vec!["--backend", "gpu"], "--backend")] {

@@ -1,6 +1,6 @@
 //! What bad input must get: the typed error naming the parameter or the command, with
 //! a message that names the offending value. Shared by the runtime's tests and, through
-//! `#[path]`, the root package's.
+//! `#[path]`, the studies'.
 
 use chariot::{Error, Stage, TaskId};
 

@@ -1,7 +1,7 @@
 //! The cluster form on the sim backend, run under MPI:
 //!
 //! ```sh
-//! cargo build -p chariot --features mpi --tests
+//! cargo build -p gpu-chariot --features mpi --tests
 //! mpirun -np 3 --oversubscribe target/debug/deps/mpi-*   # (.ci/run finds the file)
 //! ```
 //!

@@ -1,6 +1,6 @@
 //! Re-running one test in a child process, for behaviour that can kill a process (an
 //! abort, a driver library) or needs its own environment from the start. Shared by the
-//! runtime's tests and, through `#[path]`, the root package's (test crates of two
+//! runtime's tests and, through `#[path]`, the studies' (test crates of two
 //! packages share no module otherwise).
 
 use std::process::{Command, Output};

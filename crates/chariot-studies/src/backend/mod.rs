@@ -1,0 +1,3 @@
+//! The studies' driver-level code (see `cuda`).
+
+pub(crate) mod cuda;
