@@ -1,7 +1,7 @@
 //! The crate's one error type, [`Error`] (with [`Result`] and the callbacks' [`BoxError`]),
 //! and the typed details some of its variants carry: [`LengthProblem`], [`HostRegion`],
-//! [`ConflictHolder`]. Every error that comes from a command carries the task id, the
-//! stage and (where known) the GPU; driver errors carry the driver's own text.
+//! [`ConflictHolder`], [`MemoryKind`]. Every error that comes from a command carries the
+//! task id, the stage and (where known) the GPU; driver errors carry the driver's own text.
 //!
 //! [`Error::TasksFailed`] carries the batch's [`Report`], which lists the batch's
 //! [`TaskFailure`]s; the report, the failures and the [`DriverError`] a failure carries
@@ -178,8 +178,8 @@ pub enum Error {
     /// Host or device memory could not be allocated.
     #[error("allocation of {bytes} bytes of {what} failed: {message}")]
     OutOfMemory {
-        /// `device memory on GPU n` or `pinned host memory`.
-        what: String,
+        /// Which memory: a GPU's, pinned host memory or the heap.
+        what: MemoryKind,
         /// Bytes asked for.
         bytes: usize,
         /// The driver's or allocator's message.
@@ -240,6 +240,36 @@ pub enum Error {
         /// The report of the whole batch.
         report: Box<Report>,
     },
+}
+
+/// Which memory an allocation asked for ([`Error::OutOfMemory`]).
+///
+/// ```
+/// use chariot::error::MemoryKind;
+/// assert_eq!(MemoryKind::Device { gpu: 1 }.to_string(), "device memory on GPU 1");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MemoryKind {
+    /// Device memory of one GPU (its index in the scheduler, real or simulated).
+    Device {
+        /// The GPU.
+        gpu: usize,
+    },
+    /// Page-locked host memory from the CUDA driver (what `alloc_host` gives on CUDA).
+    PinnedHost,
+    /// Host memory from the heap (what `alloc_host` gives on the sim backend).
+    Host,
+}
+
+impl std::fmt::Display for MemoryKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MemoryKind::Device { gpu } => write!(f, "device memory on GPU {gpu}"),
+            MemoryKind::PinnedHost => f.write_str("pinned host memory"),
+            MemoryKind::Host => f.write_str("host memory"),
+        }
+    }
 }
 
 /// What is wrong with a length or a range of elements ([`Error::InvalidLength`]).

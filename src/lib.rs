@@ -78,7 +78,7 @@
 //! | `cluster` | with the `mpi` feature: `Cluster`, one scheduler per MPI rank running one task stream |
 //! | [`cuda`] | the door for code that drives CUDA beside chariot: [`compile_cubin`](cuda::compile_cubin), [`GpuInfo`](cuda::GpuInfo) |
 //! | [`fft`] | FFT plans for GPU callbacks: cuFFT on CUDA, rustfft on sim |
-//! | [`error`] | [`Error`], [`Result`], [`BoxError`] and the typed details of errors ([`LengthProblem`](error::LengthProblem), [`HostRegion`](error::HostRegion), [`ConflictHolder`](error::ConflictHolder)) |
+//! | [`error`] | [`Error`], [`Result`], [`BoxError`] and the typed details of errors ([`LengthProblem`](error::LengthProblem), [`HostRegion`](error::HostRegion), [`ConflictHolder`](error::ConflictHolder), [`MemoryKind`](error::MemoryKind)) |
 //!
 //! ## Backends
 //!

@@ -279,7 +279,7 @@ impl Machine {
         match self {
             Machine::Cuda(m) => m.alloc_host(bytes),
             Machine::Sim(_) => HostAlloc::heap(bytes).map_err(|message| crate::Error::OutOfMemory {
-                what: "host memory".into(),
+                what: crate::error::MemoryKind::Host,
                 bytes,
                 message,
             }),

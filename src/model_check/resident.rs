@@ -51,7 +51,11 @@ impl ResidentMemory for Memory {
         let mut live = self.live.lock();
         let full = *self.one_copy.lock() || gpu == 1;
         if full && live.values().any(|(g, _)| *g == gpu) {
-            return Err(crate::Error::OutOfMemory { what: "model GPU 1".into(), bytes, message: "full".into() });
+            return Err(crate::Error::OutOfMemory {
+                what: crate::error::MemoryKind::Device { gpu: 1 },
+                bytes,
+                message: "full".into(),
+            });
         }
         let id = {
             let mut next = self.next.lock();

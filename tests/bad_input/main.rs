@@ -31,7 +31,7 @@ mod queries;
 mod submit;
 
 use chariot::callback::Resource;
-use chariot::error::ConflictHolder;
+use chariot::error::{ConflictHolder, MemoryKind};
 use chariot::report::{HardwareBound, LinkRates, LowerBound, TaskWork};
 use chariot::sim::{SimFaults, SimProfile};
 use chariot::{Arg, Backend, Copy2d, Error, Kernel, Param, Scheduler, Stage, TaskId};

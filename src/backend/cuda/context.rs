@@ -269,7 +269,7 @@ impl Machine {
         match driver::mem_alloc(bytes) {
             Ok(ptr) => Ok(PhysBuf::Cuda { gpu, ptr }),
             Err(e) => Err(crate::Error::OutOfMemory {
-                what: format!("device memory on GPU {gpu}"),
+                what: crate::error::MemoryKind::Device { gpu },
                 bytes,
                 message: failed("cuMemAlloc", e).to_string(),
             }),
@@ -356,12 +356,12 @@ impl Machine {
         // Freed once, by the closure below.
         let ptr =
             driver::mem_host_alloc(bytes, sys::CU_MEMHOSTALLOC_PORTABLE).map_err(|e| crate::Error::OutOfMemory {
-                what: "pinned host memory".into(),
+                what: crate::error::MemoryKind::PinnedHost,
                 bytes,
                 message: failed("cuMemHostAlloc", e).to_string(),
             })?;
         let ptr = NonNull::new(ptr as *mut u8).ok_or_else(|| crate::Error::OutOfMemory {
-            what: "pinned host memory".into(),
+            what: crate::error::MemoryKind::PinnedHost,
             bytes,
             message: "cuMemHostAlloc returned null".into(),
         })?;

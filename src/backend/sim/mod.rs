@@ -149,7 +149,7 @@ impl Machine {
         });
         if taken.is_err() {
             return Err(crate::Error::OutOfMemory {
-                what: format!("device memory on simulated GPU {gpu}"),
+                what: crate::error::MemoryKind::Device { gpu },
                 bytes,
                 message: format!("{} of {cap} bytes in use", counter.load(Ordering::SeqCst)),
             });
@@ -161,7 +161,7 @@ impl Machine {
             Err(message) => {
                 counter.fetch_sub(bytes as u64, Ordering::SeqCst);
                 return Err(crate::Error::OutOfMemory {
-                    what: format!("device memory on simulated GPU {gpu}"),
+                    what: crate::error::MemoryKind::Device { gpu },
                     bytes,
                     message: format!("a simulated GPU's memory is host memory, and {message}"),
                 });

@@ -14,7 +14,11 @@ impl ResidentMemory for Fake {
     fn alloc_copy(&self, _gpu: usize, bytes: usize) -> crate::Result<PhysBuf> {
         let mut used = self.used.lock();
         if *used + bytes > self.cap {
-            return Err(crate::Error::OutOfMemory { what: "fake".into(), bytes, message: "full".into() });
+            return Err(crate::Error::OutOfMemory {
+                what: crate::error::MemoryKind::Device { gpu: 0 },
+                bytes,
+                message: "full".into(),
+            });
         }
         *used += bytes;
         Ok(PhysBuf::Cuda { gpu: 0, ptr: bytes as u64 })
