@@ -87,12 +87,20 @@ impl DbIndex {
         }
     }
 
-    /// Scans `path` once, checking every record (see [`crate::fasta`]).
+    /// Scans `path` once, checking every record (see [`crate::fasta`]): in parts, one
+    /// thread each, where the file is large and plain (`\n` or `\r\n` line ends, no
+    /// byte-order mark, every byte a residue), else — and to name any error by its
+    /// line — with one [`FastaReader`].
     ///
     /// # Errors
     /// An unreadable file, malformed FASTA, a bad residue, an empty database, or a
     /// chunk over 4 GiB of residues.
     pub fn build(path: &Path, matrix: &Matrix, chunk_seqs: usize) -> Result<DbIndex, String> {
+        DbIndex::build_with(path, matrix, chunk_seqs, index_threads(path))
+    }
+
+    /// [`DbIndex::build`] in at most `threads` parts (1: one reader).
+    pub fn build_with(path: &Path, matrix: &Matrix, chunk_seqs: usize, threads: usize) -> Result<DbIndex, String> {
         if chunk_seqs == 0 {
             return Err("chunk size must be at least 1 sequence".into());
         }
@@ -105,57 +113,272 @@ impl DbIndex {
         }
         let f = std::fs::File::open(path).map_err(|e| format!("cannot open database {}: {e}", path.display()))?;
         let bytes = f.metadata().map(|m| m.len()).unwrap_or(0);
+        if threads > 1 {
+            if let Some(index) = parallel::index(path, matrix, chunk_seqs, bytes, threads)? {
+                return Ok(index);
+            }
+        }
         let mut r = FastaReader::new(BufReader::with_capacity(1 << 20, f), &path.display().to_string());
         let mut seq = Vec::new();
-        let mut chunks: Vec<ChunkInfo> = Vec::new();
-        let (mut sequences, mut residues, mut max_len) = (0u64, 0u64, 0u64);
+        let mut chunker = Chunker::new(chunk_seqs, bytes);
         while let Some(rec) = r.next_record(matrix, &mut seq)? {
-            let len = seq.len() as u64;
-            if chunks.last().is_none_or(|c| c.nseq == chunk_seqs) {
-                if let Some(c) = chunks.last_mut() {
-                    c.end = rec.offset;
-                }
-                chunks.push(ChunkInfo {
-                    start: rec.offset,
-                    end: bytes,
-                    first_line: rec.line,
-                    first_seq: sequences,
-                    nseq: 0,
-                    residues: 0,
-                    max_len: 0,
-                });
-            }
-            let c = chunks.last_mut().expect("a chunk");
-            c.nseq += 1;
-            c.residues += len;
-            c.max_len = c.max_len.max(len);
-            if c.residues >= u32::MAX as u64 - 64 {
-                return Err(format!(
-                    "{}: chunk {} holds over 4 GiB of residues; use a smaller --chunk",
-                    path.display(),
-                    chunks.len() - 1
-                ));
-            }
-            sequences += 1;
-            residues += len;
-            max_len = max_len.max(len);
+            chunker.add(rec.offset, rec.line, seq.len() as u64, path)?;
         }
-        if let Some(c) = chunks.last_mut() {
-            c.end = bytes;
+        chunker.finish(path, r.warnings().clone())
+    }
+}
+
+/// Threads for indexing `path`: one per core, each with at least 16 MiB of the file.
+fn index_threads(path: &Path) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+    cores.min((bytes >> 24) as usize).clamp(1, 64)
+}
+
+/// Records, in file order, cut into chunks of `chunk_seqs`.
+struct Chunker {
+    chunk_seqs: usize,
+    bytes: u64,
+    chunks: Vec<ChunkInfo>,
+    sequences: u64,
+    residues: u64,
+    max_len: u64,
+}
+
+impl Chunker {
+    fn new(chunk_seqs: usize, bytes: u64) -> Chunker {
+        Chunker { chunk_seqs, bytes, chunks: Vec::new(), sequences: 0, residues: 0, max_len: 0 }
+    }
+
+    /// The next record: its `>` at byte `offset`, on line `line`, with `len` residues.
+    fn add(&mut self, offset: u64, line: u64, len: u64, path: &Path) -> Result<(), String> {
+        if self.chunks.last().is_none_or(|c| c.nseq == self.chunk_seqs) {
+            if let Some(c) = self.chunks.last_mut() {
+                c.end = offset;
+            }
+            self.chunks.push(ChunkInfo {
+                start: offset,
+                end: self.bytes,
+                first_line: line,
+                first_seq: self.sequences,
+                nseq: 0,
+                residues: 0,
+                max_len: 0,
+            });
         }
-        if sequences == 0 {
+        let c = self.chunks.last_mut().expect("a chunk");
+        c.nseq += 1;
+        c.residues += len;
+        c.max_len = c.max_len.max(len);
+        if c.residues >= u32::MAX as u64 - 64 {
+            return Err(format!(
+                "{}: chunk {} holds over 4 GiB of residues; use a smaller --chunk",
+                path.display(),
+                self.chunks.len() - 1
+            ));
+        }
+        self.sequences += 1;
+        self.residues += len;
+        self.max_len = self.max_len.max(len);
+        Ok(())
+    }
+
+    fn finish(mut self, path: &Path, warnings: crate::fasta::Warnings) -> Result<DbIndex, String> {
+        if let Some(c) = self.chunks.last_mut() {
+            c.end = self.bytes;
+        }
+        if self.sequences == 0 {
             return Err(format!("{}: the database holds no FASTA records", path.display()));
         }
         Ok(DbIndex {
             path: path.to_path_buf(),
-            chunks,
-            sequences,
-            residues,
-            max_len,
-            bytes,
+            chunks: self.chunks,
+            sequences: self.sequences,
+            residues: self.residues,
+            max_len: self.max_len,
+            bytes: self.bytes,
             prepared: None,
-            warnings: r.warnings().clone(),
+            warnings,
         })
+    }
+}
+
+/// The index of a large plain FASTA file, built by threads that each read one part of
+/// it (parts start at a header line), then joined in file order: line numbers from the
+/// parts' line counts, duplicate ids across parts, chunks as one reader would cut them.
+/// Anything unusual (a lone `\r`, a byte-order mark, a bad byte, a header without a
+/// name, data before the first header) gives `None`, and [`FastaReader`] reads the file
+/// to name it.
+mod parallel {
+    use super::{Chunker, DbIndex};
+    use crate::fasta::{header_name, id_hash, Warnings};
+    use crate::matrix::{Matrix, INVALID, SKIP};
+    use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+    use std::path::Path;
+
+    /// A record as a part saw it; `line` counts from the part's first line (1-based).
+    struct Seen {
+        offset: u64,
+        line: u64,
+        len: u64,
+        id_hash: u64,
+    }
+
+    /// One part's records and its line ends.
+    struct Part {
+        records: Vec<Seen>,
+        lines: u64,
+    }
+
+    pub(super) fn index(
+        path: &Path,
+        matrix: &Matrix,
+        chunk_seqs: usize,
+        bytes: u64,
+        threads: usize,
+    ) -> Result<Option<DbIndex>, String> {
+        let io = |e: std::io::Error| format!("{}: read error: {e}", path.display());
+        let starts = part_starts(path, bytes, threads).map_err(io)?;
+        let parts: Vec<std::io::Result<Option<Part>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = starts
+                .windows(2)
+                .map(|w| {
+                    let (from, to) = (w[0], w[1]);
+                    scope.spawn(move || read_part(path, matrix, from, to))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+        });
+        let mut read = Vec::with_capacity(parts.len());
+        for p in parts {
+            match p.map_err(io)? {
+                Some(part) => read.push(part),
+                None => return Ok(None),
+            }
+        }
+        let source = path.display().to_string();
+        let (mut chunker, mut warnings) = (Chunker::new(chunk_seqs, bytes), Warnings::default());
+        let mut ids = std::collections::HashSet::with_capacity(read.iter().map(|p| p.records.len()).sum());
+        let mut line_base = 0;
+        for part in &read {
+            for r in &part.records {
+                let line = line_base + r.line;
+                let id = || header_id(path, r.offset);
+                if r.len == 0 {
+                    warnings.empty_record(&source, line, &id());
+                }
+                if !ids.insert(r.id_hash) {
+                    warnings.duplicate_id(&source, line, id);
+                }
+                chunker.add(r.offset, line, r.len, path)?;
+            }
+            line_base += part.lines;
+        }
+        chunker.finish(path, warnings).map(Some)
+    }
+
+    /// Where the parts start: 0, then for each nominal cut the first header line after
+    /// it (a cut with none before the next is dropped), and `bytes` to end the last.
+    fn part_starts(path: &Path, bytes: u64, threads: usize) -> std::io::Result<Vec<u64>> {
+        let mut starts = vec![0];
+        let mut f = BufReader::with_capacity(1 << 16, std::fs::File::open(path)?);
+        let mut line = Vec::new();
+        for k in 1..threads as u64 {
+            let (cut, next) = (bytes * k / threads as u64, bytes * (k + 1) / threads as u64);
+            if cut <= *starts.last().expect("a start") {
+                continue;
+            }
+            // From the byte before the cut: the first line read is the rest of the line
+            // the cut falls in, so every later line starts at a line start.
+            f.seek(SeekFrom::Start(cut - 1))?;
+            let mut pos = cut - 1;
+            line.clear();
+            pos += f.read_until(b'\n', &mut line)? as u64;
+            while pos < next {
+                line.clear();
+                let n = f.read_until(b'\n', &mut line)? as u64;
+                if n == 0 {
+                    break;
+                }
+                if line.first() == Some(&b'>') {
+                    starts.push(pos);
+                    break;
+                }
+                pos += n;
+            }
+        }
+        starts.push(bytes);
+        Ok(starts)
+    }
+
+    /// The records whose headers lie in bytes `[from, to)` (`from` starts a line, and a
+    /// header unless it is 0); `None` where the part holds anything unusual.
+    fn read_part(path: &Path, matrix: &Matrix, from: u64, to: u64) -> std::io::Result<Option<Part>> {
+        let mut f = std::fs::File::open(path)?;
+        f.seek(SeekFrom::Start(from))?;
+        let mut r = BufReader::with_capacity(1 << 20, f.take(to - from));
+        let mut part = Part { records: Vec::new(), lines: 0 };
+        let (mut line, mut pos) = (Vec::new(), from);
+        let mut current: Option<Seen> = None;
+        loop {
+            line.clear();
+            let n = r.read_until(b'\n', &mut line)?;
+            if n == 0 {
+                break;
+            }
+            if pos == 0 && line.starts_with(b"\xef\xbb\xbf") {
+                return Ok(None);
+            }
+            let at = pos;
+            pos += n as u64;
+            let mut body = &line[..];
+            if let Some(b) = body.strip_suffix(b"\n") {
+                part.lines += 1;
+                body = b.strip_suffix(b"\r").unwrap_or(b);
+            } else {
+                // The file's last line, with no line end: a line all the same.
+                part.lines += 1;
+            }
+            if memchr::memchr(b'\r', body).is_some() {
+                return Ok(None);
+            }
+            if body.first() == Some(&b'>') {
+                let Some(name) = header_name(body) else { return Ok(None) };
+                part.records.extend(current.take());
+                current = Some(Seen { offset: at, line: part.lines, len: 0, id_hash: id_hash(name) });
+            } else if let Some(rec) = current.as_mut() {
+                // Branch-free over the line: the bad byte, if any, is named by the reader.
+                let (mut skipped, mut bad) = (0u32, false);
+                for &b in body {
+                    let c = matrix.code[b as usize];
+                    skipped += (c == SKIP) as u32;
+                    bad |= c == INVALID;
+                }
+                if bad {
+                    return Ok(None);
+                }
+                rec.len += body.len() as u64 - skipped as u64;
+            } else if !body.iter().all(|b| b.is_ascii_whitespace()) {
+                return Ok(None);
+            }
+        }
+        part.records.extend(current);
+        Ok(Some(part))
+    }
+
+    /// The id of the record whose `>` is at byte `offset` (for a warning's words).
+    fn header_id(path: &Path, offset: u64) -> String {
+        let read = || -> std::io::Result<Vec<u8>> {
+            let mut f = std::fs::File::open(path)?;
+            f.seek(SeekFrom::Start(offset))?;
+            let mut line = Vec::new();
+            BufReader::new(f.take(1 << 16)).read_until(b'\n', &mut line)?;
+            Ok(line)
+        };
+        match read() {
+            Ok(line) => header_name(&line).map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default(),
+            Err(e) => format!("(unreadable: {e})"),
+        }
     }
 }
 
@@ -338,6 +561,76 @@ pub fn pack(d: &ChunkData, out: &mut [u8]) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What an index says: its chunks, counts and warnings (or its error).
+    fn summary(r: Result<DbIndex, String>) -> Result<(Vec<ChunkInfo>, u64, u64, u64, crate::fasta::Warnings), String> {
+        r.map(|i| (i.chunks, i.sequences, i.residues, i.max_len, i.warnings))
+    }
+
+    /// The index in parts (threads) is the one reader's, whatever the parts: chunks,
+    /// line numbers, residue counts, warnings (empty records, duplicate ids across
+    /// parts) and errors, for plain files and for those the parts hand back to the
+    /// reader (a lone `\r`, a byte-order mark, a bad byte, a header without a name).
+    #[test]
+    fn index_in_parts_is_the_readers() {
+        let dir = std::env::temp_dir().join(format!("chariot-align-parts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("db.fa");
+        let m = Matrix::blosum62();
+        let mut x = 7u64;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut plain = String::from("\n  \n");
+        for i in 0..400 {
+            let id = if rnd(40) == 0 { 3 } else { i };
+            plain += &format!(">s{id} some words\n");
+            for _ in 0..rnd(4) {
+                let len = rnd(90) as usize;
+                plain.extend((0..len).map(|k| {
+                    if k % 17 == 16 {
+                        ' '
+                    } else {
+                        "ARNDCQEGHILKMFPSTWYV"[k % 20..].chars().next().unwrap()
+                    }
+                }));
+                plain += if rnd(3) == 0 { "\n\n" } else { "\n" };
+            }
+        }
+        let crlf = plain.replace('\n', "\r\n");
+        let no_end = plain.trim_end().to_string();
+        let lone_cr = plain.replacen('\n', "\r", 30);
+        let bom = format!("\u{feff}{plain}");
+        let bad = plain.replacen("AR", "A#", 1);
+        let nameless = plain.replacen(">s5 some words", ">  ", 1);
+        let before = format!("XX\n{plain}");
+        for (name, text) in [
+            ("plain", &plain),
+            ("crlf", &crlf),
+            ("no final line end", &no_end),
+            ("lone cr", &lone_cr),
+            ("bom", &bom),
+            ("bad byte", &bad),
+            ("nameless", &nameless),
+            ("data before", &before),
+        ] {
+            std::fs::write(&p, text).unwrap();
+            let one = summary(DbIndex::build_with(&p, &m, 7, 1));
+            let in_parts = parallel::index(&p, &m, 7, text.len() as u64, 8).unwrap().is_some();
+            assert_eq!(in_parts, ["plain", "crlf", "no final line end"].contains(&name), "{name}: read in parts");
+            for threads in [2, 3, 8, 64] {
+                assert_eq!(summary(DbIndex::build_with(&p, &m, 7, threads)), one, "{name}, {threads} parts");
+            }
+            if name == "plain" {
+                let w = &one.as_ref().unwrap().4;
+                assert!(w.duplicates > 0 && w.empty > 0, "{w:?}");
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn index_chunks_and_pack() {

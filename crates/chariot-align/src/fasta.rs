@@ -117,11 +117,41 @@ impl Warnings {
         );
     }
 
+    /// Counts record `id`, on line `line` of `source`, as one with no residues.
+    pub fn empty_record(&mut self, source: &str, line: u64, id: &str) {
+        self.empty += 1;
+        self.note(|| format!("{source}: line {line}: record `{id}` has no residues (its score is 0)"));
+    }
+
+    /// Counts the record on line `line` of `source` as one whose id (`id()`, asked only
+    /// for a kept message) an earlier record has.
+    pub fn duplicate_id(&mut self, source: &str, line: u64, id: impl FnOnce() -> String) {
+        self.duplicates += 1;
+        self.note(|| {
+            format!(
+                "{source}: line {line}: id `{}` is an earlier record's too (their rows are told apart only by order)",
+                id()
+            )
+        });
+    }
+
     fn note(&mut self, m: impl FnOnce() -> String) {
         if self.examples.len() < Self::KEPT {
             self.examples.push(m());
         }
     }
+}
+
+/// The hash duplicate ids are found by (64 bits: a false duplicate needs a collision).
+pub fn id_hash(id: &[u8]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    id.hash(&mut h);
+    h.finish()
+}
+
+/// The name of a header line: its first word after `>` (`None`: no name).
+pub fn header_name(line: &[u8]) -> Option<&[u8]> {
+    line.get(1..)?.split(|b| b.is_ascii_whitespace()).find(|w| !w.is_empty())
 }
 
 /// One record's header: its name, where it starts in the file and on which line.
@@ -222,22 +252,10 @@ impl<R: BufRead> FastaReader<R> {
     /// Counts the finished record `rec` of `len` residues in the warnings.
     fn check(&mut self, rec: &Record, len: usize) {
         if len == 0 {
-            self.warnings.empty += 1;
-            let source = &self.source;
-            self.warnings
-                .note(|| format!("{source}: line {}: record `{}` has no residues (its score is 0)", rec.line, rec.id));
+            self.warnings.empty_record(&self.source, rec.line, &rec.id);
         }
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        rec.id.hash(&mut h);
-        if !self.ids.insert(h.finish()) {
-            self.warnings.duplicates += 1;
-            let source = &self.source;
-            self.warnings.note(|| {
-                format!(
-                    "{source}: line {}: id `{}` is an earlier record's too (their rows are told apart only by order)",
-                    rec.line, rec.id
-                )
-            });
+        if !self.ids.insert(id_hash(rec.id.as_bytes())) {
+            self.warnings.duplicate_id(&self.source, rec.line, || rec.id.clone());
         }
     }
 
@@ -267,10 +285,9 @@ impl<R: BufRead> FastaReader<R> {
             let skip = if start == 0 && self.buf.starts_with(BOM) { BOM.len() } else { 0 };
             let line = &self.buf[skip..];
             if line.first() == Some(&b'>') {
-                let name = line[1..].split(|b| b.is_ascii_whitespace()).find(|w| !w.is_empty()).unwrap_or(&[]);
-                if name.is_empty() {
+                let Some(name) = header_name(line) else {
                     return Err(format!("{}: line {}: FASTA header without a name", self.source, self.line_no));
-                }
+                };
                 let rec = Record {
                     id: String::from_utf8_lossy(name).into_owned(),
                     offset: start + skip as u64,
