@@ -25,7 +25,7 @@ use std::sync::{Arc, OnceLock};
 /// adds its function here. Left out on purpose, so that older drivers still run the
 /// rest: `cuEventElapsedTime_v2` (CUDA 12.8; only `device_timing` uses it) and the
 /// graph and capture functions of the hand-written baselines.
-const DRIVER_FUNCTIONS: [&str; 35] = [
+const DRIVER_FUNCTIONS: [&str; 36] = [
     "cuInit",
     "cuDeviceGetCount",
     "cuDeviceGet",
@@ -38,6 +38,7 @@ const DRIVER_FUNCTIONS: [&str; 35] = [
     "cuDevicePrimaryCtxRelease_v2",
     "cuDevicePrimaryCtxReset_v2",
     "cuCtxSetCurrent",
+    "cuCtxGetCurrent",
     "cuCtxSynchronize",
     "cuMemAlloc_v2",
     "cuMemFree_v2",
@@ -298,35 +299,9 @@ impl Machine {
         }
     }
 
-    /// A cuFFT C2C plan in GPU `gpu`'s context, for `crate::fft` (any thread: the plan
-    /// binds the context itself): `batch` rows of `n` elements, or with `two_d` one
-    /// 2-D transform of `batch` rows by `n` columns.
-    pub(crate) fn fft_plan(
-        &self,
-        gpu: usize,
-        n: usize,
-        batch: usize,
-        two_d: bool,
-    ) -> Result<super::cufft::Plan, String> {
-        let ctx = self.contexts.get(gpu).ok_or_else(|| format!("no GPU {gpu}"))?.clone();
-        if two_d {
-            super::cufft::Plan::two_d(ctx, batch, n)
-        } else {
-            super::cufft::Plan::rows(ctx, n, batch)
-        }
-    }
-
-    /// A cuFFT C2C plan of `batch` columns of `len` elements, `stride` elements apart
-    /// (a row-major matrix's columns, transformed in place).
-    pub(crate) fn fft_plan_columns(
-        &self,
-        gpu: usize,
-        len: usize,
-        batch: usize,
-        stride: usize,
-    ) -> Result<super::cufft::Plan, String> {
-        let ctx = self.contexts.get(gpu).ok_or_else(|| format!("no GPU {gpu}"))?.clone();
-        super::cufft::Plan::columns(ctx, len, batch, stride)
+    /// GPU `gpu`'s context, for libraries working beside chariot ([`GpuContext`]).
+    pub(crate) fn context(&self, gpu: usize) -> Option<&Arc<Context>> {
+        self.contexts.get(gpu)
     }
 
     pub(crate) fn open_gpu(
@@ -476,5 +451,65 @@ mod test {
     fn cpulists() {
         assert_eq!(super::parse_cpulist("0-3,8,10-11\n"), vec![0, 1, 2, 3, 8, 10, 11]);
         assert!(super::parse_cpulist("").is_empty());
+    }
+}
+
+/// One GPU's CUDA context as a scheduler holds it (the GPU's primary context), lent to
+/// libraries that work in the calling thread's current context beside chariot, such as
+/// FFT plans made for GPU callbacks. Get it with `GpuContext::of`; holding it keeps the
+/// context alive.
+#[derive(Clone)]
+pub struct GpuContext(pub(crate) Arc<Context>);
+
+impl GpuContext {
+    /// The GPU (index in the scheduler's list).
+    pub fn gpu(&self) -> usize {
+        self.0.index
+    }
+
+    /// Runs `f` with this context current on the calling thread, then makes current again
+    /// the context that was (none on a CPU callback's thread; on a GPU callback's, its
+    /// GPU's, which the dispatcher there relies on). Library calls that work in the
+    /// current context (making or destroying a plan) go in `f`.
+    ///
+    /// # Errors
+    /// The driver's error asking for or binding the context; `f` has not run then. A
+    /// failure to restore the previous context afterwards goes to the scheduler's next
+    /// report (its `cleanup` list), so that `f`'s result is not lost.
+    pub fn with_current<R>(&self, f: impl FnOnce() -> R) -> Result<R, crate::report::DriverError> {
+        let before = driver::ctx_get_current().map_err(|e| failed("cuCtxGetCurrent", e))?;
+        if before == self.0.ctx {
+            return Ok(f());
+        }
+        self.0.bind()?;
+        let out = f();
+        // SAFETY: `before` is null or the context bound to this thread when this call
+        // began, which its owner keeps retained while it is bound (a dispatcher holds
+        // its GPU's for its life); `f` ran on this thread and could not unbind it.
+        if let Err(e) = unsafe { driver::ctx_set_current(before) } {
+            self.0
+                .cleanup
+                .push(failed(&format!("cuCtxSetCurrent restoring a thread's context on GPU {}", self.0.index), e));
+        }
+        Ok(out)
+    }
+
+    /// Records a failure met while releasing a library's resource in this context (a
+    /// plan destroyed in a `Drop`, which cannot return it): `call` names the call and
+    /// the GPU, `code` is the library's status as a number and `name` its name. The
+    /// scheduler's next report lists it among its cleanup errors.
+    pub fn note_cleanup_failure(&self, call: impl Into<String>, code: i32, name: impl Into<String>) {
+        self.0.cleanup.push(crate::report::DriverError {
+            call: call.into(),
+            code,
+            name: name.into(),
+            text: String::new(),
+        });
+    }
+}
+
+impl std::fmt::Debug for GpuContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuContext").field("gpu", &self.0.index).finish()
     }
 }

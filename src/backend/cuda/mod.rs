@@ -1,7 +1,7 @@
 //! The CUDA backend, over cudarc's raw (`sys`) layer loaded at run time
 //! (`dynamic-loading`), so the crate builds and its CPU tests run where there is no
 //! CUDA at all. In layers, as cudarc's own `result` layer: `driver.rs` holds every raw
-//! call (driver, NVRTC, cuFFT), one thin `unsafe fn` each with its preconditions;
+//! call (driver, NVRTC), one thin `unsafe fn` each with its preconditions;
 //! `handle.rs` owns the driver's objects (streams, events, modules, graphs), destroyed
 //! once on drop with the errors kept for the report; the rest is safe code over those
 //! two, each `unsafe` block saying why its call's preconditions hold.
@@ -14,7 +14,8 @@
 
 mod completion;
 mod context;
-pub(crate) mod cufft;
+/// A GPU's context as the public door (`chariot::cuda`) lends it to libraries.
+pub use context::GpuContext;
 #[cfg(feature = "replay")]
 mod device_window;
 mod driver;
