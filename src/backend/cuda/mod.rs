@@ -14,8 +14,6 @@
 
 mod completion;
 mod context;
-/// A GPU's context as the public door (`chariot::cuda`) lends it to libraries.
-pub use context::GpuContext;
 #[cfg(feature = "replay")]
 mod device_window;
 mod driver;
@@ -23,6 +21,9 @@ mod driver;
 pub(crate) use driver::nvrtc::is_present as nvrtc_present;
 mod executor_source;
 mod gpu;
+mod gpu_context;
+/// A GPU's context as the public door (`chariot::cuda`) lends it to libraries.
+pub use gpu_context::GpuContext;
 mod handle;
 mod kernel_cache;
 pub(crate) mod nvrtc;
