@@ -299,7 +299,7 @@ impl Machine {
         }
     }
 
-    /// GPU `gpu`'s context, for libraries working beside chariot ([`GpuContext`]).
+    /// GPU `gpu`'s context, for libraries working beside chariot ([`GpuContext`](super::GpuContext)).
     pub(crate) fn context(&self, gpu: usize) -> Option<&Arc<Context>> {
         self.contexts.get(gpu)
     }
