@@ -100,11 +100,6 @@ impl CudaStream {
     pub fn is_null(self) -> bool {
         self.0.is_null()
     }
-
-    /// The handle as the backend's own driver bindings type it.
-    pub(crate) fn raw(self) -> cudarc::driver::sys::CUstream {
-        self.0
-    }
 }
 
 /// A task's physical copy of a device buffer on the simulated GPU, as a GPU callback

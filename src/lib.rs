@@ -76,8 +76,7 @@
 //! | [`memory`] | buffers and their guards: [`HostBuffer`], [`HostRead`](memory::HostRead), [`HostWrite`](memory::HostWrite), [`DeviceBuffer`], [`DeviceData`](memory::DeviceData), [`Element`](memory::Element) |
 //! | [`resident`] | [`ResidentBuffer`](resident::ResidentBuffer): device data shared by tasks and kept on the GPUs |
 //! | `cluster` | with the `mpi` feature: `Cluster`, one scheduler per MPI rank running one task stream |
-//! | [`cuda`] | the door for code that drives CUDA beside chariot: [`compile_cubin`](cuda::compile_cubin), [`GpuInfo`](cuda::GpuInfo) |
-//! | [`fft`] | FFT plans for GPU callbacks: cuFFT on CUDA, rustfft on sim |
+//! | [`cuda`] | the door for code that drives CUDA beside chariot: [`compile_cubin`](cuda::compile_cubin), [`GpuInfo`](cuda::GpuInfo), a GPU's [`GpuContext`](cuda::GpuContext) for libraries' plans (the `chariot-fft` crate's FFTs in GPU callbacks) |
 //! | [`error`] | [`Error`], [`Result`], [`BoxError`] and the typed details of errors ([`LengthProblem`](error::LengthProblem), [`HostRegion`](error::HostRegion), [`ConflictHolder`](error::ConflictHolder), [`MemoryKind`](error::MemoryKind)) |
 //!
 //! ## Backends
@@ -140,8 +139,6 @@ mod task;
 #[cfg(all(test, feature = "model-check"))]
 mod model_check;
 
-pub mod fft;
-
 pub use backend::Backend;
 pub use builder::Builder;
 pub use error::{BoxError, Error, Result};
@@ -182,9 +179,13 @@ pub mod cluster {
 }
 
 /// The door to the CUDA backend for code that drives CUDA beside chariot (the studies'
-/// hand-written pipelines): NVRTC compilation and what a GPU is.
+/// hand-written pipelines, libraries called from GPU callbacks): NVRTC compilation,
+/// what a GPU is, and a GPU's context for plans made in it. A GPU callback gets the
+/// rest from its [`GpuCall`](crate::callback::GpuCall): the task's stream and its
+/// buffers' device addresses.
 pub mod cuda {
     pub use crate::backend::cuda::nvrtc::compile as compile_cubin;
+    pub use crate::backend::cuda::GpuContext;
     pub use crate::backend::device::GpuInfo;
 }
 

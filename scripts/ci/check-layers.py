@@ -5,7 +5,7 @@
 #  layer          what lives there
 #  12 api         lib.rs: the public paths (`pub use`) and its facade modules (tuning, sim,
 #                 resident, cuda: `pub mod name { pub use ... }`), nothing of its own
-#  11 front       builder, task::builder, fft: Builder, TaskBuilder, Scheduler::{builder, task}, FFT plans
+#  11 front       builder, task::builder: Builder, TaskBuilder, Scheduler::{builder, task}
 #  10 scheduler   Scheduler: allocation, kernel registration, submit, synchronize, shutdown
 #   9 dispatch    Dispatcher (Algorithms 1, 2), executioners, affinity, Shared (Q, P_k, batch, records)
 #                 cluster: the MPI hand-out of a task stream and the ranks' exchange
@@ -89,7 +89,6 @@ LAYERS = {
     "scheduler": 10,
     "builder": 11,
     "task::builder": 11,
-    "fft": 11,
     "crate": 12,
     "tuning": 12,
     "sim": 12,

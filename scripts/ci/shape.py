@@ -37,14 +37,15 @@ same kind of figures for any checkout (for comparing before and after a change).
 Figures of the restructuring as it stood on 2026-11-25 are kept in a dated note,
 [`shape-2026-11-25.md`](shape-2026-11-25.md).
 
-## Four crates, one way
+## Five crates, one way
 
 | crate | role | imports |
 |---|---|---|
 | `.` (gpu-chariot, library `chariot`) | the runtime | nothing of the others (cargo forbids it: they depend on it) |
 | `crates/chariot-inorder` | the hand-written in-order pipeline, a baseline | chariot |
+| `crates/chariot-fft` | FFT plans for GPU callbacks (cuFFT, rustfft on the sim), the CPU's 2-D transform | chariot (its `cuda::GpuContext`, a GPU callback's stream and device addresses) |
 | `crates/chariot-align` | the protein search tool | chariot, chariot-inorder (the pipeline its `bench` runs) |
-| `crates/chariot-studies` | demo, hand-written pipelines, plots, soak; the overhead study, seti | chariot, chariot-inorder |
+| `crates/chariot-studies` | demo, hand-written pipelines, plots, soak; the overhead study, seti | chariot, chariot-inorder, chariot-fft (seti) |
 
 Inside the runtime, layers run one way (the table is at the top of
 `scripts/ci/check-layers.py`, the picture in the README); CI runs

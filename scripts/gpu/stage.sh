@@ -28,10 +28,11 @@ cargo build --release --bin chariot-demo --bin chariot-align --example seti --be
 # The test executables with #[ignore]d GPU tests: the runtime's GPU suite and bad input,
 # the runtime's unit tests (the executor source's NVRTC check), the NVRTC check on the
 # sim, the in-order pipeline's, the studies' library, bad input, images, cholesky and seti,
-# chariot-align end to end.
+# chariot-fft's plans against rustfft, chariot-align end to end.
 cargo test --release -p gpu-chariot --lib --test gpu --test bad_input --test resident --test replay --test sim_nvrtc --no-run --message-format=json-render-diagnostics | copy
 cargo test --release -p chariot-studies --lib --test bad_input --test images --test cholesky --test flow --example seti --no-run --message-format=json-render-diagnostics | copy
 cargo test --release -p chariot-inorder --lib --no-run --message-format=json-render-diagnostics | copy
+cargo test --release -p chariot-fft --test gpu --no-run --message-format=json-render-diagnostics | copy
 cargo test --release -p chariot-align --test end_to_end --test bad_input --no-run --message-format=json-render-diagnostics | copy
 strip .gpu/*
 du -sh .gpu

@@ -235,7 +235,7 @@ impl Machine {
         }
     }
 
-    /// The CUDA machine, for library plans made outside a dispatcher (`crate::fft`).
+    /// The CUDA machine, for library plans made outside a dispatcher (`cuda::GpuContext`).
     pub(crate) fn cuda(&self) -> Option<&cuda::Machine> {
         match self {
             Machine::Cuda(m) => Some(m),

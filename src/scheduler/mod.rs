@@ -202,7 +202,7 @@ impl Scheduler {
         self.id
     }
 
-    /// The backend's machine, shared with library plan caches (`crate::fft`).
+    /// The backend's machine.
     pub(crate) fn machine(&self) -> &Arc<Machine> {
         &self.machine
     }
@@ -551,3 +551,19 @@ impl std::fmt::Debug for Scheduler {
 
 #[cfg(test)]
 mod test;
+
+impl crate::backend::cuda::GpuContext {
+    /// The context of `sched`'s GPU `gpu` (the index a [`CallInfo`](crate::callback::CallInfo)
+    /// names): `None` on the sim backend, which has no CUDA context, or where `sched` has
+    /// no GPU `gpu`.
+    ///
+    /// ```
+    /// use chariot::{cuda::GpuContext, Backend, Scheduler};
+    /// let sched = Scheduler::builder().backend(Backend::Sim).build()?;
+    /// assert!(GpuContext::of(&sched, 0).is_none());
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    pub fn of(sched: &Scheduler, gpu: usize) -> Option<Self> {
+        sched.machine().cuda()?.context(gpu).map(|ctx| Self(ctx.clone()))
+    }
+}

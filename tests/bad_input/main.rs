@@ -10,7 +10,8 @@
 //!
 //! The tests follow the order of that table, one module per group of entry points:
 //! builder, backends and profiles, allocation, kernels, commands, submit, callbacks,
-//! guards, queries, FFT and bounds. This file holds what they share: the helpers below.
+//! guards, queries and bounds (FFT plans' are crates/chariot-fft's). This file holds
+//! what they share: the helpers below.
 //! The studies' rows (baselines, plots, the demo's command line) are tested in the root
 //! package's `tests/bad_input.rs`.
 
@@ -24,7 +25,6 @@ mod bounds;
 mod builder;
 mod callbacks;
 mod commands;
-mod fft;
 mod guards;
 mod kernels;
 mod queries;

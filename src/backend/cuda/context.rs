@@ -25,7 +25,7 @@ use std::sync::{Arc, OnceLock};
 /// adds its function here. Left out on purpose, so that older drivers still run the
 /// rest: `cuEventElapsedTime_v2` (CUDA 12.8; only `device_timing` uses it) and the
 /// graph and capture functions of the hand-written baselines.
-const DRIVER_FUNCTIONS: [&str; 35] = [
+const DRIVER_FUNCTIONS: [&str; 36] = [
     "cuInit",
     "cuDeviceGetCount",
     "cuDeviceGet",
@@ -38,6 +38,7 @@ const DRIVER_FUNCTIONS: [&str; 35] = [
     "cuDevicePrimaryCtxRelease_v2",
     "cuDevicePrimaryCtxReset_v2",
     "cuCtxSetCurrent",
+    "cuCtxGetCurrent",
     "cuCtxSynchronize",
     "cuMemAlloc_v2",
     "cuMemFree_v2",
@@ -298,35 +299,9 @@ impl Machine {
         }
     }
 
-    /// A cuFFT C2C plan in GPU `gpu`'s context, for `crate::fft` (any thread: the plan
-    /// binds the context itself): `batch` rows of `n` elements, or with `two_d` one
-    /// 2-D transform of `batch` rows by `n` columns.
-    pub(crate) fn fft_plan(
-        &self,
-        gpu: usize,
-        n: usize,
-        batch: usize,
-        two_d: bool,
-    ) -> Result<super::cufft::Plan, String> {
-        let ctx = self.contexts.get(gpu).ok_or_else(|| format!("no GPU {gpu}"))?.clone();
-        if two_d {
-            super::cufft::Plan::two_d(ctx, batch, n)
-        } else {
-            super::cufft::Plan::rows(ctx, n, batch)
-        }
-    }
-
-    /// A cuFFT C2C plan of `batch` columns of `len` elements, `stride` elements apart
-    /// (a row-major matrix's columns, transformed in place).
-    pub(crate) fn fft_plan_columns(
-        &self,
-        gpu: usize,
-        len: usize,
-        batch: usize,
-        stride: usize,
-    ) -> Result<super::cufft::Plan, String> {
-        let ctx = self.contexts.get(gpu).ok_or_else(|| format!("no GPU {gpu}"))?.clone();
-        super::cufft::Plan::columns(ctx, len, batch, stride)
+    /// GPU `gpu`'s context, for libraries working beside chariot ([`GpuContext`](super::GpuContext)).
+    pub(crate) fn context(&self, gpu: usize) -> Option<&Arc<Context>> {
+        self.contexts.get(gpu)
     }
 
     pub(crate) fn open_gpu(

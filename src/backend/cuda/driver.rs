@@ -1,8 +1,8 @@
 //! Every raw call the runtime makes into CUDA's libraries, one thin function each,
 //! named after the call (`cuStreamCreate` is [`stream_create`]), as cudarc's `result`
 //! layer does: the out-parameters become return values and the status a `Result`.
-//! Nothing else in the crate names a `sys::cu*`, `sys::nvrtc*` or `sys::cufft*`
-//! function; NVRTC's and cuFFT's calls are the [`nvrtc`] and [`cufft`] modules below.
+//! Nothing else in the crate names a `sys::cu*` or `sys::nvrtc*` function; NVRTC's
+//! calls are the [`nvrtc`] module below.
 //!
 //! A function is `unsafe` where a wrong argument is undefined behaviour rather than an
 //! error status: a dangling handle or pointer, memory the device then reads or writes.
@@ -147,6 +147,16 @@ pub(crate) unsafe fn device_primary_ctx_reset(dev: sys::CUdevice) -> Result<()> 
 pub(crate) unsafe fn ctx_set_current(ctx: sys::CUcontext) -> Result<()> {
     // SAFETY: precondition 1.
     unsafe { sys::cuCtxSetCurrent(ctx) }.result()
+}
+
+/// `cuCtxGetCurrent`: the context bound to the calling thread (null if none).
+pub(crate) fn ctx_get_current() -> Result<sys::CUcontext> {
+    let mut ctx = MaybeUninit::uninit();
+    // SAFETY: `ctx` is a live out-parameter, written on success.
+    unsafe {
+        sys::cuCtxGetCurrent(ctx.as_mut_ptr()).result()?;
+        Ok(ctx.assume_init())
+    }
 }
 
 /// `cuCtxSynchronize`: waits for all work of the current context.
@@ -727,109 +737,5 @@ pub(crate) mod nvrtc {
         let mut prog = prog;
         // SAFETY: precondition 1; NVRTC nulls the handle it is given.
         unsafe { sys::nvrtcDestroyProgram(&mut prog) }.result()
-    }
-}
-
-/// cuFFT's calls: single-precision complex plans.
-pub(crate) mod cufft {
-    use cudarc::cufft::sys;
-    use std::ffi::c_int;
-    use std::mem::MaybeUninit;
-
-    pub(crate) use cudarc::cufft::result::CufftError;
-
-    /// A cuFFT call's outcome.
-    pub(crate) type Result<T> = std::result::Result<T, CufftError>;
-
-    /// Whether libcufft loads here (cudarc would panic at the first call otherwise).
-    pub(crate) fn is_present() -> bool {
-        // SAFETY: opens the library (running its initialisers, as cudarc's own
-        // loading does) and closes it; nothing is called.
-        unsafe { sys::is_culib_present() }
-    }
-
-    /// `cufftPlanMany`: a plan in the current context (null embeds: the basic
-    /// contiguous layout, strides and distances ignored).
-    ///
-    /// # Safety
-    /// 1. `n` holds `rank` readable ints, and each embed is null or holds `rank`
-    ///    readable ints.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) unsafe fn plan_many(
-        rank: c_int,
-        n: *mut c_int,
-        inembed: *mut c_int,
-        istride: c_int,
-        idist: c_int,
-        onembed: *mut c_int,
-        ostride: c_int,
-        odist: c_int,
-        kind: sys::cufftType,
-        batch: c_int,
-    ) -> Result<sys::cufftHandle> {
-        let mut plan = MaybeUninit::uninit();
-        // SAFETY: precondition 1; a live out-parameter, written on success.
-        unsafe {
-            sys::cufftPlanMany(
-                plan.as_mut_ptr(),
-                rank,
-                n,
-                inembed,
-                istride,
-                idist,
-                onembed,
-                ostride,
-                odist,
-                kind,
-                batch,
-            )
-            .result()?;
-            Ok(plan.assume_init())
-        }
-    }
-
-    /// `cufftPlan2d`: one `nx` by `ny` transform (`ny` contiguous).
-    pub(crate) fn plan_2d(nx: c_int, ny: c_int, kind: sys::cufftType) -> Result<sys::cufftHandle> {
-        let mut plan = MaybeUninit::uninit();
-        // SAFETY: a live out-parameter, written on success.
-        unsafe {
-            sys::cufftPlan2d(plan.as_mut_ptr(), nx, ny, kind).result()?;
-            Ok(plan.assume_init())
-        }
-    }
-
-    /// `cufftSetStream`: later executions of `plan` enqueue on `stream`.
-    ///
-    /// # Safety
-    /// 1. `plan` is live and `stream` a live stream of the plan's context.
-    pub(crate) unsafe fn set_stream(plan: sys::cufftHandle, stream: sys::cudaStream_t) -> Result<()> {
-        // SAFETY: precondition 1.
-        unsafe { sys::cufftSetStream(plan, stream) }.result()
-    }
-
-    /// `cufftExecC2C`: enqueues the transform of `input` into `output`.
-    ///
-    /// # Safety
-    /// 1. `plan` is live, with its context current.
-    /// 2. `input` and `output` are device memory of the plan's context holding the
-    ///    elements the plan reads and writes, allocated and touched by nothing else
-    ///    until the transform completes.
-    pub(crate) unsafe fn exec_c2c(
-        plan: sys::cufftHandle,
-        input: *mut sys::cufftComplex,
-        output: *mut sys::cufftComplex,
-        direction: c_int,
-    ) -> Result<()> {
-        // SAFETY: preconditions 1 and 2.
-        unsafe { sys::cufftExecC2C(plan, input, output, direction) }.result()
-    }
-
-    /// `cufftDestroy`.
-    ///
-    /// # Safety
-    /// 1. `plan` is live, destroyed once, and not used after.
-    pub(crate) unsafe fn destroy(plan: sys::cufftHandle) -> Result<()> {
-        // SAFETY: precondition 1.
-        unsafe { sys::cufftDestroy(plan) }.result()
     }
 }

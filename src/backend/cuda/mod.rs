@@ -1,7 +1,7 @@
 //! The CUDA backend, over cudarc's raw (`sys`) layer loaded at run time
 //! (`dynamic-loading`), so the crate builds and its CPU tests run where there is no
 //! CUDA at all. In layers, as cudarc's own `result` layer: `driver.rs` holds every raw
-//! call (driver, NVRTC, cuFFT), one thin `unsafe fn` each with its preconditions;
+//! call (driver, NVRTC), one thin `unsafe fn` each with its preconditions;
 //! `handle.rs` owns the driver's objects (streams, events, modules, graphs), destroyed
 //! once on drop with the errors kept for the report; the rest is safe code over those
 //! two, each `unsafe` block saying why its call's preconditions hold.
@@ -14,7 +14,6 @@
 
 mod completion;
 mod context;
-pub(crate) mod cufft;
 #[cfg(feature = "replay")]
 mod device_window;
 mod driver;
@@ -22,6 +21,9 @@ mod driver;
 pub(crate) use driver::nvrtc::is_present as nvrtc_present;
 mod executor_source;
 mod gpu;
+mod gpu_context;
+/// A GPU's context as the public door (`chariot::cuda`) lends it to libraries.
+pub use gpu_context::GpuContext;
 mod handle;
 mod kernel_cache;
 pub(crate) mod nvrtc;

@@ -1,8 +1,8 @@
 //! The column FFT: the tiled kernel's algorithm on the CPU (its twin, and the test of its
 //! indexing), the column kernels' registration, and which of them `--kernel` names.
 
-use chariot::fft::cpu_forward_2d;
 use chariot::{HostBuffer, Kernel, Param};
+use chariot_fft::cpu_forward_2d;
 use std::time::{Duration, Instant};
 
 use crate::C;

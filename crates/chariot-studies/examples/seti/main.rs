@@ -42,10 +42,10 @@ mod signal;
 mod tests;
 
 use chariot::callback::Resource;
-use chariot::fft::{FftPlans, FftShape};
 use chariot::kernel::KernelHandle;
 use chariot::report::Report;
 use chariot::{Arg, Backend, Copy2d, DeviceBuffer, HostBuffer, Order, Scheduler};
+use chariot_fft::{FftPlans, FftShape};
 use clap::Parser;
 use num_complex::Complex32;
 use std::path::PathBuf;

@@ -16,10 +16,10 @@
 //! alternated, and checks every result against rustfft.
 
 use chariot::callback::Resource;
-use chariot::fft::{FftPlans, FftShape};
 use chariot::report::Report;
 use chariot::resident::ResidentBuffer;
 use chariot::{Backend, HostBuffer, Order, Scheduler};
+use chariot_fft::{FftPlans, FftShape};
 use std::sync::Arc;
 
 use crate::report::{median, ms};

@@ -2,10 +2,10 @@
 //! the rate probes, the timed two-phase runs and their table, the copies-only runs, the
 //! diagnosis and the in-core way.
 
-use chariot::fft::{FftPlans, FftShape};
 use chariot::report::{HardwareBound, Report};
 use chariot::sim::SimProfile;
 use chariot::{Backend, HostBuffer, Scheduler, Stage};
+use chariot_fft::{FftPlans, FftShape};
 use std::time::Instant;
 
 use crate::bounds::{below_bounds, check_bounds, probe_phases, run_bounds, serial_bounds};

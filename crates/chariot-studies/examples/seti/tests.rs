@@ -1,8 +1,8 @@
 //! The tests: the column kernel's twin and indexing, the signal, and whole runs on sim.
 
-use chariot::fft::cpu_forward_2d;
 use chariot::sim::SimProfile;
 use chariot::{Backend, Scheduler, Stage};
+use chariot_fft::cpu_forward_2d;
 use clap::Parser;
 
 use crate::fft::{column_fft, column_tile, columns_twin, digit_reverse, log_lmax, pass_logs, ColumnKernel};

@@ -1,4 +1,7 @@
-//! FFTs in GPU callbacks: cuFFT plans on the CUDA backend, rustfft on sim.
+//! # chariot-fft
+//!
+//! FFTs in chariot's GPU callbacks: cuFFT plans on the CUDA backend, rustfft on the
+//! simulated one; and the 2-D transform on the CPU's cores.
 //!
 //! [`FftPlans`] is a plan cache keyed by (GPU, stream slot, [`FftShape`]). A task
 //! bound to a slot uses that slot's plan, and a slot runs one task at a time, so a plan
@@ -8,25 +11,39 @@
 //! making the plan first if no callback did. On the sim backend the same call runs
 //! rustfft on the task's simulated buffer.
 //!
+//! What the plans need of the runtime comes through its public door: a GPU's context
+//! ([`chariot::cuda::GpuContext`]) to make plans in, and from the GPU callback's
+//! [`GpuCall`] the task's stream and its buffers' device addresses.
+//!
 //! [`cpu_forward_2d`] is the 2-D transform on the CPU's cores, for references and for
 //! comparison.
 
-use crate::backend::Machine;
-use crate::callback::{CallInfo, GpuCall};
-use crate::error::BoxError;
-#[cfg(feature = "resident")]
-use crate::seam::ResidentBuffer;
-use crate::{DeviceBuffer, Scheduler};
+#![deny(missing_docs, missing_debug_implementations)]
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+
+mod cpu;
+mod cufft;
+mod plan;
+#[cfg(test)]
+mod tests;
+
+pub use cpu::{cpu_forward_2d, transpose};
+
+use chariot::callback::{CallInfo, GpuCall};
+use chariot::cuda::GpuContext;
+use chariot::resident::ResidentBuffer;
+use chariot::{BoxError, DeviceBuffer, Scheduler};
 use num_complex::Complex32;
 use parking_lot::Mutex;
-use rustfft::{Fft, FftPlanner};
+use plan::Plan;
+use rustfft::FftPlanner;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 /// What one transform covers, in complex elements, row-major.
 ///
 /// ```
-/// use chariot::fft::FftShape;
+/// use chariot_fft::FftShape;
 /// assert_eq!(FftShape::Rows { len: 8, batch: 4 }.elements(), 32);
 /// assert_eq!(FftShape::TwoD { rows: 4, cols: 8 }.elements(), 32);
 /// ```
@@ -90,7 +107,7 @@ type Key = (usize, usize, FftShape);
 /// Share it with callbacks through an `Arc`.
 ///
 /// ```
-/// use chariot::fft::{FftPlans, FftShape};
+/// use chariot_fft::{FftPlans, FftShape};
 /// use chariot::{Backend, Scheduler};
 /// use chariot::callback::Resource;
 /// use chariot::sim::SimProfile;
@@ -117,8 +134,9 @@ type Key = (usize, usize, FftShape);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct FftPlans {
-    machine: Arc<Machine>,
-    cuda: Mutex<HashMap<Key, Arc<crate::backend::cuda::cufft::Plan>>>,
+    /// Each GPU's context, by index (CUDA); empty on sim.
+    contexts: Vec<GpuContext>,
+    cuda: Mutex<HashMap<Key, Arc<Plan>>>,
     cpu: Mutex<FftPlanner<f32>>,
 }
 
@@ -126,20 +144,26 @@ impl FftPlans {
     /// An empty cache for `sched`'s GPUs.
     ///
     /// # Errors
-    /// [`Error::CudaUnavailable`](crate::Error::CudaUnavailable) on the CUDA backend
+    /// [`Error::CudaUnavailable`](chariot::Error::CudaUnavailable) on the CUDA backend
     /// when libcufft cannot be loaded.
-    pub fn new(sched: &Scheduler) -> crate::Result<Arc<FftPlans>> {
-        let machine = sched.machine().clone();
-        if machine.cuda().is_some() {
-            crate::backend::cuda::cufft::present().map_err(|reason| crate::Error::CudaUnavailable { reason })?;
+    pub fn new(sched: &Scheduler) -> chariot::Result<Arc<FftPlans>> {
+        let contexts: Vec<GpuContext> = (0..sched.gpu_count()).map_while(|gpu| GpuContext::of(sched, gpu)).collect();
+        if !contexts.is_empty() {
+            plan::present().map_err(|reason| chariot::Error::CudaUnavailable { reason })?;
         }
-        Ok(Arc::new(FftPlans { machine, cuda: Mutex::new(HashMap::new()), cpu: Mutex::new(FftPlanner::new()) }))
+        Ok(Arc::new(FftPlans { contexts, cuda: Mutex::new(HashMap::new()), cpu: Mutex::new(FftPlanner::new()) }))
+    }
+
+    /// Whether the scheduler runs on CUDA (its GPUs have contexts).
+    fn on_cuda(&self) -> bool {
+        !self.contexts.is_empty()
     }
 
     /// Plans made so far (CUDA; 0 on sim).
     ///
     /// ```
-    /// # use chariot::{Backend, Scheduler, fft::FftPlans};
+    /// # use chariot::{Backend, Scheduler};
+    /// # use chariot_fft::FftPlans;
     /// let sched = Scheduler::builder().backend(Backend::Sim).build()?;
     /// assert_eq!(FftPlans::new(&sched)?.len(), 0);
     /// # Ok::<(), chariot::Error>(())
@@ -151,7 +175,8 @@ impl FftPlans {
     /// Whether no plan has been made.
     ///
     /// ```
-    /// # use chariot::{Backend, Scheduler, fft::FftPlans};
+    /// # use chariot::{Backend, Scheduler};
+    /// # use chariot_fft::FftPlans;
     /// let sched = Scheduler::builder().backend(Backend::Sim).build()?;
     /// assert!(FftPlans::new(&sched)?.is_empty());
     /// # Ok::<(), chariot::Error>(())
@@ -160,23 +185,19 @@ impl FftPlans {
         self.len() == 0
     }
 
-    fn plan(
-        &self,
-        gpu: usize,
-        stream: usize,
-        shape: FftShape,
-    ) -> Result<Arc<crate::backend::cuda::cufft::Plan>, BoxError> {
+    fn plan(&self, gpu: usize, stream: usize, shape: FftShape) -> Result<Arc<Plan>, BoxError> {
         let key = (gpu, stream, shape);
         if let Some(p) = self.cuda.lock().get(&key) {
             return Ok(p.clone());
         }
-        let cuda = self.machine.cuda().ok_or("cuFFT plans exist only on the CUDA backend")?;
+        let ctx =
+            self.contexts.get(gpu).ok_or_else(|| format!("no GPU {gpu}: the scheduler has {}", self.contexts.len()))?;
         // Made outside the lock: planning takes milliseconds and must not stall a
         // dispatcher that only looks a plan up.
         let made = match shape {
-            FftShape::Rows { len, batch } => cuda.fft_plan(gpu, len, batch, false),
-            FftShape::TwoD { rows, cols } => cuda.fft_plan(gpu, cols, rows, true),
-            FftShape::Columns { len, batch, stride } => cuda.fft_plan_columns(gpu, len, batch, stride),
+            FftShape::Rows { len, batch } => Plan::rows(ctx.clone(), len, batch),
+            FftShape::TwoD { rows, cols } => Plan::two_d(ctx.clone(), rows, cols),
+            FftShape::Columns { len, batch, stride } => Plan::columns(ctx.clone(), len, batch, stride),
         }?;
         Ok(self.cuda.lock().entry(key).or_insert_with(|| Arc::new(made)).clone())
     }
@@ -189,8 +210,9 @@ impl FftPlans {
     /// An empty shape, or cuFFT's error.
     ///
     /// ```
-    /// # use chariot::{Backend, Scheduler, TaskId, fft::{FftPlans, FftShape}};
+    /// # use chariot::{Backend, Scheduler, TaskId};
     /// # use chariot::callback::CallInfo;
+    /// # use chariot_fft::{FftPlans, FftShape};
     /// let sched = Scheduler::builder().backend(Backend::Sim).build()?;
     /// let plans = FftPlans::new(&sched)?;
     /// let info = CallInfo { task: TaskId(0), gpu: 0, stream: 0 };
@@ -200,7 +222,7 @@ impl FftPlans {
     /// ```
     pub fn prepare(&self, info: &CallInfo, shape: FftShape) -> Result<(), BoxError> {
         shape.check()?;
-        if self.machine.cuda().is_some() {
+        if self.on_cuda() {
             self.plan(info.gpu, info.stream, shape).map(|_| ())
         } else {
             let mut p = self.cpu.lock();
@@ -218,7 +240,7 @@ impl FftPlans {
     /// Enqueues the forward (e^−2πi…) transform of `shape`, in place on the first
     /// `shape.elements()` elements of `buf`'s copy for this task, on the task's stream
     /// (CUDA); on sim, transforms them with rustfft at once. Call it from a
-    /// [`gpu_callback`](crate::TaskBuilder::gpu_callback); see [`FftPlans`].
+    /// [`gpu_callback`](chariot::TaskBuilder::gpu_callback); see [`FftPlans`].
     ///
     /// # Errors
     /// An empty shape, a buffer shorter than the shape, or cuFFT's error.
@@ -232,10 +254,11 @@ impl FftPlans {
         if shape.elements() > buf.len() {
             return Err(format!("FFT of {} elements on a buffer of {} elements", shape.elements(), buf.len()).into());
         }
-        if self.machine.cuda().is_some() {
+        if self.on_cuda() {
             let info = call.info();
             let plan = self.plan(info.gpu, info.stream, shape)?;
-            return Ok(plan.forward_in(call, buf.inner(), buf.len() * std::mem::size_of::<Complex32>())?);
+            let ptr = call.device_ptr(buf).ok_or("a simulated buffer given to cuFFT")?;
+            return Ok(plan.forward_at(call, ptr, buf.len() * std::mem::size_of::<Complex32>())?);
         }
         let mut data = call.sim_buffer(buf).ok_or("neither a CUDA stream nor a simulated buffer")?;
         let data = &mut data[..shape.elements()];
@@ -249,11 +272,11 @@ impl FftPlans {
                     let mut p = self.cpu.lock();
                     (p.plan_fft_forward(rows), p.plan_fft_forward(cols))
                 };
-                forward_2d_with(data, rows, cols, 1, &*fr, &*fc);
+                cpu::forward_2d_with(data, rows, cols, 1, &*fr, &*fc);
             }
             FftShape::Columns { len, batch, stride } => {
                 let fft = self.cpu.lock().plan_fft_forward(len);
-                columns_cpu(data, len, batch, stride, &*fft);
+                cpu::columns(data, len, batch, stride, &*fft);
             }
         }
         Ok(())
@@ -267,7 +290,6 @@ impl FftPlans {
     /// # Errors
     /// An empty shape, a shape past the buffer's end, no copy on this GPU, or cuFFT's
     /// error.
-    #[cfg(feature = "resident")]
     pub fn forward_resident(
         &self,
         call: &mut GpuCall<'_>,
@@ -284,11 +306,11 @@ impl FftPlans {
             )
             .into());
         }
-        if self.machine.cuda().is_some() {
+        if self.on_cuda() {
             let info = call.info();
             let plan = self.plan(info.gpu, info.stream, shape)?;
             let ptr = call.resident_ptr(buf, offset).ok_or("no copy of the resident buffer on this GPU")?;
-            return Ok(plan.forward_at(call, ptr)?);
+            return Ok(plan.forward_at(call, ptr, (buf.len() - offset) * std::mem::size_of::<Complex32>())?);
         }
         let (f1, f2) = {
             let mut p = self.cpu.lock();
@@ -300,8 +322,8 @@ impl FftPlans {
         call.sim_resident(buf, offset, |data: &mut [Complex32]| {
             let data = &mut data[..shape.elements()];
             match (shape, &f2) {
-                (FftShape::Columns { len, batch, stride }, _) => columns_cpu(data, len, batch, stride, &*f1),
-                (FftShape::TwoD { rows, cols }, Some(fc)) => forward_2d_with(data, rows, cols, 1, &*f1, &**fc),
+                (FftShape::Columns { len, batch, stride }, _) => cpu::columns(data, len, batch, stride, &*f1),
+                (FftShape::TwoD { rows, cols }, Some(fc)) => cpu::forward_2d_with(data, rows, cols, 1, &*f1, &**fc),
                 _ => f1.process(data),
             }
         })
@@ -310,102 +332,9 @@ impl FftPlans {
     }
 }
 
-/// Transforms `batch` strided columns of `data` (rows of `stride` elements) in place.
-fn columns_cpu(data: &mut [Complex32], len: usize, batch: usize, stride: usize, fft: &dyn Fft<f32>) {
-    let mut col = vec![Complex32::default(); len];
-    for c in 0..batch {
-        for (k, v) in col.iter_mut().enumerate() {
-            *v = data[c + k * stride];
-        }
-        fft.process(&mut col);
-        for (k, v) in col.iter().enumerate() {
-            data[c + k * stride] = *v;
-        }
-    }
-}
-
 impl std::fmt::Debug for FftPlans {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FftPlans").field("backend", &self.machine.name()).field("plans", &self.len()).finish()
+        let backend = if self.on_cuda() { "cuda" } else { "sim" };
+        f.debug_struct("FftPlans").field("backend", &backend).field("plans", &self.len()).finish()
     }
-}
-
-/// `out[c·rows + r] = input[r·cols + c]`, on `threads` threads, in cache-sized tiles.
-///
-/// ```
-/// let m: Vec<u32> = (0..6).collect(); // 2 rows × 3 columns
-/// let mut t = vec![0; 6];
-/// chariot::fft::transpose(&m, &mut t, 2, 3, 2);
-/// assert_eq!(t, [0, 3, 1, 4, 2, 5]);
-/// ```
-pub fn transpose<T: Copy + Send + Sync>(input: &[T], out: &mut [T], rows: usize, cols: usize, threads: usize) {
-    assert!(input.len() >= rows * cols && out.len() >= rows * cols, "transpose: buffers shorter than rows × cols");
-    const TILE: usize = 32;
-    let threads = threads.clamp(1, cols.max(1));
-    let per = cols.div_ceil(threads).div_ceil(TILE) * TILE;
-    std::thread::scope(|s| {
-        for (t, chunk) in out[..rows * cols].chunks_mut(per * rows).enumerate() {
-            s.spawn(move || {
-                let c0 = t * per;
-                let nc = chunk.len() / rows;
-                for cb in (0..nc).step_by(TILE) {
-                    for rb in (0..rows).step_by(TILE) {
-                        for c in cb..(cb + TILE).min(nc) {
-                            for r in rb..(rb + TILE).min(rows) {
-                                chunk[c * rows + r] = input[r * cols + c0 + c];
-                            }
-                        }
-                    }
-                }
-            });
-        }
-    });
-}
-
-fn rows_parallel(data: &mut [Complex32], len: usize, threads: usize, fft: &dyn Fft<f32>) {
-    let n = data.len() / len;
-    let threads = threads.clamp(1, n.max(1));
-    let per = n.div_ceil(threads) * len;
-    std::thread::scope(|s| {
-        for chunk in data.chunks_mut(per) {
-            s.spawn(move || {
-                let mut scratch = vec![Complex32::default(); fft.get_inplace_scratch_len()];
-                fft.process_with_scratch(chunk, &mut scratch);
-            });
-        }
-    });
-}
-
-fn forward_2d_with(
-    data: &mut [Complex32],
-    rows: usize,
-    cols: usize,
-    threads: usize,
-    f_rows: &dyn Fft<f32>,
-    f_cols: &dyn Fft<f32>,
-) {
-    let data = &mut data[..rows * cols];
-    rows_parallel(data, cols, threads, f_cols);
-    let mut t = vec![Complex32::default(); rows * cols];
-    transpose(data, &mut t, rows, cols, threads);
-    rows_parallel(&mut t, rows, threads, f_rows);
-    transpose(&t, data, cols, rows, threads);
-}
-
-/// The forward 2-D transform of the `rows × cols` row-major matrix `data`, in place,
-/// with rustfft on `threads` threads (row transforms, a tiled transpose, row
-/// transforms, a transpose back). Unnormalised, like cuFFT.
-///
-/// ```
-/// use num_complex::Complex32;
-/// let mut m = vec![Complex32::new(0.0, 0.0); 8 * 4];
-/// m[0] = Complex32::new(1.0, 0.0); // an impulse has a flat spectrum
-/// chariot::fft::cpu_forward_2d(&mut m, 4, 8, 2);
-/// assert!(m.iter().all(|x| (x.re - 1.0).abs() < 1e-6 && x.im.abs() < 1e-6));
-/// ```
-pub fn cpu_forward_2d(data: &mut [Complex32], rows: usize, cols: usize, threads: usize) {
-    assert!(data.len() >= rows * cols, "cpu_forward_2d: data shorter than rows × cols");
-    let mut p = FftPlanner::new();
-    let (fr, fc) = (p.plan_fft_forward(rows), p.plan_fft_forward(cols));
-    forward_2d_with(data, rows, cols, threads, &*fr, &*fc);
 }
