@@ -9,6 +9,7 @@
 //! callbacks are the dispatcher's (`crate::dispatch::executioners`), and the mark of a
 //! thread running a callback is `crate::ids::InCallback`.
 
+use crate::backend::op::{HostAt, HostFunc};
 use crate::error::BoxError;
 use crate::ids::TaskId;
 use crate::memory::{DeviceBuffer, Element};
@@ -181,6 +182,44 @@ impl std::fmt::Debug for GpuCall<'_> {
 pub(crate) type CpuFn = Box<dyn FnOnce(&CallInfo) -> Result<(), BoxError> + Send>;
 /// A GPU callback as stored in a task.
 pub(crate) type GpuFn = Box<dyn FnOnce(&mut GpuCall<'_>) -> Result<(), BoxError> + Send>;
+
+/// A GPU callback as a task's command holds it: the user's function and what its
+/// [`GpuCall`] will say beyond where it runs (the task, set when it is lowered; the
+/// resident buffers the task declared). Lowered, it is the backend's host function.
+pub(crate) struct GpuCallback {
+    pub(crate) task: TaskId,
+    #[cfg(feature = "resident")]
+    pub(crate) resident: Option<std::sync::Arc<[u64]>>,
+    f: GpuFn,
+}
+
+impl GpuCallback {
+    pub(crate) fn new(f: GpuFn) -> Box<GpuCallback> {
+        Box::new(GpuCallback {
+            task: TaskId(0),
+            #[cfg(feature = "resident")]
+            resident: None,
+            f,
+        })
+    }
+}
+
+impl HostFunc for GpuCallback {
+    fn run(self: Box<Self>, at: HostAt) -> Result<(), String> {
+        let me = *self;
+        let mut call = GpuCall {
+            info: CallInfo { task: me.task, gpu: at.gpu, stream: at.slot },
+            on: match at.stream {
+                Some(stream) => GpuCallOn::Cuda { stream },
+                None => GpuCallOn::Sim { _life: std::marker::PhantomData },
+            },
+            #[cfg(feature = "resident")]
+            resident: me.resident,
+        };
+        let f = me.f;
+        run_caught(|| f(&mut call))
+    }
+}
 
 /// Turns a caught panic's payload into a message.
 pub(crate) fn panic_message(payload: Box<dyn Any + Send>) -> String {

@@ -17,7 +17,8 @@
 #   4 error       Error, Result, BoxError, the typed details (LengthProblem, HostRegion, ConflictHolder)
 #   3 report      Report, CommandRecord, TaskFailure, DriverError, bounds, critical path, the ideal (zero-overhead) schedule, trace, adaptation lines
 #   2 stage       Stage, OverlapMatrix, Thresholds, Tuning (the choice), the adaptation rule, queues P_k
-#   1 device      backend::{device, host_alloc}: GpuInfo, PhysBuf, SimMemory, Function, HostAlloc
+#   1 device      backend::{device, host_alloc}: GpuInfo, PhysBuf, SimMemory, Function, HostAlloc;
+#                 backend::op: the device operations (copy, peer copy, fill, launch, host function)
 #   0 primitives  sync (std | shuttle), signal (Signal), ids (TaskId, the in-callback mark)
 #
 # The extensions (src/ext/: replay windows, resident data, the cluster form; each behind
@@ -73,6 +74,7 @@ LAYERS = {
     "ids": 0,
     "backend::device": 1,
     "backend::host_alloc": 1,
+    "backend::op": 1,
     "stage": 2,
     "report": 3,
     "error": 4,
@@ -441,8 +443,8 @@ def check(root, layers=None, names=None, out=sys.stdout, graph_out=None):
             continue
         line_starts = [0] + [i + 1 for i, c in enumerate(code) if c == "\n"]
         scopes = inline_scopes(code)
-        for _, _, names in scopes:
-            inner_key = key_of("::".join(([module] if module else []) + names), layers)
+        for _, _, inner in scopes:
+            inner_key = key_of("::".join(([module] if module else []) + inner), layers)
             if inner_key:
                 covered.add(inner_key)
 

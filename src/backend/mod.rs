@@ -3,20 +3,24 @@
 //!
 //! Two implementations behind one interface, chosen by matching an enum (not a trait
 //! object): [`Machine`] owns the GPUs (allocation, kernel loading) and [`Gpu`] is one
-//! dispatcher's handle on its GPU: issue a command on a stream slot, and poll whether
-//! it completed. The dispatcher cannot tell the two apart.
+//! dispatcher's handle on its GPU: issue a command's device operations (`op`: copies,
+//! peer copies, fills, launches, host functions) on a stream slot, and poll whether
+//! it completed. The dispatcher cannot tell the two apart. What a command or a fetch
+//! means is lowered to those operations above the backend (`task::lower`), once for
+//! both implementations.
 //!
-//! The backend has a low part, `device` and `host_alloc`: the values that memory,
+//! The backend has a low part, `device`, `host_alloc` and `op`: the values that memory,
 //! kernels and the stage rules hold (a GPU's description, physical buffers, loaded
-//! kernels, host blocks). Those are built on it, and the rest of the backend runs
-//! them, so imports run one way (see `scripts/ci/check-layers.py`).
+//! kernels, host blocks) and the operations made of them. Those are built on it, and
+//! the rest of the backend runs them, so imports run one way (see
+//! `scripts/ci/check-layers.py`).
 
 pub(crate) mod cuda;
 pub(crate) mod device;
 pub(crate) mod host_alloc;
+pub(crate) mod op;
 pub(crate) mod sim;
 
-use crate::callback::CallInfo;
 use crate::config::Gpus;
 use crate::kernel::Kernel;
 use crate::memory::FreeDevice;
@@ -24,9 +28,10 @@ use crate::report::Cleanup;
 #[cfg(feature = "replay")]
 use crate::seam::Window;
 use crate::signal::Signal;
-use crate::task::command::Command;
+use crate::stage::Stage;
 use device::{Function, GpuInfo, PhysBuf};
 use host_alloc::HostAlloc;
+use op::{Op, Tag};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -349,7 +354,7 @@ impl Machine {
     ) -> crate::Result<Gpu> {
         match self {
             Machine::Cuda(m) => Ok(Gpu::Cuda(Box::new(m.open_gpu(gpu, streams, epoch, device_timing, nvtx)?))),
-            Machine::Sim(m) => Ok(Gpu::Sim(m.open_gpu(gpu, streams, epoch, wake)?)),
+            Machine::Sim(m) => Ok(Gpu::Sim(Box::new(m.open_gpu(gpu, streams, epoch, wake)?))),
         }
     }
 
@@ -411,9 +416,10 @@ impl std::fmt::Debug for Machine {
 
 /// One dispatcher's GPU.
 pub(crate) enum Gpu {
-    // Boxed: the CUDA handle carries its launch-argument arrays inline.
+    // Boxed: the CUDA handle carries its launch-argument pointers inline, the sim's
+    // the command being gathered.
     Cuda(Box<cuda::Gpu>),
-    Sim(sim::Gpu),
+    Sim(Box<sim::Gpu>),
 }
 
 impl Gpu {
@@ -425,24 +431,51 @@ impl Gpu {
         }
     }
 
-    /// Issues a GPU-stage command on stream slot `stream` without waiting for it.
-    /// The slot has nothing in flight. Returns the time spent in driver calls.
-    /// `command` is the command's index in its task.
-    pub(crate) fn issue(
-        &mut self,
-        stream: usize,
-        cmd: &mut Command,
-        info: CallInfo,
-        command: usize,
-    ) -> Result<DriverNs, Fault> {
+    /// Begins a command of stage `stage` on stream slot `slot`, which has nothing in
+    /// flight; its operations follow ([`Gpu::op`]), then [`Gpu::end`] issues it
+    /// without waiting for it (or [`Gpu::abandon`] where lowering it failed).
+    #[inline]
+    pub(crate) fn begin(&mut self, slot: usize, tag: Tag, stage: Stage) -> Result<Instant, Fault> {
+        let t0 = Instant::now();
         match self {
-            Gpu::Cuda(g) => g.issue(stream, cmd, info, command),
-            Gpu::Sim(g) => {
-                // The hand-off to the engine thread is the simulated driver call.
-                let t0 = Instant::now();
-                g.issue(stream, cmd, info, command).map(|()| t0.elapsed().as_nanos() as u64)
-            }
+            Gpu::Cuda(g) => g.begin(slot, tag, stage),
+            Gpu::Sim(g) => g.begin(slot, tag),
         }
+        .map(|()| t0)
+    }
+
+    /// One operation of the command begun on `slot`.
+    #[inline]
+    pub(crate) fn op(&mut self, slot: usize, op: Op<'_>) -> Result<(), Fault> {
+        match self {
+            Gpu::Cuda(g) => g.op(slot, op),
+            Gpu::Sim(g) => g.op(op),
+        }
+    }
+
+    /// Ends the command begun on `slot` (begun at `t0`). Returns the time spent in
+    /// driver calls (sim: the hand-off to the engine thread, the simulated driver call).
+    #[inline]
+    pub(crate) fn end(&mut self, slot: usize, t0: Instant) -> Result<DriverNs, Fault> {
+        match self {
+            Gpu::Cuda(g) => g.end(slot),
+            Gpu::Sim(g) => g.end().map(|()| t0.elapsed().as_nanos() as u64),
+        }
+    }
+
+    /// The command begun on `slot` failed before its end.
+    pub(crate) fn abandon(&mut self, slot: usize) {
+        match self {
+            Gpu::Cuda(g) => g.abandon(slot),
+            Gpu::Sim(g) => g.abandon(),
+        }
+    }
+
+    /// Whether launches take their arguments as the driver's words (CUDA); the sim
+    /// runs a launch's twin on the arguments themselves.
+    #[inline]
+    pub(crate) fn takes_words(&self) -> bool {
+        matches!(self, Gpu::Cuda(_))
     }
 
     /// Whether the command in flight on `stream` has completed, and when it ran.

@@ -3,7 +3,10 @@
 //! dispatcher is generic over it, so that the model checks (`src/model_check.rs`) drive
 //! the real dispatch loop with a model GPU under shuttle, while the runtime drives it
 //! with the backend's [`Gpu`] (CUDA or sim): static dispatch, nothing boxed per command.
+//! For the backend's GPU a command is lowered to device operations here, as it is
+//! issued (`task::lower`): the backend takes operations, not commands.
 
+use crate::backend::op::Tag;
 #[cfg(feature = "replay")]
 use crate::backend::GraphUse;
 use crate::backend::{DriverNs, Fault, Gpu, Span, WindowRun};
@@ -11,6 +14,7 @@ use crate::callback::CallInfo;
 #[cfg(feature = "replay")]
 use crate::seam::Window;
 use crate::task::command::Command;
+use crate::task::lower::lower;
 
 /// One dispatcher's GPU, as the dispatcher sees it. Called only from the dispatcher's
 /// thread; a slot has at most one command in flight.
@@ -61,7 +65,15 @@ impl Device for Gpu {
 
     #[inline]
     fn issue(&mut self, stream: usize, cmd: &mut Command, info: CallInfo, command: usize) -> Result<DriverNs, Fault> {
-        Gpu::issue(self, stream, cmd, info, command)
+        // The command, lowered to the backend's operations as they are issued.
+        let tag = Tag { task: info.task, command };
+        let t0 = self.begin(stream, tag, cmd.stage())?;
+        let words = self.takes_words();
+        if let Err(fault) = lower(cmd, info.gpu, stream, tag, words, &mut |op| self.op(stream, op)) {
+            self.abandon(stream);
+            return Err(fault);
+        }
+        self.end(stream, t0)
     }
 
     #[inline]

@@ -4,7 +4,6 @@
 
 use super::device::DeviceBufferInner;
 use super::{DeviceBuffer, Element};
-use crate::backend::device::{PhysBuf, SimMemory};
 #[cfg(feature = "resident")]
 use crate::seam::{ResidentBuffer, ResidentInner};
 use std::sync::Arc;
@@ -27,19 +26,6 @@ impl DevTarget {
             DevTarget::Virtual(b) => b.phys(gpu, slot).cuda_ptr(),
             #[cfg(feature = "resident")]
             DevTarget::Resident(r) => r.copy(gpu).and_then(|c| c.cuda_ptr()),
-        }
-    }
-
-    /// The simulated memory of that copy; `None` on CUDA or without a copy.
-    pub(crate) fn sim_memory(&self, gpu: usize, slot: usize) -> Option<Arc<SimMemory>> {
-        let sim = |p: &PhysBuf| match p {
-            PhysBuf::Sim(m) => Some(m.clone()),
-            PhysBuf::Cuda { .. } => None,
-        };
-        match self {
-            DevTarget::Virtual(b) => sim(b.phys(gpu, slot)),
-            #[cfg(feature = "resident")]
-            DevTarget::Resident(r) => r.copy(gpu).and_then(|c| sim(&c)),
         }
     }
 

@@ -10,6 +10,7 @@ pub(crate) mod buffer;
 pub(crate) mod builder;
 pub(crate) mod command;
 pub(crate) mod graph;
+pub(crate) mod lower;
 
 pub use buffer::Order;
 

@@ -18,13 +18,14 @@
 
 use super::context::Context;
 use super::executor_source::source;
-use super::gpu::{arg_value, issue_fault};
+use super::gpu::issue_fault;
 use super::handle::{Module, Stream};
 use super::{driver, failed};
 use crate::backend::Fault;
 use crate::kernel::KernelInner;
 use crate::seam::Window;
 use crate::task::command::Command;
+use crate::task::lower::arg_word;
 use cudarc::driver::sys;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -170,7 +171,7 @@ impl DeviceRunner {
             let g = l.shape.grid;
             words.extend([k as i32, g.x as i32, g.y as i32, g.z as i32, args.len() as i32]);
             for a in l.args.iter() {
-                args.push(arg_value(a, gpu, w.lanes[t] as usize)?);
+                args.push(arg_word(a, gpu, w.lanes[t] as usize)?);
             }
         }
         let args_at = (words.len() * 4).div_ceil(8) * 8;

@@ -9,11 +9,12 @@
 //! command's is (`completion.rs`).
 
 use super::context::Context;
-use super::gpu::{arg_value, issue_fault};
+use super::gpu::issue_fault;
 use super::handle::{Graph, GraphExec, Stream};
 use crate::backend::{Fault, GraphUse};
 use crate::seam::Window;
 use crate::task::command::{Command, CopyCmd, Direction};
+use crate::task::lower::arg_word;
 use cudarc::driver::sys;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -86,7 +87,7 @@ impl Replayer {
                     Command::Launch(l) => {
                         let at = args.len() as u32;
                         for a in l.args.iter() {
-                            args.push(arg_value(a, gpu, lane)?);
+                            args.push(arg_word(a, gpu, lane)?);
                         }
                         let func = l.kernel.functions.get(gpu).ok_or("kernel not loaded on this GPU")?.func;
                         let s = l.shape;
