@@ -15,7 +15,6 @@ use crate::ids::TaskId;
 use crate::memory::{DeviceBuffer, Element};
 #[cfg(feature = "resident")]
 use crate::seam::ResidentBuffer;
-use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Which resource a callback uses (the paper's `flagCPU` / `flagGPU`).
@@ -221,15 +220,7 @@ impl HostFunc for GpuCallback {
     }
 }
 
-/// Turns a caught panic's payload into a message.
-pub(crate) fn panic_message(payload: Box<dyn Any + Send>) -> String {
-    let text = payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a non-string payload".to_string());
-    format!("panicked: {text}")
-}
+pub(crate) use crate::error::panic_message;
 
 /// Runs `f`, turning an error or a panic into a message.
 pub(crate) fn run_caught<R>(f: impl FnOnce() -> Result<R, BoxError>) -> Result<R, String> {

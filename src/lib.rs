@@ -184,8 +184,8 @@ pub mod cluster {
 /// The door to the CUDA backend for code that drives CUDA beside chariot (the studies'
 /// hand-written pipelines): NVRTC compilation and what a GPU is.
 pub mod cuda {
-    pub use crate::backend::cuda::nvrtc::compile as compile_cubin;
     pub use crate::backend::device::GpuInfo;
+    pub use crate::kernel::cubin::compile_cubin;
 }
 
 /// The README's Rust examples, compiled and run by `cargo test` so they stay true.

@@ -22,14 +22,11 @@ pub(crate) mod op;
 pub(crate) mod sim;
 
 use crate::config::Gpus;
-use crate::kernel::Kernel;
 use crate::memory::FreeDevice;
 use crate::report::Cleanup;
-#[cfg(feature = "replay")]
-use crate::seam::Window;
 use crate::signal::Signal;
 use crate::stage::Stage;
-use device::{Function, GpuInfo, PhysBuf};
+use device::{Function, GpuInfo, KernelCode, PhysBuf};
 use host_alloc::HostAlloc;
 use op::{Op, Tag};
 use std::sync::Arc;
@@ -291,43 +288,32 @@ impl Machine {
         }
     }
 
-    /// Compiles and loads `kernel` on every GPU (cuda), or checks it has a CPU twin and,
-    /// where libnvrtc loads, that its source compiles as declared (sim).
-    pub(crate) fn load_kernel(&self, kernel: &Kernel) -> crate::Result<Vec<Function>> {
+    /// Compiles and loads `kernel` on every GPU (cuda), or checks it has a CPU twin
+    /// (`twin`) and, where libnvrtc loads, that its source compiles as declared (sim).
+    pub(crate) fn load_kernel(&self, kernel: KernelCode<'_>, twin: bool) -> crate::Result<Vec<Function>> {
         match self {
             Machine::Cuda(m) => m.load_kernel(kernel),
-            Machine::Sim(_) => match kernel.twin {
-                Some(_) => sim::check_kernel(kernel).map(|_| Vec::new()),
-                None => Err(crate::Error::KernelInvalid {
-                    kernel: kernel.name.clone(),
-                    message:
-                        "the sim backend runs kernels through their CPU twin, and this one has none (Kernel::cpu_twin)"
-                            .into(),
-                }),
-            },
+            Machine::Sim(_) if twin => sim::check_kernel(kernel).map(|_| Vec::new()),
+            Machine::Sim(_) => Err(crate::Error::KernelInvalid {
+                kernel: kernel.name.to_string(),
+                message:
+                    "the sim backend runs kernels through their CPU twin, and this one has none (Kernel::cpu_twin)"
+                        .into(),
+            }),
         }
     }
 
-    /// The blocks of `kernel` that one full wave of each GPU holds with this block and
+    /// The blocks of a kernel that one full wave of each GPU holds with this block and
     /// dynamic shared memory: SMs × resident blocks per SM (the driver's occupancy
-    /// calculator on CUDA, the device limits on sim). Asked once per shape and kept.
-    pub(crate) fn waves(
-        &self,
-        kernel: &crate::kernel::KernelInner,
-        block_threads: u32,
-        shared_bytes: u32,
-    ) -> Arc<[u32]> {
-        let key = (block_threads, shared_bytes);
-        if let Some((_, w)) = kernel.waves.lock().iter().find(|(k, _)| *k == key) {
-            return w.clone();
-        }
-        let waves: Arc<[u32]> = self
-            .gpus()
+    /// calculator on CUDA, where the kernel is loaded as `functions`, else the device
+    /// limits).
+    pub(crate) fn waves(&self, functions: &[Function], block_threads: u32, shared_bytes: u32) -> Arc<[u32]> {
+        self.gpus()
             .iter()
             .enumerate()
             .map(|(g, info)| {
                 let by_limits = info.blocks_per_sm(block_threads, shared_bytes);
-                let per_sm = match (self, kernel.functions.get(g)) {
+                let per_sm = match (self, functions.get(g)) {
                     // A refusal (a shape the kernel cannot launch with) fails at issue; the
                     // limits' figure stands in until then.
                     (Machine::Cuda(m), Some(f)) => {
@@ -337,9 +323,7 @@ impl Machine {
                 };
                 info.sm_count.saturating_mul(per_sm)
             })
-            .collect();
-        kernel.waves.lock().push((key, waves.clone()));
-        waves
+            .collect()
     }
 
     /// One dispatcher's handle on GPU `gpu`, with `streams` stream slots.
@@ -471,6 +455,14 @@ impl Gpu {
         }
     }
 
+    /// The GPU's index in the machine's list.
+    pub(crate) fn index(&self) -> usize {
+        match self {
+            Gpu::Cuda(g) => g.index(),
+            Gpu::Sim(g) => g.index(),
+        }
+    }
+
     /// Whether launches take their arguments as the driver's words (CUDA); the sim
     /// runs a launch's twin on the arguments themselves.
     #[inline]
@@ -486,25 +478,26 @@ impl Gpu {
         }
     }
 
-    /// Launches a replay window (every slot idle). Returns the time spent in driver
-    /// calls and how the graph was had.
+    /// Launches a replay window's graph operation (every slot idle). Returns the time
+    /// spent in driver calls and how the graph was had.
     #[cfg(feature = "replay")]
-    pub(crate) fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault> {
+    pub(crate) fn issue_window(&mut self, g: op::GraphOp<'_>) -> Result<(DriverNs, GraphUse), Fault> {
         match self {
-            Gpu::Cuda(g) => g.issue_window(w),
-            Gpu::Sim(g) => {
+            Gpu::Cuda(gpu) => gpu.issue_window(&g),
+            Gpu::Sim(gpu) => {
                 let t0 = Instant::now();
-                g.issue_window(w).map(|()| (t0.elapsed().as_nanos() as u64, GraphUse::Simulated))
+                gpu.issue_window(g).map(|()| (t0.elapsed().as_nanos() as u64, GraphUse::Simulated))
             }
         }
     }
 
-    /// Whether `w` may be issued now, behind the windows in flight (CUDA: not a
-    /// device-side run with another window, whose image and executor it would share).
+    /// Whether a window (`device`: to run on the device) may be issued now, behind the
+    /// windows in flight (CUDA: not a device-side run with another window, whose image
+    /// and executor it would share).
     #[cfg(feature = "replay")]
-    pub(crate) fn can_issue_window(&self, w: &Window) -> bool {
+    pub(crate) fn can_issue_window(&self, device: bool) -> bool {
         match self {
-            Gpu::Cuda(g) => g.can_issue_window(w),
+            Gpu::Cuda(g) => g.can_issue_window(device),
             Gpu::Sim(_) => true,
         }
     }

@@ -11,7 +11,7 @@
 //! where the sim's engines run an operation later on their own threads, they take a
 //! share of what it names (an `Arc` count, never a copy of the data).
 
-use super::device::{Function, PhysBuf, SimMemory};
+use super::device::{Function, KernelCode, PhysBuf, SimMemory};
 use super::host_alloc::HostAlloc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -135,27 +135,18 @@ pub(crate) trait Twin: Send + Sync + std::fmt::Debug {
     fn modeled(&self) -> Option<Duration>;
 }
 
-/// A launch's argument words: each argument's value in the low bytes of its 8-byte
-/// word (little-endian), which is where the driver reads a 4-byte parameter from.
-#[derive(Clone, Copy)]
-pub(crate) struct Words {
-    pub(crate) n: usize,
-    pub(crate) words: [u64; MAX_PARAMS],
-}
-
-impl Words {
-    pub(crate) const EMPTY: Words = Words { n: 0, words: [0; MAX_PARAMS] };
-}
-
 /// A kernel launch. On CUDA, `func` with the words `args`; on the sim, `twin`, using
 /// `share` of the GPU's SMs while it runs alone.
 pub(crate) struct LaunchOp<'a> {
     pub(crate) func: Option<&'a Function>,
+    /// The kernel's code (what CUDA's device-side executor is generated from).
+    pub(crate) code: KernelCode<'a>,
     pub(crate) grid: (u32, u32, u32),
     pub(crate) block: (u32, u32, u32),
     pub(crate) shared_bytes: u32,
-    /// Resolved on CUDA only (see [`Words`]).
-    pub(crate) args: Words,
+    /// Each argument's value in the low bytes of its 8-byte word (little-endian),
+    /// which is where the driver reads a 4-byte parameter from. Resolved on CUDA only.
+    pub(crate) args: &'a [u64],
     pub(crate) twin: &'a Arc<dyn Twin>,
     pub(crate) share: f64,
 }
@@ -176,9 +167,6 @@ pub(crate) trait HostFunc: Send {
 }
 
 /// One device operation.
-// A launch carries its argument words inline: an operation lives on the issuing
-// thread's stack for one call, and boxing them would allocate per launch.
-#[allow(clippy::large_enum_variant)]
 pub(crate) enum Op<'a> {
     Copy(CopyOp<'a>),
     Upload(UploadOp<'a>),
@@ -195,4 +183,51 @@ pub(crate) enum Op<'a> {
 pub(crate) struct Tag {
     pub(crate) task: crate::ids::TaskId,
     pub(crate) command: usize,
+}
+
+/// One node of a graph: an operation on stream slot `slot` (whose memory it names),
+/// lowered from the command `tag` names.
+pub(crate) struct Node<'a> {
+    pub(crate) slot: usize,
+    pub(crate) tag: Tag,
+    pub(crate) op: Op<'a>,
+}
+
+/// Nodes of a graph that run one after another (the layers above lower a task to
+/// one), after the groups it names.
+pub(crate) struct Group<'a> {
+    /// Its id (a task's): a failure's cause, where the sim runs the graph.
+    pub(crate) id: crate::ids::TaskId,
+    /// Its nodes, the next ones of the graph's list.
+    pub(crate) nodes: usize,
+    /// The groups it runs after, by index (each lower than its own), ascending.
+    pub(crate) after: &'a [u32],
+    /// Of those, the one that only orders it (a failure does not pass along it).
+    pub(crate) order_only: Option<u32>,
+}
+
+/// A graph of operations, launched as one (a replayed window): its nodes in order,
+/// grouped, with the edges of the groups.
+pub(crate) struct GraphOp<'a> {
+    pub(crate) nodes: Vec<Node<'a>>,
+    pub(crate) groups: Vec<Group<'a>>,
+    /// Groups of earlier graphs that groups of this one run after: (group here, that
+    /// group's id, its graph's `seq`); the sim runs none after one that failed.
+    pub(crate) external: &'a [(u32, crate::ids::TaskId, u64)],
+    /// The graph's number among those launched (ascending).
+    pub(crate) seq: u64,
+    /// The structure: graphs of equal keys differ in their nodes' parameters only
+    /// (CUDA keeps an executable graph per key), and a hash of it, compared first.
+    pub(crate) key: &'a [u64],
+    pub(crate) hash: u64,
+    /// Run on the device by a persistent kernel where the backend can (CUDA, every
+    /// group one launch of one block shape), not as a graph.
+    pub(crate) device: bool,
+}
+
+impl Group<'_> {
+    /// The groups a failure passes from: those it runs after, but its order's edge.
+    pub(crate) fn dependencies(&self) -> impl Iterator<Item = u32> + '_ {
+        self.after.iter().copied().filter(move |&p| Some(p) != self.order_only)
+    }
 }

@@ -83,7 +83,13 @@ impl Device for Gpu {
 
     #[cfg(feature = "replay")]
     fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault> {
-        Gpu::issue_window(self, w)
+        // The window, lowered to the backend's graph operation; the lowering counts
+        // as the issue's driver time, as resolving a command's arguments does.
+        let t0 = std::time::Instant::now();
+        let mut words = Vec::new();
+        let g = w.graph(self.index(), self.takes_words(), &mut words).map_err(Fault::task)?;
+        let lowered = t0.elapsed().as_nanos() as u64;
+        Gpu::issue_window(self, g).map(|(driver, used)| (driver + lowered, used))
     }
 
     fn poll_window(&mut self) -> Option<Result<WindowRun, Fault>> {
@@ -92,7 +98,7 @@ impl Device for Gpu {
 
     #[cfg(feature = "replay")]
     fn can_issue_window(&self, w: &Window) -> bool {
-        Gpu::can_issue_window(self, w)
+        Gpu::can_issue_window(self, w.device)
     }
 
     fn quiesce(&self) {

@@ -19,16 +19,6 @@ pub(crate) enum DevTarget {
 }
 
 impl DevTarget {
-    /// The CUDA address of the copy of `gpu` (and stream slot `slot`, for a virtual
-    /// buffer); `None` on sim, or for a resident buffer with no copy there.
-    pub(crate) fn cuda_ptr(&self, gpu: usize, slot: usize) -> Option<u64> {
-        match self {
-            DevTarget::Virtual(b) => b.phys(gpu, slot).cuda_ptr(),
-            #[cfg(feature = "resident")]
-            DevTarget::Resident(r) => r.copy(gpu).and_then(|c| c.cuda_ptr()),
-        }
-    }
-
     /// The scheduler that allocated it.
     pub(crate) fn sched_id(&self) -> u64 {
         match self {

@@ -9,11 +9,11 @@
 //! an inline array, and a callback is the box the command already holds.
 
 use crate::backend::device::{PhysBuf, SimMemory};
-use crate::backend::op::{CopyOp, Dev, LaunchOp, Op, Tag, Twin, Words, MAX_PARAMS};
+use crate::backend::op::{CopyOp, Dev, LaunchOp, Op, Tag, Twin, MAX_PARAMS};
 use crate::callback::run_caught;
 use crate::kernel::{ArgValue, KernelInner, LaunchShape, ScalarArgs, TwinArgs};
 use crate::memory::DevTarget;
-use crate::task::command::Command;
+use crate::task::command::{Command, CopyCmd, LaunchCmd};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,48 +54,65 @@ pub(crate) fn lower_data<E: From<String> + From<&'static str>>(
     sink: &mut Sink<'_, E>,
 ) -> Result<(), E> {
     match cmd {
-        Command::Copy(c) => {
-            let dev =
-                dev_of(&c.dev, gpu, slot).ok_or("a copy's device buffer has no copy on this GPU").map_err(E::from)?;
-            sink(Op::Copy(CopyOp {
-                dir: c.dir,
-                host: &c.host,
-                host_offset: c.host_offset,
-                host_pitch: c.host_pitch,
-                dev,
-                dev_offset: c.dev_offset,
-                dev_pitch: c.dev_pitch,
-                width: c.width,
-                height: c.height,
-            }))
-        }
+        Command::Copy(c) => sink(Op::Copy(copy_op(c, gpu, slot).map_err(E::from)?)),
         Command::Launch(l) => {
-            let mut args = Words::EMPTY;
-            if words {
-                let n = l.args.len();
-                if n > MAX_PARAMS {
-                    return Err(E::from(format!("{n} kernel arguments; at most {MAX_PARAMS} are supported")));
-                }
-                for (i, a) in l.args.iter().enumerate() {
-                    args.words[i] = arg_word(a, gpu, slot).map_err(E::from)?;
-                }
-                args.n = n;
-            }
-            let s = l.shape;
-            sink(Op::Launch(LaunchOp {
-                func: l.kernel.functions.get(gpu),
-                grid: (s.grid.x, s.grid.y, s.grid.z),
-                block: (s.block.x, s.block.y, s.block.z),
-                shared_bytes: s.shared_bytes,
-                args,
-                twin: &l.twin,
-                share: l.kernel.def.sim_share.unwrap_or_else(|| l.fill(gpu)),
-            }))
+            let mut args = [0u64; MAX_PARAMS];
+            let n = if words { launch_words(l, gpu, slot, &mut args).map_err(E::from)? } else { 0 };
+            sink(Op::Launch(launch_op(l, gpu, &args[..n])))
         }
         Command::Gpu(_) => Err(E::from("a GPU callback is taken to run, not shared")),
         Command::Cpu(_) => Err(E::from("CPU callbacks do not run on a GPU")),
         #[cfg(feature = "resident")]
         Command::Fetch(_) => Err(E::from("a fetch is lowered where it is planned")),
+    }
+}
+
+/// A copy's operation on GPU `gpu`, slot `slot`.
+pub(crate) fn copy_op(c: &CopyCmd, gpu: usize, slot: usize) -> Result<CopyOp<'_>, &'static str> {
+    let dev = dev_of(&c.dev, gpu, slot).ok_or("a copy's device buffer has no copy on this GPU")?;
+    Ok(CopyOp {
+        dir: c.dir,
+        host: &c.host,
+        host_offset: c.host_offset,
+        host_pitch: c.host_pitch,
+        dev,
+        dev_offset: c.dev_offset,
+        dev_pitch: c.dev_pitch,
+        width: c.width,
+        height: c.height,
+    })
+}
+
+/// Writes a launch's argument words on GPU `gpu`, slot `slot` into `out`; how many.
+pub(crate) fn launch_words(
+    l: &LaunchCmd,
+    gpu: usize,
+    slot: usize,
+    out: &mut [u64; MAX_PARAMS],
+) -> Result<usize, String> {
+    let n = l.args.len();
+    if n > MAX_PARAMS {
+        return Err(format!("{n} kernel arguments; at most {MAX_PARAMS} are supported"));
+    }
+    for (w, a) in out.iter_mut().zip(l.args.iter()) {
+        *w = arg_word(a, gpu, slot)?;
+    }
+    Ok(n)
+}
+
+/// A launch's operation on GPU `gpu`, with its argument words `args` (CUDA; empty on
+/// the sim).
+pub(crate) fn launch_op<'a>(l: &'a LaunchCmd, gpu: usize, args: &'a [u64]) -> LaunchOp<'a> {
+    let s = l.shape;
+    LaunchOp {
+        func: l.kernel.functions.get(gpu),
+        code: l.kernel.def.code(),
+        grid: (s.grid.x, s.grid.y, s.grid.z),
+        block: (s.block.x, s.block.y, s.block.z),
+        shared_bytes: s.shared_bytes,
+        args,
+        twin: &l.twin,
+        share: l.kernel.def.sim_share.unwrap_or_else(|| l.fill(gpu)),
     }
 }
 
@@ -108,7 +125,7 @@ fn dev_of(dev: &DevTarget, gpu: usize, slot: usize) -> Option<Dev<'_>> {
     }
 }
 
-/// A launch argument's word on GPU `gpu`, stream slot `slot` (see [`Words`]).
+/// A launch argument's word on GPU `gpu`, stream slot `slot` (see [`LaunchOp::args`]).
 pub(crate) fn arg_word(a: &ArgValue, gpu: usize, slot: usize) -> Result<u64, String> {
     Ok(match a {
         ArgValue::Buffer(b) => match b.phys(gpu, slot) {

@@ -12,7 +12,7 @@ pub(crate) mod command;
 pub(crate) mod graph;
 pub(crate) mod lower;
 
-pub use buffer::Order;
+pub use crate::config::Order;
 
 use crate::ids::TaskId;
 use crate::memory::claims::Region;

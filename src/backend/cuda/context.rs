@@ -9,10 +9,9 @@
 
 use super::handle::Module;
 use super::{describe, driver, failed, nvrtc};
-use crate::backend::device::{Function, GpuInfo, PhysBuf};
+use crate::backend::device::{Function, GpuInfo, KernelCode, PhysBuf};
 use crate::backend::host_alloc::HostAlloc;
 use crate::config::Gpus;
-use crate::kernel::Kernel;
 use crate::report::Cleanup;
 use cudarc::driver::sys;
 use parking_lot::Mutex;
@@ -179,7 +178,7 @@ impl Machine {
             driver::init().map_err(|e| failed("cuInit", e))?;
             driver::device_get_count().map_err(|e| failed("cuDeviceGetCount", e))
         })
-        .map_err(|payload| format!("loading the CUDA driver: {}", crate::callback::panic_message(payload)))??;
+        .map_err(|payload| format!("loading the CUDA driver: {}", crate::error::panic_message(payload)))??;
         match usize::try_from(count) {
             Ok(n) if n > 0 => Ok(n),
             _ => Err("the CUDA driver reports no device".into()),
@@ -298,35 +297,9 @@ impl Machine {
         }
     }
 
-    /// A cuFFT C2C plan in GPU `gpu`'s context, for `crate::fft` (any thread: the plan
-    /// binds the context itself): `batch` rows of `n` elements, or with `two_d` one
-    /// 2-D transform of `batch` rows by `n` columns.
-    pub(crate) fn fft_plan(
-        &self,
-        gpu: usize,
-        n: usize,
-        batch: usize,
-        two_d: bool,
-    ) -> Result<super::cufft::Plan, String> {
-        let ctx = self.contexts.get(gpu).ok_or_else(|| format!("no GPU {gpu}"))?.clone();
-        if two_d {
-            super::cufft::Plan::two_d(ctx, batch, n)
-        } else {
-            super::cufft::Plan::rows(ctx, n, batch)
-        }
-    }
-
-    /// A cuFFT C2C plan of `batch` columns of `len` elements, `stride` elements apart
-    /// (a row-major matrix's columns, transformed in place).
-    pub(crate) fn fft_plan_columns(
-        &self,
-        gpu: usize,
-        len: usize,
-        batch: usize,
-        stride: usize,
-    ) -> Result<super::cufft::Plan, String> {
-        let ctx = self.contexts.get(gpu).ok_or_else(|| format!("no GPU {gpu}"))?.clone();
-        super::cufft::Plan::columns(ctx, len, batch, stride)
+    /// GPU `gpu`'s context (for the cuFFT plans, `fft_plans.rs`).
+    pub(super) fn context(&self, gpu: usize) -> Option<&Arc<Context>> {
+        self.contexts.get(gpu)
     }
 
     pub(crate) fn open_gpu(
@@ -406,9 +379,9 @@ impl Machine {
     }
 
     /// Compiles `kernel` for each architecture present and loads it on every GPU.
-    pub(crate) fn load_kernel(&self, kernel: &Kernel) -> crate::Result<Vec<Function>> {
-        let entry = CString::new(kernel.name.clone()).map_err(|_| crate::Error::KernelInvalid {
-            kernel: kernel.name.clone(),
+    pub(crate) fn load_kernel(&self, kernel: KernelCode<'_>) -> crate::Result<Vec<Function>> {
+        let entry = CString::new(kernel.name).map_err(|_| crate::Error::KernelInvalid {
+            kernel: kernel.name.to_string(),
             message: "the name contains a NUL byte".into(),
         })?;
         let mut functions = Vec::with_capacity(self.gpus.len());
@@ -423,7 +396,7 @@ impl Machine {
             let func = module.get_function(&entry);
             self.modules.lock().push(module);
             let func = func.map_err(|e| crate::Error::KernelInvalid {
-                kernel: kernel.name.clone(),
+                kernel: kernel.name.to_string(),
                 message: format!(
                     "no entry point `{}` in the compiled module ({}); declare it extern \"C\" __global__",
                     kernel.name,

@@ -1,15 +1,17 @@
 //! One dispatcher's CUDA GPU: S non-blocking streams, a pair of timing events per stream
-//! slot, and the issue/poll pair the dispatcher drives. Everything here runs on the
+//! slot, and the issue/poll pair the dispatcher drives: a command arrives as its device
+//! operations (`backend::op`), each one driver call (or a host function), between the
+//! slot's events; a window as a graph operation. Everything here runs on the
 //! dispatcher's own thread, with the GPU's context current.
 
 use super::context::Context;
 use super::driver;
 use super::failed;
 use super::handle::{Event, Stream};
+#[cfg(feature = "replay")]
+use crate::backend::op::GraphOp;
 use crate::backend::op::{CopyOp, Direction, HostAt, Op, Tag, MAX_PARAMS};
 use crate::backend::{DriverNs, Fault, GraphUse, Reach, Span};
-#[cfg(feature = "replay")]
-use crate::seam::Window;
 use crate::stage::Stage;
 use cudarc::driver::result::DriverError;
 use cudarc::driver::sys;
@@ -174,6 +176,11 @@ impl Gpu {
         Ok(gpu)
     }
 
+    /// The GPU's index in the machine's list.
+    pub(crate) fn index(&self) -> usize {
+        self.ctx.index
+    }
+
     pub(crate) fn bind_thread(&self) -> Result<(), String> {
         if let Some(r) = &self.ranges {
             if let Ok(name) = std::ffi::CString::new(format!("chariot dispatcher GPU {}", self.ctx.index)) {
@@ -256,15 +263,18 @@ impl Gpu {
                     .map_err(issue_fault("cuMemsetD8Async"))?
             }
             Op::Launch(l) => {
-                let n = l.args.n;
-                let mut values = l.args.words;
-                for (p, v) in self.pointers.iter_mut().zip(values.iter_mut()).take(n) {
-                    *p = v as *mut u64 as *mut c_void;
+                let n = l.args.len();
+                if n > MAX_PARAMS {
+                    return Err(format!("{n} kernel arguments; at most {MAX_PARAMS} are supported").into());
+                }
+                // The driver only reads the values (it copies them at the call).
+                for (p, v) in self.pointers.iter_mut().zip(l.args) {
+                    *p = v as *const u64 as *mut c_void;
                 }
                 let func = l.func.ok_or("kernel not loaded on this GPU")?.func;
                 // SAFETY: `func` is loaded in this context (its module stays loaded until
                 // the Machine drops, after the dispatchers), which is current on this
-                // thread, and `stream` is this GPU's; `pointers[..n]` point at `values`,
+                // thread, and `stream` is this GPU's; `pointers[..n]` point at the words,
                 // one 8-byte slot per argument (the driver reads a parameter's size from
                 // it, and copies the values at the call); the argument kinds were checked
                 // against the kernel's declared parameters when the launch was added;
@@ -351,19 +361,20 @@ impl Gpu {
         Ok(())
     }
 
-    /// Whether `w` may be issued behind the windows in flight: not a device-side run
-    /// with another window in flight (the executor's image is one per GPU), nor any
-    /// window behind a device-side run.
+    /// Whether a window (`device`: run on the device) may be issued behind the
+    /// windows in flight: not a device-side run with another window in flight (the
+    /// executor's image is one per GPU), nor any window behind a device-side run.
     #[cfg(feature = "replay")]
-    pub(crate) fn can_issue_window(&self, w: &Window) -> bool {
-        self.flights.is_empty() || (!w.device && self.flights.iter().all(|(_, u)| *u != GraphUse::Device))
+    pub(crate) fn can_issue_window(&self, device: bool) -> bool {
+        self.flights.is_empty() || (!device && self.flights.iter().all(|(_, u)| *u != GraphUse::Device))
     }
 
-    /// Launches window `w` as one graph on slot 0's stream (every slot is idle while
-    /// windows run), behind the windows in flight. Returns the time in driver calls and
-    /// how the graph was had.
+    /// Launches graph `g` (a window) on slot 0's stream (every slot is idle while
+    /// windows run), behind the windows in flight: on the device where it asks and can,
+    /// else as one CUDA graph. Returns the time in driver calls and how the graph was
+    /// had.
     #[cfg(feature = "replay")]
-    pub(crate) fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault> {
+    pub(crate) fn issue_window(&mut self, g: &GraphOp<'_>) -> Result<(DriverNs, GraphUse), Fault> {
         let t0 = Instant::now();
         let as_fault =
             |e: crate::report::DriverError| Fault { message: e.to_string(), reach: Reach::Task, driver: Some(e) };
@@ -374,13 +385,13 @@ impl Gpu {
         completion.launching(self.epoch);
         let stream = &self.streams[0];
         let mut used = None;
-        if w.device {
+        if g.device {
             let ctx = &self.ctx;
             let runner = self.runner.get_or_insert_with(|| super::device_window::DeviceRunner::new(ctx.clone()));
             // A set of kernels the executor cannot be built from (a source that does
             // not compile as device functions) replays as a graph instead.
-            if runner.can_run(&self.ctx, &self.arch, w).is_ok() {
-                runner.launch(&self.ctx, &self.arch, w, stream)?;
+            if runner.can_run(&self.ctx, &self.arch, g).is_ok() {
+                runner.launch(&self.ctx, &self.arch, g, stream)?;
                 used = Some(GraphUse::Device);
             }
         }
@@ -388,7 +399,7 @@ impl Gpu {
             Some(u) => u,
             None => {
                 let replayer = self.replayer.get_or_insert_with(super::replay::Replayer::new);
-                match replayer.launch(&self.ctx, w, stream) {
+                match replayer.launch(&self.ctx, g, stream) {
                     Ok(u) => u,
                     Err(f) => {
                         self.spare.push(completion);

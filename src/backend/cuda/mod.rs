@@ -21,6 +21,7 @@ mod driver;
 /// Whether libnvrtc loads here: the sim compiles kernels with NVRTC where it does.
 pub(crate) use driver::nvrtc::is_present as nvrtc_present;
 mod executor_source;
+mod fft_plans;
 mod gpu;
 mod handle;
 mod kernel_cache;

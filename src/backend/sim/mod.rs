@@ -1,5 +1,6 @@
 //! The sim backend: simulated GPUs for machines without CUDA (StarPU's SimGrid mode is
-//! the precedent). The same dispatcher drives it.
+//! the precedent). The same dispatcher drives it, with the same device operations as
+//! CUDA (`backend::op`): a command's operations go to one engine as one job.
 //!
 //! Each simulated GPU has engine threads like the hardware's: one copy engine (or one
 //! per direction when `copy_engines` ≥ 2) and one compute engine, each taking its
@@ -22,14 +23,12 @@ pub use faults::SimFaults;
 pub use profile::SimProfile;
 
 use super::device::{GpuInfo, PhysBuf, SimMemory};
+#[cfg(feature = "replay")]
+use super::op::GraphOp;
 use super::op::{Direction, Op, Tag};
 use super::{Fault, Reach, Span, WindowRun};
 use crate::config::Gpus;
-#[cfg(feature = "replay")]
-use crate::seam::Window;
 use crate::signal::Signal;
-#[cfg(feature = "replay")]
-use crate::task::lower::lower_data;
 use compute::Sms;
 use crossbeam_channel::Sender;
 #[cfg(feature = "replay")]
@@ -45,7 +44,7 @@ use std::time::Instant;
 /// Compiles `kernel`'s CUDA C with NVRTC where libnvrtc loads, as registration on a GPU
 /// would: a compile error, a missing entry point or parameters other than those declared
 /// fail here as they would there (`nvrtc_check.rs`).
-pub(crate) fn check_kernel(kernel: &crate::kernel::Kernel) -> crate::Result<()> {
+pub(crate) fn check_kernel(kernel: super::device::KernelCode<'_>) -> crate::Result<()> {
     nvrtc_check::check(kernel).map(drop)
 }
 
@@ -294,6 +293,11 @@ pub(crate) struct Gpu {
 }
 
 impl Gpu {
+    /// The GPU's index in the machine's list.
+    pub(crate) fn index(&self) -> usize {
+        self.gpu
+    }
+
     /// Begins a command on slot `slot`: its operations follow ([`Gpu::op`]) and go to
     /// an engine together at [`Gpu::end`], which runs them as one command.
     pub(crate) fn begin(&mut self, slot: usize, tag: Tag) -> Result<(), Fault> {
@@ -390,40 +394,34 @@ impl Gpu {
         self.done[stream].lock().take()
     }
 
-    /// Hands window `w` to a compute engine, which runs it as one graph launch and
-    /// then its commands one after another in the window's order (each task on its
-    /// lane's copies), at the profile's graph latencies.
+    /// Hands graph `g` (a window) to a compute engine, which runs it as one graph
+    /// launch and then its nodes one after another in order (each on its slot's
+    /// memory), at the profile's graph latencies.
     #[cfg(feature = "replay")]
-    pub(crate) fn issue_window(&mut self, w: &Window) -> Result<(), Fault> {
+    pub(crate) fn issue_window(&mut self, g: GraphOp<'_>) -> Result<(), Fault> {
         if self.lost.load(Ordering::SeqCst) {
             return Err(lost_fault(self.gpu, Reach::Gpu));
         }
-        let mut items = Vec::with_capacity(w.commands());
-        let mut counts = Vec::with_capacity(w.tasks.len());
-        for (t, task) in w.tasks.iter().enumerate() {
-            let slot = w.lanes[t] as usize;
-            counts.push(task.commands.len());
-            // Copies and launches only (`ext::replay::window::replayable`); the window's own
-            // engine runs them, whichever engine would take them alone.
-            for (command, cmd) in task.commands.iter().enumerate() {
-                let tag = Tag { task: task.id, command };
-                self.begin(slot, tag)?;
-                let lowered = lower_data(cmd, self.gpu, slot, false, &mut |op| self.op(op));
-                let (_, _, work) = self.pending.take().ok_or("no command begun")?;
-                lowered?;
-                items.push((slot, tag, work.ok_or("a command without operations")?));
-            }
+        let mut items = Vec::with_capacity(g.nodes.len());
+        // The window's own engine runs them, whichever engine would take them alone.
+        for node in g.nodes {
+            self.begin(node.slot, node.tag)?;
+            let added = self.op(node.op);
+            let (_, _, work) = self.pending.take().ok_or("no command begun")?;
+            added?;
+            items.push((node.slot, node.tag, work.ok_or("a command without operations")?));
         }
+        let counts = g.groups.iter().map(|gr| gr.nodes).collect();
         // Failures pass along dependencies only, not along a lane's order.
-        let preds = (0..w.tasks.len()).map(|t| w.dependencies(t).collect()).collect();
-        let ids = w.tasks.iter().map(|t| t.id).collect();
-        let mut external = vec![Vec::new(); w.tasks.len()];
-        for &(t, p, seq) in &w.external {
+        let preds = g.groups.iter().map(|gr| gr.dependencies().collect()).collect();
+        let ids = g.groups.iter().map(|gr| gr.id).collect();
+        let mut external = vec![Vec::new(); g.groups.len()];
+        for &(t, p, seq) in g.external {
             external[t as usize].push((p, seq));
         }
-        let job = WindowJob { items, counts, preds, ids, external, seq: w.seq, turn: self.windows_issued };
+        let job = WindowJob { items, counts, preds, ids, external, seq: g.seq, turn: self.windows_issued };
         let tx = &self.senders.iter().find(|(k, _)| *k == EngineKind::Compute).expect("engine exists").1;
-        let tag = Tag { task: w.tasks.first().map_or(crate::TaskId(0), |t| t.id), command: 0 };
+        let tag = Tag { task: g.groups.first().map_or(crate::TaskId(0), |gr| gr.id), command: 0 };
         tx.send(Job { stream: 0, tag, work: Work::Window(Box::new(job)) })
             .map_err(|_| Fault::task(format!("simulated GPU {} engine stopped", self.gpu)))?;
         // Counted once sent: a window never sent is no turn to wait for.

@@ -1,6 +1,8 @@
 //! A task's use of resident data: the buffers it uses, the pieces it reads and writes,
 //! and the GPU whose copies it holds while it runs. The core holds it in `Task` and
-//! calls its three hooks (`place` when the task goes to Q, `moved`, `end`).
+//! calls its three hooks (`place` when the task goes to Q, `moved`, `end`). A fetch's
+//! plan is lowered here to the backend's device operations ([`lower_fetch`]), once for
+//! both backends.
 
 use crate::ext::resident::memory::ResidentInner;
 use crate::ids::TaskId;

@@ -177,7 +177,7 @@ impl<'s> TaskBuilder<'s> {
         let shape = LaunchShape { grid: grid.into(), block: block.into(), shared_bytes };
         let built = self.check_launch(kernel, shape, args).map(|args| {
             let threads = shape.block.count() as u32; // at most 1024: checked above
-            let waves = self.sched.machine().waves(&kernel.inner, threads, shape.shared_bytes);
+            let waves = kernel.inner.waves(self.sched.machine(), threads, shape.shared_bytes);
             self.sched.note_launch(&kernel.inner.def.name, shape.grid.count(), waves.first().copied().unwrap_or(0));
             let args: Arc<[ArgValue]> = args.into();
             let twin = Arc::new(TwinCall { kernel: kernel.inner.clone(), shape, args: args.clone() });
