@@ -27,7 +27,7 @@
 //! Every edge, given or added, runs from an earlier task to a later one in the window's
 //! order, so the window's graph has no cycle.
 
-use crate::backend::op::{GraphOp, Group, Node, Op, Tag, MAX_PARAMS};
+use crate::backend::op::{GraphOp, Group, Node, Op, Tag};
 use crate::ids::TaskId;
 use crate::kernel::ArgValue;
 use crate::memory::DevTarget;
@@ -153,15 +153,17 @@ impl Window {
     /// command (copies and launches only: [`replayable`]), a group per task with its
     /// edges. `words` holds the launches' argument words, resolved where `raw` (CUDA).
     pub(crate) fn graph<'a>(&'a self, gpu: usize, raw: bool, words: &'a mut Vec<u64>) -> Result<GraphOp<'a>, String> {
-        use crate::task::lower::{copy_op, launch_op, launch_words};
+        use crate::task::lower::{arg_word, copy_op, launch_op};
         words.clear();
         if raw {
-            let mut one = [0u64; MAX_PARAMS];
+            // One list for the window (no allocation per node: a window may hold
+            // thousands), and no bound on a launch's arguments (a graph node takes any).
             for (t, task) in self.tasks.iter().enumerate() {
                 for cmd in &task.commands {
                     if let Command::Launch(l) = cmd {
-                        let n = launch_words(l, gpu, self.lanes[t] as usize, &mut one)?;
-                        words.extend_from_slice(&one[..n]);
+                        for a in l.args.iter() {
+                            words.push(arg_word(a, gpu, self.lanes[t] as usize)?);
+                        }
                     }
                 }
             }
