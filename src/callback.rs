@@ -9,12 +9,12 @@
 //! callbacks are the dispatcher's (`crate::dispatch::executioners`), and the mark of a
 //! thread running a callback is `crate::ids::InCallback`.
 
+use crate::backend::op::{HostAt, HostFunc};
 use crate::error::BoxError;
 use crate::ids::TaskId;
 use crate::memory::{DeviceBuffer, Element};
 #[cfg(feature = "resident")]
 use crate::seam::ResidentBuffer;
-use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Which resource a callback uses (the paper's `flagCPU` / `flagGPU`).
@@ -177,15 +177,45 @@ pub(crate) type CpuFn = Box<dyn FnOnce(&CallInfo) -> Result<(), BoxError> + Send
 /// A GPU callback as stored in a task.
 pub(crate) type GpuFn = Box<dyn FnOnce(&mut GpuCall<'_>) -> Result<(), BoxError> + Send>;
 
-/// Turns a caught panic's payload into a message.
-pub(crate) fn panic_message(payload: Box<dyn Any + Send>) -> String {
-    let text = payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a non-string payload".to_string());
-    format!("panicked: {text}")
+/// A GPU callback as a task's command holds it: the user's function and what its
+/// [`GpuCall`] will say beyond where it runs (the task, set when it is lowered; the
+/// resident buffers the task declared). Lowered, it is the backend's host function.
+pub(crate) struct GpuCallback {
+    pub(crate) task: TaskId,
+    #[cfg(feature = "resident")]
+    pub(crate) resident: Option<std::sync::Arc<[u64]>>,
+    f: GpuFn,
 }
+
+impl GpuCallback {
+    pub(crate) fn new(f: GpuFn) -> Box<GpuCallback> {
+        Box::new(GpuCallback {
+            task: TaskId(0),
+            #[cfg(feature = "resident")]
+            resident: None,
+            f,
+        })
+    }
+}
+
+impl HostFunc for GpuCallback {
+    fn run(self: Box<Self>, at: HostAt) -> Result<(), String> {
+        let me = *self;
+        let mut call = GpuCall {
+            info: CallInfo { task: me.task, gpu: at.gpu, stream: at.slot },
+            on: match at.stream {
+                Some(stream) => GpuCallOn::Cuda { stream },
+                None => GpuCallOn::Sim { _life: std::marker::PhantomData },
+            },
+            #[cfg(feature = "resident")]
+            resident: me.resident,
+        };
+        let f = me.f;
+        run_caught(|| f(&mut call))
+    }
+}
+
+pub(crate) use crate::error::panic_message;
 
 /// Runs `f`, turning an error or a panic into a message.
 pub(crate) fn run_caught<R>(f: impl FnOnce() -> Result<R, BoxError>) -> Result<R, String> {

@@ -1,11 +1,10 @@
 //! What the builder validated: which GPUs to open ([`Gpus`], which the backends resolve
 //! against the GPUs they have) and the configuration the running parts see
-//! ([`Config`]). Plain data, below the backend and the dispatcher that read it and the
+//! ([`Config`], with the task buffer's [`Order`]). Plain data, below the backend and the dispatcher that read it and the
 //! builder that makes it.
 
 use crate::error::{Error, Result};
 use crate::stage::{OverlapMatrix, Thresholds, Tuning};
-use crate::task::Order;
 
 /// Which GPUs to use.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,6 +49,92 @@ pub(crate) struct Config {
     pub(crate) device_timing: bool,
     pub(crate) nvtx: bool,
     pub(crate) execution: crate::Execution,
+}
+
+/// The ordering rule of the task buffer (`task::buffer`), a choice of the
+/// configuration.
+///
+/// ```
+/// use chariot::Order;
+/// assert_eq!(Order::default(), Order::Fcfs);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Order {
+    /// First come, first served: arrival order.
+    #[default]
+    Fcfs,
+    /// Largest granularity first (the paper's LF): best for chunks of uneven size.
+    LargestFirst,
+    /// Smallest granularity first (SF).
+    SmallestFirst,
+}
+
+impl Order {
+    /// Every rule, in the order of the names in error messages and help texts.
+    ///
+    /// ```
+    /// use chariot::Order;
+    /// let names: Vec<&str> = Order::ALL.iter().map(|o| o.name()).collect();
+    /// assert_eq!(names, ["fcfs", "lf", "sf"]);
+    /// ```
+    pub const ALL: [Order; 3] = [Order::Fcfs, Order::LargestFirst, Order::SmallestFirst];
+
+    /// The rule's short name, the one command lines take: `fcfs`, `lf` or `sf`.
+    /// [`Display`](std::fmt::Display) writes it, and [`str::parse`] reads it back.
+    ///
+    /// ```
+    /// use chariot::Order;
+    /// assert_eq!(Order::LargestFirst.name(), "lf");
+    /// assert_eq!(Order::SmallestFirst.to_string(), "sf");
+    /// assert_eq!("fcfs".parse::<Order>()?, Order::Fcfs);
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    pub fn name(&self) -> &'static str {
+        match self {
+            Order::Fcfs => "fcfs",
+            Order::LargestFirst => "lf",
+            Order::SmallestFirst => "sf",
+        }
+    }
+}
+
+impl std::fmt::Display for Order {
+    /// Writes the short name ([`Order::name`]).
+    ///
+    /// ```
+    /// use chariot::Order;
+    /// assert_eq!(format!("order {}", Order::Fcfs), "order fcfs");
+    /// ```
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Order {
+    type Err = crate::Error;
+
+    /// Reads a short name ([`Order::name`]): exactly `fcfs`, `lf` or `sf`, lower case.
+    /// This is the one parser of order names; every program of the crate uses it.
+    ///
+    /// ```
+    /// use chariot::{Error, Order};
+    /// assert_eq!("lf".parse::<Order>()?, Order::LargestFirst);
+    /// let err = "largest".parse::<Order>().unwrap_err();
+    /// assert!(matches!(err, Error::InvalidConfig { name: "order", .. }));
+    /// assert_eq!(err.to_string(), r#"invalid configuration: order = "largest"; allowed: fcfs, lf or sf"#);
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidConfig`] named `order` for any other text (another case,
+    /// surrounding spaces and the empty string included), listing the names allowed.
+    fn from_str(s: &str) -> crate::Result<Order> {
+        Order::ALL.into_iter().find(|o| o.name() == s).ok_or_else(|| crate::Error::InvalidConfig {
+            name: "order",
+            value: format!("{s:?}"),
+            allowed: crate::error::one_of(Order::ALL.iter().map(Order::name)),
+        })
+    }
 }
 
 #[cfg(test)]

@@ -370,3 +370,12 @@ impl std::fmt::Display for ConflictHolder {
         }
     }
 }
+/// Turns a caught panic's payload into a message.
+pub(crate) fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    let text = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-string payload".to_string());
+    format!("panicked: {text}")
+}

@@ -184,9 +184,9 @@ pub mod cluster {
 /// rest from its [`GpuCall`](crate::callback::GpuCall): the task's stream and its
 /// buffers' device addresses.
 pub mod cuda {
-    pub use crate::backend::cuda::nvrtc::compile as compile_cubin;
     pub use crate::backend::cuda::GpuContext;
     pub use crate::backend::device::GpuInfo;
+    pub use crate::kernel::cubin::compile_cubin;
 }
 
 /// The README's Rust examples, compiled and run by `cargo test` so they stay true.

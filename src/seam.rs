@@ -36,7 +36,7 @@ pub(crate) use crate::ext::resident::{
     dispatch::{bind_resident, fetch_ended, may_start, plan_command, skip_valid_fetches},
     memory::{FetchPart, ResidentBuffer, ResidentInner, ResidentMemory, Source, MAX_GPUS},
     shared::Residents,
-    task::Residency,
+    task::{lower_fetch, Residency},
 };
 #[cfg(not(feature = "resident"))]
 pub(crate) use off::resident::{

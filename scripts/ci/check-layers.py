@@ -9,15 +9,19 @@
 #  10 scheduler   Scheduler: allocation, kernel registration, submit, synchronize, shutdown
 #   9 dispatch    Dispatcher (Algorithms 1, 2), executioners, affinity, Shared (Q, P_k, batch, records)
 #                 cluster: the MPI hand-out of a task stream and the ranks' exchange
-#   8 backend     Machine and Gpu over cuda | sim: open, allocate, load kernels, issue, poll
-#   7 config      Gpus, Config, Execution: what the builder validated
-#   6 commands    callback (CallInfo, GpuCall), kernel (Kernel, Arg, TwinArgs), task (Task, Command, Q)
+#   8 commands    callback (CallInfo, GpuCall), kernel (Kernel, Arg, TwinArgs), task (Task, Command, Q,
+#                 and their lowering to device operations, task::lower)
+#   7 backend     Machine and Gpu over cuda | sim: open, allocate, load kernels' code, issue device
+#                 operations and graphs of them, poll; it knows nothing of tasks
+#   6 config      Gpus, Config, Order, Execution: what the builder validated
 #   5 memory      HostBuffer and its region claims, DeviceBuffer, Graveyard (frees through FreeDevice);
 #                 backend::host_alloc::exclusive: writes host bytes against the claims' proof
-#   4 error       Error, Result, BoxError, the typed details (LengthProblem, HostRegion, ConflictHolder)
+#   4 error       Error, Result, BoxError, the typed details (LengthProblem, HostRegion, ConflictHolder, MemoryKind)
 #   3 report      Report, CommandRecord, TaskFailure, DriverError, bounds, critical path, the ideal (zero-overhead) schedule, trace, adaptation lines
 #   2 stage       Stage, OverlapMatrix, Thresholds, Tuning (the choice), the adaptation rule, queues P_k
-#   1 device      backend::{device, host_alloc}: GpuInfo, PhysBuf, SimMemory, Function, HostAlloc
+#   1 device      backend::{device, host_alloc, op}: GpuInfo, PhysBuf, SimMemory, Function, KernelCode,
+#                 Param, HostAlloc; the device operations (copy, upload, peer copy, fill, launch, host
+#                 function, graph) and what they borrow
 #   0 primitives  sync (std | shuttle), signal (Signal), ids (TaskId, the in-callback mark)
 #
 # The extensions (src/ext/: replay windows, resident data, the cluster form; each behind
@@ -40,8 +44,13 @@
 # blocks, so those few backend values are layer 1 (kept in backend/ with the `unsafe`
 # they need; so is the safe writer over claimed host bytes, in layer 5 as it names the
 # claims' proof, memory::claims, an entry of its own so memory -> writer -> claims is
-# no cycle), while the backend proper, which runs tasks made of memory, kernels and
-# callbacks, is layer 8; `Builder::build` and `TaskBuilder::submit` call the scheduler,
+# no cycle). The backend proper runs device operations, which commands are lowered
+# to above it (`task::lower`; a resident fetch in `ext::resident::task`, a replay
+# window in `ext::replay::window`): so it sits below the commands, kernels, callbacks
+# and the extensions' task-level parts, and this rule keeps it from knowing of tasks;
+# it reads the GPU selection (config) and frees through memory's `FreeDevice`. Resident
+# data (`ext::resident::memory`) stays below it, in layer 5: memory's device targets and
+# kernel arguments name it. `Builder::build` and `TaskBuilder::submit` call the scheduler,
 # so the builders sit above it, with `Scheduler::builder` and `Scheduler::task` beside
 # them. Study code (the demo, the hand-written pipelines, plots) is another crate, the
 # root package chariot-studies, which depends on this one: cargo keeps that one way.
@@ -73,18 +82,19 @@ LAYERS = {
     "ids": 0,
     "backend::device": 1,
     "backend::host_alloc": 1,
+    "backend::op": 1,
     "stage": 2,
     "report": 3,
     "error": 4,
     "memory": 5,
     "memory::claims": 5,
     "backend::host_alloc::exclusive": 5,
-    "callback": 6,
-    "kernel": 6,
-    "task": 6,
-    "config": 7,
-    "execution": 7,
-    "backend": 8,
+    "config": 6,
+    "execution": 6,
+    "backend": 7,
+    "callback": 8,
+    "kernel": 8,
+    "task": 8,
     "dispatch": 9,
     "scheduler": 10,
     "builder": 11,
@@ -98,14 +108,14 @@ LAYERS = {
     # The extensions, each file in the layer of the core code it extends.
     "ext": 12,
     "ext::replay": 10,
-    "ext::replay::window": 6,
+    "ext::replay::window": 8,
     "ext::replay::queues": 9,
     "ext::replay::dispatch": 9,
     "ext::replay::capture": 10,
     "ext::resident": 10,
     "ext::resident::memory": 5,
     "ext::resident::shared": 5,
-    "ext::resident::task": 6,
+    "ext::resident::task": 8,
     "ext::resident::dispatch": 9,
     "ext::resident::admit": 9,
     "ext::cluster": 9,
@@ -125,9 +135,9 @@ NAMES = {
     3: "report",
     4: "error",
     5: "memory",
-    6: "commands",
-    7: "config",
-    8: "backend",
+    6: "config",
+    7: "backend",
+    8: "commands",
     9: "dispatch",
     10: "scheduler",
     11: "front",
@@ -440,8 +450,8 @@ def check(root, layers=None, names=None, out=sys.stdout, graph_out=None):
             continue
         line_starts = [0] + [i + 1 for i, c in enumerate(code) if c == "\n"]
         scopes = inline_scopes(code)
-        for _, _, names in scopes:
-            inner_key = key_of("::".join(([module] if module else []) + names), layers)
+        for _, _, inner in scopes:
+            inner_key = key_of("::".join(([module] if module else []) + inner), layers)
             if inner_key:
                 covered.add(inner_key)
 

@@ -10,6 +10,36 @@ use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+/// Kind of one kernel parameter (what the driver takes for it; kept here, with the
+/// loaded kernels, as the backend checks compiled kernels against it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Param {
+    /// A device buffer (passed as a device pointer).
+    Buffer,
+    /// `int`
+    I32,
+    /// `unsigned int`
+    U32,
+    /// `long long`
+    I64,
+    /// `unsigned long long`
+    U64,
+    /// `float`
+    F32,
+    /// `double`
+    F64,
+}
+
+/// What the backend compiles, loads and checks of a kernel: its entry point's name,
+/// its CUDA C and its declared parameters (borrowed from the kernel's definition).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KernelCode<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) source: &'a str,
+    pub(crate) params: &'a [Param],
+}
+
 /// What the dispatcher needs to know about a GPU.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]

@@ -3,30 +3,32 @@
 //!
 //! Two implementations behind one interface, chosen by matching an enum (not a trait
 //! object): [`Machine`] owns the GPUs (allocation, kernel loading) and [`Gpu`] is one
-//! dispatcher's handle on its GPU: issue a command on a stream slot, and poll whether
-//! it completed. The dispatcher cannot tell the two apart.
+//! dispatcher's handle on its GPU: issue a command's device operations (`op`: copies,
+//! peer copies, fills, launches, host functions) on a stream slot, and poll whether
+//! it completed. The dispatcher cannot tell the two apart. What a command or a fetch
+//! means is lowered to those operations above the backend (`task::lower`), once for
+//! both implementations.
 //!
-//! The backend has a low part, `device` and `host_alloc`: the values that memory,
+//! The backend has a low part, `device`, `host_alloc` and `op`: the values that memory,
 //! kernels and the stage rules hold (a GPU's description, physical buffers, loaded
-//! kernels, host blocks). Those are built on it, and the rest of the backend runs
-//! them, so imports run one way (see `scripts/ci/check-layers.py`).
+//! kernels, host blocks) and the operations made of them. Those are built on it, and
+//! the rest of the backend runs them, so imports run one way (see
+//! `scripts/ci/check-layers.py`).
 
 pub(crate) mod cuda;
 pub(crate) mod device;
 pub(crate) mod host_alloc;
+pub(crate) mod op;
 pub(crate) mod sim;
 
-use crate::callback::CallInfo;
 use crate::config::Gpus;
-use crate::kernel::Kernel;
 use crate::memory::FreeDevice;
 use crate::report::Cleanup;
-#[cfg(feature = "replay")]
-use crate::seam::Window;
 use crate::signal::Signal;
-use crate::task::command::Command;
-use device::{Function, GpuInfo, PhysBuf};
+use crate::stage::Stage;
+use device::{Function, GpuInfo, KernelCode, PhysBuf};
 use host_alloc::HostAlloc;
+use op::{Op, Tag};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -286,43 +288,32 @@ impl Machine {
         }
     }
 
-    /// Compiles and loads `kernel` on every GPU (cuda), or checks it has a CPU twin and,
-    /// where libnvrtc loads, that its source compiles as declared (sim).
-    pub(crate) fn load_kernel(&self, kernel: &Kernel) -> crate::Result<Vec<Function>> {
+    /// Compiles and loads `kernel` on every GPU (cuda), or checks it has a CPU twin
+    /// (`twin`) and, where libnvrtc loads, that its source compiles as declared (sim).
+    pub(crate) fn load_kernel(&self, kernel: KernelCode<'_>, twin: bool) -> crate::Result<Vec<Function>> {
         match self {
             Machine::Cuda(m) => m.load_kernel(kernel),
-            Machine::Sim(_) => match kernel.twin {
-                Some(_) => sim::check_kernel(kernel).map(|_| Vec::new()),
-                None => Err(crate::Error::KernelInvalid {
-                    kernel: kernel.name.clone(),
-                    message:
-                        "the sim backend runs kernels through their CPU twin, and this one has none (Kernel::cpu_twin)"
-                            .into(),
-                }),
-            },
+            Machine::Sim(_) if twin => sim::check_kernel(kernel).map(|_| Vec::new()),
+            Machine::Sim(_) => Err(crate::Error::KernelInvalid {
+                kernel: kernel.name.to_string(),
+                message:
+                    "the sim backend runs kernels through their CPU twin, and this one has none (Kernel::cpu_twin)"
+                        .into(),
+            }),
         }
     }
 
-    /// The blocks of `kernel` that one full wave of each GPU holds with this block and
+    /// The blocks of a kernel that one full wave of each GPU holds with this block and
     /// dynamic shared memory: SMs × resident blocks per SM (the driver's occupancy
-    /// calculator on CUDA, the device limits on sim). Asked once per shape and kept.
-    pub(crate) fn waves(
-        &self,
-        kernel: &crate::kernel::KernelInner,
-        block_threads: u32,
-        shared_bytes: u32,
-    ) -> Arc<[u32]> {
-        let key = (block_threads, shared_bytes);
-        if let Some((_, w)) = kernel.waves.lock().iter().find(|(k, _)| *k == key) {
-            return w.clone();
-        }
-        let waves: Arc<[u32]> = self
-            .gpus()
+    /// calculator on CUDA, where the kernel is loaded as `functions`, else the device
+    /// limits).
+    pub(crate) fn waves(&self, functions: &[Function], block_threads: u32, shared_bytes: u32) -> Arc<[u32]> {
+        self.gpus()
             .iter()
             .enumerate()
             .map(|(g, info)| {
                 let by_limits = info.blocks_per_sm(block_threads, shared_bytes);
-                let per_sm = match (self, kernel.functions.get(g)) {
+                let per_sm = match (self, functions.get(g)) {
                     // A refusal (a shape the kernel cannot launch with) fails at issue; the
                     // limits' figure stands in until then.
                     (Machine::Cuda(m), Some(f)) => {
@@ -332,9 +323,7 @@ impl Machine {
                 };
                 info.sm_count.saturating_mul(per_sm)
             })
-            .collect();
-        kernel.waves.lock().push((key, waves.clone()));
-        waves
+            .collect()
     }
 
     /// One dispatcher's handle on GPU `gpu`, with `streams` stream slots.
@@ -349,7 +338,7 @@ impl Machine {
     ) -> crate::Result<Gpu> {
         match self {
             Machine::Cuda(m) => Ok(Gpu::Cuda(Box::new(m.open_gpu(gpu, streams, epoch, device_timing, nvtx)?))),
-            Machine::Sim(m) => Ok(Gpu::Sim(m.open_gpu(gpu, streams, epoch, wake)?)),
+            Machine::Sim(m) => Ok(Gpu::Sim(Box::new(m.open_gpu(gpu, streams, epoch, wake)?))),
         }
     }
 
@@ -411,9 +400,10 @@ impl std::fmt::Debug for Machine {
 
 /// One dispatcher's GPU.
 pub(crate) enum Gpu {
-    // Boxed: the CUDA handle carries its launch-argument arrays inline.
+    // Boxed: the CUDA handle carries its launch-argument pointers inline, the sim's
+    // the command being gathered.
     Cuda(Box<cuda::Gpu>),
-    Sim(sim::Gpu),
+    Sim(Box<sim::Gpu>),
 }
 
 impl Gpu {
@@ -425,24 +415,59 @@ impl Gpu {
         }
     }
 
-    /// Issues a GPU-stage command on stream slot `stream` without waiting for it.
-    /// The slot has nothing in flight. Returns the time spent in driver calls.
-    /// `command` is the command's index in its task.
-    pub(crate) fn issue(
-        &mut self,
-        stream: usize,
-        cmd: &mut Command,
-        info: CallInfo,
-        command: usize,
-    ) -> Result<DriverNs, Fault> {
+    /// Begins a command of stage `stage` on stream slot `slot`, which has nothing in
+    /// flight; its operations follow ([`Gpu::op`]), then [`Gpu::end`] issues it
+    /// without waiting for it (or [`Gpu::abandon`] where lowering it failed).
+    #[inline]
+    pub(crate) fn begin(&mut self, slot: usize, tag: Tag, stage: Stage) -> Result<Instant, Fault> {
+        let t0 = Instant::now();
         match self {
-            Gpu::Cuda(g) => g.issue(stream, cmd, info, command),
-            Gpu::Sim(g) => {
-                // The hand-off to the engine thread is the simulated driver call.
-                let t0 = Instant::now();
-                g.issue(stream, cmd, info, command).map(|()| t0.elapsed().as_nanos() as u64)
-            }
+            Gpu::Cuda(g) => g.begin(slot, tag, stage),
+            Gpu::Sim(g) => g.begin(slot, tag),
         }
+        .map(|()| t0)
+    }
+
+    /// One operation of the command begun on `slot`.
+    #[inline]
+    pub(crate) fn op(&mut self, slot: usize, op: Op<'_>) -> Result<(), Fault> {
+        match self {
+            Gpu::Cuda(g) => g.op(slot, op),
+            Gpu::Sim(g) => g.op(op),
+        }
+    }
+
+    /// Ends the command begun on `slot` (begun at `t0`). Returns the time spent in
+    /// driver calls (sim: the hand-off to the engine thread, the simulated driver call).
+    #[inline]
+    pub(crate) fn end(&mut self, slot: usize, t0: Instant) -> Result<DriverNs, Fault> {
+        match self {
+            Gpu::Cuda(g) => g.end(slot),
+            Gpu::Sim(g) => g.end().map(|()| t0.elapsed().as_nanos() as u64),
+        }
+    }
+
+    /// The command begun on `slot` failed before its end.
+    pub(crate) fn abandon(&mut self, slot: usize) {
+        match self {
+            Gpu::Cuda(g) => g.abandon(slot),
+            Gpu::Sim(g) => g.abandon(),
+        }
+    }
+
+    /// The GPU's index in the machine's list.
+    pub(crate) fn index(&self) -> usize {
+        match self {
+            Gpu::Cuda(g) => g.index(),
+            Gpu::Sim(g) => g.index(),
+        }
+    }
+
+    /// Whether launches take their arguments as the driver's words (CUDA); the sim
+    /// runs a launch's twin on the arguments themselves.
+    #[inline]
+    pub(crate) fn takes_words(&self) -> bool {
+        matches!(self, Gpu::Cuda(_))
     }
 
     /// Whether the command in flight on `stream` has completed, and when it ran.
@@ -453,25 +478,26 @@ impl Gpu {
         }
     }
 
-    /// Launches a replay window (every slot idle). Returns the time spent in driver
-    /// calls and how the graph was had.
+    /// Launches a replay window's graph operation (every slot idle). Returns the time
+    /// spent in driver calls and how the graph was had.
     #[cfg(feature = "replay")]
-    pub(crate) fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault> {
+    pub(crate) fn issue_window(&mut self, g: op::GraphOp<'_>) -> Result<(DriverNs, GraphUse), Fault> {
         match self {
-            Gpu::Cuda(g) => g.issue_window(w),
-            Gpu::Sim(g) => {
+            Gpu::Cuda(gpu) => gpu.issue_window(&g),
+            Gpu::Sim(gpu) => {
                 let t0 = Instant::now();
-                g.issue_window(w).map(|()| (t0.elapsed().as_nanos() as u64, GraphUse::Simulated))
+                gpu.issue_window(g).map(|()| (t0.elapsed().as_nanos() as u64, GraphUse::Simulated))
             }
         }
     }
 
-    /// Whether `w` may be issued now, behind the windows in flight (CUDA: not a
-    /// device-side run with another window, whose image and executor it would share).
+    /// Whether a window (`device`: to run on the device) may be issued now, behind the
+    /// windows in flight (CUDA: not a device-side run with another window, whose image
+    /// and executor it would share).
     #[cfg(feature = "replay")]
-    pub(crate) fn can_issue_window(&self, w: &Window) -> bool {
+    pub(crate) fn can_issue_window(&self, device: bool) -> bool {
         match self {
-            Gpu::Cuda(g) => g.can_issue_window(w),
+            Gpu::Cuda(g) => g.can_issue_window(device),
             Gpu::Sim(_) => true,
         }
     }

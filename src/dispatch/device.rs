@@ -3,7 +3,10 @@
 //! dispatcher is generic over it, so that the model checks (`src/model_check.rs`) drive
 //! the real dispatch loop with a model GPU under shuttle, while the runtime drives it
 //! with the backend's [`Gpu`] (CUDA or sim): static dispatch, nothing boxed per command.
+//! For the backend's GPU a command is lowered to device operations here, as it is
+//! issued (`task::lower`): the backend takes operations, not commands.
 
+use crate::backend::op::Tag;
 #[cfg(feature = "replay")]
 use crate::backend::GraphUse;
 use crate::backend::{DriverNs, Fault, Gpu, Span, WindowRun};
@@ -11,6 +14,7 @@ use crate::callback::CallInfo;
 #[cfg(feature = "replay")]
 use crate::seam::Window;
 use crate::task::command::Command;
+use crate::task::lower::lower;
 
 /// One dispatcher's GPU, as the dispatcher sees it. Called only from the dispatcher's
 /// thread; a slot has at most one command in flight.
@@ -61,7 +65,15 @@ impl Device for Gpu {
 
     #[inline]
     fn issue(&mut self, stream: usize, cmd: &mut Command, info: CallInfo, command: usize) -> Result<DriverNs, Fault> {
-        Gpu::issue(self, stream, cmd, info, command)
+        // The command, lowered to the backend's operations as they are issued.
+        let tag = Tag { task: info.task, command };
+        let t0 = self.begin(stream, tag, cmd.stage())?;
+        let words = self.takes_words();
+        if let Err(fault) = lower(cmd, info.gpu, stream, tag, words, &mut |op| self.op(stream, op)) {
+            self.abandon(stream);
+            return Err(fault);
+        }
+        self.end(stream, t0)
     }
 
     #[inline]
@@ -71,7 +83,13 @@ impl Device for Gpu {
 
     #[cfg(feature = "replay")]
     fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault> {
-        Gpu::issue_window(self, w)
+        // The window, lowered to the backend's graph operation; the lowering counts
+        // as the issue's driver time, as resolving a command's arguments does.
+        let t0 = std::time::Instant::now();
+        let mut words = Vec::new();
+        let g = w.graph(self.index(), self.takes_words(), &mut words).map_err(Fault::task)?;
+        let lowered = t0.elapsed().as_nanos() as u64;
+        Gpu::issue_window(self, g).map(|(driver, used)| (driver + lowered, used))
     }
 
     fn poll_window(&mut self) -> Option<Result<WindowRun, Fault>> {
@@ -80,7 +98,7 @@ impl Device for Gpu {
 
     #[cfg(feature = "replay")]
     fn can_issue_window(&self, w: &Window) -> bool {
-        Gpu::can_issue_window(self, w)
+        Gpu::can_issue_window(self, w.device)
     }
 
     fn quiesce(&self) {

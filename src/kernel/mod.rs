@@ -4,11 +4,12 @@
 //! A kernel declares its parameters; a launch whose arguments do not match them is
 //! refused when the command is added, never at dispatch.
 
+pub(crate) mod cubin;
 mod twin;
 
 pub use twin::{ScalarArgs, TwinArg, TwinArgs};
 
-use crate::backend::device::Function;
+use crate::backend::device::{Function, KernelCode};
 use crate::callback::run_caught;
 use crate::error::BoxError;
 use crate::memory::{DeviceBuffer, DeviceBufferInner, Element};
@@ -17,25 +18,7 @@ use crate::seam::{ResidentBuffer, ResidentInner};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Kind of one kernel parameter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Param {
-    /// A device buffer (passed as a device pointer).
-    Buffer,
-    /// `int`
-    I32,
-    /// `unsigned int`
-    U32,
-    /// `long long`
-    I64,
-    /// `unsigned long long`
-    U64,
-    /// `float`
-    F32,
-    /// `double`
-    F64,
-}
+pub use crate::backend::device::Param;
 
 /// One launch argument. Build with [`Arg::buffer`] or the scalar constructors.
 ///
@@ -346,6 +329,11 @@ impl Kernel {
         self.twin.is_some()
     }
 
+    /// What the backend compiles, loads and checks of it.
+    pub(crate) fn code(&self) -> KernelCode<'_> {
+        KernelCode { name: &self.name, source: &self.source, params: &self.params }
+    }
+
     /// Runs the CPU twin once on host memory, as the sim backend runs it for a launch:
     /// for code that runs the kernel without a scheduler, such as the hand-written
     /// pipelines chariot is measured against. A [`TwinArg::Buffer`] names one of
@@ -450,6 +438,19 @@ pub(crate) struct KernelInner {
 pub(crate) type LaunchKey = (u32, u32);
 
 impl KernelInner {
+    /// The blocks of this kernel that one full wave of each GPU of `machine` holds with
+    /// this block and dynamic shared memory (see `Machine::waves`). Asked once per
+    /// shape and kept.
+    pub(crate) fn waves(&self, machine: &crate::backend::Machine, block_threads: u32, shared_bytes: u32) -> Arc<[u32]> {
+        let key = (block_threads, shared_bytes);
+        if let Some((_, w)) = self.waves.lock().iter().find(|(k, _)| *k == key) {
+            return w.clone();
+        }
+        let waves = machine.waves(&self.functions, block_threads, shared_bytes);
+        self.waves.lock().push((key, waves.clone()));
+        waves
+    }
+
     pub(crate) fn new(def: Kernel, sched_id: u64, functions: Vec<Function>) -> Self {
         KernelInner { def, sched_id, functions, waves: Default::default() }
     }

@@ -378,6 +378,13 @@ impl<T: Element> std::fmt::Debug for HostWrite<'_, T> {
     }
 }
 
+/// The sim's copy engines hold a host buffer's block while they copy.
+impl crate::backend::op::HostBlock for HostShared {
+    fn alloc(&self) -> &HostAlloc {
+        &self.alloc
+    }
+}
+
 #[cfg(test)]
 mod test {
     use crate::backend::SimProfile;

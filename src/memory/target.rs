@@ -4,7 +4,6 @@
 
 use super::device::DeviceBufferInner;
 use super::{DeviceBuffer, Element};
-use crate::backend::device::{PhysBuf, SimMemory};
 #[cfg(feature = "resident")]
 use crate::seam::{ResidentBuffer, ResidentInner};
 use std::sync::Arc;
@@ -20,29 +19,6 @@ pub(crate) enum DevTarget {
 }
 
 impl DevTarget {
-    /// The CUDA address of the copy of `gpu` (and stream slot `slot`, for a virtual
-    /// buffer); `None` on sim, or for a resident buffer with no copy there.
-    pub(crate) fn cuda_ptr(&self, gpu: usize, slot: usize) -> Option<u64> {
-        match self {
-            DevTarget::Virtual(b) => b.phys(gpu, slot).cuda_ptr(),
-            #[cfg(feature = "resident")]
-            DevTarget::Resident(r) => r.copy(gpu).and_then(|c| c.cuda_ptr()),
-        }
-    }
-
-    /// The simulated memory of that copy; `None` on CUDA or without a copy.
-    pub(crate) fn sim_memory(&self, gpu: usize, slot: usize) -> Option<Arc<SimMemory>> {
-        let sim = |p: &PhysBuf| match p {
-            PhysBuf::Sim(m) => Some(m.clone()),
-            PhysBuf::Cuda { .. } => None,
-        };
-        match self {
-            DevTarget::Virtual(b) => sim(b.phys(gpu, slot)),
-            #[cfg(feature = "resident")]
-            DevTarget::Resident(r) => r.copy(gpu).and_then(|c| sim(&c)),
-        }
-    }
-
     /// The scheduler that allocated it.
     pub(crate) fn sched_id(&self) -> u64 {
         match self {

@@ -145,7 +145,7 @@ impl Scheduler {
                 message: format!("{} parameters; at most 32 are supported", kernel.params.len()),
             });
         }
-        let functions = self.machine.load_kernel(&kernel)?;
+        let functions = self.machine.load_kernel(kernel.code(), kernel.twin.is_some())?;
         Ok(KernelHandle { inner: Arc::new(KernelInner::new(kernel, self.id, functions)) })
     }
 
@@ -177,7 +177,7 @@ impl Scheduler {
         }
         let (grid, block) = (grid.into(), block.into());
         let threads = u32::try_from(block.count()).unwrap_or(u32::MAX);
-        let wave = self.machine.waves(&kernel.inner, threads, shared_bytes)[gpu];
+        let wave = kernel.inner.waves(&self.machine, threads, shared_bytes)[gpu];
         Some(if wave == 0 { 1.0 } else { (grid.count() as f64 / wave as f64).min(1.0) })
     }
 

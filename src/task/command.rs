@@ -1,7 +1,8 @@
 //! Commands: the unit a dispatcher issues. A task is an ordered list of them, each of
 //! one stage; all are validated when added, so dispatch never meets a bad command.
 
-use crate::callback::{CpuFn, GpuFn};
+use crate::backend::op::Twin;
+use crate::callback::{CpuFn, GpuCallback};
 use crate::kernel::{ArgValue, KernelInner, LaunchShape};
 use crate::memory::{DevTarget, HostShared};
 #[cfg(feature = "resident")]
@@ -9,14 +10,8 @@ use crate::seam::{FetchPart, ResidentInner};
 use crate::stage::Stage;
 use std::sync::Arc;
 
-/// Direction of a copy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Direction {
-    /// Host to device ([`Stage::Download`]).
-    Download,
-    /// Device to host ([`Stage::Readback`]).
-    Readback,
-}
+/// Direction of a copy: the backend's, as a copy lowers to its copy operation.
+pub(crate) use crate::backend::op::Direction;
 
 /// A 1-D or 2-D copy between a host region and a device buffer, in bytes. A 1-D copy
 /// is one row (`height` = 1).
@@ -51,6 +46,9 @@ pub(crate) struct LaunchCmd {
     /// Per GPU: the blocks one full wave holds for this launch's shape (see
     /// `Machine::waves`), for [`LaunchCmd::fill`].
     pub(crate) waves: Arc<[u32]>,
+    /// The kernel's CPU twin bound to these arguments: what the sim runs (made when the
+    /// launch is added, so that lowering it costs no allocation).
+    pub(crate) twin: Arc<dyn Twin>,
 }
 
 impl LaunchCmd {
@@ -94,7 +92,7 @@ impl FetchCmd {
 /// One command of a task. Callbacks are `Option`s: taken when they run.
 pub(crate) enum Command {
     Cpu(Option<CpuFn>),
-    Gpu(Option<GpuFn>),
+    Gpu(Option<Box<GpuCallback>>),
     Copy(CopyCmd),
     Launch(LaunchCmd),
     #[cfg(feature = "resident")]

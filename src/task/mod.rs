@@ -10,8 +10,9 @@ pub(crate) mod buffer;
 pub(crate) mod builder;
 pub(crate) mod command;
 pub(crate) mod graph;
+pub(crate) mod lower;
 
-pub use buffer::Order;
+pub use crate::config::Order;
 
 use crate::ids::TaskId;
 use crate::memory::claims::Region;

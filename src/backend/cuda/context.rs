@@ -9,10 +9,9 @@
 
 use super::handle::Module;
 use super::{describe, driver, failed, nvrtc};
-use crate::backend::device::{Function, GpuInfo, PhysBuf};
+use crate::backend::device::{Function, GpuInfo, KernelCode, PhysBuf};
 use crate::backend::host_alloc::HostAlloc;
 use crate::config::Gpus;
-use crate::kernel::Kernel;
 use crate::report::Cleanup;
 use cudarc::driver::sys;
 use parking_lot::Mutex;
@@ -180,7 +179,7 @@ impl Machine {
             driver::init().map_err(|e| failed("cuInit", e))?;
             driver::device_get_count().map_err(|e| failed("cuDeviceGetCount", e))
         })
-        .map_err(|payload| format!("loading the CUDA driver: {}", crate::callback::panic_message(payload)))??;
+        .map_err(|payload| format!("loading the CUDA driver: {}", crate::error::panic_message(payload)))??;
         match usize::try_from(count) {
             Ok(n) if n > 0 => Ok(n),
             _ => Err("the CUDA driver reports no device".into()),
@@ -381,9 +380,9 @@ impl Machine {
     }
 
     /// Compiles `kernel` for each architecture present and loads it on every GPU.
-    pub(crate) fn load_kernel(&self, kernel: &Kernel) -> crate::Result<Vec<Function>> {
-        let entry = CString::new(kernel.name.clone()).map_err(|_| crate::Error::KernelInvalid {
-            kernel: kernel.name.clone(),
+    pub(crate) fn load_kernel(&self, kernel: KernelCode<'_>) -> crate::Result<Vec<Function>> {
+        let entry = CString::new(kernel.name).map_err(|_| crate::Error::KernelInvalid {
+            kernel: kernel.name.to_string(),
             message: "the name contains a NUL byte".into(),
         })?;
         let mut functions = Vec::with_capacity(self.gpus.len());
@@ -398,7 +397,7 @@ impl Machine {
             let func = module.get_function(&entry);
             self.modules.lock().push(module);
             let func = func.map_err(|e| crate::Error::KernelInvalid {
-                kernel: kernel.name.clone(),
+                kernel: kernel.name.to_string(),
                 message: format!(
                     "no entry point `{}` in the compiled module ({}); declare it extern \"C\" __global__",
                     kernel.name,

@@ -1,5 +1,6 @@
-//! Device-side execution of a window (`Execution::Device`): the window's
-//! tasks, each one kernel launch of the same block shape, run on the GPU by a
+//! Device-side execution of a window (`Execution::Device`), as its graph operation
+//! says it: the groups (the window's tasks), each one kernel launch of the same block
+//! shape, run on the GPU by a
 //! persistent kernel that takes ready tasks from a queue in device memory and counts
 //! their dependencies down (Giles' scheme, as the studies' `kernels/device_graph.cu`);
 //! no host call sits between two tasks.
@@ -18,13 +19,12 @@
 
 use super::context::Context;
 use super::executor_source::source;
-use super::gpu::{arg_value, issue_fault};
+use super::gpu::issue_fault;
 use super::handle::{Module, Stream};
 use super::{driver, failed};
+use crate::backend::device::KernelCode;
+use crate::backend::op::{GraphOp, LaunchOp, Op};
 use crate::backend::Fault;
-use crate::kernel::KernelInner;
-use crate::seam::Window;
-use crate::task::command::Command;
 use cudarc::driver::sys;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -67,24 +67,26 @@ impl DeviceRunner {
         DeviceRunner { ctx, executors: Vec::new(), refused: Vec::new(), buffer: 0, capacity: 0, image: Vec::new() }
     }
 
-    /// The executor for `kernels` (compiled and loaded at first use).
+    /// The executor for `kernels` (each with its identity: its loaded function;
+    /// compiled and loaded at first use).
     fn executor(
         &mut self,
         ctx: &Context,
         arch: &str,
-        kernels: &[Arc<KernelInner>],
+        kernels: &[(usize, KernelCode<'_>)],
         threads: u32,
     ) -> Result<usize, Fault> {
-        let ids: Vec<usize> = kernels.iter().map(|k| Arc::as_ptr(k) as usize).chain([threads as usize]).collect();
+        let ids: Vec<usize> = kernels.iter().map(|(id, _)| *id).chain([threads as usize]).collect();
         if let Some(i) = self.executors.iter().position(|e| e.kernels == ids) {
             return Ok(i);
         }
         if self.refused.contains(&ids) {
             return Err(Fault::task("the device-side executor of these kernels did not build"));
         }
-        let defs: Vec<&crate::Kernel> = kernels.iter().map(|k| &k.def).collect();
-        let def = crate::Kernel::new("chariot_device_window", source(&defs));
-        let image = match super::nvrtc::compile(&def, arch) {
+        let codes: Vec<KernelCode<'_>> = kernels.iter().map(|(_, c)| *c).collect();
+        let src = source(&codes);
+        let def = KernelCode { name: "chariot_device_window", source: &src, params: &[] };
+        let image = match super::nvrtc::compile(def, arch) {
             Ok(image) => image,
             Err(e) => {
                 self.refused.push(ids);
@@ -111,48 +113,60 @@ impl DeviceRunner {
         Ok(self.executors.len() - 1)
     }
 
-    /// The window's kernels (each once) and its block shape; an error for a task that
-    /// is not one kernel launch.
-    fn kernels_of(w: &Window) -> Result<(Vec<Arc<KernelInner>>, BlockShape), Fault> {
-        let mut kernels: Vec<Arc<KernelInner>> = Vec::new();
+    /// Each group's launch (an error for a group that is not one kernel launch).
+    fn launches<'g>(g: &'g GraphOp<'_>) -> Result<Vec<&'g LaunchOp<'g>>, Fault> {
+        let mut at = 0;
+        let mut launches = Vec::with_capacity(g.groups.len());
+        for group in &g.groups {
+            match (group.nodes, g.nodes.get(at).map(|n| &n.op)) {
+                (1, Some(Op::Launch(l))) => launches.push(l),
+                _ => return Err(Fault::task("a device-side window holds a task that is not one kernel launch")),
+            }
+            at += group.nodes;
+        }
+        Ok(launches)
+    }
+
+    /// The kernels of `launches` (each once, with its identity) and their block shape.
+    fn kernels_of<'a>(launches: &[&LaunchOp<'a>]) -> Result<(Vec<(usize, KernelCode<'a>)>, BlockShape), Fault> {
+        let mut kernels: Vec<(usize, KernelCode<'a>)> = Vec::new();
         let mut block = (1, 1, 1);
-        for t in &w.tasks {
-            let [Command::Launch(l)] = t.commands.as_slice() else {
-                return Err(Fault::task("a device-side window holds a task that is not one kernel launch"));
-            };
-            block = (l.shape.block.x, l.shape.block.y, l.shape.block.z);
-            if !kernels.iter().any(|k| Arc::ptr_eq(k, &l.kernel)) {
-                kernels.push(l.kernel.clone());
+        for l in launches {
+            let id = l.func.ok_or("kernel not loaded on this GPU")?.func as usize;
+            block = l.block;
+            if !kernels.iter().any(|(k, _)| *k == id) {
+                kernels.push((id, l.code));
             }
         }
         Ok((kernels, block))
     }
 
-    /// Whether `w` can run here: its executor compiles and loads (once per set of
+    /// Whether `g` can run here: its executor compiles and loads (once per set of
     /// kernels and block shape). Nothing is enqueued; where not, the window replays.
-    pub(crate) fn can_run(&mut self, ctx: &Context, arch: &str, w: &Window) -> Result<(), Fault> {
-        let (kernels, block) = Self::kernels_of(w)?;
+    pub(crate) fn can_run(&mut self, ctx: &Context, arch: &str, g: &GraphOp<'_>) -> Result<(), Fault> {
+        let (kernels, block) = Self::kernels_of(&Self::launches(g)?)?;
         self.executor(ctx, arch, &kernels, block.0 * block.1 * block.2).map(|_| ())
     }
 
-    /// Uploads `w`'s image and launches its executor on `stream`.
-    pub(crate) fn launch(&mut self, ctx: &Context, arch: &str, w: &Window, stream: &Stream) -> Result<(), Fault> {
+    /// Uploads `g`'s image and launches its executor on `stream`.
+    pub(crate) fn launch(&mut self, ctx: &Context, arch: &str, g: &GraphOp<'_>, stream: &Stream) -> Result<(), Fault> {
         let stream_raw = stream.raw();
-        let gpu = ctx.index;
-        let (kernels, block) = Self::kernels_of(w)?;
+        let launches = Self::launches(g)?;
+        let (kernels, block) = Self::kernels_of(&launches)?;
         let threads = block.0 * block.1 * block.2;
         let ex = self.executor(ctx, arch, &kernels, threads)?;
-        let (n, m) = (w.tasks.len(), w.preds.iter().map(|p| p.len()).sum::<usize>());
+        let preds: Vec<&[u32]> = g.groups.iter().map(|gr| gr.after).collect();
+        let (n, m) = (preds.len(), preds.iter().map(|p| p.len()).sum::<usize>());
         // The image, as the kernel's comment lays it out; then the argument words.
         let mut words: Vec<i32> = Vec::with_capacity(CONTROL + 3 * n + 1 + m + ROW * n);
         words.extend([0; CONTROL]);
-        words.extend(w.preds.iter().map(|p| p.len() as i32));
-        let roots: Vec<i32> = (0..n).filter(|&t| w.preds[t].is_empty()).map(|t| t as i32).collect();
+        words.extend(preds.iter().map(|p| p.len() as i32));
+        let roots: Vec<i32> = (0..n).filter(|&t| preds[t].is_empty()).map(|t| t as i32).collect();
         words[1] = roots.len() as i32;
         words.extend(roots.iter().copied().chain(std::iter::repeat(-1)).take(n));
         let mut succ: Vec<Vec<i32>> = vec![Vec::new(); n];
-        for (t, p) in w.preds.iter().enumerate() {
-            for &q in p {
+        for (t, p) in preds.iter().enumerate() {
+            for &q in p.iter() {
                 succ[q as usize].push(t as i32);
             }
         }
@@ -164,14 +178,12 @@ impl DeviceRunner {
         words.push(at);
         succ.iter().for_each(|s| words.extend(s));
         let mut args: Vec<u64> = Vec::new();
-        for (t, task) in w.tasks.iter().enumerate() {
-            let [Command::Launch(l)] = task.commands.as_slice() else { unreachable!("checked above") };
-            let k = kernels.iter().position(|k| Arc::ptr_eq(k, &l.kernel)).unwrap_or(0);
-            let g = l.shape.grid;
-            words.extend([k as i32, g.x as i32, g.y as i32, g.z as i32, args.len() as i32]);
-            for a in l.args.iter() {
-                args.push(arg_value(a, gpu, w.lanes[t] as usize)?);
-            }
+        for l in &launches {
+            let id = l.func.map_or(0, |f| f.func as usize);
+            let k = kernels.iter().position(|(k, _)| *k == id).unwrap_or(0);
+            let (x, y, z) = l.grid;
+            words.extend([k as i32, x as i32, y as i32, z as i32, args.len() as i32]);
+            args.extend_from_slice(l.args);
         }
         let args_at = (words.len() * 4).div_ceil(8) * 8;
         let bytes = args_at + args.len() * 8;
@@ -191,7 +203,7 @@ impl DeviceRunner {
         let mut level = vec![0usize; n];
         let mut per_level = vec![0usize; n.max(1)];
         for t in 0..n {
-            level[t] = w.preds[t].iter().map(|&p| level[p as usize] + 1).max().unwrap_or(0);
+            level[t] = preds[t].iter().map(|&p| level[p as usize] + 1).max().unwrap_or(0);
             per_level[level[t]] += 1;
         }
         let width = per_level.iter().copied().max().unwrap_or(1).max(1);
@@ -213,10 +225,7 @@ impl DeviceRunner {
             &mut args_ptr as *mut u64 as *mut c_void,
         ];
         let func = self.executors[ex].func;
-        let shared = w.tasks.iter().filter_map(|t| match t.commands.first() {
-            Some(Command::Launch(l)) => Some(l.shape.shared_bytes),
-            _ => None,
-        });
+        let shared = launches.iter().map(|l| l.shared_bytes);
         // SAFETY: the executor's function, loaded in this context (current) until the
         // runner drops; its four parameters (int*, int, int, unsigned long long*) point
         // at live locals of those sizes (copied at the call); the image buffer stays

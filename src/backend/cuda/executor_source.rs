@@ -9,11 +9,11 @@
 //! argument words, and the persistent kernel `chariot_device_window`, whose image
 //! layout `device_window.rs` writes.
 
-use crate::kernel::Kernel;
+use crate::backend::device::KernelCode;
 
 /// The executor's source for `kernels` (their registered CUDA C made device
 /// functions, case `i` of the dispatch calling `kernels[i]`): `chariot_device_window`.
-pub(crate) fn source(kernels: &[&Kernel]) -> String {
+pub(crate) fn source(kernels: &[KernelCode<'_>]) -> String {
     let mut s = String::from(
         "// chariot: device-side window executor (generated)\n\
          __shared__ uint3 chariot_block_idx;\n\
@@ -24,8 +24,8 @@ pub(crate) fn source(kernels: &[&Kernel]) -> String {
     // Each distinct source once (two kernels registered from one source share it).
     let mut seen: Vec<&str> = Vec::new();
     for k in kernels {
-        if !seen.contains(&k.source.as_str()) {
-            seen.push(&k.source);
+        if !seen.contains(&k.source) {
+            seen.push(k.source);
             s.push_str(&k.source.replace("__global__", "__device__"));
             s.push('\n');
         }
@@ -125,6 +125,7 @@ extern "C" __global__ void chariot_device_window(int* image, int n, int m, unsig
 #[cfg(test)]
 mod test {
     use super::*;
+    use crate::kernel::Kernel;
 
     /// The two kernels of one source and one of another that the golden and compile
     /// tests use: typed pointers and scalars, `blockIdx`, `gridDim`, shared memory and
@@ -171,7 +172,11 @@ mod test {
             r#"extern "C" __global__ void twice(float* x, unsigned n) {
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 2.0f; }"#,
         );
-        golden("executor_one_kernel.cu", include_str!("../../../tests/golden/executor_one_kernel.cu"), &source(&[&k]));
+        golden(
+            "executor_one_kernel.cu",
+            include_str!("../../../tests/golden/executor_one_kernel.cu"),
+            &source(&[k.code()]),
+        );
     }
 
     /// Two kernels of one source (the source once, both cases) and one of another.
@@ -181,7 +186,7 @@ mod test {
         golden(
             "executor_shared_source.cu",
             include_str!("../../../tests/golden/executor_shared_source.cu"),
-            &source(&[&a, &b, &c]),
+            &source(&[a.code(), b.code(), c.code()]),
         );
     }
 
@@ -190,7 +195,7 @@ mod test {
     #[test]
     fn kernel_order_decides_the_cases() {
         let [a, b, c] = three();
-        let src = source(&[&c, &b, &a]);
+        let src = source(&[c.code(), b.code(), a.code()]);
         assert!(src.contains("    case 0: chariot_call(&spin, w); break;\n"), "{src}");
         assert!(src.contains("    case 1: chariot_call(&fill, w); break;\n"), "{src}");
         assert!(src.contains("    case 2: chariot_call(&twice, w); break;\n"), "{src}");
@@ -204,10 +209,10 @@ mod test {
     #[ignore = "needs libnvrtc (CUDA toolkit's lib64 on LD_LIBRARY_PATH)"]
     fn the_executor_compiles() {
         let [a, b, c] = three();
-        let src = source(&[&a, &b, &c]);
+        let src = source(&[a.code(), b.code(), c.code()]);
         assert_eq!(src.matches("extern \"C\" __device__ void twice").count(), 1, "{src}");
         let def = Kernel::new("chariot_device_window", src);
-        if let Err(e) = crate::backend::cuda::nvrtc::compile(&def, "sm_90") {
+        if let Err(e) = crate::backend::cuda::nvrtc::compile(def.code(), "sm_90") {
             panic!("{e}");
         }
     }

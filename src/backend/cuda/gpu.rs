@@ -1,30 +1,23 @@
 //! One dispatcher's CUDA GPU: S non-blocking streams, a pair of timing events per stream
-//! slot, and the issue/poll pair the dispatcher drives. Everything here runs on the
+//! slot, and the issue/poll pair the dispatcher drives: a command arrives as its device
+//! operations (`backend::op`), each one driver call (or a host function), between the
+//! slot's events; a window as a graph operation. Everything here runs on the
 //! dispatcher's own thread, with the GPU's context current.
 
 use super::context::Context;
 use super::driver;
 use super::failed;
 use super::handle::{Event, Stream};
-use crate::backend::device::PhysBuf;
-use crate::backend::{DriverNs, Fault, GraphUse, Reach, Span};
-use crate::callback::{run_caught, CallInfo, GpuCall, GpuCallOn};
-use crate::kernel::ArgValue;
-#[cfg(feature = "resident")]
-use crate::seam::Source;
 #[cfg(feature = "replay")]
-use crate::seam::Window;
-#[cfg(feature = "resident")]
-use crate::task::command::FetchCmd;
-use crate::task::command::{Command, CopyCmd, Direction};
+use crate::backend::op::GraphOp;
+use crate::backend::op::{CopyOp, Direction, HostAt, Op, Tag, MAX_PARAMS};
+use crate::backend::{DriverNs, Fault, GraphUse, Reach, Span};
+use crate::stage::Stage;
 use cudarc::driver::result::DriverError;
 use cudarc::driver::sys;
 use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// Kernel parameters at most (a launch with more is refused when added).
-pub(crate) const MAX_PARAMS: usize = 32;
 
 /// One dispatcher's GPU.
 pub(crate) struct Gpu {
@@ -36,9 +29,11 @@ pub(crate) struct Gpu {
     end: Vec<Event>,
     base: Event,
     base_ns: u64,
-    /// Launch argument storage, reused: cuLaunchKernel copies the values at the call.
-    values: [u64; MAX_PARAMS],
+    /// Launch argument pointers, reused: cuLaunchKernel copies the values at the call.
     pointers: [*mut c_void; MAX_PARAMS],
+    /// The command being issued: when it began, and its operations enqueued so far.
+    began: Instant,
+    ops_in: usize,
     /// Device timestamps: a timing event before and after each command. Off by default:
     /// on an H100 (driver 580) timing events serialised commands of different streams
     /// (a kernel waited for another stream's copy; 25.9 ms against 16.8 ms for the same
@@ -48,9 +43,9 @@ pub(crate) struct Gpu {
     epoch: Instant,
     /// Per slot: when its command was issued, and its stage.
     issued_ns: Vec<u64>,
-    stage: Vec<crate::stage::Stage>,
+    stage: Vec<Stage>,
     /// Per stage: when the last command of that stage was seen to complete.
-    last_end_ns: [u64; crate::stage::Stage::K],
+    last_end_ns: [u64; Stage::K],
     /// NVTX ranges, when asked for.
     ranges: Option<super::nvtx::Ranges>,
     /// Replayed windows' graphs (made at the first window), and whether one is in
@@ -122,31 +117,6 @@ pub(super) fn issue_fault(call: &str) -> impl Fn(DriverError) -> Fault + '_ {
     }
 }
 
-/// A launch argument's value on GPU `gpu`, stream slot `slot`, in the low bytes of
-/// its 8-byte slot (little-endian), which is where the driver reads a 4-byte
-/// parameter from.
-pub(super) fn arg_value(a: &ArgValue, gpu: usize, slot: usize) -> Result<u64, Fault> {
-    Ok(match a {
-        ArgValue::Buffer(b) => match b.phys(gpu, slot) {
-            PhysBuf::Cuda { ptr, .. } => *ptr,
-            PhysBuf::Sim(_) => return Err("simulated buffer passed to a CUDA kernel".into()),
-        },
-        #[cfg(feature = "resident")]
-        ArgValue::Resident { buf, bytes, .. } => match buf.copy(gpu).and_then(|c| c.cuda_ptr()) {
-            Some(ptr) => ptr + bytes.start as u64,
-            None => return Err("resident buffer without a copy on this GPU".into()),
-        },
-        #[cfg(feature = "resident")]
-        ArgValue::BadRange(m) => return Err(m.clone().into()),
-        ArgValue::I32(v) => *v as u32 as u64,
-        ArgValue::U32(v) => *v as u64,
-        ArgValue::I64(v) => *v as u64,
-        ArgValue::U64(v) => *v,
-        ArgValue::F32(v) => v.to_bits() as u64,
-        ArgValue::F64(v) => v.to_bits(),
-    })
-}
-
 impl Gpu {
     pub(crate) fn open(
         ctx: Arc<Context>,
@@ -178,13 +148,14 @@ impl Gpu {
             end,
             base,
             base_ns: 0,
-            values: [0; MAX_PARAMS],
             pointers: [std::ptr::null_mut(); MAX_PARAMS],
+            began: Instant::now(),
+            ops_in: 0,
             timing,
             epoch,
             issued_ns: vec![0; streams],
-            stage: vec![crate::stage::Stage::Kernel; streams],
-            last_end_ns: [0; crate::stage::Stage::K],
+            stage: vec![Stage::Kernel; streams],
+            last_end_ns: [0; Stage::K],
             ranges: nvtx.map(|n| super::nvtx::Ranges::new(n, streams)),
             #[cfg(feature = "replay")]
             replayer: None,
@@ -203,6 +174,11 @@ impl Gpu {
             }
         }
         Ok(gpu)
+    }
+
+    /// The GPU's index in the machine's list.
+    pub(crate) fn index(&self) -> usize {
+        self.ctx.index
     }
 
     pub(crate) fn bind_thread(&self) -> Result<(), String> {
@@ -224,82 +200,119 @@ impl Gpu {
         }
     }
 
-    pub(crate) fn issue(
-        &mut self,
-        j: usize,
-        cmd: &mut Command,
-        info: CallInfo,
-        command: usize,
-    ) -> Result<DriverNs, Fault> {
-        let t0 = Instant::now();
-        let stream = self.streams[j].raw();
+    /// Begins a command of stage `stage` on slot `j` (which has nothing in flight):
+    /// its start event and NVTX range. Its operations follow ([`Gpu::op`]), then
+    /// [`Gpu::end`].
+    pub(crate) fn begin(&mut self, j: usize, tag: Tag, stage: Stage) -> Result<(), Fault> {
+        self.began = Instant::now();
+        self.ops_in = 0;
         if self.timing {
             // The slot has no command in flight, so its events are free to record again.
             self.start[j].record(&self.streams[j]).map_err(issue_fault("cuEventRecord"))?;
         }
         self.issued_ns[j] = self.epoch.elapsed().as_nanos() as u64;
-        self.stage[j] = cmd.stage();
+        self.stage[j] = stage;
         if let Some(r) = &mut self.ranges {
-            r.start(j, info.task.0, cmd.stage(), command);
+            r.start(j, tag.task.0, stage, tag.command);
         }
-        match cmd {
-            Command::Copy(c) => self.copy(j, c)?,
-            Command::Launch(l) => {
+        Ok(())
+    }
+
+    /// Enqueues one operation of the command begun on slot `j`.
+    pub(crate) fn op(&mut self, j: usize, op: Op<'_>) -> Result<(), Fault> {
+        let stream = self.streams[j].raw();
+        let gpu = self.ctx.index;
+        match op {
+            Op::Copy(c) => self.copy(stream, &c)?,
+            Op::Upload(u) => {
+                let at = u.dst.cuda_ptr().ok_or_else(|| Fault::task("an upload's destination is not CUDA memory"))?;
+                // SAFETY: this GPU's context is current and `stream` is its; the
+                // destination range lies in the allocation (the lowering took it from
+                // the buffer's extent), which the operation's owner keeps alive and no
+                // other command writes meanwhile; the source is borrowed (and locked by
+                // the lowering) for this call, and pageable memory is staged by the
+                // driver before the call returns.
+                unsafe {
+                    driver::memcpy_htod_async(
+                        at + u.dst_offset as u64,
+                        u.src.as_ptr() as *const c_void,
+                        u.src.len(),
+                        stream,
+                    )
+                }
+                .map_err(issue_fault("cuMemcpyHtoDAsync"))?
+            }
+            Op::Peer(p) => {
+                let dst =
+                    p.dst.cuda_ptr().ok_or_else(|| Fault::task("a peer copy's destination is not CUDA memory"))?;
+                let src = p.src.cuda_ptr().ok_or_else(|| Fault::task("a peer copy's source is not CUDA memory"))?;
+                // SAFETY: this GPU's context is current and `stream` is its; both ranges
+                // lie in their allocations (the lowering took them from the buffer's
+                // extent); the source is a live copy of another GPU that its owner
+                // counts as used until this command completes, unwritten until then,
+                // and the destination is written by no other command meanwhile.
+                unsafe { driver::memcpy_async(dst + p.dst_offset as u64, src + p.src_offset as u64, p.bytes, stream) }
+                    .map_err(issue_fault("cuMemcpyAsync"))?
+            }
+            Op::Fill(f) => {
+                let at = f.dst.cuda_ptr().ok_or_else(|| Fault::task("a fill's destination is not CUDA memory"))?;
+                // SAFETY: this GPU's context is current and `stream` is its; the range
+                // lies in the allocation, which its owner keeps alive and no other
+                // command writes meanwhile.
+                unsafe { driver::memset_d8_async(at + f.offset as u64, 0, f.bytes, stream) }
+                    .map_err(issue_fault("cuMemsetD8Async"))?
+            }
+            Op::Launch(l) => {
                 let n = l.args.len();
                 if n > MAX_PARAMS {
                     return Err(format!("{n} kernel arguments; at most {MAX_PARAMS} are supported").into());
                 }
-                for (i, a) in l.args.iter().enumerate() {
-                    self.values[i] = arg_value(a, info.gpu, j)?;
-                    self.pointers[i] = &mut self.values[i] as *mut u64 as *mut c_void;
+                // The driver only reads the values (it copies them at the call).
+                for (p, v) in self.pointers.iter_mut().zip(l.args) {
+                    *p = v as *const u64 as *mut c_void;
                 }
-                let func = l.kernel.functions.get(info.gpu).ok_or("kernel not loaded on this GPU")?.func;
-                let s = l.shape;
+                let func = l.func.ok_or("kernel not loaded on this GPU")?.func;
                 // SAFETY: `func` is loaded in this context (its module stays loaded until
                 // the Machine drops, after the dispatchers), which is current on this
-                // thread, and `stream` is this GPU's; `pointers[..n]` point at `values`,
+                // thread, and `stream` is this GPU's; `pointers[..n]` point at the words,
                 // one 8-byte slot per argument (the driver reads a parameter's size from
-                // it); the argument kinds were checked against the kernel's declared
-                // parameters when the launch was added; every pointer parameter is a live
-                // allocation of this GPU held by the command's Arc until the task ends,
-                // after the kernel, and the task's claims keep other access away.
+                // it, and copies the values at the call); the argument kinds were checked
+                // against the kernel's declared parameters when the launch was added;
+                // every pointer parameter is a live allocation of this GPU held by the
+                // operation's owner until it completes, after the kernel, and the
+                // owner's claims keep other access away.
                 unsafe {
-                    driver::launch_kernel(
-                        func,
-                        (s.grid.x, s.grid.y, s.grid.z),
-                        (s.block.x, s.block.y, s.block.z),
-                        s.shared_bytes,
-                        stream,
-                        &mut self.pointers[..n],
-                    )
+                    driver::launch_kernel(func, l.grid, l.block, l.shared_bytes, stream, &mut self.pointers[..n])
                 }
                 .map_err(issue_fault("cuLaunchKernel"))?;
             }
-            Command::Gpu(f) => {
-                let f = f.take().ok_or("GPU callback already ran")?;
-                let mut call = GpuCall {
-                    info,
-                    on: GpuCallOn::Cuda { stream },
-                    #[cfg(feature = "resident")]
-                    resident: None,
-                };
-                run_caught(|| f(&mut call))?;
-            }
-            #[cfg(feature = "resident")]
-            Command::Fetch(f) => self.fetch(j, f)?,
-            Command::Cpu(_) => return Err("CPU callbacks do not run on a GPU".into()),
+            Op::Host(f) => f.run(HostAt { gpu, slot: j, stream: Some(stream) })?,
         }
-        self.end[j].record(&self.streams[j]).map_err(issue_fault("cuEventRecord"))?;
-        Ok(t0.elapsed().as_nanos() as u64)
+        self.ops_in += 1;
+        Ok(())
     }
 
-    fn copy(&mut self, j: usize, c: &CopyCmd) -> Result<(), Fault> {
-        let stream = self.streams[j].raw();
-        let gpu = self.ctx.index;
-        let Some(dev) = c.dev.cuda_ptr(gpu, j) else {
+    /// Ends the command begun on slot `j`: its end event, which `poll` queries.
+    /// Returns the time spent issuing it.
+    pub(crate) fn end(&mut self, j: usize) -> Result<DriverNs, Fault> {
+        self.end[j].record(&self.streams[j]).map_err(issue_fault("cuEventRecord"))?;
+        Ok(self.began.elapsed().as_nanos() as u64)
+    }
+
+    /// The command begun on slot `j` failed before its end: the operations already
+    /// enqueued still run, so wait for them before what they use is given back with
+    /// the failure (a fetch's source copies).
+    pub(crate) fn abandon(&mut self, j: usize) {
+        if self.ops_in > 0 {
+            let _ = self.streams[j].synchronize();
+        }
+    }
+
+    fn copy(&mut self, stream: sys::CUstream, c: &CopyOp<'_>) -> Result<(), Fault> {
+        let Some(dev) = c.dev.cuda_ptr() else {
             return Err(Fault::task("a CUDA copy's device buffer has no CUDA memory on this GPU"));
         };
-        let host = c.host.alloc.as_ptr();
+        let host = c.host.alloc().as_ptr();
         // SAFETY: (both arms) this GPU's context is current and `stream` is its; the
         // host block is pinned and covers the region (checked at build, which also keeps
         // `host.add` in the block), and the task's claim keeps conflicting access away until the task
@@ -348,79 +361,20 @@ impl Gpu {
         Ok(())
     }
 
-    /// Issues a fetch's copies to this GPU's copy of a resident buffer: from another
-    /// GPU's copy (`cuMemcpyAsync` over unified addresses: a peer copy where peer access
-    /// is on, staged through the host by the driver where not), from the host shadow, or
-    /// a zero fill.
-    #[cfg(feature = "resident")]
-    fn fetch(&mut self, j: usize, f: &FetchCmd) -> Result<(), Fault> {
-        let stream = self.streams[j].raw();
-        let gpu = self.ctx.index;
-        let ptr = |g: usize| f.buf.copy(g).and_then(|c| c.cuda_ptr());
-        let dst = ptr(gpu).ok_or_else(|| Fault::task("resident buffer without a copy on this GPU"))?;
-        let issued = self.fetch_parts(stream, f, dst, &ptr);
-        if issued.is_err() {
-            // The parts already enqueued still run: wait for them before the plan's pins
-            // (the source copies) are given back with the failure.
-            let _ = self.streams[j].synchronize();
-        }
-        issued
-    }
-
-    #[cfg(feature = "resident")]
-    fn fetch_parts(
-        &self,
-        stream: sys::CUstream,
-        f: &FetchCmd,
-        dst: u64,
-        ptr: &dyn Fn(usize) -> Option<u64>,
-    ) -> Result<(), Fault> {
-        for part in &f.plan {
-            let r = f.buf.bytes_of(&part.pieces);
-            let at = dst + r.start as u64;
-            // SAFETY: (each arm) this GPU's context is current and `stream` is its;
-            // `at..at + len` lies in this GPU's copy (the plan's pieces
-            // are in the buffer), which the task's binding keeps alive and which no
-            // other command writes meanwhile (the pieces are pending here: no other fetch
-            // copies them, and writers run after this task); the source is a live copy of
-            // another GPU that the plan counts as used until the fetch completes, valid
-            // and unwritten until then (writers run after the readers), or the shadow,
-            // locked while the driver stages it (pageable memory: the call returns once
-            // the bytes are staged).
-            unsafe {
-                match part.from {
-                    Source::Gpu(h) => {
-                        let src = ptr(h).ok_or_else(|| Fault::task("resident source copy gone"))? + r.start as u64;
-                        driver::memcpy_async(at, src, r.len(), stream).map_err(issue_fault("cuMemcpyAsync"))?
-                    }
-                    Source::Host => {
-                        let shadow = f.buf.shadow();
-                        let src = shadow.get(r.clone()).ok_or_else(|| Fault::task("resident shadow too short"))?;
-                        driver::memcpy_htod_async(at, src.as_ptr() as *const c_void, r.len(), stream)
-                            .map_err(issue_fault("cuMemcpyHtoDAsync"))?
-                    }
-                    Source::Zero => {
-                        driver::memset_d8_async(at, 0, r.len(), stream).map_err(issue_fault("cuMemsetD8Async"))?
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Whether `w` may be issued behind the windows in flight: not a device-side run
-    /// with another window in flight (the executor's image is one per GPU), nor any
-    /// window behind a device-side run.
+    /// Whether a window (`device`: run on the device) may be issued behind the
+    /// windows in flight: not a device-side run with another window in flight (the
+    /// executor's image is one per GPU), nor any window behind a device-side run.
     #[cfg(feature = "replay")]
-    pub(crate) fn can_issue_window(&self, w: &Window) -> bool {
-        self.flights.is_empty() || (!w.device && self.flights.iter().all(|(_, u)| *u != GraphUse::Device))
+    pub(crate) fn can_issue_window(&self, device: bool) -> bool {
+        self.flights.is_empty() || (!device && self.flights.iter().all(|(_, u)| *u != GraphUse::Device))
     }
 
-    /// Launches window `w` as one graph on slot 0's stream (every slot is idle while
-    /// windows run), behind the windows in flight. Returns the time in driver calls and
-    /// how the graph was had.
+    /// Launches graph `g` (a window) on slot 0's stream (every slot is idle while
+    /// windows run), behind the windows in flight: on the device where it asks and can,
+    /// else as one CUDA graph. Returns the time in driver calls and how the graph was
+    /// had.
     #[cfg(feature = "replay")]
-    pub(crate) fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault> {
+    pub(crate) fn issue_window(&mut self, g: &GraphOp<'_>) -> Result<(DriverNs, GraphUse), Fault> {
         let t0 = Instant::now();
         let as_fault =
             |e: crate::report::DriverError| Fault { message: e.to_string(), reach: Reach::Task, driver: Some(e) };
@@ -431,13 +385,13 @@ impl Gpu {
         completion.launching(self.epoch);
         let stream = &self.streams[0];
         let mut used = None;
-        if w.device {
+        if g.device {
             let ctx = &self.ctx;
             let runner = self.runner.get_or_insert_with(|| super::device_window::DeviceRunner::new(ctx.clone()));
             // A set of kernels the executor cannot be built from (a source that does
             // not compile as device functions) replays as a graph instead.
-            if runner.can_run(&self.ctx, &self.arch, w).is_ok() {
-                runner.launch(&self.ctx, &self.arch, w, stream)?;
+            if runner.can_run(&self.ctx, &self.arch, g).is_ok() {
+                runner.launch(&self.ctx, &self.arch, g, stream)?;
                 used = Some(GraphUse::Device);
             }
         }
@@ -445,7 +399,7 @@ impl Gpu {
             Some(u) => u,
             None => {
                 let replayer = self.replayer.get_or_insert_with(super::replay::Replayer::new);
-                match replayer.launch(&self.ctx, w, stream) {
+                match replayer.launch(&self.ctx, g, stream) {
                     Ok(u) => u,
                     Err(f) => {
                         self.spare.push(completion);
@@ -495,7 +449,7 @@ impl Gpu {
             }
             Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_READY)) => None,
             Err(e) => {
-                let kernel = self.stage[j] == crate::stage::Stage::Kernel;
+                let kernel = self.stage[j] == Stage::Kernel;
                 let error = failed("cuEventQuery", e);
                 Some(Err(Fault { message: error.to_string(), reach: reach(e, kernel), driver: Some(error) }))
             }

@@ -3,7 +3,7 @@
 //! errors come back with NVRTC's log.
 
 use super::driver::nvrtc as raw;
-use crate::kernel::Kernel;
+use crate::backend::device::KernelCode;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -18,41 +18,27 @@ fn cache() -> &'static Cache {
 
 /// The cubin of `kernel` for `arch` (e.g. `"sm_90"`), compiled by NVRTC with the
 /// options chariot loads kernels with, once per (name, source, arch) in the process, and
-/// kept on disk for later processes (`CHARIOT_KERNEL_CACHE` names the directory, `off`
-/// turns it off; by default `$XDG_CACHE_HOME/chariot/kernels` or
-/// `~/.cache/chariot/kernels`): for
-/// code that runs a kernel beside chariot, such as the hand-written pipelines it is
-/// measured against. Needs libnvrtc at run time ([`Error::KernelCompile`](crate::Error::KernelCompile)
-/// without it, or with NVRTC's log for a kernel that does not compile).
-///
-/// ```
-/// use chariot::{Error, Kernel};
-/// use chariot::cuda::compile_cubin;
-/// let k = Kernel::new("nop", "extern \"C\" __global__ void nop() {}");
-/// match compile_cubin(&k, "sm_90") {
-///     Ok(cubin) => assert!(!cubin.is_empty()),
-///     Err(e) => assert!(matches!(e, Error::KernelCompile { .. }), "{e}"), // no libnvrtc here
-/// }
-/// ```
-pub fn compile(kernel: &Kernel, arch: &str) -> crate::Result<Arc<Vec<u8>>> {
-    let key = (kernel.name.clone(), kernel.source.clone(), arch.to_string());
+/// kept on disk for later processes (see `chariot::cuda::compile_cubin`).
+pub(crate) fn compile(kernel: KernelCode<'_>, arch: &str) -> crate::Result<Arc<Vec<u8>>> {
+    let key = (kernel.name.to_string(), kernel.source.to_string(), arch.to_string());
     if let Some(image) = cache().lock().get(&key) {
         return Ok(image.clone());
     }
-    let fail = |log: String| crate::Error::KernelCompile { kernel: kernel.name.clone(), arch: arch.to_string(), log };
+    let fail =
+        |log: String| crate::Error::KernelCompile { kernel: kernel.name.to_string(), arch: arch.to_string(), log };
     if !raw::is_present() {
         return Err(fail("libnvrtc was not found: add the CUDA toolkit's lib64 to LD_LIBRARY_PATH".into()));
     }
     let options = [format!("--gpu-architecture={arch}"), "--std=c++17".to_string()];
     let disk_key = raw::version()
         .ok()
-        .map(|version| super::kernel_cache::Key::new(&kernel.name, &kernel.source, arch, &options, version));
+        .map(|version| super::kernel_cache::Key::new(kernel.name, kernel.source, arch, &options, version));
     if let Some(image) = disk_key.as_ref().and_then(super::kernel_cache::load) {
         let image = Arc::new(image);
         cache().lock().insert(key, image.clone());
         return Ok(image);
     }
-    let src = CString::new(kernel.source.clone()).map_err(|_| fail("the source contains a NUL byte".into()))?;
+    let src = CString::new(kernel.source).map_err(|_| fail("the source contains a NUL byte".into()))?;
     let name = CString::new(format!("{}.cu", kernel.name)).map_err(|_| fail("the name contains a NUL byte".into()))?;
     // SAFETY: `src` and `name` live until the end of this function, after the program
     // is destroyed below.

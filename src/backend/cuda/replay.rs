@@ -1,7 +1,7 @@
-//! Replay of a window (`task::window`) as one CUDA graph: a node per command (a kernel
-//! node per launch, a memcpy node per copy), each command after the one before it in
-//! its task and a task's first command after the last of every task it runs after.
-//! The executable graph is kept per structure (the window's key): a window of a known
+//! Replay of a graph operation (a window, lowered by `ext::replay::window`) as one CUDA
+//! graph: a kernel node per launch, a memcpy node per copy, each node after the one
+//! before it in its group and a group's first node after the last of every group it
+//! runs after. The executable graph is kept per structure (the graph's key): one of a known
 //! structure sets only the nodes whose parameters changed
 //! (`cuGraphExecKernelNodeSetParams`, `cuGraphExecMemcpyNodeSetParams`) and launches,
 //! so a repeated batch costs one `cuGraphLaunch` plus an event; an unknown one is built
@@ -9,11 +9,10 @@
 //! command's is (`completion.rs`).
 
 use super::context::Context;
-use super::gpu::{arg_value, issue_fault};
+use super::gpu::issue_fault;
 use super::handle::{Graph, GraphExec, Stream};
+use crate::backend::op::{CopyOp, Direction, GraphOp, Op};
 use crate::backend::{Fault, GraphUse};
-use crate::seam::Window;
-use crate::task::command::{Command, CopyCmd, Direction};
 use cudarc::driver::sys;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -73,45 +72,38 @@ impl Replayer {
         Replayer { kept: Vec::new(), scratch: Nodes::default() }
     }
 
-    /// The parameters of every command of `w` on GPU `gpu`, each task on its lane's
-    /// copies of the virtual buffers.
-    fn params(&mut self, w: &Window, gpu: usize) -> Result<(), Fault> {
+    /// The parameters of every node of `g`.
+    fn params(&mut self, g: &GraphOp<'_>) -> Result<(), Fault> {
         let Nodes { params, args } = &mut self.scratch;
         params.clear();
         args.clear();
-        for (t, task) in w.tasks.iter().enumerate() {
-            let lane = w.lanes[t] as usize;
-            for cmd in &task.commands {
-                let p = match cmd {
-                    Command::Launch(l) => {
-                        let at = args.len() as u32;
-                        for a in l.args.iter() {
-                            args.push(arg_value(a, gpu, lane)?);
-                        }
-                        let func = l.kernel.functions.get(gpu).ok_or("kernel not loaded on this GPU")?.func;
-                        let s = l.shape;
-                        Params::Kernel {
-                            func: func as usize,
-                            grid: [s.grid.x, s.grid.y, s.grid.z],
-                            block: [s.block.x, s.block.y, s.block.z],
-                            shared: s.shared_bytes,
-                            at,
-                            args: l.args.len() as u32,
-                        }
+        for node in &g.nodes {
+            let p = match &node.op {
+                Op::Launch(l) => {
+                    let at = args.len() as u32;
+                    args.extend_from_slice(l.args);
+                    let func = l.func.ok_or("kernel not loaded on this GPU")?.func;
+                    Params::Kernel {
+                        func: func as usize,
+                        grid: [l.grid.0, l.grid.1, l.grid.2],
+                        block: [l.block.0, l.block.1, l.block.2],
+                        shared: l.shared_bytes,
+                        at,
+                        args: l.args.len() as u32,
                     }
-                    Command::Copy(c) => copy_params(c, gpu, lane)?,
-                    _ => return Err(Fault::task("a replayed task holds a command a graph does not take")),
-                };
-                params.push(p);
-            }
+                }
+                Op::Copy(c) => copy_params(c)?,
+                _ => return Err(Fault::task("a replayed task holds a command a graph does not take")),
+            };
+            params.push(p);
         }
         Ok(())
     }
 
-    /// Sets up the graph of `w` (kept, updated or built) and launches it on `stream`.
-    pub(crate) fn launch(&mut self, ctx: &Arc<Context>, w: &Window, stream: &Stream) -> Result<GraphUse, Fault> {
-        self.params(w, ctx.index)?;
-        let found = self.kept.iter().position(|k| k.hash == w.hash && k.key == w.key);
+    /// Sets up the graph of `g` (kept, updated or built) and launches it on `stream`.
+    pub(crate) fn launch(&mut self, ctx: &Arc<Context>, g: &GraphOp<'_>, stream: &Stream) -> Result<GraphUse, Fault> {
+        self.params(g)?;
+        let found = self.kept.iter().position(|k| k.hash == g.hash && k.key == g.key);
         let mut used = None;
         if let Some(i) = found {
             let kept = self.kept.remove(i);
@@ -131,7 +123,7 @@ impl Replayer {
                 if self.kept.len() >= KEPT {
                     drop(self.kept.remove(0));
                 }
-                let kept = self.build(ctx, w)?;
+                let kept = self.build(ctx, g)?;
                 self.kept.push(kept);
                 GraphUse::Built
             }
@@ -190,26 +182,26 @@ impl Replayer {
         Ok(set)
     }
 
-    /// Builds and instantiates the graph of `w` from this window's parameters (a graph
-    /// that fails part way is destroyed with its handle).
-    fn build(&mut self, ctx: &Arc<Context>, w: &Window) -> Result<Kept, Fault> {
+    /// Builds and instantiates the graph of `g` from its parameters (a graph that
+    /// fails part way is destroyed with its handle).
+    fn build(&mut self, ctx: &Arc<Context>, g: &GraphOp<'_>) -> Result<Kept, Fault> {
         let graph = Graph::create(ctx).map_err(issue_fault("cuGraphCreate"))?;
         let mut nodes = Vec::with_capacity(self.scratch.params.len());
-        self.add_nodes(w, &graph, &mut nodes)?;
+        self.add_nodes(g, &graph, &mut nodes)?;
         let exec = graph.instantiate().map_err(issue_fault("cuGraphInstantiate"))?;
-        Ok(Kept { hash: w.hash, key: w.key.clone(), exec, _graph: graph, nodes, set: self.scratch.clone() })
+        Ok(Kept { hash: g.hash, key: g.key.to_vec(), exec, _graph: graph, nodes, set: self.scratch.clone() })
     }
 
-    fn add_nodes(&self, w: &Window, graph: &Graph, nodes: &mut Vec<sys::CUgraphNode>) -> Result<(), Fault> {
-        // Per task: the node of its last command.
-        let mut last: Vec<sys::CUgraphNode> = Vec::with_capacity(w.tasks.len());
+    fn add_nodes(&self, g: &GraphOp<'_>, graph: &Graph, nodes: &mut Vec<sys::CUgraphNode>) -> Result<(), Fault> {
+        // Per group: the node of its last operation.
+        let mut last: Vec<sys::CUgraphNode> = Vec::with_capacity(g.groups.len());
         let mut deps: Vec<sys::CUgraphNode> = Vec::new();
         let mut at = 0;
-        for (t, task) in w.tasks.iter().enumerate() {
-            for c in 0..task.commands.len() {
+        for group in &g.groups {
+            for c in 0..group.nodes {
                 deps.clear();
                 if c == 0 {
-                    deps.extend(w.preds[t].iter().map(|&p| last[p as usize]));
+                    deps.extend(group.after.iter().map(|&p| last[p as usize]));
                 } else if let Some(&prev) = nodes.last() {
                     deps.push(prev);
                 }
@@ -243,11 +235,11 @@ impl Replayer {
     }
 }
 
-fn copy_params(c: &CopyCmd, gpu: usize, lane: usize) -> Result<Params, Fault> {
-    let dev = c.dev.cuda_ptr(gpu, lane).ok_or("a CUDA copy's device buffer has no CUDA memory on this GPU")?;
+fn copy_params(c: &CopyOp<'_>) -> Result<Params, Fault> {
+    let dev = c.dev.cuda_ptr().ok_or("a CUDA copy's device buffer has no CUDA memory on this GPU")?;
     Ok(Params::Copy {
         download: c.dir == Direction::Download,
-        host: c.host.alloc.as_ptr() as usize + c.host_offset,
+        host: c.host.alloc().as_ptr() as usize + c.host_offset,
         dev: dev + c.dev_offset as u64,
         host_pitch: if c.height > 1 { c.host_pitch } else { c.width },
         dev_pitch: if c.height > 1 { c.dev_pitch } else { c.width },

@@ -8,15 +8,10 @@ use super::clock;
 use super::compute::Sms;
 use super::link::{Dir, Links};
 use super::{Completions, SimProfile};
-use crate::backend::device::{PhysBuf, SimMemory};
+use crate::backend::device::SimMemory;
+use crate::backend::op::{Direction, HostAt, HostBlock, HostFunc, Tag, Twin};
 use crate::backend::{Fault, Reach, Span, TaskRun, WindowRun};
-use crate::callback::{run_caught, CallInfo, GpuCall, GpuCallOn, GpuFn};
-use crate::kernel::{ArgValue, KernelInner, LaunchShape, ScalarArgs, TwinArgs};
-use crate::memory::{DevTarget, HostShared};
-#[cfg(feature = "resident")]
-use crate::seam::{FetchPart, ResidentInner, Source};
 use crate::signal::Signal;
-use crate::task::command::Direction;
 use crossbeam_channel::Receiver;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -30,37 +25,37 @@ pub(super) enum EngineKind {
     Compute,
 }
 
+/// One copy of a command's copies, as an engine takes it (shares of the memories it
+/// names, taken at issue).
+pub(super) enum SimOp {
+    /// Between a host block and device memory: `shape` is host offset and pitch,
+    /// device offset and pitch, width and height.
+    Copy { dir: Direction, host: Arc<dyn HostBlock>, dev: Arc<SimMemory>, shape: [usize; 6] },
+    /// Bytes read at issue (where the profile moves bytes) to device memory.
+    Upload { dst: Arc<SimMemory>, at: usize, len: usize, bytes: Option<Vec<u8>> },
+    /// From another GPU's memory.
+    Peer { src: Arc<SimMemory>, src_at: usize, dst: Arc<SimMemory>, dst_at: usize, len: usize },
+    /// Zeroes.
+    Fill { dst: Arc<SimMemory>, at: usize, len: usize },
+}
+
 /// A command's work, as an engine takes it.
 pub(super) enum Work {
-    Copy {
-        dir: Direction,
-        host: Arc<HostShared>,
-        dev: DevTarget,
-        shape: [usize; 6],
-    },
-    /// A resident buffer's pieces brought to this GPU.
-    #[cfg(feature = "resident")]
-    Fetch {
-        buf: Arc<ResidentInner>,
-        parts: Vec<FetchPart>,
-    },
-    /// A kernel, the `seq`-th launched on its GPU, using `share` of the SMs alone.
-    Launch {
-        kernel: Arc<KernelInner>,
-        shape: LaunchShape,
-        args: Arc<[ArgValue]>,
-        seq: u64,
-        share: f64,
-    },
-    Callback(GpuFn),
+    /// Copies run as one command (a copy, or a fetch's parts): one copy latency, then
+    /// the bytes on the links.
+    Copies(SimOp, Vec<SimOp>),
+    /// A kernel's twin on stream slot `slot`, the `seq`-th launched on its GPU, using `share` of the SMs alone.
+    Launch { twin: Arc<dyn Twin>, slot: usize, seq: u64, share: f64 },
+    /// A host function, and its stream slot.
+    Callback(Box<dyn HostFunc>, usize),
     /// A replay window: one graph launch, then its commands in order.
     Window(Box<WindowJob>),
 }
 
-/// A replay window's commands as an engine takes them: each with its task's call info
-/// (the stream is the task's lane), in the window's order.
+/// A replay window's commands as an engine takes them: each with its slot (its task's
+/// lane) and tag, in the window's order.
 pub(super) struct WindowJob {
-    pub(super) items: Vec<(CallInfo, Work)>,
+    pub(super) items: Vec<(usize, Tag, Work)>,
     /// Commands per task.
     pub(super) counts: Vec<usize>,
     /// Per task: the window's tasks it runs after.
@@ -77,9 +72,8 @@ pub(super) struct WindowJob {
 
 pub(super) struct Job {
     pub(super) stream: usize,
-    pub(super) info: CallInfo,
-    /// The command's index in its task (for injected faults).
-    pub(super) command: usize,
+    /// The command it was lowered from (for injected faults).
+    pub(super) tag: Tag,
     pub(super) work: Work,
 }
 
@@ -162,7 +156,7 @@ impl Engine {
                 continue;
             }
             let start = Instant::now();
-            let result = self.run_job(job.work, job.info, job.command, start, self.profile.launch_latency);
+            let result = self.run_job(job.work, job.tag, start, self.profile.launch_latency);
             let end = Instant::now();
             let span = Span {
                 start_ns: start.duration_since(self.epoch).as_nanos() as u64,
@@ -225,12 +219,12 @@ impl Engine {
             let mut spans = Vec::with_capacity(count);
             let mut failure = None;
             for c in 0..count {
-                let Some((info, work)) = items.next() else { break };
+                let Some((_, tag, work)) = items.next() else { break };
                 if failure.is_some() {
                     continue;
                 }
                 let s0 = Instant::now();
-                match self.run_job(work, info, c, s0, self.profile.graph_node_latency) {
+                match self.run_job(work, tag, s0, self.profile.graph_node_latency) {
                     Ok(()) => spans.push(Span {
                         start_ns: s0.duration_since(self.epoch).as_nanos() as u64,
                         end_ns: Instant::now().duration_since(self.epoch).as_nanos() as u64,
@@ -248,35 +242,26 @@ impl Engine {
         Ok(WindowRun { span, tasks: runs })
     }
 
-    fn run_job(
-        &self,
-        work: Work,
-        info: CallInfo,
-        command: usize,
-        start: Instant,
-        launch: Duration,
-    ) -> Result<(), Fault> {
+    fn run_job(&self, work: Work, tag: Tag, start: Instant, launch: Duration) -> Result<(), Fault> {
+        let (task, command) = (tag.task, tag.command);
         let faults = &self.profile.faults;
         if self.dead() {
             self.lost.store(true, Ordering::SeqCst);
             return Err(lost_fault(self.gpu, Reach::Gpu));
         }
-        if faults.crashes(info.task, command) {
+        if faults.crashes(task, command) {
             self.lost.store(true, Ordering::SeqCst);
             return Err(Fault {
-                message: format!(
-                    "simulated illegal address in command {command} of task {} (injected fault)",
-                    info.task
-                ),
+                message: format!("simulated illegal address in command {command} of task {task} (injected fault)"),
                 reach: Reach::GpuByTask,
                 driver: None,
             });
         }
-        if faults.fails(info.task, command) {
-            return Err(Fault::task(format!("command {command} of task {} failed (injected fault)", info.task)));
+        if faults.fails(task, command) {
+            return Err(Fault::task(format!("command {command} of task {task} failed (injected fault)")));
         }
-        self.work(work, info, start, launch).map_err(Fault::task)?;
-        let losing = faults.losing.iter().position(|&(t, c)| (t, c) == (info.task, command));
+        self.work(work, start, launch).map_err(Fault::task)?;
+        let losing = faults.losing.iter().position(|&(t, c)| (t, c) == (task, command));
         if losing.is_some_and(|i| !self.lost_once[i].swap(true, Ordering::SeqCst)) {
             self.lost.store(true, Ordering::SeqCst);
         }
@@ -289,89 +274,33 @@ impl Engine {
 
     /// Does a command's work and holds it for its modeled time; `launch` is a kernel's
     /// or a library call's latency (a stream launch's, or a graph node's).
-    fn work(&self, work: Work, info: CallInfo, start: Instant, launch: Duration) -> Result<(), String> {
+    fn work(&self, work: Work, start: Instant, launch: Duration) -> Result<(), String> {
         match work {
-            Work::Copy { dir, host, dev, shape } => {
-                let [host_offset, host_pitch, dev_offset, dev_pitch, width, height] = shape;
-                let Some(mem) = dev.sim_memory(info.gpu, info.stream) else {
-                    return Err("device buffer is not simulated memory".into());
-                };
-                if self.profile.execute {
-                    let mut words = mem.data.lock();
-                    let dev_bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut words[..]);
-                    for row in 0..height {
-                        let h = host_offset + row * host_pitch;
-                        let d = dev_offset + row * dev_pitch;
-                        match dir {
-                            // The task's claim on this host region excludes writers.
-                            Direction::Download => {
-                                dev_bytes[d..d + width].copy_from_slice(host.alloc.bytes(h, h + width))
-                            }
-                            Direction::Readback => {
-                                // SAFETY: the task's write claim on this host region, made
-                                // at submit, active while the task runs and given back when
-                                // it ends, excludes every other access while the copy runs
-                                // (a conflicting task's claim is dormant: that task runs
-                                // only after this one ends; see `memory::claims`); the slice
-                                // lives for this statement, while `host` holds the
-                                // allocation.
-                                unsafe { host.alloc.bytes_mut(h, h + width) }.copy_from_slice(&dev_bytes[d..d + width])
-                            }
-                        }
-                    }
+            Work::Copies(first, more) => {
+                // One copy alone is a copy; several (or a peer copy, an upload, a fill)
+                // are a resident fetch.
+                let what = if more.is_empty() && matches!(first, SimOp::Copy { .. }) { "copy" } else { "fetch" };
+                let (mut up, mut down, mut peer) = (0usize, 0usize, 0usize);
+                for op in std::iter::once(first).chain(more) {
+                    self.copy(op, &mut up, &mut down, &mut peer)?;
                 }
-                self.hold(start, self.profile.copy_latency, || "copy".into())?;
-                let link_dir = if dir == Direction::Download { Dir::Up } else { Dir::Down };
-                self.links.transfer(self.gpu, link_dir, (width * height) as f64 * self.slow)
-            }
-            #[cfg(feature = "resident")]
-            Work::Fetch { buf, parts } => {
-                let dst = buf.copy(info.gpu).ok_or("resident buffer without a copy on this GPU")?;
-                let PhysBuf::Sim(dst) = &*dst else { return Err("resident copy is not simulated memory".into()) };
-                let (mut peer, mut up) = (0usize, 0usize);
-                for part in &parts {
-                    let r = buf.bytes_of(&part.pieces);
-                    // Read the source first, then write: two GPUs fetching from each other
-                    // never hold both memories at once.
-                    let bytes: Option<Vec<u8>> = match part.from {
-                        Source::Gpu(h) => {
-                            peer += r.len();
-                            let src = buf.copy(h).ok_or("resident source copy gone")?;
-                            let PhysBuf::Sim(src) = &*src else { return Err("not simulated memory".into()) };
-                            let words = src.data.lock();
-                            self.profile
-                                .execute
-                                .then(|| bytemuck::cast_slice::<u128, u8>(&words[..])[r.clone()].to_vec())
-                        }
-                        Source::Host => {
-                            up += r.len();
-                            let shadow = buf.shadow();
-                            self.profile.execute.then(|| shadow[r.clone()].to_vec())
-                        }
-                        Source::Zero => self.profile.execute.then(|| vec![0u8; r.len()]),
-                    };
-                    if let Some(bytes) = bytes {
-                        let mut words = dst.data.lock();
-                        bytemuck::cast_slice_mut::<u128, u8>(&mut words[..])[r].copy_from_slice(&bytes);
-                    }
-                }
-                self.hold(start, self.profile.copy_latency, || "fetch".into())?;
+                self.hold(start, self.profile.copy_latency, || what.into())?;
                 if peer > 0 {
                     let secs = peer as f64 * self.slow / self.profile.peer_bytes_per_s;
                     self.hold(Instant::now(), Duration::from_secs_f64(secs.min(1e9)), || "peer copy".into())?;
                 }
-                self.links.transfer(self.gpu, Dir::Up, up as f64 * self.slow)
+                match down {
+                    0 => self.links.transfer(self.gpu, Dir::Up, up as f64 * self.slow),
+                    _ => self.links.transfer(self.gpu, Dir::Down, down as f64 * self.slow),
+                }
             }
-            Work::Launch { kernel, shape, args, seq, share } => {
+            Work::Launch { twin, slot, seq, share } => {
                 let began = Instant::now();
                 if self.profile.execute {
-                    self.run_twin(&kernel, shape, &args, info)?;
+                    twin.run(self.gpu, slot)?;
                 }
                 let real = began.elapsed();
-                let modeled = match &kernel.def.sim_cost {
-                    Some(cost) => cost(&shape, &ScalarArgs { values: &args }),
-                    None => real,
-                };
+                let modeled = twin.modeled().unwrap_or(real);
                 // Its time alone, from `start` (the twin's run counts as part of it), on
                 // the SMs that the kernels launched before it leave.
                 let modeled = launch.saturating_add(modeled);
@@ -380,77 +309,79 @@ impl Engine {
                     format!(
                         "kernel `{}`: modeled time {modeled:?} × {factor} (time_scale × slowdown) ends past what the \
                          simulated clock can count",
-                        kernel.def.name
+                        twin.name()
                     )
                 })?;
                 let left = end.saturating_duration_since(Instant::now());
-                self.sms.run(seq, share, left).map_err(|m| format!("`{}`: {m}", kernel.def.name))
+                self.sms.run(seq, share, left).map_err(|m| format!("`{}`: {m}", twin.name()))
             }
             Work::Window(_) => Err("a window inside a window".into()),
-            Work::Callback(f) => {
-                let mut call = GpuCall {
-                    info,
-                    on: GpuCallOn::Sim { _life: std::marker::PhantomData },
-                    #[cfg(feature = "resident")]
-                    resident: None,
-                };
-                run_caught(|| f(&mut call))?;
+            Work::Callback(f, slot) => {
+                f.run(HostAt { gpu: self.gpu, slot, stream: None })?;
                 self.hold(start, launch, || "GPU callback".into())
             }
         }
     }
 
-    fn run_twin(
-        &self,
-        kernel: &KernelInner,
-        shape: LaunchShape,
-        args: &[ArgValue],
-        info: CallInfo,
-    ) -> Result<(), String> {
-        let twin = kernel.def.twin.as_ref().ok_or("kernel has no CPU twin")?;
-        // Lock each distinct memory once; arguments naming the same buffer share it. A
-        // virtual buffer's argument sees the whole buffer, a resident one its range.
-        let mut mems: Vec<Arc<SimMemory>> = Vec::new();
-        let mut index = Vec::with_capacity(args.len());
-        for a in args {
-            let (mem, window) = match a {
-                ArgValue::Buffer(b) => {
-                    let PhysBuf::Sim(m) = b.phys(info.gpu, info.stream) else {
-                        return Err("device buffer is not simulated memory".into());
-                    };
-                    (m.clone(), 0..m.bytes)
+    /// Moves one copy's bytes (where the profile executes), counting them by link.
+    fn copy(&self, op: SimOp, up: &mut usize, down: &mut usize, peer: &mut usize) -> Result<(), String> {
+        let execute = self.profile.execute;
+        match op {
+            SimOp::Copy { dir, host, dev, shape } => {
+                let [host_offset, host_pitch, dev_offset, dev_pitch, width, height] = shape;
+                match dir {
+                    Direction::Download => *up += width * height,
+                    Direction::Readback => *down += width * height,
                 }
-                #[cfg(feature = "resident")]
-                ArgValue::Resident { buf, bytes, .. } => {
-                    let copy = buf.copy(info.gpu).ok_or("resident buffer without a copy on this GPU")?;
-                    let PhysBuf::Sim(m) = &*copy else { return Err("resident copy is not simulated memory".into()) };
-                    (m.clone(), bytes.clone())
+                if !execute {
+                    return Ok(());
                 }
-                _ => {
-                    index.push(None);
-                    continue;
+                let host = host.alloc();
+                let mut words = dev.data.lock();
+                let dev_bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut words[..]);
+                for row in 0..height {
+                    let h = host_offset + row * host_pitch;
+                    let d = dev_offset + row * dev_pitch;
+                    match dir {
+                        // The task's claim on this host region excludes writers.
+                        Direction::Download => dev_bytes[d..d + width].copy_from_slice(host.bytes(h, h + width)),
+                        Direction::Readback => {
+                            // SAFETY: the task's write claim on this host region, made
+                            // at submit, active while the task runs and given back when
+                            // it ends, excludes every other access while the copy runs
+                            // (a conflicting task's claim is dormant: that task runs
+                            // only after this one ends; see `memory::claims`); the slice
+                            // lives for this statement, while `host` holds the
+                            // allocation.
+                            unsafe { host.bytes_mut(h, h + width) }.copy_from_slice(&dev_bytes[d..d + width])
+                        }
+                    }
                 }
-            };
-            let pos = mems.iter().position(|x| Arc::ptr_eq(x, &mem)).unwrap_or_else(|| {
-                mems.push(mem);
-                mems.len() - 1
-            });
-            index.push(Some((pos, window)));
+            }
+            SimOp::Upload { dst, at, len, bytes } => {
+                *up += len;
+                if let Some(bytes) = bytes {
+                    let mut words = dst.data.lock();
+                    bytemuck::cast_slice_mut::<u128, u8>(&mut words[..])[at..at + len].copy_from_slice(&bytes);
+                }
+            }
+            SimOp::Peer { src, src_at, dst, dst_at, len } => {
+                *peer += len;
+                if execute {
+                    // Read the source first, then write: two GPUs fetching from each other
+                    // never hold both memories at once.
+                    let bytes = bytemuck::cast_slice::<u128, u8>(&src.data.lock()[..])[src_at..src_at + len].to_vec();
+                    let mut words = dst.data.lock();
+                    bytemuck::cast_slice_mut::<u128, u8>(&mut words[..])[dst_at..dst_at + len].copy_from_slice(&bytes);
+                }
+            }
+            SimOp::Fill { dst, at, len } => {
+                if execute {
+                    let mut words = dst.data.lock();
+                    bytemuck::cast_slice_mut::<u128, u8>(&mut words[..])[at..at + len].fill(0);
+                }
+            }
         }
-        // Locked in address order: a resident copy is shared by the GPU's slots, and two
-        // kernels naming two buffers in opposite orders must not hold one each.
-        let mut order: Vec<usize> = (0..mems.len()).collect();
-        order.sort_by_key(|&i| Arc::as_ptr(&mems[i]) as usize);
-        let mut guards: Vec<Option<parking_lot::MutexGuard<'_, Vec<u128>>>> = mems.iter().map(|_| None).collect();
-        for i in order {
-            guards[i] = Some(mems[i].data.lock());
-        }
-        let memory = guards
-            .iter_mut()
-            .zip(&mems)
-            .filter_map(|(g, m)| g.as_mut().map(|g| &mut bytemuck::cast_slice_mut(&mut g[..])[..m.bytes]))
-            .collect();
-        let mut targs = TwinArgs::new(shape, args, memory, index);
-        run_caught(|| twin(&mut targs)).map_err(|m| format!("CPU twin of `{}`: {m}", kernel.def.name))
+        Ok(())
     }
 }

@@ -1,5 +1,6 @@
 //! The sim backend: simulated GPUs for machines without CUDA (StarPU's SimGrid mode is
-//! the precedent). The same dispatcher drives it.
+//! the precedent). The same dispatcher drives it, with the same device operations as
+//! CUDA (`backend::op`): a command's operations go to one engine as one job.
 //!
 //! Each simulated GPU has engine threads like the hardware's: one copy engine (or one
 //! per direction when `copy_engines` ≥ 2) and one compute engine, each taking its
@@ -22,18 +23,17 @@ pub use faults::SimFaults;
 pub use profile::SimProfile;
 
 use super::device::{GpuInfo, PhysBuf, SimMemory};
-use super::{Fault, Reach, Span, WindowRun};
-use crate::callback::CallInfo;
-use crate::config::Gpus;
 #[cfg(feature = "replay")]
-use crate::seam::Window;
+use super::op::GraphOp;
+use super::op::{Direction, Op, Tag};
+use super::{Fault, Reach, Span, WindowRun};
+use crate::config::Gpus;
 use crate::signal::Signal;
-use crate::task::command::{Command, CopyCmd, Direction};
 use compute::Sms;
 use crossbeam_channel::Sender;
 #[cfg(feature = "replay")]
 use engine::WindowJob;
-use engine::{lost_fault, Engine, EngineKind, Job, Work};
+use engine::{lost_fault, Engine, EngineKind, Job, SimOp, Work};
 use link::Links;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -44,7 +44,7 @@ use std::time::Instant;
 /// Compiles `kernel`'s CUDA C with NVRTC where libnvrtc loads, as registration on a GPU
 /// would: a compile error, a missing entry point or parameters other than those declared
 /// fail here as they would there (`nvrtc_check.rs`).
-pub(crate) fn check_kernel(kernel: &crate::kernel::Kernel) -> crate::Result<()> {
+pub(crate) fn check_kernel(kernel: super::device::KernelCode<'_>) -> crate::Result<()> {
     nvrtc_check::check(kernel).map(drop)
 }
 
@@ -229,6 +229,8 @@ impl Machine {
             lost: lost.clone(),
             launched: 0,
             windows_issued: 0,
+            execute: self.profile.execute,
+            pending: None,
         };
         // A death past what the clock can count never comes.
         let death =
@@ -284,101 +286,143 @@ pub(crate) struct Gpu {
     launched: u64,
     /// Replay windows issued so far (each one's turn).
     windows_issued: u64,
+    /// The profile's `execute`: whether operations move real bytes.
+    execute: bool,
+    /// The command begun: its slot, tag and the work its operations make.
+    pending: Option<(usize, Tag, Option<Work>)>,
 }
 
 impl Gpu {
-    pub(crate) fn issue(
-        &mut self,
-        stream: usize,
-        cmd: &mut Command,
-        info: CallInfo,
-        command: usize,
-    ) -> Result<(), Fault> {
+    /// The GPU's index in the machine's list.
+    pub(crate) fn index(&self) -> usize {
+        self.gpu
+    }
+
+    /// Begins a command on slot `slot`: its operations follow ([`Gpu::op`]) and go to
+    /// an engine together at [`Gpu::end`], which runs them as one command.
+    pub(crate) fn begin(&mut self, slot: usize, tag: Tag) -> Result<(), Fault> {
         if self.lost.load(Ordering::SeqCst) {
             return Err(lost_fault(self.gpu, Reach::Gpu));
         }
-        let (kind, work) = self.work_of(cmd)?;
-        let tx = &self.senders.iter().find(|(k, _)| *k == kind).expect("engine exists").1;
-        tx.send(Job { stream, info, command, work })
-            .map_err(|_| Fault::task(format!("simulated GPU {} engine stopped", self.gpu)))
+        self.pending = Some((slot, tag, None));
+        Ok(())
     }
 
-    /// What engine runs `cmd`, and its work (a GPU callback is taken: it runs once).
-    fn work_of(&mut self, cmd: &mut Command) -> Result<(EngineKind, Work), Fault> {
-        match cmd {
-            Command::Gpu(f) => {
-                let f = f.take().ok_or("GPU callback already ran")?;
-                Ok((EngineKind::Compute, Work::Callback(f)))
+    /// Adds one operation to the command begun.
+    pub(crate) fn op(&mut self, op: Op<'_>) -> Result<(), Fault> {
+        let (slot, _, work) = self.pending.as_mut().ok_or("an operation outside a command")?;
+        let (slot, execute) = (*slot, self.execute);
+        let one = match op {
+            Op::Copy(c) => {
+                let dev = c.dev.sim().ok_or("device buffer is not simulated memory")?;
+                let shape = [c.host_offset, c.host_pitch, c.dev_offset, c.dev_pitch, c.width, c.height];
+                SimOp::Copy { dir: c.dir, host: c.host.share(), dev, shape }
             }
-            cmd => self.data_work(cmd),
+            Op::Upload(u) => SimOp::Upload {
+                dst: u.dst.sim().ok_or("resident copy is not simulated memory")?,
+                at: u.dst_offset,
+                len: u.src.len(),
+                // The bytes are read now, while the lowering holds them.
+                bytes: execute.then(|| u.src.to_vec()),
+            },
+            Op::Peer(p) => SimOp::Peer {
+                src: p.src.sim().ok_or("not simulated memory")?,
+                src_at: p.src_offset,
+                dst: p.dst.sim().ok_or("resident copy is not simulated memory")?,
+                dst_at: p.dst_offset,
+                len: p.bytes,
+            },
+            Op::Fill(f) => SimOp::Fill {
+                dst: f.dst.sim().ok_or("resident copy is not simulated memory")?,
+                at: f.offset,
+                len: f.bytes,
+            },
+            Op::Launch(l) => {
+                self.launched += 1;
+                let job = Work::Launch { twin: l.twin.clone(), slot, seq: self.launched, share: l.share };
+                return Self::set(work, job);
+            }
+            Op::Host(f) => return Self::set(work, Work::Callback(f, slot)),
+        };
+        match work {
+            None => *work = Some(Work::Copies(one, Vec::new())),
+            Some(Work::Copies(_, more)) => more.push(one),
+            Some(_) => return Err("a copy in a command of another kind".into()),
+        }
+        Ok(())
+    }
+
+    fn set(work: &mut Option<Work>, job: Work) -> Result<(), Fault> {
+        match work {
+            None => {
+                *work = Some(job);
+                Ok(())
+            }
+            Some(_) => Err("a launch or host function is a command of its own".into()),
         }
     }
 
-    /// What engine runs a copy, a launch or a fetch, and its work (nothing is taken:
-    /// what it needs is shared).
-    fn data_work(&mut self, cmd: &Command) -> Result<(EngineKind, Work), Fault> {
-        Ok(match cmd {
-            Command::Copy(c) => {
-                let CopyCmd { dir, host, host_offset, host_pitch, dev, dev_offset, dev_pitch, width, height } = c;
-                let kind = match (self.senders.len(), *dir) {
-                    (2, _) => EngineKind::Copy,
-                    (_, Direction::Download) => EngineKind::Up,
-                    (_, Direction::Readback) => EngineKind::Down,
-                };
-                let shape = [*host_offset, *host_pitch, *dev_offset, *dev_pitch, *width, *height];
-                (kind, Work::Copy { dir: *dir, host: host.clone(), dev: dev.clone(), shape })
-            }
-            Command::Launch(l) => {
-                self.launched += 1;
-                let share = l.kernel.def.sim_share.unwrap_or_else(|| l.fill(self.gpu));
-                let (kernel, shape, args, seq) = (l.kernel.clone(), l.shape, l.args.clone(), self.launched);
-                (EngineKind::Compute, Work::Launch { kernel, shape, args, seq, share })
-            }
-            #[cfg(feature = "resident")]
-            Command::Fetch(f) => {
-                let kind = if self.senders.len() == 2 { EngineKind::Copy } else { EngineKind::Up };
-                (kind, Work::Fetch { buf: f.buf.clone(), parts: f.plan.clone() })
-            }
-            Command::Gpu(_) => return Err("a GPU callback is taken to run, not shared".into()),
-            Command::Cpu(_) => return Err("CPU callbacks do not run on a GPU".into()),
-        })
+    /// Hands the command begun to its engine.
+    pub(crate) fn end(&mut self) -> Result<(), Fault> {
+        let (stream, tag, work) = self.pending.take().ok_or("no command begun")?;
+        let work = work.ok_or("a command without operations")?;
+        let kind = self.engine_of(&work);
+        let tx = &self.senders.iter().find(|(k, _)| *k == kind).expect("engine exists").1;
+        tx.send(Job { stream, tag, work })
+            .map_err(|_| Fault::task(format!("simulated GPU {} engine stopped", self.gpu)))
+    }
+
+    /// The command begun failed before its end: nothing was sent.
+    pub(crate) fn abandon(&mut self) {
+        self.pending = None;
+    }
+
+    /// The engine that runs `work`: copies on a copy engine (by direction where there
+    /// are two), launches and host functions on the compute engine.
+    fn engine_of(&self, work: &Work) -> EngineKind {
+        match work {
+            Work::Copies(first, _) => match (self.senders.len(), first) {
+                (2, _) => EngineKind::Copy,
+                (_, SimOp::Copy { dir: Direction::Readback, .. }) => EngineKind::Down,
+                _ => EngineKind::Up,
+            },
+            _ => EngineKind::Compute,
+        }
     }
 
     pub(crate) fn poll(&mut self, stream: usize) -> Option<Result<Span, Fault>> {
         self.done[stream].lock().take()
     }
 
-    /// Hands window `w` to a compute engine, which runs it as one graph launch and
-    /// then its commands one after another in the window's order (each task on its
-    /// lane's copies), at the profile's graph latencies.
+    /// Hands graph `g` (a window) to a compute engine, which runs it as one graph
+    /// launch and then its nodes one after another in order (each on its slot's
+    /// memory), at the profile's graph latencies.
     #[cfg(feature = "replay")]
-    pub(crate) fn issue_window(&mut self, w: &Window) -> Result<(), Fault> {
+    pub(crate) fn issue_window(&mut self, g: GraphOp<'_>) -> Result<(), Fault> {
         if self.lost.load(Ordering::SeqCst) {
             return Err(lost_fault(self.gpu, Reach::Gpu));
         }
-        let mut items = Vec::with_capacity(w.commands());
-        let mut counts = Vec::with_capacity(w.tasks.len());
-        for (t, task) in w.tasks.iter().enumerate() {
-            let info = CallInfo { task: task.id, gpu: self.gpu, stream: w.lanes[t] as usize };
-            counts.push(task.commands.len());
-            // Copies and launches only (`ext::replay::window::replayable`); the window's own
-            // engine runs them, whichever engine would take them alone.
-            for cmd in &task.commands {
-                let (_, work) = self.data_work(cmd)?;
-                items.push((info, work));
-            }
+        let mut items = Vec::with_capacity(g.nodes.len());
+        // The window's own engine runs them, whichever engine would take them alone.
+        for node in g.nodes {
+            self.begin(node.slot, node.tag)?;
+            let added = self.op(node.op);
+            let (_, _, work) = self.pending.take().ok_or("no command begun")?;
+            added?;
+            items.push((node.slot, node.tag, work.ok_or("a command without operations")?));
         }
+        let counts = g.groups.iter().map(|gr| gr.nodes).collect();
         // Failures pass along dependencies only, not along a lane's order.
-        let preds = (0..w.tasks.len()).map(|t| w.dependencies(t).collect()).collect();
-        let ids = w.tasks.iter().map(|t| t.id).collect();
-        let mut external = vec![Vec::new(); w.tasks.len()];
-        for &(t, p, seq) in &w.external {
+        let preds = g.groups.iter().map(|gr| gr.dependencies().collect()).collect();
+        let ids = g.groups.iter().map(|gr| gr.id).collect();
+        let mut external = vec![Vec::new(); g.groups.len()];
+        for &(t, p, seq) in g.external {
             external[t as usize].push((p, seq));
         }
-        let job = WindowJob { items, counts, preds, ids, external, seq: w.seq, turn: self.windows_issued };
+        let job = WindowJob { items, counts, preds, ids, external, seq: g.seq, turn: self.windows_issued };
         let tx = &self.senders.iter().find(|(k, _)| *k == EngineKind::Compute).expect("engine exists").1;
-        let info = CallInfo { task: w.tasks.first().map_or(crate::TaskId(0), |t| t.id), gpu: self.gpu, stream: 0 };
-        tx.send(Job { stream: 0, info, command: 0, work: Work::Window(Box::new(job)) })
+        let tag = Tag { task: g.groups.first().map_or(crate::TaskId(0), |gr| gr.id), command: 0 };
+        tx.send(Job { stream: 0, tag, work: Work::Window(Box::new(job)) })
             .map_err(|_| Fault::task(format!("simulated GPU {} engine stopped", self.gpu)))?;
         // Counted once sent: a window never sent is no turn to wait for.
         self.windows_issued += 1;

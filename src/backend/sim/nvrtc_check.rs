@@ -4,7 +4,7 @@
 //! fails on the sim too. Where libnvrtc does not load, kernels are accepted as they
 //! are, and the process says so once.
 
-use crate::kernel::{Kernel, Param};
+use crate::backend::device::{KernelCode, Param};
 use crate::Error;
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileError, CompileOptions};
 use parking_lot::Mutex;
@@ -27,7 +27,7 @@ pub(super) enum Checked {
 }
 
 /// Checks `kernel`'s source with NVRTC where libnvrtc loads (see the module's comment).
-pub(super) fn check(kernel: &Kernel) -> crate::Result<Checked> {
+pub(super) fn check(kernel: KernelCode<'_>) -> crate::Result<Checked> {
     let checked = check_with(kernel, nvrtc_loads())?;
     if checked == Checked::NotCompiled {
         static SAID: std::sync::Once = std::sync::Once::new();
@@ -50,7 +50,7 @@ fn nvrtc_loads() -> bool {
 }
 
 /// [`check`], with whether libnvrtc loads given (a test can say it does not).
-pub(super) fn check_with(kernel: &Kernel, nvrtc: bool) -> crate::Result<Checked> {
+pub(super) fn check_with(kernel: KernelCode<'_>, nvrtc: bool) -> crate::Result<Checked> {
     if kernel.source.trim().is_empty() {
         return Ok(Checked::NoSource);
     }
@@ -58,10 +58,10 @@ pub(super) fn check_with(kernel: &Kernel, nvrtc: bool) -> crate::Result<Checked>
         return Ok(Checked::NotCompiled);
     }
     let ptx = ptx(kernel)?;
-    let Some(entry) = entry_params(&ptx, &kernel.name) else {
+    let Some(entry) = entry_params(&ptx, kernel.name) else {
         let entries = entries(&ptx);
         return Err(Error::KernelInvalid {
-            kernel: kernel.name.clone(),
+            kernel: kernel.name.to_string(),
             message: format!(
                 "the source compiles but has no entry point `{}` (an `extern \"C\" __global__` function of \
                  that name); its entry points: {}",
@@ -76,15 +76,15 @@ pub(super) fn check_with(kernel: &Kernel, nvrtc: bool) -> crate::Result<Checked>
 
 /// The PTX of `kernel`'s source for [`ARCH`], compiled once per source in the process
 /// (a file of kernels is registered once per entry point).
-fn ptx(kernel: &Kernel) -> crate::Result<String> {
+fn ptx(kernel: KernelCode<'_>) -> crate::Result<String> {
     type Cache = Mutex<HashMap<String, Result<String, String>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
-    let fail = |log: String| Error::KernelCompile { kernel: kernel.name.clone(), arch: ARCH.into(), log };
+    let fail = |log: String| Error::KernelCompile { kernel: kernel.name.to_string(), arch: ARCH.into(), log };
     if kernel.source.contains('\0') {
         return Err(fail("the source contains a NUL byte".into()));
     }
     let cache = CACHE.get_or_init(Default::default);
-    if let Some(done) = cache.lock().get(&kernel.source) {
+    if let Some(done) = cache.lock().get(kernel.source) {
         return done.clone().map_err(fail);
     }
     // The options chariot compiles with on a GPU (backend/cuda/nvrtc.rs), for ARCH.
@@ -94,13 +94,13 @@ fn ptx(kernel: &Kernel) -> crate::Result<String> {
         name: Some(format!("{}.cu", kernel.name)),
         ..Default::default()
     };
-    let done = match compile_ptx_with_opts(&kernel.source, options) {
+    let done = match compile_ptx_with_opts(kernel.source, options) {
         Ok(ptx) => Ok(ptx.to_src()),
         // NVRTC's log names the file (`NAME.cu`) and the line of each error.
         Err(CompileError::CompileError { log, .. }) => Err(log.to_string_lossy().trim_end().to_string()),
         Err(other) => Err(format!("{other:?}")),
     };
-    cache.lock().insert(kernel.source.clone(), done.clone());
+    cache.lock().insert(kernel.source.to_string(), done.clone());
     done.map_err(fail)
 }
 
@@ -148,8 +148,8 @@ fn param_bytes(p: Param) -> usize {
     }
 }
 
-fn check_params(kernel: &Kernel, entry: &[PtxParam]) -> crate::Result<()> {
-    let invalid = |message: String| Err(Error::KernelInvalid { kernel: kernel.name.clone(), message });
+fn check_params(kernel: KernelCode<'_>, entry: &[PtxParam]) -> crate::Result<()> {
+    let invalid = |message: String| Err(Error::KernelInvalid { kernel: kernel.name.to_string(), message });
     if entry.len() != kernel.params.len() {
         return invalid(format!(
             "the entry point takes {} parameter(s) in the source, and {} are declared ({:?}); Kernel::params \
@@ -159,7 +159,7 @@ fn check_params(kernel: &Kernel, entry: &[PtxParam]) -> crate::Result<()> {
             kernel.params
         ));
     }
-    for (i, (p, declared)) in entry.iter().zip(&kernel.params).enumerate() {
+    for (i, (p, declared)) in entry.iter().zip(kernel.params).enumerate() {
         if p.bytes != param_bytes(*declared) {
             return invalid(format!(
                 "parameter {i} is {} bytes in the source (`{}`), and is declared {declared:?} ({} bytes)",
@@ -175,6 +175,7 @@ fn check_params(kernel: &Kernel, entry: &[PtxParam]) -> crate::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Kernel;
 
     const TWICE: &str = r#"extern "C" __global__ void twice(unsigned* o, const unsigned* i, unsigned n) {
     unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -205,9 +206,9 @@ mod tests {
     /// uncompiled, and a kernel with no source is not compiled anywhere.
     #[test]
     fn without_nvrtc_kernels_are_accepted_uncompiled() {
-        assert_eq!(check_with(&twice("this is not CUDA {"), false).unwrap(), Checked::NotCompiled);
-        assert_eq!(check_with(&twice(TWICE), false).unwrap(), Checked::NotCompiled);
-        assert_eq!(check_with(&twice(" \n"), true).unwrap(), Checked::NoSource);
+        assert_eq!(check_with(twice("this is not CUDA {").code(), false).unwrap(), Checked::NotCompiled);
+        assert_eq!(check_with(twice(TWICE).code(), false).unwrap(), Checked::NotCompiled);
+        assert_eq!(check_with(twice(" \n").code(), true).unwrap(), Checked::NoSource);
     }
 
     /// Runs only where libnvrtc loads (LD_LIBRARY_PATH); elsewhere it says it skipped.
@@ -217,10 +218,10 @@ mod tests {
             eprintln!("skipped: libnvrtc does not load here, so the sim compiles no kernel");
             return;
         }
-        assert_eq!(check_with(&twice(TWICE), true).unwrap(), Checked::Compiled);
+        assert_eq!(check_with(twice(TWICE).code(), true).unwrap(), Checked::Compiled);
         // A syntax error: NVRTC's log, naming the file and the line.
         let broken = TWICE.replace("+ threadIdx.x;", "+ threadIdx.x + tid;");
-        match check_with(&twice(&broken), true) {
+        match check_with(twice(&broken).code(), true) {
             Err(Error::KernelCompile { kernel, arch, log }) => {
                 assert_eq!((kernel.as_str(), arch.as_str()), ("twice", ARCH));
                 assert!(log.contains("twice.cu(2): error") && log.contains("\"tid\" is undefined"), "{log}");
@@ -228,20 +229,21 @@ mod tests {
             other => panic!("expected KernelCompile, got {other:?}"),
         }
         // No such entry point: named, with those the source has.
-        let e = check_with(&Kernel::new("thrice", TWICE), true).unwrap_err();
+        let e = check_with(Kernel::new("thrice", TWICE).code(), true).unwrap_err();
         assert!(
             matches!(&e, Error::KernelInvalid { kernel, message } if kernel == "thrice"
                 && message.contains("no entry point `thrice`") && message.contains("entry points: twice")),
             "{e}"
         );
         // Parameters other than declared: their count, then each one's size.
-        let e = check_with(&Kernel::new("twice", TWICE).params([Param::Buffer, Param::Buffer]), true).unwrap_err();
+        let e =
+            check_with(Kernel::new("twice", TWICE).params([Param::Buffer, Param::Buffer]).code(), true).unwrap_err();
         assert!(e.to_string().contains("takes 3 parameter(s) in the source, and 2 are declared"), "{e}");
-        let e = check_with(&Kernel::new("twice", TWICE).params([Param::Buffer, Param::Buffer, Param::U64]), true)
+        let e = check_with(Kernel::new("twice", TWICE).params([Param::Buffer, Param::Buffer, Param::U64]).code(), true)
             .unwrap_err();
         assert!(e.to_string().contains("parameter 2 is 4 bytes in the source") && e.to_string().contains("U64"), "{e}");
-        let e =
-            check_with(&Kernel::new("twice", TWICE).params([Param::Buffer, Param::U32, Param::U32]), true).unwrap_err();
+        let e = check_with(Kernel::new("twice", TWICE).params([Param::Buffer, Param::U32, Param::U32]).code(), true)
+            .unwrap_err();
         assert!(e.to_string().contains("parameter 1 is 8 bytes in the source"), "{e}");
     }
 }

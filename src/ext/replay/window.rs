@@ -1,9 +1,11 @@
 //! A replay window: tasks of one batch that run as one graph on one GPU,
 //! launched once instead of command by command. The scheduler holds the tasks
 //! (`ext::replay::capture`), [`plan`] cuts them into a window per GPU and lays each
-//! out, and the dispatcher of that GPU hands the window to its backend, which replays
-//! a graph of the same structure (CUDA: an executable graph whose changed parameters
-//! are set, or built once) or runs it on the simulated engines.
+//! out, and the dispatcher of that GPU lowers it to the backend's graph operation
+//! ([`Window::graph`]: a node per command, a group per task, the tasks' edges), which
+//! the backend replays as a graph of the same structure (CUDA: an executable graph
+//! whose changed parameters are set, or built once) or runs node after node on the
+//! simulated engines.
 //!
 //! The layout keeps what host dispatch guarantees:
 //! * **Placement.** Tasks joined by an edge share a GPU: each weakly connected part of
@@ -25,6 +27,7 @@
 //! Every edge, given or added, runs from an earlier task to a later one in the window's
 //! order, so the window's graph has no cycle.
 
+use crate::backend::op::{GraphOp, Group, Node, Op, Tag};
 use crate::ids::TaskId;
 use crate::kernel::ArgValue;
 use crate::memory::DevTarget;
@@ -144,6 +147,61 @@ impl Window {
     /// Commands in the window.
     pub(crate) fn commands(&self) -> usize {
         self.tasks.iter().map(|t| t.commands.len()).sum()
+    }
+
+    /// The window lowered for GPU `gpu`, each task on its lane's copies: a node per
+    /// command (copies and launches only: [`replayable`]), a group per task with its
+    /// edges. `words` holds the launches' argument words, resolved where `raw` (CUDA).
+    pub(crate) fn graph<'a>(&'a self, gpu: usize, raw: bool, words: &'a mut Vec<u64>) -> Result<GraphOp<'a>, String> {
+        use crate::task::lower::{arg_word, copy_op, launch_op};
+        words.clear();
+        if raw {
+            // One list for the window (no allocation per node: a window may hold
+            // thousands), and no bound on a launch's arguments (a graph node takes any).
+            for (t, task) in self.tasks.iter().enumerate() {
+                for cmd in &task.commands {
+                    if let Command::Launch(l) = cmd {
+                        for a in l.args.iter() {
+                            words.push(arg_word(a, gpu, self.lanes[t] as usize)?);
+                        }
+                    }
+                }
+            }
+        }
+        let words: &'a [u64] = words;
+        let mut at = 0;
+        let mut nodes = Vec::with_capacity(self.commands());
+        let mut groups = Vec::with_capacity(self.tasks.len());
+        for (t, task) in self.tasks.iter().enumerate() {
+            let slot = self.lanes[t] as usize;
+            for (command, cmd) in task.commands.iter().enumerate() {
+                let op = match cmd {
+                    Command::Copy(c) => Op::Copy(copy_op(c, gpu, slot)?),
+                    Command::Launch(l) => {
+                        let n = if raw { l.args.len() } else { 0 };
+                        at += n;
+                        Op::Launch(launch_op(l, gpu, &words[at - n..at]))
+                    }
+                    _ => return Err("a replayed task holds a command a graph does not take".into()),
+                };
+                nodes.push(Node { slot, tag: Tag { task: task.id, command }, op });
+            }
+            groups.push(Group {
+                id: task.id,
+                nodes: task.commands.len(),
+                after: &self.preds[t],
+                order_only: self.lane_edges[t],
+            });
+        }
+        Ok(GraphOp {
+            nodes,
+            groups,
+            external: &self.external,
+            seq: self.seq,
+            key: &self.key,
+            hash: self.hash,
+            device: self.device,
+        })
     }
 }
 

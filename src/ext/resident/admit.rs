@@ -34,14 +34,8 @@ pub(crate) fn admit(
         // GPU callbacks reach the resident buffers the task declared, and only those.
         let ids: Arc<[u64]> = uses.iter().map(|u| u.buf.id).collect();
         for c in commands.iter_mut() {
-            if let Command::Gpu(f) = c {
-                if let Some(inner) = f.take() {
-                    let ids = ids.clone();
-                    *f = Some(Box::new(move |call: &mut crate::callback::GpuCall<'_>| {
-                        call.resident = Some(ids);
-                        inner(call)
-                    }));
-                }
+            if let Command::Gpu(Some(callback)) = c {
+                callback.resident = Some(ids.clone());
             }
         }
     }

@@ -1,6 +1,8 @@
 //! A task's use of resident data: the buffers it uses, the pieces it reads and writes,
 //! and the GPU whose copies it holds while it runs. The core holds it in `Task` and
-//! calls its three hooks (`place` when the task goes to Q, `moved`, `end`).
+//! calls its three hooks (`place` when the task goes to Q, `moved`, `end`). A fetch's
+//! plan is lowered here to the backend's device operations ([`lower_fetch`]), once for
+//! both backends.
 
 use crate::ext::resident::memory::ResidentInner;
 use crate::ids::TaskId;
@@ -70,4 +72,39 @@ impl Residency {
             })
             .map(|(g, _)| g);
     }
+}
+
+/// Lowers a planned fetch to the backend's operations, once for both backends: per part
+/// of its plan, a peer copy from another GPU's copy, an upload from the host shadow
+/// (locked while the operation is issued), or a zero fill, each into this GPU's copy.
+pub(crate) fn lower_fetch<E: From<String> + From<&'static str>>(
+    f: &crate::task::command::FetchCmd,
+    gpu: usize,
+    sink: &mut crate::task::lower::Sink<'_, E>,
+) -> Result<(), E> {
+    use crate::backend::op::{Dev, FillOp, Op, PeerOp, UploadOp};
+    use crate::ext::resident::memory::Source;
+    let dst = f.buf.copy(gpu).ok_or("resident buffer without a copy on this GPU").map_err(E::from)?;
+    for part in &f.plan {
+        let r = f.buf.bytes_of(&part.pieces);
+        match part.from {
+            Source::Gpu(h) => {
+                let src = f.buf.copy(h).ok_or("resident source copy gone").map_err(E::from)?;
+                sink(Op::Peer(PeerOp {
+                    src: Dev::Held(src),
+                    src_offset: r.start,
+                    dst: Dev::Borrowed(&dst),
+                    dst_offset: r.start,
+                    bytes: r.len(),
+                }))?
+            }
+            Source::Host => {
+                let shadow = f.buf.shadow();
+                let src = shadow.get(r.clone()).ok_or("resident shadow too short").map_err(E::from)?;
+                sink(Op::Upload(UploadOp { src, dst: Dev::Borrowed(&dst), dst_offset: r.start }))?
+            }
+            Source::Zero => sink(Op::Fill(FillOp { dst: Dev::Borrowed(&dst), offset: r.start, bytes: r.len() }))?,
+        }
+    }
+    Ok(())
 }

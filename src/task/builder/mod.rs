@@ -9,12 +9,12 @@
 mod checks;
 
 use super::command::{Command, Direction, LaunchCmd};
+use super::lower::TwinCall;
 use super::{Copy2d, HostClaim};
 use crate::backend::host_alloc::exclusive;
-use crate::callback::{CallInfo, GpuCall, Resource};
+use crate::callback::{CallInfo, GpuCall, GpuCallback, Resource};
 use crate::error::{BoxError, Error, Result};
 use crate::ids::{InCallback, TaskId};
-#[cfg(feature = "resident")]
 use crate::kernel::ArgValue;
 use crate::kernel::{Arg, KernelHandle, LaunchShape};
 #[cfg(feature = "resident")]
@@ -26,6 +26,7 @@ use crate::seam::ResidentBuffer;
 use crate::seam::ResidentRange;
 use crate::stage::Stage;
 use std::ops::RangeBounds;
+use std::sync::Arc;
 
 impl Scheduler {
     /// Starts building task `id` with granularity `granularity` (its chunk's size, used
@@ -176,9 +177,11 @@ impl<'s> TaskBuilder<'s> {
         let shape = LaunchShape { grid: grid.into(), block: block.into(), shared_bytes };
         let built = self.check_launch(kernel, shape, args).map(|args| {
             let threads = shape.block.count() as u32; // at most 1024: checked above
-            let waves = self.sched.machine().waves(&kernel.inner, threads, shape.shared_bytes);
+            let waves = kernel.inner.waves(self.sched.machine(), threads, shape.shared_bytes);
             self.sched.note_launch(&kernel.inner.def.name, shape.grid.count(), waves.first().copied().unwrap_or(0));
-            (Command::Launch(LaunchCmd { kernel: kernel.inner.clone(), shape, args: args.into(), waves }), None)
+            let args: Arc<[ArgValue]> = args.into();
+            let twin = Arc::new(TwinCall { kernel: kernel.inner.clone(), shape, args: args.clone() });
+            (Command::Launch(LaunchCmd { kernel: kernel.inner.clone(), shape, args, waves, twin }), None)
         });
         self.push(built)
     }
@@ -214,10 +217,10 @@ impl<'s> TaskBuilder<'s> {
     /// the dispatcher's thread, so it must only enqueue work, never wait for it.
     pub fn gpu_callback(self, f: impl FnOnce(&mut GpuCall<'_>) -> Result<(), BoxError> + Send + 'static) -> Self {
         let sched = self.sched.id();
-        let cmd = Command::Gpu(Some(Box::new(move |call: &mut GpuCall<'_>| {
+        let cmd = Command::Gpu(Some(GpuCallback::new(Box::new(move |call: &mut GpuCall<'_>| {
             let _in = InCallback::enter(sched, call.info.task);
             f(call)
-        })));
+        }))));
         self.push(Ok((cmd, None)))
     }
 
