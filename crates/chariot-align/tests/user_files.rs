@@ -295,3 +295,63 @@ fn hits_on_stdout_statistics_on_stderr() {
     let help = tool(&["makedb", "--help"]);
     assert!(help.out.contains("checksum") && help.out.contains("--quiet"), "{}", help.out);
 }
+
+/// `bench --csv` goes through the same guard as the other outputs: an input is refused,
+/// only a regular file or a missing path is replaced, a bad path fails before any run,
+/// and a complete CSV replaces the old file with no `.partial` left.
+#[test]
+fn bench_csv_is_guarded() {
+    let dir = TempDir::new("bench-csv");
+    let (db, q) = (dir.file("db.fa", DB.as_bytes()), dir.file("q.fa", QUERY.as_bytes()));
+    let bench = |csv: &Path| {
+        let args = [
+            "bench",
+            "-q",
+            p(&q),
+            "-d",
+            p(&db),
+            "--backend",
+            "sim-instant",
+            "--configs",
+            "auto",
+            "--cpu-seqs",
+            "0",
+            "--chunk",
+            "2",
+            "--csv",
+            p(csv),
+        ];
+        tool(&args)
+    };
+    for (input, flag) in [(&db, "-d"), (&q, "-q")] {
+        let before = std::fs::read(input).unwrap();
+        let r = bench(input);
+        assert!(
+            r.code == Some(1) && r.err.contains(&format!("--csv {} is the same file as {flag}", p(input))),
+            "{}",
+            r.err
+        );
+        assert_eq!(std::fs::read(input).unwrap(), before);
+        assert!(!r.out.contains("database "), "benched before refusing: {}", r.out);
+    }
+    let target = dir.file("target.csv", b"keep me");
+    let link = dir.0.join("link.csv");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let sub = dir.0.join("folder");
+    std::fs::create_dir(&sub).unwrap();
+    for (path, kind) in [(&link, "symbolic link"), (&sub, "directory")] {
+        let r = bench(path);
+        assert!(r.code == Some(1) && r.err.contains(kind) && r.err.contains("--csv"), "{}", r.err);
+        assert!(!r.out.contains("database "), "benched before refusing: {}", r.out);
+    }
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    let r = bench(&dir.0.join("no-such-folder").join("x.csv"));
+    assert!(r.code == Some(1) && r.err.contains("--csv") && r.err.contains("no-such-folder"), "{}", r.err);
+    // A complete run replaces the regular file and leaves no `.partial`.
+    let r = bench(&target);
+    assert_eq!(r.code, Some(0), "{}", r.err);
+    let csv = std::fs::read_to_string(&target).unwrap();
+    assert!(csv.starts_with("query,m,config,") && csv.lines().count() == 3, "{csv}");
+    assert!(!dir.0.join("target.csv.partial").exists());
+    assert_eq!(std::fs::read(&link).unwrap(), csv.as_bytes(), "the link still points at the target");
+}
