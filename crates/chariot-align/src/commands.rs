@@ -97,6 +97,13 @@ pub struct SearchArgs {
     /// open + k*extend).
     #[arg(long, value_name = "FILE")]
     pub tabular: Option<PathBuf>,
+    /// Composition-based statistics of --tabular's E-values, as blastp's
+    /// -comp_based_stats: 0 (the default here: none, as blastp -comp_based_stats 0) or 1
+    /// (Schaffer et al. 2001: each pair aligned again with BLOSUM62 rescaled for the two
+    /// sequences' compositions, as blastp -comp_based_stats 1; blastp's own default is
+    /// 2, which chariot-align does not offer).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub comp_based_stats: u8,
     /// Streams per GPU S, also the number of file-read threads, D·S (default: chosen
     /// by chariot: a slot per CPU core, at least 8).
     #[arg(long, value_parser = clap::value_parser!(usize))]
@@ -452,7 +459,8 @@ pub fn run_search(a: SearchArgs) -> Result<(), String> {
     }
     if let Some(mut w) = tabular_out {
         let t = Instant::now();
-        let (text, rows) = crate::tabular::text(&index, &m, &queries, &o.hits, gaps)?;
+        let statistics = crate::tabular::Statistics { comp_based: a.comp_based_stats == 1 };
+        let (text, rows) = crate::tabular::text(&index, &m, &queries, &o.hits, gaps, statistics)?;
         w.write_all(text.as_bytes()).map_err(|e| format!("--tabular {}: cannot write: {e}", w.path().display()))?;
         let p = w.path().to_path_buf();
         w.commit()?;

@@ -49,6 +49,7 @@
 
 pub mod bench;
 pub mod commands;
+pub mod compo;
 pub mod cpu;
 pub mod db;
 pub mod fasta;

@@ -12,7 +12,13 @@
 //! numbers are printed as BLAST prints them. Unlike BLAST, every one of the `--top`
 //! hits is listed whatever its E-value (no `-evalue` cut-off), one alignment per
 //! subject (as `-max_hsps 1`), and a hit of score 0 (nothing aligns) is left out.
+//!
+//! With composition-based statistics ([`Statistics::comp_based`], blastp's
+//! `-comp_based_stats 1`), each pair is aligned again with BLOSUM62 rescaled for the
+//! two sequences' compositions ([`crate::compo`]): the line reports that alignment, its
+//! score and its E-value (the hits keep the search's order and scores).
 
+use crate::compo::{self, Compo};
 use crate::db::{self, DbIndex};
 use crate::hits::Hit;
 use crate::karlin::{self, Params};
@@ -23,6 +29,13 @@ use crate::traceback::{self, Alignment};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
+
+/// The statistics the E-values are computed with (blastp's options of the same names).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Statistics {
+    /// Composition-based statistics, as blastp's `-comp_based_stats 1` (off: as `0`).
+    pub comp_based: bool,
+}
 
 /// One line of the output (no newline) for query `qid` and subject `sid`.
 /// `evalue` is BLAST+'s ([`Params::evalue`]).
@@ -77,12 +90,15 @@ pub fn text(
     queries: &[Query],
     hits: &[Vec<Hit>],
     gaps: Gaps,
+    stats: Statistics,
 ) -> Result<(String, usize), String> {
     let p = karlin::params(matrix, gaps)?;
+    let compo = if stats.comp_based { Some(Compo::new(matrix)?) } else { None };
     let wanted: HashSet<u64> = hits.iter().flatten().filter(|h| h.score > 0).map(|h| h.seq).collect();
     let residues = subjects(index, matrix, &wanted)?;
     let (mut out, mut rows) = (String::new(), 0usize);
     for (q, list) in queries.iter().zip(hits) {
+        let q_comp = compo.as_ref().map(|c| c.composition(&q.codes));
         for h in list.iter().filter(|h| h.score > 0) {
             let s = residues
                 .get(&h.seq)
@@ -94,7 +110,32 @@ pub fn text(
                     q.id, h.id, h.seq, a.score, h.score
                 ));
             }
-            let e = p.evalue(a.score, q.codes.len() as u64, s.len() as u64, index.residues);
+            let (m, n) = (q.codes.len() as u64, s.len() as u64);
+            let (a, e) = match (&compo, &q_comp) {
+                (Some(c), Some(qc)) => {
+                    // The pair's rescaled matrix at 32 times the precision, gap costs alike.
+                    let (adj, _) = c.matrix(qc, &c.composition(s));
+                    let k = compo::SCALE;
+                    let mut a = traceback::align_by(
+                        &q.codes,
+                        s,
+                        |x, y| adj[x as usize][y as usize],
+                        gaps.open * k,
+                        gaps.extend * k,
+                    );
+                    let e = p.evalue_scaled(a.score as f64 / k as f64, m, n, index.residues);
+                    a.score = (a.score as f64 / k as f64).round() as i32;
+                    (a, e)
+                }
+                _ => {
+                    let e = p.evalue(a.score, m, n, index.residues);
+                    (a, e)
+                }
+            };
+            // A pair whose rescaled alignment is empty has nothing to report.
+            if a.score <= 0 {
+                continue;
+            }
             let _ = writeln!(out, "{}", line(&q.id, &h.id, &a, &p, e));
             rows += 1;
         }
@@ -110,8 +151,9 @@ pub fn write(
     queries: &[Query],
     hits: &[Vec<Hit>],
     gaps: Gaps,
+    stats: Statistics,
 ) -> Result<usize, String> {
-    let (t, rows) = text(index, matrix, queries, hits, gaps)?;
+    let (t, rows) = text(index, matrix, queries, hits, gaps, stats)?;
     std::fs::write(path, t).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(rows)
 }

@@ -55,6 +55,12 @@ const F_EXT: u8 = 8;
 
 /// Aligns `query` with `subject` (matrix codes) locally with gap costs `open + k·extend`.
 pub fn align(query: &[u8], subject: &[u8], m: &Matrix, open: i32, extend: i32) -> Alignment {
+    align_by(query, subject, |a, b| m.score(a, b), open, extend)
+}
+
+/// [`align`] with the substitution score of (query code, subject code) given by
+/// `score` (composition-based statistics align with a rescaled matrix).
+pub fn align_by(query: &[u8], subject: &[u8], score: impl Fn(u8, u8) -> i32, open: i32, extend: i32) -> Alignment {
     let (rows, cols) = (query.len(), subject.len());
     let goe = open + extend;
     let mut tb = vec![0u8; rows * cols];
@@ -83,7 +89,7 @@ pub fn align(query: &[u8], subject: &[u8], m: &Matrix, open: i32, extend: i32) -
             } else {
                 f_open
             };
-            let diag = h_prev[j] + m.score(query[i], subject[j]);
+            let diag = h_prev[j] + score(query[i], subject[j]);
             let mut h = 0;
             if diag > 0 {
                 h = diag;
