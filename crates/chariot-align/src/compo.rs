@@ -420,7 +420,8 @@ mod lambda_tests {
 
     /// λ by plain bisection on Σ p(s)·e^(λs) − 1, the reference for [`lambda`].
     fn bisect(probs: &[f64], low: i32) -> f64 {
-        let f = |l: f64| probs.iter().enumerate().map(|(i, p)| p * (l * (low + i as i32) as f64).exp()).sum::<f64>() - 1.0;
+        let f =
+            |l: f64| probs.iter().enumerate().map(|(i, p)| p * (l * (low + i as i32) as f64).exp()).sum::<f64>() - 1.0;
         let (mut lo, mut hi) = (1e-9, 1.0);
         while f(hi) < 0.0 {
             hi *= 2.0;
@@ -440,7 +441,10 @@ mod lambda_tests {
     fn newton_lambda_equals_bisection() {
         let m = Matrix::blosum62();
         let c = Compo::new(&m).unwrap();
-        let q = c.composition(&m.encode(b"SVAAVGIAYIFPVGAMVFSFFAMMPPNLLALHTHMGKLSSEVRLRPIEGRYEWGLVHPDACDENKQNLENSSHDIIGLRCGESGR").unwrap());
+        let q = c.composition(
+            &m.encode(b"SVAAVGIAYIFPVGAMVFSFFAMMPPNLLALHTHMGKLSSEVRLRPIEGRYEWGLVHPDACDENKQNLENSSHDIIGLRCGESGR")
+                .unwrap(),
+        );
         let (lo, hi, probs) = c.score_probs(&q, &q);
         let want = bisect(&probs, lo);
         let got = lambda(&probs, lo, hi, c.ungapped_lambda).unwrap();

@@ -62,6 +62,7 @@ pub mod output;
 pub mod prepared;
 pub mod ranks;
 pub mod search;
+pub mod seg;
 pub mod sw;
 pub mod tabular;
 pub mod traceback;
