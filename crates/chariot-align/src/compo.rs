@@ -256,7 +256,7 @@ impl Compo {
     pub fn lambda_ratio(&self, q: &Composition, s: &Composition) -> f64 {
         let (lo, hi, probs) = self.score_probs(q, s);
         let corrected = lambda(&probs, lo, hi, self.ungapped_lambda).unwrap_or(-1.0);
-        (corrected / self.ungapped_lambda).min(1.0).max(RATIO_MIN)
+        (corrected / self.ungapped_lambda).clamp(RATIO_MIN, 1.0)
     }
 
     /// The scores' range and probabilities of the start matrix for compositions `q`
@@ -371,8 +371,9 @@ mod tests {
         assert!((ideal_lambda() - 0.3176).abs() < 5e-5, "{}", ideal_lambda());
     }
 
-    /// At the standard composition the λ ratio is about 1, and the rescaled matrix is
-    /// BLOSUM62 at 32 times its scale (within the integer matrix's rounding).
+    /// At the standard composition the λ ratio is about 0.98 (the frequency ratios at
+    /// λ_u are slightly coarser than the rounded matrix), and the rescaled matrix is
+    /// BLOSUM62 at 32 times its scale within the integer matrix's rounding.
     #[test]
     fn standard_composition_leaves_blosum62() {
         let m = Matrix::blosum62();
@@ -383,14 +384,14 @@ mod tests {
             q[NCBI.iter().position(|&n| n == l).unwrap()] = p / total;
         }
         let r = c.lambda_ratio(&q, &q);
-        // The frequency ratios' matrix at λ_u is a little coarser than the rounded one.
         assert!((0.975..=0.99).contains(&r), "{r}");
         let (adj, _) = c.matrix(&q, &q);
         for a in 0..20 {
             for b in 0..20 {
                 let want = m.score(a as u8, b as u8) as f64 * SCALE as f64;
-                // Within the integer matrix's rounding (half a unit) and 2% of the scale.
-                let tol = SCALE as f64 * (0.5 + 0.02 * want.abs() / SCALE as f64) + 1.0;
+                // Within the integer matrix's rounding (half a unit, here at a scale
+                // 7% finer: ln(ratio)/λ_u against BLOSUM62's half bits).
+                let tol = SCALE as f64 * (0.6 + 0.1 * want.abs() / SCALE as f64);
                 assert!((adj[a][b] as f64 - want).abs() <= tol, "{a} {b}: {} vs {want}", adj[a][b]);
             }
         }

@@ -79,7 +79,11 @@ pub fn supported() -> String {
 pub fn params(matrix: &Matrix, gaps: Gaps) -> Result<Params, String> {
     let b = Matrix::blosum62();
     let n = b.letters.len();
-    let same = matrix.letters == b.letters && (0..n).all(|a| matrix.scores[a][..n] == b.scores[a][..n]);
+    // X's scores do not enter the statistics (nor do they agree between BLOSUM62 files:
+    // BLAST+'s scores X −1 against everything, see `seg::blast_x`); the rest must be BLOSUM62's.
+    let x = b.letters.iter().position(|&l| l == b'X');
+    let same = matrix.letters == b.letters
+        && (0..n).all(|a| (0..n).all(|c| Some(a) == x || Some(c) == x || matrix.scores[a][c] == b.scores[a][c]));
     if !same {
         return Err(format!(
             "BLAST statistics (E-values, bit scores) are known for BLOSUM62 only, not for the matrix {}; \

@@ -16,7 +16,7 @@ use crate::matrix::Matrix;
 const AMINO: &[u8; 20] = b"ACDEFGHIKLMNPQRSTVWY";
 const ALPHABET: usize = 20;
 /// ln 20, as `blast_seg.c` writes it.
-const LN20: f64 = 2.995_732_273_553_990_9;
+const LN20: f64 = 2.995_732_273_553_991;
 /// Most residues `trim` takes off a segment (`maxtrim`).
 const MAX_TRIM: usize = 50;
 /// Most bogus letters in a trigger window (`maxbogus`).
@@ -136,15 +136,15 @@ fn entropies(seq: &[Option<u8>], window: usize) -> Option<Vec<Option<f64>>> {
     if window > seq.len() {
         return None;
     }
-    let down = (window + 1) / 2 - 1;
+    let down = window.div_ceil(2) - 1;
     let up = window - down;
     let mut h = vec![None; seq.len()];
     let mut w = Window::new(&seq[..window]);
-    for i in down..=seq.len() - up {
+    let last = seq.len() - up;
+    for (start, hi) in h[down..=last].iter_mut().enumerate() {
         if w.bogus <= MAX_BOGUS {
-            h[i] = Some(w.entropy());
+            *hi = Some(w.entropy());
         }
-        let start = i - down;
         if start + window < seq.len() {
             w.remove(seq[start]);
             w.add(seq[start + window]);
@@ -187,7 +187,7 @@ fn segments(seq: &[Option<u8>], p: Params, offset: usize, out: &mut Vec<(usize, 
         return;
     }
     let Some(h) = entropies(seq, p.window) else { return };
-    let down = (p.window + 1) / 2 - 1;
+    let down = p.window.div_ceil(2) - 1;
     let up = p.window - down;
     let (first, last) = (down, seq.len() - up);
     let low_ok = |j: usize| h[j].is_some_and(|v| v <= p.hicut);
@@ -253,6 +253,24 @@ pub fn mask(codes: &[u8], matrix: &Matrix, p: Params) -> Result<Vec<u8>, String>
     Ok(out)
 }
 
+/// `matrix` with X scored as BLAST+'s BLOSUM62 scores it: −1 against every letter
+/// (`*` keeps its score). The built-in BLOSUM62 has the older matblas X row (0 against
+/// A, S and T, −2 against C, P and W); with SEG's X in the sequences, blastp's scores
+/// need BLAST+'s.
+pub fn blast_x(matrix: &Matrix) -> Matrix {
+    let mut m = matrix.clone();
+    let n = m.letters.len();
+    if let Some(x) = m.letters.iter().position(|&l| l.eq_ignore_ascii_case(&b'X')) {
+        for c in 0..n {
+            if m.letters[c] != b'*' {
+                m.scores[x][c] = -1;
+                m.scores[c][x] = -1;
+            }
+        }
+    }
+    m
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,7 +278,7 @@ mod tests {
     #[test]
     fn lnfact_is_the_table() {
         assert_eq!(lnfact(0), 0.0);
-        assert_eq!(lnfact(2), 0.693147);
+        assert_eq!(lnfact(3), 1.791759);
         assert_eq!(lnfact(12), 19.987214);
         assert_eq!(lnfact(20), 42.335616);
     }

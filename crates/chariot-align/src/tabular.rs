@@ -16,7 +16,13 @@
 //! With composition-based statistics ([`Statistics::comp_based`], blastp's
 //! `-comp_based_stats 1`), each pair is aligned again with BLOSUM62 rescaled for the
 //! two sequences' compositions ([`crate::compo`]): the line reports that alignment, its
-//! score and its E-value (the hits keep the search's order and scores).
+//! score and its E-value (the hits keep the search's order and scores); as blastp
+//! does, the subject is first masked by SEG with window 10, locut 1.8, hicut 2.1 (unless
+//! the pair is nearly identical). With SEG ([`Statistics::seg`], blastp's `-seg yes`)
+//! the queries' low-complexity segments are X for the search and the alignments, X
+//! scoring −1 against every residue as in BLAST+'s BLOSUM62 ([`seg::blast_x`]; the
+//! caller searches with that matrix too). Identities are counted on the sequences
+//! before masking, as blastp counts them.
 
 use crate::compo::{self, Compo};
 use crate::db::{self, DbIndex};
@@ -24,6 +30,7 @@ use crate::hits::Hit;
 use crate::karlin::{self, Params};
 use crate::matrix::Matrix;
 use crate::search::Query;
+use crate::seg;
 use crate::sw::Gaps;
 use crate::traceback::{self, Alignment};
 use std::collections::{HashMap, HashSet};
@@ -35,6 +42,162 @@ use std::path::Path;
 pub struct Statistics {
     /// Composition-based statistics, as blastp's `-comp_based_stats 1` (off: as `0`).
     pub comp_based: bool,
+    /// SEG masking of the queries, as blastp's `-seg yes` ([`seg::Params::QUERY`]);
+    /// the search must have run with the masked queries ([`mask_queries`]).
+    pub seg: bool,
+}
+
+/// The queries as blastp's `-seg yes` searches them: low-complexity segments as X.
+///
+/// # Errors
+/// A matrix without X.
+pub fn mask_queries(queries: &[Query], matrix: &Matrix) -> Result<Vec<Query>, String> {
+    queries
+        .iter()
+        .map(|q| Ok(Query { id: q.id.clone(), codes: seg::mask(&q.codes, matrix, seg::Params::QUERY)? }))
+        .collect()
+}
+
+/// Whether blastp's composition-based statistics take a pair as nearly identical, and
+/// so leave its subject unmasked (`s_preliminaryTestNearIdentical`, then
+/// `s_TestNearIdentical`): the alignment `a` (with the standard matrix) spans at least
+/// min(query length, 50) − 1 subject residues and scores at least 1.74 bits a column,
+/// and more than 96% of its columns are identical as blastp counts them: runs of equal
+/// residues from each end, bridged over shifts of up to 8, and 8-residue words between.
+/// (NCBI's sources have held 0.95, 0.96 and 0.98 for the fraction; blastp 2.12 agrees
+/// with 0.96 on the generated pairs of `tests/blast_tabular.rs`, where a pair at 95.6%
+/// is masked.)
+fn near_identical(a: &Alignment, query: &[u8], subject: &[u8], p: &Params) -> bool {
+    let (qspan, sspan) = (a.qend + 1 - a.qstart, a.send + 1 - a.sstart);
+    let span = qspan.min(sspan);
+    if sspan + 1 < query.len().min(50) || span == 0 {
+        return false;
+    }
+    if (a.score as f64) / (span as f64) < 1.74 * std::f64::consts::LN_2 / p.lambda {
+        return false;
+    }
+    let q = &query[a.qstart - 1..a.qend];
+    let s = &subject[a.sstart - 1..a.send];
+    let near = |identical: usize| identical as f64 / span as f64 > 0.96;
+    let (mut same, q_right, s_right) = extend_right(q, s);
+    if q_right >= q.len() || s_right >= s.len() {
+        return near(same);
+    }
+    let (left, q_left, s_left) = extend_left(&q[q_right..], &s[s_right..]);
+    same += left;
+    if q_left + q_right >= q.len() || s_left + s_right >= s.len() {
+        return near(same);
+    }
+    same += word_identities(&q[q_right..q.len() - q_left], &s[s_right..s.len() - s_left]);
+    near(same)
+}
+
+/// The most residues a bridge in [`extend_right`] and [`extend_left`] skips.
+const MAX_SHIFT: usize = 8;
+/// The word length of [`word_identities`].
+const WORD: usize = 8;
+
+/// Identical residues from the start of `q` and `s`: runs of equal residues, each
+/// bridged to the next pair of equal residues at most [`MAX_SHIFT`] on (on both, or on
+/// one: a gap); returns the identities and how far each sequence was consumed.
+fn extend_right(q: &[u8], s: &[u8]) -> (usize, usize, usize) {
+    let (mut same, mut i, mut j) = (0, 0, 0);
+    while i < q.len() && j < s.len() {
+        while i < q.len() && j < s.len() && q[i] == s[j] {
+            same += 1;
+            i += 1;
+            j += 1;
+        }
+        let mut bridged = false;
+        for n in 1..MAX_SHIFT {
+            if bridged || i + n + 1 >= q.len() || j + n + 1 >= s.len() {
+                break;
+            }
+            if q[i + n] == s[j + n] && q[i + n + 1] == s[j + n + 1] {
+                (i, j) = (i + n + 2, j + n + 2);
+                bridged = true;
+            } else if q[i + n] == s[j] && q[i + n + 1] == s[j + 1] {
+                (i, j) = (i + n + 2, j + 2);
+                bridged = true;
+            } else if q[i] == s[j + n] && q[i + 1] == s[j + n + 1] {
+                (i, j) = (i + 2, j + n + 2);
+                bridged = true;
+            }
+            if bridged {
+                same += 2;
+            }
+        }
+        if !bridged {
+            break;
+        }
+    }
+    (same, i, j)
+}
+
+/// [`extend_right`] from the ends of `q` and `s` leftwards.
+fn extend_left(q: &[u8], s: &[u8]) -> (usize, usize, usize) {
+    if q.is_empty() || s.is_empty() {
+        return (0, 0, 0);
+    }
+    let (mut same, mut i, mut j) = (0, q.len() - 1, s.len() - 1);
+    loop {
+        while i > 0 && j > 0 && q[i] == s[j] {
+            same += 1;
+            i -= 1;
+            j -= 1;
+        }
+        let mut bridged = false;
+        for n in 1..MAX_SHIFT {
+            if bridged || i <= n + 1 || j <= n + 1 {
+                break;
+            }
+            if q[i - n] == s[j - n] && q[i - n - 1] == s[j - n - 1] {
+                (i, j) = (i - n - 2, j - n - 2);
+                bridged = true;
+            } else if q[i - n] == s[j] && q[i - n - 1] == s[j - 1] {
+                (i, j) = (i - n - 2, j - 2);
+                bridged = true;
+            } else if q[i] == s[j - n] && q[i - 1] == s[j - n - 1] {
+                (i, j) = (i - 2, j - n - 2);
+                bridged = true;
+            }
+            if bridged {
+                same += 2;
+            }
+        }
+        if !bridged || i == 0 || j == 0 {
+            break;
+        }
+    }
+    (same, q.len() - i - 1, s.len() - j - 1)
+}
+
+/// Identities between `q` and `s` by words: each subject word of [`WORD`] residues found
+/// in the query (at or after the last match) counts its residues and those of the
+/// extensions on both sides of it (`s_FindNumIdentical`).
+fn word_identities(q: &[u8], s: &[u8]) -> usize {
+    if q.len() < WORD || s.len() < WORD {
+        return 0;
+    }
+    let (mut q_from, mut s_from, mut same) = (0, 0, 0);
+    let (last_q, last_s) = (q.len() - WORD, s.len() - WORD);
+    let mut j = 0;
+    while j < last_s {
+        let word = &s[j..j + WORD];
+        if let Some(i) = (q_from..last_q).find(|&i| &q[i..i + WORD] == word) {
+            let (left, _, _) = extend_left(&q[q_from..i], &s[s_from..j]);
+            let (right, q_right, s_right) = extend_right(&q[i + WORD..], &s[j + WORD..]);
+            same += WORD + left + right;
+            q_from = i + WORD + q_right;
+            s_from = j + WORD + s_right;
+            j = s_from.saturating_sub(1);
+            if j >= last_s {
+                break;
+            }
+        }
+        j += 1;
+    }
+    same
 }
 
 /// One line of the output (no newline) for query `qid` and subject `sid`.
@@ -98,12 +261,16 @@ pub fn text(
     let residues = subjects(index, matrix, &wanted)?;
     let (mut out, mut rows) = (String::new(), 0usize);
     for (q, list) in queries.iter().zip(hits) {
-        let q_comp = compo.as_ref().map(|c| c.composition(&q.codes));
+        // The query as searched: SEG's segments as X with `-seg yes`.
+        let q_codes = if stats.seg { seg::mask(&q.codes, matrix, seg::Params::QUERY)? } else { q.codes.clone() };
+        let q_comp = compo.as_ref().map(|c| c.composition(&q_codes));
         for h in list.iter().filter(|h| h.score > 0) {
             let s = residues
                 .get(&h.seq)
                 .ok_or_else(|| format!("subject `{}` (database sequence {}) was not found on reading", h.id, h.seq))?;
-            let a = traceback::align(&q.codes, s, matrix, gaps.open, gaps.extend);
+            // Identities as blastp counts them: on the sequences before masking.
+            let score = |x: u8, y: u8| matrix.score(x, y);
+            let a = traceback::align_counted(&q_codes, s, score, gaps.open, gaps.extend, (&q.codes, s));
             if a.score != h.score {
                 return Err(format!(
                     "query `{}` against subject `{}` (database sequence {}): the traceback's score {} differs from the search's {}",
@@ -113,15 +280,25 @@ pub fn text(
             let (m, n) = (q.codes.len() as u64, s.len() as u64);
             let (a, e) = match (&compo, &q_comp) {
                 (Some(c), Some(qc)) => {
-                    // The pair's rescaled matrix at 32 times the precision, gap costs alike.
-                    let (adj, _) = c.matrix(qc, &c.composition(s));
+                    // blastp masks the subject with SEG before rescoring it (not a nearly
+                    // identical one), then aligns with the pair's rescaled matrix at 32
+                    // times the precision, gap costs alike.
+                    let masked;
+                    let subject = if near_identical(&a, &q_codes, s, &p) {
+                        s.as_slice()
+                    } else {
+                        masked = seg::mask(s, matrix, seg::Params::SUBJECT)?;
+                        masked.as_slice()
+                    };
+                    let (adj, _) = c.matrix(qc, &c.composition(subject));
                     let k = compo::SCALE;
-                    let mut a = traceback::align_by(
-                        &q.codes,
-                        s,
+                    let mut a = traceback::align_counted(
+                        &q_codes,
+                        subject,
                         |x, y| adj[x as usize][y as usize],
                         gaps.open * k,
                         gaps.extend * k,
+                        (&q.codes, s),
                     );
                     let e = p.evalue_scaled(a.score as f64 / k as f64, m, n, index.residues);
                     a.score = (a.score as f64 / k as f64).round() as i32;

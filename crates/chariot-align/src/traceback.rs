@@ -61,6 +61,20 @@ pub fn align(query: &[u8], subject: &[u8], m: &Matrix, open: i32, extend: i32) -
 /// [`align`] with the substitution score of (query code, subject code) given by
 /// `score` (composition-based statistics align with a rescaled matrix).
 pub fn align_by(query: &[u8], subject: &[u8], score: impl Fn(u8, u8) -> i32, open: i32, extend: i32) -> Alignment {
+    align_counted(query, subject, score, open, extend, (query, subject))
+}
+
+/// [`align_by`], with identities counted on `same` (the query and the subject before
+/// masking, of the same lengths): BLAST counts a masked column by its residues.
+pub fn align_counted(
+    query: &[u8],
+    subject: &[u8],
+    score: impl Fn(u8, u8) -> i32,
+    open: i32,
+    extend: i32,
+    same: (&[u8], &[u8]),
+) -> Alignment {
+    assert!(same.0.len() == query.len() && same.1.len() == subject.len(), "unmasked sequences of other lengths");
     let (rows, cols) = (query.len(), subject.len());
     let goe = open + extend;
     let mut tb = vec![0u8; rows * cols];
@@ -134,7 +148,7 @@ pub fn align_by(query: &[u8], subject: &[u8], score: impl Fn(u8, u8) -> i32, ope
             0 => match t & 3 {
                 H_DIAG => {
                     a.length += 1;
-                    if query[i as usize] == subject[j as usize] {
+                    if same.0[i as usize] == same.1[j as usize] {
                         a.identities += 1;
                     } else {
                         a.mismatches += 1;
