@@ -104,9 +104,10 @@ pub struct SearchArgs {
     /// 2, which chariot-align does not offer).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
     pub comp_based_stats: u8,
-    /// SEG low-complexity masking of the queries, as blastp's -seg: no (the default
-    /// here, as blastp -seg no) or yes (window 12, locut 2.2, hicut 2.5, as blastp -seg
-    /// yes, blastp's own default): masked residues are X for the search and --tabular.
+    /// SEG low-complexity masking of the queries, as blastp's -seg: no (the default,
+    /// as blastp's) or yes (window 12, locut 2.2, hicut 2.5, as blastp -seg yes):
+    /// masked residues are X (scoring -1 against every letter, as in BLAST+'s BLOSUM62)
+    /// for the search and --tabular.
     #[arg(long, default_value = "no", value_parser = ["yes", "no"])]
     pub seg: String,
     /// Streams per GPU S, also the number of file-read threads, D·S (default: chosen

@@ -34,7 +34,6 @@ use crate::seg;
 use crate::sw::Gaps;
 use crate::traceback::{self, Alignment};
 use std::collections::{HashMap, HashSet};
-use std::fmt::Write as _;
 use std::path::Path;
 
 /// The statistics the E-values are computed with (blastp's options of the same names).
@@ -241,12 +240,86 @@ pub fn subjects(index: &DbIndex, matrix: &Matrix, wanted: &HashSet<u64>) -> Resu
     Ok(out)
 }
 
+/// What every hit's line needs: the statistics, the subjects' residues, and each
+/// query as searched (masked with `-seg yes`) with its composition.
+struct Shared<'a> {
+    matrix: &'a Matrix,
+    gaps: Gaps,
+    p: Params,
+    compo: Option<Compo>,
+    residues: HashMap<u64, Vec<u8>>,
+    searched: Vec<Vec<u8>>,
+    compositions: Vec<Option<compo::Composition>>,
+    db_residues: u64,
+}
+
+/// The line of query `q` (index `qi`) against hit `h` (`None`: nothing to report),
+/// with `tb` the traceback's scratch memory.
+fn hit_line(sh: &Shared, q: &Query, qi: usize, h: &Hit, tb: &mut Vec<u8>) -> Result<Option<String>, String> {
+    let (matrix, gaps, p) = (sh.matrix, sh.gaps, &sh.p);
+    let q_codes = &sh.searched[qi];
+    let s = sh
+        .residues
+        .get(&h.seq)
+        .ok_or_else(|| format!("subject `{}` (database sequence {}) was not found on reading", h.id, h.seq))?;
+    // Identities as blastp counts them: on the sequences before masking.
+    let score = |x: u8, y: u8| matrix.score(x, y);
+    let a = traceback::align_scratch(q_codes, s, score, gaps.open, gaps.extend, (&q.codes, s), tb);
+    if a.score != h.score {
+        return Err(format!(
+            "query `{}` against subject `{}` (database sequence {}): the traceback's score {} differs from the search's {}",
+            q.id, h.id, h.seq, a.score, h.score
+        ));
+    }
+    let (m, n) = (q.codes.len() as u64, s.len() as u64);
+    let (a, e) = match (&sh.compo, &sh.compositions[qi]) {
+        (Some(c), Some(qc)) => {
+            // blastp masks the subject with SEG before rescoring it (not a nearly
+            // identical one), then aligns with the pair's rescaled matrix at 32 times
+            // the precision, gap costs alike.
+            let masked;
+            let subject = if near_identical(&a, q_codes, s, p) {
+                s.as_slice()
+            } else {
+                masked = seg::mask(s, matrix, seg::Params::SUBJECT)?;
+                masked.as_slice()
+            };
+            let (adj, _) = c.matrix(qc, &c.composition(subject));
+            let k = compo::SCALE;
+            let mut a = traceback::align_scratch(
+                q_codes,
+                subject,
+                |x, y| adj[x as usize][y as usize],
+                gaps.open * k,
+                gaps.extend * k,
+                (&q.codes, s),
+                tb,
+            );
+            let e = p.evalue_scaled(a.score as f64 / k as f64, m, n, sh.db_residues);
+            a.score = (a.score as f64 / k as f64).round() as i32;
+            (a, e)
+        }
+        _ => {
+            let e = p.evalue(a.score, m, n, sh.db_residues);
+            (a, e)
+        }
+    };
+    // A pair whose rescaled alignment is empty has nothing to report.
+    if a.score <= 0 {
+        return Ok(None);
+    }
+    Ok(Some(line(&q.id, &h.id, &a, p, e)))
+}
+
 /// The tabular text of `hits` (one list per query, best first, as the search returns
 /// them) over the database `index`; checks every traceback's score against the search's.
+/// The hits' tracebacks run on all the host's cores (each thread with its own scratch
+/// memory); the lines come out in the hits' order.
 ///
 /// # Errors
 /// Statistics unknown for the matrix or gap costs ([`karlin::params`]), a database read
-/// error, or a traceback whose score differs from the search's (naming the pair).
+/// error, or a traceback whose score differs from the search's (naming the pair; the
+/// first such pair in the hits' order).
 pub fn text(
     index: &DbIndex,
     matrix: &Matrix,
@@ -259,61 +332,49 @@ pub fn text(
     let compo = if stats.comp_based { Some(Compo::new(matrix)?) } else { None };
     let wanted: HashSet<u64> = hits.iter().flatten().filter(|h| h.score > 0).map(|h| h.seq).collect();
     let residues = subjects(index, matrix, &wanted)?;
+    // The queries as searched: SEG's segments as X with `-seg yes`.
+    let searched = queries
+        .iter()
+        .map(|q| if stats.seg { seg::mask(&q.codes, matrix, seg::Params::QUERY) } else { Ok(q.codes.clone()) })
+        .collect::<Result<Vec<_>, _>>()?;
+    let compositions = searched.iter().map(|c| compo.as_ref().map(|k| k.composition(c))).collect();
+    let sh = Shared { matrix, gaps, p, compo, residues, searched, compositions, db_residues: index.residues };
+    let work: Vec<(usize, &Hit)> = queries
+        .iter()
+        .zip(hits)
+        .enumerate()
+        .flat_map(|(qi, (_, list))| list.iter().filter(|h| h.score > 0).map(move |h| (qi, h)))
+        .collect();
+    // Hits are taken one at a time from a shared counter: their costs (query × subject
+    // lengths) differ by orders of magnitude, so fixed shares would leave cores idle.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(work.len()).max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut lines: Vec<Option<Result<Option<String>, String>>> = vec![None; work.len()];
+    let done: Vec<Vec<(usize, Result<Option<String>, String>)>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let (mut tb, mut out) = (Vec::new(), Vec::new());
+                    loop {
+                        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&(qi, h)) = work.get(k) else { break };
+                        out.push((k, hit_line(&sh, &queries[qi], qi, h, &mut tb)));
+                    }
+                    out
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap_or_default()).collect()
+    });
+    for (k, r) in done.into_iter().flatten() {
+        lines[k] = Some(r);
+    }
     let (mut out, mut rows) = (String::new(), 0usize);
-    for (q, list) in queries.iter().zip(hits) {
-        // The query as searched: SEG's segments as X with `-seg yes`.
-        let q_codes = if stats.seg { seg::mask(&q.codes, matrix, seg::Params::QUERY)? } else { q.codes.clone() };
-        let q_comp = compo.as_ref().map(|c| c.composition(&q_codes));
-        for h in list.iter().filter(|h| h.score > 0) {
-            let s = residues
-                .get(&h.seq)
-                .ok_or_else(|| format!("subject `{}` (database sequence {}) was not found on reading", h.id, h.seq))?;
-            // Identities as blastp counts them: on the sequences before masking.
-            let score = |x: u8, y: u8| matrix.score(x, y);
-            let a = traceback::align_counted(&q_codes, s, score, gaps.open, gaps.extend, (&q.codes, s));
-            if a.score != h.score {
-                return Err(format!(
-                    "query `{}` against subject `{}` (database sequence {}): the traceback's score {} differs from the search's {}",
-                    q.id, h.id, h.seq, a.score, h.score
-                ));
-            }
-            let (m, n) = (q.codes.len() as u64, s.len() as u64);
-            let (a, e) = match (&compo, &q_comp) {
-                (Some(c), Some(qc)) => {
-                    // blastp masks the subject with SEG before rescoring it (not a nearly
-                    // identical one), then aligns with the pair's rescaled matrix at 32
-                    // times the precision, gap costs alike.
-                    let masked;
-                    let subject = if near_identical(&a, &q_codes, s, &p) {
-                        s.as_slice()
-                    } else {
-                        masked = seg::mask(s, matrix, seg::Params::SUBJECT)?;
-                        masked.as_slice()
-                    };
-                    let (adj, _) = c.matrix(qc, &c.composition(subject));
-                    let k = compo::SCALE;
-                    let mut a = traceback::align_counted(
-                        &q_codes,
-                        subject,
-                        |x, y| adj[x as usize][y as usize],
-                        gaps.open * k,
-                        gaps.extend * k,
-                        (&q.codes, s),
-                    );
-                    let e = p.evalue_scaled(a.score as f64 / k as f64, m, n, index.residues);
-                    a.score = (a.score as f64 / k as f64).round() as i32;
-                    (a, e)
-                }
-                _ => {
-                    let e = p.evalue(a.score, m, n, index.residues);
-                    (a, e)
-                }
-            };
-            // A pair whose rescaled alignment is empty has nothing to report.
-            if a.score <= 0 {
-                continue;
-            }
-            let _ = writeln!(out, "{}", line(&q.id, &h.id, &a, &p, e));
+    for (k, l) in lines.into_iter().enumerate() {
+        let l = l.ok_or_else(|| format!("the traceback of hit {k} did not finish (a worker thread panicked)"))?;
+        if let Some(l) = l? {
+            out.push_str(&l);
+            out.push('\n');
             rows += 1;
         }
     }

@@ -355,3 +355,36 @@ fn bench_csv_is_guarded() {
     assert!(!dir.0.join("target.csv.partial").exists());
     assert_eq!(std::fs::read(&link).unwrap(), csv.as_bytes(), "the link still points at the target");
 }
+
+/// `--tabular` with the statistics options, through the binary: each combination
+/// writes BLAST's 12 columns a hit; a query's run of one residue matches a subject's
+/// by 40 bits and more, and by chance only once SEG masks it (`--seg yes`, the query's
+/// run) or composition-based statistics do (`--comp-based-stats 1`, the subject's).
+#[test]
+fn tabular_statistics_options() {
+    let dir = TempDir::new("tabular-stats");
+    let db = dir.file(
+        "db.fa",
+        b">plain\nMKVLAAGIVGLLLAWHQKRDECCWWCCPHKRDEMKVACDEFGHIKLMNPQRSTVWY\n>run\nACDQQQQQQQQQQQQQQQQQQQQQQQQWYK\n",
+    );
+    let q = dir.file("q.fa", b">q\nMKVLAAGIVGLLLAWHQKRDECCWWQQQQQQQQQQQQQQQQQQQQ\n");
+    let mut lines = Vec::new();
+    for (cbs, seg) in [("0", "no"), ("1", "no"), ("0", "yes"), ("1", "yes")] {
+        let out = dir.0.join(format!("t{cbs}{seg}.m8"));
+        let r =
+            tool(&search_args(&q, &db, &["--tabular", p(&out), "--comp-based-stats", cbs, "--seg", seg, "--quiet"]));
+        assert_eq!(r.code, Some(0), "{cbs} {seg}: {}", r.err);
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(text.lines().all(|l| l.split('\t').count() == 12), "{text}");
+        lines.push(text);
+    }
+    let bits = |t: &str, s: &str| -> f64 {
+        t.lines().find(|l| l.split('\t').nth(1) == Some(s)).unwrap().split('\t').nth(11).unwrap().parse().unwrap()
+    };
+    // The run of Q scores 40 bits and more as given; masked (the query's by --seg, the
+    // subject's by composition-based statistics) it is left with chance matches.
+    assert!(bits(&lines[0], "run") > 40.0, "{lines:?}");
+    for masked in &lines[1..] {
+        assert!(bits(masked, "run") < 15.0, "{lines:?}");
+    }
+}
