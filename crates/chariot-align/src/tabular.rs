@@ -253,9 +253,12 @@ struct Shared<'a> {
     db_residues: u64,
 }
 
-/// The line of query `q` (index `qi`) against hit `h` (`None`: nothing to report),
-/// with `tb` the traceback's scratch memory.
-fn hit_line(sh: &Shared, q: &Query, qi: usize, h: &Hit, tb: &mut Vec<u8>) -> Result<Option<String>, String> {
+/// A hit's line (`None`: nothing to report), or why there is none.
+type LineResult = Result<Option<String>, String>;
+
+/// The line of query `q` (index `qi`) against hit `h`, with `tb` the traceback's
+/// scratch memory.
+fn hit_line(sh: &Shared, q: &Query, qi: usize, h: &Hit, tb: &mut Vec<u8>) -> LineResult {
     let (matrix, gaps, p) = (sh.matrix, sh.gaps, &sh.p);
     let q_codes = &sh.searched[qi];
     let s = sh
@@ -349,8 +352,8 @@ pub fn text(
     // lengths) differ by orders of magnitude, so fixed shares would leave cores idle.
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(work.len()).max(1);
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut lines: Vec<Option<Result<Option<String>, String>>> = vec![None; work.len()];
-    let done: Vec<Vec<(usize, Result<Option<String>, String>)>> = std::thread::scope(|scope| {
+    let mut lines: Vec<Option<LineResult>> = vec![None; work.len()];
+    let done: Vec<Vec<(usize, LineResult)>> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 scope.spawn(|| {
