@@ -1,5 +1,8 @@
 //! `search --tabular` against BLAST+: our BLAST tabular output on a small fixture equals
-//! what `blastp` 2.12.0+ printed for it (CI has no blastp, so its output is committed).
+//! what `blastp` 2.12.0+ printed for it (its output is committed, so this runs
+//! everywhere); where blastp is installed (CI installs Debian's ncbi-blast+), every
+//! combination of `--comp-based-stats 0|1` and `--seg no|yes` is run against blastp
+//! itself, on the fixture and on generated pairs (`options_agree_with_blastp`).
 //!
 //! Fixture (`tests/data/blast/`): `db.fa`, 45 random proteins (Robinson–Robinson
 //! residue frequencies) and, for each of the 3 queries of `q.fa`, 5 relatives (the query
