@@ -9,6 +9,7 @@ use crate::sw::Gaps;
 use crate::{cpu, db, hand};
 use chariot::Order;
 use clap::Args;
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -289,6 +290,20 @@ fn bench_one(a: &BenchArgs, index: &db::DbIndex, m: &Matrix, q1: &[Query], c: &B
 /// them at once), checks that they find the same scores, prints a line per run and the
 /// speedups, and writes the CSV when asked.
 pub fn run_bench(a: BenchArgs) -> Result<(), String> {
+    // The CSV goes through the output guard as `search`'s outputs do: never an input,
+    // only over a regular file or a missing path, created (its `.partial`) before the
+    // runs so a bad path fails at once, and renamed only when complete.
+    let mut inputs = vec![("-q", a.common.query.as_path()), ("-d", a.common.db.as_path())];
+    if let Some(p) = &a.common.matrix {
+        inputs.push(("--matrix", p.as_path()));
+    }
+    let csv_out = match &a.csv {
+        Some(p) => {
+            crate::output::check_distinct(&inputs, &[("--csv", p.as_path())])?;
+            Some(crate::output::Output::create("--csv", p)?)
+        }
+        None => None,
+    };
     let m = load_matrix(&a.common)?;
     let queries = load_queries(&a.common.query, &m)?;
     let t = Instant::now();
@@ -411,8 +426,9 @@ pub fn run_bench(a: BenchArgs) -> Result<(), String> {
             csv += &(cells.join(",") + "\n");
         }
     }
-    if let Some(p) = &a.csv {
-        std::fs::write(p, csv).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    if let Some(mut w) = csv_out {
+        w.write_all(csv.as_bytes()).map_err(|e| format!("--csv {}: cannot write: {e}", w.path().display()))?;
+        w.commit()?;
     }
     Ok(())
 }

@@ -97,6 +97,19 @@ pub struct SearchArgs {
     /// open + k*extend).
     #[arg(long, value_name = "FILE")]
     pub tabular: Option<PathBuf>,
+    /// Composition-based statistics of --tabular's E-values, as blastp's
+    /// -comp_based_stats: 0 (the default here: none, as blastp -comp_based_stats 0) or 1
+    /// (Schaffer et al. 2001: each pair aligned again with BLOSUM62 rescaled for the two
+    /// sequences' compositions, as blastp -comp_based_stats 1; blastp's own default is
+    /// 2, which chariot-align does not offer).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub comp_based_stats: u8,
+    /// SEG low-complexity masking of the queries, as blastp's -seg: no (the default,
+    /// as blastp's) or yes (window 12, locut 2.2, hicut 2.5, as blastp -seg yes):
+    /// masked residues are X (scoring -1 against every letter, as in BLAST+'s BLOSUM62)
+    /// for the search and --tabular.
+    #[arg(long, default_value = "no", value_parser = ["yes", "no"])]
+    pub seg: String,
     /// Streams per GPU S, also the number of file-read threads, D·S (default: chosen
     /// by chariot: a slot per CPU core, at least 8).
     #[arg(long, value_parser = clap::value_parser!(usize))]
@@ -342,6 +355,8 @@ pub fn run_search(a: SearchArgs) -> Result<(), String> {
     let tabular_out = create("--tabular", &a.tabular)?;
     let report_out = create("--report-json", &a.report_json)?;
     let m = load_matrix(&a.common)?;
+    // SEG's X scores as in BLAST+'s BLOSUM62 (−1 against everything).
+    let m = if a.seg == "yes" { crate::seg::blast_x(&m) } else { m };
     let gaps = Gaps { open: a.common.gap_open, extend: a.common.gap_extend };
     if a.tabular.is_some() {
         crate::karlin::params(&m, gaps).map_err(|e| format!("--tabular: {e}"))?;
@@ -385,7 +400,16 @@ pub fn run_search(a: SearchArgs) -> Result<(), String> {
         );
     }
     let opt = options(&a.common, a.streams, a.order, a.top, a.out.clone(), !a.no_progress && !a.quiet);
-    let o = search::search_to(&index, &m, &queries, &opt, tsv)?;
+    let seg = a.seg == "yes";
+    // With SEG the search sees the masked queries; --tabular masks them again itself.
+    let masked;
+    let searched: &[Query] = if seg {
+        masked = crate::tabular::mask_queries(&queries, &m)?;
+        &masked
+    } else {
+        &queries
+    };
+    let o = search::search_to(&index, &m, searched, &opt, tsv)?;
     if !root {
         return Ok(());
     }
@@ -452,7 +476,8 @@ pub fn run_search(a: SearchArgs) -> Result<(), String> {
     }
     if let Some(mut w) = tabular_out {
         let t = Instant::now();
-        let (text, rows) = crate::tabular::text(&index, &m, &queries, &o.hits, gaps)?;
+        let statistics = crate::tabular::Statistics { comp_based: a.comp_based_stats == 1, seg };
+        let (text, rows) = crate::tabular::text(&index, &m, &queries, &o.hits, gaps, statistics)?;
         w.write_all(text.as_bytes()).map_err(|e| format!("--tabular {}: cannot write: {e}", w.path().display()))?;
         let p = w.path().to_path_buf();
         w.commit()?;

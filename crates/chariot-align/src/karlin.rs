@@ -22,8 +22,7 @@
 //!   still uses these effective lengths for its search space (cut-offs), not for the
 //!   E-values it prints.
 //!
-//! What BLAST+ does beyond this (composition-based statistics, SEG) is off here, as
-//! with `blastp -comp_based_stats 0 -seg no`.
+//! Composition-based statistics (`--comp-based-stats 1`) are [`crate::compo`]'s.
 
 use crate::matrix::Matrix;
 use crate::sw::Gaps;
@@ -80,7 +79,11 @@ pub fn supported() -> String {
 pub fn params(matrix: &Matrix, gaps: Gaps) -> Result<Params, String> {
     let b = Matrix::blosum62();
     let n = b.letters.len();
-    let same = matrix.letters == b.letters && (0..n).all(|a| matrix.scores[a][..n] == b.scores[a][..n]);
+    // X's scores do not enter the statistics (nor do they agree between BLOSUM62 files:
+    // BLAST+'s scores X −1 against everything, see `seg::blast_x`); the rest must be BLOSUM62's.
+    let x = b.letters.iter().position(|&l| l == b'X');
+    let same = matrix.letters == b.letters
+        && (0..n).all(|a| (0..n).all(|c| Some(a) == x || Some(c) == x || matrix.scores[a][c] == b.scores[a][c]));
     if !same {
         return Err(format!(
             "BLAST statistics (E-values, bit scores) are known for BLOSUM62 only, not for the matrix {}; \
@@ -180,8 +183,15 @@ impl Params {
     /// The E-value BLAST+ prints for raw score `s` of a query of `m` residues against a
     /// subject of `n`, in a database of `db` residues (`BLAST_SpougeStoE`).
     pub fn evalue(&self, s: i32, m: u64, n: u64, db: u64) -> f64 {
+        self.evalue_scaled(s as f64, m, n, db)
+    }
+
+    /// [`Params::evalue`] of a score with a fraction: a score of a matrix at a finer
+    /// scale divided by that scale (composition-based statistics' scores at 1/32), as
+    /// `BLAST_SpougeStoE` with λ and the Gumbel block scaled alike.
+    pub fn evalue_scaled(&self, s: f64, m: u64, n: u64, db: u64) -> f64 {
         let [a, b, alpha, beta, sigma, tau] = self.gumbel;
-        let (y, lambda) = (s as f64, self.lambda);
+        let (y, lambda) = (s, self.lambda);
         let inv_sqrt_2pi = 0.398_942_280_401_432_7;
         // The same factor for the query and the subject (BLAST's symmetric case).
         let side = |len: f64| {

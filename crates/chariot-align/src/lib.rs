@@ -6,7 +6,8 @@
 //! sorted by length, read with a copy).
 //! The top hits of each query can also be written as BLAST tabular output
 //! ([`tabular`]: alignments by a CPU traceback, [`traceback`]; E-values and bit scores
-//! as BLAST+ computes them, [`karlin`]).
+//! as BLAST+ computes them, [`karlin`]; blastp's composition-based statistics, [`compo`],
+//! and SEG masking, [`seg`], as options).
 //!
 //! ```text
 //! chariot-align generate --sequences 536000 --out db.fa --queries-out q.fa
@@ -49,6 +50,7 @@
 
 pub mod bench;
 pub mod commands;
+pub mod compo;
 pub mod cpu;
 pub mod db;
 pub mod fasta;
@@ -61,6 +63,7 @@ pub mod output;
 pub mod prepared;
 pub mod ranks;
 pub mod search;
+pub mod seg;
 pub mod sw;
 pub mod tabular;
 pub mod traceback;

@@ -55,19 +55,62 @@ const F_EXT: u8 = 8;
 
 /// Aligns `query` with `subject` (matrix codes) locally with gap costs `open + k·extend`.
 pub fn align(query: &[u8], subject: &[u8], m: &Matrix, open: i32, extend: i32) -> Alignment {
+    align_by(query, subject, |a, b| m.score(a, b), open, extend)
+}
+
+/// [`align`] with the substitution score of (query code, subject code) given by
+/// `score` (composition-based statistics align with a rescaled matrix).
+pub fn align_by(query: &[u8], subject: &[u8], score: impl Fn(u8, u8) -> i32, open: i32, extend: i32) -> Alignment {
+    align_counted(query, subject, score, open, extend, (query, subject))
+}
+
+/// [`align_by`], with identities counted on `same` (the query and the subject before
+/// masking, of the same lengths): BLAST counts a masked column by its residues.
+pub fn align_counted(
+    query: &[u8],
+    subject: &[u8],
+    score: impl Fn(u8, u8) -> i32,
+    open: i32,
+    extend: i32,
+    same: (&[u8], &[u8]),
+) -> Alignment {
+    align_scratch(query, subject, score, open, extend, same, &mut Vec::new())
+}
+
+/// [`align_counted`] with `tb` as the traceback's memory (query × subject bytes, kept
+/// between calls): a fresh allocation of that size for every pair costs its pages'
+/// first touches again, which for long subjects is a large part of the work.
+pub fn align_scratch(
+    query: &[u8],
+    subject: &[u8],
+    score: impl Fn(u8, u8) -> i32,
+    open: i32,
+    extend: i32,
+    same: (&[u8], &[u8]),
+    tb: &mut Vec<u8>,
+) -> Alignment {
+    assert!(same.0.len() == query.len() && same.1.len() == subject.len(), "unmasked sequences of other lengths");
     let (rows, cols) = (query.len(), subject.len());
     let goe = open + extend;
-    let mut tb = vec![0u8; rows * cols];
-    let mut h_prev = vec![0i32; cols + 1];
-    let mut h_cur = vec![0i32; cols + 1];
+    // Every cell is written before it is read: no clearing needed, only the size.
+    if tb.len() < rows * cols {
+        tb.resize(rows * cols, 0);
+    }
+    let tb = &mut tb[..rows * cols];
+    // One row of H serves as both the previous row and the current one: cell j + 1
+    // of the previous row is read (as "up", then kept as the next cell's diagonal)
+    // before it is overwritten. Each query row's scores are looked up once, by subject
+    // code (codes are below 32, the matrix's most letters).
+    let mut h = vec![0i32; cols + 1];
     let mut f = vec![NEG; cols + 1];
     let (mut best, mut bi, mut bj) = (0, 0, 0);
-    for i in 0..rows {
-        let mut e = NEG;
-        h_cur[0] = 0;
-        for j in 0..cols {
+    for (i, (&qi, tb_row)) in query.iter().zip(tb.chunks_exact_mut(cols.max(1))).enumerate() {
+        let row: [i32; 32] = std::array::from_fn(|b| score(qi, b as u8));
+        let (mut e, mut left, mut diag_h) = (NEG, 0i32, 0i32);
+        let cells = subject.iter().zip(tb_row.iter_mut()).zip(h[1..].iter_mut().zip(f[1..].iter_mut()));
+        for (j, ((&sj, tbj), (hj, fj))) in cells.enumerate() {
             let mut t = 0u8;
-            let e_open = h_cur[j] - goe;
+            let e_open = left - goe;
             let e_ext = e - extend;
             e = if e_ext > e_open {
                 t |= E_EXT;
@@ -75,35 +118,38 @@ pub fn align(query: &[u8], subject: &[u8], m: &Matrix, open: i32, extend: i32) -
             } else {
                 e_open
             };
-            let f_open = h_prev[j + 1] - goe;
-            let f_ext = f[j + 1] - extend;
-            f[j + 1] = if f_ext > f_open {
+            let up = *hj;
+            let f_open = up - goe;
+            let f_ext = *fj - extend;
+            let fv = if f_ext > f_open {
                 t |= F_EXT;
                 f_ext
             } else {
                 f_open
             };
-            let diag = h_prev[j] + m.score(query[i], subject[j]);
-            let mut h = 0;
+            *fj = fv;
+            let diag = diag_h + row[usize::from(sj) % 32];
+            let mut hv = 0;
             if diag > 0 {
-                h = diag;
+                hv = diag;
                 t |= H_DIAG;
             }
-            if e > h {
-                h = e;
+            if e > hv {
+                hv = e;
                 t = (t & !3) | H_E;
             }
-            if f[j + 1] > h {
-                h = f[j + 1];
+            if fv > hv {
+                hv = fv;
                 t = (t & !3) | H_F;
             }
-            h_cur[j + 1] = h;
-            tb[i * cols + j] = t;
-            if h > best {
-                (best, bi, bj) = (h, i, j);
+            diag_h = up;
+            left = hv;
+            *hj = hv;
+            *tbj = t;
+            if hv > best {
+                (best, bi, bj) = (hv, i, j);
             }
         }
-        std::mem::swap(&mut h_prev, &mut h_cur);
     }
     let mut a = Alignment {
         score: best,
@@ -128,7 +174,7 @@ pub fn align(query: &[u8], subject: &[u8], m: &Matrix, open: i32, extend: i32) -
             0 => match t & 3 {
                 H_DIAG => {
                     a.length += 1;
-                    if query[i as usize] == subject[j as usize] {
+                    if same.0[i as usize] == same.1[j as usize] {
                         a.identities += 1;
                     } else {
                         a.mismatches += 1;
@@ -136,7 +182,7 @@ pub fn align(query: &[u8], subject: &[u8], m: &Matrix, open: i32, extend: i32) -
                     (a.qstart, a.sstart) = (i as usize + 1, j as usize + 1);
                     i -= 1;
                     j -= 1;
-                    if i < 0 || j < 0 || tb_h_zero(&tb, cols, i, j) {
+                    if i < 0 || j < 0 || tb_h_zero(tb, cols, i, j) {
                         break;
                     }
                 }

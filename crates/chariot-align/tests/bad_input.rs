@@ -31,6 +31,8 @@ fn the_tools_refuse_bad_arguments_and_files() {
     for (args, needle) in [
         (vec!["search", "-q", "q.fa", "-d", "db.fa", "--chunk", "0"], "--chunk"),
         (vec!["bench", "-q", "q.fa", "-d", "db.fa", "--gap-open=-1"], "--gap-open"),
+        (vec!["search", "-q", "q.fa", "-d", "db.fa", "--comp-based-stats", "2"], "--comp-based-stats"),
+        (vec!["search", "-q", "q.fa", "-d", "db.fa", "--seg", "maybe"], "--seg"),
     ] {
         let args: Vec<_> = args.into_iter().map(os).collect();
         let (code, err) = run_tool(&args);

@@ -295,3 +295,96 @@ fn hits_on_stdout_statistics_on_stderr() {
     let help = tool(&["makedb", "--help"]);
     assert!(help.out.contains("checksum") && help.out.contains("--quiet"), "{}", help.out);
 }
+
+/// `bench --csv` goes through the same guard as the other outputs: an input is refused,
+/// only a regular file or a missing path is replaced, a bad path fails before any run,
+/// and a complete CSV replaces the old file with no `.partial` left.
+#[test]
+fn bench_csv_is_guarded() {
+    let dir = TempDir::new("bench-csv");
+    let (db, q) = (dir.file("db.fa", DB.as_bytes()), dir.file("q.fa", QUERY.as_bytes()));
+    let bench = |csv: &Path| {
+        let args = [
+            "bench",
+            "-q",
+            p(&q),
+            "-d",
+            p(&db),
+            "--backend",
+            "sim-instant",
+            "--configs",
+            "auto",
+            "--cpu-seqs",
+            "0",
+            "--chunk",
+            "2",
+            "--csv",
+            p(csv),
+        ];
+        tool(&args)
+    };
+    for (input, flag) in [(&db, "-d"), (&q, "-q")] {
+        let before = std::fs::read(input).unwrap();
+        let r = bench(input);
+        assert!(
+            r.code == Some(1) && r.err.contains(&format!("--csv {} is the same file as {flag}", p(input))),
+            "{}",
+            r.err
+        );
+        assert_eq!(std::fs::read(input).unwrap(), before);
+        assert!(!r.out.contains("database "), "benched before refusing: {}", r.out);
+    }
+    let target = dir.file("target.csv", b"keep me");
+    let link = dir.0.join("link.csv");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let sub = dir.0.join("folder");
+    std::fs::create_dir(&sub).unwrap();
+    for (path, kind) in [(&link, "symbolic link"), (&sub, "directory")] {
+        let r = bench(path);
+        assert!(r.code == Some(1) && r.err.contains(kind) && r.err.contains("--csv"), "{}", r.err);
+        assert!(!r.out.contains("database "), "benched before refusing: {}", r.out);
+    }
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    let r = bench(&dir.0.join("no-such-folder").join("x.csv"));
+    assert!(r.code == Some(1) && r.err.contains("--csv") && r.err.contains("no-such-folder"), "{}", r.err);
+    // A complete run replaces the regular file and leaves no `.partial`.
+    let r = bench(&target);
+    assert_eq!(r.code, Some(0), "{}", r.err);
+    let csv = std::fs::read_to_string(&target).unwrap();
+    assert!(csv.starts_with("query,m,config,") && csv.lines().count() == 3, "{csv}");
+    assert!(!dir.0.join("target.csv.partial").exists());
+    assert_eq!(std::fs::read(&link).unwrap(), csv.as_bytes(), "the link still points at the target");
+}
+
+/// `--tabular` with the statistics options, through the binary: each combination
+/// writes BLAST's 12 columns a hit; a query's run of one residue matches a subject's
+/// by 40 bits and more, and by chance only once SEG masks it (`--seg yes`, the query's
+/// run) or composition-based statistics do (`--comp-based-stats 1`, the subject's).
+#[test]
+fn tabular_statistics_options() {
+    let dir = TempDir::new("tabular-stats");
+    let db = dir.file(
+        "db.fa",
+        b">plain\nMKVLAAGIVGLLLAWHQKRDECCWWCCPHKRDEMKVACDEFGHIKLMNPQRSTVWY\n>run\nACDQQQQQQQQQQQQQQQQQQQQQQQQWYK\n",
+    );
+    let q = dir.file("q.fa", b">q\nMKVLAAGIVGLLLAWHQKRDECCWWQQQQQQQQQQQQQQQQQQQQ\n");
+    let mut lines = Vec::new();
+    for (cbs, seg) in [("0", "no"), ("1", "no"), ("0", "yes"), ("1", "yes")] {
+        let out = dir.0.join(format!("t{cbs}{seg}.m8"));
+        let r =
+            tool(&search_args(&q, &db, &["--tabular", p(&out), "--comp-based-stats", cbs, "--seg", seg, "--quiet"]));
+        assert_eq!(r.code, Some(0), "{cbs} {seg}: {}", r.err);
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(text.lines().all(|l| l.split('\t').count() == 12), "{text}");
+        lines.push(text);
+    }
+    let bits = |t: &str, s: &str| -> f64 {
+        t.lines().find(|l| l.split('\t').nth(1) == Some(s)).unwrap().split('\t').nth(11).unwrap().parse().unwrap()
+    };
+    // The run of Q scores 40 bits and more as given; masked (the query's by --seg, the
+    // subject's by composition-based statistics) it is left with chance matches.
+    assert!(bits(&lines[0], "run") > 40.0, "{lines:?}");
+    for masked in &lines[1..] {
+        assert!(bits(masked, "run") < 15.0, "{lines:?}");
+    }
+}
