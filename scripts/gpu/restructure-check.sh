@@ -6,7 +6,8 @@
 # chariot with defaults: replay where it pays). New binaries in $B (default .gpu/,
 # scripts/gpu/stage.sh), old in $OLD (default .gpu-old/: chariot, chariot-align, seti and
 # flow, release, of the commit before). STEPS picks steps (default "tests demo seti
-# align flow"); writes under $OUT.
+# align flow"; "tabular" adds the new build's 7-query search with and without --tabular,
+# alternated, 3 calls); writes under $OUT.
 set -euo pipefail
 STEPS=${STEPS:-tests demo seti align flow}
 DEMO_CALLS=${DEMO_CALLS:-3}
@@ -31,6 +32,19 @@ if step align; then
   echo "== chariot-align search, 7 queries: old, new alternated"
   align_alternated -o "$W/hits-{v}-{i}.tsv"
   echo "TSV digests (sorted rows, call 1): old $(sort "$W/hits-old-1.tsv" | md5sum | cut -c1-32) new $(sort "$W/hits-new-1.tsv" | md5sum | cut -c1-32)" | tee -a "$OUT/align.txt"
+fi
+if step tabular; then
+  echo "== chariot-align search, 7 queries, new build: without and with --tabular, alternated"
+  [ -f "$W/db.fa" ] || "$B/chariot-align" generate --sequences 536000 --out "$W/db.fa" --queries-out "$W/q.fa" > /dev/null 2>&1 || true
+  for i in 1 2 3; do
+    for v in plain tabular; do
+      extra=(); [ $v = tabular ] && extra=(--tabular "$W/tab-$i.tsv")
+      t0=$(date +%s.%N)
+      timeout 120 "$B/chariot-align" search -q "$W/q.fa" -d "$W/db.fa" --no-progress -o "$W/hits-$v-$i.tsv" "${extra[@]}" > "$W/tabular-$v-$i.log" 2>&1 && rc=0 || rc=$?
+      t1=$(date +%s.%N)
+      echo "$v $i exit $rc: $(grep -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$W/tabular-$v-$i.log" | head -1), process $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}') s"
+    done
+  done | tee "$OUT/tabular.txt" || true
 fi
 if step flow; then
   echo "== flow: cudaFlow's shapes, chariot with defaults against the hand-written graph: old, new alternated"
