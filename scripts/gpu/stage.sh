@@ -23,7 +23,7 @@ for line in sys.stdin:
     print("  .gpu/" + name)
 '
 }
-cargo build --release --bin chariot-demo --bin chariot-align --example seti --bench overhead --bench images --bench cholesky --bench flow \
+cargo build --release --workspace --bin chariot-demo --bin chariot-align --example seti --bench overhead --bench images --bench cholesky --bench flow \
   --message-format=json-render-diagnostics | copy
 # The test executables with #[ignore]d GPU tests: the runtime's GPU suite and bad input,
 # the runtime's unit tests (the executor source's NVRTC check), the NVRTC check on the
