@@ -230,6 +230,11 @@ impl Machine {
         cuda::Machine::probe()
     }
 
+    /// Whether the GPUs are simulated (launches run CPU twins).
+    pub(crate) fn simulated(&self) -> bool {
+        matches!(self, Machine::Sim(_))
+    }
+
     pub(crate) fn name(&self) -> &'static str {
         match self {
             Machine::Cuda(_) => "cuda",

@@ -147,7 +147,9 @@ pub(crate) struct LaunchOp<'a> {
     /// Each argument's value in the low bytes of its 8-byte word (little-endian),
     /// which is where the driver reads a 4-byte parameter from. Resolved on CUDA only.
     pub(crate) args: &'a [u64],
-    pub(crate) twin: &'a Arc<dyn Twin>,
+    /// The CPU twin bound to the launch's arguments: bound on the sim only (CUDA takes
+    /// `args`, and a launch on CUDA skips the binding's allocation).
+    pub(crate) twin: Option<&'a Arc<dyn Twin>>,
     pub(crate) share: f64,
 }
 

@@ -47,8 +47,9 @@ pub(crate) struct LaunchCmd {
     /// `Machine::waves`), for [`LaunchCmd::fill`].
     pub(crate) waves: Arc<[u32]>,
     /// The kernel's CPU twin bound to these arguments: what the sim runs (made when the
-    /// launch is added, so that lowering it costs no allocation).
-    pub(crate) twin: Arc<dyn Twin>,
+    /// launch is added, so that lowering it costs no allocation); `None` on CUDA, where
+    /// a launch takes its argument words and the binding would be an allocation a task.
+    pub(crate) twin: Option<Arc<dyn Twin>>,
 }
 
 impl LaunchCmd {

@@ -111,7 +111,7 @@ pub(crate) fn launch_op<'a>(l: &'a LaunchCmd, gpu: usize, args: &'a [u64]) -> La
         block: (s.block.x, s.block.y, s.block.z),
         shared_bytes: s.shared_bytes,
         args,
-        twin: &l.twin,
+        twin: l.twin.as_ref(),
         share: l.kernel.def.sim_share.unwrap_or_else(|| l.fill(gpu)),
     }
 }

@@ -339,7 +339,8 @@ impl Gpu {
             },
             Op::Launch(l) => {
                 self.launched += 1;
-                let job = Work::Launch { twin: l.twin.clone(), slot, seq: self.launched, share: l.share };
+                let twin = l.twin.ok_or("a launch without its CPU twin bound reached the sim")?.clone();
+                let job = Work::Launch { twin, slot, seq: self.launched, share: l.share };
                 return Self::set(work, job);
             }
             Op::Host(f) => return Self::set(work, Work::Callback(f, slot)),

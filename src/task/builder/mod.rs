@@ -12,6 +12,7 @@ use super::command::{Command, Direction, LaunchCmd};
 use super::lower::TwinCall;
 use super::{Copy2d, HostClaim};
 use crate::backend::host_alloc::exclusive;
+use crate::backend::op::Twin;
 use crate::callback::{CallInfo, GpuCall, GpuCallback, Resource};
 use crate::error::{BoxError, Error, Result};
 use crate::ids::{InCallback, TaskId};
@@ -180,7 +181,9 @@ impl<'s> TaskBuilder<'s> {
             let waves = kernel.inner.waves(self.sched.machine(), threads, shape.shared_bytes);
             self.sched.note_launch(&kernel.inner.def.name, shape.grid.count(), waves.first().copied().unwrap_or(0));
             let args: Arc<[ArgValue]> = args.into();
-            let twin = Arc::new(TwinCall { kernel: kernel.inner.clone(), shape, args: args.clone() });
+            let twin = self.sched.machine().simulated().then(|| {
+                Arc::new(TwinCall { kernel: kernel.inner.clone(), shape, args: args.clone() }) as Arc<dyn Twin>
+            });
             (Command::Launch(LaunchCmd { kernel: kernel.inner.clone(), shape, args, waves, twin }), None)
         });
         self.push(built)
