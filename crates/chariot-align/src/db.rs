@@ -1,6 +1,7 @@
 //! The database: an index of chunks built by one streaming pass over the FASTA file
-//! (no residues kept), and the per-chunk read-and-pack step that the pipeline's
-//! file-read callback runs.
+//! (no residues kept; a large plain file is read in parts, a thread each, and joined in
+//! file order), and the per-chunk read-and-pack step that the pipeline's file-read
+//! callback runs.
 //!
 //! A chunk is `chunk_seqs` consecutive records. The index keeps, per chunk, its byte
 //! range, first line, record count and residue count, so that each task's size (for LF
