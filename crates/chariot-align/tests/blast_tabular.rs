@@ -41,23 +41,7 @@ fn tabular_output_equals_blastp() {
     let gaps = Gaps { open: 11, extend: 1 };
     let queries = load_queries(&data("q.fa"), &m).unwrap();
     let index = DbIndex::open(&data("db.fa"), &m, 16).unwrap();
-    let opt = Options {
-        backend: Backend::SimWith(SimProfile::instant()),
-        gpus: 1,
-        streams: Some(2),
-        order: Order::LargestFirst,
-        stage_depth: None,
-        kernels: None,
-        fills: None,
-        adapt: false,
-        slots: 0,
-        top: 10,
-        gaps,
-        out: None,
-        progress: false,
-        sim_gcups: 300.0,
-        kernel: Default::default(),
-    };
+    let opt = sim_options(gaps);
     let o = search::search(&index, &m, &queries, &opt).unwrap();
     let (text, rows) = tabular::text(&index, &m, &queries, &o.hits, gaps, Default::default()).unwrap();
     assert_eq!(rows, text.lines().count());
@@ -184,23 +168,7 @@ fn ours(data: &Data, stats: tabular::Statistics) -> HashMap<(String, String), Ve
     let gaps = Gaps { open: 11, extend: 1 };
     let queries = load_queries(&data.q, &m).unwrap();
     let index = DbIndex::open(&data.db, &m, 16).unwrap();
-    let opt = Options {
-        backend: Backend::SimWith(SimProfile::instant()),
-        gpus: 1,
-        streams: Some(2),
-        order: Order::LargestFirst,
-        stage_depth: None,
-        kernels: None,
-        fills: None,
-        adapt: false,
-        slots: 0,
-        top: 10,
-        gaps,
-        out: None,
-        progress: false,
-        sim_gcups: 300.0,
-        kernel: Default::default(),
-    };
+    let opt = sim_options(gaps);
     let searched = if stats.seg { tabular::mask_queries(&queries, &m).unwrap() } else { queries.clone() };
     let o = search::search(&index, &m, &searched, &opt).unwrap();
     let (text, _) = tabular::text(&index, &m, &queries, &o.hits, gaps, stats).unwrap();
@@ -325,4 +293,26 @@ fn options_agree_with_blastp() {
         }
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The search options these tests use: one simulated GPU (instant profile), 2 streams,
+/// the 10 best hits, gap costs `gaps`.
+fn sim_options(gaps: Gaps) -> Options {
+    Options {
+        backend: Backend::SimWith(SimProfile::instant()),
+        gpus: 1,
+        streams: Some(2),
+        order: Order::LargestFirst,
+        stage_depth: None,
+        kernels: None,
+        fills: None,
+        adapt: false,
+        slots: 0,
+        top: 10,
+        gaps,
+        out: None,
+        progress: false,
+        sim_gcups: 300.0,
+        kernel: Default::default(),
+    }
 }
