@@ -120,39 +120,72 @@ def dependencies(root):
     return deps
 
 
-def strip_tests(lines):
-    """The lines without `#[cfg(test)] mod … { … }` blocks (braces counted per line)."""
-    out, i = [], 0
+# Attributes that leave an item out of the core alone: unit tests, and what only an
+# extension or a feature compiles (`--no-default-features` builds the rest).
+GATED = re.compile(r'#\[cfg\((test|feature = "(replay|resident|mpi|model-check)")\)\]')
+MOD = re.compile(r'(pub(\([a-z]+\))? )?mod ([a-z_0-9]+);')
+
+
+def item_end(lines, j):
+    """The index after the item that starts at line `j` (its attributes skipped): a
+    line ending in `;` or `,` without a brace, or a braced block."""
+    while j < len(lines) and lines[j].strip().startswith("#["):
+        j += 1
+    depth, opened = 0, False
+    while j < len(lines):
+        line = lines[j].split("//")[0]
+        depth += line.count("{") - line.count("}")
+        opened = opened or "{" in line
+        j += 1
+        if opened and depth <= 0:
+            return j
+        if not opened and line.rstrip().endswith((";", ",")):
+            return j
+    return j
+
+
+def strip_gated(lines):
+    """The lines without gated items (see GATED), and the modules declared gated
+    (`mod name;` under such an attribute), whose files are left out too."""
+    out, gated_mods, i = [], [], 0
     while i < len(lines):
-        if lines[i].strip() == "#[cfg(test)]" and i + 1 < len(lines) and lines[i + 1].lstrip().startswith("mod "):
-            if lines[i + 1].rstrip().endswith(";"):
-                i += 2
-                continue
-            depth, j, opened = 0, i + 1, False
-            while j < len(lines):
-                depth += lines[j].count("{") - lines[j].count("}")
-                opened = opened or "{" in lines[j]
+        if GATED.fullmatch(lines[i].strip()):
+            j = i + 1
+            while j < len(lines) and lines[j].strip().startswith("#["):
                 j += 1
-                if opened and depth <= 0:
-                    break
-            i = j
+            m = MOD.fullmatch(lines[j].strip()) if j < len(lines) else None
+            if m:
+                gated_mods.append(m.group(3))
+            i = item_end(lines, i + 1)
             continue
         out.append(lines[i])
         i += 1
-    return out
+    return out, gated_mods
 
 
 def core_lines(root, rs, src):
-    """The core's size: every runtime file but the extensions, model checks and test
-    files, with unit-test modules cut; (all lines, code lines)."""
-    total = code = 0
+    """The core's size: the runtime's files as `--no-default-features` compiles them,
+    without the model checks and unit tests (`ext/`, items and modules gated on an
+    extension's feature, unit-test modules and files cut); (all lines, code lines)."""
+    kept_files, left_out = {}, set()
     for p in rs:
         rel = p[len(src):]
         name = rel.rsplit("/", 1)[-1]
         if rel.startswith("ext/") or rel.startswith("model_check") or name in ("test.rs", "tests.rs"):
             continue
         with open(os.path.join(root, p), encoding="utf-8", errors="replace") as f:
-            kept = strip_tests(f.read().split("\n"))
+            kept, gated = strip_gated(f.read().split("\n"))
+        kept_files[rel] = kept
+        # A module declared in `dir/mod.rs`, `dir.rs` or `lib.rs` lives in `dir/name.rs`
+        # or `dir/name/`.
+        folder = rel[:-len("mod.rs")] if name == "mod.rs" else ("" if rel == "lib.rs" else rel[:-3] + "/")
+        for m in gated:
+            left_out.add(folder + m)
+    total = code = 0
+    for rel, kept in kept_files.items():
+        stem = rel[:-3]
+        if any(stem == g or rel.startswith(g + "/") for g in left_out):
+            continue
         total += len(kept)
         code += sum(1 for line in kept if line.strip() and not line.strip().startswith("//"))
     return total, code
@@ -183,7 +216,8 @@ def counts(root):
         out.append(f"| {label} | {n} | {lines:,} |")
     out.append("")
     core_all, core_code = core_lines(root, rs, src)
-    out.append(f"The core alone (without `ext/`, unit-test modules, test files and model checks): "
+    out.append(f"The core alone (what `--no-default-features` compiles: without `ext/` and the items and "
+               f"modules gated on an extension's feature; without unit tests and model checks): "
                f"{core_all:,} lines, {core_code:,} of them code (not blank, not a comment).")
     out.append("")
     deps = dependencies(root)

@@ -484,11 +484,12 @@ impl Gpu {
     }
 
     /// Launches a replay window's graph operation (every slot idle). Returns the time
-    /// spent in driver calls and how the graph was had.
+    /// spent in driver calls and how the graph was had. The sim takes the nodes out of
+    /// `g` (the caller keeps its emptied lists for the next graph).
     #[cfg(feature = "replay")]
-    pub(crate) fn issue_window(&mut self, g: op::GraphOp<'_>) -> Result<(DriverNs, GraphUse), Fault> {
+    pub(crate) fn issue_window(&mut self, g: &mut op::GraphOp<'_>) -> Result<(DriverNs, GraphUse), Fault> {
         match self {
-            Gpu::Cuda(gpu) => gpu.issue_window(&g),
+            Gpu::Cuda(gpu) => gpu.issue_window(g),
             Gpu::Sim(gpu) => {
                 let t0 = Instant::now();
                 gpu.issue_window(g).map(|()| (t0.elapsed().as_nanos() as u64, GraphUse::Simulated))

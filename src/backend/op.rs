@@ -37,7 +37,7 @@ pub(crate) trait HostBlock: Send + Sync {
 
 /// A borrowed share of a host block: its allocation now, and a share of its owner for
 /// an engine that copies later.
-pub(crate) trait HostShare {
+pub(crate) trait HostShare: Sync {
     /// The allocation.
     fn alloc(&self) -> &HostAlloc;
     /// A share of the owner (an `Arc` count).
@@ -225,6 +225,38 @@ pub(crate) struct GraphOp<'a> {
     /// Run on the device by a persistent kernel where the backend can (CUDA, every
     /// group one launch of one block shape), not as a graph.
     pub(crate) device: bool,
+}
+
+/// A graph operation's lists, kept by whoever builds graphs between one and the next:
+/// a window may hold thousands of nodes, and after the first graph its lists cost no
+/// allocation (a fresh list of that size is mapped and faulted in page by page).
+#[derive(Default)]
+pub(crate) struct GraphLists {
+    nodes: Vec<Node<'static>>,
+    groups: Vec<Group<'static>>,
+    /// The launches' argument words (see [`LaunchOp::args`]).
+    pub(crate) words: Vec<u64>,
+}
+
+impl GraphLists {
+    /// The node and group lists, empty, for a graph borrowing for `'a`.
+    pub(crate) fn lists<'a>(&mut self) -> (Vec<Node<'a>>, Vec<Group<'a>>) {
+        (emptied(std::mem::take(&mut self.nodes)), emptied(std::mem::take(&mut self.groups)))
+    }
+
+    /// Takes back graph `g`'s lists once it is issued (emptied, their allocations kept).
+    pub(crate) fn keep(&mut self, g: GraphOp<'_>) {
+        self.nodes = emptied(g.nodes);
+        self.groups = emptied(g.groups);
+    }
+}
+
+/// `v` emptied, as a list of `U`: the same allocation where `T` and `U` have one layout
+/// (a node of one borrow and of another: the standard library collects a vector's
+/// own iterator in place), a new empty one otherwise.
+fn emptied<T, U>(mut v: Vec<T>) -> Vec<U> {
+    v.clear();
+    v.into_iter().filter_map(|_| None).collect()
 }
 
 impl Group<'_> {

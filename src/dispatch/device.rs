@@ -8,6 +8,8 @@
 
 use crate::backend::op::Tag;
 #[cfg(feature = "replay")]
+use crate::backend::op::GraphLists;
+#[cfg(feature = "replay")]
 use crate::backend::GraphUse;
 use crate::backend::{DriverNs, Fault, Gpu, Span, WindowRun};
 use crate::callback::CallInfo;
@@ -31,10 +33,11 @@ pub(crate) trait Device: Send {
     /// Whether the command in flight on `stream` has completed, and when it ran.
     fn poll(&mut self, stream: usize) -> Option<Result<Span, Fault>>;
 
-    /// Launches replay window `w` (every slot idle): returns the time spent in driver
+    /// Launches replay window `w` (every slot idle), lowered in `lists` (the
+    /// dispatcher's, kept from one window to the next): returns the time spent in driver
     /// calls and how its graph was had.
     #[cfg(feature = "replay")]
-    fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault>;
+    fn issue_window(&mut self, w: &Window, lists: &mut GraphLists) -> Result<(DriverNs, GraphUse), Fault>;
 
     /// Whether `w` may be issued now, behind the windows in flight (each window in
     /// flight completes in the order issued, [`Device::poll_window`] the first).
@@ -82,14 +85,22 @@ impl Device for Gpu {
     }
 
     #[cfg(feature = "replay")]
-    fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault> {
+    fn issue_window(&mut self, w: &Window, lists: &mut GraphLists) -> Result<(DriverNs, GraphUse), Fault> {
         // The window, lowered to the backend's graph operation; the lowering counts
         // as the issue's driver time, as resolving a command's arguments does.
         let t0 = std::time::Instant::now();
-        let mut words = Vec::new();
-        let g = w.graph(self.index(), self.takes_words(), &mut words).map_err(Fault::task)?;
-        let lowered = t0.elapsed().as_nanos() as u64;
-        Gpu::issue_window(self, g).map(|(driver, used)| (driver + lowered, used))
+        let mut words = std::mem::take(&mut lists.words);
+        let issued = match w.graph(self.index(), self.takes_words(), &mut words, lists.lists()) {
+            Ok(mut g) => {
+                let lowered = t0.elapsed().as_nanos() as u64;
+                let issued = Gpu::issue_window(self, &mut g).map(|(driver, used)| (driver + lowered, used));
+                lists.keep(g);
+                issued
+            }
+            Err(message) => Err(Fault::task(message)),
+        };
+        lists.words = words;
+        issued
     }
 
     fn poll_window(&mut self) -> Option<Result<WindowRun, Fault>> {

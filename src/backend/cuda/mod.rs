@@ -19,6 +19,7 @@ mod device_window;
 mod driver;
 /// Whether libnvrtc loads here: the sim compiles kernels with NVRTC where it does.
 pub(crate) use driver::nvrtc::is_present as nvrtc_present;
+#[cfg(feature = "replay")]
 mod executor_source;
 mod gpu;
 mod gpu_context;

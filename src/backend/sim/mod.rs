@@ -399,13 +399,13 @@ impl Gpu {
     /// launch and then its nodes one after another in order (each on its slot's
     /// memory), at the profile's graph latencies.
     #[cfg(feature = "replay")]
-    pub(crate) fn issue_window(&mut self, g: GraphOp<'_>) -> Result<(), Fault> {
+    pub(crate) fn issue_window(&mut self, g: &mut GraphOp<'_>) -> Result<(), Fault> {
         if self.lost.load(Ordering::SeqCst) {
             return Err(lost_fault(self.gpu, Reach::Gpu));
         }
         let mut items = Vec::with_capacity(g.nodes.len());
         // The window's own engine runs them, whichever engine would take them alone.
-        for node in g.nodes {
+        for node in g.nodes.drain(..) {
             self.begin(node.slot, node.tag)?;
             let added = self.op(node.op);
             let (_, _, work) = self.pending.take().ok_or("no command begun")?;

@@ -10,6 +10,7 @@
 //! GPU that leaves the rotation goes to another GPU (its tasks have not begun), or
 //! fails if none is left.
 
+use crate::backend::op::GraphLists;
 use crate::backend::{Fault, GraphUse, Span, TaskRun, WindowRun};
 use crate::dispatch::{Device, Dispatcher};
 use crate::ext::replay::queues::Spent;
@@ -35,11 +36,17 @@ enum Start {
 pub(crate) struct WindowsInFlight {
     flights: std::collections::VecDeque<InFlight>,
     end_ns: u64,
+    /// The lists a window is lowered in, kept for the next one.
+    lists: GraphLists,
 }
 
 impl WindowsInFlight {
     pub(crate) fn new() -> WindowsInFlight {
-        WindowsInFlight { flights: std::collections::VecDeque::with_capacity(IN_FLIGHT), end_ns: 0 }
+        WindowsInFlight {
+            flights: std::collections::VecDeque::with_capacity(IN_FLIGHT),
+            end_ns: 0,
+            lists: GraphLists::default(),
+        }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -129,7 +136,7 @@ impl<D: Device> Dispatcher<D> {
         let commands = window.commands() as u64;
         self.stats.commands += commands;
         self.stats.replayed += commands;
-        match self.device.issue_window(&window) {
+        match self.device.issue_window(&window, &mut self.windows.lists) {
             Ok((driver_ns, used)) => {
                 let host_ns = t0.elapsed().as_nanos() as u64;
                 self.stats.driver_ns += driver_ns;

@@ -151,8 +151,15 @@ impl Window {
 
     /// The window lowered for GPU `gpu`, each task on its lane's copies: a node per
     /// command (copies and launches only: [`replayable`]), a group per task with its
-    /// edges. `words` holds the launches' argument words, resolved where `raw` (CUDA).
-    pub(crate) fn graph<'a>(&'a self, gpu: usize, raw: bool, words: &'a mut Vec<u64>) -> Result<GraphOp<'a>, String> {
+    /// edges. `words` holds the launches' argument words, resolved where `raw` (CUDA);
+    /// `nodes` and `groups` are empty lists to fill (kept between windows).
+    pub(crate) fn graph<'a>(
+        &'a self,
+        gpu: usize,
+        raw: bool,
+        words: &'a mut Vec<u64>,
+        (mut nodes, mut groups): (Vec<Node<'a>>, Vec<Group<'a>>),
+    ) -> Result<GraphOp<'a>, String> {
         use crate::task::lower::{arg_word, copy_op, launch_op};
         words.clear();
         if raw {
@@ -170,8 +177,8 @@ impl Window {
         }
         let words: &'a [u64] = words;
         let mut at = 0;
-        let mut nodes = Vec::with_capacity(self.commands());
-        let mut groups = Vec::with_capacity(self.tasks.len());
+        nodes.reserve(self.commands());
+        groups.reserve(self.tasks.len());
         for (t, task) in self.tasks.iter().enumerate() {
             let slot = self.lanes[t] as usize;
             for (command, cmd) in task.commands.iter().enumerate() {
