@@ -175,6 +175,17 @@ pub enum Error {
         /// Who holds the conflicting region.
         holder: ConflictHolder,
     },
+    /// A graph cannot be recorded, run or updated as asked
+    /// ([`Scheduler::record`](crate::Scheduler::record)); `task` names the task where one
+    /// is at fault.
+    #[cfg(feature = "replay")]
+    #[error("recorded graph{}: {problem}", task.map(|t| format!(", task {t}")).unwrap_or_default())]
+    Recording {
+        /// The task at fault, if one is.
+        task: Option<TaskId>,
+        /// What is wrong.
+        problem: RecordingProblem,
+    },
     /// Host or device memory could not be allocated.
     #[error("allocation of {bytes} bytes of {what} failed: {message}")]
     OutOfMemory {
@@ -316,6 +327,74 @@ impl std::fmt::Display for LengthProblem {
     }
 }
 
+/// Why a graph cannot be recorded, run or updated ([`Error::Recording`]).
+#[cfg(feature = "replay")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecordingProblem {
+    /// Tasks submitted before the recording have not been synchronized: a recorded
+    /// graph runs after nothing, so the batch must be closed first.
+    BatchOpen {
+        /// The batch's tasks (ended or not) since the last `synchronize`.
+        tasks: usize,
+    },
+    /// A recording is under way already (recordings do not nest).
+    Nested,
+    /// The task holds a command a graph does not take: a callback, or resident data.
+    NotRecordable,
+    /// The recording's body submitted no task.
+    Empty,
+    /// The graph has no task of that id.
+    UnknownTask,
+    /// The task has no kernel launch at that index, or the launch no argument there.
+    NoSuchArgument {
+        /// The command's index in its task.
+        command: usize,
+        /// The argument's index.
+        arg: usize,
+    },
+    /// The new argument is not of the old one's kind (a buffer for a buffer, a scalar
+    /// of the same type for a scalar).
+    ArgumentKind {
+        /// The argument's index.
+        arg: usize,
+        /// The kind the launch has.
+        expected: &'static str,
+        /// The kind given.
+        given: &'static str,
+    },
+    /// The scheduler the graph was recorded on has shut down.
+    ShutDown,
+    /// A run of the graph still holds it (an update waits for the runs to end first).
+    RunInFlight,
+}
+
+#[cfg(feature = "replay")]
+impl std::fmt::Display for RecordingProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordingProblem::BatchOpen { tasks } => {
+                write!(f, "{tasks} task(s) were submitted since the last synchronize; call synchronize before record")
+            }
+            RecordingProblem::Nested => f.write_str("a recording is under way already; recordings do not nest"),
+            RecordingProblem::NotRecordable => f.write_str(
+                "it holds a callback or resident data; a recorded graph takes copies between host buffers and \
+                 device buffers, and kernel launches on device buffers",
+            ),
+            RecordingProblem::Empty => f.write_str("the recording's body submitted no task"),
+            RecordingProblem::UnknownTask => f.write_str("no such task in the graph"),
+            RecordingProblem::NoSuchArgument { command, arg } => {
+                write!(f, "command {command} is not a kernel launch with an argument {arg}")
+            }
+            RecordingProblem::ArgumentKind { arg, expected, given } => {
+                write!(f, "argument {arg} is {expected}; {given} given (an update keeps each argument's kind)")
+            }
+            RecordingProblem::ShutDown => f.write_str("its scheduler has shut down"),
+            RecordingProblem::RunInFlight => f.write_str("a run of the graph still holds it"),
+        }
+    }
+}
+
 /// Bytes of a host buffer a task asked for ([`Error::HostConflict`]): `height` rows of
 /// `width` bytes, `pitch` bytes apart, from byte `start` (a 1-D range has `height` 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -360,6 +439,12 @@ pub enum ConflictHolder {
     Task(TaskId),
     /// A live read guard ([`HostBuffer::read`](crate::HostBuffer::read)).
     ReadGuard,
+    /// A live write guard ([`HostBuffer::write`](crate::HostBuffer::write)).
+    WriteGuard,
+    /// A recorded graph's runs, queued or running
+    /// ([`RecordedGraph::run`](crate::graph::RecordedGraph::run)).
+    #[cfg(feature = "replay")]
+    RecordedRun,
 }
 
 impl std::fmt::Display for ConflictHolder {
@@ -367,6 +452,9 @@ impl std::fmt::Display for ConflictHolder {
         match self {
             ConflictHolder::Task(t) => write!(f, "in-flight task {t}"),
             ConflictHolder::ReadGuard => f.write_str("a live read guard (HostBuffer::read)"),
+            ConflictHolder::WriteGuard => f.write_str("a live write guard (HostBuffer::write)"),
+            #[cfg(feature = "replay")]
+            ConflictHolder::RecordedRun => f.write_str("a recorded graph's run in flight (RecordedGraph::run)"),
         }
     }
 }

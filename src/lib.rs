@@ -164,6 +164,15 @@ pub mod sim {
     pub use crate::backend::{SimFaults, SimProfile};
 }
 
+/// Recorded graphs: a loop's tasks recorded once with
+/// [`Scheduler::record`](crate::Scheduler::record) and run many times, each run one
+/// graph launch a GPU whatever the tasks' number, updated in place between runs.
+#[cfg(feature = "replay")]
+pub mod graph {
+    pub use crate::error::RecordingProblem;
+    pub use crate::ext::replay::recorded::RecordedGraph;
+}
+
 /// Resident buffers: device data shared by tasks and kept on the GPUs between them,
 /// fetched where a task needs it and evicted when memory runs short.
 #[cfg(feature = "resident")]

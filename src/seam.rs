@@ -25,7 +25,8 @@ pub(crate) use crate::ext::replay::{
     capture::{Capture, Offer},
     dispatch::WindowsInFlight,
     queues::WindowQueues,
-    window::Window,
+    recorded::RecordedGraph,
+    window::{part::Part, Window},
 };
 #[cfg(not(feature = "replay"))]
 pub(crate) use off::replay::{Capture, Offer, WindowQueues, WindowsInFlight};

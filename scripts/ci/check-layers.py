@@ -105,6 +105,7 @@ LAYERS = {
     "resident": 12,
     "cuda": 12,
     "cluster": 12,
+    "graph": 12,
     # The extensions, each file in the layer of the core code it extends.
     "ext": 12,
     "ext::replay": 10,
@@ -153,7 +154,7 @@ EXT = "ext"
 SEAM = "seam"
 # The public facades lib.rs declares inline (`pub mod resident { pub use … }`): part of the
 # api layer, not the core, so they may name an extension's public items.
-FACADES = ("tuning", "sim", "resident", "cuda", "cluster")
+FACADES = ("tuning", "sim", "resident", "cuda", "cluster", "graph")
 
 
 def in_ext(module):

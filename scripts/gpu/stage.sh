@@ -29,7 +29,7 @@ cargo build --release --workspace --bin chariot-demo --bin chariot-align --examp
 # the runtime's unit tests (the executor source's NVRTC check), the NVRTC check on the
 # sim, the in-order pipeline's, the studies' library, bad input, images, cholesky and seti,
 # chariot-fft's plans against rustfft, chariot-align end to end.
-cargo test --release -p gpu-chariot --lib --test gpu --test bad_input --test resident --test replay --test sim_nvrtc --no-run --message-format=json-render-diagnostics | copy
+cargo test --release -p gpu-chariot --lib --test gpu --test bad_input --test resident --test replay --test recorded --test sim_nvrtc --no-run --message-format=json-render-diagnostics | copy
 cargo test --release -p chariot-studies --lib --test bad_input --test images --test cholesky --test flow --example seti --no-run --message-format=json-render-diagnostics | copy
 cargo test --release -p chariot-inorder --lib --no-run --message-format=json-render-diagnostics | copy
 cargo test --release -p chariot-fft --test gpu --no-run --message-format=json-render-diagnostics | copy

@@ -497,6 +497,17 @@ impl Gpu {
         }
     }
 
+    /// Launches again the graph kept under `name` (see [`op::GraphOp::recorded`]) if
+    /// this GPU keeps it, as it was last set: `None` where it does not (the sim keeps
+    /// none), and the caller lowers it.
+    #[cfg(feature = "replay")]
+    pub(crate) fn relaunch(&mut self, name: (u64, u64)) -> Option<Result<(DriverNs, GraphUse), Fault>> {
+        match self {
+            Gpu::Cuda(gpu) => gpu.relaunch(name),
+            Gpu::Sim(_) => None,
+        }
+    }
+
     /// Whether a window (`device`: to run on the device) may be issued now, behind the
     /// windows in flight (CUDA: not a device-side run with another window, whose image
     /// and executor it would share).

@@ -218,6 +218,9 @@ pub(crate) struct GraphOp<'a> {
     pub(crate) external: &'a [(u32, crate::ids::TaskId, u64)],
     /// The graph's number among those launched (ascending).
     pub(crate) seq: u64,
+    /// A name the backend keeps the graph under, (number, generation), for
+    /// [`Gpu::relaunch`](crate::backend::Gpu::relaunch) (a recorded graph's part).
+    pub(crate) recorded: Option<(u64, u64)>,
     /// The structure: graphs of equal keys differ in their nodes' parameters only
     /// (CUDA keeps an executable graph per key), and a hash of it, compared first.
     pub(crate) key: &'a [u64],

@@ -6,15 +6,15 @@
 //! For the backend's GPU a command is lowered to device operations here, as it is
 //! issued (`task::lower`): the backend takes operations, not commands.
 
-use crate::backend::op::Tag;
 #[cfg(feature = "replay")]
 use crate::backend::op::GraphLists;
+use crate::backend::op::Tag;
 #[cfg(feature = "replay")]
 use crate::backend::GraphUse;
 use crate::backend::{DriverNs, Fault, Gpu, Span, WindowRun};
 use crate::callback::CallInfo;
 #[cfg(feature = "replay")]
-use crate::seam::Window;
+use crate::seam::{Part, Window};
 use crate::task::command::Command;
 use crate::task::lower::lower;
 
@@ -39,6 +39,11 @@ pub(crate) trait Device: Send {
     #[cfg(feature = "replay")]
     fn issue_window(&mut self, w: &Window, lists: &mut GraphLists) -> Result<(DriverNs, GraphUse), Fault>;
 
+    /// Launches a run of recorded part `part` (every slot idle): its kept graph again
+    /// where the backend keeps it unchanged, else lowered in `lists` as a window is.
+    #[cfg(feature = "replay")]
+    fn issue_recorded(&mut self, part: &Part, lists: &mut GraphLists) -> Result<(DriverNs, GraphUse), Fault>;
+
     /// Whether `w` may be issued now, behind the windows in flight (each window in
     /// flight completes in the order issued, [`Device::poll_window`] the first).
     #[cfg(feature = "replay")]
@@ -57,6 +62,32 @@ pub(crate) trait Device: Send {
 
     /// Whether the dispatcher spins briefly before parking (it owns its core).
     fn spins(&self) -> bool;
+}
+
+/// Lowers window `w` to the backend's graph operation (kept under `name` if given)
+/// in `lists`, and issues it; the lowering counts as the issue's driver time, as
+/// resolving a command's arguments does.
+#[cfg(feature = "replay")]
+fn lower_and_issue(
+    gpu: &mut Gpu,
+    w: &Window,
+    name: Option<(u64, u64)>,
+    lists: &mut GraphLists,
+) -> Result<(DriverNs, GraphUse), Fault> {
+    let t0 = std::time::Instant::now();
+    let mut words = std::mem::take(&mut lists.words);
+    let issued = match w.graph(gpu.index(), gpu.takes_words(), &mut words, lists.lists()) {
+        Ok(mut g) => {
+            g.recorded = name;
+            let lowered = t0.elapsed().as_nanos() as u64;
+            let issued = Gpu::issue_window(gpu, &mut g).map(|(driver, used)| (driver + lowered, used));
+            lists.keep(g);
+            issued
+        }
+        Err(message) => Err(Fault::task(message)),
+    };
+    lists.words = words;
+    issued
 }
 
 /// The runtime's GPU: the backend's handle, CUDA or sim.
@@ -86,21 +117,16 @@ impl Device for Gpu {
 
     #[cfg(feature = "replay")]
     fn issue_window(&mut self, w: &Window, lists: &mut GraphLists) -> Result<(DriverNs, GraphUse), Fault> {
-        // The window, lowered to the backend's graph operation; the lowering counts
-        // as the issue's driver time, as resolving a command's arguments does.
-        let t0 = std::time::Instant::now();
-        let mut words = std::mem::take(&mut lists.words);
-        let issued = match w.graph(self.index(), self.takes_words(), &mut words, lists.lists()) {
-            Ok(mut g) => {
-                let lowered = t0.elapsed().as_nanos() as u64;
-                let issued = Gpu::issue_window(self, &mut g).map(|(driver, used)| (driver + lowered, used));
-                lists.keep(g);
-                issued
-            }
-            Err(message) => Err(Fault::task(message)),
-        };
-        lists.words = words;
-        issued
+        lower_and_issue(self, w, None, lists)
+    }
+
+    #[cfg(feature = "replay")]
+    fn issue_recorded(&mut self, part: &Part, lists: &mut GraphLists) -> Result<(DriverNs, GraphUse), Fault> {
+        let name = (part.id, part.generation);
+        match self.relaunch(name) {
+            Some(issued) => issued,
+            None => lower_and_issue(self, &part.window.lock(), Some(name), lists),
+        }
     }
 
     fn poll_window(&mut self) -> Option<Result<WindowRun, Fault>> {

@@ -34,6 +34,12 @@ pub(crate) enum Holder {
     Task(TaskId),
     /// A user's read guard.
     UserRead(u64),
+    /// A user's write guard (a recorded graph's run, which no borrow orders, meets it).
+    UserWrite(u64),
+    /// A recorded graph's part, while runs of it are queued or run
+    /// (`ext::replay::recorded`): guards wait for it as for a task.
+    #[cfg(feature = "replay")]
+    Run(u64),
 }
 
 impl std::fmt::Display for Holder {
@@ -43,11 +49,19 @@ impl std::fmt::Display for Holder {
 }
 
 impl Holder {
+    /// Whether it is a user's guard (which nothing but the user ends).
+    fn is_guard(self) -> bool {
+        matches!(self, Holder::UserRead(_) | Holder::UserWrite(_))
+    }
+
     /// The holder as an error names it.
     pub(crate) fn public(self) -> crate::error::ConflictHolder {
         match self {
             Holder::Task(t) => crate::error::ConflictHolder::Task(t),
             Holder::UserRead(_) => crate::error::ConflictHolder::ReadGuard,
+            Holder::UserWrite(_) => crate::error::ConflictHolder::WriteGuard,
+            #[cfg(feature = "replay")]
+            Holder::Run(_) => crate::error::ConflictHolder::RecordedRun,
         }
     }
 }
@@ -217,9 +231,16 @@ impl Claims {
         self.near(region).find(|c| !c.active && (write || c.write)).map(|c| c.holder)
     }
 
-    /// Whether a task (any task) holds a claim conflicting with a user access.
+    /// Whether a task (any task, or a recorded graph's run) holds a claim conflicting
+    /// with a user access.
     pub(crate) fn task_conflict(&self, region: &Region, write: bool) -> bool {
-        self.near(region).any(|c| matches!(c.holder, Holder::Task(_)) && (write || c.write))
+        self.near(region).any(|c| !c.holder.is_guard() && (write || c.write))
+    }
+
+    /// The first user guard whose claim conflicts with `region` (written if `write`).
+    #[cfg(feature = "replay")]
+    pub(crate) fn guard_conflict(&self, region: &Region, write: bool) -> Option<Holder> {
+        self.near(region).find(|c| c.holder.is_guard() && (write || c.write)).map(|c| c.holder)
     }
 
     /// The region of a claim of `holder` that conflicts with a user access (writing if

@@ -172,6 +172,33 @@ impl HostShared {
     }
 }
 
+#[cfg(feature = "replay")]
+impl HostShared {
+    /// Claims `region` (written if `write`) for a recorded graph's runs (`holder`):
+    /// waits for tasks and other graphs' runs whose claims conflict, as a guard does;
+    /// a conflicting guard is [`Error::HostConflict`](crate::Error::HostConflict),
+    /// naming the graph's task `first`.
+    pub(crate) fn claim_for_run(
+        &self,
+        region: &Region,
+        write: bool,
+        holder: Holder,
+        first: TaskId,
+    ) -> crate::Result<()> {
+        let mut claims = self.wait_until_free(region, write, "RecordedGraph::run")?;
+        if let Some(guard) = claims.guard_conflict(region, write) {
+            return Err(crate::Error::HostConflict {
+                task: first,
+                buffer: self.id,
+                region: region.public(),
+                holder: guard.public(),
+            });
+        }
+        claims.add(*region, write, holder);
+        Ok(())
+    }
+}
+
 /// A host buffer of `len` elements of `T`, allocated by
 /// [`Scheduler::alloc_host`](crate::Scheduler::alloc_host).
 ///
@@ -285,15 +312,20 @@ impl<T: Element> HostBuffer<T> {
         let region = Region::linear(start * size, (end - start) * size);
         // `&mut self` rules out this handle's read guards; waiting rules out tasks, and
         // holding no claim is enough because a task needs `&self` to be built.
-        let claims = self.shared.wait_until_free(&region, true, call)?;
+        let mut claims = self.shared.wait_until_free(&region, true, call)?;
         assert!(
             !claims.task_conflict(&region, true),
             "a task claims {region} of host buffer {} under a write guard",
             self.id()
         );
+        // Claimed, though no task can be built meanwhile: a recorded graph's run holds
+        // no borrow, and must meet the guard.
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        claims.add(region, true, Holder::UserWrite(id));
         drop(claims);
-        let token = Exclusive::new(&self.shared.alloc, region.start..region.end());
-        Ok(HostWrite { data: bytemuck::cast_slice_mut(exclusive::bytes_mut(token)) })
+        let shared: &HostShared = &self.shared;
+        let token = Exclusive::new(&shared.alloc, region.start..region.end());
+        Ok(HostWrite { shared, id, data: bytemuck::cast_slice_mut(exclusive::bytes_mut(token)) })
     }
 }
 
@@ -356,7 +388,15 @@ impl<T: Element> std::fmt::Debug for HostRead<'_, T> {
 /// A write guard on a host range: it borrows the buffer mutably, so no task can be
 /// built on it while the guard lives, and no task touched the range when it was made.
 pub struct HostWrite<'a, T: Element> {
+    shared: &'a HostShared,
+    id: u64,
     data: &'a mut [T],
+}
+
+impl<T: Element> Drop for HostWrite<'_, T> {
+    fn drop(&mut self) {
+        self.shared.release(Holder::UserWrite(self.id));
+    }
 }
 
 impl<T: Element> std::ops::Deref for HostWrite<'_, T> {

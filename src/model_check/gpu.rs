@@ -199,6 +199,15 @@ impl Device for ModelGpu {
         Ok((0, crate::backend::GraphUse::Simulated))
     }
 
+    #[cfg(feature = "replay")]
+    fn issue_recorded(
+        &mut self,
+        part: &crate::seam::Part,
+        lists: &mut crate::backend::op::GraphLists,
+    ) -> Result<(DriverNs, crate::backend::GraphUse), Fault> {
+        self.issue_window(&part.window.lock(), lists)
+    }
+
     /// A window that ran well: every task ran, untimed inside it (as on CUDA).
     fn poll_window(&mut self) -> Option<Result<crate::backend::WindowRun, Fault>> {
         let ok = self.windows.lock().unwrap().pop_front()?;

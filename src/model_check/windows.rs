@@ -26,6 +26,12 @@
 //! (2026-11-28, default seed): all 3 tests FAILED within the first schedules ("deadlock!
 //! blocked tasks: [main-thread, executioner 0, executioner 1, engine 0, dispatcher 0,
 //! engine 1, dispatcher 1]"), against 3 passed without the mutation.
+//!
+//! Recorded graphs' runs go the same way (`recorded_runs_*`): shells queued, issued
+//! and ended by the real dispatchers, then an update that must find the part free.
+//! With `--cfg chariot_mutation="count_out_first"` (a run counted out before its
+//! dispatcher lets go of the part) both tests FAILED in their first schedules
+//! (2026-11-28: "the update found a run in flight"), against 2 passed without it.
 
 use super::pipeline::{start, Config};
 use super::{pct, random, task};
@@ -51,6 +57,7 @@ fn window(seq: u64, id: usize, after: Vec<(u32, TaskId, u64)>) -> Box<Window> {
         key: Vec::new(),
         hash: 0,
         device: false,
+        recorded: None,
     })
 }
 
@@ -106,4 +113,53 @@ fn windows_emptied_by_a_failure_random() {
 #[test]
 fn windows_emptied_by_a_failure_pct() {
     pct(500, 3, || hand_off(true));
+}
+
+/// One schedule of recorded runs: a graph of two parts (task 0 on GPU 1, task 1 on
+/// GPU 0) run twice, its shells queued through `Shared::push_window`, issued by the
+/// real dispatchers (`issue_recorded`) and ended through `Shared::end_part_run`; then
+/// an update. The update waits for every run and must find the part its own
+/// (`Arc::get_mut`): a dispatcher lets go of its share of a part before counting the
+/// run out. With the mutation `chariot_mutation="count_out_first"` (the run counted out
+/// first) the update finds a run's share still held and fails with `RunInFlight`.
+fn recorded_runs(fail: bool) {
+    use crate::error::RecordingProblem;
+    use crate::kernel::Arg;
+    let config = Config::windows(if fail { vec![1] } else { Vec::new() });
+    let machine = start(&config);
+    let shared = machine.shared.clone();
+    let one = |w: Box<Window>| *w;
+    let parts = vec![(1, one(window(u64::MAX, 0, Vec::new()))), (0, one(window(u64::MAX, 1, Vec::new())))];
+    let mut graph = crate::seam::RecordedGraph::new(shared.clone(), parts);
+    graph.run().expect("a run of a graph with no host copies");
+    graph.run().expect("a second run");
+    // Not a launch: the update is refused for that, once every run ended, and the part
+    // is found this graph's alone.
+    let e = graph.set_arg(TaskId(0), 0, 0, Arg::u32(1)).expect_err("a GPU callback has no argument");
+    assert!(
+        matches!(e, crate::Error::Recording { problem: RecordingProblem::NoSuchArgument { .. }, .. }),
+        "the update found a run in flight: {e}"
+    );
+    let outcome = machine.finish();
+    assert_eq!(outcome.windows.len(), 4, "two runs of two parts: {:?}", outcome.windows);
+    if fail {
+        // Task 0's part fails on GPU 1 in both runs; task 1's runs well.
+        assert_eq!(outcome.failures.len(), 2, "{:?}", outcome.failures);
+        assert!(outcome.failures.iter().all(|f| f.task == TaskId(0)));
+    } else {
+        assert!(outcome.failures.is_empty(), "{:?}", outcome.failures);
+    }
+    for g in 0..2 {
+        assert_eq!(shared.windows.count[g].load(std::sync::atomic::Ordering::SeqCst), 0, "GPU {g}'s queue at the end");
+    }
+}
+
+#[test]
+fn recorded_runs_random() {
+    random(1000, || recorded_runs(false));
+}
+
+#[test]
+fn recorded_runs_failing_pct() {
+    pct(500, 3, || recorded_runs(true));
 }

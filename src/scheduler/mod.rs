@@ -233,10 +233,15 @@ impl Scheduler {
             }
         }
         self.check_ids(id, &after)?;
+        self.capture.check_recordable(id, &commands, !resident.is_empty())?;
         // `preds` begins with the named ones; inferred ones are appended after them.
         let named = after.len();
         let mut preds = after;
-        let hosts = claim_hosts(id, &claims, refuse_conflicts, &mut preds)?;
+        // A recorded task claims nothing now: each run of its graph does.
+        let hosts = match self.capture.claim_recorded(id, &claims, &mut preds) {
+            Some(hosts) => hosts,
+            None => claim_hosts(id, &claims, refuse_conflicts, &mut preds)?,
+        };
         let residency = crate::seam::admit_resident(&self.shared, id, resident, &mut commands, &mut preds);
         let task = Task {
             id,
@@ -273,6 +278,79 @@ impl Scheduler {
             }
         }
         Ok(())
+    }
+
+    /// Records the tasks `body` submits (with [`Scheduler::task`], as any loop does) as
+    /// a graph, running none of them: [`RecordedGraph::run`](crate::graph::RecordedGraph::run)
+    /// then runs them all at a cost to the host that does not grow with their number.
+    /// While `body` runs, every task submitted to this scheduler, from any thread, is
+    /// recorded. Dependencies are those of the loop: `after`, and those inferred from
+    /// the host regions the recorded tasks share.
+    ///
+    /// # Errors
+    /// [`Error::Recording`] when tasks submitted before have not been synchronized, when
+    /// a recording is under way already, when a task holds a callback or resident data
+    /// (named), or when `body` submits nothing; `body`'s own error (nothing is recorded
+    /// then); [`Error::WaitInCallback`] in a callback; [`Error::ShutDown`].
+    ///
+    /// ```
+    /// use chariot::{Arg, Backend, Kernel, Param, Scheduler, TaskId};
+    /// let sched = Scheduler::builder().backend(Backend::Sim).build()?;
+    /// let k = sched.register_kernel(
+    ///     Kernel::new("fill", "extern \"C\" __global__ void fill(float* x, float v) { x[threadIdx.x] = v; }")
+    ///         .params([Param::Buffer, Param::F32])
+    ///         .cpu_twin(|a| { let v = a.f32(1)?; a.buffer_mut::<f32>(0)?.fill(v); Ok(()) }),
+    /// )?;
+    /// let (dev, host) = (sched.alloc::<f32>(4)?, sched.alloc_host::<f32>(4)?);
+    /// let mut graph = sched.record(|s| {
+    ///     s.task(0, 1).launch(&k, 1, 4, 0, &[Arg::buffer(&dev), Arg::f32(1.0)]).submit()?;
+    ///     s.task(1, 1).after(TaskId(0)).readback(&host, .., &dev, 0).submit()?;
+    ///     Ok(())
+    /// })?;
+    /// graph.run()?;
+    /// sched.synchronize()?;
+    /// assert_eq!(&host.read()[..], &[1.0; 4]);
+    /// graph.set_arg(TaskId(0), 0, 1, Arg::f32(2.0))?; // in place: the next run writes 2
+    /// graph.run()?;
+    /// sched.synchronize()?;
+    /// assert_eq!(&host.read()[..], &[2.0; 4]);
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    #[cfg(feature = "replay")]
+    pub fn record(&self, body: impl FnOnce(&Scheduler) -> Result<()>) -> Result<crate::seam::RecordedGraph> {
+        if let Some(task) = self.own_callback_task() {
+            return Err(Error::WaitInCallback {
+                task,
+                call: "Scheduler::record",
+                reason: "a recording takes every submit of its scheduler, task {task}'s dependents among them; \
+                         record outside the callbacks"
+                    .replace("{task}", &task.to_string()),
+            });
+        }
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(Error::ShutDown);
+        }
+        {
+            let _one_at_a_time = self.submitting.lock();
+            self.capture.start_recording().map_err(|problem| Error::Recording { task: None, problem })?;
+        }
+        // Ends the recording however `body` leaves (an error, a panic): nothing stays
+        // recorded but what `finish_recording` takes.
+        struct Abandon<'a>(&'a Capture);
+        impl Drop for Abandon<'_> {
+            fn drop(&mut self) {
+                self.0.abandon_recording();
+            }
+        }
+        let abandon = Abandon(&self.capture);
+        body(self)?;
+        let parts = {
+            let _one_at_a_time = self.submitting.lock();
+            self.capture.finish_recording()
+        };
+        drop(abandon);
+        let parts = parts.map_err(|problem| Error::Recording { task: None, problem })?;
+        Ok(crate::seam::RecordedGraph::new(self.shared.clone(), parts))
     }
 
     /// Waits until every submitted task has ended, then returns the batch's report.

@@ -41,6 +41,26 @@ pub(crate) mod replay {
             Offer::Admit(task, preds)
         }
 
+        #[inline]
+        pub(crate) fn check_recordable(
+            &self,
+            _id: TaskId,
+            _commands: &[crate::task::command::Command],
+            _resident: bool,
+        ) -> crate::Result<()> {
+            Ok(())
+        }
+
+        #[inline]
+        pub(crate) fn claim_recorded(
+            &self,
+            _id: TaskId,
+            _claims: &[crate::task::HostClaim],
+            _preds: &mut Vec<TaskId>,
+        ) -> Option<Vec<Arc<crate::memory::host::HostShared>>> {
+            None
+        }
+
         pub(crate) fn before_wait(&self) {}
 
         pub(crate) fn end_batch(&self, _report: Option<&Report>) {}

@@ -133,6 +133,11 @@ impl Graph {
         }
     }
 
+    /// Tasks of this batch (ended or not).
+    pub(crate) fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
     /// Tasks held back now.
     pub(crate) fn waiting(&self) -> usize {
         self.nodes.values().filter(|n| matches!(n.state, State::Waiting { .. })).count()

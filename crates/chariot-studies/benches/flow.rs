@@ -7,6 +7,8 @@
 //! per run (`chariot_studies::flow`). Each round runs every variant, rotating which goes
 //! first; the table shows medians, time per node, the share of chariot's tasks replayed
 //! and on how many lanes (streams), and each chariot variant over the graph.
+//! chariot's recorded graph (`Scheduler::record` once, build apart; then per run
+//! `RecordedGraph::run` and `synchronize`) runs too, with its own columns.
 //! `--device-graph` adds the graph run on the device by persistent kernels
 //! (`DeviceGraph`, Giles' scheme), rotated with the others, and its columns.
 //!
@@ -172,7 +174,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
         eprintln!("flow: --device-graph needs CUDA; left out on sim");
     }
     println!(
-        "{:<5} {:>6} {:>7} {:>7} {:>6} | {:>10} {:>8} {:>6} {:>5} | {:>10} {:>8} | {:>10} {:>8} {:>9} | {:>6} {:>6}{}",
+        "{:<5} {:>6} {:>7} {:>7} {:>6} | {:>10} {:>8} {:>6} {:>5} | {:>10} {:>8} | {:>10} {:>8} {:>9} | {:>6} {:>6} | {:>9} {:>8} {:>6}{}",
         "shape",
         "size",
         "nodes",
@@ -189,6 +191,9 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
         "build ms",
         "c/g",
         "h/g",
+        "rec ms",
+        "µs/node",
+        "r/g",
         if device_on { format!(" | {:>10} {:>8} {:>6}", "device ms", "µs/node", "d/g") } else { String::new() }
             + &if chariot_device_on {
                 format!(" | {:>10} {:>8} {:>6}", "c-dev ms", "µs/node", "cd/g")
@@ -206,14 +211,15 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
             let mut device = if device_on { Some(DeviceGraph::build(&gpus, &graph, iters)?) } else { None };
             let device_build_ns = device.as_ref().map_or(0, |d| d.build_ns());
             // Wall times of chariot (defaults), chariot (host), the CUDA graph, the
-            // device graph.
-            let mut times: [Vec<u64>; 5] = Default::default();
+            // device graph, chariot's device mode, chariot's recorded graph.
+            let mut times: [Vec<u64>; 6] = Default::default();
+            let (recorded, record_ns) = flow.record(&sched, &graph, iters)?;
             let (mut replayed, mut lanes) = (0usize, 0usize);
             // chariot with its defaults, per timed run: submitting, the windows' set-up
             // and launch on the host, the windows' span (launch to completion seen).
             let mut parts: [Vec<u64>; 3] = Default::default();
             let mut last_parts = [0u64; 3];
-            let variants = 5;
+            let variants = 6;
             for round in 0..=cli.rounds {
                 for turn in 0..variants {
                     // The variants take turns going first.
@@ -255,6 +261,19 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                             Some(d) => ("device-graph", d.run()?.wall_ns, device_build_ns),
                             None => continue,
                         },
+                        5 => {
+                            let r = flow.run_recorded(&sched, &recorded)?;
+                            let bad = edge_violations(&graph, &r.report);
+                            if let Some(first) = bad.first() {
+                                eprintln!(
+                                    "flow: {} recorded: {} edges broken, first: {first}",
+                                    shape.name(),
+                                    bad.len()
+                                );
+                                ok = false;
+                            }
+                            ("chariot-recorded", r.wall_ns, record_ns)
+                        }
                         _ => match (&dev_sched, &dev_flow) {
                             (Some(s), Some(f)) => {
                                 let r = f.run(s, &graph, iters)?;
@@ -286,7 +305,8 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                     }
                 }
             }
-            let [ours, hosts, theirs, on_device, chariot_dev] = &mut times;
+            let [ours, hosts, theirs, on_device, chariot_dev, rec] = &mut times;
+            let r = median(rec);
             let [sub, wh, ws] = &mut parts;
             breakdown.push(format!(
                 "{:<5} {:>6} {:>6} | {:>10.2} {:>12.1} {:>10.3} {:>10.3}",
@@ -312,7 +332,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                 ("-".into(), "-".into(), "-".into())
             };
             println!(
-                "{:<5} {:>6} {:>7} {:>7} {:>6} | {:>10.3} {:>8.2} {:>5.0}% {:>5} | {:>10.3} {:>8.2} | {:>10} {:>8} {:>9} | {:>6} {:>6}{}",
+                "{:<5} {:>6} {:>7} {:>7} {:>6} | {:>10.3} {:>8.2} {:>5.0}% {:>5} | {:>10.3} {:>8.2} | {:>10} {:>8} {:>9} | {:>6} {:>6} | {:>9.3} {:>8.2} {:>6}{}",
                 shape.name(),
                 size,
                 graph.nodes,
@@ -329,6 +349,9 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                 b_ms,
                 over_g(c),
                 over_g(h),
+                r as f64 / 1e6,
+                per_node(r),
+                over_g(r),
                 if device.is_some() {
                     let d = median(on_device);
                     format!(" | {:>10.3} {:>8.2} {:>6}", d as f64 / 1e6, per_node(d), over_g(d))
@@ -354,7 +377,8 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     breakdown.iter().for_each(|l| println!("{l}"));
     println!(
         "chariot: defaults (replay where it pays; replay = the last run's tasks replayed, on that many lanes); host: \
-         replay off; c/g, h/g: their medians over the CUDA graph's (submit or launch to synchronize; build apart)"
+         replay off; rec: the recorded graph (run to synchronize; recorded once apart); c/g, h/g, r/g: their \
+         medians over the CUDA graph's (submit or launch to synchronize; build apart)"
     );
     if chariot_device_on {
         println!("c-dev: chariot with Execution::Device: the runtime's persistent executor runs the window on the GPU");

@@ -416,6 +416,33 @@ impl Gpu {
         Ok((t0.elapsed().as_nanos() as u64, used))
     }
 
+    /// Launches the graph kept under `name` again, as last set, if the replayer keeps
+    /// it: one `cuGraphLaunch` and the completion event.
+    #[cfg(feature = "replay")]
+    pub(crate) fn relaunch(&mut self, name: (u64, u64)) -> Option<Result<(DriverNs, GraphUse), Fault>> {
+        let t0 = Instant::now();
+        let replayer = self.replayer.as_mut()?;
+        let at = replayer.kept_as(name)?;
+        let as_fault =
+            |e: crate::report::DriverError| Fault { message: e.to_string(), reach: Reach::Task, driver: Some(e) };
+        let mut completion = match self.spare.pop() {
+            Some(c) => c,
+            None => match super::completion::Completion::new(&self.ctx) {
+                Ok(c) => c,
+                Err(e) => return Some(Err(as_fault(e))),
+            },
+        };
+        completion.launching(self.epoch);
+        let stream = &self.streams[0];
+        let launched = replayer.relaunch(at, stream).and_then(|()| completion.record(stream));
+        if let Err(f) = launched {
+            self.spare.push(completion);
+            return Some(Err(f));
+        }
+        self.flights.push_back((completion, GraphUse::Reused));
+        Some(Ok((t0.elapsed().as_nanos() as u64, GraphUse::Reused)))
+    }
+
     /// Whether the first window in flight completed, and when it ran (launch to
     /// completion).
     pub(crate) fn poll_window(&mut self) -> Option<Result<Span, Fault>> {

@@ -52,6 +52,8 @@ impl Nodes {
 /// destroyed in flight when that launch completes, and the graph it was instantiated
 /// from is no longer read.
 struct Kept {
+    /// The name it was last launched under (`GraphOp::recorded`), if any.
+    name: Option<(u64, u64)>,
     hash: u64,
     key: Vec<u64>,
     exec: GraphExec,
@@ -129,11 +131,28 @@ impl Replayer {
             }
         };
         let at = self.kept.len() - 1;
+        self.kept[at].name = g.recorded;
         // SAFETY: every node's memory (set from this window's commands, built or
         // updated above) is held by the window's tasks until the replay completes, and
         // their claims keep other access away until then.
         unsafe { self.kept[at].exec.launch(stream) }.map_err(issue_fault("cuGraphLaunch"))?;
         Ok(used)
+    }
+
+    /// The kept graph last launched under `name`, if kept (made most recent).
+    pub(crate) fn kept_as(&mut self, name: (u64, u64)) -> Option<usize> {
+        let i = self.kept.iter().position(|k| k.name == Some(name))?;
+        let kept = self.kept.remove(i);
+        self.kept.push(kept);
+        Some(self.kept.len() - 1)
+    }
+
+    /// Launches kept graph `at` (from [`Replayer::kept_as`]) as last set.
+    pub(crate) fn relaunch(&mut self, at: usize, stream: &Stream) -> Result<(), Fault> {
+        // SAFETY: the graph's nodes were set from the recorded part it is named after,
+        // whose tasks hold every buffer they name for as long as the part lives, and
+        // the run's claims keep other access to its host bytes away until it completes.
+        unsafe { self.kept[at].exec.launch(stream) }.map_err(issue_fault("cuGraphLaunch"))
     }
 
     /// Sets the nodes of kept graph `at` whose parameters differ from this window's;
@@ -189,7 +208,15 @@ impl Replayer {
         let mut nodes = Vec::with_capacity(self.scratch.params.len());
         self.add_nodes(g, &graph, &mut nodes)?;
         let exec = graph.instantiate().map_err(issue_fault("cuGraphInstantiate"))?;
-        Ok(Kept { hash: g.hash, key: g.key.to_vec(), exec, _graph: graph, nodes, set: self.scratch.clone() })
+        Ok(Kept {
+            name: None,
+            hash: g.hash,
+            key: g.key.to_vec(),
+            exec,
+            _graph: graph,
+            nodes,
+            set: self.scratch.clone(),
+        })
     }
 
     fn add_nodes(&self, g: &GraphOp<'_>, graph: &Graph, nodes: &mut Vec<sys::CUgraphNode>) -> Result<(), Fault> {

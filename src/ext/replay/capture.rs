@@ -28,14 +28,18 @@
 //! is dispatched by the host.
 
 use crate::dispatch::shared::{not_run, Shared};
+use crate::error::RecordingProblem;
 use crate::execution::Execution;
+use crate::ext::replay::window::Window;
 use crate::ext::replay::window::{self, Held};
 use crate::ids::TaskId;
-use crate::memory::claims::Holder;
+use crate::memory::claims::{Claims, Holder};
+use crate::memory::host::HostShared;
 use crate::memory::HeldTasks;
 use crate::report::{Report, TaskFailure};
-use crate::sync::Ordering;
-use crate::task::{Order, Task};
+use crate::sync::{AtomicBool, Ordering};
+use crate::task::command::Command;
+use crate::task::{HostClaim, Order, Task};
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, Weak};
@@ -96,6 +100,18 @@ struct State {
     /// The next window's number (never reset: numbers stay unique across batches).
     next_seq: u64,
     template: Option<Template>,
+    /// A recording under way ([`Capture::start_recording`]): every submit goes to it.
+    recording: Option<Recording>,
+}
+
+/// The tasks of a recording, and the host regions they claim among themselves (a
+/// recorded task runs after the recorded tasks whose regions conflict with its own; the
+/// buffers' own claims are taken by each run, not at record time).
+#[derive(Default)]
+struct Recording {
+    held: Vec<Held>,
+    ids: FxHashMap<TaskId, u32>,
+    claims: FxHashMap<u64, Claims>,
 }
 
 impl State {
@@ -114,6 +130,7 @@ impl State {
             cut: FIRST_CUT,
             next_seq: 0,
             template: None,
+            recording: None,
         }
     }
 }
@@ -126,17 +143,33 @@ pub(crate) struct Capture {
     shared: Arc<Shared>,
     me: Weak<Capture>,
     state: Mutex<State>,
+    /// Whether a recording is under way (read without the lock on every submit).
+    recording: AtomicBool,
 }
 
 impl Capture {
     pub(crate) fn new(mode: Execution, order: Order, lanes: usize, shared: Arc<Shared>) -> Arc<Capture> {
-        Arc::new_cyclic(|me| Capture { mode, order, lanes, shared, me: me.clone(), state: Mutex::new(State::new()) })
+        Arc::new_cyclic(|me| Capture {
+            mode,
+            order,
+            lanes,
+            shared,
+            me: me.clone(),
+            state: Mutex::new(State::new()),
+            recording: AtomicBool::new(false),
+        })
     }
 
     /// Whether task `id` is held (submitted in this batch, not yet admitted), and
     /// which of `after` are. A held task only ever leaves for the batch's graph, so a
     /// caller that asks here first and then the graph misses none.
     pub(crate) fn held(&self, id: TaskId, after: &[TaskId]) -> (bool, Vec<bool>) {
+        if self.recording() {
+            let st = self.state.lock();
+            if let Some(r) = &st.recording {
+                return (r.ids.contains_key(&id), after.iter().map(|p| r.ids.contains_key(p)).collect());
+            }
+        }
         if self.mode == Execution::Host {
             return (false, Vec::new());
         }
@@ -150,6 +183,17 @@ impl Capture {
     /// A sealed task at submit: `preds` every task of the batch it runs after, its
     /// first `named` those it named with `after`, then those inferred from host regions.
     pub(crate) fn offer(&self, task: Box<Task>, named: usize, preds: Vec<TaskId>) -> Offer {
+        if self.recording() {
+            let mut st = self.state.lock();
+            if let Some(r) = st.recording.as_mut() {
+                // Every predecessor is recorded: named ones were checked against the
+                // recording (`Scheduler::check_ids`), inferred ones come from its claims.
+                let preds = preds.iter().filter_map(|p| r.ids.get(p).copied()).collect();
+                r.ids.insert(task.id, r.held.len() as u32);
+                r.held.push(Held { task, preds, external: Vec::new(), pin: None });
+                return Offer::Held;
+            }
+        }
         if self.mode == Execution::Host {
             return Offer::Admit(task, preds);
         }
@@ -375,6 +419,106 @@ impl Capture {
                 }
             }
         }
+    }
+}
+
+/// Recording (`ext::replay::recorded`): while one is under way, every task submitted
+/// is kept in it, and nothing runs.
+impl Capture {
+    /// Whether a recording is under way.
+    pub(crate) fn recording(&self) -> bool {
+        self.recording.load(Ordering::SeqCst)
+    }
+
+    /// Starts a recording (called under the scheduler's submit lock): refused while one
+    /// is under way, and while the batch has tasks (a recorded graph runs after none).
+    pub(crate) fn start_recording(&self) -> Result<(), RecordingProblem> {
+        let mut st = self.state.lock();
+        if st.recording.is_some() {
+            return Err(RecordingProblem::Nested);
+        }
+        let tasks = self.shared.batch.lock().graph.len() + st.held.len();
+        if tasks > 0 {
+            return Err(RecordingProblem::BatchOpen { tasks });
+        }
+        st.recording = Some(Recording::default());
+        self.recording.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Refuses a task a recorded graph cannot take, before any admission step.
+    pub(crate) fn check_recordable(&self, id: TaskId, commands: &[Command], resident: bool) -> crate::Result<()> {
+        if self.recording() && (resident || !window::replayable_commands(commands)) {
+            return Err(crate::Error::Recording { task: Some(id), problem: RecordingProblem::NotRecordable });
+        }
+        Ok(())
+    }
+
+    /// A recorded task's host regions, checked against the recording's own (not the
+    /// buffers' claims: each run takes those): adds the recorded tasks they conflict
+    /// with to `preds`; the buffers touched. `None` when no recording is under way.
+    pub(crate) fn claim_recorded(
+        &self,
+        id: TaskId,
+        claims: &[HostClaim],
+        preds: &mut Vec<TaskId>,
+    ) -> Option<Vec<Arc<HostShared>>> {
+        if !self.recording() {
+            return None;
+        }
+        let mut st = self.state.lock();
+        let r = st.recording.as_mut()?;
+        let mut hosts: Vec<Arc<HostShared>> = Vec::new();
+        let mut holders = Vec::new();
+        for c in claims {
+            let list = r.claims.entry(c.host.id).or_default();
+            holders.clear();
+            list.conflicts(&c.region, c.write, Holder::Task(id), &mut holders);
+            for h in &holders {
+                if let Holder::Task(t) = *h {
+                    if !preds.contains(&t) {
+                        preds.push(t);
+                    }
+                }
+            }
+            list.add(c.region, c.write, Holder::Task(id));
+            if !hosts.iter().any(|h| Arc::ptr_eq(h, &c.host)) {
+                hosts.push(c.host.clone());
+            }
+        }
+        Some(hosts)
+    }
+
+    /// Ends the recording: its tasks laid out as one window per GPU that gets work.
+    pub(crate) fn finish_recording(&self) -> Result<Vec<(usize, Window)>, RecordingProblem> {
+        let held = {
+            let mut st = self.state.lock();
+            self.recording.store(false, Ordering::SeqCst);
+            st.recording.take().map(|r| r.held).unwrap_or_default()
+        };
+        if held.is_empty() {
+            return Err(RecordingProblem::Empty);
+        }
+        let alive: Vec<usize> =
+            (0..self.shared.alive.len()).filter(|&g| self.shared.alive[g].load(Ordering::SeqCst)).collect();
+        if alive.is_empty() {
+            return Err(RecordingProblem::ShutDown);
+        }
+        Ok(window::plan(held, self.order, &alive, self.lanes)
+            .into_iter()
+            .map(|(g, mut w)| {
+                w.seq = window::UNNUMBERED;
+                w.device = false;
+                (g, w)
+            })
+            .collect())
+    }
+
+    /// Ends a recording whose body failed: its tasks are dropped unrun.
+    pub(crate) fn abandon_recording(&self) {
+        let mut st = self.state.lock();
+        self.recording.store(false, Ordering::SeqCst);
+        st.recording = None;
     }
 }
 

@@ -133,10 +133,14 @@ impl<D: Device> Dispatcher<D> {
         };
         let t0 = Instant::now();
         let dispatched_ns = self.now_ns();
-        let commands = window.commands() as u64;
+        let commands = window.recorded.as_ref().map_or_else(|| window.commands(), |p| p.commands) as u64;
         self.stats.commands += commands;
         self.stats.replayed += commands;
-        match self.device.issue_window(&window, &mut self.windows.lists) {
+        let issued = match &window.recorded {
+            Some(part) => self.device.issue_recorded(part, &mut self.windows.lists),
+            None => self.device.issue_window(&window, &mut self.windows.lists),
+        };
+        match issued {
             Ok((driver_ns, used)) => {
                 let host_ns = t0.elapsed().as_nanos() as u64;
                 self.stats.driver_ns += driver_ns;
@@ -169,7 +173,7 @@ impl<D: Device> Dispatcher<D> {
 
     /// Ends every task of a window that ran (or failed as a whole).
     fn end_window(&mut self, flight: InFlight, result: Result<WindowRun, Fault>) {
-        let InFlight { window, dispatched_ns, used, host_ns } = flight;
+        let InFlight { mut window, dispatched_ns, used, host_ns } = flight;
         let now = self.now_ns();
         let (mut span, runs, whole) = match result {
             Ok(run) => (run.span, run.tasks, None),
@@ -189,10 +193,14 @@ impl<D: Device> Dispatcher<D> {
             GraphUse::Simulated => GraphSetup::Simulated,
             GraphUse::Device => GraphSetup::Device,
         };
+        let (tasks, commands) = match &window.recorded {
+            Some(p) => (p.tasks, p.commands),
+            None => (window.tasks.len(), window.commands()),
+        };
         let record = ReplayedWindow {
             gpu: self.gpu,
-            tasks: window.tasks.len(),
-            commands: window.commands(),
+            tasks,
+            commands,
             lanes: window.lane_count,
             launched_ns: span.start_ns,
             end_ns: span.end_ns,
@@ -202,56 +210,83 @@ impl<D: Device> Dispatcher<D> {
             failed,
         };
         self.shared.batch.lock().outcome.windows.push(record);
-        let mut window = window;
+        if let Some(part) = window.recorded.take() {
+            // A recorded part's run: its tasks stay the part's; failed ones are named
+            // (and on the sim, where they are timed, each command recorded).
+            let mut failures = Vec::new();
+            if whole.is_some() || !runs.is_empty() {
+                let w = part.window.lock();
+                for (i, task) in w.tasks.iter().enumerate() {
+                    let lane = w.lanes[i] as usize;
+                    failures.extend(self.task_outcome(task, lane, dispatched_ns, whole.as_ref(), runs.get(i)));
+                }
+            }
+            self.flush_stats();
+            self.shared.end_part_run(part, failures);
+            return;
+        }
         let tasks = std::mem::take(&mut window.tasks);
         let lanes = std::mem::take(&mut window.lanes);
         self.shared.windows.bury(std::iter::once(Spent::Window(window)));
         self.flush_stats();
         let mut ended = Vec::with_capacity(tasks.len());
         for (i, task) in tasks.into_iter().enumerate() {
-            let lane = lanes[i] as usize;
-            let fail = |command: usize, message: String, driver| TaskFailure {
-                task: task.id,
-                command,
-                stage: task.commands.get(command).map_or(crate::stage::Stage::Kernel, |c| c.stage()),
-                gpu: self.gpu,
-                stream: lane,
-                message,
-                driver,
-            };
-            let failure = match (&whole, runs.get(i)) {
-                (Some(f), _) => Some(fail(0, format!("its replayed window failed: {}", f.message), f.driver.clone())),
-                (None, Some(TaskRun::Failed { command, fault })) => {
-                    Some(fail(*command, fault.message.clone(), fault.driver.clone()))
-                }
-                (None, Some(TaskRun::NotRun { cause })) => {
-                    Some(fail(0, format!("not run: it runs after task {cause}, which failed"), None))
-                }
-                (None, Some(TaskRun::Ran(spans))) => {
-                    let mut recorder = self.shared.records.gpus[self.gpu].lock();
-                    for (c, s) in spans.iter().enumerate() {
-                        let cmd = &task.commands[c];
-                        recorder.timeline.push(CommandRecord {
-                            task: task.id,
-                            granularity: task.granularity,
-                            command: c as u32,
-                            stage: cmd.stage(),
-                            gpu: self.gpu as u16,
-                            stream: lane as u16,
-                            dispatched_ns,
-                            start_ns: s.start_ns,
-                            end_ns: s.end_ns,
-                            bytes: cmd.bytes(),
-                            failed: false,
-                        });
-                    }
-                    None
-                }
-                (None, None) => None,
-            };
+            let failure = self.task_outcome(&task, lanes[i] as usize, dispatched_ns, whole.as_ref(), runs.get(i));
             ended.push((task, failure));
         }
         self.shared.end_tasks(ended);
+    }
+
+    /// How task `task` of a window ended, on lane `lane`: failed with the window
+    /// (`whole`), failed or not run as its run says, or ran (its commands recorded
+    /// where the backend timed them).
+    fn task_outcome(
+        &self,
+        task: &crate::task::Task,
+        lane: usize,
+        dispatched_ns: u64,
+        whole: Option<&Fault>,
+        run: Option<&TaskRun>,
+    ) -> Option<TaskFailure> {
+        let fail = |command: usize, message: String, driver| TaskFailure {
+            task: task.id,
+            command,
+            stage: task.commands.get(command).map_or(crate::stage::Stage::Kernel, |c| c.stage()),
+            gpu: self.gpu,
+            stream: lane,
+            message,
+            driver,
+        };
+        match (whole, run) {
+            (Some(f), _) => Some(fail(0, format!("its replayed window failed: {}", f.message), f.driver.clone())),
+            (None, Some(TaskRun::Failed { command, fault })) => {
+                Some(fail(*command, fault.message.clone(), fault.driver.clone()))
+            }
+            (None, Some(TaskRun::NotRun { cause })) => {
+                Some(fail(0, format!("not run: it runs after task {cause}, which failed"), None))
+            }
+            (None, Some(TaskRun::Ran(spans))) => {
+                let mut recorder = self.shared.records.gpus[self.gpu].lock();
+                for (c, s) in spans.iter().enumerate() {
+                    let cmd = &task.commands[c];
+                    recorder.timeline.push(CommandRecord {
+                        task: task.id,
+                        granularity: task.granularity,
+                        command: c as u32,
+                        stage: cmd.stage(),
+                        gpu: self.gpu as u16,
+                        stream: lane as u16,
+                        dispatched_ns,
+                        start_ns: s.start_ns,
+                        end_ns: s.end_ns,
+                        bytes: cmd.bytes(),
+                        failed: false,
+                    });
+                }
+                None
+            }
+            (None, None) => None,
+        }
     }
 
     /// The windows in flight when the dispatcher dies (a panic while they ran): their
@@ -271,7 +306,12 @@ impl<D: Device> Dispatcher<D> {
         let queued: Vec<Box<Window>> = self.shared.windows.queued[self.gpu].lock().drain(..).collect();
         self.shared.windows.count[self.gpu].fetch_sub(queued.len(), Ordering::SeqCst);
         for window in queued {
-            let Err(window) = self.shared.push_window(self.gpu, window) else { continue };
+            let Err(mut window) = self.shared.push_window(self.gpu, window) else { continue };
+            if window.recorded.is_some() {
+                let message = format!("no GPU left to run the recorded graph; the last one failed: {message}");
+                self.shared.fail_recorded(&mut window, &message);
+                continue;
+            }
             let Window { tasks, lanes, .. } = *window;
             for (task, lane) in tasks.into_iter().zip(lanes) {
                 let failure = TaskFailure {

@@ -4,6 +4,7 @@
 //! primitives, so the model checks run the hand-off under shuttle.
 
 use crate::dispatch::shared::{not_run, Shared};
+use crate::ext::replay::window::part::Part;
 use crate::ext::replay::window::Window;
 use crate::memory::claims::Holder;
 use crate::report::TaskFailure;
@@ -11,6 +12,7 @@ use crate::sync::{AtomicUsize, Mutex, Ordering};
 use crate::task::graph::Released;
 use crate::task::Task;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// The most ended window tasks kept for the submitting thread to free.
 const SPENT_MAX: usize = 1 << 16;
@@ -134,5 +136,39 @@ impl Shared {
             }
         }
         Err(window)
+    }
+}
+
+/// The ends of recorded graphs' runs (`ext::replay::recorded`).
+impl Shared {
+    /// Ends a part run that cannot run (no GPU left): its first task's failure names
+    /// the cause.
+    pub(crate) fn fail_recorded(&self, shell: &mut Window, message: &str) {
+        let Some(part) = shell.recorded.take() else { return };
+        let failure = part.window.lock().tasks.first().map(|t| TaskFailure {
+            task: t.id,
+            command: 0,
+            stage: t.commands.first().map_or(crate::stage::Stage::Kernel, |c| c.stage()),
+            gpu: part.gpu,
+            stream: 0,
+            message: message.to_string(),
+            driver: None,
+        });
+        self.end_part_run(part, failure.into_iter().collect());
+    }
+
+    /// Counts a part run out of the batch with its failures, after letting go of the
+    /// part (an update waits for that) and of the claims if it was the graph's last.
+    pub(crate) fn end_part_run(&self, part: Arc<Part>, failures: Vec<TaskFailure>) {
+        let runs = part.runs.clone();
+        #[cfg(chariot_mutation = "count_out_first")]
+        runs.end_one();
+        drop(part);
+        #[cfg(not(chariot_mutation = "count_out_first"))]
+        runs.end_one();
+        let mut batch = self.batch.lock();
+        batch.outcome.failures.extend(failures);
+        batch.outstanding -= 1;
+        self.tell_batch(&batch);
     }
 }

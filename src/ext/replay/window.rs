@@ -27,12 +27,15 @@
 //! Every edge, given or added, runs from an earlier task to a later one in the window's
 //! order, so the window's graph has no cycle.
 
+pub(crate) mod part;
+
 use crate::backend::op::{GraphOp, Group, Node, Op, Tag};
 use crate::ids::TaskId;
 use crate::kernel::ArgValue;
 use crate::memory::DevTarget;
 use crate::task::command::Command;
 use crate::task::{Order, Task};
+use part::Part;
 use std::collections::BinaryHeap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -78,9 +81,31 @@ pub(crate) struct Window {
     /// Run on the device by a persistent kernel (`Execution::Device`, where
     /// [`Window::device_runnable`]), not as a CUDA graph.
     pub(crate) device: bool,
+    /// A run of a recorded graph's part: this window is its shell (no tasks of its
+    /// own), and the part's window is what runs (`ext::replay::recorded`).
+    pub(crate) recorded: Option<Arc<Part>>,
 }
 
 impl Window {
+    /// The shell of one run of recorded part `part`: queued and issued as a window, it
+    /// runs the part's tasks, which stay the part's.
+    pub(crate) fn shell(part: Arc<Part>) -> Window {
+        Window {
+            seq: UNNUMBERED,
+            external: Vec::new(),
+            lane_limit: part.lane_limit,
+            tasks: Vec::new(),
+            preds: Vec::new(),
+            lane_edges: Vec::new(),
+            lanes: Vec::new(),
+            lane_count: part.lane_count,
+            key: Vec::new(),
+            hash: 0,
+            device: false,
+            recorded: Some(part),
+        }
+    }
+
     /// Takes out the tasks that must not run because a task they run after failed:
     /// those of `failed` (task index, the failed task), and every task that depends on
     /// one of those in the window (not along a lane's order). Returns them with their
@@ -205,6 +230,7 @@ impl Window {
             groups,
             external: &self.external,
             seq: self.seq,
+            recorded: None,
             key: &self.key,
             hash: self.hash,
             device: self.device,
@@ -227,9 +253,13 @@ impl std::fmt::Debug for Window {
 /// data. Callbacks (CPU or GPU library work) and resident buffers (fetched and
 /// tracked where the task runs) are dispatched by the host.
 pub(crate) fn replayable(task: &Task) -> bool {
-    task.residency.uses.is_empty()
-        && !task.commands.is_empty()
-        && task.commands.iter().all(|c| match c {
+    task.residency.uses.is_empty() && replayable_commands(&task.commands)
+}
+
+/// Whether commands may run in a graph (see [`replayable`]).
+pub(crate) fn replayable_commands(commands: &[Command]) -> bool {
+    !commands.is_empty()
+        && commands.iter().all(|c| match c {
             Command::Copy(c) => matches!(c.dev, DevTarget::Virtual(_)),
             Command::Launch(l) => {
                 l.args.iter().all(|a| !matches!(a, ArgValue::Resident { .. } | ArgValue::BadRange(_)))
@@ -442,6 +472,7 @@ fn assign_lanes(share: Vec<Held>, sequence: &[usize], lanes: usize) -> Window {
         key,
         hash: h.finish(),
         device: false,
+        recorded: None,
     }
 }
 

@@ -43,6 +43,7 @@ mod device;
 pub use cuda::{HandGraph, HandTiming};
 pub use device::{DeviceCsr, DeviceGraph, DeviceTiming, DEFAULT_TIMEOUT};
 
+use chariot::graph::RecordedGraph;
 use chariot::kernel::{KernelHandle, LaunchShape, ScalarArgs};
 use chariot::report::Report;
 use chariot::{Arg, DeviceBuffer, Kernel, Param, Result, Scheduler};
@@ -319,6 +320,39 @@ impl ChariotFlow {
                 .launch(&self.kernel, 1, BLOCK, 0, &args)
                 .submit()?;
         }
+        let submit_ns = t0.elapsed().as_nanos() as u64;
+        let report = sched.synchronize()?;
+        Ok(ChariotRun { report, wall_ns: t0.elapsed().as_nanos() as u64, submit_ns })
+    }
+
+    /// Records `graph` once on `sched` ([`Scheduler::record`]): the same tasks
+    /// [`ChariotFlow::run`] submits, as a graph to run many times; with the time it took.
+    ///
+    /// # Errors
+    /// What `record` returns.
+    pub fn record(&self, sched: &Scheduler, graph: &Graph, iters: u32) -> Result<(RecordedGraph, u64)> {
+        let preds = graph.predecessors();
+        let args = [Arg::buffer(&self.sink), Arg::u32(iters)];
+        let t0 = Instant::now();
+        let recorded = sched.record(|s| {
+            for (i, p) in preds.iter().enumerate() {
+                s.task(i as u64, 1)
+                    .after_all(p.iter().map(|&j| chariot::TaskId(j as u64)))
+                    .launch(&self.kernel, 1, BLOCK, 0, &args)
+                    .submit()?;
+            }
+            Ok(())
+        })?;
+        Ok((recorded, t0.elapsed().as_nanos() as u64))
+    }
+
+    /// One run of a recorded graph: [`RecordedGraph::run`], then `synchronize`.
+    ///
+    /// # Errors
+    /// What `run` and `synchronize` return.
+    pub fn run_recorded(&self, sched: &Scheduler, recorded: &RecordedGraph) -> Result<ChariotRun> {
+        let t0 = Instant::now();
+        recorded.run()?;
         let submit_ns = t0.elapsed().as_nanos() as u64;
         let report = sched.synchronize()?;
         Ok(ChariotRun { report, wall_ns: t0.elapsed().as_nanos() as u64, submit_ns })

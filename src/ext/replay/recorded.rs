@@ -1,0 +1,195 @@
+//! Recorded graphs: a loop's tasks recorded once ([`Scheduler::record`]) and run many
+//! times, each run costing the host the same few steps whatever the tasks' number.
+//!
+//! Recording keeps the submitted tasks (`ext::replay::capture`) and lays them out as
+//! replay windows are, one part per GPU that gets work (`window::plan`). A part is
+//! never ended: its tasks stay, and each run queues a *shell* for each part (a window
+//! without tasks that names the part) where windows queue. The dispatcher issues a
+//! shell's part as a window's graph; the backend keeps the part's graph under the
+//! part's number and generation, so a later run of an unchanged part is one
+//! `cuGraphLaunch` (CUDA; the sim lowers and runs it each time). An update
+//! ([`RecordedGraph::set_arg`]) waits until no run is queued or running, changes the
+//! task in place and bumps the part's generation: the next run sets the changed nodes
+//! in the kept graph (`cuGraphExecKernelNodeSetParams`), it does not rebuild it.
+//!
+//! A run claims, for each host buffer the graph copies from or to, the span of bytes
+//! its copies touch (one claim a buffer, however many copies), from its first run
+//! queued to its last ended: guards wait for it as for a task; a run meeting a task's
+//! claim waits for that task; one meeting a guard, or a task submitted against a run,
+//! is refused ([`Error::HostConflict`]). Runs of one graph go in the order queued
+//! (each GPU runs its windows in order, and the graph's parts share no host bytes one
+//! writes: such tasks are joined by an edge and share a part).
+
+use crate::dispatch::shared::Shared;
+use crate::error::RecordingProblem;
+use crate::ext::replay::window::part::{Part, Runs};
+use crate::ext::replay::window::Window;
+use crate::ids::TaskId;
+use crate::kernel::{Arg, ArgValue};
+use crate::memory::claims::{Holder, Region};
+use crate::memory::host::HostShared;
+use crate::sync::Ordering;
+use crate::task::command::Command;
+use crate::{Error, Result};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+/// Numbers of recorded parts (the backend's names for their kept graphs) and of
+/// recorded graphs (their runs' claims), unique in the process.
+static NEXT: AtomicU64 = AtomicU64::new(1);
+
+/// A graph of tasks recorded once with [`Scheduler::record`](crate::Scheduler::record)
+/// and run many times with [`RecordedGraph::run`]. A run's outcome is reported by the
+/// scheduler's next [`synchronize`](crate::Scheduler::synchronize), as its tasks'
+/// would be: one replayed window a part in the report, and a failed node as that
+/// task's [`TaskFailure`].
+pub struct RecordedGraph {
+    shared: Arc<Shared>,
+    parts: Vec<Arc<Part>>,
+    runs: Arc<Runs>,
+    /// Per task: its part and its index there.
+    index: rustc_hash::FxHashMap<TaskId, (u32, u32)>,
+    tasks: usize,
+}
+
+impl RecordedGraph {
+    /// The graph of the recorded windows `parts` (GPU, window).
+    pub(crate) fn new(shared: Arc<Shared>, parts: Vec<(usize, Window)>) -> RecordedGraph {
+        let holder = Holder::Run(NEXT.fetch_add(1, Ordering::Relaxed));
+        let mut claims: Vec<(Arc<HostShared>, Region, bool)> = Vec::new();
+        let mut index = rustc_hash::FxHashMap::default();
+        let mut first = None;
+        for (p, (_, w)) in parts.iter().enumerate() {
+            for (t, task) in w.tasks.iter().enumerate() {
+                index.insert(task.id, (p as u32, t as u32));
+                first = Some(first.map_or(task.id, |f: TaskId| f.min(task.id)));
+                for c in &task.commands {
+                    let Command::Copy(c) = c else { continue };
+                    let region = Region { start: c.host_offset, width: c.width, pitch: c.host_pitch, height: c.height };
+                    let write = c.dir == crate::backend::op::Direction::Readback;
+                    match claims.iter_mut().find(|(h, ..)| Arc::ptr_eq(h, &c.host)) {
+                        Some((_, span, w)) => {
+                            let (start, end) = (span.start.min(region.start), span.end().max(region.end()));
+                            *span = Region::linear(start, end - start);
+                            *w |= write;
+                        }
+                        None => {
+                            let span = Region::linear(region.start, region.end() - region.start);
+                            claims.push((c.host.clone(), span, write));
+                        }
+                    }
+                }
+            }
+        }
+        let runs = Arc::new(Runs::new(holder, claims, first.unwrap_or(TaskId(0))));
+        let tasks = index.len();
+        let parts = parts
+            .into_iter()
+            .map(|(gpu, window)| Arc::new(Part::new(NEXT.fetch_add(1, Ordering::Relaxed), gpu, window, runs.clone())))
+            .collect();
+        RecordedGraph { shared, parts, runs, index, tasks }
+    }
+
+    /// Tasks recorded.
+    pub fn tasks(&self) -> usize {
+        self.tasks
+    }
+
+    /// The GPUs its parts were laid out for (one part per GPU that got work; tasks
+    /// joined by an edge share a part).
+    pub fn gpus(&self) -> Vec<usize> {
+        self.parts.iter().map(|p| p.gpu).collect()
+    }
+
+    /// Queues one run of the whole graph and returns: each part goes to its GPU as one
+    /// graph launch behind the windows and runs queued there; the scheduler's next
+    /// `synchronize` waits for it. The host's work does not depend on the number of
+    /// tasks (a claim per host buffer the graph copies from or to, a shell per part);
+    /// the first run of a part, and the first after an update, also lower the part
+    /// (on the dispatcher's thread).
+    ///
+    /// # Errors
+    /// [`Error::HostConflict`] when a live guard holds bytes the graph copies (a run
+    /// waits instead for tasks that touch them); [`Error::WaitInCallback`] in a
+    /// callback of its scheduler; [`Error::Recording`] with
+    /// [`RecordingProblem::ShutDown`] once the scheduler has shut down.
+    pub fn run(&self) -> Result<()> {
+        if let Some((_, task)) = crate::ids::current() {
+            return Err(Error::WaitInCallback {
+                task,
+                call: "RecordedGraph::run",
+                reason: "a run may wait for tasks that touch its host buffers; run graphs outside the callbacks".into(),
+            });
+        }
+        if self.shared.stop.load(Ordering::SeqCst) {
+            return Err(Error::Recording { task: None, problem: RecordingProblem::ShutDown });
+        }
+        self.runs.begin(self.parts.len())?;
+        self.shared.batch.lock().outstanding += self.parts.len();
+        for part in &self.parts {
+            if let Err(mut shell) = self.shared.push_window(part.gpu, Box::new(Window::shell(part.clone()))) {
+                self.shared.fail_recorded(&mut shell, "no GPU left to run the recorded graph");
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets argument `arg` of the kernel launch that is command `command` of recorded
+    /// task `task` to `value`, in place: the next run sets the changed node of the kept
+    /// graph, nothing is rebuilt. Waits until no run of the graph is queued or running.
+    /// A scalar takes a scalar of its type; a device buffer takes a device buffer.
+    ///
+    /// # Errors
+    /// [`Error::Recording`] naming the task: [`RecordingProblem::UnknownTask`],
+    /// [`RecordingProblem::NoSuchArgument`], [`RecordingProblem::ArgumentKind`].
+    pub fn set_arg(&mut self, task: TaskId, command: usize, arg: usize, value: Arg) -> Result<()> {
+        let fail = |problem| Error::Recording { task: Some(task), problem };
+        let &(p, t) = self.index.get(&task).ok_or_else(|| fail(RecordingProblem::UnknownTask))?;
+        self.runs.wait_idle();
+        // Every shell of this graph has ended and let go of its share of the part
+        // before counting itself out (`Runs::end_one`), so the part is this graph's alone.
+        let part = Arc::get_mut(&mut self.parts[p as usize]).ok_or_else(|| fail(RecordingProblem::RunInFlight))?;
+        let cmd = part.window.get_mut().tasks[t as usize].commands.get_mut(command);
+        let Some(Command::Launch(launch)) = cmd else {
+            return Err(fail(RecordingProblem::NoSuchArgument { command, arg }));
+        };
+        let old = launch.args.get(arg).ok_or_else(|| fail(RecordingProblem::NoSuchArgument { command, arg }))?;
+        let (expected, given) = (kind(old), kind(&value.0));
+        if expected != given {
+            return Err(fail(RecordingProblem::ArgumentKind { arg, expected, given }));
+        }
+        let mut args = launch.args.to_vec();
+        args[arg] = value.0;
+        launch.args = args.into();
+        if launch.twin.is_some() {
+            launch.twin = Some(Arc::new(crate::task::lower::TwinCall {
+                kernel: launch.kernel.clone(),
+                shape: launch.shape,
+                args: launch.args.clone(),
+            }));
+        }
+        part.generation += 1;
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for RecordedGraph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordedGraph").field("tasks", &self.tasks).field("gpus", &self.gpus()).finish()
+    }
+}
+
+/// An argument's kind, as an update error names it.
+fn kind(a: &ArgValue) -> &'static str {
+    match a {
+        ArgValue::Buffer(_) => "a device buffer",
+        #[cfg(feature = "resident")]
+        ArgValue::Resident { .. } | ArgValue::BadRange(_) => "a resident range",
+        ArgValue::I32(_) => "an i32",
+        ArgValue::U32(_) => "a u32",
+        ArgValue::I64(_) => "an i64",
+        ArgValue::U64(_) => "a u64",
+        ArgValue::F32(_) => "an f32",
+        ArgValue::F64(_) => "an f64",
+    }
+}

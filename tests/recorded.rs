@@ -1,0 +1,425 @@
+//! Recorded graphs on the sim backend: a DAG recorded once and run again and again
+//! gives, run after run, the outputs of the same loop submitted task by task, element
+//! by element, for D ∈ {1, 2} and S ∈ {1, 4}, with every edge (named or inferred from
+//! host regions) honoured in the timeline; an update changes the next run in place; a
+//! failing node is named; guards and runs meet as guards and tasks do; every misuse
+//! is a named error and leaves the scheduler usable.
+//! The CUDA side: `cuda_recorded_*` below (ignored without a GPU).
+
+#[path = "common/mod.rs"]
+mod common;
+
+use chariot::callback::Resource;
+use chariot::error::ConflictHolder;
+use chariot::graph::{RecordedGraph, RecordingProblem};
+use chariot::kernel::KernelHandle;
+use chariot::report::{GraphSetup, Report};
+use chariot::sim::{SimFaults, SimProfile};
+use chariot::{Arg, Backend, DeviceBuffer, Error, HostBuffer, Scheduler, TaskId};
+use common::*;
+use rand::{Rng, SeedableRng};
+
+const DEADLINE_S: u64 = 120;
+/// Elements of one task's region.
+const N: usize = 64;
+
+fn sim(gpus: usize) -> Backend {
+    Backend::SimWith(SimProfile::h100().with_gpus(gpus))
+}
+
+/// A task of a random DAG: it reads an earlier task's output region (an edge inferred
+/// from the host buffer) or its own input region, and names earlier tasks with `after`.
+struct Node {
+    source: Option<usize>,
+    after: Vec<usize>,
+}
+
+fn random_dag(seed: u64, count: usize) -> Vec<Node> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..count)
+        .map(|i| {
+            let recent = |rng: &mut rand::rngs::StdRng| rng.random_range(i.saturating_sub(6)..i);
+            let source = (i > 0 && rng.random_bool(0.5)).then(|| recent(&mut rng));
+            let mut after: Vec<usize> =
+                if i > 0 { (0..rng.random_range(0..=2)).map(|_| recent(&mut rng)).collect() } else { vec![] };
+            after.sort_unstable();
+            after.dedup();
+            Node { source, after }
+        })
+        .collect()
+}
+
+/// What a serial CPU run of the DAG leaves in the output buffer, with `a` and `b`.
+fn reference(nodes: &[Node], a: u32, b: u32) -> Vec<u32> {
+    let mut out = vec![0u32; nodes.len() * N];
+    for (i, node) in nodes.iter().enumerate() {
+        for e in 0..N {
+            let x = match node.source {
+                Some(p) => out[p * N + e],
+                None => gen(i * N + e),
+            };
+            out[i * N + e] = affine_ref(x, a.wrapping_add(i as u32), b);
+        }
+    }
+    out
+}
+
+/// Asserts `got` equals `want`, naming the first element that differs.
+fn same(got: &[u32], want: &[u32], case: &str) {
+    assert_eq!(got.len(), want.len(), "{case}: lengths");
+    if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
+        panic!("{case}: element {i} (task {}) is {}, expected {}", i / N, got[i], want[i]);
+    }
+}
+
+/// The DAG's buffers and kernel.
+struct Dag {
+    k: KernelHandle,
+    input: HostBuffer<u32>,
+    out: HostBuffer<u32>,
+    d_in: DeviceBuffer<u32>,
+    d_out: DeviceBuffer<u32>,
+}
+
+impl Dag {
+    fn new(sched: &Scheduler, count: usize) -> Dag {
+        let k = sched.register_kernel(affine_kernel()).unwrap();
+        let mut input = sched.alloc_host::<u32>(count * N).unwrap();
+        input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
+        let out = sched.alloc_host::<u32>(count * N).unwrap();
+        let (d_in, d_out) = (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
+        Dag { k, input, out, d_in, d_out }
+    }
+
+    /// Submits the DAG's tasks (download, affine with `a + i` and `b`, readback).
+    fn submit(&self, s: &Scheduler, nodes: &[Node], a: u32, b: u32) -> chariot::Result<()> {
+        for (i, node) in nodes.iter().enumerate() {
+            let t = s.task(i as u64, 1).after_all(node.after.iter().map(|&p| TaskId(p as u64)));
+            let t = match node.source {
+                Some(p) => t.download(&self.d_in, 0, &self.out, p * N..(p + 1) * N),
+                None => t.download(&self.d_in, 0, &self.input, i * N..(i + 1) * N),
+            };
+            let args = [
+                Arg::buffer(&self.d_in),
+                Arg::buffer(&self.d_out),
+                Arg::u32(N as u32),
+                Arg::u32(a.wrapping_add(i as u32)),
+                Arg::u32(b),
+            ];
+            t.launch(&self.k, 1, BLOCK, 0, &args).readback(&self.out, i * N..(i + 1) * N, &self.d_out, 0).submit()?;
+        }
+        Ok(())
+    }
+}
+
+/// Every edge of the DAG (named, and inferred from the source region) holds in the
+/// report's records of one run: the successor's first command started after the
+/// predecessor's last ended.
+fn check_edges(nodes: &[Node], report: &Report) {
+    for (s, node) in nodes.iter().enumerate() {
+        for p in node.after.iter().copied().chain(node.source) {
+            let (pr, sr) = (report.task_records(TaskId(p as u64)), report.task_records(TaskId(s as u64)));
+            assert!(!pr.is_empty() && !sr.is_empty(), "edge {p} -> {s}: a task has no records");
+            let end = pr.iter().map(|r| r.end_ns).max().unwrap();
+            let start = sr.iter().map(|r| r.start_ns).min().unwrap();
+            assert!(start >= end, "edge {p} -> {s}: {s} started at {start}, before {p} ended at {end}");
+        }
+    }
+}
+
+#[test]
+fn recorded_dags_match_the_loop_run_after_run_and_honour_every_edge() {
+    with_timeout(DEADLINE_S, || {
+        let mut seed = 0;
+        for gpus in [1, 2] {
+            for streams in [1, 4] {
+                seed += 1;
+                let nodes = random_dag(seed, 60);
+                let case = format!("D={gpus} S={streams}");
+                let sched = Scheduler::builder().backend(sim(gpus)).gpus(gpus).streams(streams).build().unwrap();
+                let mut dag = Dag::new(&sched, nodes.len());
+                // The loop, submitted task by task: the outputs the graph must give.
+                dag.submit(&sched, &nodes, 3, 7).unwrap();
+                sched.synchronize().unwrap();
+                let looped = dag.out.read().to_vec();
+                same(&looped, &reference(&nodes, 3, 7), &format!("{case}: the loop against the CPU reference"));
+                let mut graph = sched.record(|s| dag.submit(s, &nodes, 5, 1)).unwrap();
+                assert_eq!(graph.tasks(), nodes.len(), "{case}");
+                assert!(sched.synchronize().unwrap().records.is_empty(), "{case}: recording ran a task");
+                for run in 0..3 {
+                    dag.out.write_range(..).unwrap().fill(SENTINEL);
+                    graph.run().unwrap();
+                    let report = sched.synchronize().unwrap();
+                    same(&dag.out.read(), &reference(&nodes, 5, 1), &format!("{case} run {run}"));
+                    assert_eq!(report.windows.len(), graph.gpus().len(), "{case} run {run}: a window a part");
+                    assert!(report.windows.iter().all(|w| w.setup == GraphSetup::Simulated && w.lanes <= streams));
+                    assert_eq!(report.windows.iter().map(|w| w.tasks).sum::<usize>(), nodes.len(), "{case}");
+                    check_edges(&nodes, &report);
+                }
+                // Many runs queued before one synchronize run in order: the last one's
+                // outputs are the graph's.
+                for _ in 0..5 {
+                    graph.run().unwrap();
+                }
+                let report = sched.synchronize().unwrap();
+                assert_eq!(report.windows.len(), 5 * graph.gpus().len(), "{case}");
+                same(&dag.out.read(), &reference(&nodes, 5, 1), &format!("{case} after 5 runs"));
+                // An update of every task's `a`, then a run: the loop's outputs with it.
+                for i in 0..nodes.len() {
+                    graph.set_arg(TaskId(i as u64), 1, 3, Arg::u32(9u32.wrapping_add(i as u32))).unwrap();
+                }
+                graph.run().unwrap();
+                sched.synchronize().unwrap();
+                same(&dag.out.read(), &reference(&nodes, 9, 1), &format!("{case} after the update"));
+            }
+        }
+    });
+}
+
+#[test]
+fn an_update_swaps_a_buffer_and_the_next_run_uses_it() {
+    with_timeout(DEADLINE_S, || {
+        let sched = Scheduler::builder().backend(sim(1)).build().unwrap();
+        let k = sched.register_kernel(affine_kernel()).unwrap();
+        let mut host = sched.alloc_host::<u32>(N).unwrap();
+        host.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
+        let out = sched.alloc_host::<u32>(N).unwrap();
+        let (a, b, c) =
+            (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
+        let mut graph = sched
+            .record(|s| {
+                let args = [Arg::buffer(&a), Arg::buffer(&b), Arg::u32(N as u32), Arg::u32(2), Arg::u32(0)];
+                s.task(0, 1).download(&a, 0, &host, ..).launch(&k, 1, BLOCK, 0, &args).submit()?;
+                s.task(1, 1).after(TaskId(0)).readback(&out, .., &b, 0).submit()?;
+                Ok(())
+            })
+            .unwrap();
+        graph.run().unwrap();
+        sched.synchronize().unwrap();
+        let twice: Vec<u32> = (0..N).map(|i| affine_ref(gen(i), 2, 0)).collect();
+        assert_eq!(out.read().to_vec(), twice);
+        // The kernel now writes `c`, which nothing reads back: the output stays.
+        graph.set_arg(TaskId(0), 1, 1, Arg::buffer(&c)).unwrap();
+        out.read();
+        graph.run().unwrap();
+        sched.synchronize().unwrap();
+        assert_eq!(out.read().to_vec(), twice);
+    });
+}
+
+/// A graph of two tasks: `affine` on the sim, then a readback.
+fn small_graph(sched: &Scheduler, out: &HostBuffer<u32>, k: &KernelHandle) -> RecordedGraph {
+    let (a, b) = (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
+    sched
+        .record(|s| {
+            let args = [Arg::buffer(&a), Arg::buffer(&b), Arg::u32(N as u32), Arg::u32(2), Arg::u32(1)];
+            s.task(0, 1).launch(k, 1, BLOCK, 0, &args).submit()?;
+            s.task(1, 1).after(TaskId(0)).readback(out, .., &b, 0).submit()?;
+            Ok(())
+        })
+        .unwrap()
+}
+
+fn recording_problem(e: Error) -> (Option<TaskId>, RecordingProblem) {
+    match e {
+        Error::Recording { task, problem } => (task, problem),
+        other => panic!("expected Error::Recording, got {other}"),
+    }
+}
+
+#[test]
+fn updates_name_what_is_wrong() {
+    with_timeout(DEADLINE_S, || {
+        let sched = Scheduler::builder().backend(sim(1)).build().unwrap();
+        let k = sched.register_kernel(affine_kernel()).unwrap();
+        let out = sched.alloc_host::<u32>(N).unwrap();
+        let mut graph = small_graph(&sched, &out, &k);
+        let e = graph.set_arg(TaskId(7), 0, 3, Arg::u32(1)).unwrap_err();
+        assert_eq!(recording_problem(e), (Some(TaskId(7)), RecordingProblem::UnknownTask));
+        let e = graph.set_arg(TaskId(1), 0, 0, Arg::u32(1)).unwrap_err();
+        assert_eq!(recording_problem(e), (Some(TaskId(1)), RecordingProblem::NoSuchArgument { command: 0, arg: 0 }));
+        let e = graph.set_arg(TaskId(0), 0, 5, Arg::u32(1)).unwrap_err();
+        assert_eq!(recording_problem(e), (Some(TaskId(0)), RecordingProblem::NoSuchArgument { command: 0, arg: 5 }));
+        let e = graph.set_arg(TaskId(0), 0, 3, Arg::f32(1.0)).unwrap_err();
+        assert!(e.to_string().contains("argument 3 is a u32; an f32 given"), "{e}");
+        assert_eq!(
+            recording_problem(e),
+            (Some(TaskId(0)), RecordingProblem::ArgumentKind { arg: 3, expected: "a u32", given: "an f32" })
+        );
+        // Still whole: it runs as recorded.
+        graph.run().unwrap();
+        sched.synchronize().unwrap();
+        assert_eq!(out.read()[5], affine_ref(0, 2, 1));
+    });
+}
+
+#[test]
+fn recording_refuses_what_a_graph_cannot_take_and_ends_cleanly() {
+    with_timeout(DEADLINE_S, || {
+        let sched = Scheduler::builder().backend(sim(1)).build().unwrap();
+        let k = sched.register_kernel(affine_kernel()).unwrap();
+        let out = sched.alloc_host::<u32>(N).unwrap();
+        let d = sched.alloc::<u32>(N).unwrap();
+        // A callback: refused, naming the task; the recording ends with the body.
+        let e = sched
+            .record(|s| {
+                s.task(0, 1).readback(&out, .., &d, 0).submit()?;
+                s.task(1, 1).callback(Resource::Cpu, |_| Ok(())).submit()?;
+                Ok(())
+            })
+            .unwrap_err();
+        assert_eq!(recording_problem(e), (Some(TaskId(1)), RecordingProblem::NotRecordable));
+        // Nothing submitted: empty.
+        let e = sched.record(|_| Ok(())).unwrap_err();
+        assert_eq!(recording_problem(e), (None, RecordingProblem::Empty));
+        // Nested.
+        let e = sched
+            .record(|s| {
+                let inner = s.record(|_| Ok(())).unwrap_err();
+                assert_eq!(recording_problem(inner), (None, RecordingProblem::Nested));
+                s.task(0, 1).readback(&out, .., &d, 0).submit()?;
+                Ok(())
+            })
+            .map(|g| g.tasks());
+        assert_eq!(e.unwrap(), 1);
+        // A panic in the body ends the recording too.
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = sched.record(|s| {
+                s.task(0, 1).readback(&out, .., &d, 0).submit()?;
+                panic!("the body panics");
+            });
+        }));
+        assert!(caught.is_err());
+        // The scheduler runs plain tasks again, and an open batch refuses a recording.
+        sched.task(5, 1).readback(&out, .., &d, 0).submit().unwrap();
+        let e = sched.record(|_| Ok(())).unwrap_err();
+        assert_eq!(recording_problem(e), (None, RecordingProblem::BatchOpen { tasks: 1 }));
+        assert_eq!(sched.synchronize().unwrap().tasks, 1);
+        let graph = small_graph(&sched, &out, &k);
+        graph.run().unwrap();
+        sched.synchronize().unwrap();
+    });
+}
+
+#[test]
+fn a_failing_node_is_named_and_the_graph_runs_again() {
+    with_timeout(DEADLINE_S, || {
+        // Task 0's launch fails: task 1, after it, does not run.
+        let faults = SimFaults::default().fail_command(TaskId(0), 0);
+        let sched =
+            Scheduler::builder().backend(Backend::SimWith(SimProfile::h100().with_faults(faults))).build().unwrap();
+        let k = sched.register_kernel(affine_kernel()).unwrap();
+        let mut out = sched.alloc_host::<u32>(N).unwrap();
+        out.write().fill(SENTINEL);
+        let graph = small_graph(&sched, &out, &k);
+        for _ in 0..2 {
+            graph.run().unwrap();
+            match sched.synchronize() {
+                Err(Error::TasksFailed { failures, .. }) => {
+                    assert!(failures.iter().any(|f| f.task == TaskId(0) && f.command == 0), "{failures:?}");
+                    assert!(
+                        failures.iter().any(|f| f.task == TaskId(1) && f.message.contains("not run")),
+                        "{failures:?}"
+                    );
+                }
+                other => panic!("expected TasksFailed, got {:?}", other.map(|r| r.tasks)),
+            }
+            assert!(out.read().iter().all(|&x| x == SENTINEL));
+        }
+    });
+}
+
+#[test]
+fn runs_and_guards_meet_as_tasks_and_guards_do() {
+    with_timeout(DEADLINE_S, || {
+        let sched = Scheduler::builder().backend(sim(1)).build().unwrap();
+        let k = sched.register_kernel(affine_kernel()).unwrap();
+        let mut out = sched.alloc_host::<u32>(N).unwrap();
+        let graph = small_graph(&sched, &out, &k);
+        // A live read guard on bytes a run writes: refused, naming the guard.
+        {
+            let _guard = out.read();
+            match graph.run() {
+                Err(Error::HostConflict { task, holder, .. }) => {
+                    assert_eq!((task, holder), (TaskId(0), ConflictHolder::ReadGuard));
+                }
+                other => panic!("expected HostConflict, got {other:?}"),
+            }
+        }
+        // A read guard waits for the run: the values are there without synchronize.
+        graph.run().unwrap();
+        assert_eq!(out.read()[3], affine_ref(0, 2, 1));
+        sched.synchronize().unwrap();
+        // A write guard too is met by a run.
+        {
+            let mut guard = out.write();
+            guard[0] = 1;
+            let e = graph.run().unwrap_err();
+            assert!(e.to_string().contains("live write guard"), "{e}");
+        }
+        // A task submitted against a run in flight (its kernel takes 300 ms on the sim)
+        // is refused, naming the run; the run goes on.
+        let slow = affine_kernel().sim_cost(|_, _| std::time::Duration::from_millis(300));
+        let slow = sched.register_kernel(slow).unwrap();
+        let slow_graph = small_graph(&sched, &out, &slow);
+        let d = sched.alloc::<u32>(N).unwrap();
+        slow_graph.run().unwrap();
+        match sched.task(9, 1).readback(&out, .., &d, 0).submit() {
+            Err(Error::HostConflict { task, holder, .. }) => {
+                assert_eq!((task, holder), (TaskId(9), ConflictHolder::RecordedRun));
+            }
+            other => panic!("expected HostConflict, got {other:?}"),
+        }
+        sched.synchronize().unwrap();
+    });
+}
+
+/// On a CUDA GPU: a recorded DAG gives the loop's outputs run after run at S ∈ {1, 4};
+/// its first run builds the part's graph, later runs launch it again unchanged, and a
+/// run after an update sets the changed nodes in place (then launches it unchanged).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_recorded_dags_match_the_loop_and_keep_their_graph() {
+    with_timeout(DEADLINE_S, || {
+        for streams in [1, 4] {
+            let nodes = random_dag(200 + streams as u64, 60);
+            let case = format!("S={streams}");
+            let sched = Scheduler::builder().backend(Backend::Cuda).streams(streams).build().unwrap();
+            let mut dag = Dag::new(&sched, nodes.len());
+            dag.submit(&sched, &nodes, 3, 7).unwrap();
+            sched.synchronize().unwrap();
+            same(&dag.out.read(), &reference(&nodes, 3, 7), &format!("{case}: the loop"));
+            let mut graph = sched.record(|s| dag.submit(s, &nodes, 5, 1)).unwrap();
+            let mut setups = Vec::new();
+            for run in 0..3 {
+                dag.out.write_range(..).unwrap().fill(SENTINEL);
+                graph.run().unwrap();
+                let report = sched.synchronize().unwrap();
+                same(&dag.out.read(), &reference(&nodes, 5, 1), &format!("{case} run {run}"));
+                setups.extend(report.windows.iter().map(|w| w.setup));
+            }
+            for i in 0..nodes.len() {
+                graph.set_arg(TaskId(i as u64), 1, 3, Arg::u32(9u32.wrapping_add(i as u32))).unwrap();
+            }
+            for run in 0..2 {
+                graph.run().unwrap();
+                let report = sched.synchronize().unwrap();
+                same(&dag.out.read(), &reference(&nodes, 9, 1), &format!("{case} updated, run {run}"));
+                setups.extend(report.windows.iter().map(|w| w.setup));
+            }
+            eprintln!("{case}: graphs {setups:?}");
+            let n = nodes.len();
+            assert_eq!(
+                setups,
+                [
+                    GraphSetup::Built,
+                    GraphSetup::Reused,
+                    GraphSetup::Reused,
+                    GraphSetup::Updated { nodes: n },
+                    GraphSetup::Reused
+                ],
+                "{case}"
+            );
+        }
+    });
+}
