@@ -263,6 +263,11 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                         },
                         5 => {
                             let r = flow.run_recorded(&sched, &recorded)?;
+                            last_parts = [
+                                r.submit_ns,
+                                r.report.windows.iter().map(|w| w.host_ns).sum(),
+                                r.report.windows.iter().map(|w| w.duration_ns()).sum(),
+                            ];
                             let bad = edge_violations(&graph, &r.report);
                             if let Some(first) = bad.first() {
                                 eprintln!(
@@ -297,7 +302,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                     if let Some(w) = csv.as_mut() {
                         let (name, nodes, edges) = (shape.name(), graph.nodes, graph.edges.len());
                         let (rt, ln) = if which == 0 { (replayed, lanes) } else { (0, 0) };
-                        let [sub, wh, ws] = if which < 2 { last_parts } else { [0; 3] };
+                        let [sub, wh, ws] = if which < 2 || which == 5 { last_parts } else { [0; 3] };
                         writeln!(
                             w,
                             "{name},{size},{nodes},{edges},{iters},{variant},{round},{wall_ns},{b},{rt},{ln},{sub},{wh},{ws}"
