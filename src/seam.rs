@@ -25,7 +25,7 @@ pub(crate) use crate::ext::replay::{
     capture::{Capture, Offer},
     dispatch::WindowsInFlight,
     queues::WindowQueues,
-    recorded::RecordedGraph,
+    recorded::{make_lanes, RecordedGraph},
     window::{part::Part, Window},
 };
 #[cfg(not(feature = "replay"))]

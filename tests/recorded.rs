@@ -1,6 +1,7 @@
 //! Recorded graphs on the sim backend: a DAG recorded once and run again and again
 //! gives, run after run, the outputs of the same loop submitted task by task, element
-//! by element, for D ∈ {1, 2} and S ∈ {1, 4}, with every edge (named or inferred from
+//! by element, for D ∈ {1, 2} and S ∈ {1, 4} (laid out on more lanes than S, each lane
+//! with its copies of the virtual buffers), with every edge (named or inferred from
 //! host regions) honoured in the timeline; an update changes the next run in place; a
 //! failing node is named; guards and runs meet as guards and tasks do; every misuse
 //! is a named error and leaves the scheduler usable.
@@ -152,7 +153,9 @@ fn recorded_dags_match_the_loop_run_after_run_and_honour_every_edge() {
                     let report = sched.synchronize().unwrap();
                     same(&dag.out.read(), &reference(&nodes, 5, 1), &format!("{case} run {run}"));
                     assert_eq!(report.windows.len(), graph.gpus().len(), "{case} run {run}: a window a part");
-                    assert!(report.windows.iter().all(|w| w.setup == GraphSetup::Simulated && w.lanes <= streams));
+                    assert!(report.windows.iter().all(|w| w.setup == GraphSetup::Simulated && w.lanes <= 128));
+                    // Lanes past S (the copies they need are small): the DAG's width runs.
+                    assert!(report.windows.iter().any(|w| w.lanes > streams), "{case}: {:?}", report.windows);
                     assert_eq!(report.windows.iter().map(|w| w.tasks).sum::<usize>(), nodes.len(), "{case}");
                     check_edges(&nodes, &report);
                 }
@@ -420,6 +423,41 @@ fn cuda_recorded_dags_match_the_loop_and_keep_their_graph() {
                 ],
                 "{case}"
             );
+        }
+    });
+}
+
+/// Lanes past S only where their copies fit the budget: a graph of wide work on a
+/// 4 MiB buffer (126 more copies would take 504 MiB) stays on S lanes, one on a small
+/// buffer takes more; both give the loop's outputs.
+#[test]
+fn lanes_past_s_only_where_their_copies_are_small() {
+    with_timeout(DEADLINE_S, || {
+        let sched = Scheduler::builder().backend(sim(1)).streams(2).build().unwrap();
+        let k = sched.register_kernel(affine_kernel()).unwrap();
+        let out = sched.alloc_host::<u32>(8 * N).unwrap();
+        for (elements, wide) in [(1 << 20, false), (N, true)] {
+            let (a, b) = (sched.alloc::<u32>(elements).unwrap(), sched.alloc::<u32>(elements).unwrap());
+            let graph = sched
+                .record(|s| {
+                    for i in 0..8u64 {
+                        let args =
+                            [Arg::buffer(&a), Arg::buffer(&b), Arg::u32(N as u32), Arg::u32(3), Arg::u32(i as u32)];
+                        let r = i as usize * N..(i as usize + 1) * N;
+                        s.task(i, 1).launch(&k, 1, BLOCK, 0, &args).readback(&out, r, &b, 0).submit()?;
+                    }
+                    Ok(())
+                })
+                .unwrap();
+            graph.run().unwrap();
+            let report = sched.synchronize().unwrap();
+            let lanes = report.windows[0].lanes;
+            assert_eq!(lanes > 2, wide, "{elements} elements: {lanes} lanes");
+            // `a` holds zeros on every lane's copy: each task writes b = 0 * 3 + i.
+            let got = out.read().to_vec();
+            for i in 0..8 {
+                assert!(got[i * N..(i + 1) * N].iter().all(|&x| x == i as u32), "{elements} elements: task {i}");
+            }
         }
     });
 }

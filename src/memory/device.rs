@@ -78,22 +78,57 @@ pub(crate) struct DeviceBufferInner {
     /// Stream slots per GPU: physical buffer of (gpu, slot) is `phys[gpu * slots + slot]`.
     pub(crate) slots: usize,
     pub(crate) phys: Vec<PhysBuf>,
+    /// One copy's size.
+    pub(crate) bytes: usize,
+    /// Per GPU, copies for lanes past the S slots: lane `slots + i` uses copy `i`. Made
+    /// once, when a recorded graph laid out on more lanes than S first uses the buffer
+    /// on that GPU (`ext::replay::recorded`), and kept with the buffer.
+    #[cfg(feature = "replay")]
+    pub(crate) lanes: Vec<std::sync::OnceLock<Vec<PhysBuf>>>,
     graveyard: Arc<Graveyard>,
 }
 
 impl DeviceBufferInner {
-    pub(crate) fn new(sched_id: u64, slots: usize, phys: Vec<PhysBuf>, graveyard: Arc<Graveyard>) -> Self {
-        DeviceBufferInner { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), sched_id, slots, phys, graveyard }
+    /// Buffer of `bytes` a copy, with `phys` for `slots` slots of each of its GPUs.
+    pub(crate) fn new(
+        sched_id: u64,
+        slots: usize,
+        bytes: usize,
+        phys: Vec<PhysBuf>,
+        graveyard: Arc<Graveyard>,
+    ) -> Self {
+        DeviceBufferInner {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            sched_id,
+            slots,
+            bytes,
+            #[cfg(feature = "replay")]
+            lanes: (0..phys.len().div_ceil(slots.max(1))).map(|_| std::sync::OnceLock::new()).collect(),
+            phys,
+            graveyard,
+        }
     }
 
-    /// The physical buffer of `gpu`'s stream slot `slot`.
+    /// The physical buffer of `gpu`'s stream slot `slot` (a lane past the slots: that
+    /// lane's copy, which the recorded graph using it made).
     pub(crate) fn phys(&self, gpu: usize, slot: usize) -> &PhysBuf {
+        #[cfg(feature = "replay")]
+        if slot >= self.slots {
+            let extra = self.lanes[gpu].get().map(|v| &v[slot - self.slots]);
+            return extra.expect("a lane past the slots is laid out only where its copies were made");
+        }
         &self.phys[gpu * self.slots + slot]
     }
 }
 
 impl Drop for DeviceBufferInner {
     fn drop(&mut self) {
+        #[cfg(feature = "replay")]
+        for lanes in &mut self.lanes {
+            if let Some(mut extra) = lanes.take() {
+                self.graveyard.bury(&mut extra);
+            }
+        }
         self.graveyard.bury(&mut self.phys);
     }
 }
@@ -176,7 +211,7 @@ mod test {
             let unlocked = graveyard.buried.try_lock().is_some();
             self.freed.lock().push((bufs.len(), unlocked));
             if unlocked && !self.dropped_meanwhile.swap(true, Ordering::SeqCst) {
-                let buf = DeviceBufferInner::new(0, 1, vec![PhysBuf::Cuda { gpu: 0, ptr: 64 }], graveyard);
+                let buf = DeviceBufferInner::new(0, 1, 4, vec![PhysBuf::Cuda { gpu: 0, ptr: 64 }], graveyard);
                 std::thread::spawn(move || drop(buf)).join().unwrap();
             }
         }
@@ -188,7 +223,7 @@ mod test {
         let graveyard = Graveyard::new(driver.clone());
         driver.graveyard.set(Arc::downgrade(&graveyard)).unwrap();
         let buffer = |ptr| {
-            DeviceBufferInner::new(0, 2, (0..2).map(|_| PhysBuf::Cuda { gpu: 0, ptr }).collect(), graveyard.clone())
+            DeviceBufferInner::new(0, 2, 4, (0..2).map(|_| PhysBuf::Cuda { gpu: 0, ptr }).collect(), graveyard.clone())
         };
         drop(buffer(128));
         graveyard.free_buried();

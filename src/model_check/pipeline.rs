@@ -186,7 +186,7 @@ fn pipeline(config: &Config) {
     // counts the task in and adds it to the graph; a ready task goes to Q and rings
     // every dispatcher, a waiting one goes when its last predecessor ends.
     let host = HostShared::new(HostAlloc::heap(1).expect("one byte of host memory"));
-    let dev = Arc::new(DeviceBufferInner::new(0, config.slots, Vec::new(), Graveyard::new(Arc::new(NoFree))));
+    let dev = Arc::new(DeviceBufferInner::new(0, config.slots, 4, Vec::new(), Graveyard::new(Arc::new(NoFree))));
     for (id, &(granularity, _)) in config.plans.iter().enumerate() {
         let mut t = task(id, granularity);
         t.commands = commands(&counts, id, &host, &dev);

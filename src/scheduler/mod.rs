@@ -350,6 +350,7 @@ impl Scheduler {
         };
         drop(abandon);
         let parts = parts.map_err(|problem| Error::Recording { task: None, problem })?;
+        crate::seam::make_lanes(&self.machine, &parts)?;
         Ok(crate::seam::RecordedGraph::new(self.shared.clone(), parts))
     }
 

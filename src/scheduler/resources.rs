@@ -62,7 +62,7 @@ impl Scheduler {
                 }
             }
         }
-        Ok(DeviceBuffer::new(DeviceBufferInner::new(self.id, s, phys, self.graveyard.clone()), len))
+        Ok(DeviceBuffer::new(DeviceBufferInner::new(self.id, s, bytes, phys, self.graveyard.clone()), len))
     }
 
     /// Allocates a resident buffer of `len` elements, one piece: data shared by tasks

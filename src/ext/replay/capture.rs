@@ -30,6 +30,7 @@
 use crate::dispatch::shared::{not_run, Shared};
 use crate::error::RecordingProblem;
 use crate::execution::Execution;
+use crate::ext::replay::recorded;
 use crate::ext::replay::window::Window;
 use crate::ext::replay::window::{self, Held};
 use crate::ids::TaskId;
@@ -504,7 +505,12 @@ impl Capture {
         if alive.is_empty() {
             return Err(RecordingProblem::ShutDown);
         }
-        Ok(window::plan(held, self.order, &alive, self.lanes)
+        // More lanes than slots where the copies they need are small: a graph's width,
+        // not S, then bounds how many of its tasks run side by side.
+        let bytes: usize = recorded::virtual_buffers(held.iter().map(|h| &*h.task)).iter().map(|b| b.bytes).sum();
+        let extra = recorded::RECORD_LANES.saturating_sub(self.lanes);
+        let lanes = if bytes.saturating_mul(extra) <= recorded::LANE_BUDGET { self.lanes + extra } else { self.lanes };
+        Ok(window::plan(held, self.order, &alive, lanes)
             .into_iter()
             .map(|(g, mut w)| {
                 w.seq = window::UNNUMBERED;

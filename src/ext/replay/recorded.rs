@@ -20,6 +20,7 @@
 //! (each GPU runs its windows in order, and the graph's parts share no host bytes one
 //! writes: such tasks are joined by an edge and share a part).
 
+use crate::backend::Machine;
 use crate::dispatch::shared::Shared;
 use crate::error::RecordingProblem;
 use crate::ext::replay::window::part::{Part, Runs};
@@ -28,11 +29,82 @@ use crate::ids::TaskId;
 use crate::kernel::{Arg, ArgValue};
 use crate::memory::claims::{Holder, Region};
 use crate::memory::host::HostShared;
+use crate::memory::DevTarget;
+use crate::memory::DeviceBufferInner;
 use crate::sync::Ordering;
 use crate::task::command::Command;
+use crate::task::Task;
 use crate::{Error, Result};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+
+/// The most lanes a recorded part is laid out on: as many kernels as a GPU runs at
+/// once (128 on the GPUs of compute capability 7 to 9), so that the graph's width, not
+/// the scheduler's S, bounds how many of its tasks run side by side.
+pub(crate) const RECORD_LANES: usize = 128;
+
+/// The most device memory the copies of the lanes past S may take, per GPU and
+/// recording: a recording whose virtual buffers would need more stays on S lanes.
+pub(crate) const LANE_BUDGET: usize = 256 << 20;
+
+/// The virtual buffers `tasks` name, each once.
+pub(crate) fn virtual_buffers<'a>(tasks: impl Iterator<Item = &'a Task>) -> Vec<Arc<DeviceBufferInner>> {
+    let mut out: Vec<Arc<DeviceBufferInner>> = Vec::new();
+    let mut add = |b: &Arc<DeviceBufferInner>| {
+        if !out.iter().any(|o| o.id == b.id) {
+            out.push(b.clone());
+        }
+    };
+    for t in tasks {
+        for c in &t.commands {
+            match c {
+                Command::Copy(c) => {
+                    if let DevTarget::Virtual(b) = &c.dev {
+                        add(b);
+                    }
+                }
+                Command::Launch(l) => l.args.iter().for_each(|a| {
+                    if let ArgValue::Buffer(b) = a {
+                        add(b);
+                    }
+                }),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// Makes, on each part's GPU, the copies of the lanes past S of every virtual buffer
+/// the part names, where it is laid out on more lanes than S and they are not made yet.
+///
+/// # Errors
+/// [`Error::OutOfMemory`] where a GPU cannot hold them (what was made is given back).
+pub(crate) fn make_lanes(machine: &Machine, parts: &[(usize, Window)]) -> Result<()> {
+    for (gpu, w) in parts {
+        for b in virtual_buffers(w.tasks.iter().map(|t| &**t)) {
+            if w.lane_count <= b.slots || b.lanes[*gpu].get().is_some() {
+                continue;
+            }
+            let n = RECORD_LANES.saturating_sub(b.slots);
+            let mut copies = Vec::with_capacity(n);
+            for _ in 0..n {
+                match machine.alloc_device(*gpu, b.bytes) {
+                    Ok(p) => copies.push(p),
+                    Err(e) => {
+                        machine.free_device(copies);
+                        return Err(e);
+                    }
+                }
+            }
+            // Another recording may have made them meanwhile: its copies stay.
+            if let Err(copies) = b.lanes[*gpu].set(copies) {
+                machine.free_device(copies);
+            }
+        }
+    }
+    Ok(())
+}
 
 /// Numbers of recorded parts (the backend's names for their kept graphs) and of
 /// recorded graphs (their runs' claims), unique in the process.
