@@ -70,6 +70,7 @@ fi
 
 if step flow; then
   echo "== flow: the flow bench, stf-flow, taskflow-flow; $CALLS calls of $ROUNDS timed rounds, the order rotating"
+  rm -f "$W"/flow-*.csv "$W"/flow-*.log
   progs=(chariot stf taskflow)
   for i in $(seq 1 "$CALLS"); do
     for k in 0 1 2; do
@@ -91,6 +92,7 @@ fi
 
 if step cholesky; then
   echo "== cholesky: CUDASTF's 07-cholesky example, N:NB in ($CHOL), $CHOL_CALLS calls"
+  rm -f "$W"/chol-*.log
   first=1
   for i in $(seq 1 "$CHOL_CALLS"); do
     for nb in $CHOL; do
@@ -147,6 +149,18 @@ for key in sorted(runs, key=lambda k: (order.index(k[0]) if k[0] in order else 9
         else:
             cells.append(f"{med[v]:>16.3f}")
     print(f"{key[0]:<5} {key[1]:>6} {meta[key][1]:>6} {meta[key][2]:>6} | " + " ".join(cells))
+# chariot (defaults) over each peer: at most 1 where chariot is at most the peer's time.
+peers = [v for v in variants if v not in ("chariot", "chariot-host", "cuda-graph")]
+if peers and any("chariot" in d for d in runs.values()):
+    print("\nchariot (defaults) over each peer, medians as above")
+    print(f"{'shape':<5} {'iters':>6} | " + " ".join(f"{v:>16}" for v in peers))
+    for key in sorted(runs, key=lambda k: (order.index(k[0]) if k[0] in order else 99, k[1])):
+        d = runs[key]
+        if "chariot" not in d:
+            continue
+        c = statistics.median(d["chariot"])
+        print(f"{key[0]:<5} {key[1]:>6} | " + " ".join(
+            f"{c / statistics.median(d[v]):>16.2f}" if v in d else f"{'-':>16}" for v in peers))
 # Every program must have run the same graphs: one (nodes, edges) per shape.
 seen = {}
 for path in sorted(glob.glob(os.path.join(w, "flow-*.csv"))):

@@ -20,7 +20,7 @@
 //                   instantiated (build ms), then launched and waited for per run: the
 //                   same protocol as the hand-written CUDA graph
 //   cuda-graph-nvcc the hand-written CUDA graph (flow_peer.hpp), this process's reference
-// Every context of a run shares one async_resources_handle (stream pools and the cache
+// Every context shares one async_resources_handle (stream pools and the cache
 // of executable graphs), as a program that runs the same graph many times would; the
 // contexts themselves are made before a run's clock starts.
 #include "flow_peer.hpp"
