@@ -48,7 +48,10 @@ mkdir -p "$OUT" "$W"
 if step build; then
   echo "== build: stf-flow, taskflow-flow, stf-cholesky (nvcc, in parallel)"
   [ -f "$SRC" ] || { echo "flow-peers: $SRC is missing: run pack-sources.sh here and carry .peers/carry" >&2; exit 1; }
-  rm -rf "$W/src" && mkdir -p "$W/src" && tar -xJf "$SRC" -C "$W/src"
+  rm -rf "$W/src" && mkdir -p "$W/src"
+  # Python's tarfile where tar has no xz.
+  tar -xJf "$SRC" -C "$W/src" 2>/dev/null \
+    || python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$SRC" "$W/src"
   C=$W/src/cccl T=$W/src/taskflow
   # CUDASTF's build line (its headers ahead of the toolkit's own CCCL).
   STF=(-O3 -std=c++17 -arch=sm_90 --extended-lambda --expt-relaxed-constexpr -rdc=true
