@@ -26,7 +26,10 @@ pub(crate) use crate::ext::replay::{
     dispatch::WindowsInFlight,
     queues::WindowQueues,
     recorded::{make_lanes, RecordedGraph},
-    window::{part::Part, Window},
+    window::{
+        part::{Part, Way},
+        Window,
+    },
 };
 #[cfg(not(feature = "replay"))]
 pub(crate) use off::replay::{Capture, Offer, WindowQueues, WindowsInFlight};

@@ -461,3 +461,38 @@ fn lanes_past_s_only_where_their_copies_are_small() {
         }
     });
 }
+
+/// On a CUDA GPU: a recorded graph of one-launch tasks of one block shape (what the
+/// device executor runs) tries both ways, two runs each, then keeps one: the setups
+/// read Built, Reused, Device, Device, then the kept way's (Reused or Device) for good.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_recorded_graph_tries_the_device_and_keeps_the_faster_way() {
+    with_timeout(DEADLINE_S, || {
+        let sched = Scheduler::builder().backend(Backend::Cuda).build().unwrap();
+        let k = sched.register_kernel(mix_kernel()).unwrap();
+        let x = sched.alloc::<u32>(N).unwrap();
+        let graph = sched
+            .record(|s| {
+                for i in 0..256u64 {
+                    let t = s.task(i, 1);
+                    let t = if i % 4 > 0 { t.after(TaskId(i - 1)) } else { t };
+                    t.launch(&k, 1, BLOCK, 0, &[Arg::buffer(&x), Arg::u32(N as u32), Arg::u32(i as u32)]).submit()?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        let mut setups = Vec::new();
+        for _ in 0..8 {
+            graph.run().unwrap();
+            let report = sched.synchronize().unwrap();
+            assert!(report.windows.iter().all(|w| !w.failed));
+            setups.extend(report.windows.iter().map(|w| w.setup));
+        }
+        eprintln!("graphs {setups:?}");
+        assert_eq!(setups[..4], [GraphSetup::Built, GraphSetup::Reused, GraphSetup::Device, GraphSetup::Device]);
+        let kept = setups[4];
+        assert!(matches!(kept, GraphSetup::Reused | GraphSetup::Device), "{setups:?}");
+        assert!(setups[4..].iter().all(|&s| s == kept), "{setups:?}");
+    });
+}

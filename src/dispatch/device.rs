@@ -14,7 +14,7 @@ use crate::backend::GraphUse;
 use crate::backend::{DriverNs, Fault, Gpu, Span, WindowRun};
 use crate::callback::CallInfo;
 #[cfg(feature = "replay")]
-use crate::seam::{Part, Window};
+use crate::seam::{Part, Way, Window};
 use crate::task::command::Command;
 use crate::task::lower::lower;
 
@@ -64,14 +64,15 @@ pub(crate) trait Device: Send {
     fn spins(&self) -> bool;
 }
 
-/// Lowers window `w` to the backend's graph operation (kept under `name` if given)
-/// in `lists`, and issues it; the lowering counts as the issue's driver time, as
-/// resolving a command's arguments does.
+/// Lowers window `w` to the backend's graph operation (kept under `name` if given; on
+/// the device where `device`) in `lists`, and issues it; the lowering counts as the
+/// issue's driver time, as resolving a command's arguments does.
 #[cfg(feature = "replay")]
 fn lower_and_issue(
     gpu: &mut Gpu,
     w: &Window,
     name: Option<(u64, u64)>,
+    device: bool,
     lists: &mut GraphLists,
 ) -> Result<(DriverNs, GraphUse), Fault> {
     let t0 = std::time::Instant::now();
@@ -79,6 +80,7 @@ fn lower_and_issue(
     let issued = match w.graph(gpu.index(), gpu.takes_words(), &mut words, lists.lists()) {
         Ok(mut g) => {
             g.recorded = name;
+            g.device = device;
             let lowered = t0.elapsed().as_nanos() as u64;
             let issued = Gpu::issue_window(gpu, &mut g).map(|(driver, used)| (driver + lowered, used));
             lists.keep(g);
@@ -117,16 +119,23 @@ impl Device for Gpu {
 
     #[cfg(feature = "replay")]
     fn issue_window(&mut self, w: &Window, lists: &mut GraphLists) -> Result<(DriverNs, GraphUse), Fault> {
-        lower_and_issue(self, w, None, lists)
+        lower_and_issue(self, w, None, w.device, lists)
     }
 
     #[cfg(feature = "replay")]
     fn issue_recorded(&mut self, part: &Part, lists: &mut GraphLists) -> Result<(DriverNs, GraphUse), Fault> {
         let name = (part.id, part.generation);
-        match self.relaunch(name) {
-            Some(issued) => issued,
-            None => lower_and_issue(self, &part.window.lock(), Some(name), lists),
+        let device = part.next_way() == Way::Device;
+        if !device {
+            if let Some(issued) = self.relaunch(name) {
+                return issued;
+            }
         }
+        let issued = lower_and_issue(self, &part.window.lock(), Some(name), device, lists);
+        if device && matches!(issued, Ok((_, used)) if used != GraphUse::Device) {
+            part.refused();
+        }
+        issued
     }
 
     fn poll_window(&mut self) -> Option<Result<WindowRun, Fault>> {
@@ -135,7 +144,8 @@ impl Device for Gpu {
 
     #[cfg(feature = "replay")]
     fn can_issue_window(&self, w: &Window) -> bool {
-        Gpu::can_issue_window(self, w.device)
+        let device = w.recorded.as_ref().map_or(w.device, |p| p.next_way() == Way::Device);
+        Gpu::can_issue_window(self, device)
     }
 
     fn quiesce(&self) {

@@ -211,6 +211,9 @@ impl<D: Device> Dispatcher<D> {
         };
         self.shared.batch.lock().outcome.windows.push(record);
         if let Some(part) = window.recorded.take() {
+            if whole.is_none() {
+                part.ran(used, span.end_ns.saturating_sub(span.start_ns));
+            }
             // A recorded part's run: its tasks stay the part's; failed ones are named
             // (and on the sim, where they are timed, each command recorded).
             let mut failures = Vec::new();

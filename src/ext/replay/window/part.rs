@@ -2,6 +2,7 @@
 //! laid out once as a window and never ended, and the graph's runs in flight with the
 //! host claims they hold.
 
+use crate::backend::GraphUse;
 use crate::ext::replay::window::Window;
 use crate::ids::TaskId;
 use crate::memory::claims::{Holder, Region};
@@ -31,6 +32,71 @@ pub(crate) struct Part {
     pub(crate) lane_limit: usize,
     /// The graph's runs in flight, and their claims.
     pub(crate) runs: Arc<Runs>,
+    /// Whether the device executor can run it: every task one kernel launch, all of one
+    /// block shape (`Window::device_runnable`).
+    pub(crate) device_runnable: bool,
+    /// How its runs go, as its first runs measured.
+    trial: Mutex<Trial>,
+}
+
+/// How a recorded part runs: as its kept CUDA graph, or on the GPU by the persistent
+/// executor (Giles' scheme, `Execution::Device`'s).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Way {
+    Graph,
+    Device,
+}
+
+/// The runtime's choice of a part's way, from what its first runs took: where the
+/// executor can run the part, runs as a CUDA graph until two have ended (the first
+/// builds it), then on the device until two have ended (the first compiles the
+/// executor); the way whose second run was faster goes from then on. On the sim, and
+/// where the executor cannot run the part or refuses it, the graph.
+#[derive(Debug, Default)]
+struct Trial {
+    graph_runs: u8,
+    device_runs: u8,
+    graph_ns: u64,
+    way: Option<Way>,
+}
+
+/// Runs of a way that end before the one measured (the first builds or compiles).
+const WARM: u8 = 1;
+
+impl Trial {
+    /// The next run's way (`device`: whether the executor can run the part).
+    fn next(&self, device: bool) -> Way {
+        match self.way {
+            Some(w) => w,
+            None if device && self.graph_runs > WARM => Way::Device,
+            None => Way::Graph,
+        }
+    }
+
+    /// A run ended, as `used` says, in `ns`.
+    fn ran(&mut self, used: GraphUse, ns: u64, device: bool) {
+        if self.way.is_some() {
+            return;
+        }
+        match used {
+            GraphUse::Simulated => self.way = Some(Way::Graph),
+            GraphUse::Device => {
+                self.device_runs += 1;
+                if self.device_runs > WARM {
+                    self.way = Some(if ns < self.graph_ns { Way::Device } else { Way::Graph });
+                }
+            }
+            GraphUse::Built | GraphUse::Updated(_) | GraphUse::Reused => {
+                self.graph_runs += 1;
+                if self.graph_runs == WARM + 1 {
+                    self.graph_ns = ns;
+                    if !device {
+                        self.way = Some(Way::Graph);
+                    }
+                }
+            }
+        }
+    }
 }
 
 impl Part {
@@ -44,9 +110,26 @@ impl Part {
             tasks: window.tasks.len(),
             lane_count: window.lane_count,
             lane_limit: window.lane_limit,
+            device_runnable: window.device_runnable(),
             window: Mutex::new(window),
             runs,
+            trial: Mutex::new(Trial::default()),
         }
+    }
+
+    /// How its next run goes (see [`Trial`]).
+    pub(crate) fn next_way(&self) -> Way {
+        self.trial.lock().next(self.device_runnable)
+    }
+
+    /// A run of it ended, as `used` says, in `ns` (launch to completion seen).
+    pub(crate) fn ran(&self, used: GraphUse, ns: u64) {
+        self.trial.lock().ran(used, ns, self.device_runnable);
+    }
+
+    /// A run asked of the device ran as a graph: the executor cannot take the part.
+    pub(crate) fn refused(&self) {
+        self.trial.lock().way = Some(Way::Graph);
     }
 }
 
@@ -107,5 +190,47 @@ impl Runs {
         while *count > 0 {
             self.idle.wait(&mut count);
         }
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::{Trial, Way};
+    use crate::backend::GraphUse;
+
+    /// Two graph runs, then two on the device; the faster second run's way stays,
+    /// whatever runs were still in flight when the trial moved on.
+    #[test]
+    fn the_faster_way_of_the_second_runs_stays() {
+        for (device_ns, want) in [(50, Way::Device), (500, Way::Graph)] {
+            let mut t = Trial::default();
+            assert_eq!(t.next(true), Way::Graph);
+            t.ran(GraphUse::Built, 10_000, true);
+            assert_eq!(t.next(true), Way::Graph);
+            t.ran(GraphUse::Reused, 100, true);
+            assert_eq!(t.next(true), Way::Device);
+            // A graph run issued before the switch ends late: nothing changes.
+            t.ran(GraphUse::Reused, 90, true);
+            assert_eq!(t.next(true), Way::Device);
+            t.ran(GraphUse::Device, 200_000, true);
+            assert_eq!(t.next(true), Way::Device);
+            t.ran(GraphUse::Device, device_ns, true);
+            assert_eq!(t.next(true), want, "device run of {device_ns} ns against the graph's 100");
+            t.ran(GraphUse::Device, 1, true);
+            assert_eq!(t.next(true), want, "decided once");
+        }
+    }
+
+    /// The sim, and a part the executor cannot run: the graph, without a device run.
+    #[test]
+    fn the_sim_and_parts_the_executor_cannot_run_stay_graphs() {
+        let mut t = Trial::default();
+        t.ran(GraphUse::Simulated, 5, true);
+        assert_eq!(t.next(true), Way::Graph);
+        let mut t = Trial::default();
+        t.ran(GraphUse::Built, 5, false);
+        t.ran(GraphUse::Reused, 5, false);
+        assert_eq!(t.next(false), Way::Graph);
+        assert_eq!(t.way, Some(Way::Graph));
     }
 }
