@@ -458,6 +458,7 @@ fn test_options(backend: Backend, gpus: usize, streams: usize, order: Order, top
         progress: false,
         sim_gcups: 300.0,
         kernel: Default::default(),
+        kernel_config: Default::default(),
     }
 }
 
