@@ -124,24 +124,25 @@ __device__ __forceinline__ int sw_pass32(signed char* sprof, const signed char* 
             int diag = 0, out_h = 0, out_f = SW_NEG;
             const unsigned steps = nw + group - 1;
             // Column j's code and (lane 0) scratch entry, loaded a step ahead: lane g
-            // starts at column 0 on step g, so only lane 0 has one before the loop.
+            // starts at column 0 on step g, so only lane 0 loads one before the loop.
             unsigned c_next = (g == 0 && n > 0) ? s[0] : 0u;
             int2 b_next = (g == 0 && n > 0 && !top_row) ? sc[0] : make_int2(0, SW_NEG);
             for (unsigned t = 0; t < steps; ++t) {
                 int in_h = __shfl_up_sync(0xffffffffu, out_h, 1, group);
                 int in_f = __shfl_up_sync(0xffffffffu, out_f, 1, group);
                 const int j = (int)t - (int)g;
+                const unsigned c = c_next;
+                const int2 b = b_next;
+                // The next column's (from the step before a lane's first column on): the
+                // last lane writes scratch entry j + 1 only on step j + group, after this read.
+                if (j + 1 >= 0 && j + 1 < (int)n) {
+                    c_next = s[j + 1];
+                    if (g == 0 && !top_row) b_next = sc[j + 1];
+                }
                 if (j >= 0 && j < (int)n) {
-                    const unsigned c = c_next;
                     if (g == 0) {
                         if (top_row) { in_h = 0; in_f = SW_NEG; }
-                        else { in_h = b_next.x; in_f = b_next.y; }
-                    }
-                    // The next column's: the last lane writes scratch entry j + 1 only on
-                    // step j + group, after this read.
-                    if (j + 1 < (int)n) {
-                        c_next = s[j + 1];
-                        if (g == 0 && !top_row) b_next = sc[j + 1];
+                        else { in_h = b.x; in_f = b.y; }
                     }
                     unsigned pw[SW_W];
                     sw_load_col(pw, sprof + c * qt + r0);
@@ -299,16 +300,17 @@ extern "C" __global__ void __launch_bounds__(256) sw_search_dpx(
                 unsigned in_h = __shfl_up_sync(0xffffffffu, out_h, 1, group);
                 unsigned in_f = __shfl_up_sync(0xffffffffu, out_f, 1, group);
                 const int j = (int)t - (int)g;
+                const unsigned ca = ca_next, cb = cb_next;
+                const uint2 b = b_next;
+                if (j + 1 >= 0 && j + 1 < (int)np) {
+                    ca_next = j + 1 < (int)na ? s_a[j + 1] : (unsigned)SW_A;
+                    cb_next = j + 1 < (int)nb ? s_b[j + 1] : (unsigned)SW_A;
+                    if (g == 0 && !top_row) b_next = sc[j + 1];
+                }
                 if (j >= 0 && j < (int)np) {
-                    const unsigned ca = ca_next, cb = cb_next;
                     if (g == 0) {
                         if (top_row) { in_h = 0; in_f = ngoe2; }
-                        else { in_h = b_next.x; in_f = b_next.y; }
-                    }
-                    if (j + 1 < (int)np) {
-                        ca_next = j + 1 < (int)na ? s_a[j + 1] : (unsigned)SW_A;
-                        cb_next = j + 1 < (int)nb ? s_b[j + 1] : (unsigned)SW_A;
-                        if (g == 0 && !top_row) b_next = sc[j + 1];
+                        else { in_h = b.x; in_f = b.y; }
                     }
                     unsigned wa[SW_W], wb[SW_W];
                     if (ca < SW_A) sw_load_col(wa, sprof + ca * qt + r0);
