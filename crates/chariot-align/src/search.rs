@@ -459,10 +459,8 @@ pub fn search_to(
             .collect();
         let compiling = scope.spawn(move || {
             let t = Instant::now();
-            let k: Result<Vec<_>, chariot::Error> = compiling
-                .into_iter()
-                .map(|h| h.join().unwrap_or(Err(chariot::Error::ShutDown)))
-                .collect();
+            let k: Result<Vec<_>, chariot::Error> =
+                compiling.into_iter().map(|h| h.join().unwrap_or(Err(chariot::Error::ShutDown))).collect();
             (k, t.elapsed())
         });
         let t = Instant::now();

@@ -139,7 +139,8 @@ impl Forced {
     /// # Errors
     /// Anything else, naming the value and what is allowed.
     pub fn parse(text: &str) -> Result<Forced, String> {
-        let allowed = "allowed: auto, r<rows>, g<lanes> or r<rows>:g<lanes>, rows 8, 16, 24 or 32, lanes 1, 2, 4, 8, 16 \
+        let allowed =
+            "allowed: auto, r<rows>, g<lanes> or r<rows>:g<lanes>, rows 8, 16, 24 or 32, lanes 1, 2, 4, 8, 16 \
                        or 32 (e.g. r32:g8)";
         let bad = || format!("kernel-config = {text:?}; {allowed}");
         if text == "auto" {
@@ -199,7 +200,10 @@ mod tests {
     #[test]
     fn shapes_rows_and_tiles() {
         let s = Shape { strip: 16, group: 32 };
-        assert_eq!((s.rows_per_pass(), s.unit(), s.rows(5000), s.tile(5000), s.passes(5000)), (512, 512, 5120, 1024, 10));
+        assert_eq!(
+            (s.rows_per_pass(), s.unit(), s.rows(5000), s.tile(5000), s.passes(5000)),
+            (512, 512, 5120, 1024, 10)
+        );
         let s = Shape { strip: 24, group: 32 };
         assert_eq!((s.unit(), s.rows(567), s.tile(567), s.tile(5000)), (768, 768, 768, 768));
         let s = Shape { strip: 24, group: 1 };
@@ -258,6 +262,8 @@ mod tests {
         let f = Forced { strip: Some(8), group: Some(2) };
         assert_eq!(choose(KernelKind::Portable, 5000, 10, 3000, f), Shape { strip: 8, group: 2 });
         // The cost of padding: 567 rows by 512-row passes computes 1024.
-        assert!(cost(Shape { strip: 16, group: 32 }, 567, 256.0) > 1.7 * cost(Shape { strip: 16, group: 32 }, 1024, 256.0));
+        assert!(
+            cost(Shape { strip: 16, group: 32 }, 567, 256.0) > 1.7 * cost(Shape { strip: 16, group: 32 }, 1024, 256.0)
+        );
     }
 }

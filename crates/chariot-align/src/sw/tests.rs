@@ -171,7 +171,9 @@ fn dpx_twin_repasses_just_the_saturated_subjects() {
     let over = want.iter().filter(|&&x| x >= p.sat()).count();
     assert_eq!(over, 2, "{want:?}");
     let shapes = config::STRIPS.iter().flat_map(|&strip| config::GROUPS.map(|group| Shape { strip, group }));
-    for (kind, shape) in [KernelKind::Portable, KernelKind::Dpx].into_iter().flat_map(|k| shapes.clone().map(move |s| (k, s))) {
+    for (kind, shape) in
+        [KernelKind::Portable, KernelKind::Dpx].into_iter().flat_map(|k| shapes.clone().map(move |s| (k, s)))
+    {
         let (k, repassed) = kernel_counted(kind, shape.strip, profiles.clone(), vec![0], 300.0);
         // Buffers aligned for the twin's i32 and int2 views.
         let mut store = [vec![0u8; chunk.len() + 16], vec![0u8; p.scores.len() + 16], vec![0u8; 1040], vec![0u8; 80]];
