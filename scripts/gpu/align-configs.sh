@@ -34,7 +34,10 @@
 #
 # Knobs: B (.gpu: the staged chariot-align), W (/tmp/align-configs), Q (the 20 queries'
 # FASTA), PSEUDO_LENS ("128 256 512 1024 2048"), PSEUDO_RESIDUES (128000000), PAPER_SEQS
-# (134000), CONFIGS (below), TIMEOUT per run (120 s).
+# (134000), CONFIGS (below), TIMEOUT per run (120 s), GPU_TESTS=1 to first run the
+# #[ignore]d GPU test of every configuration (4 strip heights × 6 groups, DPX and portable)
+# against Gotoh ($B/test-chariot-align-end_to_end, staged by scripts/gpu/stage.sh; a few
+# minutes more).
 set -euo pipefail
 B=${B:-.gpu}; W=${W:-/tmp/align-configs}; Q=${Q:-.peers/cudasw4/allqueries.fasta}
 PSEUDO_LENS=${PSEUDO_LENS:-"128 256 512 1024 2048"}; PSEUDO_RESIDUES=${PSEUDO_RESIDUES:-128000000}
@@ -93,6 +96,13 @@ main() {
   [ -x "$B/chariot-align" ] || { echo "no $B/chariot-align: run scripts/gpu/stage.sh and carry .gpu"; return 1; }
   [ -s "$Q" ] || { echo "no $Q: stage CUDASW++'s sources in .peers (../shared/peers/cudasw4/prepare-here.sh) and carry .peers"; return 1; }
   cp "$Q" "$W/all20.fa"
+  if [ "${GPU_TESTS:-0}" = 1 ]; then
+    echo "== GPU test: every kernel configuration's scores against Gotoh"
+    local rc
+    (cd "$B" && timeout 900 ./test-chariot-align-end_to_end --ignored --exact every_kernel_configuration_matches_gotoh_on_gpu \
+      --test-threads=1) > "$L/gpu-test.log" 2>&1 && rc=0 || rc=$?
+    echo "  exit $rc: $(grep -E '^test result' "$L/gpu-test.log" | tail -1)"
+  fi
   echo "== data (kept in $W)"
   local t0 t1 dbs=""
   t0=$(date +%s.%N)

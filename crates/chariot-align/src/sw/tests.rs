@@ -199,7 +199,7 @@ fn dpx_twin_repasses_just_the_saturated_subjects() {
             block: BLOCK.into(),
             shared_bytes: shape.shared_bytes(p.m),
         };
-        k.run_cpu_twin(launch.clone(), &args, &mut bufs).unwrap();
+        k.run_cpu_twin(launch, &args, &mut bufs).unwrap();
         let got: Vec<i32> = bufs[3].chunks(4).take(nseq).map(|b| i32::from_le_bytes(b.try_into().unwrap())).collect();
         assert_eq!(got, want, "{kind:?} {shape:?}");
         let expect = if kind == KernelKind::Dpx { 2 } else { 0 };
