@@ -13,7 +13,7 @@
 # 256, ... 62,500 of 2,048) instead of 1,000,000 sequences, to fit the time; and the
 # paper-shaped database at PAPER_SEQS sequences (default 134,000, a quarter of the
 # 536,000). Queries: CUDASW++'s 20 benchmark queries (.peers/cudasw4/allqueries.fasta,
-# 144 ... 5,478 residues; carry .peers, see ../shared/peers/cudasw4/prepare-here.sh) and,
+# 144 ... 5,478 residues; carry .peers, staged there as align-vs-cudasw.sh describes) and,
 # on the paper-shaped database, q63 alone.
 #
 # For every (database, configuration): one search process (--kernel auto: DPX on an
@@ -94,7 +94,7 @@ main() {
   mkdir -p "$OUT" "$L" "$W"
   { date -u; nvidia-smi -L || true; echo "cpus: $(nproc)"; } 2>&1
   [ -x "$B/chariot-align" ] || { echo "no $B/chariot-align: run scripts/gpu/stage.sh and carry .gpu"; return 1; }
-  [ -s "$Q" ] || { echo "no $Q: stage CUDASW++'s sources in .peers (../shared/peers/cudasw4/prepare-here.sh) and carry .peers"; return 1; }
+  [ -s "$Q" ] || { echo "no $Q: stage CUDASW++ 4.0's sources (commit 37a394c, with its allqueries.fasta) in .peers/cudasw4 and carry .peers"; return 1; }
   cp "$Q" "$W/all20.fa"
   if [ "${GPU_TESTS:-0}" = 1 ]; then
     echo "== GPU test: every kernel configuration's scores against Gotoh"
