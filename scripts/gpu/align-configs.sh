@@ -34,7 +34,7 @@
 #
 # Knobs: B (.gpu: the staged chariot-align), W (/tmp/align-configs), Q (the 20 queries'
 # FASTA), PSEUDO_LENS ("128 256 512 1024 2048"), PSEUDO_RESIDUES (128000000), PAPER_SEQS
-# (134000), CONFIGS (below), TIMEOUT per run (120 s), GPU_TESTS=1 to first run the
+# (134000), CONFIGS and Q63_CONFIGS (below), TIMEOUT per run (120 s), GPU_TESTS=1 to first run the
 # #[ignore]d GPU test of every configuration (4 strip heights × 6 groups, DPX and portable)
 # against Gotoh ($B/test-chariot-align-end_to_end, staged by scripts/gpu/stage.sh; a few
 # minutes more).
@@ -43,6 +43,9 @@ B=${B:-.gpu}; W=${W:-/tmp/align-configs}; Q=${Q:-.peers/cudasw4/allqueries.fasta
 PSEUDO_LENS=${PSEUDO_LENS:-"128 256 512 1024 2048"}; PSEUDO_RESIDUES=${PSEUDO_RESIDUES:-128000000}
 PAPER_SEQS=${PAPER_SEQS:-134000}; TIMEOUT=${TIMEOUT:-120}
 CONFIGS=${CONFIGS:-"auto r8 r16 r24 r32 r16:g32 r16:g16 r16:g8 r24:g32 r24:g16 r24:g8 r32:g32 r32:g16 r32:g8 r32:g4"}
+# q63 alone: the whole query in one pass, by groups of 8 (the default's, which keeps a
+# launch at 32,768 lanes or more), 4 (the configuration before tables: 16 rows × 4) and 2.
+Q63_CONFIGS=${Q63_CONFIGS:-"auto r8:g8 r16:g4 r32:g2 r16:g8 r8:g16"}
 
 # ---- parsers (also run by --self-test) ----
 # "backend cuda (...), D = 1, S = 16, order lf, 48 slots: 1.770 s, 2064.3 GCUPS"
@@ -127,7 +130,7 @@ main() {
   for db in $dbs paper; do
     for cfg in $CONFIGS; do run "$db" all20 "$W/all20.fa" "$cfg"; done
   done
-  for cfg in $CONFIGS; do run paper q63 "$W/q63.fa" "$cfg"; done
+  for cfg in $Q63_CONFIGS; do run paper q63 "$W/q63.fa" "$cfg"; done
   echo "== best configuration per (db, queries) by GCUPS, and auto's share of it"
   python3 - "$CSV" <<'PY'
 import csv, sys
