@@ -2,8 +2,8 @@
 //! spells them (`"float*"`, `"unsigned"`), and a Python CPU twin that the simulated
 //! backend runs on NumPy views of the task's device buffers.
 
+use crate::calls::CallbackMark;
 use crate::sched::Core;
-use crate::task::CallbackMark;
 use crate::{bad, failure_text, numpy_view, to_py, Dtype};
 use chariot::kernel::TwinArgs;
 use chariot::{BoxError, Kernel, Param};

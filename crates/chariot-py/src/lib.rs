@@ -17,7 +17,9 @@
 
 #![deny(missing_docs)]
 
+mod args;
 mod buffers;
+mod calls;
 mod kernel;
 mod report;
 mod sched;
@@ -26,6 +28,7 @@ mod task;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::sync::GILOnceCell;
 use pyo3::types::PyDict;
 
 create_exception!(
@@ -203,9 +206,10 @@ pub(crate) fn numpy_view(
     readonly: bool,
     owner: Option<PyObject>,
 ) -> PyResult<PyObject> {
+    static ASARRAY: GILOnceCell<PyObject> = GILOnceCell::new();
     let view = View { ptr, elems: bytes / dtype.size, dtype: dtype.clone(), readonly, cuda_stream: None, owner };
-    let asarray = py.import("numpy")?.getattr("asarray")?;
-    Ok(asarray.call1((Py::new(py, view)?,))?.unbind())
+    let asarray = ASARRAY.get_or_try_init(py, || py.import("numpy")?.getattr("asarray").map(Bound::unbind))?;
+    asarray.call1(py, (Py::new(py, view)?,))
 }
 
 /// An object with `__cuda_array_interface__` over device memory at `ptr`, ordered on
@@ -256,8 +260,8 @@ fn gpu_chariot(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<kernel::PyKernel>()?;
     m.add_class::<kernel::PyKernelHandle>()?;
     m.add_class::<task::PyTask>()?;
-    m.add_class::<task::PyCallInfo>()?;
-    m.add_class::<task::PyGpuCall>()?;
+    m.add_class::<calls::PyCallInfo>()?;
+    m.add_class::<calls::PyGpuCall>()?;
     m.add_class::<report::PyReport>()?;
     m.add_class::<View>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

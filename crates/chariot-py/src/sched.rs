@@ -2,9 +2,10 @@
 //! methods), shut down when it goes (without the GIL: its threads may need it to end).
 
 use crate::buffers::{PyDeviceBuffer, PyHostBuffer, PyResidentBuffer};
+use crate::calls::in_callback;
 use crate::kernel::{PyKernel, PyKernelHandle};
 use crate::report::PyReport;
-use crate::task::{in_callback, PyTask};
+use crate::task::PyTask;
 use crate::{bad, to_py, ChariotError, Dtype};
 use chariot::{Backend, Execution, Order, Scheduler};
 use pyo3::prelude::*;

@@ -2,92 +2,21 @@
 //! wrong, in elements and dtypes), keeps it here, and `submit` builds the runtime's
 //! task from them without the GIL.
 
-use crate::buffers::{dev_of, Dev, PyDeviceBuffer, PyHostBuffer, PyResidentBuffer, ResidentRange};
+use crate::args::{arg_of, dim3, host_of, region_of};
+use crate::buffers::{dev_of, Dev, PyDeviceBuffer, PyResidentBuffer, ResidentRange};
+use crate::calls::{call_py, callable, run_gpu_callback, GpuBuf, PyCallInfo};
 use crate::kernel::{PParam, PyKernelHandle};
 use crate::sched::Core;
-use crate::{bad, cuda_view, failure_text, numpy_view, to_py, Dtype};
+use crate::{bad, numpy_view, to_py, Dtype};
 use chariot::callback::{CallInfo, GpuCall, Resource};
 use chariot::kernel::Dim3;
 use chariot::resident::ResidentBuffer;
-use chariot::{Arg, BoxError, DeviceBuffer, HostBuffer, Param, TaskId};
+use chariot::{Arg, HostBuffer, TaskId};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::PySlice;
-use std::cell::Cell;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-
-thread_local! {
-    static IN_CALLBACK: Cell<u32> = const { Cell::new(0) };
-}
-
-/// Marks this thread as running a Python callback or twin while it lives, so that a
-/// `synchronize` called from one asks the runtime on this thread (which refuses it).
-pub(crate) struct CallbackMark;
-
-impl CallbackMark {
-    pub(crate) fn enter() -> CallbackMark {
-        IN_CALLBACK.with(|c| c.set(c.get() + 1));
-        CallbackMark
-    }
-}
-
-impl Drop for CallbackMark {
-    fn drop(&mut self) {
-        IN_CALLBACK.with(|c| c.set(c.get().saturating_sub(1)));
-    }
-}
-
-/// Whether this thread runs a Python callback or twin of chariot's.
-pub(crate) fn in_callback() -> bool {
-    IN_CALLBACK.with(|c| c.get() > 0)
-}
-
-/// Where a callback runs: its task, and the GPU and stream slot the task is bound to.
-#[pyclass(name = "CallInfo", module = "gpu_chariot", frozen, get_all)]
-pub struct PyCallInfo {
-    /// The task's id.
-    task: u64,
-    /// The GPU (index in the scheduler's list).
-    gpu: usize,
-    /// The stream slot on that GPU.
-    stream: usize,
-}
-
-impl From<&CallInfo> for PyCallInfo {
-    fn from(i: &CallInfo) -> Self {
-        PyCallInfo { task: i.task.0, gpu: i.gpu, stream: i.stream }
-    }
-}
-
-#[pymethods]
-impl PyCallInfo {
-    fn __repr__(&self) -> String {
-        format!("CallInfo(task={}, gpu={}, stream={})", self.task, self.gpu, self.stream)
-    }
-}
-
-/// What a GPU callback gets: its place, the task's CUDA stream (an int, `None` on the
-/// sim) and the buffers it named, each as an array of the task's copy: objects with
-/// `__cuda_array_interface__` on CUDA (`cupy.asarray`, `torch.as_tensor` take them
-/// without a copy), NumPy views on the sim. Valid only while the callback runs.
-#[pyclass(name = "GpuCall", module = "gpu_chariot", frozen, get_all)]
-pub struct PyGpuCall {
-    /// Task, GPU and stream slot.
-    info: Py<PyCallInfo>,
-    /// The task's `CUstream` as an int (`None` on the sim backend).
-    stream: Option<usize>,
-    /// The buffers named, in order.
-    arrays: Vec<PyObject>,
-}
-
-/// A buffer a GPU callback names.
-enum GpuBuf {
-    Dev(DeviceBuffer<u8>, usize, Dtype),
-    /// The buffer, the byte range named, its dtype.
-    Res(ResidentBuffer<u8>, Range<usize>, Dtype),
-}
 
 enum Cmd {
     Download { dst: Dev, dst_off: usize, src: Arc<HostBuffer<u8>>, bytes: Range<usize> },
@@ -127,148 +56,6 @@ impl PyTask {
     fn cancel(&self) -> Arc<AtomicBool> {
         self.core.cancel.clone()
     }
-}
-
-/// `region` (None, a slice, a range or a `(start, stop)` pair) as elements of a buffer
-/// of `len`.
-fn region_of(region: Option<&Bound<'_, PyAny>>, what: &str, len: usize) -> PyResult<Range<usize>> {
-    let Some(r) = region else { return Ok(0..len) };
-    if r.is_none() {
-        return Ok(0..len);
-    }
-    let (start, stop): (isize, Option<isize>) = if let Ok(s) = r.downcast::<PySlice>() {
-        if !s.getattr("step")?.is_none() && s.getattr("step")?.extract::<isize>()? != 1 {
-            return Err(bad(format!("region of {what}: a slice with a step; regions are contiguous")));
-        }
-        let start = if s.getattr("start")?.is_none() { 0 } else { s.getattr("start")?.extract()? };
-        (start, s.getattr("stop")?.extract()?)
-    } else if r.is_instance(&r.py().import("builtins")?.getattr("range")?)? {
-        let rg = r;
-        if rg.getattr("step")?.extract::<isize>()? != 1 {
-            return Err(bad(format!("region of {what}: a range with a step; regions are contiguous")));
-        }
-        (rg.getattr("start")?.extract()?, Some(rg.getattr("stop")?.extract()?))
-    } else if let Ok((a, b)) = r.extract::<(isize, isize)>() {
-        (a, Some(b))
-    } else {
-        return Err(PyTypeError::new_err(format!(
-            "region of {what}: expected None, a slice, a range or a (start, stop) pair, got {}",
-            r.get_type().name()?
-        )));
-    };
-    crate::buffers::elements(what, len, start, stop)
-}
-
-fn host_of(obj: &Bound<'_, PyAny>, role: &str) -> PyResult<Py<PyHostBuffer>> {
-    obj.downcast::<PyHostBuffer>().map(|b| b.clone().unbind()).map_err(|_| {
-        PyTypeError::new_err(format!(
-            "{role}: expected a HostBuffer (Scheduler.alloc_host), got {}",
-            obj.get_type().name().map_or("?".into(), |n| n.to_string())
-        ))
-    })
-}
-
-fn dim3(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Dim3> {
-    if let Ok(x) = obj.extract::<u32>() {
-        return Ok(Dim3 { x, y: 1, z: 1 });
-    }
-    if let Ok(v) = obj.extract::<Vec<u32>>() {
-        match v[..] {
-            [x] => return Ok(Dim3 { x, y: 1, z: 1 }),
-            [x, y] => return Ok(Dim3 { x, y, z: 1 }),
-            [x, y, z] => return Ok(Dim3 { x, y, z }),
-            _ => {}
-        }
-    }
-    Err(PyTypeError::new_err(format!(
-        "{what}: expected an int or a tuple of 1 to 3 ints (each 0..2^32), got {}",
-        obj.repr().map_or("?".into(), |r| r.to_string())
-    )))
-}
-
-/// Launch argument `i` of `kernel` as the runtime's, checked against its parameter.
-fn arg_of(kernel: &str, i: usize, p: &PParam, v: &Bound<'_, PyAny>) -> PyResult<Arg> {
-    let at = || format!("kernel {kernel}, argument {i} ({})", p.describe());
-    let type_name = v.get_type().name().map_or("?".to_string(), |n| n.to_string());
-    match p {
-        PParam::Buffer(want) => {
-            let check = |got: &Dtype| match want {
-                Some(w) if w != got => {
-                    Err(PyTypeError::new_err(format!("{}: the buffer holds {}, not {}", at(), got.name, w.name)))
-                }
-                _ => Ok(()),
-            };
-            if let Ok(d) = v.downcast::<PyDeviceBuffer>() {
-                let d = d.get();
-                check(&d.dtype)?;
-                return Ok(Arg::buffer(&d.buf));
-            }
-            if let Ok(r) = v.downcast::<PyResidentBuffer>() {
-                let r = r.get();
-                check(&r.dtype)?;
-                return Ok(Arg::reads_writes(&r.buf, ..));
-            }
-            if let Ok(r) = v.downcast::<ResidentRange>() {
-                check(&r.get().buf.get().dtype)?;
-                return Ok(r.get().arg());
-            }
-            if crate::buffers::on_gpu(v) {
-                return Err(PyTypeError::new_err(format!(
-                    "{}: a foreign GPU array ({type_name}) cannot be a launch argument yet: the runtime has no \
-                     external device memory; use a DeviceBuffer or ResidentBuffer, and reach CuPy or PyTorch \
-                     through a GPU callback",
-                    at()
-                )));
-            }
-            Err(PyTypeError::new_err(format!(
-                "{}: expected a DeviceBuffer, ResidentBuffer or ResidentBuffer range, got {type_name}",
-                at()
-            )))
-        }
-        PParam::Scalar(s) => {
-            let is_num = v.extract::<f64>().is_ok() && !v.is_instance_of::<pyo3::types::PyBool>();
-            if !is_num {
-                return Err(PyTypeError::new_err(format!("{}: expected a number, got {type_name}", at())));
-            }
-            let float = v.is_instance_of::<pyo3::types::PyFloat>();
-            let int_err = |e: PyErr| {
-                if float {
-                    PyTypeError::new_err(format!("{}: expected an int, got a float", at()))
-                } else {
-                    bad(format!("{}: {} out of range ({e})", at(), v.repr().map_or("?".into(), |r| r.to_string())))
-                }
-            };
-            Ok(match s {
-                Param::I32 => Arg::i32(v.extract().map_err(int_err)?),
-                Param::U32 => Arg::u32(v.extract().map_err(int_err)?),
-                Param::I64 => Arg::i64(v.extract().map_err(int_err)?),
-                Param::U64 => Arg::u64(v.extract().map_err(int_err)?),
-                Param::F32 => Arg::f32(v.extract::<f64>()? as f32),
-                Param::F64 => Arg::f64(v.extract()?),
-                other => return Err(bad(format!("{}: parameter kind {other:?} is not supported here", at()))),
-            })
-        }
-    }
-}
-
-/// A Python callable run by a runtime thread: with the GIL, marked as a callback,
-/// its exception the task's failure.
-fn call_py(cancel: &AtomicBool, what: &str, f: impl FnOnce(Python<'_>) -> PyResult<()>) -> Result<(), BoxError> {
-    if cancel.load(Ordering::SeqCst) {
-        return Err(format!("{what} not run: interrupted (KeyboardInterrupt)").into());
-    }
-    let _mark = CallbackMark::enter();
-    Python::with_gil(|py| f(py).map_err(|e| failure_text(py, what, e).into()))
-}
-
-fn callable(f: &Bound<'_, PyAny>, what: &str) -> PyResult<PyObject> {
-    if !f.is_callable() {
-        return Err(PyTypeError::new_err(format!(
-            "{what}: expected a callable, got {}",
-            f.get_type().name().map_or("?".into(), |n| n.to_string())
-        )));
-    }
-    Ok(f.clone().unbind())
 }
 
 #[pymethods]
@@ -596,91 +383,4 @@ fn build(
         t = t.refuse_conflicts();
     }
     t.submit()
-}
-
-fn run_gpu_callback(
-    cancel: &AtomicBool,
-    f: &PyObject,
-    bufs: &[GpuBuf],
-    call: &mut GpuCall<'_>,
-) -> Result<(), BoxError> {
-    let info = call.info();
-    let what = "the GPU callback";
-    if let Some(stream) = call.cuda_stream() {
-        let stream = stream.as_raw() as usize;
-        let mut ptrs = Vec::with_capacity(bufs.len());
-        for (i, b) in bufs.iter().enumerate() {
-            let p = match b {
-                GpuBuf::Dev(d, _, _) => call.device_ptr(d),
-                GpuBuf::Res(r, bytes, _) => call.resident_ptr(r, bytes.start),
-            };
-            ptrs.push(p.ok_or_else(|| format!("{what}: buffers[{i}] has no copy on GPU {}", info.gpu))?);
-        }
-        return call_py(cancel, what, |py| {
-            let mut arrays = Vec::with_capacity(bufs.len());
-            for (b, p) in bufs.iter().zip(&ptrs) {
-                arrays.push(match b {
-                    GpuBuf::Dev(_, len, dt) => cuda_view(py, *p, *len, dt, stream)?,
-                    GpuBuf::Res(_, bytes, dt) => cuda_view(py, *p, bytes.len(), dt, stream)?,
-                });
-            }
-            let gc = PyGpuCall { info: Py::new(py, PyCallInfo::from(&info))?, stream: Some(stream), arrays };
-            f.call1(py, (gc,)).map(drop)
-        });
-    }
-    // The sim: each buffer's copy is locked while the callback runs; one named twice is
-    // locked once.
-    let mut bases: Vec<(u64, bool, usize)> = Vec::new();
-    with_sim(call, bufs, 0, &mut bases, &mut |bases| {
-        call_py(cancel, what, |py| {
-            let mut arrays = Vec::with_capacity(bufs.len());
-            for b in bufs {
-                let (id, res, len, start, dt) = match b {
-                    GpuBuf::Dev(d, len, dt) => (d.id(), false, *len, 0, dt),
-                    GpuBuf::Res(r, bytes, dt) => (r.id(), true, bytes.len(), bytes.start, dt),
-                };
-                let base = bases.iter().find(|(i, r, _)| *i == id && *r == res).map_or(0, |b| b.2);
-                arrays.push(numpy_view(py, base + start, len, dt, false, None)?);
-            }
-            let gc = PyGpuCall { info: Py::new(py, PyCallInfo::from(&info))?, stream: None, arrays };
-            f.call1(py, (gc,)).map(drop)
-        })
-    })
-}
-
-type SimBases = Vec<(u64, bool, usize)>;
-
-/// Locks the sim copies of `bufs[i..]` one by one (recursing, as a resident copy is
-/// lent to a closure), then runs `body` with every base address.
-fn with_sim(
-    call: &GpuCall<'_>,
-    bufs: &[GpuBuf],
-    i: usize,
-    bases: &mut SimBases,
-    body: &mut dyn FnMut(&SimBases) -> Result<(), BoxError>,
-) -> Result<(), BoxError> {
-    let Some(b) = bufs.get(i) else { return body(bases) };
-    match b {
-        GpuBuf::Dev(d, _, _) => {
-            if bases.iter().any(|(id, r, _)| *id == d.id() && !*r) {
-                return with_sim(call, bufs, i + 1, bases, body);
-            }
-            let mut guard =
-                call.sim_buffer(d).ok_or_else(|| format!("buffers[{i}] has no copy on this simulated GPU"))?;
-            bases.push((d.id(), false, guard.as_mut_ptr() as usize));
-            let r = with_sim(call, bufs, i + 1, bases, body);
-            drop(guard);
-            r
-        }
-        GpuBuf::Res(r, _, _) => {
-            if bases.iter().any(|(id, res, _)| *id == r.id() && *res) {
-                return with_sim(call, bufs, i + 1, bases, body);
-            }
-            call.sim_resident(r, 0, |all: &mut [u8]| {
-                bases.push((r.id(), true, all.as_mut_ptr() as usize));
-                with_sim(call, bufs, i + 1, bases, body)
-            })
-            .ok_or_else(|| format!("buffers[{i}] (resident buffer {}) has no copy on this simulated GPU", r.id()))?
-        }
-    }
 }

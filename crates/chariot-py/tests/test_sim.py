@@ -389,3 +389,21 @@ def test_many_small_tasks(sched):
         sched.task(i).callback_writing(host, (i, i + 1), lambda v, info: v.fill(info.task)).submit()
     assert sched.synchronize().tasks == 10_000
     np.testing.assert_array_equal(np.asarray(host), np.arange(10_000))
+
+
+def test_replayed_batches_as_recorded_graphs():
+    s = gc.Scheduler(backend="sim", execution="replay", gpus=1, streams=2)
+    host = s.alloc_host(8 * 256, "float32")
+    d = s.alloc(256, "float32")
+    k = s.register_kernel(gc.Kernel("twice", TWICE, ["float*", "unsigned"], twin=twice_twin))
+    np.asarray(host)[:] = 1.0
+    reports = []
+    for batch in range(3):
+        for i in range(8):
+            r = (i * 256, (i + 1) * 256)
+            s.task(i, 256).download(d, 0, host, r).launch(k, 1, 256, [d, 256]).readback(host, r, d).submit()
+        reports.append(s.synchronize())
+    np.testing.assert_array_equal(np.asarray(host), 8.0)
+    assert s.execution == "replay"
+    assert all(len(r["windows"]) > 0 for r in reports)
+    s.shutdown()
