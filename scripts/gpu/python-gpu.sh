@@ -7,7 +7,10 @@
 #
 # Here, before the device call: `bash scripts/gpu/stage.sh` (the demo) and
 #   maturin build --release -m crates/chariot-py/Cargo.toml && mkdir -p .gpu/wheels &&
-#   cp target/wheels/gpu_chariot-*.whl .gpu/wheels/
+#   cp target/wheels/gpu_chariot-*.whl .gpu/wheels/ &&
+#   pip download --only-binary=:all: --platform any --python-version 3.9 --implementation py \
+#     -d .gpu/wheels "pytest>=8,<9" exceptiongroup tomli typing_extensions
+# (pytest and its dependencies as pure-Python wheels, for a machine that lacks it)
 # then `OUT=$OUT bash scripts/gpu/python-gpu.sh` with carry [".gpu"]. About 3 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -18,7 +21,7 @@ if [ -z "$wheel" ]; then
   echo "python-gpu: no wheel at ${WHEEL:-.gpu/wheels/gpu_chariot-*.whl}: build and stage it first (see the top comment)" >&2
   exit 2
 fi
-py=$(command -v python3)
+py=${PYTHON:-$(command -v python3)}
 { echo "wheel: $wheel"; "$py" --version; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
   "$py" -c 'import numpy, sys; print("numpy", numpy.__version__)' || true
   "$py" -c 'import cupy; print("cupy", cupy.__version__)' || echo "cupy: missing"
@@ -27,6 +30,8 @@ py=$(command -v python3)
 venv=$(mktemp -d)/venv
 "$py" -m venv --system-site-packages "$venv"
 "$venv/bin/python" -m pip install --no-index --no-deps --quiet "$wheel"
+"$venv/bin/python" -c 'import pytest' 2>/dev/null ||
+  "$venv/bin/python" -m pip install --no-index --quiet --find-links "$(dirname "$wheel")" pytest
 rc=0
 # The GPU tests, then the simulated suite on this machine too.
 timeout 120 "$venv/bin/python" -m pytest -m gpu -v -p no:cacheprovider crates/chariot-py/tests 2>&1 | tee "$OUT/pytest-gpu.log" || rc=$?
