@@ -173,6 +173,8 @@ class GpuCall:
     """The task's CUstream as an int (None on the sim)."""
     arrays: List[Any]
     """The buffers named: `__cuda_array_interface__` objects on CUDA, NumPy views on the sim."""
+    def __cuda_stream__(self) -> Tuple[int, int]:
+        """The CUDA stream protocol: (0, the task's stream); AttributeError on the sim."""
 
 class Task:
     """A task being built; every method returns the task, so calls chain."""

@@ -76,6 +76,23 @@ pub struct PyGpuCall {
     arrays: Vec<PyObject>,
 }
 
+#[pymethods]
+impl PyGpuCall {
+    /// The CUDA stream protocol: `(0, stream)`, for libraries that take any object
+    /// with `__cuda_stream__` as a stream (CUDA Python's `cuda.core`, recent CuPy).
+    fn __cuda_stream__(&self) -> PyResult<(u32, usize)> {
+        match self.stream {
+            Some(s) => Ok((0, s)),
+            None => Err(pyo3::exceptions::PyAttributeError::new_err("the simulated backend has no CUDA stream")),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        let i = self.info.get();
+        format!("GpuCall(task={}, gpu={}, stream={:?}, arrays={})", i.task, i.gpu, self.stream, self.arrays.len())
+    }
+}
+
 /// A buffer a GPU callback names.
 pub(crate) enum GpuBuf {
     Dev(DeviceBuffer<u8>, usize, Dtype),

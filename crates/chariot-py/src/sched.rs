@@ -238,6 +238,8 @@ impl PyScheduler {
             let s = self.core.sched()?;
             return end(s).map(|report| PyReport { report }).map_err(|e| to_py(py, e));
         }
+        // A wait given up at a second Ctrl-C left the flag up, to drain its batch fast.
+        self.core.cancel.store(false, Ordering::SeqCst);
         let core = self.core.clone();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::Builder::new()
@@ -250,22 +252,23 @@ impl PyScheduler {
             .map_err(|e| ChariotError::new_err(format!("spawning the waiting thread: {e}")))?;
         // Behind a lock only to be shared with the GIL-free waits (it has one user).
         let rx = std::sync::Mutex::new(rx);
-        let recv = |timeout: Option<Duration>| {
+        let recv = |timeout: Duration| {
             let rx = rx.lock().unwrap_or_else(|p| p.into_inner());
-            match timeout {
-                Some(t) => rx.recv_timeout(t),
-                None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-            }
+            rx.recv_timeout(timeout)
         };
         let outcome = loop {
-            match py.allow_threads(|| recv(Some(SIGNAL_CHECK))) {
+            match py.allow_threads(|| recv(SIGNAL_CHECK)) {
                 Ok(r) => break r,
                 Err(RecvTimeoutError::Timeout) => {
                     if let Err(interrupt) = py.check_signals() {
                         self.core.cancel.store(true, Ordering::SeqCst);
                         // The batch drains (what is not begun fails at once); its
-                        // report is dropped with the interrupt.
-                        let _ = py.allow_threads(|| recv(None));
+                        // report is dropped with the interrupt. A second signal stops
+                        // this wait too (a callback that never returns), leaving the
+                        // batch to end on its own.
+                        while let Err(RecvTimeoutError::Timeout) = py.allow_threads(|| recv(SIGNAL_CHECK)) {
+                            py.check_signals()?;
+                        }
                         self.core.cancel.store(false, Ordering::SeqCst);
                         return Err(interrupt);
                     }

@@ -120,6 +120,7 @@ def test_cupy_on_a_tasks_device_buffer():
     d = s.alloc(n, "int32")
 
     def cube(call):
+        assert call.__cuda_stream__() == (0, call.stream) and call.stream
         with cp.cuda.ExternalStream(call.stream):
             a = cp.asarray(call.arrays[0])
             a **= 3

@@ -154,6 +154,8 @@ def test_gpu_callback_gets_sim_views(sched):
 
     def on_gpu(call):
         calls.append((call.stream, call.info.task))
+        with pytest.raises(AttributeError, match="no CUDA stream"):
+            call.__cuda_stream__()
         dev, res = call.arrays
         dev[:] += 10
         res[:] = dev[:8]
@@ -407,3 +409,9 @@ def test_replayed_batches_as_recorded_graphs():
     assert s.execution == "replay"
     assert all(len(r["windows"]) > 0 for r in reports)
     s.shutdown()
+
+
+def test_readme_example_runs():
+    readme = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md")).read()
+    code = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "README.md", "exec"), {})
