@@ -415,3 +415,40 @@ def test_readme_example_runs():
     readme = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md")).read()
     code = readme.split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(code, "README.md", "exec"), {})
+
+
+def test_gpu_callback_exception_and_orders(sched):
+    def broken(call):
+        raise KeyError("missing plan")
+
+    sched.task(4).gpu_callback(broken).submit()
+    with pytest.raises(gc.TasksFailed, match=r"task #4.*GPU callback raised KeyError: 'missing plan'"):
+        sched.synchronize()
+    for order in ("fcfs", "lf", "sf"):
+        s = gc.Scheduler(backend="sim", order=order, gpus=1, streams=1)
+        seen = []
+        for i, g in enumerate([1, 3, 2]):
+            s.task(i, g).callback(lambda info: seen.append(info.task)).submit()
+        s.synchronize()
+        assert sorted(seen) == [0, 1, 2]
+        s.shutdown()
+
+
+def test_resident_pieces_and_ranges(sched):
+    n = 64
+    host = sched.alloc_host(n, "float64")
+    np.asarray(host)[:] = np.arange(n)
+    r = sched.alloc_resident(n, "float64", piece_len=16)
+    assert r.pieces == 4 and len(r) == 64
+    k = sched.register_kernel(gc.Kernel("twice", TWICE.replace("float", "double"), ["double*", "unsigned"], twin=twice_twin))
+    sched.task(1).download(r, 0, host).submit()
+    sched.task(2).launch(k, 1, 16, [r.reads_writes(16, 32), 16]).submit()
+    sched.task(3).readback(host, None, r).submit()
+    sched.synchronize()
+    expect = np.arange(n, dtype=np.float64)
+    expect[16:32] *= 2
+    np.testing.assert_array_equal(np.asarray(host), expect)
+    with pytest.raises(ValueError, match=r"range 60\.\.70 of resident buffer \d+ of 64 elements"):
+        r.reads(60, 70)
+    with pytest.raises(ValueError, match="empty range"):
+        r.writes(5, 5)
