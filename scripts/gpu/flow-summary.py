@@ -6,7 +6,8 @@ and each chariot variant over the hand-written CUDA graph of the same build.
 Usage: flow-summary.py DIR
   DIR holds flow-VERSION-CALL.csv files (VERSION: old or new, as the campaign scripts
   write them; a DIR with only `new` files gives the new build's table alone).
-Prints, per row, every variant's median (ms) and its ratio over the CUDA graph; where
+Prints, per row, every variant's median (ms) and its ratio over the CUDA graph (the
+recorded graph's marked d where the runtime chose the device executor for it); where
 both builds ran, chariot's ratio new over old, and the geometric means. Standard
 library only.
 """
@@ -25,6 +26,7 @@ def main(argv):
         print(__doc__)
         return 2
     data = collections.defaultdict(list)
+    ways = {}
     builds = []
     for build in ["old", "new"]:
         files = glob.glob(f"{argv[1]}/flow-{build}-*.csv")
@@ -33,6 +35,8 @@ def main(argv):
         for f in files:
             with open(f) as fh:
                 for r in csv.DictReader(fh):
+                    if r.get("way"):
+                        ways[(r["shape"], int(r["iters"]), build)] = r["way"]
                     if int(r["round"]) == 0:
                         continue
                     data[(r["shape"], int(r["iters"]), r["variant"], build)].append(int(r["wall_ns"]) / 1e6)
@@ -56,7 +60,8 @@ def main(argv):
                 r = m / g if g == g and g > 0 else float("nan")
                 if r == r:
                     ratios[v].append(r)
-                cells.append(f"{m:>16.3f} {r:>6.2f}")
+                mark = "d" if v == "chariot-recorded" and ways.get((shape, iters, build)) == "device" else " "
+                cells.append(f"{m:>16.3f} {r:>6.2f}{mark}")
             print(f"{shape:6}{iters:>7} | " + " | ".join(cells))
         print("geometric means over the CUDA graph: " + ", ".join(f"{v} {gmean(x):.3f}" for v, x in ratios.items()))
     if builds == ["old", "new"]:

@@ -15,6 +15,7 @@
 //! `cargo bench --bench flow -- --help` lists the options. `--backend sim` runs chariot
 //! alone on the simulator (the CUDA graph needs CUDA), at small sizes by default.
 
+use chariot::report::GraphSetup;
 use chariot::sim::SimProfile;
 use chariot::{Backend, Execution, Scheduler};
 use chariot_studies::flow::{edge_violations, ChariotFlow, DeviceGraph, Graph, HandGraph, Shape};
@@ -68,6 +69,10 @@ struct Cli {
     /// the GPU by the runtime's persistent executor; CUDA only) as a variant of its own.
     #[arg(long)]
     chariot_device: bool,
+    /// Leave out chariot's recorded graph (for comparing the other variants with a build
+    /// that has none: the same variants then take turns).
+    #[arg(long)]
+    no_recorded: bool,
     /// Accepted for `cargo bench`.
     #[arg(long, hide = true)]
     bench: bool,
@@ -87,6 +92,10 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// Runs of a recorded graph before it is timed: enough for the runtime to try both of
+/// its ways (two runs as a CUDA graph, two on the device) and keep one.
+const SETTLE_RUNS: usize = 5;
 
 /// The default size of `shape`.
 fn default_size(shape: Shape, sim: bool) -> usize {
@@ -155,7 +164,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
             writeln!(
                 w,
                 "shape,size,nodes,edges,iters,variant,round,wall_ns,build_ns,replayed_tasks,lanes,submit_ns,\
-                 window_host_ns,window_ns"
+                 window_host_ns,window_ns,way"
             )?;
             Some(w)
         }
@@ -213,7 +222,15 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
             // Wall times of chariot (defaults), chariot (host), the CUDA graph, the
             // device graph, chariot's device mode, chariot's recorded graph.
             let mut times: [Vec<u64>; 6] = Default::default();
-            let (recorded, record_ns) = flow.record(&sched, &graph, iters)?;
+            // Recorded once, then run until its way is settled (graph or device: the
+            // runtime tries both on the first runs), all counted as its build.
+            let (recorded, mut record_ns) = flow.record(&sched, &graph, iters)?;
+            let mut way = "graph";
+            for _ in 0..if cli.no_recorded { 0 } else { SETTLE_RUNS } {
+                let r = flow.run_recorded(&sched, &recorded)?;
+                record_ns += r.wall_ns;
+                way = if r.report.windows.iter().any(|w| w.setup == GraphSetup::Device) { "device" } else { "graph" };
+            }
             let (mut replayed, mut lanes) = (0usize, 0usize);
             // chariot with its defaults, per timed run: submitting, the windows' set-up
             // and launch on the host, the windows' span (launch to completion seen).
@@ -261,6 +278,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                             Some(d) => ("device-graph", d.run()?.wall_ns, device_build_ns),
                             None => continue,
                         },
+                        5 if cli.no_recorded => continue,
                         5 => {
                             let r = flow.run_recorded(&sched, &recorded)?;
                             last_parts = [
@@ -303,9 +321,10 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                         let (name, nodes, edges) = (shape.name(), graph.nodes, graph.edges.len());
                         let (rt, ln) = if which == 0 { (replayed, lanes) } else { (0, 0) };
                         let [sub, wh, ws] = if which < 2 || which == 5 { last_parts } else { [0; 3] };
+                        let how = if which == 5 { way } else { "" };
                         writeln!(
                             w,
-                            "{name},{size},{nodes},{edges},{iters},{variant},{round},{wall_ns},{b},{rt},{ln},{sub},{wh},{ws}"
+                            "{name},{size},{nodes},{edges},{iters},{variant},{round},{wall_ns},{b},{rt},{ln},{sub},{wh},{ws},{how}"
                         )?;
                     }
                 }
@@ -356,7 +375,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                 over_g(h),
                 r as f64 / 1e6,
                 per_node(r),
-                over_g(r),
+                format!("{}{}", over_g(r), if way == "device" { "d" } else { "" }),
                 if device.is_some() {
                     let d = median(on_device);
                     format!(" | {:>10.3} {:>8.2} {:>6}", d as f64 / 1e6, per_node(d), over_g(d))
@@ -382,7 +401,8 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     breakdown.iter().for_each(|l| println!("{l}"));
     println!(
         "chariot: defaults (replay where it pays; replay = the last run's tasks replayed, on that many lanes); host: \
-         replay off; rec: the recorded graph (run to synchronize; recorded once apart); c/g, h/g, r/g: their \
+         replay off; rec: the recorded graph (run to synchronize; recorded and settled apart; r/g marked d where \
+         the runtime chose the device executor); c/g, h/g, r/g: their \
          medians over the CUDA graph's (submit or launch to synchronize; build apart)"
     );
     if chariot_device_on {
