@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The Python package on a GPU: installs the carried wheel into a virtual environment
-# that sees the machine's NumPy, CuPy and PyTorch (no network there), runs the GPU
+# The Python package on a GPU: installs the carried wheel into a folder on PYTHONPATH,
+# beside the machine's NumPy, CuPy and PyTorch (no network there), runs the GPU
 # tests (pytest -m gpu), then the balanced 48 x 16 MiB loop three ways (chariot from
 # Python, the CuPy stream pipeline at its best stream count, the Rust demo) alternated,
 # medians of 3, and the host cost per task of a Python loop; CSVs and logs to $OUT.
@@ -27,19 +27,22 @@ py=${PYTHON:-$(command -v python3)}
   "$py" -c 'import cupy; print("cupy", cupy.__version__)' || echo "cupy: missing"
   "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.cuda.is_available())' || echo "torch: missing"
 } 2>&1 | tee "$OUT/machine.txt"
-venv=$(mktemp -d)/venv
-"$py" -m venv --system-site-packages "$venv"
-"$venv/bin/python" -m pip install --no-index --no-deps --quiet "$wheel"
-"$venv/bin/python" -c 'import pytest' 2>/dev/null ||
-  "$venv/bin/python" -m pip install --no-index --quiet --find-links "$(dirname "$wheel")" pytest
+# The wheel and pytest go to a folder of their own on PYTHONPATH, not a virtual
+# environment: the machine's NumPy, CuPy and PyTorch may live in the user's site
+# packages, which a virtual environment does not see.
+site=$(mktemp -d)/site
+"$py" -m pip install --no-index --no-deps --quiet --target "$site" "$wheel"
+"$py" -c 'import pytest' 2>/dev/null ||
+  "$py" -m pip install --no-index --quiet --target "$site" --find-links "$(dirname "$wheel")" pytest
+export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 rc=0
 # The GPU tests, then the simulated suite on this machine too.
-timeout 120 "$venv/bin/python" -m pytest -m gpu -v -p no:cacheprovider crates/chariot-py/tests 2>&1 | tee "$OUT/pytest-gpu.log" || rc=$?
+timeout 120 "$py" -m pytest -m gpu -v -p no:cacheprovider crates/chariot-py/tests 2>&1 | tee "$OUT/pytest-gpu.log" || rc=$?
 echo "exit $rc" >> "$OUT/pytest-gpu.log"
-timeout 60 "$venv/bin/python" -m pytest -m "not gpu" -q -p no:cacheprovider crates/chariot-py/tests > "$OUT/pytest-sim.log" 2>&1 && r=0 || r=$?
+timeout 60 "$py" -m pytest -m "not gpu" -q -p no:cacheprovider crates/chariot-py/tests > "$OUT/pytest-sim.log" 2>&1 && r=0 || r=$?
 echo "exit $r" >> "$OUT/pytest-sim.log"
 tail -2 "$OUT/pytest-sim.log"
 # The loop and the host cost.
-timeout 110 "$venv/bin/python" crates/chariot-py/bench/loop48.py --out "$OUT" --demo .gpu/chariot-demo 2>&1 | tee "$OUT/loop48.log" && r=0 || r=$?
+timeout 110 "$py" crates/chariot-py/bench/loop48.py --out "$OUT" --demo .gpu/chariot-demo 2>&1 | tee "$OUT/loop48.log" && r=0 || r=$?
 echo "exit $r" >> "$OUT/loop48.log"
 exit "$rc"
