@@ -66,7 +66,9 @@ class CupyLoop:
             a, b = i * n, (i + 1) * n
             d_in[s].set(self.h_in[a:b], stream=ss[s])
             self.kernel(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (d_out[s], d_in[s], np.uint32(n), np.uint32(self.iters)), stream=ss[s])
-            d_out[s].get(stream=ss[s], out=self.h_out[a:b])
+            # blocking=False: CuPy's get waits for its stream by default, which would
+            # serialise the pipeline.
+            d_out[s].get(stream=ss[s], out=self.h_out[a:b], blocking=False)
             if serial:
                 ss[s].synchronize()
         for st in ss:
