@@ -21,9 +21,9 @@ pub const STRIPS: [u32; 4] = [8, 16, 24, 32];
 /// The strip height of the default configurations. Measured on an H200 (2026-11-28,
 /// `scripts/gpu/align-configs.sh`, results/nvidia-h200/recorded-graphs/): 16 rows gave
 /// the most GCUPS on every pseudo database (128 … 2,048) and on the paper-shaped one with
-/// CUDASW++'s 20 queries; the cost model's mix of 8 … 32 rows gave 0.80–0.92 of it, and
-/// its group choice lost 17 % on the paper-shaped FASTA database, so the default is the
-/// configuration chariot-align used before (see [`choose`]) until the model is measured.
+/// CUDASW++'s 20 queries; the cost model's mix of 8 … 32 rows gave 0.80–0.92 of it, so
+/// the model chooses the lane group only, at this height, until its constants are
+/// measured.
 pub const DEFAULT_STRIP: u32 = 16;
 /// Lane group sizes (lanes per subject, or per pair for DPX).
 pub const GROUPS: [u32; 6] = [1, 2, 4, 8, 16, 32];
@@ -168,24 +168,10 @@ impl Forced {
 }
 
 /// The configuration of a launch of `kind` for a query of `m` residues over a chunk of
-/// `nseq` subjects and `residues` residues: by default strip [`DEFAULT_STRIP`] and a
-/// group as wide as the query's strips (the configuration chariot-align used before
-/// the table, which measured best on mixed-length databases); with anything forced,
-/// the rest from the cost model ([`modelled`]).
+/// `nseq` subjects and `residues` residues: what `forced` fixes, else the strip
+/// [`DEFAULT_STRIP`] and the group of least [`cost`] (ties: the smaller group) among
+/// those that give the launch [`MIN_LANES`] lanes (or the most it can have).
 pub fn choose(kind: KernelKind, m: usize, nseq: usize, residues: u64, forced: Forced) -> Shape {
-    if forced == Forced::default() {
-        // The measured default: strip 16, and a group as wide as the query's strips (a
-        // pass as tall as the query, up to 32 lanes), whatever the subjects.
-        let group = m.div_ceil(DEFAULT_STRIP as usize).next_power_of_two().clamp(1, 32) as u32;
-        return Shape { strip: DEFAULT_STRIP, group };
-    }
-    modelled(kind, m, nseq, residues, forced)
-}
-
-/// The configuration of least [`cost`] (ties: the taller strip, then the smaller group)
-/// among the groups that give the launch [`MIN_LANES`] lanes (or the most it can have),
-/// with what `forced` fixes: what `--kernel-config` with a strip or a group alone gets.
-pub fn modelled(kind: KernelKind, m: usize, nseq: usize, residues: u64, forced: Forced) -> Shape {
     let n = residues as f64 / nseq.max(1) as f64;
     let units = nseq.max(1).div_ceil(kind.subjects_per_group()) as u64;
     let want_lanes = MIN_LANES.min(units * 32);
@@ -195,7 +181,7 @@ pub fn modelled(kind: KernelKind, m: usize, nseq: usize, residues: u64, forced: 
         None => GROUPS.iter().copied().filter(|&g| fills(g)).collect(),
     };
     let mut best: Option<(f64, Shape)> = None;
-    for &strip in forced.strip.as_ref().map_or(&STRIPS[..], std::slice::from_ref) {
+    for &strip in forced.strip.as_ref().map_or(&[DEFAULT_STRIP][..], std::slice::from_ref) {
         for &group in &groups {
             let s = Shape { strip, group };
             let c = cost(s, m, n);
@@ -265,18 +251,11 @@ mod tests {
     #[test]
     fn default_choices() {
         let dpx = KernelKind::Dpx;
-        // The default: strip 16, a group as wide as the query's strips.
-        for (m, group) in [(63, 4), (144, 16), (255, 16), (257, 32), (5478, 32), (1, 1)] {
-            assert_eq!(choose(dpx, m, 8192, 8192 * 300, Forced::default()), Shape { strip: DEFAULT_STRIP, group });
-        }
-        let any = Forced { strip: None, group: None };
-        assert_eq!(any, Forced::default());
-        // The model, where something is forced (or asked for through `modelled`).
-        let pick = |m, n: u64| modelled(dpx, m, 8192, n * 8192, Forced::default());
+        let pick = |m, n: u64| choose(dpx, m, 8192, n * 8192, Forced::default());
         // q63 over subjects of a few hundred residues: the whole query in one pass.
         let s = pick(63, 350);
-        assert_eq!(s.passes(63), 1, "{s:?}");
-        assert!(s.rows(63) <= 64, "{s:?}");
+        assert_eq!((s.strip, s.passes(63)), (DEFAULT_STRIP, 1), "{s:?}");
+        assert!(s.rows(63) <= 128, "{s:?}");
         for m in [63, 144, 567, 1000, 5478] {
             // Shorter subjects never get larger groups.
             let gs: Vec<u32> = [128, 256, 512, 1024, 2048].iter().map(|&n| pick(m, n).group).collect();
