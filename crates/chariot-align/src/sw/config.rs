@@ -18,13 +18,6 @@ use super::{KernelKind, TILE};
 
 /// Strip heights a kernel is compiled for (`SW_R`).
 pub const STRIPS: [u32; 4] = [8, 16, 24, 32];
-/// The strip height of the default configurations. Measured on an H200 (2026-11-28,
-/// `scripts/gpu/align-configs.sh`, results/nvidia-h200/recorded-graphs/): 16 rows gave
-/// the most GCUPS on every pseudo database (128 … 2,048) and on the paper-shaped one with
-/// CUDASW++'s 20 queries; the cost model's mix of 8 … 32 rows gave 0.80–0.92 of it, so
-/// the model chooses the lane group only, at this height, until its constants are
-/// measured.
-pub const DEFAULT_STRIP: u32 = 16;
 /// Lane group sizes (lanes per subject, or per pair for DPX).
 pub const GROUPS: [u32; 6] = [1, 2, 4, 8, 16, 32];
 
@@ -168,9 +161,9 @@ impl Forced {
 }
 
 /// The configuration of a launch of `kind` for a query of `m` residues over a chunk of
-/// `nseq` subjects and `residues` residues: what `forced` fixes, else the strip
-/// [`DEFAULT_STRIP`] and the group of least [`cost`] (ties: the smaller group) among
-/// those that give the launch [`MIN_LANES`] lanes (or the most it can have).
+/// `nseq` subjects and `residues` residues: what `forced` fixes, and the rest of least
+/// [`cost`] (ties: the taller strip, then the smaller group) among the groups that give
+/// the launch [`MIN_LANES`] lanes (or the most it can have).
 pub fn choose(kind: KernelKind, m: usize, nseq: usize, residues: u64, forced: Forced) -> Shape {
     let n = residues as f64 / nseq.max(1) as f64;
     let units = nseq.max(1).div_ceil(kind.subjects_per_group()) as u64;
@@ -181,7 +174,7 @@ pub fn choose(kind: KernelKind, m: usize, nseq: usize, residues: u64, forced: Fo
         None => GROUPS.iter().copied().filter(|&g| fills(g)).collect(),
     };
     let mut best: Option<(f64, Shape)> = None;
-    for &strip in forced.strip.as_ref().map_or(&[DEFAULT_STRIP][..], std::slice::from_ref) {
+    for &strip in forced.strip.as_ref().map_or(&STRIPS[..], std::slice::from_ref) {
         for &group in &groups {
             let s = Shape { strip, group };
             let c = cost(s, m, n);
@@ -245,17 +238,16 @@ mod tests {
         }
     }
 
-    /// The choices the module documents: the measured strip height, the whole of a
-    /// short query in one pass, small groups for short subjects, launches that fill the
-    /// GPU, and what is forced kept.
+    /// The choices the module documents: a pass as tall as a short query, small groups
+    /// for short subjects, launches that fill the GPU, and what is forced kept.
     #[test]
     fn default_choices() {
         let dpx = KernelKind::Dpx;
         let pick = |m, n: u64| choose(dpx, m, 8192, n * 8192, Forced::default());
         // q63 over subjects of a few hundred residues: the whole query in one pass.
         let s = pick(63, 350);
-        assert_eq!((s.strip, s.passes(63)), (DEFAULT_STRIP, 1), "{s:?}");
-        assert!(s.rows(63) <= 128, "{s:?}");
+        assert_eq!(s.passes(63), 1, "{s:?}");
+        assert!(s.rows(63) <= 64, "{s:?}");
         for m in [63, 144, 567, 1000, 5478] {
             // Shorter subjects never get larger groups.
             let gs: Vec<u32> = [128, 256, 512, 1024, 2048].iter().map(|&n| pick(m, n).group).collect();
