@@ -1,19 +1,6 @@
 #!/usr/bin/env bash
 # The CUDASW++ comparison on the GPU machine: chariot-align against CUDASW++ 4.0 in one command.
 #
-# Two parts (PARTS, default "peak paper"; each can run alone, in its own device command):
-#  peak   CUDASW++'s peak set-up (its runpeakbenchmark.sh): pseudo databases of PEAK_SEQS
-#         (1,000,000) sequences of each length of PEAK_LENS (128 256 512 768 1024 2048),
-#         CUDASW++'s 20 benchmark queries (allqueries.fasta, 144 ... 5,478 residues) together;
-#         CUDASW++ `align --pseudodb N L` with its DPX kernels (--dpx) and with its half2
-#         ones (its default), chariot-align on `generate --min L --max L` databases (each
-#         sequence drawn at random where CUDASW++ repeats one; the cells are the same)
-#         prepared by makedb; alternated, $ROUNDS rounds. About 8-9 minutes of GPU time for
-#         every length: run it as two commands (PEAK_LENS="128 256 512" and "768 1024 2048")
-#         to stay within a device command's 10 minutes.
-#  paper  the paper-shaped database (below), with the 7 queries alone and together and the
-#         20 queries together (about 5 minutes, CUDASW++ build included).
-#
 # Builds CUDASW++ (.peers/build-on-gpu.sh: CUDASW++ 4.0's public sources at commit 37a394c,
 # https://github.com/asbschmidt/CUDASW4, and a static zlib, unpacked into the git-ignored
 # .peers/ beside a script that builds them; carried with `carry: [".gpu", ".peers"]`;
@@ -31,26 +18,21 @@
 # open, output).
 #
 # Binaries: chariot-align in $B (default .gpu/, scripts/gpu/stage.sh). Writes under $OUT:
-# align-vs-cudasw.csv (round,tool,config,db,query,gcups,wall_s), align-vs-cudasw.log (this
+# align-vs-cudasw.csv (round,tool,config,query,gcups,wall_s), align-vs-cudasw.log (this
 # output), logs/ (every run's output, round 1's result files) and a medians summary at
-# the end of the log (chariot-align against the better of CUDASW++'s kernels per row).
+# the end of the log. About 4-5 minutes on an H100 (CUDASW++ build included).
 #
 #   OUT=$OUT bash scripts/gpu/align-vs-cudasw.sh          # on the GPU machine
 #   bash scripts/gpu/align-vs-cudasw.sh --self-test       # anywhere: the parsers on sample text
 #
-# Knobs: PARTS ("peak paper"), ROUNDS (3), B (.gpu), W (/tmp/align-vs-cudasw: data kept
-# between calls), CS4 (/tmp/cudasw4: where build-on-gpu.sh puts CUDASW++), TIMEOUT per run
-# (300 s), PEAK_SEQS (1000000), PEAK_LENS ("128 256 512 768 1024 2048"), Q20 (the 20
-# queries: .peers/cudasw4/allqueries.fasta), CHARIOT_ARGS (extra search flags, e.g.
-# "--kernel-config r32:g8", for every chariot-align run),
+# Knobs: ROUNDS (3), B (.gpu), W (/tmp/align-vs-cudasw: data kept between calls),
+# CS4 (/tmp/cudasw4: where build-on-gpu.sh puts CUDASW++), TIMEOUT per run (300 s),
 # GPU_TESTS=1 to first run chariot-align's #[ignore]d GPU test of every DPX and portable
 # score against Gotoh ($B/test-chariot-align-end_to_end, staged by scripts/gpu/stage.sh;
 # about 1-2 minutes more).
 set -euo pipefail
 ROUNDS=${ROUNDS:-3}; B=${B:-.gpu}; W=${W:-/tmp/align-vs-cudasw}; CS4=${CS4:-/tmp/cudasw4}
-TIMEOUT=${TIMEOUT:-300}; PARTS=${PARTS:-"peak paper"}
-PEAK_SEQS=${PEAK_SEQS:-1000000}; PEAK_LENS=${PEAK_LENS:-"128 256 512 768 1024 2048"}
-Q20=${Q20:-.peers/cudasw4/allqueries.fasta}; read -r -a CHARIOT_EXTRA <<< "${CHARIOT_ARGS:-}"
+TIMEOUT=${TIMEOUT:-300}
 LENS="63 127 255 511 1023 2047 5000"
 
 # ---- parsers (also run by --self-test) ----
@@ -62,9 +44,8 @@ cudasw_gcups() { grep -oE 'Total time: [0-9.eE+-]+ s, [0-9.eE+-]+ GCUPS' "$1" | 
 chariot_kernel() { grep -m1 -E '^  kernel ' "$1" | sed 's/^  kernel //' || true; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", b-a}'; }
 
-# Medians per (tool, config, db, query) from the CSV, chariot-align's default over the
-# better of CUDASW++'s kernels (dpx, half2) per (db, query), and the best score of each
-# query by both tools (round 1's outputs on the paper-shaped database).
+# Medians per (tool, config, query) from the CSV, chariot-align's default over CUDASW++,
+# and the best score of each query by both tools (round 1's outputs).
 summary() { # CSV LOGDIR
 python3 - "$1" "$2" <<'PY'
 import csv, os, re, statistics, sys
@@ -75,52 +56,47 @@ def num(x):
     except ValueError: return None
 groups = {}
 for r in rows:
-    groups.setdefault((r["tool"], r["config"], r["db"], r["query"]), []).append(r)
+    groups.setdefault((r["tool"], r["config"], r["query"]), []).append(r)
 def med(rs, key):
     v = [num(r[key]) for r in rs if num(r[key]) is not None]
     return statistics.median(v) if v else None
 def fmt(v, d):
     return "-" if v is None else f"{v:.{d}f}"
-qkey = lambda q: int(q[1:]) if q[1:].isdigit() else 10**9
-dkey = lambda d: (0, int(d[6:])) if d.startswith("pseudo") and d[6:].isdigit() else (1, 0)
-order = lambda k: (dkey(k[2]), k[0], k[1], qkey(k[3]))
 print(f"medians over rounds ({path}):")
-print(f"  {'tool':<14}{'config':<10}{'db':<12}{'query':<7}{'runs':>5}{'GCUPS':>10}{'wall s':>9}")
+print(f"  {'tool':<14}{'config':<10}{'query':<7}{'runs':>5}{'GCUPS':>10}{'wall s':>9}")
+order = lambda k: (k[0], k[1], int(k[2][1:]) if k[2][1:].isdigit() else 10**9)
 for k in sorted(groups, key=order):
     rs = groups[k]
-    print(f"  {k[0]:<14}{k[1]:<10}{k[2]:<12}{k[3]:<7}{len(rs):>5}{fmt(med(rs, 'gcups'), 1):>10}{fmt(med(rs, 'wall_s'), 2):>9}")
-cells = sorted({(k[2], k[3]) for k in groups if k[1] != "makedb"}, key=lambda c: (dkey(c[0]), qkey(c[1])))
-print("chariot-align (default) / CUDASW++ (the better of its kernels by median GCUPS), medians:")
-print(f"  {'db':<12}{'query':<7}{'CUDASW++':<10}{'GCUPS ratio':>12}{'wall ratio':>12}")
-for db, q in cells:
-    c = groups.get(("chariot-align", "default", db, q))
-    theirs = [(med(rs, "gcups"), cfg, rs) for (t, cfg, d, qq), rs in groups.items() if t == "cudasw4" and d == db and qq == q]
-    theirs = [t for t in theirs if t[0] is not None]
-    if not c or not theirs: continue
-    g, cfg, s = max(theirs, key=lambda t: t[0])
-    gc, w = med(c, "gcups"), [med(c, "wall_s"), med(s, "wall_s")]
-    gr = gc / g if gc is not None and g else None
+    print(f"  {k[0]:<14}{k[1]:<10}{k[2]:<7}{len(rs):>5}{fmt(med(rs, 'gcups'), 1):>10}{fmt(med(rs, 'wall_s'), 2):>9}")
+queries = sorted({k[2] for k in groups if k[1] != "makedb"}, key=lambda q: order(("", "", q)))
+print("chariot-align (default) / CUDASW++ (--dpx), medians:")
+print(f"  {'query':<7}{'GCUPS ratio':>12}{'wall ratio':>12}")
+for q in queries:
+    c, s = groups.get(("chariot-align", "default", q)), groups.get(("cudasw4", "dpx", q))
+    if not c or not s: continue
+    g = [med(c, "gcups"), med(s, "gcups")]; w = [med(c, "wall_s"), med(s, "wall_s")]
+    gr = g[0] / g[1] if None not in g and g[1] else None
     wr = w[0] / w[1] if None not in w and w[1] else None
-    print(f"  {db:<12}{q:<7}{cfg:<10}{fmt(gr, 3):>12}{fmt(wr, 3):>12}")
-p = groups.get(("chariot-align", "portable", "paper", "all7")); d = groups.get(("chariot-align", "default", "paper", "all7"))
+    print(f"  {q:<7}{fmt(gr, 3):>12}{fmt(wr, 3):>12}")
+p = groups.get(("chariot-align", "portable", "all7")); d = groups.get(("chariot-align", "default", "all7"))
 if p and d and med(p, "gcups") and med(d, "gcups"):
     print(f"chariot-align 7 queries, default over --kernel portable: GCUPS x{med(d, 'gcups') / med(p, 'gcups'):.3f}")
 # Best score of each query, round 1: chariot-align's log and CUDASW++'s TSV (whose
 # built-in gap costs for BLOSUM62 are open 11, extend 1, as chariot-align's defaults).
 ours, theirs = {}, {}
-cl = os.path.join(logs, "chariot-default-paper-all7-1.log")
+cl = os.path.join(logs, "chariot-default-all7-1.log")
 if os.path.exists(cl):
     for m in re.finditer(r"query (\S+) \((\d+) residues\): top \d+\n[^\n]*\n\s+1\s+(-?\d+)\s+(\S+)", open(cl).read()):
         ours[m.group(1)] = (int(m.group(3)), m.group(4))
-ct = os.path.join(logs, "cudasw4-paper-all7-1.tsv")
+ct = os.path.join(logs, "cudasw4-all7-1.tsv")
 if os.path.exists(ct):
     for line in open(ct):
         f = line.rstrip("\n").split("\t")
         if len(f) >= 7 and f[3] == "0":
             theirs[f[2].split()[0].lstrip(">")] = (int(f[4]), f[6].split()[0])
 if ours or theirs:
-    print("best score per query (round 1, paper-shaped database): chariot-align | CUDASW++")
-    for q in sorted(set(ours) | set(theirs), key=qkey):
+    print("best score per query (round 1): chariot-align | CUDASW++")
+    for q in sorted(set(ours) | set(theirs), key=lambda q: order(("", "", q))):
         a, b = ours.get(q), theirs.get(q)
         same = "same" if a and b and a[0] == b[0] else "DIFFERENT"
         print(f"  {q:<7}{str(a[0]) + ' ' + a[1] if a else '-':>22} | {str(b[0]) + ' ' + b[1] if b else '-':<22} {same}")
@@ -150,26 +126,23 @@ Processing query 0 ... Done. Scan time: 0.0212 s, 1203.3 GCUPS
 Processing query 1 ... Done. Scan time: 0.0301 s, 1708.35 GCUPS
 Total time: 0.0513 s, 1.50138e+03 GCUPS
 EOF
-  printf 'Query number\tQuery length\tQuery header\tResult number\tResult score\tReference length\tReference header\tReference ID in DB\n0\t63\tq63\t0\t67\t310\tdb0334898\t5\n0\t63\tq63\t1\t60\t20\tdb0000001\t6\n1\t127\tq127\t0\t71\t99\tdb0400699\t7\n' > "$d/cudasw4-paper-all7-1.tsv"
-  cp "$d/c.log" "$d/chariot-default-paper-all7-1.log"
+  printf 'Query number\tQuery length\tQuery header\tResult number\tResult score\tReference length\tReference header\tReference ID in DB\n0\t63\tq63\t0\t67\t310\tdb0334898\t5\n0\t63\tq63\t1\t60\t20\tdb0000001\t6\n1\t127\tq127\t0\t71\t99\tdb0400699\t7\n' > "$d/cudasw4-all7-1.tsv"
+  cp "$d/c.log" "$d/chariot-default-all7-1.log"
   local fail=0
   [ "$(chariot_gcups "$d/c.log")" = 2064.3 ] || { echo "chariot_gcups: $(chariot_gcups "$d/c.log")"; fail=1; }
   [ "$(cudasw_gcups "$d/s.log")" = 1.50138e+03 ] || { echo "cudasw_gcups: $(cudasw_gcups "$d/s.log")"; fail=1; }
   [ "$(chariot_kernel "$d/c.log")" = "dpx (16-bit scores, two subjects a lane group; 0 scores re-run in 32 bits)" ] || { echo "chariot_kernel"; fail=1; }
   [ "$(elapsed 10.25 12.5)" = 2.250 ] || { echo "elapsed"; fail=1; }
-  { echo "round,tool,config,db,query,gcups,wall_s"
-    echo "0,chariot-align,makedb,paper,-,,1.47"; echo "0,cudasw4,makedb,paper,-,,9.80"
+  { echo "round,tool,config,query,gcups,wall_s"
+    echo "0,chariot-align,makedb,-,,1.47"; echo "0,cudasw4,makedb,-,,9.80"
     for r in 1 2 3; do
-      echo "$r,chariot-align,default,paper,q63,$((2000 + r)).5,1.2$r"; echo "$r,cudasw4,dpx,paper,q63,$((4000 + r)),2.0$r"
-      echo "$r,chariot-align,default,paper,all7,2100,3.1"; echo "$r,cudasw4,dpx,paper,all7,1.50138e+03,2.5"
-      echo "$r,chariot-align,portable,paper,all7,1500,3.9"; echo "$r,chariot-align,default,paper,q5000,,"
-      echo "$r,chariot-align,default,pseudo256,all20,$((3000 + r)),9"; echo "$r,cudasw4,dpx,pseudo256,all20,4000,8"
-      echo "$r,cudasw4,half2,pseudo256,all20,$((6000 + r)),7"
+      echo "$r,chariot-align,default,q63,$((2000 + r)).5,1.2$r"; echo "$r,cudasw4,dpx,q63,$((4000 + r)),2.0$r"
+      echo "$r,chariot-align,default,all7,2100,3.1"; echo "$r,cudasw4,dpx,all7,1.50138e+03,2.5"
+      echo "$r,chariot-align,portable,all7,1500,3.9"; echo "$r,chariot-align,default,q5000,,"
     done; } > "$d/x.csv"
   summary "$d/x.csv" "$d" | tee "$d/summary.txt"
   grep -q "q63   .*3 *2002.5 *1.22" "$d/summary.txt" || { echo "summary medians"; fail=1; }
-  grep -q "paper  *q63 .*dpx .*0.500" "$d/summary.txt" || { echo "summary ratio"; fail=1; }
-  grep -q "pseudo256  *all20  *half2  *0.500  *1.286" "$d/summary.txt" || { echo "summary best kernel"; fail=1; }
+  grep -q "q63 .*0.500" "$d/summary.txt" || { echo "summary ratio"; fail=1; }
   grep -q "default over --kernel portable: GCUPS x1.400" "$d/summary.txt" || { echo "summary portable"; fail=1; }
   grep -q "q127 .*72 db0400699 | 71 db0400699 .*DIFFERENT" "$d/summary.txt" || { echo "summary scores"; fail=1; }
   rm -rf "$d"
@@ -183,141 +156,36 @@ if [ "${1:-}" = --self-test ]; then self_test; exit $?; fi
 CSV=$OUT/align-vs-cudasw.csv; L=$OUT/logs
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 
-row() { echo "$1,$2,$3,$4,$5,$6,$7" >> "$CSV"; }
+row() { echo "$1,$2,$3,$4,$5,$6" >> "$CSV"; }
 
-run_chariot() { # round config db query fasta [extra args]
-  local r=$1 cfg=$2 db=$3 q=$4 f=$5; shift 5
-  local log=$L/chariot-$cfg-$db-$q-$r.log t0 t1 rc g
+run_chariot() { # round config query fasta [extra args]
+  local r=$1 cfg=$2 q=$3 f=$4; shift 4
+  local log=$L/chariot-$cfg-$q-$r.log t0 t1 rc g
   t0=$(date +%s.%N)
-  timeout "$TIMEOUT" "$B/chariot-align" search -q "$f" -d "$W/$db.cadb" --no-progress --top 10 "${CHARIOT_EXTRA[@]}" "$@" \
-    > "$log" 2>&1 && rc=0 || rc=$?
+  timeout "$TIMEOUT" "$B/chariot-align" search -q "$f" -d "$W/db.cadb" --no-progress --top 10 "$@" > "$log" 2>&1 && rc=0 || rc=$?
   t1=$(date +%s.%N)
   g=$(chariot_gcups "$log")
-  row "$r" chariot-align "$cfg" "$db" "$q" "$g" "$(elapsed "$t0" "$t1")"
-  printf '  %s chariot-align %-8s %-10s %-5s exit %s: %8s GCUPS, process %6s s; kernel %s\n' \
-    "$r" "$cfg" "$db" "$q" "$rc" "${g:--}" "$(elapsed "$t0" "$t1")" "$(chariot_kernel "$log")"
+  row "$r" chariot-align "$cfg" "$q" "$g" "$(elapsed "$t0" "$t1")"
+  printf '  %s chariot-align %-8s %-5s exit %s: %8s GCUPS, process %6s s; kernel %s\n' \
+    "$r" "$cfg" "$q" "$rc" "${g:--}" "$(elapsed "$t0" "$t1")" "$(chariot_kernel "$log")"
 }
 
-# CUDASW++'s kernels: --dpx (DPXs16, DPXs32 for long and overflowing subjects), or its
-# default half2 ones (runpeakbenchmark.sh's kerneltype 0: Half2, Float for long ones).
-cudasw_kernel_args() {
-  case $1 in
-    dpx) echo "--dpx" ;;
-    half2) echo "--singlePassType Half2 --manyPassType_small Half2 --manyPassType_large Float" ;;
-  esac
-}
-
-run_cudasw() { # round kernel db query fasta: db "paper" (prepared by makedb) or "pseudo<L>" (--pseudodb)
-  local r=$1 k=$2 db=$3 q=$4 f=$5
-  local log=$L/cudasw4-$k-$db-$q-$r.log res=$W/cudasw4-$db-$q.tsv t0 t1 rc g dbargs
-  case $db in
-    pseudo*) dbargs="--pseudodb $PEAK_SEQS ${db#pseudo}" ;;
-    *) dbargs="--db $W/cs4db/db" ;;
-  esac
+run_cudasw() { # round query fasta
+  local r=$1 q=$2 f=$3
+  local log=$L/cudasw4-$q-$r.log res=$W/cudasw4-$q.tsv t0 t1 rc g
   t0=$(date +%s.%N)
-  # shellcheck disable=SC2046,SC2086 # the argument lists are word lists
-  timeout "$TIMEOUT" "$CS4/align" --query "$f" $dbargs --top 10 --uploadFull --prefetchDBFile \
-    --mat blosum62 $(cudasw_kernel_args "$k") --verbose --tsv --of "$res" > "$log" 2>&1 && rc=0 || rc=$?
+  timeout "$TIMEOUT" "$CS4/align" --query "$f" --db "$W/cs4db/db" --top 10 --uploadFull --prefetchDBFile \
+    --mat blosum62 --dpx --verbose --tsv --of "$res" > "$log" 2>&1 && rc=0 || rc=$?
   t1=$(date +%s.%N)
   g=$(cudasw_gcups "$log")
-  [ "$r" = 1 ] && cp "$res" "$L/cudasw4-$db-$q-1.tsv" 2>/dev/null || true
-  row "$r" cudasw4 "$k" "$db" "$q" "$g" "$(elapsed "$t0" "$t1")"
-  printf '  %s cudasw4       %-8s %-10s %-5s exit %s: %8s GCUPS, process %6s s\n' "$r" "$k" "$db" "$q" "$rc" "${g:--}" "$(elapsed "$t0" "$t1")"
-}
-
-build_cudasw() {
-  echo "== CUDASW++ 4.0: build (skipped where $CS4 holds it)"
-  local t0 t1
-  t0=$(date +%s.%N)
-  if [ ! -x "$CS4/align" ] || [ ! -x "$CS4/makedb" ]; then
-    [ -f .peers/build-on-gpu.sh ] || { echo "no .peers/build-on-gpu.sh: stage CUDASW++ 4.0's sources (commit 37a394c) and its build script in .peers/ and carry .peers"; return 1; }
-    bash .peers/build-on-gpu.sh || { echo "CUDASW++ build failed"; return 1; }
-  fi
-  t1=$(date +%s.%N); echo "  build: $(elapsed "$t0" "$t1") s"
-}
-
-# CUDASW++'s peak set-up: per length, chariot-align's pseudo database generated and
-# prepared (then removed: 1,000,000 sequences of 2,048 are 2 GB), both tools alternated.
-part_peak() {
-  [ -s "$Q20" ] || { echo "no $Q20 (CUDASW++'s 20 queries): carry .peers"; return 1; }
-  cp "$Q20" "$W/all20.fa"
-  local len db t0 t1 rc
-  for len in $PEAK_LENS; do
-    db=pseudo$len
-    echo "== peak set-up: $PEAK_SEQS sequences of $len, CUDASW++'s 20 queries"
-    t0=$(date +%s.%N)
-    "$B/chariot-align" generate --sequences "$PEAK_SEQS" --mean "$len" --sigma 0 --min "$len" --max "$len" \
-      --out "$W/$db.fa" --quiet || return 1
-    "$B/chariot-align" makedb -d "$W/$db.fa" -o "$W/$db.cadb" --no-progress > "$L/chariot-makedb-$db.log" 2>&1 && rc=0 || rc=$?
-    rm -f "$W/$db.fa"
-    t1=$(date +%s.%N)
-    echo "  chariot-align generate + makedb exit $rc: $(elapsed "$t0" "$t1") s"
-    [ $rc = 0 ] || return 1
-    for r in $(seq 1 "$ROUNDS"); do
-      if [ $((r % 2)) = 1 ]; then
-        run_chariot "$r" default "$db" all20 "$W/all20.fa"
-        run_cudasw "$r" dpx "$db" all20 "$W/all20.fa"; run_cudasw "$r" half2 "$db" all20 "$W/all20.fa"
-      else
-        run_cudasw "$r" half2 "$db" all20 "$W/all20.fa"; run_cudasw "$r" dpx "$db" all20 "$W/all20.fa"
-        run_chariot "$r" default "$db" all20 "$W/all20.fa"
-      fi
-    done
-    rm -f "$W/$db.cadb"
-  done
-}
-
-part_paper() {
-  echo "== data: the paper-shaped database and the 7 queries (kept in $W)"
-  if [ ! -s "$W/db.fa" ] || [ ! -s "$W/q.fa" ]; then
-    "$B/chariot-align" generate --sequences 536000 --out "$W/db.fa" --queries-out "$W/q.fa" || return 1
-  fi
-  awk -v w="$W" '/^>/{f=w "/q-" substr($1, 2) ".fa"} {print > f}' "$W/q.fa"
-  for n in $LENS; do [ -s "$W/q-q$n.fa" ] || { echo "no query q$n in $W/q.fa"; return 1; }; done
-  local have20=0
-  if [ -s "$Q20" ]; then cp "$Q20" "$W/all20.fa"; have20=1; else echo "  no $Q20: the 20-query rows are left out (carry .peers)"; fi
-  cat "$W/db.fa" "$W/q.fa" > /dev/null   # in the page cache, for both tools' makedb
-  ls -l "$W/db.fa" "$W/q.fa"
-
-  echo "== one-time preparation: chariot-align makedb, CUDASW++ makedb"
-  local t0 t1 rc
-  t0=$(date +%s.%N)
-  "$B/chariot-align" makedb -d "$W/db.fa" -o "$W/paper.cadb" --no-progress > "$L/chariot-makedb.log" 2>&1 && rc=0 || rc=$?
-  t1=$(date +%s.%N)
-  row 0 chariot-align makedb paper - "" "$(elapsed "$t0" "$t1")"
-  echo "  chariot-align makedb exit $rc: $(elapsed "$t0" "$t1") s; $(tail -1 "$L/chariot-makedb.log")"
-  rm -rf "$W/cs4db" && mkdir -p "$W/cs4db"
-  t0=$(date +%s.%N)
-  "$CS4/makedb" "$W/db.fa" "$W/cs4db/db" > "$L/cudasw4-makedb.log" 2>&1 && rc=0 || rc=$?
-  t1=$(date +%s.%N)
-  row 0 cudasw4 makedb paper - "" "$(elapsed "$t0" "$t1")"
-  echo "  CUDASW++ makedb exit $rc: $(elapsed "$t0" "$t1") s; $(du -sh "$W/cs4db" | cut -f1) on disk"
-  [ $rc = 0 ] || { tail -20 "$L/cudasw4-makedb.log"; return 1; }
-
-  local sets=("all7:$W/q.fa"); [ $have20 = 1 ] && sets+=("all20:$W/all20.fa")
-  for r in $(seq 1 "$ROUNDS"); do
-    echo "== round $r of $ROUNDS, paper-shaped database (CUDASW++ first in even rounds)"
-    for n in $LENS; do
-      if [ $((r % 2)) = 1 ]; then
-        run_chariot "$r" default paper "q$n" "$W/q-q$n.fa"; run_cudasw "$r" dpx paper "q$n" "$W/q-q$n.fa"
-      else
-        run_cudasw "$r" dpx paper "q$n" "$W/q-q$n.fa"; run_chariot "$r" default paper "q$n" "$W/q-q$n.fa"
-      fi
-    done
-    for set in "${sets[@]}"; do
-      local q=${set%%:*} f=${set#*:}
-      if [ $((r % 2)) = 1 ]; then
-        run_chariot "$r" default paper "$q" "$f"; run_cudasw "$r" dpx paper "$q" "$f"
-      else
-        run_cudasw "$r" dpx paper "$q" "$f"; run_chariot "$r" default paper "$q" "$f"
-      fi
-    done
-    run_chariot "$r" portable paper all7 "$W/q.fa" --kernel portable
-  done
+  [ "$r" = 1 ] && cp "$res" "$L/cudasw4-$q-1.tsv" 2>/dev/null || true
+  row "$r" cudasw4 dpx "$q" "$g" "$(elapsed "$t0" "$t1")"
+  printf '  %s cudasw4       %-8s %-5s exit %s: %8s GCUPS, process %6s s\n' "$r" dpx "$q" "$rc" "${g:--}" "$(elapsed "$t0" "$t1")"
 }
 
 main() {
   mkdir -p "$OUT" "$L" "$W"
-  echo "round,tool,config,db,query,gcups,wall_s" > "$CSV"
+  echo "round,tool,config,query,gcups,wall_s" > "$CSV"
   { date -u; nvidia-smi -L; nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader; echo "cpus: $(nproc)"; } 2>&1
   [ -x "$B/chariot-align" ] || { echo "no $B/chariot-align: run scripts/gpu/stage.sh and carry .gpu"; return 1; }
   if [ "${GPU_TESTS:-0}" = 1 ]; then
@@ -326,13 +194,53 @@ main() {
       --test-threads=1) > "$L/gpu-test.log" 2>&1 && rc=0 || rc=$?
     echo "  exit $rc: $(grep -E '^test result' "$L/gpu-test.log" | tail -1)"
   fi
-  build_cudasw || return 1
-  for part in $PARTS; do
-    case $part in
-      peak) part_peak || return 1 ;;
-      paper) part_paper || return 1 ;;
-      *) echo "PARTS: unknown part $part (allowed: peak, paper)"; return 1 ;;
-    esac
+  echo "== CUDASW++ 4.0: build (skipped where $CS4 holds it)"
+  local t0 t1 rc
+  t0=$(date +%s.%N)
+  if [ ! -x "$CS4/align" ] || [ ! -x "$CS4/makedb" ]; then
+    [ -f .peers/build-on-gpu.sh ] || { echo "no .peers/build-on-gpu.sh: stage CUDASW++ 4.0's sources (commit 37a394c) and its build script in .peers/ and carry .peers"; return 1; }
+    bash .peers/build-on-gpu.sh || { echo "CUDASW++ build failed"; return 1; }
+  fi
+  t1=$(date +%s.%N); echo "  build: $(elapsed "$t0" "$t1") s"
+
+  echo "== data: the paper-shaped database and the 7 queries (kept in $W)"
+  if [ ! -s "$W/db.fa" ] || [ ! -s "$W/q.fa" ]; then
+    "$B/chariot-align" generate --sequences 536000 --out "$W/db.fa" --queries-out "$W/q.fa" || return 1
+  fi
+  awk -v w="$W" '/^>/{f=w "/q-" substr($1, 2) ".fa"} {print > f}' "$W/q.fa"
+  for n in $LENS; do [ -s "$W/q-q$n.fa" ] || { echo "no query q$n in $W/q.fa"; return 1; }; done
+  cat "$W/db.fa" "$W/q.fa" > /dev/null   # in the page cache, for both tools' makedb
+  ls -l "$W/db.fa" "$W/q.fa"
+
+  echo "== one-time preparation: chariot-align makedb, CUDASW++ makedb"
+  t0=$(date +%s.%N)
+  "$B/chariot-align" makedb -d "$W/db.fa" -o "$W/db.cadb" --no-progress > "$L/chariot-makedb.log" 2>&1 && rc=0 || rc=$?
+  t1=$(date +%s.%N)
+  row 0 chariot-align makedb - "" "$(elapsed "$t0" "$t1")"
+  echo "  chariot-align makedb exit $rc: $(elapsed "$t0" "$t1") s; $(tail -1 "$L/chariot-makedb.log")"
+  rm -rf "$W/cs4db" && mkdir -p "$W/cs4db"
+  t0=$(date +%s.%N)
+  "$CS4/makedb" "$W/db.fa" "$W/cs4db/db" > "$L/cudasw4-makedb.log" 2>&1 && rc=0 || rc=$?
+  t1=$(date +%s.%N)
+  row 0 cudasw4 makedb - "" "$(elapsed "$t0" "$t1")"
+  echo "  CUDASW++ makedb exit $rc: $(elapsed "$t0" "$t1") s; $(du -sh "$W/cs4db" | cut -f1) on disk"
+  [ $rc = 0 ] || { tail -20 "$L/cudasw4-makedb.log"; return 1; }
+
+  for r in $(seq 1 "$ROUNDS"); do
+    echo "== round $r of $ROUNDS (CUDASW++ first in even rounds)"
+    for n in $LENS; do
+      if [ $((r % 2)) = 1 ]; then
+        run_chariot "$r" default "q$n" "$W/q-q$n.fa"; run_cudasw "$r" "q$n" "$W/q-q$n.fa"
+      else
+        run_cudasw "$r" "q$n" "$W/q-q$n.fa"; run_chariot "$r" default "q$n" "$W/q-q$n.fa"
+      fi
+    done
+    if [ $((r % 2)) = 1 ]; then
+      run_chariot "$r" default all7 "$W/q.fa"; run_cudasw "$r" all7 "$W/q.fa"
+    else
+      run_cudasw "$r" all7 "$W/q.fa"; run_chariot "$r" default all7 "$W/q.fa"
+    fi
+    run_chariot "$r" portable all7 "$W/q.fa" --kernel portable
   done
   echo "== summary"
   summary "$CSV" "$L"

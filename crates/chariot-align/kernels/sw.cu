@@ -10,25 +10,18 @@
 //
 // Layout of one chunk (packed by the file-read callback): u32 offsets[nseq + 1] of the
 // subjects (sorted longest first), then at byte res_off the residues, one code a byte.
-// Profile of one query: signed char prof[32][stride] (row = subject letter, column =
+// Profile of one query: signed char prof[32][mpad] (row = subject letter, column =
 // query position; padded positions hold a large negative score (-64), which cannot
 // raise any score). Scores go to scores[score_off + subject].
 //
 // Design: a group of `group` lanes (a power of two <= 32) aligns one subject. The query
 // is cut in strips of SW_R rows; lane g takes strips g, g + group, ... (one pass per
-// group*SW_R rows). SW_R (8, 16, 24 or 32: the rows a lane holds in registers) is fixed
-// when the source is compiled; `group` is a launch parameter: the host compiles one
-// kernel per strip height and picks (strip, group) per query length and per chunk's
-// subject lengths (src/sw/config.rs). The kernel computes `rows` query rows (the query
-// padded to a multiple of group*SW_R); the profile's rows are `stride` apart (>= rows:
-// one profile serves every configuration a query runs with). Within a pass the lanes run as a wavefront: at step t lane g does
+// group*SW_R rows). Within a pass the lanes run as a wavefront: at step t lane g does
 // column t - g of its strip, getting the bottom row of the strip above (H, F) from lane
 // g - 1 by a shuffle; lane 0 reads it from `scratch` (the previous pass's bottom row,
 // written by the last lane). A strip's H and E stay in registers. The query profile is
 // staged in shared memory, qt <= SW_QT rows at a time, so any query length works; any
-// subject length works (a longer subject just takes longer). The next column's subject
-// code (and lane 0's scratch entry) is loaded one step ahead, so that its global-memory
-// latency overlaps the current column's arithmetic.
+// subject length works (a longer subject just takes longer).
 //
 // sw_search_dpx keeps that structure, but lane group k aligns subjects 2k (low
 // halfword) and 2k + 1 (high halfword) at once: every H, E, F of a strip, the values
@@ -52,15 +45,8 @@
 // only (none, almost always: the branch costs two __syncthreads_or).
 //
 // The host compiles each kernel alone: it puts `#define SW_ONLY_PORTABLE` or
-// `#define SW_ONLY_DPX`, and `#define SW_R <rows>`, before this source, so NVRTC builds
-// only the kernel it loads, for one strip height.
-#ifndef SW_R
+// `#define SW_ONLY_DPX` before this source, so NVRTC builds only the kernel it loads.
 #define SW_R 16
-#endif
-#if SW_R % 8 != 0 || SW_R < 8 || SW_R > 32
-#error "SW_R must be 8, 16, 24 or 32"
-#endif
-#define SW_W (SW_R / 4)  // 32-bit words of one lane's profile column (four rows a word)
 #define SW_A 32
 #define SW_QT 1024
 #define SW_NEG (-(1 << 29))
@@ -68,53 +54,34 @@
 #define SW_NEG2 0x80008000u  // -32768 in both halfwords
 
 // Stages rows [t0, t0 + tl) of the profile in shared memory (all threads of the block).
-__device__ __forceinline__ void sw_stage_tile(signed char* sprof, const signed char* prof, unsigned stride,
+__device__ __forceinline__ void sw_stage_tile(signed char* sprof, const signed char* prof, unsigned mpad,
                                               unsigned qt, unsigned t0, unsigned tl)
 {
     __syncthreads();
     const unsigned v = tl / 16;
     for (unsigned k = threadIdx.x; k < SW_A * v; k += blockDim.x) {
         const unsigned a = k / v, r = k - a * v;
-        reinterpret_cast<int4*>(sprof + a * qt)[r] = reinterpret_cast<const int4*>(prof + (size_t)a * stride + t0)[r];
+        reinterpret_cast<int4*>(sprof + a * qt)[r] = reinterpret_cast<const int4*>(prof + (size_t)a * mpad + t0)[r];
     }
     __syncthreads();
-}
-
-// One lane's profile column: the SW_R bytes at p (16-byte aligned where SW_R is a
-// multiple of 16, else 8-byte aligned), as SW_W words.
-__device__ __forceinline__ void sw_load_col(unsigned (&w)[SW_W], const signed char* p)
-{
-#if SW_R % 16 == 0
-    #pragma unroll
-    for (int k = 0; k < SW_W / 4; ++k) {
-        const uint4 v = reinterpret_cast<const uint4*>(p)[k];
-        w[4 * k] = v.x; w[4 * k + 1] = v.y; w[4 * k + 2] = v.z; w[4 * k + 3] = v.w;
-    }
-#else
-    #pragma unroll
-    for (int k = 0; k < SW_W / 2; ++k) {
-        const uint2 v = reinterpret_cast<const uint2*>(p)[k];
-        w[2 * k] = v.x; w[2 * k + 1] = v.y;
-    }
-#endif
 }
 
 // The 32-bit pass: lane g of a group of `group` lanes aligns subject s[0, n) (n = 0: the
 // lane only takes part in the shuffles and barriers), with the subject's scratch row sc.
 // Every thread of the block must call it (it stages profile tiles with __syncthreads).
 // Returns the subject's score on every lane of the group.
-__device__ __forceinline__ int sw_pass32(signed char* sprof, const signed char* prof, unsigned stride, unsigned rows,
-                                         unsigned qt, unsigned group, unsigned g, const unsigned char* s, unsigned n,
-                                         int2* sc, int gap_oe, int gap_e)
+__device__ __forceinline__ int sw_pass32(signed char* sprof, const signed char* prof, unsigned mpad, unsigned qt,
+                                         unsigned group, unsigned g, const unsigned char* s, unsigned n, int2* sc,
+                                         int gap_oe, int gap_e)
 {
     unsigned nw = n;  // longest subject of the warp: the loop bound all lanes share
     #pragma unroll
     for (int o = 16; o > 0; o >>= 1) nw = max(nw, __shfl_xor_sync(0xffffffffu, nw, o));
     const unsigned rows_per_pass = group * SW_R;
     int best = 0;
-    for (unsigned t0 = 0; t0 < rows; t0 += qt) {
-        const unsigned tl = min(qt, rows - t0);
-        sw_stage_tile(sprof, prof, stride, qt, t0, tl);
+    for (unsigned t0 = 0; t0 < mpad; t0 += qt) {
+        const unsigned tl = min(qt, mpad - t0);
+        sw_stage_tile(sprof, prof, mpad, qt, t0, tl);
         for (unsigned p0 = 0; p0 < tl; p0 += rows_per_pass) {
             const unsigned r0 = p0 + g * SW_R;
             const bool top_row = (t0 + p0) == 0;
@@ -123,33 +90,22 @@ __device__ __forceinline__ int sw_pass32(signed char* sprof, const signed char* 
             for (int r = 0; r < SW_R; ++r) { h[r] = 0; e[r] = SW_NEG; }
             int diag = 0, out_h = 0, out_f = SW_NEG;
             const unsigned steps = nw + group - 1;
-            // Column j's code and (lane 0) scratch entry, loaded a step ahead: lane g
-            // starts at column 0 on step g, so only lane 0 loads one before the loop.
-            unsigned c_next = (g == 0 && n > 0) ? s[0] : 0u;
-            int2 b_next = (g == 0 && n > 0 && !top_row) ? sc[0] : make_int2(0, SW_NEG);
             for (unsigned t = 0; t < steps; ++t) {
                 int in_h = __shfl_up_sync(0xffffffffu, out_h, 1, group);
                 int in_f = __shfl_up_sync(0xffffffffu, out_f, 1, group);
                 const int j = (int)t - (int)g;
-                const unsigned c = c_next;
-                const int2 b = b_next;
-                // The next column's (from the step before a lane's first column on): the
-                // last lane writes scratch entry j + 1 only on step j + group, after this read.
-                if (j + 1 >= 0 && j + 1 < (int)n) {
-                    c_next = s[j + 1];
-                    if (g == 0 && !top_row) b_next = sc[j + 1];
-                }
                 if (j >= 0 && j < (int)n) {
                     if (g == 0) {
                         if (top_row) { in_h = 0; in_f = SW_NEG; }
-                        else { in_h = b.x; in_f = b.y; }
+                        else { const int2 b = sc[j]; in_h = b.x; in_f = b.y; }
                     }
-                    unsigned pw[SW_W];
-                    sw_load_col(pw, sprof + c * qt + r0);
+                    const unsigned c = s[j];
+                    const int4 pv = *reinterpret_cast<const int4*>(sprof + c * qt + r0);
+                    const int pw[4] = {pv.x, pv.y, pv.z, pv.w};
                     int f = in_f, hup = in_h, hd = diag;
                     #pragma unroll
                     for (int r = 0; r < SW_R; ++r) {
-                        const int w = ((int)pw[r >> 2] << (24 - 8 * (r & 3))) >> 24;  // signed byte r
+                        const int w = (pw[r >> 2] << (24 - 8 * (r & 3))) >> 24;  // signed byte r
                         const int en = max(e[r] - gap_e, h[r] - gap_oe);
                         f = max(f - gap_e, hup - gap_oe);
                         const int hn = max(max(hd + w, 0), max(en, f));
@@ -176,12 +132,11 @@ __device__ __forceinline__ int sw_pass32(signed char* sprof, const signed char* 
 // `sat` is sw_search_dpx's saturation threshold; the portable kernel has no use for it.
 extern "C" __global__ void __launch_bounds__(256) sw_search(
     const unsigned char* __restrict__ chunk, unsigned nseq, unsigned res_off,
-    const signed char* __restrict__ profile, unsigned prof_off, unsigned stride, unsigned rows, unsigned group,
+    const signed char* __restrict__ profile, unsigned prof_off, unsigned mpad, unsigned group,
     int gap_oe, int gap_e, int2* __restrict__ scratch, int* __restrict__ scores, unsigned score_off,
     unsigned qt, unsigned long long cells, int sat)
 {
-    // qt: rows of a profile tile (a multiple of group*SW_R and of 16, at most SW_QT);
-    // dynamic shared memory SW_A * qt bytes.
+    // qt = min(SW_QT, mpad): rows of a profile tile; dynamic shared memory SW_A * qt bytes.
     (void)cells;  // for the simulator's cost model only
     (void)sat;
     extern __shared__ __align__(16) signed char sprof[];
@@ -194,7 +149,7 @@ extern "C" __global__ void __launch_bounds__(256) sw_search(
         start = offs[subj];
         n = offs[subj + 1] - start;
     }
-    const int best = sw_pass32(sprof, profile + prof_off, stride, rows, qt, group, g, chunk + res_off + start, n,
+    const int best = sw_pass32(sprof, profile + prof_off, mpad, qt, group, g, chunk + res_off + start, n,
                                scratch + start, gap_oe, gap_e);
     if (subj < nseq && g == 0) scores[score_off + subj] = best;
 }
@@ -203,11 +158,11 @@ extern "C" __global__ void __launch_bounds__(256) sw_search(
 #ifndef SW_ONLY_PORTABLE
 // The 32-bit pass as one out-of-line copy for the DPX kernel's two rare calls (less code
 // to compile and no registers taken from the 16-bit loop).
-__device__ __noinline__ int sw_pass32_call(signed char* sprof, const signed char* prof, unsigned stride,
-                                           unsigned rows, unsigned qt, unsigned group, unsigned g,
-                                           const unsigned char* s, unsigned n, int2* sc, int gap_oe, int gap_e)
+__device__ __noinline__ int sw_pass32_call(signed char* sprof, const signed char* prof, unsigned mpad, unsigned qt,
+                                           unsigned group, unsigned g, const unsigned char* s, unsigned n, int2* sc,
+                                           int gap_oe, int gap_e)
 {
-    return sw_pass32(sprof, prof, stride, rows, qt, group, g, s, n, sc, gap_oe, gap_e);
+    return sw_pass32(sprof, prof, mpad, qt, group, g, s, n, sc, gap_oe, gap_e);
 }
 
 // Packed 16-bit operations (two signed halfwords a word): DPX instructions on sm_90 and
@@ -250,7 +205,7 @@ __device__ __forceinline__ unsigned sw_pair2(unsigned a, unsigned b, unsigned se
 
 extern "C" __global__ void __launch_bounds__(256) sw_search_dpx(
     const unsigned char* __restrict__ chunk, unsigned nseq, unsigned res_off,
-    const signed char* __restrict__ profile, unsigned prof_off, unsigned stride, unsigned rows, unsigned group,
+    const signed char* __restrict__ profile, unsigned prof_off, unsigned mpad, unsigned group,
     int gap_oe, int gap_e, int2* __restrict__ scratch, int* __restrict__ scores, unsigned score_off,
     unsigned qt, unsigned long long cells, int sat)
 {
@@ -278,10 +233,11 @@ extern "C" __global__ void __launch_bounds__(256) sw_search_dpx(
     for (int o = 16; o > 0; o >>= 1) nw = max(nw, __shfl_xor_sync(0xffffffffu, nw, o));
     const unsigned rows_per_pass = group * SW_R;
     const unsigned ngoe2 = sw_splat2(-gap_oe), nge2 = sw_splat2(-gap_e);
+    const uint4 pad = make_uint4(SW_PAD4, SW_PAD4, SW_PAD4, SW_PAD4);
     unsigned best = 0;
-    for (unsigned t0 = 0; t0 < rows; t0 += qt) {
-        const unsigned tl = min(qt, rows - t0);
-        sw_stage_tile(sprof, prof, stride, qt, t0, tl);
+    for (unsigned t0 = 0; t0 < mpad; t0 += qt) {
+        const unsigned tl = min(qt, mpad - t0);
+        sw_stage_tile(sprof, prof, mpad, qt, t0, tl);
         for (unsigned p0 = 0; p0 < tl; p0 += rows_per_pass) {
             const unsigned r0 = p0 + g * SW_R;
             const bool top_row = (t0 + p0) == 0;
@@ -291,38 +247,19 @@ extern "C" __global__ void __launch_bounds__(256) sw_search_dpx(
             for (int r = 0; r < SW_R; ++r) { h[r] = 0; hg[r] = ngoe2; e[r] = ngoe2; }
             unsigned diag = 0, out_h = 0, out_f = ngoe2;
             const unsigned steps = nw + group - 1;
-            // Column j's codes (SW_A: past a subject's end) and lane 0's scratch entry,
-            // loaded a step ahead (see sw_pass32).
-            unsigned ca_next = (g == 0 && na > 0) ? s_a[0] : (unsigned)SW_A;
-            unsigned cb_next = (g == 0 && nb > 0) ? s_b[0] : (unsigned)SW_A;
-            uint2 b_next = (g == 0 && np > 0 && !top_row) ? sc[0] : make_uint2(0u, ngoe2);
             for (unsigned t = 0; t < steps; ++t) {
                 unsigned in_h = __shfl_up_sync(0xffffffffu, out_h, 1, group);
                 unsigned in_f = __shfl_up_sync(0xffffffffu, out_f, 1, group);
                 const int j = (int)t - (int)g;
-                const unsigned ca = ca_next, cb = cb_next;
-                const uint2 b = b_next;
-                if (j + 1 >= 0 && j + 1 < (int)np) {
-                    ca_next = j + 1 < (int)na ? s_a[j + 1] : (unsigned)SW_A;
-                    cb_next = j + 1 < (int)nb ? s_b[j + 1] : (unsigned)SW_A;
-                    if (g == 0 && !top_row) b_next = sc[j + 1];
-                }
                 if (j >= 0 && j < (int)np) {
                     if (g == 0) {
                         if (top_row) { in_h = 0; in_f = ngoe2; }
-                        else { in_h = b.x; in_f = b.y; }
+                        else { const uint2 b = sc[j]; in_h = b.x; in_f = b.y; }
                     }
-                    unsigned wa[SW_W], wb[SW_W];
-                    if (ca < SW_A) sw_load_col(wa, sprof + ca * qt + r0);
-                    else {
-                        #pragma unroll
-                        for (int k = 0; k < SW_W; ++k) wa[k] = SW_PAD4;
-                    }
-                    if (cb < SW_A) sw_load_col(wb, sprof + cb * qt + r0);
-                    else {
-                        #pragma unroll
-                        for (int k = 0; k < SW_W; ++k) wb[k] = SW_PAD4;
-                    }
+                    const uint4 pa = j < (int)na ? *reinterpret_cast<const uint4*>(sprof + s_a[j] * qt + r0) : pad;
+                    const uint4 pb = j < (int)nb ? *reinterpret_cast<const uint4*>(sprof + s_b[j] * qt + r0) : pad;
+                    const unsigned wa[4] = {pa.x, pa.y, pa.z, pa.w};
+                    const unsigned wb[4] = {pb.x, pb.y, pb.z, pb.w};
                     unsigned f = in_f, hd = diag;
                     unsigned hgu = sw_addmax2(in_h, ngoe2, SW_NEG2);  // H_up - open - extend
                     #pragma unroll
@@ -359,13 +296,13 @@ extern "C" __global__ void __launch_bounds__(256) sw_search_dpx(
     // The 32-bit pass for the subjects marked (block-uniform branches: it stages profile
     // tiles with __syncthreads, and overwrites the scratch rows, which are done with).
     if (__syncthreads_or(need_a)) {
-        const int b32 = sw_pass32_call(sprof, prof, stride, rows, qt, group, g, s_a, need_a ? na : 0u, scratch + start,
-                                       gap_oe, gap_e);
+        const int b32 =
+            sw_pass32_call(sprof, prof, mpad, qt, group, g, s_a, need_a ? na : 0u, scratch + start, gap_oe, gap_e);
         if (need_a && g == 0) scores[score_off + sa] = b32;
     }
     if (__syncthreads_or(need_b)) {
-        const int b32 = sw_pass32_call(sprof, prof, stride, rows, qt, group, g, s_b, need_b ? nb : 0u,
-                                       scratch + start + na, gap_oe, gap_e);
+        const int b32 =
+            sw_pass32_call(sprof, prof, mpad, qt, group, g, s_b, need_b ? nb : 0u, scratch + start + na, gap_oe, gap_e);
         if (need_b && g == 0) scores[score_off + sb] = b32;
     }
 }

@@ -64,13 +64,6 @@ pub struct Common {
     /// the sim backends, which model an H100), else portable. Scores are the same.
     #[arg(long, default_value = "auto", value_parser = sw::KernelChoice::parse)]
     pub kernel: sw::KernelChoice,
-    /// Kernel configuration, for tuning: r<rows> (query rows a lane holds in registers:
-    /// 8, 16, 24 or 32; one kernel compiled per height), g<lanes> (lanes per subject, or
-    /// per pair of subjects with dpx: 1, 2, 4, 8, 16 or 32), both (r32:g8), or auto: each
-    /// launch's chosen from the query's length and the chunk's mean subject length by
-    /// a cost model (see the statistics' `configs` line). Scores are the same.
-    #[arg(long, default_value = "auto", value_parser = sw::Forced::parse)]
-    pub kernel_config: sw::Forced,
 }
 
 /// The limits of a search, stated in `search --help`.
@@ -296,7 +289,6 @@ pub fn options(
         progress,
         sim_gcups: c.sim_gcups,
         kernel: c.kernel,
-        kernel_config: c.kernel_config,
     }
 }
 
@@ -434,7 +426,6 @@ pub fn run_search(a: SearchArgs) -> Result<(), String> {
             o.gcups()
         );
         eprintln!("  kernel {}{}", o.kernel.name(), kernel_note(&o));
-        eprintln!("  configs {} (r<rows a lane>:g<lanes a subject>, × (query, chunk) launches)", o.configs);
         let st = o.startup;
         eprintln!(
             "  startup {:.3} s before the first task: scheduler {:.3} s, kernel {:.3} s (NVRTC, or chariot's kernel cache), \

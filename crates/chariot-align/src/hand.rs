@@ -105,21 +105,11 @@ pub fn search(
     opt: &Options,
     readers: usize,
 ) -> Result<HandOutcome, String> {
+    let profiles = Profiles::new(queries, matrix)?;
     let nq = queries.len();
     let device = device(&opt.backend);
     let kind = opt.kernel.resolve(&[device_arch(device)?]).for_gaps(opt.gaps);
-    // The in-order pipeline runs one kernel: one strip height (the one most of the
-    // default plan's launches take, unless forced), groups chosen per launch.
-    let mut forced = opt.kernel_config;
-    if forced.strip.is_none() {
-        let free = search::plan(kind, queries, index, forced);
-        let count = |s: u32| free.shapes.iter().flatten().filter(|x| x.strip == s).count();
-        forced.strip = free.strips.iter().copied().max_by_key(|&s| (count(s), s));
-    }
-    let sw_plan = search::plan(kind, queries, index, forced);
-    let profiles = Profiles::new(queries, matrix, &sw_plan.rows)?;
-    let strip = sw_plan.strips.first().copied().unwrap_or(sw::STRIP as u32);
-    let kernel = sw::kernel(kind, strip, Arc::new(profiles.list.clone()), profiles.offsets.clone(), opt.sim_gcups);
+    let kernel = sw::kernel(kind, Arc::new(profiles.list.clone()), profiles.offsets.clone(), opt.sim_gcups);
     let size = Sizes::of(index);
     let prof_bytes: Vec<u8> = profiles.bytes.iter().map(|&b| b as u8).collect();
     let plan = InOrderPlan {
@@ -152,27 +142,15 @@ pub fn search(
                 .list
                 .iter()
                 .enumerate()
-                .map(|(q, p)| {
-                    let shape = sw_plan.shapes[i][q];
-                    InOrderLaunch {
-                        shape: LaunchShape {
-                            grid: shape.grid(kind, info.nseq).into(),
-                            block: sw::BLOCK.into(),
-                            shared_bytes: shape.shared_bytes(p.m),
-                        },
-                        args: sw::args(
-                            p,
-                            shape,
-                            q,
-                            profiles.offsets[q],
-                            info.nseq,
-                            info.res_off(),
-                            info.residues,
-                            opt.gaps,
-                        )
+                .map(|(q, p)| InOrderLaunch {
+                    shape: LaunchShape {
+                        grid: p.grid_of(kind, info.nseq).into(),
+                        block: sw::BLOCK.into(),
+                        shared_bytes: p.shared_bytes(),
+                    },
+                    args: sw::args(p, q, profiles.offsets[q], info.nseq, info.res_off(), info.residues, opt.gaps)
                         .map(arg)
                         .to_vec(),
-                    }
                 })
                 .collect();
             Ok(Prepared { meta: data, input_len: info.packed_bytes(), launches, output_len: nq * info.nseq })

@@ -12,7 +12,7 @@ use crate::db::{self, ChunkInfo, DbIndex};
 use crate::hits::{Hit, TopK};
 use crate::matrix::Matrix;
 use crate::output::Output;
-use crate::sw::{self, Forced, Gaps, KernelChoice, KernelKind, Plan, Profile, Role};
+use crate::sw::{self, Gaps, KernelChoice, KernelKind, Profile, Role};
 use chariot::report::Report;
 use chariot::{Arg, Backend, Order, Scheduler};
 use parking_lot::Mutex;
@@ -65,9 +65,6 @@ pub struct Options {
     pub sim_gcups: f64,
     /// Which Smith-Waterman kernel (`--kernel`; auto: DPX on sm_90 and later, and on sim).
     pub kernel: KernelChoice,
-    /// The kernel configuration `--kernel-config` forces (default: none; each launch's
-    /// chosen by [`sw::config::choose`]).
-    pub kernel_config: Forced,
 }
 
 /// Stage names of Table 1, in pipeline order.
@@ -95,8 +92,6 @@ pub struct Outcome {
     pub digest: u64,
     /// The kernel that ran.
     pub kernel: KernelKind,
-    /// The configurations its launches ran with ([`Plan::summary`]).
-    pub configs: String,
     /// (query, subject) pairs the DPX kernel aligned again in 32 bits: those whose score
     /// reached the query's [`Profile::sat`] (exactly the ones its 16-bit pass marks; 0
     /// with the portable kernel).
@@ -190,15 +185,14 @@ pub struct Profiles {
 }
 
 impl Profiles {
-    /// The profiles of `queries`, query q's of `rows[q]` rows (see [`Plan::rows`]).
-    pub fn new(queries: &[Query], matrix: &Matrix, rows: &[usize]) -> Result<Profiles, String> {
+    /// The profiles of `queries`.
+    pub fn new(queries: &[Query], matrix: &Matrix) -> Result<Profiles, String> {
         if queries.is_empty() {
             return Err("no queries".into());
         }
         let list: Vec<Profile> = queries
             .iter()
-            .zip(rows)
-            .map(|(q, &r)| Profile::padded(&q.codes, matrix, r).map_err(|e| format!("query `{}`: {e}", q.id)))
+            .map(|q| Profile::new(&q.codes, matrix).map_err(|e| format!("query `{}`: {e}", q.id)))
             .collect::<Result<_, _>>()?;
         let (mut offsets, mut bytes) = (Vec::new(), Vec::new());
         for p in &list {
@@ -408,7 +402,7 @@ pub fn search_to(
     opt: &Options,
     out: Option<Output>,
 ) -> Result<Outcome, String> {
-    check_queries(queries)?;
+    let profiles = Profiles::new(queries, matrix)?;
     let nq = queries.len();
     let mut builder =
         Scheduler::builder().backend(opt.backend.clone()).gpus(opt.gpus).order(opt.order).adapt(opt.adapt);
@@ -433,8 +427,6 @@ pub fn search_to(
     let t_sched = t_start.elapsed();
     let archs: Vec<&str> = sched.gpu_info().iter().map(|g| g.arch.as_str()).collect();
     let kind = opt.kernel.resolve(&archs).for_gaps(opt.gaps);
-    let plan = plan(kind, queries, index, opt.kernel_config);
-    let profiles = Profiles::new(queries, matrix, &plan.rows)?;
     // One slot per task that can hold a stream slot, and 4 read ahead: the file read is
     // no bottleneck, and each slot is pinned at the largest chunk's size (3·D·S slots
     // pinned 1.2 GB for the paper's database, 0.45 s of a 0.8 s start on an H100).
@@ -444,23 +436,17 @@ pub fn search_to(
     let slot_bytes = size.packed.next_multiple_of(64);
     let score_stride = nq * size.nseq;
     let me = |e: chariot::Error| e.to_string();
-    // The kernels (one per strip height the plan launches) compile (NVRTC, or the
-    // kernel cache) on threads of their own while the pinned and device buffers are
-    // allocated: both take a good part of the start.
+    // The kernel compiles (NVRTC, or the kernel cache) on a thread of its own while the
+    // pinned and device buffers are allocated: both take a good part of the start.
     let (kernel, buffers) = std::thread::scope(|scope| {
-        let profile_list = Arc::new(profiles.list.clone());
-        let compiling: Vec<_> = plan
-            .strips
-            .iter()
-            .map(|&strip| {
-                let (sched, list, offsets) = (&sched, profile_list.clone(), profiles.offsets.clone());
-                scope.spawn(move || sched.register_kernel(sw::kernel(kind, strip, list, offsets, opt.sim_gcups)))
-            })
-            .collect();
-        let compiling = scope.spawn(move || {
+        let compiling = scope.spawn(|| {
             let t = Instant::now();
-            let k: Result<Vec<_>, chariot::Error> =
-                compiling.into_iter().map(|h| h.join().unwrap_or(Err(chariot::Error::ShutDown))).collect();
+            let k = sched.register_kernel(sw::kernel(
+                kind,
+                Arc::new(profiles.list.clone()),
+                profiles.offsets.clone(),
+                opt.sim_gcups,
+            ));
             (k, t.elapsed())
         });
         let t = Instant::now();
@@ -480,8 +466,7 @@ pub fn search_to(
         ((k, t_kernel), (buffers, t_buffers))
     });
     let ((kernel, t_kernel), (buffers, t_buffers)) = (kernel, buffers);
-    let kernels = kernel.map_err(|e| format!("kernel: {e}"))?;
-    let kernel_of = |strip: u32| &kernels[plan.strips.iter().position(|&s| s == strip).expect("a planned strip")];
+    let kernel = kernel.map_err(|e| format!("kernel: {e}"))?;
     let (h_chunks, h_scores, h_prof, d_chunk, d_scratch, d_scores, d_prof) = buffers?;
     let startup = Startup { scheduler: t_sched, kernel: t_kernel, buffers: t_buffers, total: t_start.elapsed() };
     let arg = |r: Role| match r {
@@ -528,10 +513,8 @@ pub fn search_to(
             .download(&d_chunk, 0, &h_chunks, crange)
             .download(&d_prof, 0, &h_prof, ..);
         for (q, p) in profiles.list.iter().enumerate() {
-            let shape = plan.shapes[c][q];
-            let args = sw::args(p, shape, q, profiles.offsets[q], info.nseq, info.res_off(), info.residues, gaps);
-            let (grid, shared) = (shape.grid(kind, info.nseq), shape.shared_bytes(p.m));
-            t = t.launch(kernel_of(shape.strip), grid, sw::BLOCK, shared, &args.map(arg));
+            let args = sw::args(p, q, profiles.offsets[q], info.nseq, info.res_off(), info.residues, gaps);
+            t = t.launch(&kernel, p.grid_of(kind, info.nseq), sw::BLOCK, p.shared_bytes(), &args.map(arg));
         }
         let t = t.readback(&h_scores, srange.clone(), &d_scores, 0).callback_reading(
             &h_scores,
@@ -588,30 +571,9 @@ pub fn search_to(
         slots,
         digest,
         kernel: kind,
-        configs: plan.summary(),
         repassed,
         startup,
     })
-}
-
-/// A search's queries are checked before anything starts: none, an empty one or one
-/// too long is an error naming it.
-fn check_queries(queries: &[Query]) -> Result<(), String> {
-    if queries.is_empty() {
-        return Err("no queries".into());
-    }
-    for q in queries {
-        sw::check_query(q.codes.len()).map_err(|e| format!("query `{}`: {e}", q.id))?;
-    }
-    Ok(())
-}
-
-/// The configuration of every launch of a search of `queries` over `index` with kernel
-/// `kind` (see [`Plan`]).
-pub fn plan(kind: KernelKind, queries: &[Query], index: &DbIndex, forced: Forced) -> Plan {
-    let qlens: Vec<usize> = queries.iter().map(|q| q.codes.len()).collect();
-    let chunks: Vec<(usize, u64)> = index.chunks.iter().map(|c| (c.nseq, c.residues)).collect();
-    Plan::new(kind, &qlens, &chunks, forced)
 }
 
 /// Where a search's start went, before its first task: what a whole-process time pays

@@ -314,6 +314,5 @@ fn sim_options(gaps: Gaps) -> Options {
         progress: false,
         sim_gcups: 300.0,
         kernel: Default::default(),
-        kernel_config: Default::default(),
     }
 }

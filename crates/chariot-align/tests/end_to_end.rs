@@ -10,8 +10,7 @@ use chariot_align::db::DbIndex;
 use chariot_align::hand;
 use chariot_align::matrix::Matrix;
 use chariot_align::search::{self, Options, Query};
-use chariot_align::sw::config::{GROUPS, STRIPS};
-use chariot_align::sw::{Forced, Gaps, KernelChoice, KernelKind, Profile};
+use chariot_align::sw::{Gaps, KernelChoice, KernelKind, Profile};
 use chariot_align::{commands, generate, prepared};
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
@@ -126,7 +125,8 @@ fn expected_kernel(choice: KernelChoice) -> Option<KernelKind> {
     }
 }
 
-/// [`check_config`] with each launch's configuration chosen by the default table.
+/// Runs the search with kernel `kernel` and compares every TSV score with the
+/// reference; returns the outcome's score digest.
 #[allow(clippy::too_many_arguments)]
 fn check_kernel(
     kernel: KernelChoice,
@@ -140,26 +140,7 @@ fn check_kernel(
     qlens: &[usize],
     chunk: usize,
 ) -> u64 {
-    check_config(kernel, Forced::default(), pipeline, backend, gpus, streams, order, n, long, qlens, chunk)
-}
-
-/// Runs the search with kernel `kernel` in the configurations `forced` fixes and
-/// compares every TSV score with the reference; returns the outcome's score digest.
-#[allow(clippy::too_many_arguments)]
-fn check_config(
-    kernel: KernelChoice,
-    forced: Forced,
-    pipeline: Pipeline,
-    backend: Backend,
-    gpus: usize,
-    streams: usize,
-    order: Order,
-    n: usize,
-    long: usize,
-    qlens: &[usize],
-    chunk: usize,
-) -> u64 {
-    let dir = TempDir::new(&format!("e2e{n}-{long}-{chunk}-{pipeline:?}-{:?}-{:?}", forced.strip, forced.group));
+    let dir = TempDir::new(&format!("e2e{n}-{long}-{chunk}-{pipeline:?}"));
     let dbp = dir.0.join("db.fa");
     let recs = write_db(&dbp, n, long, 7 + n as u64);
     let m = Matrix::blosum62();
@@ -179,23 +160,11 @@ fn check_config(
     };
     assert_eq!(index.sequences as usize, n);
     let out = dir.0.join("hits.tsv");
-    let opt = Options {
-        out: Some(out.clone()),
-        kernel,
-        kernel_config: forced,
-        ..test_options(backend, gpus, streams, order, 5)
-    };
+    let opt = Options { out: Some(out.clone()), kernel, ..test_options(backend, gpus, streams, order, 5) };
     let (hits, digest) = match pipeline {
         Pipeline::Chariot | Pipeline::Prepared => {
             let o = search::search(&index, &m, &queries, &opt).unwrap();
             assert!(expected_kernel(kernel).is_none_or(|k| k == o.kernel), "{kernel:?} ran {:?}", o.kernel);
-            // Every launch took what was forced.
-            for part in o.configs.split(", ") {
-                let name = part.split(' ').next().unwrap();
-                let shape = Forced::parse(name).unwrap();
-                assert!(forced.strip.is_none_or(|r| shape.strip == Some(r)), "{forced:?} ran {}", o.configs);
-                assert!(forced.group.is_none_or(|g| shape.group == Some(g)), "{forced:?} ran {}", o.configs);
-            }
             (o.hits, o.digest)
         }
         Pipeline::Hand(readers) => {
@@ -323,8 +292,8 @@ fn blosum62_times(k: i32) -> Matrix {
 /// equals the two-row Gotoh; the DPX kernel re-ran in 32 bits exactly the (query,
 /// subject) pairs at or above the threshold (its twin emulates the 16-bit arithmetic,
 /// so the re-pass path runs on sim too); the portable kernel re-ran none; same digest.
-fn check_past_16_bits(backend: Backend, kernels: &[KernelChoice], scale: i32, forced: Forced) {
-    let dir = TempDir::new(&format!("past16-{}-{scale}-{:?}-{:?}", kernels.len(), forced.strip, forced.group));
+fn check_past_16_bits(backend: Backend, kernels: &[KernelChoice], scale: i32) {
+    let dir = TempDir::new(&format!("past16-{}-{scale}", kernels.len()));
     let m = blosum62_times(scale);
     let mut rng = rand::rngs::StdRng::seed_from_u64(17);
     let strong = b"WCHYPF";
@@ -380,7 +349,6 @@ fn check_past_16_bits(backend: Backend, kernels: &[KernelChoice], scale: i32, fo
             let opt = Options {
                 out: Some(out.clone()),
                 kernel,
-                kernel_config: forced,
                 ..test_options(backend.clone(), 1, 2, Order::LargestFirst, 3)
             };
             let o = search::search(&index, &m, &queries, &opt).unwrap();
@@ -401,7 +369,7 @@ fn check_past_16_bits(backend: Backend, kernels: &[KernelChoice], scale: i32, fo
         }
         // The hand pipeline, DPX kernel or not, gives the same scores.
         let index = DbIndex::open(&cadb, &m, 3).unwrap();
-        let opt = Options { kernel, kernel_config: forced, ..test_options(backend.clone(), 1, 2, Order::Fcfs, 3) };
+        let opt = Options { kernel, ..test_options(backend.clone(), 1, 2, Order::Fcfs, 3) };
         let o = hand::search(&index, &m, &queries, &opt, 2).unwrap();
         assert_eq!(o.repassed, if o.kernel == KernelKind::Dpx { at_or_over } else { 0 });
         digests.push(o.digest);
@@ -411,58 +379,7 @@ fn check_past_16_bits(backend: Backend, kernels: &[KernelChoice], scale: i32, fo
 
 #[test]
 fn scores_past_16_bits_match_gotoh_on_sim() {
-    check_past_16_bits(
-        Backend::SimWith(SimProfile::instant()),
-        &[KernelChoice::Auto, KernelChoice::Portable],
-        10,
-        Forced::default(),
-    );
-}
-
-/// Configurations forced by `--kernel-config` (a strip height, a group, both) give the
-/// reference's scores and the default's digest through the whole pipeline on sim (the
-/// twin checks each launch's rows and tile against its configuration), on FASTA and
-/// prepared databases, and in the hand pipeline (one strip height for all launches).
-#[test]
-fn forced_configurations_match_gotoh_on_sim() {
-    let sim = || Backend::SimWith(SimProfile::instant());
-    let qs = [1, 63, 130];
-    let run = |kernel, text: &str, pipeline, order| {
-        let f = Forced::parse(text).unwrap();
-        check_config(kernel, f, pipeline, sim(), 1, 2, order, 120, 700, &qs, 29)
-    };
-    let default = run(KernelChoice::Auto, "auto", Pipeline::Chariot, Order::LargestFirst);
-    for text in ["r8:g1", "r24:g4", "r32:g32", "g2"] {
-        assert_eq!(run(KernelChoice::Auto, text, Pipeline::Chariot, Order::LargestFirst), default, "{text}");
-    }
-    assert_eq!(run(KernelChoice::Auto, "r16", Pipeline::Prepared, Order::LargestFirst), default);
-    assert_eq!(run(KernelChoice::Auto, "r24", Pipeline::Hand(2), Order::Fcfs), default);
-    assert_eq!(run(KernelChoice::Portable, "r24:g8", Pipeline::Chariot, Order::Fcfs), default);
-}
-
-/// Every kernel configuration (strip height × lane group, DPX and portable) on the GPU:
-/// every score equals the reference, on FASTA and prepared databases, queries across one
-/// and several passes and profile tiles, subjects past 16 bits (the DPX re-pass), and
-/// the hand pipeline.
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn every_kernel_configuration_matches_gotoh_on_gpu() {
-    let qs = [1, 17, 63, 130, 700, 1100];
-    for kernel in [KernelChoice::Dpx, KernelChoice::Portable] {
-        for strip in STRIPS {
-            for group in GROUPS {
-                let f = Forced { strip: Some(strip), group: Some(group) };
-                let cuda = Backend::Cuda;
-                let a = check_config(kernel, f, Pipeline::Chariot, cuda, 1, 4, Order::LargestFirst, 400, 2500, &qs, 97);
-                let b =
-                    check_config(kernel, f, Pipeline::Prepared, Backend::Cuda, 1, 2, Order::Fcfs, 400, 2500, &qs, 97);
-                assert_eq!(a, b, "{kernel:?} {f:?}");
-            }
-            let f = Forced { strip: Some(strip), group: None };
-            check_past_16_bits(Backend::Cuda, &[kernel], 10, f);
-            check_config(kernel, f, Pipeline::Hand(2), Backend::Cuda, 1, 2, Order::Fcfs, 201, 3000, &[63, 1100], 63);
-        }
-    }
+    check_past_16_bits(Backend::SimWith(SimProfile::instant()), &[KernelChoice::Auto, KernelChoice::Portable], 10);
 }
 
 /// A generated database searched as FASTA and as a prepared database: the same TSV rows
@@ -541,7 +458,6 @@ fn test_options(backend: Backend, gpus: usize, streams: usize, order: Order, top
         progress: false,
         sim_gcups: 300.0,
         kernel: Default::default(),
-        kernel_config: Default::default(),
     }
 }
 
@@ -613,9 +529,8 @@ fn every_score_matches_gotoh_on_gpu() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn dpx_and_portable_kernels_match_gotoh_on_gpu() {
-    let auto = Forced::default();
-    check_past_16_bits(Backend::Cuda, &[KernelChoice::Dpx, KernelChoice::Portable, KernelChoice::Auto], 1, auto);
-    check_past_16_bits(Backend::Cuda, &[KernelChoice::Dpx], 10, auto);
+    check_past_16_bits(Backend::Cuda, &[KernelChoice::Dpx, KernelChoice::Portable, KernelChoice::Auto], 1);
+    check_past_16_bits(Backend::Cuda, &[KernelChoice::Dpx], 10);
     for kernel in [KernelChoice::Dpx, KernelChoice::Portable] {
         let qs = [1, 16, 17, 37, 130, 511];
         let a = check_kernel(kernel, Pipeline::Chariot, Backend::Cuda, 1, 4, Order::LargestFirst, 4001, 6000, &qs, 511);

@@ -53,7 +53,6 @@ fn options(out: PathBuf) -> Options {
         progress: false,
         sim_gcups: 300.0,
         kernel: Default::default(),
-        kernel_config: Default::default(),
     }
 }
 

@@ -49,10 +49,7 @@
 //! checking them and cutting the sorted sequences into chunks: at most `--chunk`
 //! sequences and at most [`BUDGET`] × the mean chunk's residues (a chunk of long
 //! sequences holds fewer of them, so that slots stay near the FASTA search's size); a
-//! sequence longer than that is a chunk of its own; and no sequence of half a chunk's
-//! longest or less ([`SPAN`]; from 64 residues up), so that each chunk is a length
-//! partition, as CUDASW++'s, whose kernel configuration fits every subject in it. The
-//! cut is made when the file is opened: the file format does not change. Consecutive sorted sequences have
+//! sequence longer than that is a chunk of its own. Consecutive sorted sequences have
 //! similar lengths, so the kernel's lanes rarely wait for a chunk's longest subject. The
 //! file read stage of a chunk ([`read_into`]) reads its slice of each table and its
 //! residues with one `read_exact` straight into the pinned host slot, then checks that
@@ -115,14 +112,6 @@ pub const HEADER_CRC_AT: usize = 124;
 pub const HEADER: u64 = 128;
 /// A chunk holds at most this many times the mean chunk's residues (see the module docs).
 pub const BUDGET: u64 = 4;
-/// A chunk's sequences are longer than its longest one over `SPAN` (where that is at
-/// least [`SPAN_FROM`]): a chunk is a length partition whose mean length, from which each
-/// launch's kernel configuration is chosen ([`crate::sw::config`]), describes every subject
-/// within a factor of 2.
-pub const SPAN: u64 = 2;
-/// Chunks whose longest sequence is shorter than this are not cut by length (such short
-/// subjects take the smallest configurations alike, and many small chunks cost tasks).
-pub const SPAN_FROM: u64 = 64;
 
 /// The header's counts and where the sections start.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -88,11 +88,7 @@ pub fn open(path: &Path, matrix: &Matrix, chunk_seqs: usize) -> Result<DbIndex, 
                     ));
                 }
                 let start = layout.residues_at() + prev;
-                let full = chunks.last().is_none_or(|c| {
-                    c.nseq == chunk_seqs
-                        || c.residues + len > budget
-                        || (c.max_len >= SPAN_FROM && len * SPAN <= c.max_len)
-                });
+                let full = chunks.last().is_none_or(|c| c.nseq == chunk_seqs || c.residues + len > budget);
                 if full {
                     chunks.push(ChunkInfo {
                         start,

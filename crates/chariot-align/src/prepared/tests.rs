@@ -59,15 +59,6 @@ fn round_trip() {
     // Mean 19.5 residues → budget 20 · 4 · 4 = 320: the 400 alone, then 4 by 4.
     assert_eq!(idx.chunks[0].nseq, 1);
     assert!(idx.chunks[1..].iter().all(|c| c.nseq == 4 && c.residues == 40), "{:?}", idx.chunks);
-    // Length partitions: no chunk holds a sequence of half its longest or less (from
-    // 64 residues up).
-    let lens = [200, 150, 100, 99, 60, 40, 20, 9];
-    let text: String = lens.iter().enumerate().map(|(i, &l)| format!(">s{i}\n{}\n", "A".repeat(l))).collect();
-    std::fs::write(&fa, text).unwrap();
-    make(&fa, &out, &m, false).unwrap();
-    let idx = open(&out, &m, 100).unwrap();
-    let cut: Vec<(usize, u64)> = idx.chunks.iter().map(|c| (c.nseq, c.max_len)).collect();
-    assert_eq!(cut, [(2, 200), (3, 100), (3, 40)]);
     std::fs::write(&fa, "").unwrap();
     assert!(make(&fa, &out, &m, false).unwrap_err().contains("no FASTA records"));
     std::fs::remove_dir_all(&dir).ok();

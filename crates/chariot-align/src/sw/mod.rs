@@ -14,15 +14,6 @@
 //!   have wrapped) is aligned again by the 32-bit pass in the same launch. Its CPU twin
 //!   ([`align_pair16`]) emulates the 16-bit arithmetic, wrap-around included, so that the
 //!   sim backend takes the same path, re-pass included, and still gives exact scores.
-//!
-//! Each kernel is compiled per strip height (query rows a lane holds, `SW_R`) and
-//! launched with a lane group size, chosen per query and per chunk ([`config`]): a
-//! [`Plan`] holds the choice of every (query, chunk) launch of a search. The CPU twins'
-//! scores do not depend on the configuration (the kernel's neither: every configuration
-//! computes Gotoh's recurrence exactly, and the DPX kernel's 16-bit pass marks the same
-//! subjects for its 32-bit re-pass, those whose score reaches the threshold), so one
-//! recurrence serves them all; the twin checks each launch's arguments against its
-//! configuration.
 
 use crate::matrix::{Matrix, MAX_LETTERS};
 use chariot::{Kernel, Param};
@@ -32,8 +23,7 @@ use std::time::Duration;
 
 /// CUDA C source.
 pub const SOURCE: &str = include_str!("../../kernels/sw.cu");
-/// Query rows per strip of the CPU twins' recurrence (and the strip height of
-/// [`Profile::new`]'s legacy padding); the kernels' own is per [`config::Shape`].
+/// Query rows per lane strip (`SW_R`).
 pub const STRIP: usize = 16;
 /// Alphabet rows of the profile (`SW_A`).
 pub const LETTERS: usize = MAX_LETTERS;
@@ -137,15 +127,14 @@ impl KernelKind {
         }
     }
 
-    /// The source NVRTC compiles for this kernel with strips of `strip` rows:
-    /// `kernels/sw.cu` with only this kernel in it (`SW_ONLY_PORTABLE` / `SW_ONLY_DPX`
-    /// and `SW_R` defined first).
-    pub fn source(self, strip: u32) -> String {
+    /// The source NVRTC compiles for this kernel: `kernels/sw.cu` with only this
+    /// kernel in it (`SW_ONLY_PORTABLE` / `SW_ONLY_DPX` defined first).
+    pub fn source(self) -> String {
         let only = match self {
             KernelKind::Portable => "SW_ONLY_PORTABLE",
             KernelKind::Dpx => "SW_ONLY_DPX",
         };
-        format!("#define {only}\n#define SW_R {strip}\n{SOURCE}")
+        format!("#define {only}\n{SOURCE}")
     }
 
     /// Subjects one lane group aligns.
@@ -166,25 +155,12 @@ pub struct Gaps {
     pub extend: i32,
 }
 
-/// Whether a query of `m` residues can be searched: 1 to [`MAX_QUERY`].
-///
-/// # Errors
-/// An empty query or one longer than [`MAX_QUERY`].
-pub fn check_query(m: usize) -> Result<(), String> {
-    if m == 0 {
-        return Err("empty query: a query needs at least one residue".into());
-    }
-    if m > MAX_QUERY {
-        return Err(format!("query of {m} residues is longer than the {MAX_QUERY} supported"));
-    }
-    Ok(())
-}
-
-/// A query's profile.
+/// A query's profile and launch parameters.
 #[derive(Clone, Debug)]
 pub struct Profile {
-    /// Padded query length, the row stride of `scores` (a multiple of 16, at least the
-    /// rows of every configuration the query is launched with: see [`Plan`]).
+    /// Lanes per subject (power of two, ≤ 32).
+    pub group: u32,
+    /// Padded query length (a multiple of group·STRIP).
     pub mpad: usize,
     /// Real query length.
     pub m: usize,
@@ -198,26 +174,46 @@ impl Profile {
     /// # Errors
     /// An empty query or one longer than [`MAX_QUERY`].
     pub fn new(query: &[u8], matrix: &Matrix) -> Result<Profile, String> {
-        let strips = query.len().div_ceil(STRIP).max(1);
-        let group = strips.next_power_of_two().min(32);
-        Profile::padded(query, matrix, query.len().max(1).next_multiple_of(group * STRIP))
-    }
-
-    /// The profile of `query` padded to at least `rows` rows (rounded up to 16).
-    ///
-    /// # Errors
-    /// An empty query or one longer than [`MAX_QUERY`].
-    pub fn padded(query: &[u8], matrix: &Matrix, rows: usize) -> Result<Profile, String> {
         let m = query.len();
-        check_query(m)?;
-        let mpad = rows.max(m).next_multiple_of(16);
+        if m == 0 {
+            return Err("empty query: a query needs at least one residue".into());
+        }
+        if m > MAX_QUERY {
+            return Err(format!("query of {m} residues is longer than the {MAX_QUERY} supported"));
+        }
+        let strips = m.div_ceil(STRIP);
+        let group = strips.next_power_of_two().min(32) as u32;
+        let mpad = m.next_multiple_of(group as usize * STRIP);
         let mut scores = vec![PAD; LETTERS * mpad];
         for a in 0..matrix.letters.len() {
             for (i, &q) in query.iter().enumerate() {
                 scores[a * mpad + i] = matrix.scores[q as usize][a];
             }
         }
-        Ok(Profile { mpad, m, scores })
+        Ok(Profile { group, mpad, m, scores })
+    }
+
+    /// Rows of a shared-memory profile tile.
+    pub fn tile(&self) -> usize {
+        self.mpad.min(TILE)
+    }
+
+    /// Dynamic shared memory of a launch, bytes.
+    pub fn shared_bytes(&self) -> u32 {
+        (LETTERS * self.tile()) as u32
+    }
+
+    /// The grid (blocks of [`BLOCK`] threads) of a launch of the portable kernel over
+    /// `nseq` subjects: a group of lanes a subject.
+    pub fn grid(&self, nseq: usize) -> u32 {
+        self.grid_of(KernelKind::Portable, nseq)
+    }
+
+    /// The grid of a launch of `kind` over `nseq` subjects: a group of lanes a subject
+    /// (portable) or a pair of subjects (DPX).
+    pub fn grid_of(&self, kind: KernelKind, nseq: usize) -> u32 {
+        let groups = nseq.div_ceil(kind.subjects_per_group()) as u64;
+        ((groups * self.group as u64).div_ceil(BLOCK as u64)).max(1) as u32
     }
 
     /// The 16-bit kernel's saturation threshold: 32767 minus the largest profile score.
@@ -230,55 +226,9 @@ impl Profile {
     }
 }
 
-pub mod config;
 #[cfg(test)]
 mod tests;
 mod twin;
-
-pub use config::{Forced, Shape};
-
-/// The configuration of every launch of a search: per chunk and query, a [`Shape`]
-/// ([`config::choose`], from the query's length and the chunk's mean subject length, or
-/// what `--kernel-config` forces), and the strip heights to compile.
-#[derive(Clone, Debug)]
-pub struct Plan {
-    /// The kernel.
-    pub kind: KernelKind,
-    /// `shapes[chunk][query]`.
-    pub shapes: Vec<Vec<Shape>>,
-    /// The strip heights launched, ascending (one compiled kernel each).
-    pub strips: Vec<u32>,
-    /// Per query, the rows its profile needs: the most any of its launches computes.
-    pub rows: Vec<usize>,
-}
-
-impl Plan {
-    /// The plan of `kind` for queries of lengths `qlens` over chunks of `(nseq,
-    /// residues)`, with what `forced` fixes.
-    pub fn new(kind: KernelKind, qlens: &[usize], chunks: &[(usize, u64)], forced: Forced) -> Plan {
-        let shapes: Vec<Vec<Shape>> = chunks
-            .iter()
-            .map(|&(nseq, residues)| qlens.iter().map(|&m| config::choose(kind, m, nseq, residues, forced)).collect())
-            .collect();
-        let mut strips: Vec<u32> = shapes.iter().flatten().map(|s| s.strip).collect();
-        strips.sort_unstable();
-        strips.dedup();
-        let rows = (0..qlens.len())
-            .map(|q| shapes.iter().map(|c| c[q].rows(qlens[q])).max().unwrap_or(16).max(qlens[q]))
-            .collect();
-        Plan { kind, shapes, strips, rows }
-    }
-
-    /// Each configuration used, with the (query, chunk) launches of it, for the run's
-    /// statistics: `r16:g32 × 40`, ….
-    pub fn summary(&self) -> String {
-        let mut counts = std::collections::BTreeMap::<Shape, usize>::new();
-        for s in self.shapes.iter().flatten() {
-            *counts.entry(*s).or_default() += 1;
-        }
-        counts.iter().map(|(s, c)| format!("{} × {c}", s.name())).collect::<Vec<_>>().join(", ")
-    }
-}
 
 pub use twin::{align, align16, align_pair16, packed};
 
@@ -304,20 +254,18 @@ pub enum Role {
 }
 
 /// The arguments of the launch of query profile `p` (at `prof_off` in the profiles,
-/// query `q`) in configuration `shape` over a packed chunk of `nseq` subjects and
-/// `residues` residues whose residues start at `res_off`, in the order of [`kernel`]'s
-/// parameters (both kernels take the same).
-#[allow(clippy::too_many_arguments)]
+/// query `q`) over a packed chunk of `nseq` subjects and `residues` residues whose
+/// residues start at `res_off`, in the order of [`kernel`]'s parameters (both kernels
+/// take the same).
 pub fn args(
     p: &Profile,
-    shape: Shape,
     q: usize,
     prof_off: usize,
     nseq: usize,
     res_off: usize,
     residues: u64,
     gaps: Gaps,
-) -> [Role; 16] {
+) -> [Role; 15] {
     [
         Role::Chunk,
         Role::U32(nseq as u32),
@@ -325,51 +273,42 @@ pub fn args(
         Role::Profiles,
         Role::U32(prof_off as u32),
         Role::U32(p.mpad as u32),
-        Role::U32(shape.rows(p.m) as u32),
-        Role::U32(shape.group),
+        Role::U32(p.group),
         Role::I32(gaps.open + gaps.extend),
         Role::I32(gaps.extend),
         Role::Scratch,
         Role::Scores,
         Role::U32((q * nseq) as u32),
-        Role::U32(shape.tile(p.m) as u32),
+        Role::U32(p.tile() as u32),
         Role::U64(p.m as u64 * residues),
         Role::I32(p.sat()),
     ]
 }
 
-/// The kernel `kind` compiled for strips of `strip` rows, with its parameters, CPU twin
-/// and simulated cost (`cells` at `sim_gcups` G cells/s).
-pub fn kernel(
-    kind: KernelKind,
-    strip: u32,
-    profiles: Arc<Vec<Profile>>,
-    prof_offsets: Vec<usize>,
-    sim_gcups: f64,
-) -> Kernel {
-    kernel_counted(kind, strip, profiles, prof_offsets, sim_gcups).0
+/// The kernel `kind` with its parameters, CPU twin and simulated cost (`cells` at
+/// `sim_gcups` G cells/s).
+pub fn kernel(kind: KernelKind, profiles: Arc<Vec<Profile>>, prof_offsets: Vec<usize>, sim_gcups: f64) -> Kernel {
+    kernel_counted(kind, profiles, prof_offsets, sim_gcups).0
 }
 
 /// [`kernel`], and the count of (query, subject) pairs its CPU twin aligned again in 32
 /// bits (the DPX twin's re-passes; always 0 for the portable kernel).
 pub fn kernel_counted(
     kind: KernelKind,
-    strip: u32,
     profiles: Arc<Vec<Profile>>,
     prof_offsets: Vec<usize>,
     sim_gcups: f64,
 ) -> (Kernel, Arc<AtomicU64>) {
     let repassed = Arc::new(AtomicU64::new(0));
     let count = repassed.clone();
-    let k = Kernel::new(kind.entry(), kind.source(strip))
+    let k = Kernel::new(kind.entry(), kind.source())
         .params([
             Param::Buffer, // chunk
             Param::U32,    // nseq
             Param::U32,    // res_off
             Param::Buffer, // profile
             Param::U32,    // prof_off
-            Param::U32,    // stride (the profile's rows)
-            Param::U32,    // rows computed
+            Param::U32,    // mpad
             Param::U32,    // group
             Param::I32,    // gap_oe
             Param::I32,    // gap_e
@@ -382,25 +321,12 @@ pub fn kernel_counted(
         ])
         .cpu_twin(move |a| {
             let (nseq, res_off, prof_off) = (a.u32(1)? as usize, a.u32(2)? as usize, a.u32(4)? as usize);
-            let (goe, ge, score_off) = (a.i32(8)?, a.i32(9)?, a.u32(12)? as usize);
-            let sat = a.i32(15)?;
+            let (goe, ge, score_off) = (a.i32(7)?, a.i32(8)?, a.u32(11)? as usize);
+            let sat = a.i32(14)?;
             let q = prof_offsets.iter().position(|&o| o == prof_off).ok_or("unknown profile offset")?;
             let p = &profiles[q];
-            if p.mpad != a.u32(5)? as usize || sat != p.sat() {
+            if p.mpad != a.u32(5)? as usize || p.group != a.u32(6)? || sat != p.sat() {
                 return Err("profile arguments do not match the registered profile".into());
-            }
-            // The launch's configuration, as the kernel would take it.
-            let shape = Shape { strip, group: a.u32(7)? };
-            let (rows, tile) = (a.u32(6)? as usize, a.u32(13)? as usize);
-            if !shape.valid() || rows != shape.rows(p.m) || rows > p.mpad || tile != shape.tile(p.m) {
-                return Err(format!(
-                    "launch of {} with {rows} rows and tiles of {tile}: not that configuration's for a query of {} \
-                     (profile of {} rows)",
-                    shape.name(),
-                    p.m,
-                    p.mpad
-                )
-                .into());
             }
             let gaps = Gaps { open: goe - ge, extend: ge };
             let chunk = a.buffer::<u8>(0)?;
@@ -433,9 +359,9 @@ pub fn kernel_counted(
                     }
                 }
             }
-            a.buffer_mut::<i32>(11)?[score_off..score_off + nseq].copy_from_slice(&out);
+            a.buffer_mut::<i32>(10)?[score_off..score_off + nseq].copy_from_slice(&out);
             Ok(())
         })
-        .sim_cost(move |_, s| Duration::from_secs_f64(s.u64(14).unwrap_or(0) as f64 / (sim_gcups * 1e9)));
+        .sim_cost(move |_, s| Duration::from_secs_f64(s.u64(13).unwrap_or(0) as f64 / (sim_gcups * 1e9)));
     (k, repassed)
 }
