@@ -367,6 +367,8 @@ pub enum RecordingProblem {
     ShutDown,
     /// A run of the graph still holds it (an update waits for the runs to end first).
     RunInFlight,
+    /// The new device buffer was allocated by another scheduler.
+    OtherScheduler,
 }
 
 #[cfg(feature = "replay")]
@@ -391,6 +393,9 @@ impl std::fmt::Display for RecordingProblem {
             }
             RecordingProblem::ShutDown => f.write_str("its scheduler has shut down"),
             RecordingProblem::RunInFlight => f.write_str("a run of the graph still holds it"),
+            RecordingProblem::OtherScheduler => {
+                f.write_str("the new device buffer belongs to another scheduler; use one allocated by this graph's")
+            }
         }
     }
 }

@@ -496,3 +496,41 @@ fn cuda_recorded_graph_tries_the_device_and_keeps_the_faster_way() {
         assert!(setups[4..].iter().all(|&s| s == kept), "{setups:?}");
     });
 }
+
+/// An update's device buffer gets its copies of the lanes past S where the part runs on
+/// them (else a lane would name a copy that does not exist), and a buffer of another
+/// scheduler is refused.
+#[test]
+fn an_updated_buffer_runs_on_every_lane_and_must_be_this_schedulers() {
+    with_timeout(DEADLINE_S, || {
+        let sched = Scheduler::builder().backend(sim(1)).streams(1).build().unwrap();
+        let k = sched.register_kernel(affine_kernel()).unwrap();
+        let out = sched.alloc_host::<u32>(4 * N).unwrap();
+        let (a, b) = (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
+        let mut graph = sched
+            .record(|s| {
+                for i in 0..4u64 {
+                    let args = [Arg::buffer(&a), Arg::buffer(&b), Arg::u32(N as u32), Arg::u32(3), Arg::u32(i as u32)];
+                    let r = i as usize * N..(i as usize + 1) * N;
+                    s.task(i, 1).launch(&k, 1, BLOCK, 0, &args).readback(&out, r, &b, 0).submit()?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        let c = sched.alloc::<u32>(N).unwrap();
+        for i in 0..4 {
+            graph.set_arg(TaskId(i), 0, 0, Arg::buffer(&c)).unwrap();
+        }
+        graph.run().unwrap();
+        let report = sched.synchronize().unwrap();
+        assert!(report.windows[0].lanes > 1, "{:?}", report.windows);
+        let got = out.read().to_vec();
+        for i in 0..4 {
+            assert!(got[i * N..(i + 1) * N].iter().all(|&x| x == i as u32), "task {i}");
+        }
+        let other = Scheduler::builder().backend(sim(1)).build().unwrap();
+        let foreign = other.alloc::<u32>(N).unwrap();
+        let e = graph.set_arg(TaskId(0), 0, 0, Arg::buffer(&foreign)).unwrap_err();
+        assert_eq!(recording_problem(e), (Some(TaskId(0)), RecordingProblem::OtherScheduler));
+    });
+}

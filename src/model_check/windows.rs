@@ -130,7 +130,7 @@ fn recorded_runs(fail: bool) {
     let shared = machine.shared.clone();
     let one = |w: Box<Window>| *w;
     let parts = vec![(1, one(window(u64::MAX, 0, Vec::new()))), (0, one(window(u64::MAX, 1, Vec::new())))];
-    let mut graph = crate::seam::RecordedGraph::new(shared.clone(), parts);
+    let mut graph = crate::seam::RecordedGraph::new(shared.clone(), None, parts);
     graph.run().expect("a run of a graph with no host copies");
     graph.run().expect("a second run");
     // Not a launch: the update is refused for that, once every run ended, and the part

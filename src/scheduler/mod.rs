@@ -351,7 +351,7 @@ impl Scheduler {
         drop(abandon);
         let parts = parts.map_err(|problem| Error::Recording { task: None, problem })?;
         crate::seam::make_lanes(&self.machine, &parts)?;
-        Ok(crate::seam::RecordedGraph::new(self.shared.clone(), parts))
+        Ok(crate::seam::RecordedGraph::new(self.shared.clone(), Some(self.machine.clone()), parts))
     }
 
     /// Waits until every submitted task has ended, then returns the batch's report.

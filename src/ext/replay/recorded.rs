@@ -83,25 +83,33 @@ pub(crate) fn virtual_buffers<'a>(tasks: impl Iterator<Item = &'a Task>) -> Vec<
 pub(crate) fn make_lanes(machine: &Machine, parts: &[(usize, Window)]) -> Result<()> {
     for (gpu, w) in parts {
         for b in virtual_buffers(w.tasks.iter().map(|t| &**t)) {
-            if w.lane_count <= b.slots || b.lanes[*gpu].get().is_some() {
-                continue;
-            }
-            let n = RECORD_LANES.saturating_sub(b.slots);
-            let mut copies = Vec::with_capacity(n);
-            for _ in 0..n {
-                match machine.alloc_device(*gpu, b.bytes) {
-                    Ok(p) => copies.push(p),
-                    Err(e) => {
-                        machine.free_device(copies);
-                        return Err(e);
-                    }
-                }
-            }
-            // Another recording may have made them meanwhile: its copies stay.
-            if let Err(copies) = b.lanes[*gpu].set(copies) {
-                machine.free_device(copies);
+            if w.lane_count > b.slots {
+                make_buffer_lanes(machine, *gpu, &b)?;
             }
         }
+    }
+    Ok(())
+}
+
+/// Makes buffer `b`'s copies of the lanes past S on GPU `gpu`, unless made already.
+fn make_buffer_lanes(machine: &Machine, gpu: usize, b: &DeviceBufferInner) -> Result<()> {
+    if b.lanes[gpu].get().is_some() {
+        return Ok(());
+    }
+    let n = RECORD_LANES.saturating_sub(b.slots);
+    let mut copies = Vec::with_capacity(n);
+    for _ in 0..n {
+        match machine.alloc_device(gpu, b.bytes) {
+            Ok(p) => copies.push(p),
+            Err(e) => {
+                machine.free_device(copies);
+                return Err(e);
+            }
+        }
+    }
+    // Another recording may have made them meanwhile: its copies stay.
+    if let Err(copies) = b.lanes[gpu].set(copies) {
+        machine.free_device(copies);
     }
     Ok(())
 }
@@ -117,6 +125,9 @@ static NEXT: AtomicU64 = AtomicU64::new(1);
 /// task's [`TaskFailure`].
 pub struct RecordedGraph {
     shared: Arc<Shared>,
+    /// Where an update's device buffer gets its copies of the lanes past S (`None` only
+    /// in the model checks, whose graphs name no buffer).
+    machine: Option<Arc<Machine>>,
     parts: Vec<Arc<Part>>,
     runs: Arc<Runs>,
     /// Per task: its part and its index there.
@@ -126,7 +137,11 @@ pub struct RecordedGraph {
 
 impl RecordedGraph {
     /// The graph of the recorded windows `parts` (GPU, window).
-    pub(crate) fn new(shared: Arc<Shared>, parts: Vec<(usize, Window)>) -> RecordedGraph {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        machine: Option<Arc<Machine>>,
+        parts: Vec<(usize, Window)>,
+    ) -> RecordedGraph {
         let holder = Holder::Run(NEXT.fetch_add(1, Ordering::Relaxed));
         let mut claims: Vec<(Arc<HostShared>, Region, bool)> = Vec::new();
         let mut index = rustc_hash::FxHashMap::default();
@@ -159,7 +174,7 @@ impl RecordedGraph {
             .into_iter()
             .map(|(gpu, window)| Arc::new(Part::new(NEXT.fetch_add(1, Ordering::Relaxed), gpu, window, runs.clone())))
             .collect();
-        RecordedGraph { shared, parts, runs, index, tasks }
+        RecordedGraph { shared, machine, parts, runs, index, tasks }
     }
 
     /// Tasks recorded.
@@ -213,7 +228,10 @@ impl RecordedGraph {
     ///
     /// # Errors
     /// [`Error::Recording`] naming the task: [`RecordingProblem::UnknownTask`],
-    /// [`RecordingProblem::NoSuchArgument`], [`RecordingProblem::ArgumentKind`].
+    /// [`RecordingProblem::NoSuchArgument`], [`RecordingProblem::ArgumentKind`],
+    /// [`RecordingProblem::OtherScheduler`] (a buffer another scheduler allocated);
+    /// [`Error::OutOfMemory`] where the part runs on more lanes than S and the new
+    /// buffer's copies for them do not fit.
     pub fn set_arg(&mut self, task: TaskId, command: usize, arg: usize, value: Arg) -> Result<()> {
         let fail = |problem| Error::Recording { task: Some(task), problem };
         let &(p, t) = self.index.get(&task).ok_or_else(|| fail(RecordingProblem::UnknownTask))?;
@@ -229,6 +247,15 @@ impl RecordedGraph {
         let (expected, given) = (kind(old), kind(&value.0));
         if expected != given {
             return Err(fail(RecordingProblem::ArgumentKind { arg, expected, given }));
+        }
+        if let (ArgValue::Buffer(was), ArgValue::Buffer(new)) = (old, &value.0) {
+            if new.sched_id != was.sched_id {
+                return Err(fail(RecordingProblem::OtherScheduler));
+            }
+            // The part's lanes past S need the new buffer's copies there too.
+            if let Some(machine) = self.machine.as_ref().filter(|_| part.lane_count > new.slots) {
+                make_buffer_lanes(machine, part.gpu, new)?;
+            }
         }
         let mut args = launch.args.to_vec();
         args[arg] = value.0;
