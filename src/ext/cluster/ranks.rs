@@ -264,6 +264,7 @@ impl RankShare {
         let Some(parts) = exchange::to_root(&mpi::topology::SimpleCommunicator::world(), &part) else {
             return Ok(());
         };
+        let id = buf.id();
         let mut data = buf.write();
         let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut data);
         let len = bytes.len();
@@ -275,7 +276,7 @@ impl RankShare {
                     message: format!(
                         "gather: host buffer {} holds {len} bytes here and {:?} on rank {r}: every rank must \
                          allocate the same buffers in the same order",
-                        buf.id(),
+                        id,
                         word(p, 0)
                     ),
                 });
