@@ -97,6 +97,16 @@ fn main() -> ExitCode {
 /// its ways (two runs as a CUDA graph, two on the device) and keep one.
 const SETTLE_RUNS: usize = 5;
 
+/// Whether `report` honours every edge of `graph`; where not, says how many edges broke
+/// and the first, naming the shape and `what` ran it.
+fn edges_hold(graph: &Graph, report: &chariot::report::Report, shape: Shape, what: &str) -> bool {
+    let bad = edge_violations(graph, report);
+    if let Some(first) = bad.first() {
+        eprintln!("flow: {} {what}: {} edges broken, first: {first}", shape.name(), bad.len());
+    }
+    bad.is_empty()
+}
+
 /// The default size of `shape`.
 fn default_size(shape: Shape, sim: bool) -> usize {
     match (shape, sim) {
@@ -245,15 +255,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                         0 | 1 => {
                             let (s, f) = if which == 0 { (&sched, &flow) } else { (&host, &host_flow) };
                             let r = f.run(s, &graph, iters)?;
-                            let bad = edge_violations(&graph, &r.report);
-                            if let Some(first) = bad.first() {
-                                eprintln!(
-                                    "flow: {} size {size}: {} edges broken, first: {first}",
-                                    shape.name(),
-                                    bad.len()
-                                );
-                                ok = false;
-                            }
+                            ok &= edges_hold(&graph, &r.report, shape, &format!("size {size}"));
                             last_parts = [
                                 r.submit_ns,
                                 r.report.windows.iter().map(|w| w.host_ns).sum(),
@@ -286,29 +288,13 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                                 r.report.windows.iter().map(|w| w.host_ns).sum(),
                                 r.report.windows.iter().map(|w| w.duration_ns()).sum(),
                             ];
-                            let bad = edge_violations(&graph, &r.report);
-                            if let Some(first) = bad.first() {
-                                eprintln!(
-                                    "flow: {} recorded: {} edges broken, first: {first}",
-                                    shape.name(),
-                                    bad.len()
-                                );
-                                ok = false;
-                            }
+                            ok &= edges_hold(&graph, &r.report, shape, "recorded");
                             ("chariot-recorded", r.wall_ns, record_ns)
                         }
                         _ => match (&dev_sched, &dev_flow) {
                             (Some(s), Some(f)) => {
                                 let r = f.run(s, &graph, iters)?;
-                                let bad = edge_violations(&graph, &r.report);
-                                if let Some(first) = bad.first() {
-                                    eprintln!(
-                                        "flow: {} device mode: {} edges broken, first: {first}",
-                                        shape.name(),
-                                        bad.len()
-                                    );
-                                    ok = false;
-                                }
+                                ok &= edges_hold(&graph, &r.report, shape, "device mode");
                                 ("chariot-device", r.wall_ns, 0)
                             }
                             _ => continue,
