@@ -369,6 +369,25 @@ pub enum RecordingProblem {
     RunInFlight,
     /// The new device buffer was allocated by another scheduler.
     OtherScheduler,
+    /// The task has no copy at that index.
+    NotACopy {
+        /// The command's index in its task.
+        command: usize,
+    },
+    /// The copy's new host region would end past its buffer.
+    HostRange {
+        /// The byte the region would end at (`None`: past `usize`).
+        end: Option<usize>,
+        /// The buffer's bytes.
+        bytes: usize,
+    },
+    /// The copy's new host bytes are written or read by another recorded task that the
+    /// graph's edges do not order with this one (a recorded graph never waits for more
+    /// than it recorded).
+    HostOverlap {
+        /// The other task.
+        other: TaskId,
+    },
 }
 
 #[cfg(feature = "replay")]
@@ -396,6 +415,18 @@ impl std::fmt::Display for RecordingProblem {
             RecordingProblem::OtherScheduler => {
                 f.write_str("the new device buffer belongs to another scheduler; use one allocated by this graph's")
             }
+            RecordingProblem::NotACopy { command } => write!(f, "command {command} is not a copy"),
+            RecordingProblem::HostRange { end: Some(end), bytes } => {
+                write!(f, "the copy's new host region would end at byte {end}, past the buffer's {bytes} bytes")
+            }
+            RecordingProblem::HostRange { end: None, bytes } => {
+                write!(f, "the copy's new host region would end past usize bytes (the buffer has {bytes})")
+            }
+            RecordingProblem::HostOverlap { other } => write!(
+                f,
+                "the copy's new host bytes are also copied by task {other}, which the graph does not order with this \
+                 one (one of the two writes them); record the two with an edge, or pick other bytes"
+            ),
         }
     }
 }

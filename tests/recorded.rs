@@ -52,12 +52,17 @@ fn random_dag(seed: u64, count: usize) -> Vec<Node> {
 
 /// What a serial CPU run of the DAG leaves in the output buffer, with `a` and `b`.
 fn reference(nodes: &[Node], a: u32, b: u32) -> Vec<u32> {
+    reference_from(nodes, gen, a, b)
+}
+
+/// The same, with the input's element `i` being `input(i)`.
+fn reference_from(nodes: &[Node], input: impl Fn(usize) -> u32, a: u32, b: u32) -> Vec<u32> {
     let mut out = vec![0u32; nodes.len() * N];
     for (i, node) in nodes.iter().enumerate() {
         for e in 0..N {
             let x = match node.source {
                 Some(p) => out[p * N + e],
-                None => gen(i * N + e),
+                None => input(i * N + e),
             };
             out[i * N + e] = affine_ref(x, a.wrapping_add(i as u32), b);
         }
@@ -207,6 +212,95 @@ fn an_update_swaps_a_buffer_and_the_next_run_uses_it() {
         graph.run().unwrap();
         sched.synchronize().unwrap();
         assert_eq!(out.read().to_vec(), twice);
+    });
+}
+
+/// Moves every copy of a recorded DAG in place: downloads to a second input, readbacks
+/// (and the downloads that read them) to a second output. The next run gives the loop's
+/// outputs for the new input in the new output, element by element, and leaves the old
+/// output alone; every edge still holds; the moved bytes are what runs claim now.
+#[test]
+fn moved_copies_run_on_their_new_bytes() {
+    with_timeout(DEADLINE_S, || {
+        for gpus in [1, 2] {
+            let nodes = random_dag(40 + gpus as u64, 40);
+            let case = format!("D={gpus}");
+            let sched = Scheduler::builder().backend(sim(gpus)).streams(4).build().unwrap();
+            let mut dag = Dag::new(&sched, nodes.len());
+            let mut graph = sched.record(|s| dag.submit(s, &nodes, 5, 1)).unwrap();
+            graph.run().unwrap();
+            sched.synchronize().unwrap();
+            same(&dag.out.read(), &reference(&nodes, 5, 1), &format!("{case}: recorded"));
+            let mut input2 = sched.alloc_host::<u32>(nodes.len() * N).unwrap();
+            // Another input: what a loop's next batch would download.
+            input2.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen2(i));
+            let mut out2 = sched.alloc_host::<u32>(nodes.len() * N).unwrap();
+            out2.write().fill(SENTINEL);
+            // Commands: 0 the download, 1 the launch, 2 the readback.
+            for i in 0..nodes.len() {
+                graph.set_copy(TaskId(i as u64), 2, &out2, i * N).unwrap();
+            }
+            for (i, node) in nodes.iter().enumerate() {
+                match node.source {
+                    Some(p) => graph.set_copy(TaskId(i as u64), 0, &out2, p * N).unwrap(),
+                    None => graph.set_copy(TaskId(i as u64), 0, &input2, i * N).unwrap(),
+                }
+            }
+            dag.out.write().fill(SENTINEL);
+            graph.run().unwrap();
+            let report = sched.synchronize().unwrap();
+            same(&out2.read(), &reference_from(&nodes, gen2, 5, 1), &format!("{case}: moved"));
+            assert!(dag.out.read().iter().all(|&x| x == SENTINEL), "{case}: the old output was written");
+            check_edges(&nodes, &report);
+            // A run now claims the new output: a live read guard there refuses it.
+            let _guard = out2.read();
+            match graph.run() {
+                Err(Error::HostConflict { holder, .. }) => assert_eq!(holder, ConflictHolder::ReadGuard, "{case}"),
+                other => panic!("{case}: expected HostConflict, got {other:?}"),
+            }
+        }
+    });
+}
+
+/// A moved copy that would share written bytes with a task the graph does not order
+/// with it, end past its buffer, or is no copy at all: each refused, naming the task,
+/// and the graph runs as before.
+#[test]
+fn moved_copies_name_what_is_wrong() {
+    with_timeout(DEADLINE_S, || {
+        let sched = Scheduler::builder().backend(sim(1)).build().unwrap();
+        let k = sched.register_kernel(affine_kernel()).unwrap();
+        let out = sched.alloc_host::<u32>(2 * N).unwrap();
+        let (a, b) = (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
+        let mut graph = sched
+            .record(|s| {
+                for i in 0..2u64 {
+                    let args = [Arg::buffer(&a), Arg::buffer(&b), Arg::u32(N as u32), Arg::u32(2), Arg::u32(i as u32)];
+                    let r = i as usize * N..(i as usize + 1) * N;
+                    s.task(i, 1).launch(&k, 1, BLOCK, 0, &args).readback(&out, r, &b, 0).submit()?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        let e = graph.set_copy(TaskId(1), 1, &out, 0).unwrap_err();
+        assert!(e.to_string().contains("task #0"), "{e}");
+        assert_eq!(recording_problem(e), (Some(TaskId(1)), RecordingProblem::HostOverlap { other: TaskId(0) }));
+        let e = graph.set_copy(TaskId(1), 1, &out, N + 1).unwrap_err();
+        let bytes = 2 * N * 4;
+        assert_eq!(
+            recording_problem(e),
+            (Some(TaskId(1)), RecordingProblem::HostRange { end: Some(bytes + 4), bytes })
+        );
+        let e = graph.set_copy(TaskId(1), 0, &out, 0).unwrap_err();
+        assert_eq!(recording_problem(e), (Some(TaskId(1)), RecordingProblem::NotACopy { command: 0 }));
+        let e = graph.set_copy(TaskId(7), 1, &out, 0).unwrap_err();
+        assert_eq!(recording_problem(e), (Some(TaskId(7)), RecordingProblem::UnknownTask));
+        graph.run().unwrap();
+        sched.synchronize().unwrap();
+        let got = out.read().to_vec();
+        for i in 0..2 {
+            assert!(got[i * N..(i + 1) * N].iter().all(|&x| x == i as u32), "task {i}");
+        }
     });
 }
 
@@ -379,7 +473,8 @@ fn runs_and_guards_meet_as_tasks_and_guards_do() {
 
 /// On a CUDA GPU: a recorded DAG gives the loop's outputs run after run at S ∈ {1, 4};
 /// its first run builds the part's graph, later runs launch it again unchanged, and a
-/// run after an update sets the changed nodes in place (then launches it unchanged).
+/// run after an update sets the changed nodes in place (then launches it unchanged),
+/// kernel arguments and moved copies alike.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn cuda_recorded_dags_match_the_loop_and_keep_their_graph() {
@@ -410,6 +505,23 @@ fn cuda_recorded_dags_match_the_loop_and_keep_their_graph() {
                 same(&dag.out.read(), &reference(&nodes, 9, 1), &format!("{case} updated, run {run}"));
                 setups.extend(report.windows.iter().map(|w| w.setup));
             }
+            // The downloads of the tasks that read the input move to a second input:
+            // the next run sets those copy nodes, then launches the graph unchanged.
+            let mut input2 = sched.alloc_host::<u32>(nodes.len() * N).unwrap();
+            input2.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen2(i));
+            let mut moved = 0;
+            for (i, node) in nodes.iter().enumerate() {
+                if node.source.is_none() {
+                    graph.set_copy(TaskId(i as u64), 0, &input2, i * N).unwrap();
+                    moved += 1;
+                }
+            }
+            for run in 0..2 {
+                graph.run().unwrap();
+                let report = sched.synchronize().unwrap();
+                same(&dag.out.read(), &reference_from(&nodes, gen2, 9, 1), &format!("{case} moved, run {run}"));
+                setups.extend(report.windows.iter().map(|w| w.setup));
+            }
             eprintln!("{case}: graphs {setups:?}");
             let n = nodes.len();
             assert_eq!(
@@ -419,6 +531,8 @@ fn cuda_recorded_dags_match_the_loop_and_keep_their_graph() {
                     GraphSetup::Reused,
                     GraphSetup::Reused,
                     GraphSetup::Updated { nodes: n },
+                    GraphSetup::Reused,
+                    GraphSetup::Updated { nodes: moved },
                     GraphSetup::Reused
                 ],
                 "{case}"

@@ -2,8 +2,9 @@
 # The core-plus-extensions restructuring against the build before it, on one GPU: every
 # GPU test of the new build, then with chariot's defaults, old and new alternated, the
 # demo (DEMO_CALLS calls of 5 timed runs), seti 8192^2 (3 calls of 5), chariot-align's
-# 7-query search (3 calls) and cudaFlow's shapes in the flow bench (3 calls of 3 rounds,
-# chariot with defaults: replay where it pays). New binaries in $B (default .gpu/,
+# 7-query search (3 calls) and cudaFlow's shapes in the flow bench (FLOW_CALLS calls,
+# default 3, of 3 rounds, chariot with defaults: replay where it pays; NEW_FLOW_ARGS is
+# added to the new build's, e.g. --no-recorded so that both run the same variants). New binaries in $B (default .gpu/,
 # scripts/gpu/stage.sh), old in $OLD (default .gpu-old/: chariot, chariot-align, seti and
 # flow, release, of the commit before). STEPS picks steps (default "tests demo seti
 # align flow"; "tabular" adds the new build's 7-query search with and without --tabular,
@@ -11,6 +12,8 @@
 set -euo pipefail
 STEPS=${STEPS:-tests demo seti align flow}
 DEMO_CALLS=${DEMO_CALLS:-3}
+FLOW_CALLS=${FLOW_CALLS:-3}
+NEW_FLOW_ARGS=${NEW_FLOW_ARGS:-}
 source "$(dirname "$0")/gpu-steps.sh"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 : "${OUT:?set OUT to a directory}"
@@ -48,10 +51,10 @@ if step tabular; then
 fi
 if step flow; then
   echo "== flow: cudaFlow's shapes, chariot with defaults against the hand-written graph: old, new alternated"
-  for i in 1 2 3; do
+  for i in $(seq 1 "$FLOW_CALLS"); do
     for v in old new; do
-      bin=$B/flow; [ $v = old ] && bin=$OLD/flow
-      timeout 240 "$bin" --rounds 3 --csv "$W/flow-$v-$i.csv" > "$W/flow-$v-$i.log" 2>&1 && rc=0 || rc=$?
+      bin=$B/flow; extra=($NEW_FLOW_ARGS); [ $v = old ] && { bin=$OLD/flow; extra=(); }
+      timeout 240 "$bin" --rounds 3 "${extra[@]}" --csv "$W/flow-$v-$i.csv" > "$W/flow-$v-$i.log" 2>&1 && rc=0 || rc=$?
       echo "$v $i exit $rc"
     done
   done | tee "$OUT/flow.txt" || true

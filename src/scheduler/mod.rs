@@ -233,12 +233,11 @@ impl Scheduler {
             }
         }
         self.check_ids(id, &after)?;
-        self.capture.check_recordable(id, &commands, !resident.is_empty())?;
         // `preds` begins with the named ones; inferred ones are appended after them.
         let named = after.len();
         let mut preds = after;
         // A recorded task claims nothing now: each run of its graph does.
-        let hosts = match self.capture.claim_recorded(id, &claims, &mut preds) {
+        let hosts = match self.capture.admit_recorded(id, &commands, !resident.is_empty(), &claims, &mut preds)? {
             Some(hosts) => hosts,
             None => claim_hosts(id, &claims, refuse_conflicts, &mut preds)?,
         };

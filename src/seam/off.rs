@@ -42,23 +42,15 @@ pub(crate) mod replay {
         }
 
         #[inline]
-        pub(crate) fn check_recordable(
+        pub(crate) fn admit_recorded(
             &self,
             _id: TaskId,
             _commands: &[crate::task::command::Command],
             _resident: bool,
-        ) -> crate::Result<()> {
-            Ok(())
-        }
-
-        #[inline]
-        pub(crate) fn claim_recorded(
-            &self,
-            _id: TaskId,
             _claims: &[crate::task::HostClaim],
             _preds: &mut Vec<TaskId>,
-        ) -> Option<Vec<Arc<crate::memory::host::HostShared>>> {
-            None
+        ) -> crate::Result<Option<Vec<Arc<crate::memory::host::HostShared>>>> {
+            Ok(None)
         }
 
         pub(crate) fn before_wait(&self) {}

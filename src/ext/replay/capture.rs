@@ -447,28 +447,27 @@ impl Capture {
         Ok(())
     }
 
-    /// Refuses a task a recorded graph cannot take, before any admission step.
-    pub(crate) fn check_recordable(&self, id: TaskId, commands: &[Command], resident: bool) -> crate::Result<()> {
-        if self.recording() && (resident || !window::replayable_commands(commands)) {
-            return Err(crate::Error::Recording { task: Some(id), problem: RecordingProblem::NotRecordable });
-        }
-        Ok(())
-    }
-
-    /// A recorded task's host regions, checked against the recording's own (not the
-    /// buffers' claims: each run takes those): adds the recorded tasks they conflict
-    /// with to `preds`; the buffers touched. `None` when no recording is under way.
-    pub(crate) fn claim_recorded(
+    /// The recording's admission step, in place of the core's host claims while a
+    /// recording is under way (`Ok(None)` otherwise): refuses a task a recorded graph
+    /// cannot take (a callback, resident data), then checks its host regions against
+    /// the recording's own (not the buffers' claims: each run takes those), adding the
+    /// recorded tasks they conflict with to `preds`. The buffers touched.
+    pub(crate) fn admit_recorded(
         &self,
         id: TaskId,
+        commands: &[Command],
+        resident: bool,
         claims: &[HostClaim],
         preds: &mut Vec<TaskId>,
-    ) -> Option<Vec<Arc<HostShared>>> {
+    ) -> crate::Result<Option<Vec<Arc<HostShared>>>> {
         if !self.recording() {
-            return None;
+            return Ok(None);
+        }
+        if resident || !window::replayable_commands(commands) {
+            return Err(crate::Error::Recording { task: Some(id), problem: RecordingProblem::NotRecordable });
         }
         let mut st = self.state.lock();
-        let r = st.recording.as_mut()?;
+        let Some(r) = st.recording.as_mut() else { return Ok(None) };
         let mut hosts: Vec<Arc<HostShared>> = Vec::new();
         let mut holders = Vec::new();
         for c in claims {
@@ -487,7 +486,7 @@ impl Capture {
                 hosts.push(c.host.clone());
             }
         }
-        Some(hosts)
+        Ok(Some(hosts))
     }
 
     /// Ends the recording: its tasks laid out as one window per GPU that gets work.

@@ -11,6 +11,8 @@
 //! ([`RecordedGraph::set_arg`]) waits until no run is queued or running, changes the
 //! task in place and bumps the part's generation: the next run sets the changed nodes
 //! in the kept graph (`cuGraphExecKernelNodeSetParams`), it does not rebuild it.
+//! [`RecordedGraph::set_copy`] moves a copy's host side the same way
+//! (`cuGraphExecMemcpyNodeSetParams`), and the runs claim the new bytes.
 //!
 //! A run claims, for each host buffer the graph copies from or to, the span of bytes
 //! its copies touch (one claim a buffer, however many copies), from its first run
@@ -20,6 +22,7 @@
 //! (each GPU runs its windows in order, and the graph's parts share no host bytes one
 //! writes: such tasks are joined by an edge and share a part).
 
+use crate::backend::op::Direction;
 use crate::backend::Machine;
 use crate::dispatch::shared::Shared;
 use crate::error::RecordingProblem;
@@ -31,8 +34,9 @@ use crate::memory::claims::{Holder, Region};
 use crate::memory::host::HostShared;
 use crate::memory::DevTarget;
 use crate::memory::DeviceBufferInner;
+use crate::memory::{Element, HostBuffer};
 use crate::sync::Ordering;
-use crate::task::command::Command;
+use crate::task::command::{Command, CopyCmd};
 use crate::task::Task;
 use crate::{Error, Result};
 use std::sync::atomic::AtomicU64;
@@ -143,29 +147,13 @@ impl RecordedGraph {
         parts: Vec<(usize, Window)>,
     ) -> RecordedGraph {
         let holder = Holder::Run(NEXT.fetch_add(1, Ordering::Relaxed));
-        let mut claims: Vec<(Arc<HostShared>, Region, bool)> = Vec::new();
+        let claims = graph_claims(parts.iter().flat_map(|(_, w)| w.tasks.iter().map(|t| &**t)));
         let mut index = rustc_hash::FxHashMap::default();
         let mut first = None;
         for (p, (_, w)) in parts.iter().enumerate() {
             for (t, task) in w.tasks.iter().enumerate() {
                 index.insert(task.id, (p as u32, t as u32));
                 first = Some(first.map_or(task.id, |f: TaskId| f.min(task.id)));
-                for c in &task.commands {
-                    let Command::Copy(c) = c else { continue };
-                    let region = Region { start: c.host_offset, width: c.width, pitch: c.host_pitch, height: c.height };
-                    let write = c.dir == crate::backend::op::Direction::Readback;
-                    match claims.iter_mut().find(|(h, ..)| Arc::ptr_eq(h, &c.host)) {
-                        Some((_, span, w)) => {
-                            let (start, end) = (span.start.min(region.start), span.end().max(region.end()));
-                            *span = Region::linear(start, end - start);
-                            *w |= write;
-                        }
-                        None => {
-                            let span = Region::linear(region.start, region.end() - region.start);
-                            claims.push((c.host.clone(), span, write));
-                        }
-                    }
-                }
             }
         }
         let runs = Arc::new(Runs::new(holder, claims, first.unwrap_or(TaskId(0))));
@@ -270,12 +258,140 @@ impl RecordedGraph {
         part.generation += 1;
         Ok(())
     }
+
+    /// Moves the host side of the copy that is command `command` of recorded task
+    /// `task` to `host`, from element `offset` on: the same shape (bytes a row, rows,
+    /// the host pitch) over other host bytes, as a loop that downloads the next batch's
+    /// inputs or reads back into another buffer would. Updated in place: the next run
+    /// sets the changed copy node of the kept graph (a 2-D copy's graph is built anew)
+    /// and claims the new bytes. Waits until no run of the graph is queued or running.
+    ///
+    /// Tasks recorded apart must stay apart: the new bytes may be written or read by
+    /// another recorded task only where the two are ordered by the graph's edges (a
+    /// task reading back where its successor downloads from, say); a graph never waits
+    /// for more than it recorded.
+    ///
+    /// # Errors
+    /// [`Error::Recording`] naming the task: [`RecordingProblem::UnknownTask`],
+    /// [`RecordingProblem::NotACopy`], [`RecordingProblem::HostRange`] (the region would
+    /// end past the buffer), [`RecordingProblem::HostOverlap`] (naming the unordered
+    /// task whose bytes it would share). The graph is unchanged after an error.
+    pub fn set_copy<T: Element>(
+        &mut self,
+        task: TaskId,
+        command: usize,
+        host: &HostBuffer<T>,
+        offset: usize,
+    ) -> Result<()> {
+        let fail = |problem| Error::Recording { task: Some(task), problem };
+        let &(p, t) = self.index.get(&task).ok_or_else(|| fail(RecordingProblem::UnknownTask))?;
+        let (p, t) = (p as usize, t as usize);
+        self.runs.wait_idle();
+        let new_host = host.shared();
+        // Checked with every part's window locked in turn (no run holds one: the runs
+        // ended), before anything changes.
+        let (region, write) = {
+            let w = self.parts[p].window.lock();
+            let Some(Command::Copy(c)) = w.tasks[t].commands.get(command) else {
+                return Err(fail(RecordingProblem::NotACopy { command }));
+            };
+            let size = std::mem::size_of::<T>();
+            let bytes = host.len() * size;
+            let end = offset.checked_mul(size).and_then(|start| {
+                c.height.checked_sub(1)?.checked_mul(c.host_pitch)?.checked_add(start)?.checked_add(c.width)
+            });
+            match end {
+                Some(end) if end <= bytes => {}
+                end => return Err(fail(RecordingProblem::HostRange { end, bytes })),
+            }
+            (Region { start: offset * size, ..copy_region(c) }, c.dir == Direction::Readback)
+        };
+        for (q, part) in self.parts.iter().enumerate() {
+            let w = part.window.lock();
+            for (u, other) in w.tasks.iter().enumerate() {
+                let touches = other.commands.iter().enumerate().any(|(i, cmd)| {
+                    let Command::Copy(c) = cmd else { return false };
+                    !(q == p && u == t && i == command)
+                        && Arc::ptr_eq(&c.host, new_host)
+                        && (write || c.dir == Direction::Readback)
+                        && copy_region(c).overlaps(&region)
+                });
+                if touches && !(q == p && (u == t || ordered(&w, t, u))) {
+                    return Err(fail(RecordingProblem::HostOverlap { other: other.id }));
+                }
+            }
+        }
+        let part = Arc::get_mut(&mut self.parts[p]).ok_or_else(|| fail(RecordingProblem::RunInFlight))?;
+        let window = part.window.get_mut();
+        let recorded = &mut window.tasks[t];
+        if let Some(Command::Copy(c)) = recorded.commands.get_mut(command) {
+            c.host = new_host.clone();
+            c.host_offset = region.start;
+        }
+        // The task's buffers, as admission listed them: those its copies name.
+        recorded.hosts.clear();
+        for cmd in recorded.commands.iter() {
+            if let Command::Copy(c) = cmd {
+                if !recorded.hosts.iter().any(|h| Arc::ptr_eq(h, &c.host)) {
+                    recorded.hosts.push(c.host.clone());
+                }
+            }
+        }
+        part.generation += 1;
+        let windows: Vec<_> = self.parts.iter().map(|part| part.window.lock()).collect();
+        self.runs.set_claims(graph_claims(windows.iter().flat_map(|w| w.tasks.iter().map(|t| &**t))));
+        Ok(())
+    }
 }
 
 impl std::fmt::Debug for RecordedGraph {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RecordedGraph").field("tasks", &self.tasks).field("gpus", &self.gpus()).finish()
     }
+}
+
+/// Per host buffer `tasks` copy from or to: the span their copies touch
+/// (one claim a buffer, however many copies), and whether any writes it.
+fn graph_claims<'a>(tasks: impl Iterator<Item = &'a Task>) -> Vec<(Arc<HostShared>, Region, bool)> {
+    let mut claims: Vec<(Arc<HostShared>, Region, bool)> = Vec::new();
+    for c in tasks.flat_map(|t| t.commands.iter()) {
+        let Command::Copy(c) = c else { continue };
+        let (region, write) = (copy_region(c), c.dir == Direction::Readback);
+        match claims.iter_mut().find(|(h, ..)| Arc::ptr_eq(h, &c.host)) {
+            Some((_, span, w)) => {
+                let (start, end) = (span.start.min(region.start), span.end().max(region.end()));
+                *span = Region::linear(start, end - start);
+                *w |= write;
+            }
+            None => claims.push((c.host.clone(), Region::linear(region.start, region.end() - region.start), write)),
+        }
+    }
+    claims
+}
+
+/// The host bytes copy `c` touches.
+fn copy_region(c: &CopyCmd) -> Region {
+    Region { start: c.host_offset, width: c.width, pitch: c.host_pitch, height: c.height }
+}
+
+/// Whether task `a` of `w` runs before task `b` or after it, along the window's edges
+/// (its own and its lanes'): an edge from the earlier to the later by index.
+fn ordered(w: &Window, a: usize, b: usize) -> bool {
+    let (from, to) = if a < b { (a, b) } else { (b, a) };
+    let mut seen = vec![false; to + 1];
+    let mut stack = vec![to];
+    while let Some(t) = stack.pop() {
+        for &p in &w.preds[t] {
+            let p = p as usize;
+            if p == from {
+                return true;
+            }
+            if p > from && !std::mem::replace(&mut seen[p], true) {
+                stack.push(p);
+            }
+        }
+    }
+    false
 }
 
 /// An argument's kind, as an update error names it.

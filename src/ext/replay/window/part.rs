@@ -7,7 +7,7 @@ use crate::ext::replay::window::Window;
 use crate::ids::TaskId;
 use crate::memory::claims::{Holder, Region};
 use crate::memory::host::HostShared;
-use crate::sync::{Condvar, Mutex};
+use crate::sync::{AtomicUsize, Condvar, Mutex, Ordering};
 use crate::Result;
 use std::sync::Arc;
 
@@ -37,14 +37,17 @@ pub(crate) struct Part {
     pub(crate) device_runnable: bool,
     /// How its runs go, as its first runs measured.
     trial: Mutex<Trial>,
+    /// The trial's next way (`Way::Device as usize` or `Way::Graph as usize`), kept beside it
+    /// so that a dispatcher asks without the trial's lock (it asks under its queue's).
+    next: AtomicUsize,
 }
 
 /// How a recorded part runs: as its kept CUDA graph, or on the GPU by the persistent
 /// executor (Giles' scheme, `Execution::Device`'s).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Way {
-    Graph,
-    Device,
+    Graph = 0,
+    Device = 1,
 }
 
 /// The runtime's choice of a part's way, from what its first runs took: where the
@@ -114,22 +117,31 @@ impl Part {
             window: Mutex::new(window),
             runs,
             trial: Mutex::new(Trial::default()),
+            next: AtomicUsize::new(Way::Graph as usize),
         }
     }
 
     /// How its next run goes (see [`Trial`]).
     pub(crate) fn next_way(&self) -> Way {
-        self.trial.lock().next(self.device_runnable)
+        if self.next.load(Ordering::Acquire) == Way::Device as usize {
+            Way::Device
+        } else {
+            Way::Graph
+        }
     }
 
     /// A run of it ended, as `used` says, in `ns` (launch to completion seen).
     pub(crate) fn ran(&self, used: GraphUse, ns: u64) {
-        self.trial.lock().ran(used, ns, self.device_runnable);
+        let mut trial = self.trial.lock();
+        trial.ran(used, ns, self.device_runnable);
+        self.next.store(trial.next(self.device_runnable) as usize, Ordering::Release);
     }
 
     /// A run asked of the device ran as a graph: the executor cannot take the part.
     pub(crate) fn refused(&self) {
-        self.trial.lock().way = Some(Way::Graph);
+        let mut trial = self.trial.lock();
+        trial.way = Some(Way::Graph);
+        self.next.store(Way::Graph as usize, Ordering::Release);
     }
 }
 
@@ -137,47 +149,52 @@ impl Part {
 /// held while any is.
 pub(crate) struct Runs {
     holder: Holder,
+    /// The graph's first task: the one a refused run's error names.
+    first: TaskId,
+    state: Mutex<RunState>,
+    idle: Condvar,
+}
+
+struct RunState {
+    /// Part runs queued or running.
+    count: usize,
     /// Per host buffer the graph copies from or to: the span its copies touch, and
     /// whether any writes it.
     claims: Vec<(Arc<HostShared>, Region, bool)>,
-    /// The graph's first task: the one a refused run's error names.
-    first: TaskId,
-    count: Mutex<usize>,
-    idle: Condvar,
 }
 
 impl Runs {
     /// No run yet: the graph's claims (holder `holder`, per buffer its span) and its
     /// first task.
     pub(crate) fn new(holder: Holder, claims: Vec<(Arc<HostShared>, Region, bool)>, first: TaskId) -> Runs {
-        Runs { holder, claims, first, count: Mutex::new(0), idle: Condvar::new() }
+        Runs { holder, first, state: Mutex::new(RunState { count: 0, claims }), idle: Condvar::new() }
     }
 
     /// Counts `parts` part runs in, claiming the host spans first if none was in flight:
     /// waits for tasks whose claims conflict, refuses a conflicting guard.
     pub(crate) fn begin(&self, parts: usize) -> Result<()> {
-        let mut count = self.count.lock();
-        if *count == 0 {
-            for (i, (host, region, write)) in self.claims.iter().enumerate() {
+        let mut st = self.state.lock();
+        if st.count == 0 {
+            for (i, (host, region, write)) in st.claims.iter().enumerate() {
                 if let Err(e) = host.claim_for_run(region, *write, self.holder, self.first) {
-                    for (h, ..) in &self.claims[..i] {
+                    for (h, ..) in &st.claims[..i] {
                         h.release(self.holder);
                     }
                     return Err(e);
                 }
             }
         }
-        *count += parts;
+        st.count += parts;
         Ok(())
     }
 
     /// One part run ended (after the dispatcher let go of its share of the part): the
     /// claims go with the last one.
     pub(crate) fn end_one(&self) {
-        let mut count = self.count.lock();
-        *count -= 1;
-        if *count == 0 {
-            for (host, ..) in &self.claims {
+        let mut st = self.state.lock();
+        st.count -= 1;
+        if st.count == 0 {
+            for (host, ..) in &st.claims {
                 host.release(self.holder);
             }
             self.idle.notify_all();
@@ -186,10 +203,18 @@ impl Runs {
 
     /// Waits until no run is queued or running.
     pub(crate) fn wait_idle(&self) {
-        let mut count = self.count.lock();
-        while *count > 0 {
-            self.idle.wait(&mut count);
+        let mut st = self.state.lock();
+        while st.count > 0 {
+            self.idle.wait(&mut st);
         }
+    }
+
+    /// The spans the next runs claim, after an update moved a copy (no run in flight:
+    /// the caller waited, and holds the graph alone).
+    pub(crate) fn set_claims(&self, claims: Vec<(Arc<HostShared>, Region, bool)>) {
+        let mut st = self.state.lock();
+        debug_assert_eq!(st.count, 0, "claims changed under a run");
+        st.claims = claims;
     }
 }
 
