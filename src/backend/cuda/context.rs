@@ -511,4 +511,25 @@ mod test {
         assert_eq!(super::parse_cpulist("0-3,8,10-11\n"), vec![0, 1, 2, 3, 8, 10, 11]);
         assert!(super::parse_cpulist("").is_empty());
     }
+
+    /// The reason names the library, the first three functions it lacks and how many
+    /// more, as the text did when it was built in place.
+    #[test]
+    fn missing_functions_are_named() {
+        let missing = |n: usize| super::NoCuda::MissingFunctions {
+            library: "libcuda.so.1".into(),
+            missing: super::DRIVER_FUNCTIONS[..n].to_vec(),
+        };
+        let [a, b, c, d] = [0, 1, 2, 3].map(|i| super::DRIVER_FUNCTIONS[i]);
+        let total = super::DRIVER_FUNCTIONS.len();
+        assert_eq!(
+            missing(5).to_string(),
+            format!(
+                "the CUDA driver library libcuda.so.1 (the first found on the loader's path) lacks {a}, {b}, {c} \
+                 and 2 more of the {total} driver functions chariot calls: it is not a CUDA driver, or one too old"
+            )
+        );
+        let two = missing(2).to_string();
+        assert!(two.contains(&format!("lacks {a}, {b} of the {total}")) && !two.contains(d), "{two}");
+    }
 }
