@@ -10,6 +10,7 @@
 //! thread running a callback is `crate::ids::InCallback`.
 
 use crate::backend::op::{HostAt, HostFunc};
+pub(crate) use crate::backend::op_failure::CallbackFailure;
 use crate::error::BoxError;
 use crate::ids::TaskId;
 use crate::memory::{DeviceBuffer, Element};
@@ -199,7 +200,7 @@ impl GpuCallback {
 }
 
 impl HostFunc for GpuCallback {
-    fn run(self: Box<Self>, at: HostAt) -> Result<(), String> {
+    fn run(self: Box<Self>, at: HostAt) -> Result<(), CallbackFailure> {
         let me = *self;
         let mut call = GpuCall {
             info: CallInfo { task: me.task, gpu: at.gpu, stream: at.slot },
@@ -217,11 +218,11 @@ impl HostFunc for GpuCallback {
 
 pub(crate) use crate::error::panic_message;
 
-/// Runs `f`, turning an error or a panic into a message.
-pub(crate) fn run_caught<R>(f: impl FnOnce() -> Result<R, BoxError>) -> Result<R, String> {
+/// Runs `f`, catching its error or its panic as a [`CallbackFailure`].
+pub(crate) fn run_caught<R>(f: impl FnOnce() -> Result<R, BoxError>) -> Result<R, CallbackFailure> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(r)) => Ok(r),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(payload) => Err(panic_message(payload)),
+        Ok(Err(e)) => Err(CallbackFailure::Returned(e)),
+        Err(payload) => Err(CallbackFailure::Panicked(crate::error::panic_text(payload))),
     }
 }

@@ -496,10 +496,15 @@ impl std::fmt::Display for ConflictHolder {
 }
 /// Turns a caught panic's payload into a message.
 pub(crate) fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
-    let text = payload
+    format!("panicked: {}", panic_text(payload))
+}
+
+/// A caught panic's own text (what `panic!` was given), or a placeholder where the
+/// payload is not a string.
+pub(crate) fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a non-string payload".to_string());
-    format!("panicked: {text}")
+        .unwrap_or_else(|| "a non-string payload".to_string())
 }

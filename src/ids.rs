@@ -70,7 +70,7 @@ mod test {
                 let _in = InCallback::enter(3, TaskId(9));
                 panic!("boom")
             });
-            assert_eq!(r, Err("panicked: boom".to_string()));
+            assert_eq!(r.map_err(|e| e.to_string()), Err("panicked: boom".to_string()));
             assert_eq!(current(), Some((1, TaskId(7))), "unwinding restores the mark");
         }
         assert_eq!(current(), None);

@@ -38,7 +38,7 @@ pub(crate) use off::replay::{Capture, Offer, WindowQueues, WindowsInFlight};
 pub(crate) use crate::ext::resident::{
     admit::{admit as admit_resident, ResidentRange},
     dispatch::{bind_resident, fetch_ended, may_start, plan_command, skip_valid_fetches},
-    memory::{FetchPart, ResidentBuffer, ResidentInner, ResidentMemory, Source, MAX_GPUS},
+    memory::{FetchPart, ReadBackFailure, ResidentBuffer, ResidentInner, ResidentMemory, Source, MAX_GPUS},
     shared::Residents,
     task::{lower_fetch, Residency},
 };

@@ -19,9 +19,9 @@
 #   4 error       Error, Result, BoxError, the typed details (LengthProblem, HostRegion, ConflictHolder, MemoryKind)
 #   3 report      Report, CommandRecord, TaskFailure, DriverError, bounds, critical path, the ideal (zero-overhead) schedule, trace, adaptation lines
 #   2 stage       Stage, OverlapMatrix, Thresholds, Tuning (the choice), the adaptation rule, queues P_k
-#   1 device      backend::{device, host_alloc, op}: GpuInfo, PhysBuf, SimMemory, Function, KernelCode,
-#                 Param, HostAlloc; the device operations (copy, upload, peer copy, fill, launch, host
-#                 function, graph) and what they borrow
+#   1 device      backend::{device, host_alloc, op, op_failure}: GpuInfo, PhysBuf, SimMemory, Function,
+#                 KernelCode, Param, HostAlloc; the device operations (copy, upload, peer copy, fill, launch,
+#                 host function, graph), what they borrow, and why one fails (OpFailure, CallbackFailure)
 #   0 primitives  sync (std | shuttle), signal (Signal), ids (TaskId, the in-callback mark)
 #
 # The extensions (src/ext/: replay windows, resident data, the cluster form; each behind
@@ -83,6 +83,7 @@ LAYERS = {
     "backend::device": 1,
     "backend::host_alloc": 1,
     "backend::op": 1,
+    "backend::op_failure": 1,
     "stage": 2,
     "report": 3,
     "error": 4,

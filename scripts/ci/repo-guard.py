@@ -19,6 +19,10 @@ finding) on:
              name the concept instead
   outside    a path outside the repository (the parent's shared folder or the
              developer machine's work folder) in any tracked text file
+  stringerr  a `Result<T, E>` in the runtime's code (src/, comment lines aside) whose
+             error type E is or holds a `String` (`String`, `Option<String>`, ...):
+             internal errors are typed values, written out once where they reach a
+             public type; STRING_ERR_ALLOWED names the few that must stay, each with why
 
 Usage: python3 scripts/ci/repo-guard.py [ROOT]     check a checkout (default: this one)
        python3 scripts/ci/repo-guard.py --self-test
@@ -35,6 +39,12 @@ import tempfile
 TRACKER = re.compile(r"\b[Ii]ssues?\s?#?[0-9]")
 OUTSIDE = re.compile(re.escape("../" + "shared") + "|" + re.escape("/" + "work/"))
 RUST_COMMENT = re.compile(r"^\s*//")
+# `Result<T, String>` kept in src/ on purpose: (path, error type) -> why.
+STRING_ERR_ALLOWED = {
+    ("src/backend/sim/nvrtc_check.rs", "String"):
+        "the cache of NVRTC's outcome per source: the error is NVRTC's own compile log, which "
+        "Error::KernelCompile carries as text",
+}
 TEXT_EXT = {".md", ".rs", ".sh", ".py", ".toml", ".txt", ".cu", ".cpp", ".h", ".c", ".yml",
             ".yaml", ".json", ".csv", ".log", ".tsv", ".patch", ""}
 
@@ -150,7 +160,38 @@ def check(root):
         for n, line in enumerate(text.split("\n"), 1):
             if OUTSIDE.search(line):
                 problems.append(("outside", f"{p}:{n}", "a path outside the repository: describe what it was and where to get it"))
+    for p in files:
+        if not (p.startswith("src/") and p.endswith(".rs")):
+            continue
+        for n, err in string_errors(read(root, p) or ""):
+            if (p, err) not in STRING_ERR_ALLOWED:
+                problems.append(("stringerr", f"{p}:{n}", f"an error typed as `{err}`: make it a typed error "
+                                 "(an enum that names what failed, with its values) and write it out at the edge"))
     return problems
+
+
+def string_errors(text):
+    """(line, error type) of each `Result<T, E>` in Rust `text` whose E names `String`;
+    comment lines are skipped, and nested brackets are followed (`Result<Vec<u8>, String>`,
+    a signature over several lines)."""
+    code = "\n".join("" if RUST_COMMENT.match(line) else line for line in text.split("\n"))
+    found = []
+    for m in re.finditer(r"\bResult<", code):
+        depth, args, i = 1, [""], m.end()
+        while i < len(code) and depth:
+            c = code[i]
+            if c in "<([":
+                depth += 1
+            elif c in ">)]":
+                depth -= 1
+            if depth == 1 and c == ",":
+                args.append("")
+            elif depth:
+                args[-1] += c
+            i += 1
+        if len(args) == 2 and re.search(r"\bString\b", args[1]):
+            found.append((code.count("\n", 0, m.start()) + 1, " ".join(args[1].split())))
+    return found
 
 
 def report(problems):
@@ -177,6 +218,9 @@ def self_test():
         "results/h/run/data.csv": "a,b\n1,2\n",
         "results/h/run/sub/more.log": "log\n",
         "src/lib.rs": "// the cluster form\nfn f() { let issue = 3; }\n",
+        "src/ok.rs": "/// Not `Result<(), String>`: typed.\nfn g() -> Result<Vec<u8>, Problem> { todo!() }\n"
+                     "fn h() -> crate::Result<String> { todo!() }\nfn i() -> Result<String, Problem> { todo!() }\n",
+        "tests/t.rs": "fn t() -> Result<(), String> { Ok(()) }\n",
     }
     tracker = "issue " + "19"
     faults = {
@@ -193,6 +237,9 @@ def self_test():
         "tracker ": {"src/lib.rs": f"// ({tracker})\nfn f() {{}}\n"},
         "outside": {"docs/y.md": "see " + "../" + "shared/GPU.md\n"},
         "outside ": {"scripts/ci/e.sh": "#!/usr/bin/env bash\nset -euo pipefail\ncat " + "/" + "work/x\n"},
+        "stringerr": {"src/a.rs": "fn f() -> Result<(), String> { Ok(()) }\n"},
+        "stringerr ": {"src/b.rs": "fn f(\n    x: u8,\n) -> Result<Vec<Vec<u8>>, Option<String>> {\n    todo!()\n}\n"},
+        "stringerr  ": {"src/c.rs": "struct Done {\n    result: std::result::Result<(), String>,\n}\n"},
     }
     ok = True
     with tempfile.TemporaryDirectory() as tmp:

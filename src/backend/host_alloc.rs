@@ -36,13 +36,36 @@ unsafe impl Send for HostAlloc {}
 // `unsafe` `bytes_mut`, whose callers prove that nothing else touches those bytes.
 unsafe impl Sync for HostAlloc {}
 
+/// Why the host gave no memory for a block or a simulated GPU's words.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HostRefusal {
+    /// The size and alignment make no layout (the size overflows `isize::MAX`).
+    #[error(transparent)]
+    Layout(#[from] std::alloc::LayoutError),
+    /// The allocator returned null for a block.
+    #[error("the allocator returned null")]
+    Null,
+    /// The words' size overflows what one allocation can hold.
+    #[error("{words} 16-byte words are more than an allocation can hold")]
+    TooManyWords {
+        /// The words asked for.
+        words: usize,
+    },
+    /// The allocator returned null for the words.
+    #[error("the host could not give {bytes} bytes")]
+    NoMemory {
+        /// The bytes asked for.
+        bytes: usize,
+    },
+}
+
 impl HostAlloc {
     /// A zeroed heap block of `bytes` bytes (`bytes` > 0).
-    pub(crate) fn heap(bytes: usize) -> Result<Self, String> {
-        let layout = Layout::from_size_align(bytes, 64).map_err(|e| e.to_string())?;
+    pub(crate) fn heap(bytes: usize) -> Result<Self, HostRefusal> {
+        let layout = Layout::from_size_align(bytes, 64)?;
         // SAFETY: the layout has a non-zero size (callers refuse empty buffers).
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(ptr).ok_or_else(|| "the allocator returned null".to_string())?;
+        let ptr = NonNull::new(ptr).ok_or(HostRefusal::Null)?;
         Ok(HostAlloc { ptr, bytes, kind: HostKind::Heap(layout) })
     }
 
@@ -100,16 +123,15 @@ impl HostAlloc {
 /// `vec![0u128; words]` aborts the process when the host cannot give the memory; this
 /// returns an error instead. Like `vec!`, it asks the allocator for zeroed memory
 /// (`calloc`), so pages nothing touches (timing-only runs) cost no host memory.
-pub(crate) fn zeroed_words(words: usize) -> Result<Vec<u128>, String> {
+pub(crate) fn zeroed_words(words: usize) -> Result<Vec<u128>, HostRefusal> {
     if words == 0 {
         return Ok(Vec::new());
     }
-    let layout = Layout::array::<u128>(words)
-        .map_err(|_| format!("{words} 16-byte words are more than an allocation can hold"))?;
+    let layout = Layout::array::<u128>(words).map_err(|_| HostRefusal::TooManyWords { words })?;
     // SAFETY: the layout has a non-zero size (`words` > 0).
     let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<u128>();
     if ptr.is_null() {
-        return Err(format!("the host could not give {} bytes", layout.size()));
+        return Err(HostRefusal::NoMemory { bytes: layout.size() });
     }
     // SAFETY: `ptr` comes from the global allocator, which `Vec` uses, with the layout
     // of `words` u128s (size and alignment as `Vec` computes them); all `words` are
@@ -146,7 +168,7 @@ mod test {
         assert!(words.iter().all(|&w| w == 0));
         assert!(zeroed_words(0).unwrap().is_empty());
         // 2 EiB: more than any host has; an error, not an abort.
-        let e = zeroed_words(1 << 57).unwrap_err();
+        let e = zeroed_words(1 << 57).unwrap_err().to_string();
         assert!(e.contains(&(1u64 << 61).to_string()), "{e}");
         assert!(zeroed_words(usize::MAX).is_err());
     }

@@ -19,6 +19,7 @@ pub(crate) mod cuda;
 pub(crate) mod device;
 pub(crate) mod host_alloc;
 pub(crate) mod op;
+pub(crate) mod op_failure;
 pub(crate) mod sim;
 
 use crate::config::Gpus;
@@ -70,7 +71,7 @@ impl Backend {
     /// }
     /// ```
     pub fn cuda_devices() -> crate::Result<usize> {
-        Machine::cuda_present().map_err(|reason| crate::Error::CudaUnavailable { reason })
+        Machine::cuda_present().map_err(|why| crate::Error::CudaUnavailable { reason: why.to_string() })
     }
 
     /// The backend a command line names: `cuda`, `sim` (simulating `profile`), or `auto`
@@ -145,9 +146,10 @@ pub(crate) enum Reach {
 }
 
 impl Fault {
-    /// A fault of this task only.
-    pub(crate) fn task(message: impl Into<String>) -> Fault {
-        Fault { message: message.into(), reach: Reach::Task, driver: None }
+    /// A fault of this task only, for the reason `why` (written out here, once: the
+    /// message is what the task's failure shows).
+    pub(crate) fn task(why: impl std::fmt::Display) -> Fault {
+        Fault { message: why.to_string(), reach: Reach::Task, driver: None }
     }
 
     /// Whether the GPU is lost.
@@ -165,6 +167,18 @@ impl From<String> for Fault {
 impl From<&str> for Fault {
     fn from(message: &str) -> Fault {
         Fault::task(message)
+    }
+}
+
+impl From<op_failure::OpFailure> for Fault {
+    fn from(why: op_failure::OpFailure) -> Fault {
+        Fault::task(why)
+    }
+}
+
+impl From<op_failure::CallbackFailure> for Fault {
+    fn from(why: op_failure::CallbackFailure) -> Fault {
+        Fault::task(why)
     }
 }
 
@@ -226,7 +240,7 @@ impl Machine {
     }
 
     /// Whether the CUDA backend can run here: a driver library and at least one device.
-    pub(crate) fn cuda_present() -> Result<usize, String> {
+    pub(crate) fn cuda_present() -> Result<usize, cuda::NoCuda> {
         cuda::Machine::probe()
     }
 
@@ -285,10 +299,10 @@ impl Machine {
     pub(crate) fn alloc_host(&self, bytes: usize) -> crate::Result<HostAlloc> {
         match self {
             Machine::Cuda(m) => m.alloc_host(bytes),
-            Machine::Sim(_) => HostAlloc::heap(bytes).map_err(|message| crate::Error::OutOfMemory {
+            Machine::Sim(_) => HostAlloc::heap(bytes).map_err(|why| crate::Error::OutOfMemory {
                 what: crate::error::MemoryKind::Host,
                 bytes,
-                message,
+                message: why.to_string(),
             }),
         }
     }
@@ -376,16 +390,16 @@ impl crate::seam::ResidentMemory for Machine {
         self.free_device(vec![buf])
     }
 
-    fn read_copy(&self, buf: &PhysBuf, offset: usize, out: &mut [u8]) -> Result<(), String> {
+    fn read_copy(&self, buf: &PhysBuf, offset: usize, out: &mut [u8]) -> Result<(), crate::seam::ReadBackFailure> {
         match (self, buf) {
-            (Machine::Cuda(m), PhysBuf::Cuda { gpu, ptr }) => m.read_device(*gpu, *ptr + offset as u64, out),
+            (Machine::Cuda(m), PhysBuf::Cuda { gpu, ptr }) => Ok(m.read_device(*gpu, *ptr + offset as u64, out)?),
             (Machine::Sim(_), PhysBuf::Sim(mem)) => {
                 let words = mem.data.lock();
                 let bytes: &[u8] = bytemuck::cast_slice(&words[..]);
                 out.copy_from_slice(&bytes[offset..offset + out.len()]);
                 Ok(())
             }
-            _ => Err("a copy of another backend".into()),
+            _ => Err(crate::seam::ReadBackFailure::OtherBackend),
         }
     }
 }
@@ -413,7 +427,7 @@ pub(crate) enum Gpu {
 
 impl Gpu {
     /// Runs on the dispatcher's thread before anything else (CUDA: makes the context current).
-    pub(crate) fn bind_thread(&self) -> Result<(), String> {
+    pub(crate) fn bind_thread(&self) -> Result<(), crate::report::DriverError> {
         match self {
             Gpu::Cuda(g) => g.bind_thread(),
             Gpu::Sim(_) => Ok(()),

@@ -13,6 +13,7 @@
 
 use super::device::{Function, KernelCode, PhysBuf, SimMemory};
 use super::host_alloc::HostAlloc;
+use super::op_failure::{CallbackFailure, OpFailure};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -130,7 +131,7 @@ pub(crate) trait Twin: Send + Sync + std::fmt::Debug {
     /// The kernel's name, for messages.
     fn name(&self) -> &str;
     /// Runs the twin on GPU `gpu`'s simulated memory of stream slot `slot`.
-    fn run(&self, gpu: usize, slot: usize) -> Result<(), String>;
+    fn run(&self, gpu: usize, slot: usize) -> Result<(), OpFailure>;
     /// The modeled time of the launch where the kernel gives a cost model.
     fn modeled(&self) -> Option<Duration>;
 }
@@ -163,9 +164,9 @@ pub(crate) struct HostAt {
 }
 
 /// A host function, run once in stream order (a library call that enqueues its own
-/// work on the stream); its error or panic is its message.
+/// work on the stream); its error or panic is caught as a value.
 pub(crate) trait HostFunc: Send {
-    fn run(self: Box<Self>, at: HostAt) -> Result<(), String>;
+    fn run(self: Box<Self>, at: HostAt) -> Result<(), CallbackFailure>;
 }
 
 /// One device operation.

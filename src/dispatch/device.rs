@@ -23,7 +23,7 @@ use crate::task::lower::lower;
 pub(crate) trait Device: Send {
     /// Runs on the dispatcher's thread before anything else (CUDA: makes the context
     /// current); an error takes the GPU out of the rotation.
-    fn bind_thread(&self) -> Result<(), String>;
+    fn bind_thread(&self) -> Result<(), crate::report::DriverError>;
 
     /// Issues GPU-stage command `cmd` (index `command` in its task) on stream slot
     /// `stream`, which has nothing in flight, without waiting for it. Returns the time
@@ -86,7 +86,7 @@ fn lower_and_issue(
             lists.keep(g);
             issued
         }
-        Err(message) => Err(Fault::task(message)),
+        Err(why) => Err(Fault::task(why)),
     };
     lists.words = words;
     issued
@@ -95,7 +95,7 @@ fn lower_and_issue(
 /// The runtime's GPU: the backend's handle, CUDA or sim.
 impl Device for Gpu {
     #[inline]
-    fn bind_thread(&self) -> Result<(), String> {
+    fn bind_thread(&self) -> Result<(), crate::report::DriverError> {
         Gpu::bind_thread(self)
     }
 

@@ -2,7 +2,7 @@
 //! (stage-1 commands) for every dispatcher and report each back to the dispatcher that
 //! issued it. A panic in a callback is caught here and becomes that task's failure.
 
-use crate::callback::{run_caught, CallInfo, CpuFn};
+use crate::callback::{run_caught, CallInfo, CallbackFailure, CpuFn};
 use crate::sync::channel::{Receiver, Sender};
 use std::thread::JoinHandle;
 
@@ -22,7 +22,7 @@ pub(crate) struct CpuDone {
     pub(crate) stream: usize,
     pub(crate) start_ns: u64,
     pub(crate) end_ns: u64,
-    pub(crate) result: Result<(), String>,
+    pub(crate) result: Result<(), CallbackFailure>,
 }
 
 /// The executioner threads: run CPU callbacks, report back to the dispatcher.

@@ -420,8 +420,15 @@ impl<D: Device> Dispatcher<D> {
         self.shared.wake_claimer();
         if let Err(e) = crate::seam::bind_resident(self.gpu, &self.shared.resident, &mut task) {
             let stage = task.commands.first().map_or(Stage::Download, |c| c.stage());
-            let failure =
-                TaskFailure { task: task.id, command: 0, stage, gpu: self.gpu, stream: j, message: e, driver: None };
+            let failure = TaskFailure {
+                task: task.id,
+                command: 0,
+                stage,
+                gpu: self.gpu,
+                stream: j,
+                message: e.to_string(),
+                driver: None,
+            };
             self.flush_stats();
             self.shared.end_task(task, Some(failure));
             return true;

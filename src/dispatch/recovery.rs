@@ -115,7 +115,7 @@ impl<D: Device> Dispatcher<D> {
 /// once). And a readback that had begun must not have written over host memory that
 /// one of its downloads reads (an in-place transform), or the second attempt would read
 /// a half-written input.
-fn restart_point(task: &Task, interrupted: bool) -> Result<usize, String> {
+fn restart_point(task: &Task, interrupted: bool) -> Result<usize, NoRestart> {
     let Some(first) = task.commands.iter().position(|c| c.stage().on_gpu()) else { return Ok(task.next) };
     if task.next < first || (task.next == first && !interrupted) {
         return Ok(task.next); // nothing of it began on the GPU
@@ -126,12 +126,8 @@ fn restart_point(task: &Task, interrupted: bool) -> Result<usize, String> {
             Command::Copy(_) | Command::Launch(_) => {}
             #[cfg(feature = "resident")]
             Command::Fetch(_) => {}
-            Command::Gpu(_) => return Err(format!("its GPU callback (command {i}) had run, and a callback runs once")),
-            Command::Cpu(_) => {
-                return Err(format!(
-                    "its CPU callback (command {i}) had run after its first GPU command, and a callback runs once"
-                ))
-            }
+            Command::Gpu(_) => return Err(NoRestart::GpuCallbackRan { command: i }),
+            Command::Cpu(_) => return Err(NoRestart::CpuCallbackRan { command: i }),
         }
     }
     let copies = |range: std::ops::Range<usize>, dir: Direction| {
@@ -144,12 +140,38 @@ fn restart_point(task: &Task, interrupted: bool) -> Result<usize, String> {
         if let Some((d, _)) =
             copies(first..task.commands.len(), Direction::Download).find(|(_, d)| overlap(readback, d))
         {
-            return Err(format!(
-                "its readback (command {r}) had begun writing host memory that its download (command {d}) reads"
-            ));
+            return Err(NoRestart::ReadbackOverInput { readback: r, download: d });
         }
     }
     Ok(first)
+}
+
+/// Why a task on a lost GPU cannot run again elsewhere ([`restart_point`]): what of
+/// it had run that must not run twice.
+#[derive(Debug, thiserror::Error)]
+enum NoRestart {
+    /// Its GPU callback had run (a callback runs once).
+    #[error("its GPU callback (command {command}) had run, and a callback runs once")]
+    GpuCallbackRan {
+        /// The callback's index in the task.
+        command: usize,
+    },
+    /// A CPU callback after its first GPU command had run.
+    #[error("its CPU callback (command {command}) had run after its first GPU command, and a callback runs once")]
+    CpuCallbackRan {
+        /// The callback's index in the task.
+        command: usize,
+    },
+    /// A readback had begun writing host memory that one of its downloads reads.
+    #[error(
+        "its readback (command {readback}) had begun writing host memory that its download (command {download}) reads"
+    )]
+    ReadbackOverInput {
+        /// The readback's index in the task.
+        readback: usize,
+        /// The download's index.
+        download: usize,
+    },
 }
 
 /// Whether two copies touch overlapping host bytes (by their spans, first row's start

@@ -165,7 +165,7 @@ pub(super) struct ModelGpu {
 }
 
 impl Device for ModelGpu {
-    fn bind_thread(&self) -> Result<(), String> {
+    fn bind_thread(&self) -> Result<(), crate::report::DriverError> {
         Ok(())
     }
 

@@ -72,8 +72,8 @@ impl ResidentMemory for Memory {
         }
     }
 
-    fn read_copy(&self, buf: &PhysBuf, offset: usize, out: &mut [u8]) -> Result<(), String> {
-        let b = self.bytes(buf).ok_or("read of a freed copy")?;
+    fn read_copy(&self, buf: &PhysBuf, offset: usize, out: &mut [u8]) -> Result<(), crate::seam::ReadBackFailure> {
+        let b = self.bytes(buf).ok_or(crate::seam::ReadBackFailure::Freed)?;
         out.copy_from_slice(&b[offset..offset + out.len()]);
         Ok(())
     }

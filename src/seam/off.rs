@@ -155,8 +155,18 @@ pub(crate) mod resident {
         Residency::default()
     }
 
+    /// Without resident data nothing fails a task on its account: no value exists.
+    #[derive(Debug)]
+    pub(crate) enum ResidentFault {}
+
+    impl std::fmt::Display for ResidentFault {
+        fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            match *self {}
+        }
+    }
+
     #[inline]
-    pub(crate) fn bind_resident(_gpu: usize, _residents: &Residents, _task: &mut Task) -> Result<(), String> {
+    pub(crate) fn bind_resident(_gpu: usize, _residents: &Residents, _task: &mut Task) -> Result<(), ResidentFault> {
         Ok(())
     }
 
@@ -171,7 +181,7 @@ pub(crate) mod resident {
     /// Without fetches every command is issued as it is; a command that is not a fetch
     /// still marks nothing (there is no resident data to have written).
     #[inline]
-    pub(crate) fn plan_command(_gpu: usize, _task: &mut Task, _index: usize) -> Result<(), Option<String>> {
+    pub(crate) fn plan_command(_gpu: usize, _task: &mut Task, _index: usize) -> Result<(), Option<ResidentFault>> {
         Ok(())
     }
 

@@ -10,6 +10,7 @@
 
 use crate::backend::device::{PhysBuf, SimMemory};
 use crate::backend::op::{CopyOp, Dev, LaunchOp, Op, Tag, Twin, MAX_PARAMS};
+use crate::backend::op_failure::OpFailure;
 use crate::callback::run_caught;
 use crate::kernel::{ArgValue, KernelInner, LaunchShape, ScalarArgs, TwinArgs};
 use crate::memory::DevTarget;
@@ -18,13 +19,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Where the operations go: the backend's issue of one operation, failing with the
-/// backend's error `E` (a message becomes one).
+/// backend's error `E` (an [`OpFailure`] becomes one).
 pub(crate) type Sink<'s, E> = dyn FnMut(Op<'_>) -> Result<(), E> + 's;
 
 /// Lowers `cmd` for GPU `gpu`, stream slot `slot` and hands its operations to `sink`,
 /// in order. `words`: whether launches need their argument words (CUDA). A GPU
 /// callback is taken (it runs once).
-pub(crate) fn lower<E: From<String> + From<&'static str>>(
+pub(crate) fn lower<E: From<OpFailure>>(
     cmd: &mut Command,
     gpu: usize,
     slot: usize,
@@ -34,7 +35,7 @@ pub(crate) fn lower<E: From<String> + From<&'static str>>(
 ) -> Result<(), E> {
     match cmd {
         Command::Gpu(f) => {
-            let mut callback = f.take().ok_or("GPU callback already ran").map_err(E::from)?;
+            let mut callback = f.take().ok_or(OpFailure::CallbackRan)?;
             callback.task = tag.task;
             sink(Op::Host(callback))
         }
@@ -46,7 +47,7 @@ pub(crate) fn lower<E: From<String> + From<&'static str>>(
 
 /// Lowers a copy or a launch (nothing is taken: a replay window lowers its commands
 /// each time it runs).
-pub(crate) fn lower_data<E: From<String> + From<&'static str>>(
+pub(crate) fn lower_data<E: From<OpFailure>>(
     cmd: &Command,
     gpu: usize,
     slot: usize,
@@ -54,22 +55,22 @@ pub(crate) fn lower_data<E: From<String> + From<&'static str>>(
     sink: &mut Sink<'_, E>,
 ) -> Result<(), E> {
     match cmd {
-        Command::Copy(c) => sink(Op::Copy(copy_op(c, gpu, slot).map_err(E::from)?)),
+        Command::Copy(c) => sink(Op::Copy(copy_op(c, gpu, slot)?)),
         Command::Launch(l) => {
             let mut args = [0u64; MAX_PARAMS];
-            let n = if words { launch_words(l, gpu, slot, &mut args).map_err(E::from)? } else { 0 };
+            let n = if words { launch_words(l, gpu, slot, &mut args)? } else { 0 };
             sink(Op::Launch(launch_op(l, gpu, &args[..n])))
         }
-        Command::Gpu(_) => Err(E::from("a GPU callback is taken to run, not shared")),
-        Command::Cpu(_) => Err(E::from("CPU callbacks do not run on a GPU")),
+        Command::Gpu(_) => Err(OpFailure::CallbackShared.into()),
+        Command::Cpu(_) => Err(OpFailure::CpuOnGpu.into()),
         #[cfg(feature = "resident")]
-        Command::Fetch(_) => Err(E::from("a fetch is lowered where it is planned")),
+        Command::Fetch(_) => Err(OpFailure::FetchUnplanned.into()),
     }
 }
 
 /// A copy's operation on GPU `gpu`, slot `slot`.
-pub(crate) fn copy_op(c: &CopyCmd, gpu: usize, slot: usize) -> Result<CopyOp<'_>, &'static str> {
-    let dev = dev_of(&c.dev, gpu, slot).ok_or("a copy's device buffer has no copy on this GPU")?;
+pub(crate) fn copy_op(c: &CopyCmd, gpu: usize, slot: usize) -> Result<CopyOp<'_>, OpFailure> {
+    let dev = dev_of(&c.dev, gpu, slot).ok_or(OpFailure::NoDeviceCopy)?;
     Ok(CopyOp {
         dir: c.dir,
         host: &c.host,
@@ -89,10 +90,10 @@ pub(crate) fn launch_words(
     gpu: usize,
     slot: usize,
     out: &mut [u64; MAX_PARAMS],
-) -> Result<usize, String> {
+) -> Result<usize, OpFailure> {
     let n = l.args.len();
     if n > MAX_PARAMS {
-        return Err(format!("{n} kernel arguments; at most {MAX_PARAMS} are supported"));
+        return Err(OpFailure::TooManyArgs { given: n, max: MAX_PARAMS });
     }
     for (w, a) in out.iter_mut().zip(l.args.iter()) {
         *w = arg_word(a, gpu, slot)?;
@@ -126,19 +127,19 @@ fn dev_of(dev: &DevTarget, gpu: usize, slot: usize) -> Option<Dev<'_>> {
 }
 
 /// A launch argument's word on GPU `gpu`, stream slot `slot` (see [`LaunchOp::args`]).
-pub(crate) fn arg_word(a: &ArgValue, gpu: usize, slot: usize) -> Result<u64, String> {
+pub(crate) fn arg_word(a: &ArgValue, gpu: usize, slot: usize) -> Result<u64, OpFailure> {
     Ok(match a {
         ArgValue::Buffer(b) => match b.phys(gpu, slot) {
             PhysBuf::Cuda { ptr, .. } => *ptr,
-            PhysBuf::Sim(_) => return Err("simulated buffer passed to a CUDA kernel".into()),
+            PhysBuf::Sim(_) => return Err(OpFailure::SimBufferOnCuda),
         },
         #[cfg(feature = "resident")]
         ArgValue::Resident { buf, bytes, .. } => match buf.copy(gpu).and_then(|c| c.cuda_ptr()) {
             Some(ptr) => ptr + bytes.start as u64,
-            None => return Err("resident buffer without a copy on this GPU".into()),
+            None => return Err(OpFailure::NoResidentCopy),
         },
         #[cfg(feature = "resident")]
-        ArgValue::BadRange(m) => return Err(m.clone()),
+        ArgValue::BadRange(m) => return Err(OpFailure::ArgRange(m.clone())),
         ArgValue::I32(v) => *v as u32 as u64,
         ArgValue::U32(v) => *v as u64,
         ArgValue::I64(v) => *v as u64,
@@ -165,10 +166,10 @@ impl Twin for TwinCall {
         self.kernel.def.sim_cost.as_ref().map(|cost| cost(&self.shape, &ScalarArgs { values: &self.args }))
     }
 
-    fn run(&self, gpu: usize, slot: usize) -> Result<(), String> {
+    fn run(&self, gpu: usize, slot: usize) -> Result<(), OpFailure> {
         let kernel = &self.kernel;
         let args = &self.args[..];
-        let twin = kernel.def.twin.as_ref().ok_or("kernel has no CPU twin")?;
+        let twin = kernel.def.twin.as_ref().ok_or(OpFailure::NoTwin)?;
         // Lock each distinct memory once; arguments naming the same buffer share it. A
         // virtual buffer's argument sees the whole buffer, a resident one its range.
         let mut mems: Vec<Arc<SimMemory>> = Vec::new();
@@ -177,14 +178,14 @@ impl Twin for TwinCall {
             let (mem, window) = match a {
                 ArgValue::Buffer(b) => {
                     let PhysBuf::Sim(m) = b.phys(gpu, slot) else {
-                        return Err("device buffer is not simulated memory".into());
+                        return Err(OpFailure::NotSimMemory { what: "device buffer" });
                     };
                     (m.clone(), 0..m.bytes)
                 }
                 #[cfg(feature = "resident")]
                 ArgValue::Resident { buf, bytes, .. } => {
-                    let copy = buf.copy(gpu).ok_or("resident buffer without a copy on this GPU")?;
-                    let PhysBuf::Sim(m) = &*copy else { return Err("resident copy is not simulated memory".into()) };
+                    let copy = buf.copy(gpu).ok_or(OpFailure::NoResidentCopy)?;
+                    let PhysBuf::Sim(m) = &*copy else { return Err(OpFailure::NotSimMemory { what: "resident copy" }) };
                     (m.clone(), bytes.clone())
                 }
                 _ => {
@@ -212,6 +213,6 @@ impl Twin for TwinCall {
             .filter_map(|(g, m)| g.as_mut().map(|g| &mut bytemuck::cast_slice_mut(&mut g[..])[..m.bytes]))
             .collect();
         let mut targs = TwinArgs::new(self.shape, args, memory, index);
-        run_caught(|| twin(&mut targs)).map_err(|m| format!("CPU twin of `{}`: {m}", kernel.def.name))
+        run_caught(|| twin(&mut targs)).map_err(|failure| OpFailure::Twin { kernel: kernel.def.name.clone(), failure })
     }
 }

@@ -66,8 +66,8 @@ const DRIVER_FUNCTIONS: [&str; 36] = [
 /// Finds the driver library where cudarc will (the first of its candidate names that
 /// loads) and checks it has [`DRIVER_FUNCTIONS`]. Once per process: cudarc, too, loads
 /// its library once.
-fn check_driver_library() -> Result<(), String> {
-    static CHECKED: OnceLock<Result<(), String>> = OnceLock::new();
+fn check_driver_library() -> Result<(), NoCuda> {
+    static CHECKED: OnceLock<Result<(), NoCuda>> = OnceLock::new();
     CHECKED
         .get_or_init(|| {
             let names = ["cuda", "nvcuda"].into_iter().flat_map(cudarc::get_lib_name_candidates);
@@ -75,7 +75,7 @@ fn check_driver_library() -> Result<(), String> {
                 // SAFETY: loading the driver library runs its initialisers, as cudarc's
                 // own loading of the same file does; no function is called.
                 let Ok(lib) = (unsafe { libloading::Library::new(&name) }) else { continue };
-                let missing: Vec<&str> = DRIVER_FUNCTIONS
+                let missing: Vec<&'static str> = DRIVER_FUNCTIONS
                     .into_iter()
                     // SAFETY: only the symbol's address is looked up; it is not called.
                     .filter(|f| unsafe { lib.get::<*const std::ffi::c_void>(f.as_bytes()) }.is_err())
@@ -83,20 +83,79 @@ fn check_driver_library() -> Result<(), String> {
                 if missing.is_empty() {
                     return Ok(());
                 }
-                let shown = missing.iter().take(3).copied().collect::<Vec<_>>().join(", ");
-                let more = match missing.len().saturating_sub(3) {
-                    0 => String::new(),
-                    n => format!(" and {n} more"),
-                };
-                return Err(format!(
-                    "the CUDA driver library {name} (the first found on the loader's path) lacks {shown}{more} of \
-                     the {} driver functions chariot calls: it is not a CUDA driver, or one too old",
-                    DRIVER_FUNCTIONS.len()
-                ));
+                return Err(NoCuda::MissingFunctions { library: name.to_string(), missing });
             }
-            Err("the CUDA driver library (libcuda.so) was not found".into())
+            Err(NoCuda::NoLibrary)
         })
         .clone()
+}
+
+/// Why the CUDA backend cannot run here ([`Machine::probe`]); it becomes
+/// `Error::CudaUnavailable`'s reason, or the line that says the sim is used instead.
+#[derive(Clone, Debug)]
+pub(crate) enum NoCuda {
+    /// No driver library on the loader's path.
+    NoLibrary,
+    /// The first driver library found lacks functions chariot calls.
+    MissingFunctions {
+        /// The library's file name.
+        library: String,
+        /// The functions it lacks, of [`DRIVER_FUNCTIONS`].
+        missing: Vec<&'static str>,
+    },
+    /// `cuInit` or `cuDeviceGetCount` failed.
+    Driver(crate::report::DriverError),
+    /// cudarc's loading of the driver panicked, with this text.
+    LoadPanicked(String),
+    /// The driver works and sees no device.
+    NoDevice,
+}
+
+impl std::fmt::Display for NoCuda {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoCuda::NoLibrary => f.write_str("the CUDA driver library (libcuda.so) was not found"),
+            NoCuda::MissingFunctions { library, missing } => {
+                write!(f, "the CUDA driver library {library} (the first found on the loader's path) lacks ")?;
+                // The first three, and how many more.
+                write!(f, "{}", missing.iter().take(3).copied().collect::<Vec<_>>().join(", "))?;
+                if missing.len() > 3 {
+                    write!(f, " and {} more", missing.len() - 3)?;
+                }
+                write!(
+                    f,
+                    " of the {} driver functions chariot calls: it is not a CUDA driver, or one too old",
+                    DRIVER_FUNCTIONS.len()
+                )
+            }
+            NoCuda::Driver(e) => e.fmt(f),
+            NoCuda::LoadPanicked(text) => write!(f, "loading the CUDA driver: panicked: {text}"),
+            NoCuda::NoDevice => f.write_str("the CUDA driver reports no device"),
+        }
+    }
+}
+
+impl std::error::Error for NoCuda {}
+
+/// Why the driver's occupancy calculator gave no figure ([`Machine::blocks_per_sm`]);
+/// the caller falls back to the device's limits.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Occupancy {
+    /// The machine has no GPU of that index.
+    #[error("no GPU {gpu}")]
+    NoGpu {
+        /// The index asked for.
+        gpu: usize,
+    },
+    /// The block's threads do not fit the driver's `int`.
+    #[error("{threads} threads a block")]
+    Threads {
+        /// The threads asked for.
+        threads: u32,
+    },
+    /// A driver call failed.
+    #[error(transparent)]
+    Driver(#[from] crate::report::DriverError),
 }
 
 /// A retained primary context.
@@ -173,21 +232,22 @@ impl Machine {
     /// A panic in cudarc's loading (which the check above should leave no cause for:
     /// a library that changed since) is caught and reported the same way; the
     /// process's panic hook prints its message.
-    pub(crate) fn probe() -> Result<usize, String> {
+    pub(crate) fn probe() -> Result<usize, NoCuda> {
         check_driver_library()?;
         let count = std::panic::catch_unwind(|| {
             driver::init().map_err(|e| failed("cuInit", e))?;
             driver::device_get_count().map_err(|e| failed("cuDeviceGetCount", e))
         })
-        .map_err(|payload| format!("loading the CUDA driver: {}", crate::error::panic_message(payload)))??;
+        .map_err(|payload| NoCuda::LoadPanicked(crate::error::panic_text(payload)))?
+        .map_err(NoCuda::Driver)?;
         match usize::try_from(count) {
             Ok(n) if n > 0 => Ok(n),
-            _ => Err("the CUDA driver reports no device".into()),
+            _ => Err(NoCuda::NoDevice),
         }
     }
 
     pub(crate) fn open(selection: &Gpus) -> crate::Result<Self> {
-        let count = Self::probe().map_err(|reason| crate::Error::CudaUnavailable { reason })?;
+        let count = Self::probe().map_err(|why| crate::Error::CudaUnavailable { reason: why.to_string() })?;
         let ordinals = selection.resolve(count, "cuda")?;
         let mut contexts = Vec::new();
         let mut gpus = Vec::new();
@@ -246,13 +306,13 @@ impl Machine {
 
     /// Copies `out.len()` bytes from device address `ptr` of GPU `gpu` to `out`, waiting
     /// for the copy (an eviction's write-back, on that GPU's dispatcher thread).
-    pub(crate) fn read_device(&self, gpu: usize, ptr: u64, out: &mut [u8]) -> Result<(), String> {
-        self.contexts[gpu].bind().map_err(String::from)?;
+    pub(crate) fn read_device(&self, gpu: usize, ptr: u64, out: &mut [u8]) -> Result<(), crate::report::DriverError> {
+        self.contexts[gpu].bind()?;
         // SAFETY: the context is current; `ptr` lies in a live allocation of this GPU
         // holding at least `out.len()` bytes from it (the caller's copy and range); the
         // call returns once the bytes are in `out`.
         unsafe { driver::memcpy_dtoh(out.as_mut_ptr() as *mut std::ffi::c_void, ptr, out.len()) }
-            .map_err(|e| failed("cuMemcpyDtoH", e).to_string())
+            .map_err(|e| failed("cuMemcpyDtoH", e))
     }
 
     pub(crate) fn cleanup(&self) -> &Arc<Cleanup> {
@@ -366,10 +426,10 @@ impl Machine {
         function: &Function,
         block_threads: u32,
         shared_bytes: u32,
-    ) -> Result<u32, String> {
-        let ctx = self.contexts.get(gpu).ok_or_else(|| format!("no GPU {gpu}"))?;
+    ) -> Result<u32, Occupancy> {
+        let ctx = self.contexts.get(gpu).ok_or(Occupancy::NoGpu { gpu })?;
         ctx.bind()?;
-        let threads = i32::try_from(block_threads).map_err(|_| format!("{block_threads} threads a block"))?;
+        let threads = i32::try_from(block_threads).map_err(|_| Occupancy::Threads { threads: block_threads })?;
         // SAFETY: `function` was loaded in this GPU's context by `load_kernel`, and its
         // module stays loaded until the Machine drops.
         let n = unsafe {
@@ -450,5 +510,26 @@ mod test {
     fn cpulists() {
         assert_eq!(super::parse_cpulist("0-3,8,10-11\n"), vec![0, 1, 2, 3, 8, 10, 11]);
         assert!(super::parse_cpulist("").is_empty());
+    }
+
+    /// The reason names the library, the first three functions it lacks and how many
+    /// more, as the text did when it was built in place.
+    #[test]
+    fn missing_functions_are_named() {
+        let missing = |n: usize| super::NoCuda::MissingFunctions {
+            library: "libcuda.so.1".into(),
+            missing: super::DRIVER_FUNCTIONS[..n].to_vec(),
+        };
+        let [a, b, c, d] = [0, 1, 2, 3].map(|i| super::DRIVER_FUNCTIONS[i]);
+        let total = super::DRIVER_FUNCTIONS.len();
+        assert_eq!(
+            missing(5).to_string(),
+            format!(
+                "the CUDA driver library libcuda.so.1 (the first found on the loader's path) lacks {a}, {b}, {c} \
+                 and 2 more of the {total} driver functions chariot calls: it is not a CUDA driver, or one too old"
+            )
+        );
+        let two = missing(2).to_string();
+        assert!(two.contains(&format!("lacks {a}, {b} of the {total}")) && !two.contains(d), "{two}");
     }
 }

@@ -11,6 +11,7 @@ use super::handle::{Event, Stream};
 #[cfg(feature = "replay")]
 use crate::backend::op::GraphOp;
 use crate::backend::op::{CopyOp, Direction, HostAt, Op, Tag, MAX_PARAMS};
+use crate::backend::op_failure::OpFailure;
 use crate::backend::{DriverNs, Fault, GraphUse, Reach, Span};
 use crate::stage::Stage;
 use cudarc::driver::result::DriverError;
@@ -181,13 +182,13 @@ impl Gpu {
         self.ctx.index
     }
 
-    pub(crate) fn bind_thread(&self) -> Result<(), String> {
+    pub(crate) fn bind_thread(&self) -> Result<(), crate::report::DriverError> {
         if let Some(r) = &self.ranges {
             if let Ok(name) = std::ffi::CString::new(format!("chariot dispatcher GPU {}", self.ctx.index)) {
                 r.nvtx().name_this_thread(&name);
             }
         }
-        self.ctx.bind().map_err(String::from)
+        self.ctx.bind()
     }
 
     pub(crate) fn quiesce(&self) {
@@ -265,7 +266,7 @@ impl Gpu {
             Op::Launch(l) => {
                 let n = l.args.len();
                 if n > MAX_PARAMS {
-                    return Err(format!("{n} kernel arguments; at most {MAX_PARAMS} are supported").into());
+                    return Err(OpFailure::TooManyArgs { given: n, max: MAX_PARAMS }.into());
                 }
                 // The driver only reads the values (it copies them at the call).
                 for (p, v) in self.pointers.iter_mut().zip(l.args) {
@@ -487,7 +488,7 @@ impl Gpu {
     /// completion was seen (within one turn of the dispatcher's loop, microseconds) and
     /// started when issued, or, if an earlier command of its stage was still running
     /// then, when that one ended (an engine runs its commands one after another).
-    fn span(&self, j: usize) -> Result<Span, String> {
+    fn span(&self, j: usize) -> Result<Span, crate::report::DriverError> {
         if !self.timing {
             let end_ns = self.epoch.elapsed().as_nanos() as u64;
             let start_ns = self.issued_ns[j].max(self.last_end_ns[self.stage[j].index()]).min(end_ns);

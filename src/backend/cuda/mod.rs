@@ -33,7 +33,7 @@ mod peer;
 #[cfg(feature = "replay")]
 mod replay;
 
-pub(crate) use context::Machine;
+pub(crate) use context::{Machine, NoCuda};
 pub(crate) use gpu::Gpu;
 
 use cudarc::driver::result::DriverError;

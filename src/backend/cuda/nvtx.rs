@@ -42,9 +42,43 @@ fn candidates() -> Vec<String> {
     names
 }
 
+/// Why the NVTX library could not be loaded ([`Nvtx::load`]): each file tried, and
+/// what it lacked.
+#[derive(Debug)]
+pub(crate) struct NoNvtx {
+    tried: Vec<(String, Tried)>,
+}
+
+/// What one candidate file of [`NoNvtx`] lacked.
+#[derive(Debug)]
+enum Tried {
+    /// The loader could not load it.
+    Load(libloading::Error),
+    /// It loaded without the range calls.
+    NoRanges,
+}
+
+impl std::fmt::Display for NoNvtx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the NVTX library could not be loaded (")?;
+        for (i, (name, tried)) in self.tried.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            match tried {
+                Tried::Load(e) => write!(f, "{name}: {e}")?,
+                Tried::NoRanges => write!(f, "{name}: no nvtxRangeStartA/nvtxRangeEnd")?,
+            }
+        }
+        f.write_str(")")
+    }
+}
+
+impl std::error::Error for NoNvtx {}
+
 impl Nvtx {
     /// Loads the NVTX library, or says why it could not.
-    pub(crate) fn load() -> Result<Nvtx, String> {
+    pub(crate) fn load() -> Result<Nvtx, NoNvtx> {
         let mut tried = Vec::new();
         for name in candidates() {
             // SAFETY: loading a shared library runs its initialisers; NVTX's only set up
@@ -52,7 +86,7 @@ impl Nvtx {
             let lib = match unsafe { libloading::Library::new(&name) } {
                 Ok(lib) => lib,
                 Err(e) => {
-                    tried.push(format!("{name}: {e}"));
+                    tried.push((name, Tried::Load(e)));
                     continue;
                 }
             };
@@ -71,10 +105,10 @@ impl Nvtx {
                 (Ok(range_start), Ok(range_end), name_stream, name_thread) => {
                     return Ok(Nvtx { range_start, range_end, name_stream, name_thread, _lib: lib })
                 }
-                _ => tried.push(format!("{name}: no nvtxRangeStartA/nvtxRangeEnd")),
+                _ => tried.push((name, Tried::NoRanges)),
             }
         }
-        Err(format!("the NVTX library could not be loaded ({})", tried.join("; ")))
+        Err(NoNvtx { tried })
     }
 
     /// Names a stream in the tool's timeline.

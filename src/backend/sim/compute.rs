@@ -11,6 +11,7 @@
 //! As in `link.rs`, the threads wait for their own flow on one condition variable,
 //! woken whenever the shares change.
 
+use super::failure::SimFailure;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -44,10 +45,10 @@ impl Sms {
         Sms { state: Mutex::new(State { flows: Vec::new(), last: Instant::now() }), changed: Condvar::new() }
     }
 
-    /// Runs a kernel launched `seq`-th on this GPU, using `share` of the SMs alone and
-    /// taking `alone` alone; returns when the model says it ended, or at once with an
-    /// error when that is past what the clock can count.
-    pub(crate) fn run(&self, seq: u64, share: f64, alone: Duration) -> Result<(), String> {
+    /// Runs a kernel (named `kernel`) launched `seq`-th on this GPU, using `share` of
+    /// the SMs alone and taking `alone` alone; returns when the model says it ended, or
+    /// at once with an error when that is past what the clock can count.
+    pub(crate) fn run(&self, seq: u64, share: f64, alone: Duration, kernel: &str) -> Result<(), SimFailure> {
         if alone.is_zero() {
             return Ok(());
         }
@@ -71,7 +72,7 @@ impl Sms {
             }
             let Some(eta) = super::clock::after_secs(Instant::now(), f.left / f.speed / 1e9) else {
                 self.leave(&mut st, seq);
-                return Err("kernel: its modeled end is past what the simulated clock can count".into());
+                return Err(SimFailure::KernelEnd { kernel: kernel.to_string() });
             };
             self.wait_until(&mut st, eta);
         }
@@ -126,7 +127,7 @@ mod test {
                 std::thread::spawn(move || {
                     start.wait();
                     let t0 = Instant::now();
-                    sms.run(i as u64, share, Duration::from_millis(ms)).unwrap();
+                    sms.run(i as u64, share, Duration::from_millis(ms), "k").unwrap();
                     t0.elapsed().as_secs_f64() * 1e3
                 })
             })

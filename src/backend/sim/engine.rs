@@ -6,6 +6,7 @@
 
 use super::clock;
 use super::compute::Sms;
+use super::failure::{Held, SimFailure};
 use super::link::{Dir, Links};
 use super::{Completions, SimProfile};
 use crate::backend::device::SimMemory;
@@ -79,7 +80,7 @@ pub(super) struct Job {
 
 /// The fault of a lost simulated GPU.
 pub(super) fn lost_fault(gpu: usize, reach: Reach) -> Fault {
-    Fault { message: format!("simulated GPU {gpu} lost (injected fault)"), reach, driver: None }
+    Fault { message: SimFailure::Lost { gpu }.to_string(), reach, driver: None }
 }
 
 pub(super) struct Engine {
@@ -169,15 +170,10 @@ impl Engine {
 
     /// Holds the command until `modeled` (scaled) after `start`; an end past what the
     /// clock can count fails it.
-    fn hold(&self, start: Instant, modeled: Duration, what: impl FnOnce() -> String) -> Result<(), String> {
+    fn hold(&self, start: Instant, modeled: Duration, what: Held) -> Result<(), SimFailure> {
         let factor = self.profile.time_scale * self.slow;
-        let end = start.checked_add(clock::scale(modeled, factor)).ok_or_else(|| {
-            format!(
-                "{}: modeled time {modeled:?} × {factor} (time_scale × slowdown) ends past what the \
-                 simulated clock can count",
-                what()
-            )
-        })?;
+        let end =
+            start.checked_add(clock::scale(modeled, factor)).ok_or(SimFailure::PastClock { what, modeled, factor })?;
         clock::sleep_until(end);
         Ok(())
     }
@@ -194,7 +190,7 @@ impl Engine {
     /// after not at all. A lost GPU fails the whole window.
     fn run_window(&self, w: WindowJob) -> Result<WindowRun, Fault> {
         let start = Instant::now();
-        self.hold(start, self.profile.graph_launch_latency, || "graph launch".into()).map_err(Fault::task)?;
+        self.hold(start, self.profile.graph_launch_latency, Held::GraphLaunch).map_err(Fault::task)?;
         let mut runs: Vec<TaskRun> = Vec::with_capacity(w.counts.len());
         let mut items = w.items.into_iter();
         let failed_before: Vec<Option<crate::TaskId>> = {
@@ -252,13 +248,13 @@ impl Engine {
         if faults.crashes(task, command) {
             self.lost.store(true, Ordering::SeqCst);
             return Err(Fault {
-                message: format!("simulated illegal address in command {command} of task {task} (injected fault)"),
+                message: SimFailure::IllegalAddress { task, command }.to_string(),
                 reach: Reach::GpuByTask,
                 driver: None,
             });
         }
         if faults.fails(task, command) {
-            return Err(Fault::task(format!("command {command} of task {task} failed (injected fault)")));
+            return Err(Fault::task(SimFailure::Injected { task, command }));
         }
         self.work(work, start, launch).map_err(Fault::task)?;
         let losing = faults.losing.iter().position(|&(t, c)| (t, c) == (task, command));
@@ -274,20 +270,21 @@ impl Engine {
 
     /// Does a command's work and holds it for its modeled time; `launch` is a kernel's
     /// or a library call's latency (a stream launch's, or a graph node's).
-    fn work(&self, work: Work, start: Instant, launch: Duration) -> Result<(), String> {
+    fn work(&self, work: Work, start: Instant, launch: Duration) -> Result<(), SimFailure> {
         match work {
             Work::Copies(first, more) => {
                 // One copy alone is a copy; several (or a peer copy, an upload, a fill)
                 // are a resident fetch.
-                let what = if more.is_empty() && matches!(first, SimOp::Copy { .. }) { "copy" } else { "fetch" };
+                let what =
+                    if more.is_empty() && matches!(first, SimOp::Copy { .. }) { Held::Copy } else { Held::Fetch };
                 let (mut up, mut down, mut peer) = (0usize, 0usize, 0usize);
                 for op in std::iter::once(first).chain(more) {
                     self.copy(op, &mut up, &mut down, &mut peer)?;
                 }
-                self.hold(start, self.profile.copy_latency, || what.into())?;
+                self.hold(start, self.profile.copy_latency, what)?;
                 if peer > 0 {
                     let secs = peer as f64 * self.slow / self.profile.peer_bytes_per_s;
-                    self.hold(Instant::now(), Duration::from_secs_f64(secs.min(1e9)), || "peer copy".into())?;
+                    self.hold(Instant::now(), Duration::from_secs_f64(secs.min(1e9)), Held::PeerCopy)?;
                 }
                 match down {
                     0 => self.links.transfer(self.gpu, Dir::Up, up as f64 * self.slow),
@@ -305,26 +302,24 @@ impl Engine {
                 // the SMs that the kernels launched before it leave.
                 let modeled = launch.saturating_add(modeled);
                 let factor = self.profile.time_scale * self.slow;
-                let end = start.checked_add(clock::scale(modeled, factor)).ok_or_else(|| {
-                    format!(
-                        "kernel `{}`: modeled time {modeled:?} × {factor} (time_scale × slowdown) ends past what the \
-                         simulated clock can count",
-                        twin.name()
-                    )
+                let end = start.checked_add(clock::scale(modeled, factor)).ok_or_else(|| SimFailure::PastClock {
+                    what: Held::Kernel(twin.name().to_string()),
+                    modeled,
+                    factor,
                 })?;
                 let left = end.saturating_duration_since(Instant::now());
-                self.sms.run(seq, share, left).map_err(|m| format!("`{}`: {m}", twin.name()))
+                self.sms.run(seq, share, left, twin.name())
             }
-            Work::Window(_) => Err("a window inside a window".into()),
+            Work::Window(_) => Err(SimFailure::WindowInWindow),
             Work::Callback(f, slot) => {
                 f.run(HostAt { gpu: self.gpu, slot, stream: None })?;
-                self.hold(start, launch, || "GPU callback".into())
+                self.hold(start, launch, Held::GpuCallback)
             }
         }
     }
 
     /// Moves one copy's bytes (where the profile executes), counting them by link.
-    fn copy(&self, op: SimOp, up: &mut usize, down: &mut usize, peer: &mut usize) -> Result<(), String> {
+    fn copy(&self, op: SimOp, up: &mut usize, down: &mut usize, peer: &mut usize) -> Result<(), SimFailure> {
         let execute = self.profile.execute;
         match op {
             SimOp::Copy { dir, host, dev, shape } => {

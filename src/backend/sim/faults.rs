@@ -105,9 +105,9 @@ impl SimFaults {
         self.crashing.contains(&(task, command))
     }
 
-    pub(crate) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), super::profile::ProfileProblem> {
         if let Some(&(g, k)) = self.slow.iter().find(|&&(_, k)| !(k.is_finite() && k >= 1.0)) {
-            return Err(format!("slow_gpu({g}, {k}): the factor must be finite and at least 1"));
+            return Err(super::profile::ProfileProblem::SlowFactor { gpu: g, factor: k });
         }
         Ok(())
     }

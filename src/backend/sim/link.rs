@@ -10,6 +10,7 @@
 //! A flow whose end is past what the clock can count (absurd sizes, slowdowns or
 //! rates) leaves at once and fails its command.
 
+use super::failure::SimFailure;
 use super::profile::SimProfile;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::time::Instant;
@@ -55,7 +56,7 @@ impl Links {
 
     /// Moves `bytes` over `gpu`'s link in `dir`; returns when the model says they
     /// arrived, or at once with an error when that is past what the clock can count.
-    pub(crate) fn transfer(&self, gpu: usize, dir: Dir, bytes: f64) -> Result<(), String> {
+    pub(crate) fn transfer(&self, gpu: usize, dir: Dir, bytes: f64) -> Result<(), SimFailure> {
         let scale = self.profile.time_scale;
         if scale == 0.0 || bytes == 0.0 {
             return Ok(());
@@ -77,9 +78,7 @@ impl Links {
             }
             let Some(eta) = super::clock::after_secs(Instant::now(), f.left / f.rate) else {
                 self.leave(&mut st, id);
-                return Err(format!(
-                    "copy of {bytes} modeled bytes: its modeled end is past what the simulated clock can count"
-                ));
+                return Err(SimFailure::CopyEnd { bytes });
             };
             self.wait_until(&mut st, eta);
         }

@@ -14,6 +14,7 @@
 mod clock;
 mod compute;
 mod engine;
+mod failure;
 mod faults;
 mod link;
 mod nvrtc_check;
@@ -92,7 +93,7 @@ impl Machine {
         profile.validate().and_then(|()| profile.faults.validate()).map_err(|m| crate::Error::InvalidConfig {
             name: "backend",
             value: format!("SimProfile {}", profile.name),
-            allowed: m,
+            allowed: m.to_string(),
         })?;
         let ordinals = selection.resolve(profile.gpus, "sim")?;
         let gpus = ordinals
@@ -370,7 +371,7 @@ impl Gpu {
         let kind = self.engine_of(&work);
         let tx = &self.senders.iter().find(|(k, _)| *k == kind).expect("engine exists").1;
         tx.send(Job { stream, tag, work })
-            .map_err(|_| Fault::task(format!("simulated GPU {} engine stopped", self.gpu)))
+            .map_err(|_| Fault::task(failure::SimFailure::EngineStopped { gpu: self.gpu }))
     }
 
     /// The command begun failed before its end: nothing was sent.
@@ -424,7 +425,7 @@ impl Gpu {
         let tx = &self.senders.iter().find(|(k, _)| *k == EngineKind::Compute).expect("engine exists").1;
         let tag = Tag { task: g.groups.first().map_or(crate::TaskId(0), |gr| gr.id), command: 0 };
         tx.send(Job { stream: 0, tag, work: Work::Window(Box::new(job)) })
-            .map_err(|_| Fault::task(format!("simulated GPU {} engine stopped", self.gpu)))?;
+            .map_err(|_| Fault::task(failure::SimFailure::EngineStopped { gpu: self.gpu }))?;
         // Counted once sent: a window never sent is no turn to wait for.
         self.windows_issued += 1;
         Ok(())

@@ -183,7 +183,7 @@ impl SimProfile {
     }
 
     /// Checks the numbers make sense.
-    pub(crate) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), ProfileProblem> {
         let rates = [
             ("h2d_bytes_per_s", self.h2d_bytes_per_s),
             ("d2h_bytes_per_s", self.d2h_bytes_per_s),
@@ -194,27 +194,63 @@ impl SimProfile {
         ];
         for (name, v) in rates {
             if !(v.is_finite() && v > 0.0) {
-                return Err(format!("{name} = {v}; must be a positive rate"));
+                return Err(ProfileProblem::Rate { name, value: v });
             }
         }
         if !(0.0..=Self::MAX_TIME_SCALE).contains(&self.time_scale) {
-            return Err(format!(
-                "time_scale = {:?}; must be in 0..={:e} (1 is real time, 0 no modeled time)",
-                self.time_scale,
-                Self::MAX_TIME_SCALE
-            ));
+            return Err(ProfileProblem::TimeScale { value: self.time_scale });
         }
         if self.copy_engines == 0 {
-            return Err("copy_engines = 0; must be at least 1".into());
+            return Err(ProfileProblem::Zero { name: "copy_engines" });
         }
         if self.sm_count == 0 {
-            return Err("sm_count = 0; must be at least 1".into());
+            return Err(ProfileProblem::Zero { name: "sm_count" });
         }
         if self.buses == Some(0) {
-            return Err("buses = Some(0); must be at least 1".into());
+            return Err(ProfileProblem::NoBus);
         }
         Ok(())
     }
+}
+
+/// What makes a [`SimProfile`] unusable (the sim refuses to open with it): the
+/// setting, its value, and what it must be.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub(crate) enum ProfileProblem {
+    /// A copy rate that is not a positive finite number.
+    #[error("{name} = {value}; must be a positive rate")]
+    Rate {
+        /// The rate's field.
+        name: &'static str,
+        /// Its value.
+        value: f64,
+    },
+    /// A time scale outside `0..=MAX_TIME_SCALE`.
+    #[error(
+        "time_scale = {value:?}; must be in 0..={max:e} (1 is real time, 0 no modeled time)",
+        max = SimProfile::MAX_TIME_SCALE
+    )]
+    TimeScale {
+        /// The scale given.
+        value: f64,
+    },
+    /// A count of engines or SMs that is 0.
+    #[error("{name} = 0; must be at least 1")]
+    Zero {
+        /// The count's field.
+        name: &'static str,
+    },
+    /// `buses = Some(0)`.
+    #[error("buses = Some(0); must be at least 1")]
+    NoBus,
+    /// A slowed GPU's factor that is not finite or below 1 (`SimFaults::slow_gpu`).
+    #[error("slow_gpu({gpu}, {factor}): the factor must be finite and at least 1")]
+    SlowFactor {
+        /// The GPU.
+        gpu: usize,
+        /// The factor given.
+        factor: f64,
+    },
 }
 
 impl Default for SimProfile {
@@ -233,7 +269,7 @@ mod test {
             assert_eq!(SimProfile::h100().with_time_scale(ok).validate(), Ok(()), "{ok}");
         }
         for bad in [-1.0, 1.0e6 + 1.0, 1e30, f64::NAN, f64::INFINITY] {
-            let e = SimProfile::h100().with_time_scale(bad).validate().unwrap_err();
+            let e = SimProfile::h100().with_time_scale(bad).validate().unwrap_err().to_string();
             assert!(e.contains(&format!("time_scale = {bad:?}")) && e.contains("0..=1e6"), "{e}");
         }
     }

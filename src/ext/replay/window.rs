@@ -184,7 +184,7 @@ impl Window {
         raw: bool,
         words: &'a mut Vec<u64>,
         (mut nodes, mut groups): (Vec<Node<'a>>, Vec<Group<'a>>),
-    ) -> Result<GraphOp<'a>, String> {
+    ) -> Result<GraphOp<'a>, crate::backend::op_failure::OpFailure> {
         use crate::task::lower::{arg_word, copy_op, launch_op};
         words.clear();
         if raw {
@@ -214,7 +214,7 @@ impl Window {
                         at += n;
                         Op::Launch(launch_op(l, gpu, &words[at - n..at]))
                     }
-                    _ => return Err("a replayed task holds a command a graph does not take".into()),
+                    _ => return Err(crate::backend::op_failure::OpFailure::NotReplayable),
                 };
                 nodes.push(Node { slot, tag: Tag { task: task.id, command }, op });
             }

@@ -11,7 +11,7 @@ use crate::task::Task;
 /// Makes `gpu`'s copies of the task's resident buffers (evicting idle ones of
 /// `residents` if the GPU is full) and counts the task as their user there until it
 /// ends. Called on `gpu`'s dispatcher when a slot takes the task.
-pub(crate) fn bind_resident(gpu: usize, residents: &Residents, task: &mut Task) -> Result<(), String> {
+pub(crate) fn bind_resident(gpu: usize, residents: &Residents, task: &mut Task) -> Result<(), ResidentFault> {
     if task.residency.uses.is_empty() || task.residency.bound.is_some() {
         return Ok(());
     }
@@ -21,17 +21,52 @@ pub(crate) fn bind_resident(gpu: usize, residents: &Residents, task: &mut Task) 
             for done in &task.residency.uses[..i] {
                 done.buf.unbind(gpu);
             }
-            return Err(format!("resident buffer {} on GPU {gpu}: {e}", u.buf.id));
+            return Err(ResidentFault::Bind { buffer: u.buf.id, gpu, error: Box::new(e) });
         }
     }
     task.residency.bound = Some(gpu);
     Ok(())
 }
 
+/// Why a task's resident data failed it on a GPU ([`bind_resident`], [`plan_command`]).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ResidentFault {
+    /// A copy of the buffer could not be made on the GPU (boxed: the error is large,
+    /// and this is the rare path).
+    #[error("resident buffer {buffer} on GPU {gpu}: {error}")]
+    Bind {
+        /// The buffer's id.
+        buffer: u64,
+        /// The GPU.
+        gpu: usize,
+        /// Why (the allocation's error).
+        error: Box<crate::Error>,
+    },
+    /// The fetch's plan met another fetch of the same pieces under way.
+    #[error("resident buffer {buffer}: a fetch raced another")]
+    Raced {
+        /// The buffer's id.
+        buffer: u64,
+    },
+    /// A piece the fetch needs is valid on no GPU and not on the host.
+    #[error(
+        "resident buffer {buffer} piece {piece} is valid nowhere: task {by}, which wrote it, failed (or its GPU was \
+         lost)"
+    )]
+    Lost {
+        /// The buffer's id.
+        buffer: u64,
+        /// The piece.
+        piece: usize,
+        /// The task that wrote it last.
+        by: crate::TaskId,
+    },
+}
+
 /// Before command `index` of `task` is issued on `gpu`: a fetch plans what it copies
 /// (`Err(None)`: nothing, every piece is valid here; `Err(Some(why))`: a piece is valid
 /// nowhere); any other command marks the task as having begun to write.
-pub(crate) fn plan_command(gpu: usize, task: &mut Task, index: usize) -> Result<(), Option<String>> {
+pub(crate) fn plan_command(gpu: usize, task: &mut Task, index: usize) -> Result<(), Option<ResidentFault>> {
     match &mut task.commands[index] {
         Command::Fetch(f) => match f.buf.plan_fetch(gpu, &f.pieces) {
             Plan::Copy(parts) => {
@@ -39,12 +74,8 @@ pub(crate) fn plan_command(gpu: usize, task: &mut Task, index: usize) -> Result<
                 Ok(())
             }
             Plan::Valid => Err(None),
-            Plan::Wait => Err(Some(format!("resident buffer {}: a fetch raced another", f.buf.id))),
-            Plan::Lost { piece, by } => Err(Some(format!(
-                "resident buffer {} piece {piece} is valid nowhere: task {by}, which wrote it, failed (or its GPU \
-                 was lost)",
-                f.buf.id
-            ))),
+            Plan::Wait => Err(Some(ResidentFault::Raced { buffer: f.buf.id })),
+            Plan::Lost { piece, by } => Err(Some(ResidentFault::Lost { buffer: f.buf.id, piece, by })),
         },
         _ => {
             task.residency.dirty = true;

@@ -77,19 +77,20 @@ impl Residency {
 /// Lowers a planned fetch to the backend's operations, once for both backends: per part
 /// of its plan, a peer copy from another GPU's copy, an upload from the host shadow
 /// (locked while the operation is issued), or a zero fill, each into this GPU's copy.
-pub(crate) fn lower_fetch<E: From<String> + From<&'static str>>(
+pub(crate) fn lower_fetch<E: From<crate::backend::op_failure::OpFailure>>(
     f: &crate::task::command::FetchCmd,
     gpu: usize,
     sink: &mut crate::task::lower::Sink<'_, E>,
 ) -> Result<(), E> {
     use crate::backend::op::{Dev, FillOp, Op, PeerOp, UploadOp};
+    use crate::backend::op_failure::OpFailure;
     use crate::ext::resident::memory::Source;
-    let dst = f.buf.copy(gpu).ok_or("resident buffer without a copy on this GPU").map_err(E::from)?;
+    let dst = f.buf.copy(gpu).ok_or(OpFailure::NoResidentCopy)?;
     for part in &f.plan {
         let r = f.buf.bytes_of(&part.pieces);
         match part.from {
             Source::Gpu(h) => {
-                let src = f.buf.copy(h).ok_or("resident source copy gone").map_err(E::from)?;
+                let src = f.buf.copy(h).ok_or(OpFailure::SourceCopyGone)?;
                 sink(Op::Peer(PeerOp {
                     src: Dev::Held(src),
                     src_offset: r.start,
@@ -100,7 +101,7 @@ pub(crate) fn lower_fetch<E: From<String> + From<&'static str>>(
             }
             Source::Host => {
                 let shadow = f.buf.shadow();
-                let src = shadow.get(r.clone()).ok_or("resident shadow too short").map_err(E::from)?;
+                let src = shadow.get(r.clone()).ok_or(OpFailure::ShadowShort)?;
                 sink(Op::Upload(UploadOp { src, dst: Dev::Borrowed(&dst), dst_offset: r.start }))?
             }
             Source::Zero => sink(Op::Fill(FillOp { dst: Dev::Borrowed(&dst), offset: r.start, bytes: r.len() }))?,

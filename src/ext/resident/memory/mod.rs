@@ -59,7 +59,23 @@ pub(crate) trait ResidentMemory: std::fmt::Debug + Send + Sync {
     /// Frees a copy no command uses.
     fn free_copy(&self, buf: PhysBuf);
     /// Copies `out.len()` bytes from `buf` at `offset` to `out`, waiting for the copy.
-    fn read_copy(&self, buf: &PhysBuf, offset: usize, out: &mut [u8]) -> Result<(), String>;
+    fn read_copy(&self, buf: &PhysBuf, offset: usize, out: &mut [u8]) -> Result<(), ReadBackFailure>;
+}
+
+/// Why a copy could not be read back ([`ResidentMemory::read_copy`]): the eviction
+/// that asked keeps the copy.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ReadBackFailure {
+    /// The driver's copy (or making the context current) failed.
+    #[error(transparent)]
+    Driver(#[from] crate::report::DriverError),
+    /// The copy's memory is of another backend than the machine's.
+    #[error("a copy of another backend")]
+    OtherBackend,
+    /// The copy was freed already (the model checker's stand-in memory tells).
+    #[cfg(all(test, feature = "model-check"))]
+    #[error("read of a freed copy")]
+    Freed,
 }
 
 /// Where a fetch takes a run of pieces from.

@@ -28,7 +28,7 @@ impl ResidentMemory for Fake {
             *self.used.lock() -= ptr as usize;
         }
     }
-    fn read_copy(&self, _: &PhysBuf, _: usize, out: &mut [u8]) -> Result<(), String> {
+    fn read_copy(&self, _: &PhysBuf, _: usize, out: &mut [u8]) -> Result<(), super::ReadBackFailure> {
         out.fill(7);
         Ok(())
     }
