@@ -258,7 +258,7 @@ type LineResult = Result<Option<String>, String>;
 
 /// The line of query `q` (index `qi`) against hit `h`, with `tb` the traceback's
 /// scratch memory.
-fn hit_line(sh: &Shared, q: &Query, qi: usize, h: &Hit, tb: &mut Vec<u8>) -> LineResult {
+fn hit_line(sh: &Shared, q: &Query, qi: usize, h: &Hit, tb: &mut traceback::Scratch) -> LineResult {
     let (matrix, gaps, p) = (sh.matrix, sh.gaps, &sh.p);
     let q_codes = &sh.searched[qi];
     let s = sh
@@ -357,7 +357,7 @@ pub fn text(
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 scope.spawn(|| {
-                    let (mut tb, mut out) = (Vec::new(), Vec::new());
+                    let (mut tb, mut out) = (traceback::Scratch::default(), Vec::new());
                     loop {
                         let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some(&(qi, h)) = work.get(k) else { break };

@@ -7,7 +7,30 @@
 //! in the subject. The alignment ends at the first cell, in row-major order (query
 //! rows), holding the best score; ties in the traceback prefer a substitution, then a
 //! gap in the query, then one in the subject, and a gap's opening over its extension.
-//! Memory: one byte of traceback per cell, query length × subject length bytes.
+//!
+//! [`align_full_matrix`] does this plainly: the whole matrix with a byte of traceback a
+//! cell. [`align`] and its variants report the same alignment (the same columns, ties
+//! broken alike) in three passes that cost far less where the alignment covers a small
+//! part of the matrix (a query against a long subject):
+//!
+//! 1. the best score and its end cell by a score-only pass in linear memory, vectorized
+//!    ([`striped`]);
+//! 2. the top-left corner of a box holding the alignment, by a pass from the end cell
+//!    over the reversed prefixes that keeps only the cells which can lie on the
+//!    alignment (bounded with the forward pass's row maxima), a band along it
+//!    ([`reverse`]);
+//! 3. [`align_full_matrix`] on that box alone.
+//!
+//! Step 3 gives the full matrix's alignment because the box's values are never above
+//! the full matrix's (its borders are the smallest values a border can hold) and equal
+//! them along the full matrix's alignment (which lies in the box, and realizes its
+//! cells' values): at each cell of that alignment, the source the full matrix chose
+//! keeps its value, the sources it preferred over it stay below, those after it stay at
+//! most equal, so the box chooses the same source; the end cell is also the box's first
+//! holding the best (an earlier one would be one of the full matrix's).
+
+mod reverse;
+mod striped;
 
 use crate::matrix::Matrix;
 
@@ -35,6 +58,19 @@ pub struct Alignment {
 }
 
 impl Alignment {
+    /// Nothing aligned: score 0, every column 0.
+    pub const EMPTY: Alignment = Alignment {
+        score: 0,
+        qstart: 0,
+        qend: 0,
+        sstart: 0,
+        send: 0,
+        length: 0,
+        identities: 0,
+        mismatches: 0,
+        gap_opens: 0,
+    };
+
     /// Percent identity over the alignment's length, as BLAST's `pident`.
     pub fn pident(&self) -> f64 {
         if self.length == 0 {
@@ -74,16 +110,103 @@ pub fn align_counted(
     extend: i32,
     same: (&[u8], &[u8]),
 ) -> Alignment {
-    align_scratch(query, subject, score, open, extend, same, &mut Vec::new())
+    align_scratch(query, subject, score, open, extend, same, &mut Scratch::default())
 }
 
-/// [`align_counted`] with `tb` as the traceback's memory (query × subject bytes, kept
-/// between calls): a fresh allocation of that size for every pair costs its pages'
-/// first touches again, which for long subjects is a large part of the work.
+/// The memory of [`align_scratch`], kept between calls: the passes' rows and the
+/// box's traceback bytes, grown to the largest pair seen (fresh allocations for every
+/// pair cost their pages' first touches again).
+#[derive(Debug, Default)]
+pub struct Scratch {
+    narrow: striped::Rows<i16, 8>,
+    wide: striped::Rows<i32, 4>,
+    band: reverse::Band,
+    reach: Vec<i32>,
+    tb: Vec<u8>,
+}
+
+/// [`align_counted`] with `scratch` as its memory. See the module's text for the
+/// passes; a pair whose reverse pass would cover more than half of the prefix box
+/// `[0, end]` is traced back over that prefix box instead.
 pub fn align_scratch(
     query: &[u8],
     subject: &[u8],
     score: impl Fn(u8, u8) -> i32,
+    open: i32,
+    extend: i32,
+    same: (&[u8], &[u8]),
+    scratch: &mut Scratch,
+) -> Alignment {
+    assert!(same.0.len() == query.len() && same.1.len() == subject.len(), "unmasked sequences of other lengths");
+    match passes(query, subject, &score, open, extend, same, scratch) {
+        Ok(a) => a,
+        // Scores or gap costs beyond the passes' range (never BLOSUM's nor the rescaled
+        // matrices'), or passes that disagree with the box (which the module's argument
+        // rules out): the whole matrix decides rather than a wrong line.
+        Err(_) => full_matrix(query, subject, &score, open, extend, same, &mut scratch.tb),
+    }
+}
+
+/// Why [`passes`] gave no alignment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Declined {
+    /// A score or gap cost beyond the passes' range.
+    Range,
+    /// The box's alignment does not end at the forward pass's cell with its score.
+    Disagree,
+}
+
+/// The three passes of the module's text.
+fn passes(
+    query: &[u8],
+    subject: &[u8],
+    score: &impl Fn(u8, u8) -> i32,
+    open: i32,
+    extend: i32,
+    same: (&[u8], &[u8]),
+    scratch: &mut Scratch,
+) -> Result<Alignment, Declined> {
+    if open < 0 || extend < 0 {
+        return Err(Declined::Range);
+    }
+    let reach = &mut scratch.reach;
+    let (best, bi, bj) = striped::forward(query, subject, score, open, extend, &mut scratch.narrow, reach)
+        .or_else(|| striped::forward(query, subject, score, open, extend, &mut scratch.wide, reach))
+        .ok_or(Declined::Range)?;
+    if best <= 0 {
+        return Ok(Alignment::EMPTY);
+    }
+    let budget = (bi + 1) * (bj + 1) / 2;
+    let (r0, c0) =
+        reverse::start_corner(query, subject, score, open, extend, (best, bi, bj), reach, budget, &mut scratch.band)
+            .unwrap_or((0, 0));
+    let (q, s) = (&query[r0..=bi], &subject[c0..=bj]);
+    let mut a = full_matrix(q, s, score, open, extend, (&same.0[r0..=bi], &same.1[c0..=bj]), &mut scratch.tb);
+    (a.qstart, a.qend, a.sstart, a.send) = (a.qstart + r0, a.qend + r0, a.sstart + c0, a.send + c0);
+    if (a.score, a.qend, a.send) != (best, bi + 1, bj + 1) {
+        return Err(Declined::Disagree);
+    }
+    Ok(a)
+}
+
+/// The alignment by the whole matrix, one byte of traceback a cell (query × subject
+/// bytes): the reference [`align_scratch`] equals, kept for its tests and benchmarks.
+pub fn align_full_matrix(
+    query: &[u8],
+    subject: &[u8],
+    score: impl Fn(u8, u8) -> i32,
+    open: i32,
+    extend: i32,
+    same: (&[u8], &[u8]),
+    tb: &mut Vec<u8>,
+) -> Alignment {
+    full_matrix(query, subject, &score, open, extend, same, tb)
+}
+
+fn full_matrix(
+    query: &[u8],
+    subject: &[u8],
+    score: &impl Fn(u8, u8) -> i32,
     open: i32,
     extend: i32,
     same: (&[u8], &[u8]),
@@ -151,17 +274,7 @@ pub fn align_scratch(
             }
         }
     }
-    let mut a = Alignment {
-        score: best,
-        qstart: 0,
-        qend: 0,
-        sstart: 0,
-        send: 0,
-        length: 0,
-        identities: 0,
-        mismatches: 0,
-        gap_opens: 0,
-    };
+    let mut a = Alignment { score: best, ..Alignment::EMPTY };
     if best == 0 {
         return a;
     }
@@ -222,84 +335,4 @@ fn tb_h_zero(tb: &[u8], cols: usize, i: isize, j: isize) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sw::{self, Gaps, Profile};
-    use rand::{Rng, SeedableRng};
-
-    #[test]
-    fn known_alignments() {
-        let m = Matrix::blosum62();
-        let e = |s: &[u8]| m.encode(s).unwrap();
-        let a = align(&e(b"WWWWW"), &e(b"AAWWWWWAA"), &m, 11, 1);
-        assert_eq!((a.score, a.qstart, a.qend, a.sstart, a.send, a.length), (55, 1, 5, 3, 7, 5));
-        assert_eq!((a.identities, a.mismatches, a.gap_opens), (5, 0, 0));
-        assert_eq!(a.pident(), 100.0);
-        // WW, a gap of 3 in the query (11 + 3), WW: 44 - 14.
-        let a = align(&e(b"WWWW"), &e(b"WWAAAWW"), &m, 11, 1);
-        assert_eq!((a.score, a.length, a.identities, a.mismatches, a.gap_opens), (30, 7, 4, 0, 1));
-        assert_eq!((a.qstart, a.qend, a.sstart, a.send), (1, 4, 1, 7));
-        // The same gap in the subject.
-        let a = align(&e(b"WWAAAWW"), &e(b"WWWW"), &m, 11, 1);
-        assert_eq!((a.score, a.length, a.gap_opens, a.qend, a.send), (30, 7, 1, 7, 4));
-        let a = align(&e(b"W"), &e(b"P"), &m, 11, 1);
-        assert_eq!((a.score, a.length, a.qstart), (0, 0, 0));
-        assert_eq!(align(&[], &e(b"W"), &m, 11, 1).score, 0);
-    }
-
-    /// Gotoh's algorithm plainly (full matrices), as the end-to-end tests' reference.
-    fn gotoh(q: &[u8], s: &[u8], m: &Matrix, open: i32, extend: i32) -> i32 {
-        let (rows, cols) = (q.len() + 1, s.len() + 1);
-        let (mut h, mut e, mut f) =
-            (vec![vec![0; cols]; rows], vec![vec![NEG; cols]; rows], vec![vec![NEG; cols]; rows]);
-        let mut best = 0;
-        for i in 1..rows {
-            for j in 1..cols {
-                e[i][j] = (e[i][j - 1] - extend).max(h[i][j - 1] - open - extend);
-                f[i][j] = (f[i - 1][j] - extend).max(h[i - 1][j] - open - extend);
-                let diag = h[i - 1][j - 1] + m.score(q[i - 1], s[j - 1]);
-                h[i][j] = 0.max(diag).max(e[i][j]).max(f[i][j]);
-                best = best.max(h[i][j]);
-            }
-        }
-        best
-    }
-
-    /// The traceback's score equals the scalar reference and the search's recurrence on
-    /// random pairs (related and unrelated), and its columns add up.
-    #[test]
-    fn traceback_score_equals_the_search_recurrence() {
-        let m = Matrix::blosum62();
-        let mut rng = rand::rngs::StdRng::seed_from_u64(17);
-        let (mut rh, mut rf) = (Vec::new(), Vec::new());
-        for k in 0..300 {
-            let q: Vec<u8> = (0..rng.random_range(1..120)).map(|_| rng.random_range(0..23u8)).collect();
-            let s: Vec<u8> = if k % 2 == 0 {
-                (0..rng.random_range(0..150)).map(|_| rng.random_range(0..23u8)).collect()
-            } else {
-                let mut s = Vec::new();
-                for &c in &q {
-                    match rng.random_range(0..10) {
-                        0 => {}
-                        1 => s.extend((0..rng.random_range(1..5)).map(|_| rng.random_range(0..23u8))),
-                        2 | 3 => s.push(rng.random_range(0..23u8)),
-                        _ => s.push(c),
-                    }
-                }
-                s
-            };
-            for (open, extend) in [(11, 1), (10, 2), (5, 0), (0, 3)] {
-                let p = Profile::new(&q, &m).unwrap();
-                let want = sw::align(&p, &s, Gaps { open, extend }, &mut rh, &mut rf);
-                let a = align(&q, &s, &m, open, extend);
-                assert_eq!(a.score, want, "pair {k}, gaps {open}/{extend}");
-                assert_eq!(a.score, gotoh(&q, &s, &m, open, extend), "pair {k}, gaps {open}/{extend}");
-                if a.score > 0 {
-                    let spans = (a.qend - a.qstart + 1) + (a.send - a.sstart + 1);
-                    assert_eq!(a.length, spans - a.identities - a.mismatches, "pair {k}: columns");
-                    assert!(a.gap_opens <= a.length - a.identities - a.mismatches, "pair {k}");
-                }
-            }
-        }
-    }
-}
+mod tests;
