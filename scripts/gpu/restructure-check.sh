@@ -39,11 +39,22 @@ fi
 if step tabular; then
   echo "== chariot-align search, 7 queries, new build: without and with --tabular, alternated"
   [ -f "$W/db.fa" ] || "$B/chariot-align" generate --sequences 536000 --out "$W/db.fa" --queries-out "$W/q.fa" > /dev/null 2>&1 || true
+  q="$W/q.fa"
+  if [ -n "${TAB_QUERIES:-}" ]; then
+    # TAB_QUERIES queries of Swiss-Prot-like lengths (log-normal, median about 300,
+    # 30 ... 5,000 residues, seeded).
+    lengths=$(awk -v n="$TAB_QUERIES" 'BEGIN { srand(7); for (i = 0; i < n; i++) { u = rand(); v = rand();
+      z = sqrt(-2 * log(u + 1e-12)) * cos(6.283185307 * v); l = int(exp(5.7 + 0.65 * z));
+      if (l < 30) l = 30; if (l > 5000) l = 5000; printf "%s%d", (i ? "," : ""), l } }')
+    "$B/chariot-align" generate --sequences 1 --out "$W/tab-unused.fa" --queries-out "$W/qtab.fa" --query-lengths "$lengths" > /dev/null 2>&1 || true
+    q="$W/qtab.fa"
+    echo "queries: $TAB_QUERIES, $(grep -v '>' "$q" | tr -d '\n' | wc -c) residues"
+  fi
   for i in 1 2 3; do
     for v in plain tabular; do
       extra=(); [ $v = tabular ] && extra=(--tabular "$W/tab-$i.tsv")
       t0=$(date +%s.%N)
-      timeout 120 "$B/chariot-align" search -q "$W/q.fa" -d "$W/db.fa" --no-progress -o "$W/hits-$v-$i.tsv" "${extra[@]}" > "$W/tabular-$v-$i.log" 2>&1 && rc=0 || rc=$?
+      timeout 120 "$B/chariot-align" search -q "$q" -d "$W/db.fa" --no-progress -o "$W/hits-$v-$i.tsv" "${extra[@]}" > "$W/tabular-$v-$i.log" 2>&1 && rc=0 || rc=$?
       t1=$(date +%s.%N)
       echo "$v $i exit $rc: $(grep -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$W/tabular-$v-$i.log" | head -1), process $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}') s"
     done
