@@ -106,6 +106,17 @@ pub enum Error {
         /// What is wrong, with the values and what was allowed.
         message: String,
     },
+    /// A task asked for a GPU the scheduler does not have
+    /// ([`TaskBuilder::prefer_gpu`](crate::TaskBuilder::prefer_gpu)).
+    #[error("task {task}: prefer_gpu({gpu}), but the scheduler has {gpus} GPU(s) (0..{gpus})")]
+    NoSuchPlacement {
+        /// The task being built.
+        task: TaskId,
+        /// The GPU asked for (an index among the scheduler's GPUs).
+        gpu: usize,
+        /// The scheduler's GPUs.
+        gpus: usize,
+    },
     /// A task was submitted with no commands.
     #[error("task {task} has no commands")]
     EmptyTask {
@@ -340,7 +351,8 @@ pub enum RecordingProblem {
     },
     /// A recording is under way already (recordings do not nest).
     Nested,
-    /// The task holds a command a graph does not take: a callback, or resident data.
+    /// The task holds what a graph does not take: a callback, resident data, or a GPU
+    /// its user placed it on.
     NotRecordable,
     /// The recording's body submitted no task.
     Empty,
@@ -399,8 +411,8 @@ impl std::fmt::Display for RecordingProblem {
             }
             RecordingProblem::Nested => f.write_str("a recording is under way already; recordings do not nest"),
             RecordingProblem::NotRecordable => f.write_str(
-                "it holds a callback or resident data; a recorded graph takes copies between host buffers and \
-                 device buffers, and kernel launches on device buffers",
+                "it holds a callback, resident data or a GPU preference; a recorded graph takes copies between \
+                 host buffers and device buffers, and kernel launches on device buffers, and places them itself",
             ),
             RecordingProblem::Empty => f.write_str("the recording's body submitted no task"),
             RecordingProblem::UnknownTask => f.write_str("no such task in the graph"),

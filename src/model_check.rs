@@ -107,5 +107,6 @@ fn task(id: usize, granularity: u64) -> Box<Task> {
         next: 0,
         hosts: Vec::new(),
         residency: Default::default(),
+        prefer: None,
     })
 }

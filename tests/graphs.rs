@@ -515,3 +515,38 @@ fn a_guard_in_a_callback_does_not_wait_for_a_waiting_task() {
         assert_eq!(sched.synchronize().unwrap().tasks, 2);
     });
 }
+
+/// Placed tasks run on the GPU their user chose while its share of Q holds no more than
+/// S of them (D = 2, S = 8, 8 tasks a GPU, chained in pairs across the GPUs so that
+/// dependencies are crossed); a GPU the scheduler lacks is a named error at submit.
+#[test]
+fn placed_tasks_run_where_they_were_placed() {
+    with_timeout(DEADLINE_S, || {
+        let s = Scheduler::builder().backend(timed(2)).gpus(2).streams(8).build().unwrap();
+        let ran: Arc<std::sync::Mutex<HashMap<u64, usize>>> = Arc::default();
+        for i in 0..16u64 {
+            let gpu = (i % 2) as usize;
+            let ran = ran.clone();
+            let t = s.task(i, 1).prefer_gpu(gpu);
+            let t = if i >= 2 { t.after(TaskId(i - 1)) } else { t };
+            t.callback(Resource::Cpu, move |c| {
+                ran.lock().unwrap().insert(c.task.0, c.gpu);
+                Ok(())
+            })
+            .submit()
+            .unwrap();
+        }
+        let report = s.synchronize().unwrap();
+        assert_eq!(report.tasks, 16);
+        let ran = ran.lock().unwrap();
+        for i in 0..16u64 {
+            assert_eq!(ran.get(&i), Some(&((i % 2) as usize)), "task {i} ran on GPU {:?}", ran.get(&i));
+        }
+        match s.task(99, 1).prefer_gpu(2).callback(Resource::Cpu, |_| Ok(())).submit() {
+            Err(e @ Error::NoSuchPlacement { .. }) => {
+                assert_eq!(e.to_string(), "task #99: prefer_gpu(2), but the scheduler has 2 GPU(s) (0..2)");
+            }
+            other => panic!("expected NoSuchPlacement, got {other:?}"),
+        }
+    });
+}

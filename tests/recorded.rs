@@ -366,6 +366,10 @@ fn recording_refuses_what_a_graph_cannot_take_and_ends_cleanly() {
             })
             .unwrap_err();
         assert_eq!(recording_problem(e), (Some(TaskId(1)), RecordingProblem::NotRecordable));
+        // A task placed on a GPU by its user: refused too (a graph places its tasks).
+        let e =
+            sched.record(|s| s.task(0, 1).prefer_gpu(0).readback(&out, .., &d, 0).submit().map(|_| ())).unwrap_err();
+        assert_eq!(recording_problem(e), (Some(TaskId(0)), RecordingProblem::NotRecordable));
         // Nothing submitted: empty.
         let e = sched.record(|_| Ok(())).unwrap_err();
         assert_eq!(recording_problem(e), (None, RecordingProblem::Empty));

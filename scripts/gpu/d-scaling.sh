@@ -3,7 +3,8 @@
 # D = 1, 2 and 4, each D alternated with the others inside every step, binaries staged in
 # $B (default .gpu/, scripts/gpu/stage.sh). STEPS picks steps (default all):
 #   probe    the multi-device CUDA graph probe (scripts/gpu/probes/, built here by nvcc);
-#   demo     the balanced 48 x 16 MiB loop (GPUs chosen by CUDA_VISIBLE_DEVICES), 3 calls;
+#   demo     the balanced 48 x 16 MiB loop with 1, 2, 4 GPUs visible, 3 calls (the demo
+#            itself uses one GPU, the builder's default: not a D-scaling figure);
 #   seti     the two-phase FFT 8192^2, --gpus D, 3 calls;
 #   align    chariot-align's 7-query search of the paper-shaped database, --gpus D, 3 calls;
 #   cholesky tiled Cholesky N = 16 k, 32 k, tiles 1,024 and 2,048, D = 1, 2, 4, against

@@ -59,6 +59,8 @@ pub(crate) struct Submitted {
     pub(crate) refuse_conflicts: bool,
     /// The resident byte ranges its commands read and write.
     pub(crate) resident: Vec<ResidentRange>,
+    /// `TaskBuilder::prefer_gpu`, checked against the scheduler's GPUs.
+    pub(crate) prefer: Option<usize>,
 }
 
 /// The runtime: build one with [`Scheduler::builder`], allocate buffers, register
@@ -219,7 +221,7 @@ impl Scheduler {
     /// the replay capture, which holds the task back or hands it to the batch. The
     /// extensions' steps are `crate::seam`'s.
     pub(crate) fn submit_task(&self, task: Submitted) -> Result<TaskId> {
-        let Submitted { id, granularity, mut commands, claims, after, refuse_conflicts, resident } = task;
+        let Submitted { id, granularity, mut commands, claims, after, refuse_conflicts, resident, prefer } = task;
         if self.closed.load(Ordering::SeqCst) {
             return Err(Error::ShutDown);
         }
@@ -237,7 +239,13 @@ impl Scheduler {
         let named = after.len();
         let mut preds = after;
         // A recorded task claims nothing now: each run of its graph does.
-        let hosts = match self.capture.admit_recorded(id, &commands, !resident.is_empty(), &claims, &mut preds)? {
+        let hosts = match self.capture.admit_recorded(
+            id,
+            &commands,
+            !resident.is_empty() || prefer.is_some(),
+            &claims,
+            &mut preds,
+        )? {
             Some(hosts) => hosts,
             None => claim_hosts(id, &claims, refuse_conflicts, &mut preds)?,
         };
@@ -250,6 +258,7 @@ impl Scheduler {
             next: 0,
             hosts,
             residency,
+            prefer,
         };
         match self.capture.offer(Box::new(task), named, preds) {
             Offer::Held => {}

@@ -84,7 +84,8 @@ impl TaskBuffer {
     }
 
     pub(crate) fn push(&self, task: Box<Task>) {
-        let home = task.residency.home;
+        // The user's placement first, then where the task's resident data is.
+        let home = task.prefer.or(task.residency.home);
         let entry = Entry { key: self.key(task.granularity), seq: task.seq, task };
         let mut heaps = self.heaps.lock();
         match home.and_then(|g| heaps.homed.get_mut(g)) {
@@ -177,6 +178,7 @@ mod tests {
             next: 0,
             hosts: Vec::new(),
             residency: Default::default(),
+            prefer: None,
         });
         t.residency.home = home;
         t

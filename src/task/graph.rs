@@ -169,6 +169,7 @@ mod test {
             next: 0,
             hosts: Vec::new(),
             residency: Default::default(),
+            prefer: None,
         })
     }
 

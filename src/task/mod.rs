@@ -42,6 +42,9 @@ pub(crate) struct Task {
     pub(crate) hosts: Vec<Arc<HostShared>>,
     /// The resident buffers it uses, and where it runs with them.
     pub(crate) residency: Residency,
+    /// The GPU its user placed it on (`TaskBuilder::prefer_gpu`): its share of Q there,
+    /// before the place its resident data would give it.
+    pub(crate) prefer: Option<usize>,
 }
 
 /// A 2-D (pitched) copy, in elements: `height` rows of `width` elements; row `r` starts

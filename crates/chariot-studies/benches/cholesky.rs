@@ -17,7 +17,7 @@
 use chariot::sim::SimProfile;
 use chariot::{Backend, Order, Scheduler};
 use chariot_studies::cholesky::baseline::{self, PotrfRun};
-use chariot_studies::cholesky::tiled::{factor, warm_up, TiledHost};
+use chariot_studies::cholesky::tiled::{factor, factor_with, warm_up, Layout, TiledHost};
 use chariot_studies::cholesky::{residual, Spd, Tiling};
 use clap::Parser;
 use std::io::Write;
@@ -37,6 +37,12 @@ struct Cli {
     /// GPU counts D for chariot, comma-separated (the baseline runs at D = 1 only).
     #[arg(long, value_delimiter = ',', default_value = "1")]
     gpus: Vec<usize>,
+    /// Layouts of chariot's tasks at D > 1, comma-separated, alternated within each
+    /// round: `data` (a ready task goes where most of what it reads is) and `cyclic`
+    /// (MUSTARD's 2-D block-cyclic tiles, each task placed on its tile's owner). D = 1
+    /// runs the first only.
+    #[arg(long, value_delimiter = ',', default_value = "cyclic,data", value_parser = ["cyclic", "data"])]
+    layouts: Vec<String>,
     /// Rounds: each runs chariot at every tile order, then the baseline.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
@@ -185,7 +191,11 @@ fn main() -> Result<(), String> {
             let a_norm = spd.frobenius();
             for round in 0..cli.rounds {
                 for &b in tiles.iter().filter(|&&b| b <= n) {
-                    record(chariot_run(&sched, &spd, a_norm, b, d, round, &cli)?, &mut rows)?;
+                    let layouts = if d == 1 { &cli.layouts[..1] } else { &cli.layouts[..] };
+                    for name in layouts {
+                        let layout = if name == "cyclic" { Layout::BlockCyclic } else { Layout::Data };
+                        record(chariot_run(&sched, &spd, a_norm, b, round, layout, &cli)?, &mut rows)?;
+                    }
                 }
                 if d == 1 && on_cuda && !cli.no_baseline {
                     let vectors = if n <= cli.exact_max { cli.vectors.max(1) } else { cli.vectors };
@@ -231,11 +241,12 @@ fn chariot_run(
     spd: &Spd,
     a_norm: f64,
     b: usize,
-    d: usize,
     round: usize,
+    layout: Layout,
     cli: &Cli,
 ) -> Result<Row, String> {
     let err = |e: chariot::Error| e.to_string();
+    let d = sched.gpu_count();
     if round == 0 {
         let gpus = warm_up(sched, b).map_err(err)?;
         if gpus < sched.gpu_count() {
@@ -247,7 +258,7 @@ fn chariot_run(
     }
     let t = Tiling::new(spd.n, b)?;
     let host = TiledHost::new(sched, spd, t).map_err(err)?;
-    let run = factor(sched, &host).map_err(err)?;
+    let run = factor_with(sched, &host, layout).map_err(err)?;
     let l = host.l.read();
     let res = if spd.n <= cli.exact_max {
         residual::exact(spd, &t.lower_dense(&l))
@@ -257,7 +268,8 @@ fn chariot_run(
         f64::NAN
     };
     Ok(Row {
-        method: "chariot",
+        // D = 1 places nothing: the layouts are the same run there.
+        method: if layout == Layout::BlockCyclic && d > 1 { "chariot-cyclic" } else { "chariot" },
         d,
         n: spd.n,
         tile: b,
@@ -280,7 +292,7 @@ fn summary(rows: &[Row]) {
     keys.dedup();
     keys.sort();
     keys.dedup();
-    let mut best: std::collections::BTreeMap<(usize, usize), (f64, usize)> = Default::default();
+    let mut best: std::collections::BTreeMap<(usize, usize), (f64, usize, &str)> = Default::default();
     let mut potrf: std::collections::BTreeMap<usize, (f64, f64)> = Default::default();
     for k in keys {
         let of: Vec<&Row> = rows.iter().filter(|r| (r.method, r.d, r.n, r.tile) == k).collect();
@@ -292,23 +304,23 @@ fn summary(rows: &[Row]) {
             "{:<14} {:>2} {:>6} {:>5} {:>10.3} {:>12.1} {:>10.1} {:>10.2e}",
             k.0, k.1, k.2, k.3, time, gf, alone, worst
         );
-        if k.0 == "chariot" {
-            let e = best.entry((k.1, k.2)).or_insert((0.0, 0));
+        if k.0.starts_with("chariot") {
+            let e = best.entry((k.1, k.2)).or_insert((0.0, 0, ""));
             if gf > e.0 {
-                *e = (gf, k.3);
+                *e = (gf, k.3, k.0);
             }
         } else {
             potrf.insert(k.2, (gf, alone));
         }
     }
-    for ((d, n), (gf, b)) in best {
+    for ((d, n), (gf, b, method)) in best {
         match potrf.get(&n) {
             Some(&(total, alone)) => println!(
-                "D {d} N {n}: chariot's best (b = {b}) {gf:.1} GFLOP/s = {:.2}× cuSOLVER potrf with transfers, {:.2}× without",
+                "D {d} N {n}: chariot's best ({method}, b = {b}) {gf:.1} GFLOP/s = {:.2}× cuSOLVER potrf with transfers, {:.2}× without",
                 gf / total,
                 gf / alone
             ),
-            None => println!("D {d} N {n}: chariot's best (b = {b}) {gf:.1} GFLOP/s"),
+            None => println!("D {d} N {n}: chariot's best ({method}, b = {b}) {gf:.1} GFLOP/s"),
         }
     }
 }

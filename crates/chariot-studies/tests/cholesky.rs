@@ -11,7 +11,7 @@ mod common;
 use chariot::sim::SimProfile;
 use chariot::{Backend, Order, Scheduler};
 use chariot_studies::cholesky::plan::Plan;
-use chariot_studies::cholesky::tiled::{factor, warm_up, TiledHost};
+use chariot_studies::cholesky::tiled::{factor, factor_with, placements, warm_up, Layout, TiledHost};
 use chariot_studies::cholesky::{cpu, residual, Spd, Tiling};
 use common::with_timeout;
 
@@ -27,10 +27,15 @@ fn sched(gpus: usize, streams: usize, order: Order) -> Scheduler {
 
 /// Factorises A of order `n` in tiles of `b` with chariot and checks L.
 fn check(s: &Scheduler, n: usize, b: usize, seed: u64) -> chariot::report::Report {
+    check_laid_out(s, n, b, seed, Layout::Data)
+}
+
+/// [`check`] with the tasks laid out by `layout`.
+fn check_laid_out(s: &Scheduler, n: usize, b: usize, seed: u64, layout: Layout) -> chariot::report::Report {
     let spd = Spd::new(n, seed);
     let t = Tiling::new(n, b).unwrap();
     let host = TiledHost::new(s, &spd, t).unwrap();
-    let run = factor(s, &host).unwrap();
+    let run = factor_with(s, &host, layout).unwrap();
     let plan = Plan::new(t);
     assert_eq!(run.tasks, 2 * t.tiles() + plan.ops.len(), "uploads, operations, readbacks");
     assert_eq!(run.report.tasks, run.tasks, "every task ran");
@@ -48,6 +53,26 @@ fn check(s: &Scheduler, n: usize, b: usize, seed: u64) -> chariot::report::Repor
     // The input is untouched (uploads only read it).
     assert_eq!(*host.a.read(), *spd.tiles(&t));
     run.report
+}
+
+/// MUSTARD's block-cyclic layout at D ∈ {2, 4}: the same L, and every task ran on the
+/// GPU its tile's owner is (S = 8 holds every placed task of a GPU that is ready at
+/// once here, so no other GPU takes one).
+#[test]
+fn block_cyclic_layout_equals_the_reference_and_runs_on_the_owners() {
+    with_timeout(300, || {
+        for d in [2, 4] {
+            let s = sched(d, 8, Order::LargestFirst);
+            let report = check_laid_out(&s, 256, 64, 5, Layout::BlockCyclic);
+            let want = placements(Tiling::new(256, 64).unwrap(), Layout::BlockCyclic, d);
+            for r in &report.records {
+                let owner = want[r.task.0 as usize].expect("every task is placed");
+                assert_eq!(r.gpu as usize, owner, "D = {d}: task {} ({:?}) ran on GPU {}", r.task, r.stage, r.gpu);
+            }
+            let gpus: std::collections::BTreeSet<u16> = report.records.iter().map(|r| r.gpu).collect();
+            assert_eq!(gpus.len(), d, "D = {d}: every GPU ran tasks");
+        }
+    });
 }
 
 #[test]

@@ -449,21 +449,21 @@ impl Capture {
 
     /// The recording's admission step, in place of the core's host claims while a
     /// recording is under way (`Ok(None)` otherwise): refuses a task a recorded graph
-    /// cannot take (a callback, resident data), then checks its host regions against
+    /// cannot take (a callback, resident data or a GPU preference: `held_back`), then checks its host regions against
     /// the recording's own (not the buffers' claims: each run takes those), adding the
     /// recorded tasks they conflict with to `preds`. The buffers touched.
     pub(crate) fn admit_recorded(
         &self,
         id: TaskId,
         commands: &[Command],
-        resident: bool,
+        held_back: bool,
         claims: &[HostClaim],
         preds: &mut Vec<TaskId>,
     ) -> crate::Result<Option<Vec<Arc<HostShared>>>> {
         if !self.recording() {
             return Ok(None);
         }
-        if resident || !window::replayable_commands(commands) {
+        if held_back || !window::replayable_commands(commands) {
             return Err(crate::Error::Recording { task: Some(id), problem: RecordingProblem::NotRecordable });
         }
         let mut st = self.state.lock();

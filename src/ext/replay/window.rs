@@ -249,11 +249,12 @@ impl std::fmt::Debug for Window {
 }
 
 /// Whether a task may run in a window: its commands are copies between host memory
-/// and virtual device buffers and kernel launches on those, and it keeps no resident
-/// data. Callbacks (CPU or GPU library work) and resident buffers (fetched and
-/// tracked where the task runs) are dispatched by the host.
+/// and virtual device buffers and kernel launches on those, it keeps no resident
+/// data, and its user placed it on no GPU. Callbacks (CPU or GPU library work),
+/// resident buffers (fetched and tracked where the task runs) and placed tasks (a
+/// window's GPU is the runtime's choice) are dispatched by the host.
 pub(crate) fn replayable(task: &Task) -> bool {
-    task.residency.uses.is_empty() && replayable_commands(&task.commands)
+    task.residency.uses.is_empty() && task.prefer.is_none() && replayable_commands(&task.commands)
 }
 
 /// Whether commands may run in a graph (see [`replayable`]).
@@ -489,6 +490,7 @@ mod test {
             next: 0,
             hosts: Vec::new(),
             residency: Default::default(),
+            prefer: None,
         })
     }
 

@@ -53,6 +53,7 @@ pub struct TaskBuilder<'s> {
     refuse_conflicts: bool,
     /// Resident ranges declared for GPU callbacks (`reads`, `writes`, `reads_writes`).
     declared: Vec<ResidentRange>,
+    prefer: Option<usize>,
     error: Option<Error>,
 }
 
@@ -67,6 +68,7 @@ impl<'s> TaskBuilder<'s> {
             after: Vec::new(),
             refuse_conflicts: false,
             declared: Vec::new(),
+            prefer: None,
             error: None,
         }
     }
@@ -382,6 +384,33 @@ impl<'s> TaskBuilder<'s> {
         self
     }
 
+    /// Places this task on GPU `gpu` (an index among the scheduler's GPUs, `0..gpu_count`):
+    /// once ready it waits in that GPU's share of Q, ahead of the place its resident
+    /// data would give it. Another GPU takes it only as it takes tasks placed by their
+    /// data: when that share holds more than S tasks, or the GPU has left the rotation.
+    /// For layouts the user knows best, such as MUSTARD's block-cyclic tiles. A placed
+    /// task is dispatched by the host (never in a replay window), and a recording
+    /// refuses it.
+    ///
+    /// `submit` returns [`Error::NoSuchPlacement`] where `gpu` is not below the
+    /// scheduler's GPU count.
+    ///
+    /// ```
+    /// use chariot::{Backend, Error, Scheduler};
+    /// use chariot::callback::Resource;
+    /// use chariot::sim::SimProfile;
+    /// let s = Scheduler::builder().backend(Backend::SimWith(SimProfile::h100().with_gpus(2))).gpus(2).build()?;
+    /// s.task(0, 1).prefer_gpu(1).callback(Resource::Cpu, |c| { assert_eq!(c.gpu, 1); Ok(()) }).submit()?;
+    /// let e = s.task(1, 1).prefer_gpu(2).callback(Resource::Cpu, |_| Ok(())).submit().unwrap_err();
+    /// assert!(matches!(e, Error::NoSuchPlacement { gpu: 2, gpus: 2, .. }));
+    /// s.synchronize()?;
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    pub fn prefer_gpu(mut self, gpu: usize) -> Self {
+        self.prefer = Some(gpu);
+        self
+    }
+
     /// Refuses this task at `submit` with [`Error::HostConflict`] where one of its host
     /// regions conflicts with an unended task's, instead of running it after that task
     /// (the behaviour before task graphs; useful to find conflicts one did not expect).
@@ -431,6 +460,10 @@ impl<'s> TaskBuilder<'s> {
         if self.commands.is_empty() {
             return Err(Error::EmptyTask { task: self.id });
         }
+        let gpus = self.sched.gpu_count();
+        if let Some(gpu) = self.prefer.filter(|&g| g >= gpus) {
+            return Err(Error::NoSuchPlacement { task: self.id, gpu, gpus });
+        }
         #[allow(unused_mut)] // resident ranges are added only with resident data
         let mut resident = self.declared;
         #[cfg(feature = "resident")]
@@ -464,6 +497,7 @@ impl<'s> TaskBuilder<'s> {
             after: self.after,
             refuse_conflicts: self.refuse_conflicts,
             resident,
+            prefer: self.prefer,
         })
     }
 }

@@ -19,12 +19,43 @@
 //! the largest-first order the ready task on the longest remaining chain goes first;
 //! uploads get the level of the first operation that uses their tile, readbacks that of
 //! the operation that finished it.
+//!
+//! Where the tasks run at D > 1 is the [`Layout`]'s: by their data (the runtime's rule:
+//! a ready task goes to the GPU holding most of what it reads), or MUSTARD's 2-D
+//! block-cyclic layout, each task placed (`TaskBuilder::prefer_gpu`) on the owner of the
+//! tile it writes.
 
 use super::plan::{granularity, Op, Plan};
 use super::{cpu, Spd, Tiling};
 use chariot::report::Report;
-use chariot::{HostBuffer, Result, Scheduler};
+use chariot::{HostBuffer, Result, Scheduler, TaskBuilder};
 use std::time::Instant;
+
+/// Where the factorisation's tasks run at D > 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// The runtime's rule: a ready task goes to the GPU holding most of what it reads.
+    Data,
+    /// MUSTARD's 2-D block-cyclic layout over a P × Q grid of the D GPUs (P the largest
+    /// divisor of D not above √D): tile (i, j) is owned by GPU (i mod P)·Q + (j mod Q),
+    /// and the upload, the operations and the readback of a tile are placed there.
+    BlockCyclic,
+}
+
+impl Layout {
+    /// The GPU that owns tile (`i`, `j`) among `d`, where the layout places tasks.
+    pub fn owner(self, i: usize, j: usize, d: usize) -> Option<usize> {
+        match self {
+            Layout::Data => None,
+            Layout::BlockCyclic if d < 2 => None,
+            Layout::BlockCyclic => {
+                let p = (1..=d).filter(|p| d % p == 0 && p * p <= d).max().unwrap_or(1);
+                let q = d / p;
+                Some((i % p) * q + j % q)
+            }
+        }
+    }
+}
 
 /// The host side of one factorisation: A in tiles (pinned, written once) and room for L.
 #[derive(Debug)]
@@ -87,52 +118,121 @@ fn lowest_offset(t: &Tiling, op: Op) -> usize {
 /// chariot's errors: allocation, a refused submit, or failed tasks (a library call that
 /// failed, a tile that is not positive definite).
 pub fn factor(sched: &Scheduler, host: &TiledHost) -> Result<TiledRun> {
+    factor_with(sched, host, Layout::Data)
+}
+
+/// [`factor`] with the tasks laid out by `layout` (at D > 1).
+///
+/// # Errors
+/// As [`factor`].
+pub fn factor_with(sched: &Scheduler, host: &TiledHost, layout: Layout) -> Result<TiledRun> {
     let t = host.tiling;
+    let d = sched.gpu_count();
+    let place = |task, (i, j)| placed(task, layout.owner(i, j, d));
     let plan = Plan::new(t);
     let m = sched.alloc_resident_pieces::<f64>(t.len(), t.tile_len())?;
     let start = Instant::now();
-    let mut id = 0u64;
-    let mut next = || {
-        id += 1;
-        id - 1
-    };
-    // Uploads, the tiles needed first first.
-    let mut tiles: Vec<usize> = (0..t.tiles()).collect();
-    tiles.sort_by(|&x, &y| plan.first_use_level[y].total_cmp(&plan.first_use_level[x]).then(x.cmp(&y)));
-    for &tile in &tiles {
-        let (i, j) = t.position(tile);
-        let r = t.range(i, j);
-        sched.task(next(), granularity(plan.first_use_level[tile])).download(&m, r.start, &host.a, r).submit()?;
-    }
-    for (o, planned) in plan.ops.iter().enumerate() {
-        let op = planned.op;
-        let mut task = sched.task(next(), granularity(planned.bottom_level));
-        for (i, j) in op.reads() {
-            task = task.reads(&m, t.range(i, j));
-        }
-        let (wi, wj) = op.writes();
-        task = task.reads_writes(&m, t.range(wi, wj));
-        let m2 = m.clone();
-        task.gpu_callback(move |call| {
-            if call.cuda_stream().is_some() {
-                crate::backend::cuda::cholesky::tile_op(call, &m2, &t, op)?;
-            } else {
-                let base = lowest_offset(&t, op);
-                call.sim_resident(&m2, base, |x: &mut [f64]| cpu::run_op(&t, op, x, base))
-                    .ok_or("no simulated copy of the tiles")??;
+    for (id, step) in steps(&plan).into_iter().enumerate() {
+        let id = id as u64;
+        match step {
+            Step::Upload(tile) => {
+                let (i, j) = t.position(tile);
+                let r = t.range(i, j);
+                place(sched.task(id, granularity(plan.first_use_level[tile])), (i, j))
+                    .download(&m, r.start, &host.a, r)
+                    .submit()?;
             }
-            Ok(())
-        })
-        .submit()?;
-        let tile = t.index(wi, wj);
-        if plan.last_writer[tile] == o {
-            let r = t.range(wi, wj);
-            sched.task(next(), granularity(planned.bottom_level)).readback(&host.l, r.clone(), &m, r.start).submit()?;
+            Step::Op(o) => {
+                let planned = &plan.ops[o];
+                let op = planned.op;
+                let mut task = place(sched.task(id, granularity(planned.bottom_level)), op.writes());
+                for (i, j) in op.reads() {
+                    task = task.reads(&m, t.range(i, j));
+                }
+                let (wi, wj) = op.writes();
+                task = task.reads_writes(&m, t.range(wi, wj));
+                let m2 = m.clone();
+                task.gpu_callback(move |call| {
+                    if call.cuda_stream().is_some() {
+                        crate::backend::cuda::cholesky::tile_op(call, &m2, &t, op)?;
+                    } else {
+                        let base = lowest_offset(&t, op);
+                        call.sim_resident(&m2, base, |x: &mut [f64]| cpu::run_op(&t, op, x, base))
+                            .ok_or("no simulated copy of the tiles")??;
+                    }
+                    Ok(())
+                })
+                .submit()?;
+            }
+            Step::Readback(tile, o) => {
+                let (i, j) = t.position(tile);
+                let r = t.range(i, j);
+                place(sched.task(id, granularity(plan.ops[o].bottom_level)), (i, j))
+                    .readback(&host.l, r.clone(), &m, r.start)
+                    .submit()?;
+            }
         }
     }
     let report = sched.synchronize()?;
     let wall_ns = start.elapsed().as_nanos() as u64;
-    Ok(TiledRun { wall_ns, tasks: id as usize, report })
+    Ok(TiledRun { wall_ns, tasks: plan.ops.len() + 2 * t.tiles(), report })
+}
+
+/// One task of the batch, in submit order (task ids count from 0 in this order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    /// The upload of a tile (by [`Tiling::index`]).
+    Upload(usize),
+    /// Operation `o` of the plan.
+    Op(usize),
+    /// The readback of a tile, after operation `o`, its last writer.
+    Readback(usize, usize),
+}
+
+/// The batch in submit order: the uploads, the tiles needed first first; then the
+/// operations in the plan's order, each tile's readback right after its last writer.
+fn steps(plan: &Plan) -> Vec<Step> {
+    let t = plan.tiling;
+    let mut tiles: Vec<usize> = (0..t.tiles()).collect();
+    tiles.sort_by(|&x, &y| plan.first_use_level[y].total_cmp(&plan.first_use_level[x]).then(x.cmp(&y)));
+    let mut out: Vec<Step> = tiles.into_iter().map(Step::Upload).collect();
+    for (o, planned) in plan.ops.iter().enumerate() {
+        out.push(Step::Op(o));
+        let (wi, wj) = planned.op.writes();
+        let tile = t.index(wi, wj);
+        if plan.last_writer[tile] == o {
+            out.push(Step::Readback(tile, o));
+        }
+    }
+    out
+}
+
+/// Per task id of [`factor_with`]'s batch at D GPUs (`d`), the GPU `layout` places it
+/// on (`None`: the runtime's choice).
+pub fn placements(tiling: Tiling, layout: Layout, d: usize) -> Vec<Option<usize>> {
+    let plan = Plan::new(tiling);
+    let owner = |tile: usize| {
+        let (i, j) = tiling.position(tile);
+        layout.owner(i, j, d)
+    };
+    steps(&plan)
+        .into_iter()
+        .map(|step| match step {
+            Step::Upload(tile) | Step::Readback(tile, _) => owner(tile),
+            Step::Op(o) => {
+                let (i, j) = plan.ops[o].op.writes();
+                layout.owner(i, j, d)
+            }
+        })
+        .collect()
+}
+
+/// `task`, placed on `gpu` where one is given.
+fn placed(task: TaskBuilder<'_>, gpu: Option<usize>) -> TaskBuilder<'_> {
+    match gpu {
+        Some(gpu) => task.prefer_gpu(gpu),
+        None => task,
+    }
 }
 
 /// Makes the library handles of every (GPU, stream slot) of `sched` and sizes their
@@ -175,4 +275,33 @@ pub fn warm_up(sched: &Scheduler, b: usize) -> Result<usize> {
     }
     let n = seen.lock().len();
     Ok(n)
+}
+
+#[cfg(test)]
+mod test {
+    use super::Layout;
+
+    /// The block-cyclic owners: a 1 × 2 grid at D = 2 (columns alternate), 2 × 2 at 4,
+    /// 2 × 3 at 6; every GPU owns tiles; no placement at D = 1 or by data.
+    #[test]
+    fn block_cyclic_owners() {
+        let c = Layout::BlockCyclic;
+        assert_eq!([c.owner(0, 0, 2), c.owner(5, 1, 2), c.owner(3, 2, 2)], [Some(0), Some(1), Some(0)]);
+        assert_eq!(
+            [c.owner(0, 0, 4), c.owner(0, 1, 4), c.owner(1, 0, 4), c.owner(3, 3, 4)],
+            [Some(0), Some(1), Some(2), Some(3)]
+        );
+        assert_eq!(c.owner(1, 5, 6), Some(5));
+        for d in [2, 3, 4, 6, 8] {
+            let mut owned = vec![false; d];
+            for i in 0..16 {
+                for j in 0..=i {
+                    owned[c.owner(i, j, d).unwrap()] = true;
+                }
+            }
+            assert!(owned.iter().all(|&o| o), "D = {d}: {owned:?}");
+        }
+        assert_eq!(c.owner(3, 1, 1), None);
+        assert_eq!(Layout::Data.owner(3, 1, 4), None);
+    }
 }
