@@ -192,6 +192,17 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     if cli.device_graph && sim {
         eprintln!("flow: --device-graph needs CUDA; left out on sim");
     }
+    // The critical path in nodes: what no number of GPUs or lanes can shorten.
+    for &(shape, size) in &plan {
+        let g = Graph::new(shape, size, cli.seed)?;
+        let chain = g.longest_chain();
+        println!(
+            "{} {size}: {} nodes, longest chain {chain} nodes, mean width {:.1}",
+            shape.name(),
+            g.nodes,
+            g.nodes as f64 / chain.max(1) as f64
+        );
+    }
     println!(
         "{:<5} {:>6} {:>7} {:>7} {:>6} | {:>10} {:>8} {:>6} {:>5} | {:>10} {:>8} | {:>10} {:>8} {:>9} | {:>6} {:>6} | {:>9} {:>8} {:>6}{}",
         "shape",

@@ -67,6 +67,10 @@ fn each_shape_has_its_nodes_and_edges() {
     for g in [&lc, &ep, &dc, &mr] {
         assert_well_formed(g);
     }
+    // Longest chains: the chain's nodes, one, root to leaf, and per round a mapper and
+    // its reducer.
+    let chains = [&lc, &ep, &dc, &mr].map(|g| g.longest_chain());
+    assert_eq!(chains, [10, 1, 4, 6]);
     // cudaFlow's Table 1 counts nodes + edges of graphs whose nodes are three
     // operations (copy in, kernel, copy out: 3 nodes and 2 edges each).
     let table1 = |g: &Graph| 5 * g.nodes + g.edges.len();

@@ -225,6 +225,20 @@ impl Graph {
         Ok(Graph { shape, size, nodes, edges, levels })
     }
 
+    /// Nodes on its longest chain: how many nodes run one after another however many
+    /// GPUs run the rest, so no schedule beats this many node times.
+    pub fn longest_chain(&self) -> usize {
+        let mut chain = vec![1usize; self.nodes];
+        // Edges go from a lower number to a higher one: in order of the successor, each
+        // predecessor's chain is final when read.
+        let mut edges = self.edges.clone();
+        edges.sort_unstable_by_key(|&(a, b)| (b, a));
+        for (a, b) in edges {
+            chain[b] = chain[b].max(chain[a] + 1);
+        }
+        chain.into_iter().max().unwrap_or(0)
+    }
+
     /// Each node's predecessors, ascending.
     pub fn predecessors(&self) -> Vec<Vec<usize>> {
         let mut p = vec![Vec::new(); self.nodes];
