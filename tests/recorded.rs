@@ -16,7 +16,7 @@ use chariot::graph::{RecordedGraph, RecordingProblem};
 use chariot::kernel::KernelHandle;
 use chariot::report::{GraphSetup, Report};
 use chariot::sim::{SimFaults, SimProfile};
-use chariot::{Arg, Backend, DeviceBuffer, Error, HostBuffer, Scheduler, TaskId};
+use chariot::{Arg, Backend, DeviceBuffer, Error, HostBuffer, Param, Scheduler, TaskId};
 use common::*;
 use rand::{Rng, SeedableRng};
 
@@ -333,6 +333,13 @@ fn updates_name_what_is_wrong() {
         let mut graph = small_graph(&sched, &out, &k);
         let e = graph.set_arg(TaskId(7), 0, 3, Arg::u32(1)).unwrap_err();
         assert_eq!(recording_problem(e), (Some(TaskId(7)), RecordingProblem::UnknownTask));
+        // What each argument takes: the kernel's declared parameters.
+        assert_eq!(graph.param(TaskId(0), 0, 0).unwrap(), Param::Buffer);
+        assert_eq!(graph.param(TaskId(0), 0, 3).unwrap(), Param::U32);
+        let e = graph.param(TaskId(1), 0, 0).unwrap_err();
+        assert_eq!(recording_problem(e), (Some(TaskId(1)), RecordingProblem::NoSuchArgument { command: 0, arg: 0 }));
+        let e = graph.param(TaskId(0), 0, 9).unwrap_err();
+        assert_eq!(recording_problem(e), (Some(TaskId(0)), RecordingProblem::NoSuchArgument { command: 0, arg: 9 }));
         let e = graph.set_arg(TaskId(1), 0, 0, Arg::u32(1)).unwrap_err();
         assert_eq!(recording_problem(e), (Some(TaskId(1)), RecordingProblem::NoSuchArgument { command: 0, arg: 0 }));
         let e = graph.set_arg(TaskId(0), 0, 5, Arg::u32(1)).unwrap_err();

@@ -77,6 +77,12 @@ class Scheduler:
         """Compiles (NVRTC) and loads `kernel` on every GPU; raises ChariotError with NVRTC's log."""
     def task(self, id: int, granularity: int = 1) -> "Task":
         """Starts building task `id`; `granularity` is its chunk's size (for the LF and SF orders)."""
+    def record(self, body: Callable[["Scheduler"], Any]) -> "RecordedGraph":
+        """Records the tasks `body(scheduler)` submits, running none, as a RecordedGraph.
+
+        The batch must be closed (`synchronize` first). A task with a callback, resident
+        data or a GPU preference raises ChariotError; an exception from `body` propagates.
+        """
     def synchronize(self) -> "Report":
         """Waits for every submitted task and returns the batch's report.
 
@@ -201,8 +207,24 @@ class Task:
     def after(self, *ids: int) -> "Task": ...
     def after_all(self, ids: Iterable[int]) -> "Task": ...
     def refuse_conflicts(self) -> "Task": ...
+    def prefer_gpu(self, gpu: int) -> "Task":
+        """Places the task on GPU `gpu` (0 .. gpu_count); ChariotError at submit if there is none."""
     def submit(self) -> int:
         """Hands the task to the runtime; returns its id."""
+
+class RecordedGraph:
+    """A graph recorded once with Scheduler.record and run many times."""
+
+    def run(self) -> None:
+        """Queues one run of the whole graph; the next `synchronize` waits for it."""
+    def set_arg(self, task: int, command: int, arg: int, value: Union["DeviceBuffer", int, float]) -> None:
+        """Sets a launch's argument in place (the kernel's declared kind); waits for the runs."""
+    def set_copy(self, task: int, command: int, host: "HostBuffer", offset: int) -> None:
+        """Moves a copy's host side to `host` from element `offset` (same shape, same dtype)."""
+    @property
+    def tasks(self) -> int: ...
+    @property
+    def gpus(self) -> List[int]: ...
 
 class Report:
     """What a batch produced: str() is the Rust report's text."""

@@ -20,6 +20,7 @@
 mod args;
 mod buffers;
 mod calls;
+mod graph;
 mod kernel;
 mod report;
 mod sched;
@@ -263,6 +264,7 @@ fn gpu_chariot(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<calls::PyCallInfo>()?;
     m.add_class::<calls::PyGpuCall>()?;
     m.add_class::<report::PyReport>()?;
+    m.add_class::<graph::PyRecordedGraph>()?;
     m.add_class::<View>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

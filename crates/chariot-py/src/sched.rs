@@ -3,6 +3,7 @@
 
 use crate::buffers::{PyDeviceBuffer, PyHostBuffer, PyResidentBuffer};
 use crate::calls::in_callback;
+use crate::graph::PyRecordedGraph;
 use crate::kernel::{PyKernel, PyKernelHandle};
 use crate::report::PyReport;
 use crate::task::PyTask;
@@ -189,6 +190,33 @@ impl PyScheduler {
     /// NVRTC's log.
     fn register_kernel(&self, py: Python<'_>, kernel: &PyKernel) -> PyResult<PyKernelHandle> {
         kernel.register(py, &self.core)
+    }
+
+    /// Records the tasks `body(scheduler)` submits as a graph, running none of them, and
+    /// returns it (RecordedGraph): its `run()` then runs them all at a cost to the host
+    /// that does not grow with their number. Call `synchronize` first (the batch must be
+    /// closed). A task with a callback, resident data or a GPU preference raises
+    /// ChariotError naming it; an exception raised by `body` propagates, and nothing
+    /// stays recorded.
+    fn record(slf: &Bound<'_, Self>, body: &Bound<'_, PyAny>) -> PyResult<PyRecordedGraph> {
+        let py = slf.py();
+        let core = slf.get().core.clone();
+        let sched = core.sched()?;
+        let mut raised = None;
+        let recorded = sched.record(|_| {
+            // The body submits through this scheduler's Python object; an exception it
+            // raises ends the recording here, and the graph made of what it submitted
+            // is dropped unrun below.
+            if let Err(e) = body.call1((slf.clone(),)) {
+                raised = Some(e);
+            }
+            Ok(())
+        });
+        if let Some(e) = raised {
+            return Err(e);
+        }
+        let graph = recorded.map_err(|e| to_py(py, e))?;
+        Ok(PyRecordedGraph::new(core.clone(), graph))
     }
 
     /// Starts building task `id` of granularity `granularity` (its chunk's size).

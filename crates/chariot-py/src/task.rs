@@ -38,12 +38,14 @@ pub struct PyTask {
     cmds: Vec<Cmd>,
     after: Vec<u64>,
     refuse: bool,
+    prefer: Option<usize>,
     submitted: bool,
 }
 
 impl PyTask {
     pub(crate) fn new(core: Arc<Core>, id: u64, granularity: u64) -> Self {
-        PyTask { core, id, granularity, cmds: Vec::new(), after: Vec::new(), refuse: false, submitted: false }
+        let (cmds, after) = (Vec::new(), Vec::new());
+        PyTask { core, id, granularity, cmds, after, refuse: false, prefer: None, submitted: false }
     }
 
     fn open(&self) -> PyResult<()> {
@@ -246,6 +248,15 @@ impl PyTask {
         Ok(slf)
     }
 
+    /// Places the task on GPU `gpu` (0 .. gpu_count): it waits for that GPU, which
+    /// another takes it from only when that GPU has more than S tasks waiting. A GPU
+    /// the scheduler lacks raises ChariotError at submit.
+    fn prefer_gpu(mut slf: PyRefMut<'_, Self>, gpu: usize) -> PyResult<PyRefMut<'_, Self>> {
+        slf.open()?;
+        slf.prefer = Some(gpu);
+        Ok(slf)
+    }
+
     /// Refuses the task at submit where a host region conflicts with an unended task's,
     /// instead of running it after that task.
     fn refuse_conflicts(mut slf: PyRefMut<'_, Self>) -> PyResult<PyRefMut<'_, Self>> {
@@ -263,11 +274,11 @@ impl PyTask {
         let py = slf.py();
         let cmds = std::mem::take(&mut slf.cmds);
         let after = std::mem::take(&mut slf.after);
-        let (core, id, granularity, refuse, cancel) =
-            (slf.core.clone(), slf.id, slf.granularity, slf.refuse, slf.cancel());
+        let (core, id, granularity, cancel) = (slf.core.clone(), slf.id, slf.granularity, slf.cancel());
+        let placing = Placing { refuse: slf.refuse, prefer: slf.prefer };
         drop(slf);
         let sched = core.sched()?;
-        py.allow_threads(|| build(sched, id, granularity, cmds, after, refuse, cancel))
+        py.allow_threads(|| build(sched, id, granularity, cmds, after, placing, cancel))
             .map(|t| t.0)
             .map_err(|e| to_py(py, e))
     }
@@ -325,13 +336,20 @@ fn copy_checks(
     Ok(())
 }
 
+/// How a task meets others: `refuse_conflicts`, and the GPU `prefer_gpu` placed it on.
+#[derive(Clone, Copy)]
+struct Placing {
+    refuse: bool,
+    prefer: Option<usize>,
+}
+
 fn build(
     sched: &chariot::Scheduler,
     id: u64,
     granularity: u64,
     cmds: Vec<Cmd>,
     after: Vec<u64>,
-    refuse: bool,
+    placing: Placing,
     cancel: Arc<AtomicBool>,
 ) -> chariot::Result<TaskId> {
     let mut t = sched.task(id, granularity);
@@ -379,8 +397,11 @@ fn build(
         };
     }
     t = t.after_all(after.into_iter().map(TaskId));
-    if refuse {
+    if placing.refuse {
         t = t.refuse_conflicts();
+    }
+    if let Some(gpu) = placing.prefer {
+        t = t.prefer_gpu(gpu);
     }
     t.submit()
 }

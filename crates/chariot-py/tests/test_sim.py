@@ -452,3 +452,113 @@ def test_resident_pieces_and_ranges(sched):
         r.reads(60, 70)
     with pytest.raises(ValueError, match="empty range"):
         r.writes(5, 5)
+
+
+def record_scale_loop(sched, chunks, n):
+    """A loop of `chunks` tasks: download a chunk, scale it by a + i, read it back."""
+    src, dst = sched.alloc_host(chunks * n, "int32"), sched.alloc_host(chunks * n, "int32")
+    np.asarray(src)[:] = np.arange(chunks * n)
+    np.asarray(dst)[:] = -1
+    d_in, d_out = sched.alloc(n, "int32"), sched.alloc(n, "int32")
+    k = sched.register_kernel(gc.Kernel("scale", SCALE, ["int*", "const int*", "unsigned", "int"], twin=scale_twin))
+
+    def body(s):
+        for i in range(chunks):
+            r = slice(i * n, (i + 1) * n)
+            s.task(i, n).download(d_in, 0, src, r).launch(k, 4, 256, [d_out, d_in, n, 2 + i]).readback(dst, r, d_out).submit()
+
+    return src, dst, d_out, sched.record(body)
+
+
+def test_recorded_graph_runs_again_and_updates_in_place(sched):
+    chunks, n = 6, 500
+    src, dst, d_out, g = record_scale_loop(sched, chunks, n)
+    assert g.tasks == chunks and "RecordedGraph(tasks=6" in repr(g)
+    # Recording runs nothing.
+    sched.synchronize()
+    assert (np.asarray(dst) == -1).all()
+    want = (2 + np.arange(chunks * n) // n) * np.arange(chunks * n)
+    for _ in range(2):
+        np.asarray(dst)[:] = 0
+        g.run()
+        sched.synchronize()
+        np.testing.assert_array_equal(np.asarray(dst), want)
+    # A scalar in place: task 3 scales by -7 now.
+    g.set_arg(3, 1, 3, -7)
+    # A copy moved: task 0 downloads chunk 5's elements of a second input.
+    src2 = sched.alloc_host(chunks * n, "int32")
+    np.asarray(src2)[:] = -np.arange(chunks * n)
+    g.set_copy(0, 0, src2, 5 * n)
+    g.run()
+    sched.synchronize()
+    want[3 * n:4 * n] = -7 * np.arange(3 * n, 4 * n)
+    want[:n] = 2 * -np.arange(5 * n, 6 * n)
+    np.testing.assert_array_equal(np.asarray(dst), want)
+
+
+def test_recorded_graph_bad_input(sched):
+    src, dst, d_out, g = record_scale_loop(sched, 2, 100)
+    with pytest.raises(gc.ChariotError, match="no such task"):
+        g.set_arg(9, 1, 3, 1)
+    with pytest.raises(gc.ChariotError, match="not a kernel launch with an argument 7"):
+        g.set_arg(0, 1, 7, 1)
+    with pytest.raises(TypeError, match="expected a number"):
+        g.set_arg(0, 1, 3, "one")
+    with pytest.raises(TypeError, match="expected an int, got a float"):
+        g.set_arg(0, 1, 3, 1.5)
+    with pytest.raises(TypeError, match="expected a HostBuffer"):
+        g.set_copy(0, 0, d_out, 0)
+    with pytest.raises(gc.ChariotError, match="past the buffer"):
+        g.set_copy(0, 0, src, 150)
+    with pytest.raises(gc.ChariotError, match="is not a copy"):
+        g.set_copy(0, 1, src, 0)
+    # Task 1's readback onto task 0's bytes: the graph does not order them.
+    with pytest.raises(gc.ChariotError, match="also copied by task #0"):
+        g.set_copy(1, 2, dst, 0)
+    # The graph still runs as recorded.
+    g.run()
+    sched.synchronize()
+    np.testing.assert_array_equal(np.asarray(dst)[:100], 2 * np.arange(100))
+    np.testing.assert_array_equal(np.asarray(dst)[100:], 3 * np.arange(100, 200))
+
+
+def test_recording_refuses_and_propagates(sched):
+    d = sched.alloc(4, "float32")
+    host = sched.alloc_host(4, "float32")
+
+    def with_callback(s):
+        s.task(0).callback(lambda info: None).submit()
+
+    with pytest.raises(gc.ChariotError, match="task #0.*callback"):
+        sched.record(with_callback)
+
+    def placed(s):
+        s.task(0).prefer_gpu(1).readback(host, None, d).submit()
+
+    with pytest.raises(gc.ChariotError, match="GPU preference"):
+        sched.record(placed)
+
+    class Boom(Exception):
+        pass
+
+    def raising(s):
+        s.task(0).readback(host, None, d).submit()
+        raise Boom("the body failed")
+
+    with pytest.raises(Boom):
+        sched.record(raising)
+    with pytest.raises(gc.ChariotError, match="submitted no task"):
+        sched.record(lambda s: None)
+    # The scheduler runs plain tasks again.
+    sched.task(1).readback(host, None, d).submit()
+    sched.synchronize()
+
+
+def test_prefer_gpu_places_and_checks(sched):
+    seen = {}
+    for i in range(4):
+        sched.task(i).prefer_gpu(i % 2).callback(lambda info: seen.__setitem__(info.task, info.gpu)).submit()
+    sched.synchronize()
+    assert seen == {0: 0, 1: 1, 2: 0, 3: 1}
+    with pytest.raises(gc.ChariotError, match=r"prefer_gpu\(2\), but the scheduler has 2 GPU"):
+        sched.task(9).prefer_gpu(2).callback(lambda info: None).submit()

@@ -209,6 +209,30 @@ impl RecordedGraph {
         Ok(())
     }
 
+    /// The declared kind of argument `arg` of the kernel launch that is command
+    /// `command` of recorded task `task`: what [`RecordedGraph::set_arg`] takes there
+    /// (for a caller that holds values of several kinds, such as a binding to another
+    /// language).
+    ///
+    /// # Errors
+    /// [`Error::Recording`] naming the task: [`RecordingProblem::UnknownTask`],
+    /// [`RecordingProblem::NoSuchArgument`].
+    pub fn param(&self, task: TaskId, command: usize, arg: usize) -> Result<crate::Param> {
+        let fail = |problem| Error::Recording { task: Some(task), problem };
+        let &(p, t) = self.index.get(&task).ok_or_else(|| fail(RecordingProblem::UnknownTask))?;
+        let w = self.parts[p as usize].window.lock();
+        let Some(Command::Launch(launch)) = w.tasks[t as usize].commands.get(command) else {
+            return Err(fail(RecordingProblem::NoSuchArgument { command, arg }));
+        };
+        launch
+            .kernel
+            .def
+            .params
+            .get(arg)
+            .copied()
+            .ok_or_else(|| fail(RecordingProblem::NoSuchArgument { command, arg }))
+    }
+
     /// Sets argument `arg` of the kernel launch that is command `command` of recorded
     /// task `task` to `value`, in place: the next run sets the changed node of the kept
     /// graph, nothing is rebuilt. Waits until no run of the graph is queued or running.
