@@ -17,8 +17,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub struct PyRecordedGraph {
     /// Keeps the scheduler (and its threads) alive while the graph is.
     _core: Arc<Core>,
-    /// Locked for each call, outside the GIL: a run may wait for tasks whose Python
-    /// callbacks need the GIL.
+    /// Locked for each call, always outside the GIL: a run holds it while it waits for
+    /// tasks whose Python callbacks need the GIL, so a thread waiting for the lock must
+    /// not hold the GIL.
     graph: Mutex<RecordedGraph>,
 }
 
@@ -48,7 +49,7 @@ impl PyRecordedGraph {
     /// of the graph is queued or running.
     fn set_arg(&self, py: Python<'_>, task: u64, command: usize, arg: usize, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let id = TaskId(task);
-        let param = self.graph().param(id, command, arg).map_err(|e| to_py(py, e))?;
+        let param = py.allow_threads(|| self.graph().param(id, command, arg)).map_err(|e| to_py(py, e))?;
         let p = match param {
             Param::Buffer => PParam::Buffer(None),
             scalar => PParam::Scalar(scalar),
@@ -82,18 +83,20 @@ impl PyRecordedGraph {
 
     /// Tasks recorded.
     #[getter]
-    fn tasks(&self) -> usize {
-        self.graph().tasks()
+    fn tasks(&self, py: Python<'_>) -> usize {
+        py.allow_threads(|| self.graph().tasks())
     }
 
     /// The GPUs its parts were laid out for (one part per GPU that got work).
     #[getter]
-    fn gpus(&self) -> Vec<usize> {
-        self.graph().gpus()
+    fn gpus(&self, py: Python<'_>) -> Vec<usize> {
+        py.allow_threads(|| self.graph().gpus())
     }
 
-    fn __repr__(&self) -> String {
-        let g = self.graph();
-        format!("RecordedGraph(tasks={}, gpus={:?})", g.tasks(), g.gpus())
+    fn __repr__(&self, py: Python<'_>) -> String {
+        py.allow_threads(|| {
+            let g = self.graph();
+            format!("RecordedGraph(tasks={}, gpus={:?})", g.tasks(), g.gpus())
+        })
     }
 }
