@@ -14,6 +14,7 @@
 use super::device::{Function, KernelCode, PhysBuf, SimMemory};
 use super::host_alloc::HostAlloc;
 use super::op_failure::{CallbackFailure, OpFailure};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -209,10 +210,27 @@ pub(crate) struct Group<'a> {
     pub(crate) order_only: Option<u32>,
 }
 
+/// The nodes of a graph, lowered one at a time as the backend walks them: a window may
+/// hold thousands of nodes, and a backend turns each at once into its own form (CUDA's
+/// node parameters, the sim's work), so no list of them is built in between. Static,
+/// not `dyn`: the walk and what the backend does with a node compile into one loop.
+pub(crate) trait NodeSource {
+    /// Nodes in all.
+    fn count(&self) -> usize;
+
+    /// Lowers every node for GPU `gpu`, in order, and hands it to `f` until `f` breaks.
+    /// `words`: whether launches need their argument words (CUDA). A node that cannot
+    /// be lowered ends the walk with its error.
+    fn each<F: FnMut(Node<'_>) -> ControlFlow<()>>(&self, gpu: usize, words: bool, f: F) -> Result<(), OpFailure>;
+}
+
 /// A graph of operations, launched as one (a replayed window): its nodes in order,
 /// grouped, with the edges of the groups.
-pub(crate) struct GraphOp<'a> {
-    pub(crate) nodes: Vec<Node<'a>>,
+pub(crate) struct GraphOp<'a, N: NodeSource> {
+    /// The nodes, lowered as they are walked ([`GraphOp::each_node`]).
+    pub(crate) nodes: &'a N,
+    /// The GPU the nodes are lowered for (whose memory and functions they name).
+    pub(crate) gpu: usize,
     pub(crate) groups: Vec<Group<'a>>,
     /// Groups of earlier graphs that groups of this one run after: (group here, that
     /// group's id, its graph's `seq`); the sim runs none after one that failed.
@@ -231,32 +249,48 @@ pub(crate) struct GraphOp<'a> {
     pub(crate) device: bool,
 }
 
-/// A graph operation's lists, kept by whoever builds graphs between one and the next:
-/// a window may hold thousands of nodes, and after the first graph its lists cost no
-/// allocation (a fresh list of that size is mapped and faulted in page by page).
+impl<N: NodeSource> GraphOp<'_, N> {
+    /// Lowers every node in order and hands it to `f`; the first error, the lowering's
+    /// or `f`'s, ends the walk and is returned.
+    #[inline]
+    pub(crate) fn each_node<E: From<OpFailure>>(
+        &self,
+        words: bool,
+        mut f: impl FnMut(Node<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut failed = None;
+        self.nodes.each(self.gpu, words, |node| match f(node) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(e) => {
+                failed = Some(e);
+                ControlFlow::Break(())
+            }
+        })?;
+        failed.map_or(Ok(()), Err)
+    }
+}
+
+/// A graph operation's group list, kept by whoever builds graphs between one and the
+/// next: after the first graph it costs no allocation.
 #[derive(Default)]
 pub(crate) struct GraphLists {
-    nodes: Vec<Node<'static>>,
     groups: Vec<Group<'static>>,
-    /// The launches' argument words (see [`LaunchOp::args`]).
-    pub(crate) words: Vec<u64>,
 }
 
 impl GraphLists {
-    /// The node and group lists, empty, for a graph borrowing for `'a`.
-    pub(crate) fn lists<'a>(&mut self) -> (Vec<Node<'a>>, Vec<Group<'a>>) {
-        (emptied(std::mem::take(&mut self.nodes)), emptied(std::mem::take(&mut self.groups)))
+    /// The group list, empty, for a graph borrowing for `'a`.
+    pub(crate) fn groups<'a>(&mut self) -> Vec<Group<'a>> {
+        emptied(std::mem::take(&mut self.groups))
     }
 
-    /// Takes back graph `g`'s lists once it is issued (emptied, their allocations kept).
-    pub(crate) fn keep(&mut self, g: GraphOp<'_>) {
-        self.nodes = emptied(g.nodes);
+    /// Takes back graph `g`'s list once it is issued (emptied, its allocation kept).
+    pub(crate) fn keep<N: NodeSource>(&mut self, g: GraphOp<'_, N>) {
         self.groups = emptied(g.groups);
     }
 }
 
 /// `v` emptied, as a list of `U`: the same allocation where `T` and `U` have one layout
-/// (a node of one borrow and of another: the standard library collects a vector's
+/// (a group of one borrow and of another: the standard library collects a vector's
 /// own iterator in place), a new empty one otherwise.
 fn emptied<T, U>(mut v: Vec<T>) -> Vec<U> {
     v.clear();
@@ -267,5 +301,45 @@ impl Group<'_> {
     /// The groups a failure passes from: those it runs after, but its order's edge.
     pub(crate) fn dependencies(&self) -> impl Iterator<Item = u32> + '_ {
         self.after.iter().copied().filter(move |&p| Some(p) != self.order_only)
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn kept_lists_keep_their_allocation() {
+        let mut lists = GraphLists::default();
+        let mut groups = lists.groups();
+        groups.extend((0..100).map(|i| Group { id: crate::ids::TaskId(i), nodes: 1, after: &[], order_only: None }));
+        let ptr = groups.as_ptr() as usize;
+        let g = GraphOp {
+            nodes: &Empty,
+            gpu: 0,
+            groups,
+            external: &[],
+            seq: 0,
+            recorded: None,
+            key: &[],
+            hash: 0,
+            device: false,
+        };
+        lists.keep(g);
+        let again = lists.groups();
+        assert!(again.is_empty() && again.capacity() >= 100);
+        assert_eq!(again.as_ptr() as usize, ptr);
+    }
+
+    struct Empty;
+
+    impl NodeSource for Empty {
+        fn count(&self) -> usize {
+            0
+        }
+
+        fn each<F: FnMut(Node<'_>) -> ControlFlow<()>>(&self, _: usize, _: bool, _: F) -> Result<(), OpFailure> {
+            Ok(())
+        }
     }
 }

@@ -64,9 +64,9 @@ pub(crate) trait Device: Send {
     fn spins(&self) -> bool;
 }
 
-/// Lowers window `w` to the backend's graph operation (kept under `name` if given; on
-/// the device where `device`) in `lists`, and issues it; the lowering counts as the
-/// issue's driver time, as resolving a command's arguments does.
+/// Issues window `w` as the backend's graph operation (kept under `name` if given; on
+/// the device where `device`), its groups in `lists`; the backend lowers its nodes as
+/// it walks them, in its driver time, as resolving a command's arguments is.
 #[cfg(feature = "replay")]
 fn lower_and_issue(
     gpu: &mut Gpu,
@@ -75,20 +75,11 @@ fn lower_and_issue(
     device: bool,
     lists: &mut GraphLists,
 ) -> Result<(DriverNs, GraphUse), Fault> {
-    let t0 = std::time::Instant::now();
-    let mut words = std::mem::take(&mut lists.words);
-    let issued = match w.graph(gpu.index(), gpu.takes_words(), &mut words, lists.lists()) {
-        Ok(mut g) => {
-            g.recorded = name;
-            g.device = device;
-            let lowered = t0.elapsed().as_nanos() as u64;
-            let issued = Gpu::issue_window(gpu, &mut g).map(|(driver, used)| (driver + lowered, used));
-            lists.keep(g);
-            issued
-        }
-        Err(why) => Err(Fault::task(why)),
-    };
-    lists.words = words;
+    let mut g = w.graph(gpu.index(), lists.groups());
+    g.recorded = name;
+    g.device = device;
+    let issued = Gpu::issue_window(gpu, &mut g);
+    lists.keep(g);
     issued
 }
 

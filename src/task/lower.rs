@@ -58,8 +58,9 @@ pub(crate) fn lower_data<E: From<OpFailure>>(
         Command::Copy(c) => sink(Op::Copy(copy_op(c, gpu, slot)?)),
         Command::Launch(l) => {
             let mut args = [0u64; MAX_PARAMS];
-            let n = if words { launch_words(l, gpu, slot, &mut args)? } else { 0 };
-            sink(Op::Launch(launch_op(l, gpu, &args[..n])))
+            let n = if words { Some(launch_words(l, gpu, slot, &mut args)?) } else { None };
+            let words = n.map(|n| &args[..n]);
+            sink(Op::Launch(launch_op(l, gpu, words)))
         }
         Command::Gpu(_) => Err(OpFailure::CallbackShared.into()),
         Command::Cpu(_) => Err(OpFailure::CpuOnGpu.into()),
@@ -101,19 +102,21 @@ pub(crate) fn launch_words(
     Ok(n)
 }
 
-/// A launch's operation on GPU `gpu`, with its argument words `args` (CUDA; empty on
-/// the sim).
-pub(crate) fn launch_op<'a>(l: &'a LaunchCmd, gpu: usize, args: &'a [u64]) -> LaunchOp<'a> {
+/// A launch's operation on GPU `gpu`: on CUDA with its argument words (`Some(args)`),
+/// on the sim (`None`) with its CPU twin and its share of the GPU (which CUDA does not
+/// read, so a launch there does not work them out).
+pub(crate) fn launch_op<'a>(l: &'a LaunchCmd, gpu: usize, words: Option<&'a [u64]>) -> LaunchOp<'a> {
     let s = l.shape;
+    let sim = words.is_none();
     LaunchOp {
         func: l.kernel.functions.get(gpu),
         code: l.kernel.def.code(),
         grid: (s.grid.x, s.grid.y, s.grid.z),
         block: (s.block.x, s.block.y, s.block.z),
         shared_bytes: s.shared_bytes,
-        args,
-        twin: l.twin.as_ref(),
-        share: l.kernel.def.sim_share.unwrap_or_else(|| l.fill(gpu)),
+        args: words.unwrap_or(&[]),
+        twin: if sim { l.twin.as_ref() } else { None },
+        share: if sim { l.kernel.def.sim_share.unwrap_or_else(|| l.fill(gpu)) } else { 1.0 },
     }
 }
 
@@ -127,6 +130,7 @@ fn dev_of(dev: &DevTarget, gpu: usize, slot: usize) -> Option<Dev<'_>> {
 }
 
 /// A launch argument's word on GPU `gpu`, stream slot `slot` (see [`LaunchOp::args`]).
+#[inline]
 pub(crate) fn arg_word(a: &ArgValue, gpu: usize, slot: usize) -> Result<u64, OpFailure> {
     Ok(match a {
         ArgValue::Buffer(b) => match b.phys(gpu, slot) {

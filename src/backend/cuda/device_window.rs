@@ -22,8 +22,8 @@ use super::executor_source::source;
 use super::gpu::issue_fault;
 use super::handle::{Module, Stream};
 use super::{driver, failed};
-use crate::backend::device::KernelCode;
-use crate::backend::op::{GraphOp, LaunchOp, Op};
+use crate::backend::device::{KernelCode, Param};
+use crate::backend::op::{GraphOp, NodeSource, Op};
 use crate::backend::Fault;
 use cudarc::driver::sys;
 use std::ffi::c_void;
@@ -48,6 +48,22 @@ struct Executor {
     resident: u32,
 }
 
+/// A group's launch in the executor's task table: its kernel (by its function), grid,
+/// dynamic shared memory and first argument word.
+struct Row {
+    func: usize,
+    grid: (u32, u32, u32),
+    shared: u32,
+    at: usize,
+}
+
+/// A kernel's code, copied out of the launch that names it (to build an executor).
+struct OwnedCode {
+    name: String,
+    source: String,
+    params: Vec<Param>,
+}
+
 /// One GPU's device-side runs: its executors, the image buffer, the run in flight.
 pub(crate) struct DeviceRunner {
     ctx: Arc<Context>,
@@ -67,23 +83,28 @@ impl DeviceRunner {
         DeviceRunner { ctx, executors: Vec::new(), refused: Vec::new(), buffer: 0, capacity: 0, image: Vec::new() }
     }
 
-    /// The executor for `kernels` (each with its identity: its loaded function;
-    /// compiled and loaded at first use).
+    /// The executor for the kernels `ids` (their loaded functions, in order, then the
+    /// block's threads), compiled and loaded at first use from their code, which
+    /// `codes` finds (owned: the nodes that name it are lowered while they are walked).
     fn executor(
         &mut self,
         ctx: &Context,
         arch: &str,
-        kernels: &[(usize, KernelCode<'_>)],
+        ids: &[usize],
         threads: u32,
+        codes: impl FnOnce() -> Result<Vec<OwnedCode>, Fault>,
     ) -> Result<usize, Fault> {
-        let ids: Vec<usize> = kernels.iter().map(|(id, _)| *id).chain([threads as usize]).collect();
-        if let Some(i) = self.executors.iter().position(|e| e.kernels == ids) {
+        if let Some(i) = self.executors.iter().position(|e| e.kernels.split_last() == Some((&(threads as usize), ids)))
+        {
             return Ok(i);
         }
+        let ids: Vec<usize> = ids.iter().copied().chain([threads as usize]).collect();
         if self.refused.contains(&ids) {
             return Err(Fault::task("the device-side executor of these kernels did not build"));
         }
-        let codes: Vec<KernelCode<'_>> = kernels.iter().map(|(_, c)| *c).collect();
+        let owned = codes()?;
+        let codes: Vec<KernelCode<'_>> =
+            owned.iter().map(|c| KernelCode { name: &c.name, source: &c.source, params: &c.params }).collect();
         let src = source(&codes);
         let def = KernelCode { name: "chariot_device_window", source: &src, params: &[] };
         let image = match super::nvrtc::compile(def, arch) {
@@ -113,48 +134,74 @@ impl DeviceRunner {
         Ok(self.executors.len() - 1)
     }
 
-    /// Each group's launch (an error for a group that is not one kernel launch).
-    fn launches<'g>(g: &'g GraphOp<'_>) -> Result<Vec<&'g LaunchOp<'g>>, Fault> {
-        let mut at = 0;
-        let mut launches = Vec::with_capacity(g.groups.len());
-        for group in &g.groups {
-            match (group.nodes, g.nodes.get(at).map(|n| &n.op)) {
-                (1, Some(Op::Launch(l))) => launches.push(l),
-                _ => return Err(Fault::task("a device-side window holds a task that is not one kernel launch")),
-            }
-            at += group.nodes;
+    /// Each group's launch (an error for a group that is not one kernel launch), with
+    /// their argument words in `args`; and the kernels they launch (each once, by its
+    /// function, in order of first use) and their block shape.
+    fn launches<N: NodeSource>(
+        g: &GraphOp<'_, N>,
+        args: &mut Vec<u64>,
+    ) -> Result<(Vec<Row>, Vec<usize>, BlockShape), Fault> {
+        let not_one = || Fault::task("a device-side window holds a task that is not one kernel launch");
+        if g.groups.iter().any(|gr| gr.nodes != 1) {
+            return Err(not_one());
         }
-        Ok(launches)
-    }
-
-    /// The kernels of `launches` (each once, with its identity) and their block shape.
-    fn kernels_of<'a>(launches: &[&LaunchOp<'a>]) -> Result<(Vec<(usize, KernelCode<'a>)>, BlockShape), Fault> {
-        let mut kernels: Vec<(usize, KernelCode<'a>)> = Vec::new();
+        let mut rows = Vec::with_capacity(g.groups.len());
+        let mut kernels = Vec::new();
         let mut block = (1, 1, 1);
-        for l in launches {
-            let id = l.func.ok_or("kernel not loaded on this GPU")?.func as usize;
-            block = l.block;
-            if !kernels.iter().any(|(k, _)| *k == id) {
-                kernels.push((id, l.code));
+        args.clear();
+        g.each_node(true, |node| {
+            let Op::Launch(l) = node.op else { return Err(not_one()) };
+            let func = l.func.ok_or("kernel not loaded on this GPU")?.func as usize;
+            if !kernels.contains(&func) {
+                kernels.push(func);
             }
-        }
-        Ok((kernels, block))
+            block = l.block;
+            rows.push(Row { func, grid: l.grid, shared: l.shared_bytes, at: args.len() });
+            args.extend_from_slice(l.args);
+            Ok(())
+        })?;
+        Ok((rows, kernels, block))
     }
 
-    /// Whether `g` can run here: its executor compiles and loads (once per set of
-    /// kernels and block shape). Nothing is enqueued; where not, the window replays.
-    pub(crate) fn can_run(&mut self, ctx: &Context, arch: &str, g: &GraphOp<'_>) -> Result<(), Fault> {
-        let (kernels, block) = Self::kernels_of(&Self::launches(g)?)?;
-        self.executor(ctx, arch, &kernels, block.0 * block.1 * block.2).map(|_| ())
+    /// The code of each kernel of `ids` (by its function), from `g`'s launches.
+    fn codes<N: NodeSource>(g: &GraphOp<'_, N>, ids: &[usize]) -> Result<Vec<OwnedCode>, Fault> {
+        let mut found: Vec<Option<OwnedCode>> = ids.iter().map(|_| None).collect();
+        g.each_node(true, |node| {
+            if let Op::Launch(l) = node.op {
+                let func = l.func.map_or(0, |f| f.func as usize);
+                if let Some(i) = ids.iter().position(|&k| k == func) {
+                    found[i].get_or_insert_with(|| OwnedCode {
+                        name: l.code.name.to_owned(),
+                        source: l.code.source.to_owned(),
+                        params: l.code.params.to_vec(),
+                    });
+                }
+            }
+            Ok::<(), Fault>(())
+        })?;
+        found.into_iter().map(|c| c.ok_or_else(|| Fault::task("a kernel of the window has no code"))).collect()
     }
 
-    /// Uploads `g`'s image and launches its executor on `stream`.
-    pub(crate) fn launch(&mut self, ctx: &Context, arch: &str, g: &GraphOp<'_>, stream: &Stream) -> Result<(), Fault> {
+    /// Runs `g` on the device: uploads its image and launches its executor on
+    /// `stream`. `Ok(false)` where its executor cannot be built (a set of kernels whose
+    /// source does not compile as device functions): nothing is enqueued, and the
+    /// window replays as a graph instead.
+    pub(crate) fn launch<N: NodeSource>(
+        &mut self,
+        ctx: &Context,
+        arch: &str,
+        g: &GraphOp<'_, N>,
+        stream: &Stream,
+    ) -> Result<bool, Fault> {
         let stream_raw = stream.raw();
-        let launches = Self::launches(g)?;
-        let (kernels, block) = Self::kernels_of(&launches)?;
+        let mut args = Vec::new();
+        // A window that is not one launch a task replays as a graph (which names it).
+        let Ok((launches, kernels, block)) = Self::launches(g, &mut args) else { return Ok(false) };
         let threads = block.0 * block.1 * block.2;
-        let ex = self.executor(ctx, arch, &kernels, threads)?;
+        let ex = match self.executor(ctx, arch, &kernels, threads, || Self::codes(g, &kernels)) {
+            Ok(ex) => ex,
+            Err(_) => return Ok(false),
+        };
         let preds: Vec<&[u32]> = g.groups.iter().map(|gr| gr.after).collect();
         let (n, m) = (preds.len(), preds.iter().map(|p| p.len()).sum::<usize>());
         // The image, as the kernel's comment lays it out; then the argument words.
@@ -177,13 +224,10 @@ impl DeviceRunner {
         }
         words.push(at);
         succ.iter().for_each(|s| words.extend(s));
-        let mut args: Vec<u64> = Vec::new();
         for l in &launches {
-            let id = l.func.map_or(0, |f| f.func as usize);
-            let k = kernels.iter().position(|(k, _)| *k == id).unwrap_or(0);
+            let k = kernels.iter().position(|&k| k == l.func).unwrap_or(0);
             let (x, y, z) = l.grid;
-            words.extend([k as i32, x as i32, y as i32, z as i32, args.len() as i32]);
-            args.extend_from_slice(l.args);
+            words.extend([k as i32, x as i32, y as i32, z as i32, l.at as i32]);
         }
         let args_at = (words.len() * 4).div_ceil(8) * 8;
         let bytes = args_at + args.len() * 8;
@@ -225,7 +269,7 @@ impl DeviceRunner {
             &mut args_ptr as *mut u64 as *mut c_void,
         ];
         let func = self.executors[ex].func;
-        let shared = launches.iter().map(|l| l.shared_bytes);
+        let shared = launches.iter().map(|l| l.shared);
         // SAFETY: the executor's function, loaded in this context (current) until the
         // runner drops; its four parameters (int*, int, int, unsigned long long*) point
         // at live locals of those sizes (copied at the call); the image buffer stays
@@ -236,7 +280,7 @@ impl DeviceRunner {
             driver::launch_kernel(func, (blocks, 1, 1), block, shared.max().unwrap_or(0), stream_raw, &mut params)
         }
         .map_err(issue_fault("cuLaunchKernel (device-side window)"))?;
-        Ok(())
+        Ok(true)
     }
 }
 

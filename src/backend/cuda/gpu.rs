@@ -8,9 +8,9 @@ use super::context::Context;
 use super::driver;
 use super::failed;
 use super::handle::{Event, Stream};
-#[cfg(feature = "replay")]
-use crate::backend::op::GraphOp;
 use crate::backend::op::{CopyOp, Direction, HostAt, Op, Tag, MAX_PARAMS};
+#[cfg(feature = "replay")]
+use crate::backend::op::{GraphOp, NodeSource};
 use crate::backend::op_failure::OpFailure;
 use crate::backend::{DriverNs, Fault, GraphUse, Reach, Span};
 use crate::stage::Stage;
@@ -375,7 +375,7 @@ impl Gpu {
     /// else as one CUDA graph. Returns the time in driver calls and how the graph was
     /// had.
     #[cfg(feature = "replay")]
-    pub(crate) fn issue_window(&mut self, g: &GraphOp<'_>) -> Result<(DriverNs, GraphUse), Fault> {
+    pub(crate) fn issue_window<N: NodeSource>(&mut self, g: &GraphOp<'_, N>) -> Result<(DriverNs, GraphUse), Fault> {
         let t0 = Instant::now();
         let as_fault =
             |e: crate::report::DriverError| Fault { message: e.to_string(), reach: Reach::Task, driver: Some(e) };
@@ -391,8 +391,7 @@ impl Gpu {
             let runner = self.runner.get_or_insert_with(|| super::device_window::DeviceRunner::new(ctx.clone()));
             // A set of kernels the executor cannot be built from (a source that does
             // not compile as device functions) replays as a graph instead.
-            if runner.can_run(&self.ctx, &self.arch, g).is_ok() {
-                runner.launch(&self.ctx, &self.arch, g, stream)?;
+            if runner.launch(&self.ctx, &self.arch, g, stream)? {
                 used = Some(GraphUse::Device);
             }
         }

@@ -1,4 +1,4 @@
-//! Replay of a graph operation (a window, lowered by `ext::replay::window`) as one CUDA
+//! Replay of a graph operation (a window, whose nodes `ext::replay::window` lowers) as one CUDA
 //! graph: a kernel node per launch, a memcpy node per copy, each node after the one
 //! before it in its group and a group's first node after the last of every group it
 //! runs after. The executable graph is kept per structure (the graph's key): one of a known
@@ -11,7 +11,7 @@
 use super::context::Context;
 use super::gpu::issue_fault;
 use super::handle::{Graph, GraphExec, Stream};
-use crate::backend::op::{CopyOp, Direction, GraphOp, Op};
+use crate::backend::op::{CopyOp, Direction, GraphOp, NodeSource, Op};
 use crate::backend::{Fault, GraphUse};
 use cudarc::driver::sys;
 use std::ffi::c_void;
@@ -74,12 +74,12 @@ impl Replayer {
         Replayer { kept: Vec::new(), scratch: Nodes::default() }
     }
 
-    /// The parameters of every node of `g`.
-    fn params(&mut self, g: &GraphOp<'_>) -> Result<(), Fault> {
+    /// The parameters of every node of `g`, lowered as they are walked.
+    fn params<N: NodeSource>(&mut self, g: &GraphOp<'_, N>) -> Result<(), Fault> {
         let Nodes { params, args } = &mut self.scratch;
         params.clear();
         args.clear();
-        for node in &g.nodes {
+        g.each_node(true, |node| {
             let p = match &node.op {
                 Op::Launch(l) => {
                     let at = args.len() as u32;
@@ -98,12 +98,17 @@ impl Replayer {
                 _ => return Err(Fault::task("a replayed task holds a command a graph does not take")),
             };
             params.push(p);
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Sets up the graph of `g` (kept, updated or built) and launches it on `stream`.
-    pub(crate) fn launch(&mut self, ctx: &Arc<Context>, g: &GraphOp<'_>, stream: &Stream) -> Result<GraphUse, Fault> {
+    pub(crate) fn launch<N: NodeSource>(
+        &mut self,
+        ctx: &Arc<Context>,
+        g: &GraphOp<'_, N>,
+        stream: &Stream,
+    ) -> Result<GraphUse, Fault> {
         self.params(g)?;
         let found = self.kept.iter().position(|k| k.hash == g.hash && k.key == g.key);
         let mut used = None;
@@ -203,7 +208,7 @@ impl Replayer {
 
     /// Builds and instantiates the graph of `g` from its parameters (a graph that
     /// fails part way is destroyed with its handle).
-    fn build(&mut self, ctx: &Arc<Context>, g: &GraphOp<'_>) -> Result<Kept, Fault> {
+    fn build<N: NodeSource>(&mut self, ctx: &Arc<Context>, g: &GraphOp<'_, N>) -> Result<Kept, Fault> {
         let graph = Graph::create(ctx).map_err(issue_fault("cuGraphCreate"))?;
         let mut nodes = Vec::with_capacity(self.scratch.params.len());
         self.add_nodes(g, &graph, &mut nodes)?;
@@ -219,7 +224,12 @@ impl Replayer {
         })
     }
 
-    fn add_nodes(&self, g: &GraphOp<'_>, graph: &Graph, nodes: &mut Vec<sys::CUgraphNode>) -> Result<(), Fault> {
+    fn add_nodes<N: NodeSource>(
+        &self,
+        g: &GraphOp<'_, N>,
+        graph: &Graph,
+        nodes: &mut Vec<sys::CUgraphNode>,
+    ) -> Result<(), Fault> {
         // Per group: the node of its last operation.
         let mut last: Vec<sys::CUgraphNode> = Vec::with_capacity(g.groups.len());
         let mut deps: Vec<sys::CUgraphNode> = Vec::new();

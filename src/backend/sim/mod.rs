@@ -24,9 +24,9 @@ pub use faults::SimFaults;
 pub use profile::SimProfile;
 
 use super::device::{GpuInfo, PhysBuf, SimMemory};
-#[cfg(feature = "replay")]
-use super::op::GraphOp;
 use super::op::{Direction, Op, Tag};
+#[cfg(feature = "replay")]
+use super::op::{GraphOp, NodeSource};
 use super::{Fault, Reach, Span, WindowRun};
 use crate::config::Gpus;
 use crate::signal::Signal;
@@ -400,19 +400,20 @@ impl Gpu {
     /// launch and then its nodes one after another in order (each on its slot's
     /// memory), at the profile's graph latencies.
     #[cfg(feature = "replay")]
-    pub(crate) fn issue_window(&mut self, g: &mut GraphOp<'_>) -> Result<(), Fault> {
+    pub(crate) fn issue_window<N: NodeSource>(&mut self, g: &mut GraphOp<'_, N>) -> Result<(), Fault> {
         if self.lost.load(Ordering::SeqCst) {
             return Err(lost_fault(self.gpu, Reach::Gpu));
         }
-        let mut items = Vec::with_capacity(g.nodes.len());
+        let mut items = Vec::with_capacity(g.nodes.count());
         // The window's own engine runs them, whichever engine would take them alone.
-        for node in g.nodes.drain(..) {
+        g.each_node(false, |node| {
             self.begin(node.slot, node.tag)?;
             let added = self.op(node.op);
             let (_, _, work) = self.pending.take().ok_or("no command begun")?;
             added?;
             items.push((node.slot, node.tag, work.ok_or("a command without operations")?));
-        }
+            Ok::<(), Fault>(())
+        })?;
         let counts = g.groups.iter().map(|gr| gr.nodes).collect();
         // Failures pass along dependencies only, not along a lane's order.
         let preds = g.groups.iter().map(|gr| gr.dependencies().collect()).collect();

@@ -29,7 +29,8 @@
 
 pub(crate) mod part;
 
-use crate::backend::op::{GraphOp, Group, Node, Op, Tag};
+use crate::backend::op::{GraphOp, Group, Node, NodeSource, Op, Tag, MAX_PARAMS};
+use crate::backend::op_failure::OpFailure;
 use crate::ids::TaskId;
 use crate::kernel::ArgValue;
 use crate::memory::DevTarget;
@@ -38,6 +39,7 @@ use crate::task::{Order, Task};
 use part::Part;
 use std::collections::BinaryHeap;
 use std::hash::{Hash, Hasher};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 /// A task taken out of a window ([`Window::take_blocked`]): its lane and the failed
@@ -174,50 +176,13 @@ impl Window {
         self.tasks.iter().map(|t| t.commands.len()).sum()
     }
 
-    /// The window lowered for GPU `gpu`, each task on its lane's copies: a node per
-    /// command (copies and launches only: [`replayable`]), a group per task with its
-    /// edges. `words` holds the launches' argument words, resolved where `raw` (CUDA);
-    /// `nodes` and `groups` are empty lists to fill (kept between windows).
-    pub(crate) fn graph<'a>(
-        &'a self,
-        gpu: usize,
-        raw: bool,
-        words: &'a mut Vec<u64>,
-        (mut nodes, mut groups): (Vec<Node<'a>>, Vec<Group<'a>>),
-    ) -> Result<GraphOp<'a>, crate::backend::op_failure::OpFailure> {
-        use crate::task::lower::{arg_word, copy_op, launch_op};
-        words.clear();
-        if raw {
-            // One list for the window (no allocation per node: a window may hold
-            // thousands), and no bound on a launch's arguments (a graph node takes any).
-            for (t, task) in self.tasks.iter().enumerate() {
-                for cmd in &task.commands {
-                    if let Command::Launch(l) = cmd {
-                        for a in l.args.iter() {
-                            words.push(arg_word(a, gpu, self.lanes[t] as usize)?);
-                        }
-                    }
-                }
-            }
-        }
-        let words: &'a [u64] = words;
-        let mut at = 0;
-        nodes.reserve(self.commands());
+    /// The window as the backend's graph operation for GPU `gpu`: a group per task with
+    /// its edges, in `groups` (an empty list kept between windows); its nodes, a node per
+    /// command (copies and launches only: [`replayable`]), each task on its lane's
+    /// copies, are lowered as the backend walks them ([`NodeSource`]).
+    pub(crate) fn graph<'a>(&'a self, gpu: usize, mut groups: Vec<Group<'a>>) -> GraphOp<'a, Window> {
         groups.reserve(self.tasks.len());
         for (t, task) in self.tasks.iter().enumerate() {
-            let slot = self.lanes[t] as usize;
-            for (command, cmd) in task.commands.iter().enumerate() {
-                let op = match cmd {
-                    Command::Copy(c) => Op::Copy(copy_op(c, gpu, slot)?),
-                    Command::Launch(l) => {
-                        let n = if raw { l.args.len() } else { 0 };
-                        at += n;
-                        Op::Launch(launch_op(l, gpu, &words[at - n..at]))
-                    }
-                    _ => return Err(crate::backend::op_failure::OpFailure::NotReplayable),
-                };
-                nodes.push(Node { slot, tag: Tag { task: task.id, command }, op });
-            }
             groups.push(Group {
                 id: task.id,
                 nodes: task.commands.len(),
@@ -225,8 +190,9 @@ impl Window {
                 order_only: self.lane_edges[t],
             });
         }
-        Ok(GraphOp {
-            nodes,
+        GraphOp {
+            nodes: self,
+            gpu,
             groups,
             external: &self.external,
             seq: self.seq,
@@ -234,7 +200,47 @@ impl Window {
             key: &self.key,
             hash: self.hash,
             device: self.device,
-        })
+        }
+    }
+}
+
+impl NodeSource for Window {
+    fn count(&self) -> usize {
+        self.commands()
+    }
+
+    #[inline]
+    fn each<F: FnMut(Node<'_>) -> ControlFlow<()>>(&self, gpu: usize, words: bool, mut f: F) -> Result<(), OpFailure> {
+        use crate::task::lower::{arg_word, copy_op, launch_op};
+        // A launch's words on the stack; a graph node takes any number of arguments, so
+        // a launch with more than fit there has them in a list of its own.
+        let mut inline = [0u64; MAX_PARAMS];
+        for (t, task) in self.tasks.iter().enumerate() {
+            let slot = self.lanes[t] as usize;
+            for (command, cmd) in task.commands.iter().enumerate() {
+                let tag = Tag { task: task.id, command };
+                let flow = match cmd {
+                    Command::Copy(c) => f(Node { slot, tag, op: Op::Copy(copy_op(c, gpu, slot)?) }),
+                    Command::Launch(l) if !words => f(Node { slot, tag, op: Op::Launch(launch_op(l, gpu, None)) }),
+                    Command::Launch(l) if l.args.len() <= MAX_PARAMS => {
+                        for (w, a) in inline.iter_mut().zip(l.args.iter()) {
+                            *w = arg_word(a, gpu, slot)?;
+                        }
+                        let args = &inline[..l.args.len()];
+                        f(Node { slot, tag, op: Op::Launch(launch_op(l, gpu, Some(args))) })
+                    }
+                    Command::Launch(l) => {
+                        let args = l.args.iter().map(|a| arg_word(a, gpu, slot)).collect::<Result<Vec<u64>, _>>()?;
+                        f(Node { slot, tag, op: Op::Launch(launch_op(l, gpu, Some(&args))) })
+                    }
+                    _ => return Err(OpFailure::NotReplayable),
+                };
+                if flow.is_break() {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
     }
 }
 
