@@ -8,8 +8,11 @@ Usage: flow-summary.py DIR
   write them; a DIR with only `new` files gives the new build's table alone).
 Prints, per row, every variant's median (ms) and its ratio over the CUDA graph (the
 recorded graph's marked d where the runtime chose the device executor for it); where
-both builds ran, chariot's ratio new over old, and the geometric means. Standard
-library only.
+both builds ran, chariot's ratio new over old, its wall time new over old beside the
+CUDA graph's (the same program in both: the noise floor), chariot's host-cost
+breakdown per row (submit, windows' set-up, windows' span: the CSVs' submit_ns,
+window_host_ns and window_ns, medians, µs) and the geometric means. Standard library
+only.
 """
 import collections
 import csv
@@ -19,6 +22,7 @@ import statistics
 import sys
 
 ORDER = ["lc", "ep", "dc", "mr", "dag", "rnd"]
+PARTS = ["submit_ns", "window_host_ns", "window_ns"]
 
 
 def main(argv):
@@ -26,6 +30,7 @@ def main(argv):
         print(__doc__)
         return 2
     data = collections.defaultdict(list)
+    parts = collections.defaultdict(list)
     ways = {}
     builds = []
     for build in ["old", "new"]:
@@ -40,6 +45,9 @@ def main(argv):
                     if int(r["round"]) == 0:
                         continue
                     data[(r["shape"], int(r["iters"]), r["variant"], build)].append(int(r["wall_ns"]) / 1e6)
+                    if r["variant"] == "chariot":
+                        for c in PARTS:
+                            parts[(r["shape"], int(r["iters"]), c, build)].append(int(r[c]) / 1e3)
     if not data:
         print(f"no flow-*.csv in {argv[1]}")
         return 1
@@ -71,6 +79,25 @@ def main(argv):
             rel.append(ratio("new") / ratio("old"))
         print(f"\nchariot (defaults) over the graph, new build over old: geometric mean {gmean(rel):.3f}, "
               f"rows {min(rel):.3f} .. {max(rel):.3f}")
+        for v in ["chariot", "cuda-graph"]:
+            wall = [med((s, i, v, "new")) / med((s, i, v, "old")) for s, i in rows]
+            print(f"{v} wall time, new build over old: geometric mean {gmean(wall):.4f}, "
+                  f"rows {min(wall):.3f} .. {max(wall):.3f}")
+        pmed = lambda k: statistics.median(parts[k]) if parts.get(k) else float("nan")
+        print("\nchariot (defaults), medians in µs, old → new")
+        print(f"{'shape':6}{'iters':>7} | {'wall':>17} | {'submit':>17} | {'set-up':>15} | {'window span':>17}")
+        diffs = collections.defaultdict(list)
+        for shape, iters in rows:
+            w = [med((shape, iters, "chariot", b)) * 1e3 for b in ("old", "new")]
+            diffs["wall"].append(w[1] - w[0])
+            cells = [f"{w[0]:>8.0f}{w[1]:>9.0f}"]
+            for c in PARTS:
+                o, n = pmed((shape, iters, c, "old")), pmed((shape, iters, c, "new"))
+                diffs[c].append(n - o)
+                cells.append(f"{o:>7.0f}{n:>8.0f}" if c == "window_host_ns" else f"{o:>8.0f}{n:>9.0f}")
+            print(f"{shape:6}{iters:>7} | " + " | ".join(cells))
+        print("mean difference new − old, µs: " + ", ".join(
+            f"{k.replace('_ns', '')} {sum(v) / len(v):+.1f}" for k, v in diffs.items()))
     return 0
 
 
