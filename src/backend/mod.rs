@@ -501,7 +501,7 @@ impl Gpu {
     /// spent in driver calls and how the graph was had. The sim takes the nodes out of
     /// `g` (the caller keeps its emptied lists for the next graph).
     #[cfg(feature = "replay")]
-    pub(crate) fn issue_window<N: op::NodeSource>(
+    pub(crate) fn issue_window<N: op::GraphSource>(
         &mut self,
         g: &mut op::GraphOp<'_, N>,
     ) -> Result<(DriverNs, GraphUse), Fault> {

@@ -210,28 +210,35 @@ pub(crate) struct Group<'a> {
     pub(crate) order_only: Option<u32>,
 }
 
-/// The nodes of a graph, lowered one at a time as the backend walks them: a window may
-/// hold thousands of nodes, and a backend turns each at once into its own form (CUDA's
-/// node parameters, the sim's work), so no list of them is built in between. Static,
-/// not `dyn`: the walk and what the backend does with a node compile into one loop.
-pub(crate) trait NodeSource {
+/// A graph's nodes and groups, read as the backend walks them: a window may hold
+/// thousands of nodes, and a backend turns each at once into its own form (CUDA's node
+/// parameters, the sim's work), so no list of nodes or groups is built in between (a
+/// kept CUDA graph relaunched with new parameters reads no group at all). Static, not
+/// `dyn`: the walk and what the backend does with a node compile into one loop.
+pub(crate) trait GraphSource {
     /// Nodes in all.
-    fn count(&self) -> usize;
+    fn node_count(&self) -> usize;
 
     /// Lowers every node for GPU `gpu`, in order, and hands it to `f` until `f` breaks.
     /// `words`: whether launches need their argument words (CUDA). A node that cannot
     /// be lowered ends the walk with its error.
     fn each<F: FnMut(Node<'_>) -> ControlFlow<()>>(&self, gpu: usize, words: bool, f: F) -> Result<(), OpFailure>;
+
+    /// Groups in all.
+    fn group_count(&self) -> usize;
+
+    /// Group `i` (below [`GraphSource::group_count`]); its nodes follow group `i − 1`'s.
+    fn group(&self, i: usize) -> Group<'_>;
 }
 
 /// A graph of operations, launched as one (a replayed window): its nodes in order,
 /// grouped, with the edges of the groups.
-pub(crate) struct GraphOp<'a, N: NodeSource> {
-    /// The nodes, lowered as they are walked ([`GraphOp::each_node`]).
-    pub(crate) nodes: &'a N,
+pub(crate) struct GraphOp<'a, N: GraphSource> {
+    /// The nodes and groups, read as they are walked ([`GraphOp::each_node`],
+    /// [`GraphOp::groups`]).
+    pub(crate) source: &'a N,
     /// The GPU the nodes are lowered for (whose memory and functions they name).
     pub(crate) gpu: usize,
-    pub(crate) groups: Vec<Group<'a>>,
     /// Groups of earlier graphs that groups of this one run after: (group here, that
     /// group's id, its graph's `seq`); the sim runs none after one that failed.
     pub(crate) external: &'a [(u32, crate::ids::TaskId, u64)],
@@ -249,7 +256,7 @@ pub(crate) struct GraphOp<'a, N: NodeSource> {
     pub(crate) device: bool,
 }
 
-impl<N: NodeSource> GraphOp<'_, N> {
+impl<'a, N: GraphSource> GraphOp<'a, N> {
     /// Lowers every node in order and hands it to `f`; the first error, the lowering's
     /// or `f`'s, ends the walk and is returned.
     #[inline]
@@ -259,7 +266,7 @@ impl<N: NodeSource> GraphOp<'_, N> {
         mut f: impl FnMut(Node<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
         let mut failed = None;
-        self.nodes.each(self.gpu, words, |node| match f(node) {
+        self.source.each(self.gpu, words, |node| match f(node) {
             Ok(()) => ControlFlow::Continue(()),
             Err(e) => {
                 failed = Some(e);
@@ -268,78 +275,17 @@ impl<N: NodeSource> GraphOp<'_, N> {
         })?;
         failed.map_or(Ok(()), Err)
     }
-}
 
-/// A graph operation's group list, kept by whoever builds graphs between one and the
-/// next: after the first graph it costs no allocation.
-#[derive(Default)]
-pub(crate) struct GraphLists {
-    groups: Vec<Group<'static>>,
-}
-
-impl GraphLists {
-    /// The group list, empty, for a graph borrowing for `'a`.
-    pub(crate) fn groups<'a>(&mut self) -> Vec<Group<'a>> {
-        emptied(std::mem::take(&mut self.groups))
+    /// The groups, in order.
+    pub(crate) fn groups(&self) -> impl ExactSizeIterator<Item = Group<'a>> + 'a {
+        let source = self.source;
+        (0..source.group_count()).map(move |i| source.group(i))
     }
-
-    /// Takes back graph `g`'s list once it is issued (emptied, its allocation kept).
-    pub(crate) fn keep<N: NodeSource>(&mut self, g: GraphOp<'_, N>) {
-        self.groups = emptied(g.groups);
-    }
-}
-
-/// `v` emptied, as a list of `U`: the same allocation where `T` and `U` have one layout
-/// (a group of one borrow and of another: the standard library collects a vector's
-/// own iterator in place), a new empty one otherwise.
-fn emptied<T, U>(mut v: Vec<T>) -> Vec<U> {
-    v.clear();
-    v.into_iter().filter_map(|_| None).collect()
 }
 
 impl Group<'_> {
     /// The groups a failure passes from: those it runs after, but its order's edge.
     pub(crate) fn dependencies(&self) -> impl Iterator<Item = u32> + '_ {
         self.after.iter().copied().filter(move |&p| Some(p) != self.order_only)
-    }
-}
-
-#[cfg(test)]
-mod test {
-    use super::*;
-
-    #[test]
-    fn kept_lists_keep_their_allocation() {
-        let mut lists = GraphLists::default();
-        let mut groups = lists.groups();
-        groups.extend((0..100).map(|i| Group { id: crate::ids::TaskId(i), nodes: 1, after: &[], order_only: None }));
-        let ptr = groups.as_ptr() as usize;
-        let g = GraphOp {
-            nodes: &Empty,
-            gpu: 0,
-            groups,
-            external: &[],
-            seq: 0,
-            recorded: None,
-            key: &[],
-            hash: 0,
-            device: false,
-        };
-        lists.keep(g);
-        let again = lists.groups();
-        assert!(again.is_empty() && again.capacity() >= 100);
-        assert_eq!(again.as_ptr() as usize, ptr);
-    }
-
-    struct Empty;
-
-    impl NodeSource for Empty {
-        fn count(&self) -> usize {
-            0
-        }
-
-        fn each<F: FnMut(Node<'_>) -> ControlFlow<()>>(&self, _: usize, _: bool, _: F) -> Result<(), OpFailure> {
-            Ok(())
-        }
     }
 }

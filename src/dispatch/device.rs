@@ -7,7 +7,6 @@
 //! issued (`task::lower`): the backend takes operations, not commands.
 
 #[cfg(feature = "replay")]
-use crate::backend::op::GraphLists;
 use crate::backend::op::Tag;
 #[cfg(feature = "replay")]
 use crate::backend::GraphUse;
@@ -33,16 +32,15 @@ pub(crate) trait Device: Send {
     /// Whether the command in flight on `stream` has completed, and when it ran.
     fn poll(&mut self, stream: usize) -> Option<Result<Span, Fault>>;
 
-    /// Launches replay window `w` (every slot idle), lowered in `lists` (the
-    /// dispatcher's, kept from one window to the next): returns the time spent in driver
-    /// calls and how its graph was had.
+    /// Launches replay window `w` (every slot idle): returns the time spent in driver
+    /// calls (the lowering of its nodes included) and how its graph was had.
     #[cfg(feature = "replay")]
-    fn issue_window(&mut self, w: &Window, lists: &mut GraphLists) -> Result<(DriverNs, GraphUse), Fault>;
+    fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault>;
 
     /// Launches a run of recorded part `part` (every slot idle): its kept graph again
-    /// where the backend keeps it unchanged, else lowered in `lists` as a window is.
+    /// where the backend keeps it unchanged, else lowered as a window is.
     #[cfg(feature = "replay")]
-    fn issue_recorded(&mut self, part: &Part, lists: &mut GraphLists) -> Result<(DriverNs, GraphUse), Fault>;
+    fn issue_recorded(&mut self, part: &Part) -> Result<(DriverNs, GraphUse), Fault>;
 
     /// Whether `w` may be issued now, behind the windows in flight (each window in
     /// flight completes in the order issued, [`Device::poll_window`] the first).
@@ -65,22 +63,19 @@ pub(crate) trait Device: Send {
 }
 
 /// Issues window `w` as the backend's graph operation (kept under `name` if given; on
-/// the device where `device`), its groups in `lists`; the backend lowers its nodes as
-/// it walks them, in its driver time, as resolving a command's arguments is.
+/// the device where `device`); the backend lowers its nodes as it walks them, in its
+/// driver time, as resolving a command's arguments is.
 #[cfg(feature = "replay")]
 fn lower_and_issue(
     gpu: &mut Gpu,
     w: &Window,
     name: Option<(u64, u64)>,
     device: bool,
-    lists: &mut GraphLists,
 ) -> Result<(DriverNs, GraphUse), Fault> {
-    let mut g = w.graph(gpu.index(), lists.groups());
+    let mut g = w.graph(gpu.index());
     g.recorded = name;
     g.device = device;
-    let issued = Gpu::issue_window(gpu, &mut g);
-    lists.keep(g);
-    issued
+    Gpu::issue_window(gpu, &mut g)
 }
 
 /// The runtime's GPU: the backend's handle, CUDA or sim.
@@ -109,12 +104,12 @@ impl Device for Gpu {
     }
 
     #[cfg(feature = "replay")]
-    fn issue_window(&mut self, w: &Window, lists: &mut GraphLists) -> Result<(DriverNs, GraphUse), Fault> {
-        lower_and_issue(self, w, None, w.device, lists)
+    fn issue_window(&mut self, w: &Window) -> Result<(DriverNs, GraphUse), Fault> {
+        lower_and_issue(self, w, None, w.device)
     }
 
     #[cfg(feature = "replay")]
-    fn issue_recorded(&mut self, part: &Part, lists: &mut GraphLists) -> Result<(DriverNs, GraphUse), Fault> {
+    fn issue_recorded(&mut self, part: &Part) -> Result<(DriverNs, GraphUse), Fault> {
         let name = (part.id, part.generation);
         let device = part.next_way() == Way::Device;
         if !device {
@@ -122,7 +117,7 @@ impl Device for Gpu {
                 return issued;
             }
         }
-        let issued = lower_and_issue(self, &part.window.lock(), Some(name), device, lists);
+        let issued = lower_and_issue(self, &part.window.lock(), Some(name), device);
         if device && matches!(issued, Ok((_, used)) if used != GraphUse::Device) {
             part.refused();
         }

@@ -187,11 +187,7 @@ impl Device for ModelGpu {
     }
 
     #[cfg(feature = "replay")]
-    fn issue_window(
-        &mut self,
-        w: &crate::seam::Window,
-        _lists: &mut crate::backend::op::GraphLists,
-    ) -> Result<(DriverNs, crate::backend::GraphUse), Fault> {
+    fn issue_window(&mut self, w: &crate::seam::Window) -> Result<(DriverNs, crate::backend::GraphUse), Fault> {
         assert!(self.stages.iter().all(Option::is_none), "a window issued beside commands in flight");
         let task = w.tasks.first().map_or(0, |t| t.id.0 as usize);
         let job = Job { slot: 0, task, command: 0, stage: Stage::Kernel, window: Some(!self.fail_windows) };
@@ -200,12 +196,8 @@ impl Device for ModelGpu {
     }
 
     #[cfg(feature = "replay")]
-    fn issue_recorded(
-        &mut self,
-        part: &crate::seam::Part,
-        lists: &mut crate::backend::op::GraphLists,
-    ) -> Result<(DriverNs, crate::backend::GraphUse), Fault> {
-        self.issue_window(&part.window.lock(), lists)
+    fn issue_recorded(&mut self, part: &crate::seam::Part) -> Result<(DriverNs, crate::backend::GraphUse), Fault> {
+        self.issue_window(&part.window.lock())
     }
 
     /// A window that ran well: every task ran, untimed inside it (as on CUDA).

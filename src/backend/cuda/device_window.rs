@@ -23,7 +23,7 @@ use super::gpu::issue_fault;
 use super::handle::{Module, Stream};
 use super::{driver, failed};
 use crate::backend::device::{KernelCode, Param};
-use crate::backend::op::{GraphOp, NodeSource, Op};
+use crate::backend::op::{GraphOp, GraphSource, Op};
 use crate::backend::Fault;
 use cudarc::driver::sys;
 use std::ffi::c_void;
@@ -137,15 +137,15 @@ impl DeviceRunner {
     /// Each group's launch (an error for a group that is not one kernel launch), with
     /// their argument words in `args`; and the kernels they launch (each once, by its
     /// function, in order of first use) and their block shape.
-    fn launches<N: NodeSource>(
+    fn launches<N: GraphSource>(
         g: &GraphOp<'_, N>,
         args: &mut Vec<u64>,
     ) -> Result<(Vec<Row>, Vec<usize>, BlockShape), Fault> {
         let not_one = || Fault::task("a device-side window holds a task that is not one kernel launch");
-        if g.groups.iter().any(|gr| gr.nodes != 1) {
+        if g.groups().any(|gr| gr.nodes != 1) {
             return Err(not_one());
         }
-        let mut rows = Vec::with_capacity(g.groups.len());
+        let mut rows = Vec::with_capacity(g.groups().len());
         let mut kernels = Vec::new();
         let mut block = (1, 1, 1);
         args.clear();
@@ -164,7 +164,7 @@ impl DeviceRunner {
     }
 
     /// The code of each kernel of `ids` (by its function), from `g`'s launches.
-    fn codes<N: NodeSource>(g: &GraphOp<'_, N>, ids: &[usize]) -> Result<Vec<OwnedCode>, Fault> {
+    fn codes<N: GraphSource>(g: &GraphOp<'_, N>, ids: &[usize]) -> Result<Vec<OwnedCode>, Fault> {
         let mut found: Vec<Option<OwnedCode>> = ids.iter().map(|_| None).collect();
         g.each_node(true, |node| {
             if let Op::Launch(l) = node.op {
@@ -186,7 +186,7 @@ impl DeviceRunner {
     /// `stream`. `Ok(false)` where its executor cannot be built (a set of kernels whose
     /// source does not compile as device functions): nothing is enqueued, and the
     /// window replays as a graph instead.
-    pub(crate) fn launch<N: NodeSource>(
+    pub(crate) fn launch<N: GraphSource>(
         &mut self,
         ctx: &Context,
         arch: &str,
@@ -202,7 +202,7 @@ impl DeviceRunner {
             Ok(ex) => ex,
             Err(_) => return Ok(false),
         };
-        let preds: Vec<&[u32]> = g.groups.iter().map(|gr| gr.after).collect();
+        let preds: Vec<&[u32]> = g.groups().map(|gr| gr.after).collect();
         let (n, m) = (preds.len(), preds.iter().map(|p| p.len()).sum::<usize>());
         // The image, as the kernel's comment lays it out; then the argument words.
         let mut words: Vec<i32> = Vec::with_capacity(CONTROL + 3 * n + 1 + m + ROW * n);

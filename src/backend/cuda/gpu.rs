@@ -10,7 +10,7 @@ use super::failed;
 use super::handle::{Event, Stream};
 use crate::backend::op::{CopyOp, Direction, HostAt, Op, Tag, MAX_PARAMS};
 #[cfg(feature = "replay")]
-use crate::backend::op::{GraphOp, NodeSource};
+use crate::backend::op::{GraphOp, GraphSource};
 use crate::backend::op_failure::OpFailure;
 use crate::backend::{DriverNs, Fault, GraphUse, Reach, Span};
 use crate::stage::Stage;
@@ -375,7 +375,7 @@ impl Gpu {
     /// else as one CUDA graph. Returns the time in driver calls and how the graph was
     /// had.
     #[cfg(feature = "replay")]
-    pub(crate) fn issue_window<N: NodeSource>(&mut self, g: &GraphOp<'_, N>) -> Result<(DriverNs, GraphUse), Fault> {
+    pub(crate) fn issue_window<N: GraphSource>(&mut self, g: &GraphOp<'_, N>) -> Result<(DriverNs, GraphUse), Fault> {
         let t0 = Instant::now();
         let as_fault =
             |e: crate::report::DriverError| Fault { message: e.to_string(), reach: Reach::Task, driver: Some(e) };

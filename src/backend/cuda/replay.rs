@@ -11,7 +11,7 @@
 use super::context::Context;
 use super::gpu::issue_fault;
 use super::handle::{Graph, GraphExec, Stream};
-use crate::backend::op::{CopyOp, Direction, GraphOp, NodeSource, Op};
+use crate::backend::op::{CopyOp, Direction, GraphOp, GraphSource, Op};
 use crate::backend::{Fault, GraphUse};
 use cudarc::driver::sys;
 use std::ffi::c_void;
@@ -75,7 +75,7 @@ impl Replayer {
     }
 
     /// The parameters of every node of `g`, lowered as they are walked.
-    fn params<N: NodeSource>(&mut self, g: &GraphOp<'_, N>) -> Result<(), Fault> {
+    fn params<N: GraphSource>(&mut self, g: &GraphOp<'_, N>) -> Result<(), Fault> {
         let Nodes { params, args } = &mut self.scratch;
         params.clear();
         args.clear();
@@ -103,7 +103,7 @@ impl Replayer {
     }
 
     /// Sets up the graph of `g` (kept, updated or built) and launches it on `stream`.
-    pub(crate) fn launch<N: NodeSource>(
+    pub(crate) fn launch<N: GraphSource>(
         &mut self,
         ctx: &Arc<Context>,
         g: &GraphOp<'_, N>,
@@ -208,7 +208,7 @@ impl Replayer {
 
     /// Builds and instantiates the graph of `g` from its parameters (a graph that
     /// fails part way is destroyed with its handle).
-    fn build<N: NodeSource>(&mut self, ctx: &Arc<Context>, g: &GraphOp<'_, N>) -> Result<Kept, Fault> {
+    fn build<N: GraphSource>(&mut self, ctx: &Arc<Context>, g: &GraphOp<'_, N>) -> Result<Kept, Fault> {
         let graph = Graph::create(ctx).map_err(issue_fault("cuGraphCreate"))?;
         let mut nodes = Vec::with_capacity(self.scratch.params.len());
         self.add_nodes(g, &graph, &mut nodes)?;
@@ -224,17 +224,17 @@ impl Replayer {
         })
     }
 
-    fn add_nodes<N: NodeSource>(
+    fn add_nodes<N: GraphSource>(
         &self,
         g: &GraphOp<'_, N>,
         graph: &Graph,
         nodes: &mut Vec<sys::CUgraphNode>,
     ) -> Result<(), Fault> {
         // Per group: the node of its last operation.
-        let mut last: Vec<sys::CUgraphNode> = Vec::with_capacity(g.groups.len());
+        let mut last: Vec<sys::CUgraphNode> = Vec::with_capacity(g.groups().len());
         let mut deps: Vec<sys::CUgraphNode> = Vec::new();
         let mut at = 0;
-        for group in &g.groups {
+        for group in g.groups() {
             for c in 0..group.nodes {
                 deps.clear();
                 if c == 0 {

@@ -26,7 +26,7 @@ pub use profile::SimProfile;
 use super::device::{GpuInfo, PhysBuf, SimMemory};
 use super::op::{Direction, Op, Tag};
 #[cfg(feature = "replay")]
-use super::op::{GraphOp, NodeSource};
+use super::op::{GraphOp, GraphSource};
 use super::{Fault, Reach, Span, WindowRun};
 use crate::config::Gpus;
 use crate::signal::Signal;
@@ -400,11 +400,11 @@ impl Gpu {
     /// launch and then its nodes one after another in order (each on its slot's
     /// memory), at the profile's graph latencies.
     #[cfg(feature = "replay")]
-    pub(crate) fn issue_window<N: NodeSource>(&mut self, g: &mut GraphOp<'_, N>) -> Result<(), Fault> {
+    pub(crate) fn issue_window<N: GraphSource>(&mut self, g: &mut GraphOp<'_, N>) -> Result<(), Fault> {
         if self.lost.load(Ordering::SeqCst) {
             return Err(lost_fault(self.gpu, Reach::Gpu));
         }
-        let mut items = Vec::with_capacity(g.nodes.count());
+        let mut items = Vec::with_capacity(g.source.node_count());
         // The window's own engine runs them, whichever engine would take them alone.
         g.each_node(false, |node| {
             self.begin(node.slot, node.tag)?;
@@ -414,17 +414,17 @@ impl Gpu {
             items.push((node.slot, node.tag, work.ok_or("a command without operations")?));
             Ok::<(), Fault>(())
         })?;
-        let counts = g.groups.iter().map(|gr| gr.nodes).collect();
+        let counts = g.groups().map(|gr| gr.nodes).collect();
         // Failures pass along dependencies only, not along a lane's order.
-        let preds = g.groups.iter().map(|gr| gr.dependencies().collect()).collect();
-        let ids = g.groups.iter().map(|gr| gr.id).collect();
-        let mut external = vec![Vec::new(); g.groups.len()];
+        let preds = g.groups().map(|gr| gr.dependencies().collect()).collect();
+        let ids = g.groups().map(|gr| gr.id).collect();
+        let mut external = vec![Vec::new(); g.groups().len()];
         for &(t, p, seq) in g.external {
             external[t as usize].push((p, seq));
         }
         let job = WindowJob { items, counts, preds, ids, external, seq: g.seq, turn: self.windows_issued };
         let tx = &self.senders.iter().find(|(k, _)| *k == EngineKind::Compute).expect("engine exists").1;
-        let tag = Tag { task: g.groups.first().map_or(crate::TaskId(0), |gr| gr.id), command: 0 };
+        let tag = Tag { task: g.groups().next().map_or(crate::TaskId(0), |gr| gr.id), command: 0 };
         tx.send(Job { stream: 0, tag, work: Work::Window(Box::new(job)) })
             .map_err(|_| Fault::task(failure::SimFailure::EngineStopped { gpu: self.gpu }))?;
         // Counted once sent: a window never sent is no turn to wait for.

@@ -10,7 +10,6 @@
 //! GPU that leaves the rotation goes to another GPU (its tasks have not begun), or
 //! fails if none is left.
 
-use crate::backend::op::GraphLists;
 use crate::backend::{Fault, GraphUse, Span, TaskRun, WindowRun};
 use crate::dispatch::{Device, Dispatcher};
 use crate::ext::replay::queues::Spent;
@@ -36,17 +35,11 @@ enum Start {
 pub(crate) struct WindowsInFlight {
     flights: std::collections::VecDeque<InFlight>,
     end_ns: u64,
-    /// The lists a window is lowered in, kept for the next one.
-    lists: GraphLists,
 }
 
 impl WindowsInFlight {
     pub(crate) fn new() -> WindowsInFlight {
-        WindowsInFlight {
-            flights: std::collections::VecDeque::with_capacity(IN_FLIGHT),
-            end_ns: 0,
-            lists: GraphLists::default(),
-        }
+        WindowsInFlight { flights: std::collections::VecDeque::with_capacity(IN_FLIGHT), end_ns: 0 }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -137,8 +130,8 @@ impl<D: Device> Dispatcher<D> {
         self.stats.commands += commands;
         self.stats.replayed += commands;
         let issued = match &window.recorded {
-            Some(part) => self.device.issue_recorded(part, &mut self.windows.lists),
-            None => self.device.issue_window(&window, &mut self.windows.lists),
+            Some(part) => self.device.issue_recorded(part),
+            None => self.device.issue_window(&window),
         };
         match issued {
             Ok((driver_ns, used)) => {

@@ -29,7 +29,7 @@
 
 pub(crate) mod part;
 
-use crate::backend::op::{GraphOp, Group, Node, NodeSource, Op, Tag, MAX_PARAMS};
+use crate::backend::op::{GraphOp, GraphSource, Group, Node, Op, Tag, MAX_PARAMS};
 use crate::backend::op_failure::OpFailure;
 use crate::ids::TaskId;
 use crate::kernel::ArgValue;
@@ -176,24 +176,13 @@ impl Window {
         self.tasks.iter().map(|t| t.commands.len()).sum()
     }
 
-    /// The window as the backend's graph operation for GPU `gpu`: a group per task with
-    /// its edges, in `groups` (an empty list kept between windows); its nodes, a node per
-    /// command (copies and launches only: [`replayable`]), each task on its lane's
-    /// copies, are lowered as the backend walks them ([`NodeSource`]).
-    pub(crate) fn graph<'a>(&'a self, gpu: usize, mut groups: Vec<Group<'a>>) -> GraphOp<'a, Window> {
-        groups.reserve(self.tasks.len());
-        for (t, task) in self.tasks.iter().enumerate() {
-            groups.push(Group {
-                id: task.id,
-                nodes: task.commands.len(),
-                after: &self.preds[t],
-                order_only: self.lane_edges[t],
-            });
-        }
+    /// The window as the backend's graph operation for GPU `gpu`: a node per command
+    /// (copies and launches only: [`replayable`]), each task on its lane's copies, and a
+    /// group per task with its edges, read as the backend walks them ([`GraphSource`]).
+    pub(crate) fn graph(&self, gpu: usize) -> GraphOp<'_, Window> {
         GraphOp {
-            nodes: self,
+            source: self,
             gpu,
-            groups,
             external: &self.external,
             seq: self.seq,
             recorded: None,
@@ -204,9 +193,22 @@ impl Window {
     }
 }
 
-impl NodeSource for Window {
-    fn count(&self) -> usize {
+impl GraphSource for Window {
+    fn node_count(&self) -> usize {
         self.commands()
+    }
+
+    fn group_count(&self) -> usize {
+        self.tasks.len()
+    }
+
+    fn group(&self, t: usize) -> Group<'_> {
+        Group {
+            id: self.tasks[t].id,
+            nodes: self.tasks[t].commands.len(),
+            after: &self.preds[t],
+            order_only: self.lane_edges[t],
+        }
     }
 
     #[inline]
