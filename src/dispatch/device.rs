@@ -6,7 +6,6 @@
 //! For the backend's GPU a command is lowered to device operations here, as it is
 //! issued (`task::lower`): the backend takes operations, not commands.
 
-#[cfg(feature = "replay")]
 use crate::backend::op::Tag;
 #[cfg(feature = "replay")]
 use crate::backend::GraphUse;
