@@ -8,7 +8,9 @@
 # scripts/gpu/stage.sh), old in $OLD (default .gpu-old/: chariot, chariot-align, seti and
 # flow, release, of the commit before). STEPS picks steps (default "tests demo seti
 # align flow"; "tabular" adds the new build's 7-query search with and without --tabular,
-# alternated, 3 calls); writes under $OUT.
+# alternated, 3 calls); ORDER sets the flow step's order within a call (default "old new";
+# "new old" runs the new build first, to see whether a slot favours one build); writes
+# under $OUT.
 set -euo pipefail
 STEPS=${STEPS:-tests demo seti align flow}
 DEMO_CALLS=${DEMO_CALLS:-3}
@@ -63,7 +65,7 @@ fi
 if step flow; then
   echo "== flow: cudaFlow's shapes, chariot with defaults against the hand-written graph: old, new alternated"
   for i in $(seq 1 "$FLOW_CALLS"); do
-    for v in old new; do
+    for v in ${ORDER:-old new}; do
       bin=$B/flow; extra=($NEW_FLOW_ARGS); [ $v = old ] && { bin=$OLD/flow; extra=(); }
       timeout 240 "$bin" --rounds 3 "${extra[@]}" --csv "$W/flow-$v-$i.csv" > "$W/flow-$v-$i.log" 2>&1 && rc=0 || rc=$?
       echo "$v $i exit $rc"
