@@ -588,8 +588,9 @@ fn lanes_past_s_only_where_their_copies_are_small() {
 }
 
 /// On a CUDA GPU: a recorded graph of one-launch tasks of one block shape (what the
-/// device executor runs) tries both ways, two runs each, then keeps one: the setups
-/// read Built, Reused, Device, Device, then the kept way's (Reused or Device) for good.
+/// device executor runs) tries both ways, four runs each (a warm-up and three measured),
+/// then keeps one: the setups read Built, Reused ×3, Device ×4, then the kept way's
+/// (Reused or Device) for good.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn cuda_recorded_graph_tries_the_device_and_keeps_the_faster_way() {
@@ -608,17 +609,20 @@ fn cuda_recorded_graph_tries_the_device_and_keeps_the_faster_way() {
             })
             .unwrap();
         let mut setups = Vec::new();
-        for _ in 0..8 {
+        for _ in 0..12 {
             graph.run().unwrap();
             let report = sched.synchronize().unwrap();
             assert!(report.windows.iter().all(|w| !w.failed));
             setups.extend(report.windows.iter().map(|w| w.setup));
         }
         eprintln!("graphs {setups:?}");
-        assert_eq!(setups[..4], [GraphSetup::Built, GraphSetup::Reused, GraphSetup::Device, GraphSetup::Device]);
-        let kept = setups[4];
+        // A warm-up and three measured runs of each way, then the faster way's best.
+        let reused = GraphSetup::Reused;
+        let device = GraphSetup::Device;
+        assert_eq!(setups[..8], [GraphSetup::Built, reused, reused, reused, device, device, device, device]);
+        let kept = setups[8];
         assert!(matches!(kept, GraphSetup::Reused | GraphSetup::Device), "{setups:?}");
-        assert!(setups[4..].iter().all(|&s| s == kept), "{setups:?}");
+        assert!(setups[8..].iter().all(|&s| s == kept), "{setups:?}");
     });
 }
 

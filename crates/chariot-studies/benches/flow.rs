@@ -94,8 +94,8 @@ fn main() -> ExitCode {
 }
 
 /// Runs of a recorded graph before it is timed: enough for the runtime to try both of
-/// its ways (two runs as a CUDA graph, two on the device) and keep one.
-const SETTLE_RUNS: usize = 5;
+/// its ways (four runs as a CUDA graph, four on the device) and keep one.
+const SETTLE_RUNS: usize = 9;
 
 /// Whether `report` honours every edge of `graph`; where not, says how many edges broke
 /// and the first, naming the shape and `what` ran it.
