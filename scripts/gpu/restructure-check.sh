@@ -8,7 +8,8 @@
 # scripts/gpu/stage.sh), old in $OLD (default .gpu-old/: chariot, chariot-align, seti and
 # flow, release, of the commit before). STEPS picks steps (default "tests demo seti
 # align flow"; "tabular" adds the new build's 7-query search with and without --tabular,
-# alternated, 3 calls); ORDER sets the flow step's order within a call (default "old new";
+# alternated, TAB_CALLS calls, default 3; TAB_QUERIES=N searches N queries of
+# Swiss-Prot-like lengths instead); ORDER sets the flow step's order within a call (default "old new";
 # "new old" runs the new build first, to see whether a slot favours one build); writes
 # under $OUT.
 set -euo pipefail
@@ -52,11 +53,11 @@ if step tabular; then
     q="$W/qtab.fa"
     echo "queries: $TAB_QUERIES, $(grep -v '>' "$q" | tr -d '\n' | wc -c) residues"
   fi
-  for i in 1 2 3; do
+  for i in $(seq 1 "${TAB_CALLS:-3}"); do
     for v in plain tabular; do
       extra=(); [ $v = tabular ] && extra=(--tabular "$W/tab-$i.tsv")
       t0=$(date +%s.%N)
-      timeout 120 "$B/chariot-align" search -q "$q" -d "$W/db.fa" --no-progress -o "$W/hits-$v-$i.tsv" "${extra[@]}" > "$W/tabular-$v-$i.log" 2>&1 && rc=0 || rc=$?
+      timeout "${TAB_TIMEOUT:-120}" "$B/chariot-align" search -q "$q" -d "$W/db.fa" --no-progress -o "$W/hits-$v-$i.tsv" "${extra[@]}" > "$W/tabular-$v-$i.log" 2>&1 && rc=0 || rc=$?
       t1=$(date +%s.%N)
       echo "$v $i exit $rc: $(grep -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$W/tabular-$v-$i.log" | head -1), process $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}') s"
     done
