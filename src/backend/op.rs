@@ -1,5 +1,6 @@
 //! The device operations: what the layers above hand the backend, lowered from their
-//! commands and fetches (`dispatch::lower`, `ext::resident::lower`). A copy between
+//! commands and fetches (`task::lower`, `ext::resident::task::lower_fetch`), and a
+//! replay window's as the backend walks it ([`GraphSource`]). A copy between
 //! host and device (1-D or 2-D, with pitches), a peer copy between two GPUs' memories,
 //! a fill, a kernel launch (its arguments already the words the driver takes) and a
 //! host function the backend runs in stream order. Both backends take these, so what

@@ -1,11 +1,11 @@
 //! A replay window: tasks of one batch that run as one graph on one GPU,
 //! launched once instead of command by command. The scheduler holds the tasks
 //! (`ext::replay::capture`), [`plan`] cuts them into a window per GPU and lays each
-//! out, and the dispatcher of that GPU lowers it to the backend's graph operation
-//! ([`Window::graph`]: a node per command, a group per task, the tasks' edges), which
-//! the backend replays as a graph of the same structure (CUDA: an executable graph
-//! whose changed parameters are set, or built once) or runs node after node on the
-//! simulated engines.
+//! out, and the dispatcher of that GPU hands it to the backend as a graph operation
+//! ([`Window::graph`]: a node per command, a group per task, the tasks' edges, lowered
+//! as the backend walks them), which the backend replays as a graph of the same
+//! structure (CUDA: an executable graph whose changed parameters are set, or built
+//! once) or runs node after node on the simulated engines.
 //!
 //! The layout keeps what host dispatch guarantees:
 //! * **Placement.** Tasks joined by an edge share a GPU: each weakly connected part of
