@@ -2,6 +2,7 @@
 //! kernels registered on every GPU, and the occupancy a launch would have.
 
 use super::Scheduler;
+use crate::backend::op::MAX_PARAMS;
 use crate::error::{Error, Result};
 use crate::kernel::{Kernel, KernelHandle, KernelInner};
 use crate::memory::{checked_bytes, DeviceBuffer, DeviceBufferInner, Element, HostBuffer};
@@ -139,10 +140,10 @@ impl Scheduler {
                 message: format!("sim_sm_share = {share}; must be in (0, 1] (a share of the SMs)"),
             });
         }
-        if kernel.params.len() > 32 {
+        if kernel.params.len() > MAX_PARAMS {
             return Err(Error::KernelInvalid {
                 kernel: kernel.name.clone(),
-                message: format!("{} parameters; at most 32 are supported", kernel.params.len()),
+                message: format!("{} parameters; at most {MAX_PARAMS} are supported", kernel.params.len()),
             });
         }
         let functions = self.machine.load_kernel(kernel.code(), kernel.twin.is_some())?;

@@ -213,9 +213,9 @@ impl GraphSource for Window {
 
     #[inline]
     fn each<F: FnMut(Node<'_>) -> ControlFlow<()>>(&self, gpu: usize, words: bool, mut f: F) -> Result<(), OpFailure> {
-        use crate::task::lower::{arg_word, copy_op, launch_op};
-        // A launch's words on the stack; a graph node takes any number of arguments, so
-        // a launch with more than fit there has them in a list of its own.
+        use crate::task::lower::{copy_op, launch_op, launch_words};
+        // A launch's words on the stack (a kernel takes at most MAX_PARAMS: registration
+        // refuses more).
         let mut inline = [0u64; MAX_PARAMS];
         for (t, task) in self.tasks.iter().enumerate() {
             let slot = self.lanes[t] as usize;
@@ -223,18 +223,11 @@ impl GraphSource for Window {
                 let tag = Tag { task: task.id, command };
                 let flow = match cmd {
                     Command::Copy(c) => f(Node { slot, tag, op: Op::Copy(copy_op(c, gpu, slot)?) }),
-                    Command::Launch(l) if !words => f(Node { slot, tag, op: Op::Launch(launch_op(l, gpu, None)) }),
-                    Command::Launch(l) if l.args.len() <= MAX_PARAMS => {
-                        for (w, a) in inline.iter_mut().zip(l.args.iter()) {
-                            *w = arg_word(a, gpu, slot)?;
-                        }
-                        let args = &inline[..l.args.len()];
-                        f(Node { slot, tag, op: Op::Launch(launch_op(l, gpu, Some(args))) })
+                    Command::Launch(l) if words => {
+                        let n = launch_words(l, gpu, slot, &mut inline)?;
+                        f(Node { slot, tag, op: Op::Launch(launch_op(l, gpu, Some(&inline[..n]))) })
                     }
-                    Command::Launch(l) => {
-                        let args = l.args.iter().map(|a| arg_word(a, gpu, slot)).collect::<Result<Vec<u64>, _>>()?;
-                        f(Node { slot, tag, op: Op::Launch(launch_op(l, gpu, Some(&args))) })
-                    }
+                    Command::Launch(l) => f(Node { slot, tag, op: Op::Launch(launch_op(l, gpu, None)) }),
                     _ => return Err(OpFailure::NotReplayable),
                 };
                 if flow.is_break() {
