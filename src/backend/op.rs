@@ -15,7 +15,6 @@
 use super::device::{Function, KernelCode, PhysBuf, SimMemory};
 use super::host_alloc::HostAlloc;
 use super::op_failure::{CallbackFailure, OpFailure};
-use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -220,10 +219,13 @@ pub(crate) trait GraphSource {
     /// Nodes in all.
     fn node_count(&self) -> usize;
 
-    /// Lowers every node for GPU `gpu`, in order, and hands it to `f` until `f` breaks.
-    /// `words`: whether launches need their argument words (CUDA). A node that cannot
-    /// be lowered ends the walk with its error.
-    fn each<F: FnMut(Node<'_>) -> ControlFlow<()>>(&self, gpu: usize, words: bool, f: F) -> Result<(), OpFailure>;
+    /// Lowers every node for GPU `gpu`, in order, and hands it to `f`. `words`: whether
+    /// launches need their argument words (CUDA). The first error, a node's that cannot
+    /// be lowered or `f`'s, ends the walk and is returned.
+    fn each<E, F>(&self, gpu: usize, words: bool, f: F) -> Result<(), E>
+    where
+        E: From<OpFailure>,
+        F: FnMut(Node<'_>) -> Result<(), E>;
 
     /// Groups in all.
     fn group_count(&self) -> usize;
@@ -258,23 +260,15 @@ pub(crate) struct GraphOp<'a, N: GraphSource> {
 }
 
 impl<'a, N: GraphSource> GraphOp<'a, N> {
-    /// Lowers every node in order and hands it to `f`; the first error, the lowering's
-    /// or `f`'s, ends the walk and is returned.
+    /// Lowers every node in order and hands it to `f` ([`GraphSource::each`] for this
+    /// graph's GPU).
     #[inline]
     pub(crate) fn each_node<E: From<OpFailure>>(
         &self,
         words: bool,
-        mut f: impl FnMut(Node<'_>) -> Result<(), E>,
+        f: impl FnMut(Node<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
-        let mut failed = None;
-        self.source.each(self.gpu, words, |node| match f(node) {
-            Ok(()) => ControlFlow::Continue(()),
-            Err(e) => {
-                failed = Some(e);
-                ControlFlow::Break(())
-            }
-        })?;
-        failed.map_or(Ok(()), Err)
+        self.source.each(self.gpu, words, f)
     }
 
     /// The groups, in order.

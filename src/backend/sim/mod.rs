@@ -414,17 +414,22 @@ impl Gpu {
             items.push((node.slot, node.tag, work.ok_or("a command without operations")?));
             Ok::<(), Fault>(())
         })?;
-        let counts = g.groups().map(|gr| gr.nodes).collect();
-        // Failures pass along dependencies only, not along a lane's order.
-        let preds = g.groups().map(|gr| gr.dependencies().collect()).collect();
-        let ids = g.groups().map(|gr| gr.id).collect();
-        let mut external = vec![Vec::new(); g.groups().len()];
+        let groups = g.groups().len();
+        let (mut counts, mut preds, mut ids) =
+            (Vec::with_capacity(groups), Vec::with_capacity(groups), Vec::with_capacity(groups));
+        for gr in g.groups() {
+            counts.push(gr.nodes);
+            // Failures pass along dependencies only, not along a lane's order.
+            preds.push(gr.dependencies().collect());
+            ids.push(gr.id);
+        }
+        let mut external = vec![Vec::new(); groups];
         for &(t, p, seq) in g.external {
             external[t as usize].push((p, seq));
         }
+        let tag = Tag { task: ids.first().copied().unwrap_or(crate::TaskId(0)), command: 0 };
         let job = WindowJob { items, counts, preds, ids, external, seq: g.seq, turn: self.windows_issued };
         let tx = &self.senders.iter().find(|(k, _)| *k == EngineKind::Compute).expect("engine exists").1;
-        let tag = Tag { task: g.groups().next().map_or(crate::TaskId(0), |gr| gr.id), command: 0 };
         tx.send(Job { stream: 0, tag, work: Work::Window(Box::new(job)) })
             .map_err(|_| Fault::task(failure::SimFailure::EngineStopped { gpu: self.gpu }))?;
         // Counted once sent: a window never sent is no turn to wait for.

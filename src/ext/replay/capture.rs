@@ -449,9 +449,10 @@ impl Capture {
 
     /// The recording's admission step, in place of the core's host claims while a
     /// recording is under way (`Ok(None)` otherwise): refuses a task a recorded graph
-    /// cannot take (a callback, resident data or a GPU preference: `held_back`), then checks its host regions against
-    /// the recording's own (not the buffers' claims: each run takes those), adding the
-    /// recorded tasks they conflict with to `preds`. The buffers touched.
+    /// cannot take (a callback, resident data or a GPU preference: `held_back`), then
+    /// checks its host regions against the recording's own (not the buffers' claims:
+    /// each run takes those), adding the recorded tasks they conflict with to `preds`.
+    /// The buffers touched.
     pub(crate) fn admit_recorded(
         &self,
         id: TaskId,

@@ -39,7 +39,6 @@ use crate::task::{Order, Task};
 use part::Part;
 use std::collections::BinaryHeap;
 use std::hash::{Hash, Hasher};
-use std::ops::ControlFlow;
 use std::sync::Arc;
 
 /// A task taken out of a window ([`Window::take_blocked`]): its lane and the failed
@@ -212,7 +211,11 @@ impl GraphSource for Window {
     }
 
     #[inline]
-    fn each<F: FnMut(Node<'_>) -> ControlFlow<()>>(&self, gpu: usize, words: bool, mut f: F) -> Result<(), OpFailure> {
+    fn each<E, F>(&self, gpu: usize, words: bool, mut f: F) -> Result<(), E>
+    where
+        E: From<OpFailure>,
+        F: FnMut(Node<'_>) -> Result<(), E>,
+    {
         use crate::task::lower::{copy_op, launch_op, launch_words};
         // A launch's words on the stack (a kernel takes at most MAX_PARAMS: registration
         // refuses more).
@@ -221,18 +224,16 @@ impl GraphSource for Window {
             let slot = self.lanes[t] as usize;
             for (command, cmd) in task.commands.iter().enumerate() {
                 let tag = Tag { task: task.id, command };
-                let flow = match cmd {
-                    Command::Copy(c) => f(Node { slot, tag, op: Op::Copy(copy_op(c, gpu, slot)?) }),
+                let op = match cmd {
+                    Command::Copy(c) => Op::Copy(copy_op(c, gpu, slot)?),
                     Command::Launch(l) if words => {
                         let n = launch_words(l, gpu, slot, &mut inline)?;
-                        f(Node { slot, tag, op: Op::Launch(launch_op(l, gpu, Some(&inline[..n]))) })
+                        Op::Launch(launch_op(l, gpu, Some(&inline[..n])))
                     }
-                    Command::Launch(l) => f(Node { slot, tag, op: Op::Launch(launch_op(l, gpu, None)) }),
-                    _ => return Err(OpFailure::NotReplayable),
+                    Command::Launch(l) => Op::Launch(launch_op(l, gpu, None)),
+                    _ => return Err(OpFailure::NotReplayable.into()),
                 };
-                if flow.is_break() {
-                    return Ok(());
-                }
+                f(Node { slot, tag, op })?;
             }
         }
         Ok(())
