@@ -17,7 +17,9 @@ pub(crate) mod channel;
 pub(crate) use std::sync::atomic::Ordering;
 
 #[cfg(not(feature = "model-check"))]
-pub(crate) use parking_lot::{Condvar, Mutex};
+pub(crate) use parking_lot::Mutex;
+#[cfg(not(feature = "model-check"))]
+pub(crate) use real::Condvar;
 #[cfg(not(feature = "model-check"))]
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 
@@ -91,6 +93,49 @@ impl SpinFor {
     }
 }
 
+/// parking_lot's condition variable, with a deadline that says only whether it passed.
+#[cfg(not(feature = "model-check"))]
+mod real {
+    /// parking_lot's `Condvar`; [`Condvar::wait_until`] answers a bool, as the model's.
+    #[derive(Debug, Default)]
+    pub(crate) struct Condvar(parking_lot::Condvar);
+
+    impl Condvar {
+        /// A new condition variable.
+        pub(crate) const fn new() -> Self {
+            Condvar(parking_lot::Condvar::new())
+        }
+
+        /// Releases the guard's lock, blocks until notified, and locks again.
+        #[inline]
+        pub(crate) fn wait<T>(&self, guard: &mut parking_lot::MutexGuard<'_, T>) {
+            self.0.wait(guard);
+        }
+
+        /// As [`wait`](Self::wait), but gives up at `deadline`: whether it did.
+        #[inline]
+        pub(crate) fn wait_until<T>(
+            &self,
+            guard: &mut parking_lot::MutexGuard<'_, T>,
+            deadline: std::time::Instant,
+        ) -> bool {
+            self.0.wait_until(guard, deadline).timed_out()
+        }
+
+        /// Wakes one waiter, if any.
+        #[inline]
+        pub(crate) fn notify_one(&self) {
+            self.0.notify_one();
+        }
+
+        /// Wakes every waiter.
+        #[inline]
+        pub(crate) fn notify_all(&self) {
+            self.0.notify_all();
+        }
+    }
+}
+
 /// parking_lot's API over shuttle's std-like primitives.
 #[cfg(feature = "model-check")]
 mod model {
@@ -146,6 +191,14 @@ mod model {
         pub(crate) fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
             let inner = guard.0.take().expect("a guard is held outside Condvar::wait");
             guard.0 = Some(self.0.wait(inner).unwrap_or_else(PoisonError::into_inner));
+        }
+
+        /// As [`wait`](Self::wait): shuttle's timed wait never times out (its schedules
+        /// have no clock), so neither does this one; it answers false.
+        #[allow(dead_code)] // only `synchronize_within` waits with a deadline
+        pub(crate) fn wait_until<T>(&self, guard: &mut MutexGuard<'_, T>, _deadline: std::time::Instant) -> bool {
+            self.wait(guard);
+            false
         }
 
         /// A new condition variable.

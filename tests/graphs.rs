@@ -550,3 +550,41 @@ fn placed_tasks_run_where_they_were_placed() {
         }
     });
 }
+
+/// `synchronize_within` gives up at its timeout while a task runs, and leaves the
+/// batch whole: a later call takes its report, as `synchronize` would. In a callback
+/// it is `WaitInCallback`, as `synchronize` is.
+#[test]
+fn synchronize_within_gives_up_and_leaves_the_batch_whole() {
+    with_timeout(DEADLINE_S, || {
+        let sched = Arc::new(Scheduler::builder().backend(timed(1)).gpus(1).streams(2).build().unwrap());
+        let (open, wait) = gate();
+        sched.task(1, 1).callback(Resource::Cpu, wait).submit().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let s = sched.clone();
+        sched
+            .task(2, 1)
+            .callback(Resource::Cpu, move |_| {
+                let _ = tx.send(s.synchronize_within(std::time::Duration::from_secs(1)).map(|r| r.is_some()));
+                Ok(())
+            })
+            .submit()
+            .unwrap();
+        match rx.recv().unwrap() {
+            Err(Error::WaitInCallback { task: TaskId(2), .. }) => {}
+            other => panic!("in a callback: {other:?}"),
+        }
+        let t0 = std::time::Instant::now();
+        assert!(sched.synchronize_within(std::time::Duration::from_millis(30)).unwrap().is_none());
+        assert!(t0.elapsed() >= std::time::Duration::from_millis(30), "{:?}", t0.elapsed());
+        open.send(()).unwrap();
+        let report = loop {
+            if let Some(r) = sched.synchronize_within(std::time::Duration::from_millis(5)).unwrap() {
+                break r;
+            }
+        };
+        assert_eq!(report.tasks, 2);
+        // The batch was taken: the next one is empty.
+        assert_eq!(sched.synchronize_within(std::time::Duration::ZERO).unwrap().map(|r| r.tasks), Some(0));
+    });
+}

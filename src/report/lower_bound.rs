@@ -21,11 +21,11 @@ use super::CommandRecord;
 use crate::ids::TaskId;
 use crate::stage::Stage;
 use serde::Serialize;
-use std::collections::HashMap;
 
 /// Per task: (granularity, d_i, k_i, r_i) in ns, from the records.
 pub(crate) fn per_task(records: &[CommandRecord]) -> Vec<(u64, u64, u64, u64)> {
-    let mut m: HashMap<TaskId, (u64, u64, u64, u64)> = HashMap::new();
+    let mut m: rustc_hash::FxHashMap<TaskId, (u64, u64, u64, u64)> = Default::default();
+    m.reserve(records.len() / 2);
     for r in records {
         let e = m.entry(r.task).or_insert((r.granularity, 0, 0, 0));
         match r.stage {

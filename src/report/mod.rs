@@ -280,16 +280,14 @@ impl Report {
         let start_ns =
             records.iter().map(|r| r.start_ns).chain(untimed.iter().map(|w| w.launched_ns)).min().unwrap_or(0);
         let end_ns = records.iter().map(|r| r.end_ns).chain(untimed.iter().map(|w| w.end_ns)).max().unwrap_or(0);
+        // One pass sorts the spans by GPU and stage (`synchronize` waits for this).
+        let mut spans: Vec<Vec<(u64, u64)>> = vec![Vec::new(); d * Stage::K];
+        for r in records.iter().filter(|r| (r.gpu as usize) < d) {
+            spans[r.gpu as usize * Stage::K + r.stage.index()].push((r.start_ns, r.end_ns));
+        }
         let mut busy_ns = vec![[0u64; Stage::K]; d];
-        for (g, busy) in busy_ns.iter_mut().enumerate() {
-            for stage in Stage::ALL {
-                let spans = records
-                    .iter()
-                    .filter(|r| r.gpu as usize == g && r.stage == stage)
-                    .map(|r| (r.start_ns, r.end_ns))
-                    .collect();
-                busy[stage.index()] = union_ns(spans);
-            }
+        for (i, s) in spans.into_iter().enumerate() {
+            busy_ns[i / Stage::K][i % Stage::K] = union_ns(s);
         }
         let mut per_task: rustc_hash::FxHashMap<TaskId, u16> = Default::default();
         for r in &records {

@@ -380,6 +380,36 @@ impl Scheduler {
             batch.graph.clear();
             std::mem::take(&mut batch.outcome)
         };
+        self.end_batch(outcome)
+    }
+
+    /// [`synchronize`](Self::synchronize), waiting at most `timeout`: `Ok(None)` while
+    /// tasks are still running then (the batch goes on; call again), otherwise what
+    /// `synchronize` returns. A host language's binding waits in slices of this, to
+    /// handle its signals between them on the waiting thread itself.
+    ///
+    /// # Errors
+    /// As [`synchronize`](Self::synchronize).
+    pub fn synchronize_within(&self, timeout: std::time::Duration) -> Result<Option<Report>> {
+        self.refuse_in_callback("Scheduler::synchronize_within")?;
+        self.capture.before_wait();
+        let deadline = std::time::Instant::now() + timeout;
+        let outcome = {
+            let mut batch = self.shared.batch.lock();
+            while batch.outstanding > 0 {
+                if self.shared.batch_done.wait_until(&mut batch, deadline) && batch.outstanding > 0 {
+                    return Ok(None);
+                }
+            }
+            batch.graph.clear();
+            std::mem::take(&mut batch.outcome)
+        };
+        self.end_batch(outcome).map(Some)
+    }
+
+    /// The rest of a `synchronize` once the batch has ended: frees what it left, builds
+    /// its report and starts the next batch.
+    fn end_batch(&self, outcome: crate::report::Outcome) -> Result<Report> {
         // The batch's ids are free again: resident data forgets who used it.
         self.shared.resident.forget_tasks();
         #[allow(unused_mut)] // the cluster form replaces them

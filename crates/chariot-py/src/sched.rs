@@ -230,7 +230,25 @@ impl PyScheduler {
     /// wait cleanly: Python callbacks and twins not yet begun fail at once, the batch
     /// drains, and KeyboardInterrupt is raised.
     fn synchronize(&self, py: Python<'_>) -> PyResult<PyReport> {
-        self.wait(py, false)
+        if in_callback() {
+            return self.wait(py, false);
+        }
+        // A wait given up at a second Ctrl-C left the flag up, to drain its batch fast.
+        self.core.cancel.store(false, Ordering::SeqCst);
+        let s = self.core.sched()?;
+        // On this thread, in slices: no thread to start or hand the report over, which
+        // cost more than the report itself.
+        loop {
+            match py.allow_threads(|| s.synchronize_within(SIGNAL_CHECK)) {
+                Ok(Some(report)) => return Ok(PyReport { report }),
+                Ok(None) => {
+                    if let Err(interrupt) = py.check_signals() {
+                        return Err(self.drain_after(py, interrupt));
+                    }
+                }
+                Err(e) => return Err(to_py(py, e)),
+            }
+        }
     }
 
     /// Waits for all work, stops the runtime's threads and returns the last batch's
@@ -256,7 +274,31 @@ impl PyScheduler {
 }
 
 impl PyScheduler {
-    /// `synchronize` (or `shutdown`) on a helper thread, this one waking every
+    /// After a Ctrl-C in `synchronize`: the batch drains (what is not begun fails at
+    /// once) and its report is dropped with the interrupt, which is returned. A second
+    /// signal stops this wait too (a callback that never returns), and a thread of its
+    /// own waits for the batch to end instead.
+    fn drain_after(&self, py: Python<'_>, interrupt: PyErr) -> PyErr {
+        self.core.cancel.store(true, Ordering::SeqCst);
+        let Ok(s) = self.core.sched() else { return interrupt };
+        while let Ok(None) = py.allow_threads(|| s.synchronize_within(SIGNAL_CHECK)) {
+            if let Err(again) = py.check_signals() {
+                let core = self.core.clone();
+                let drained = std::thread::Builder::new().name("chariot-py-drain".into()).spawn(move || {
+                    if let Ok(s) = core.sched() {
+                        let _ = s.synchronize();
+                    }
+                });
+                // Without that thread the next `synchronize` takes this batch too.
+                drop(drained);
+                return again;
+            }
+        }
+        self.core.cancel.store(false, Ordering::SeqCst);
+        interrupt
+    }
+
+    /// `shutdown` (or `synchronize` in a callback) on a helper thread, this one waking every
     /// [`SIGNAL_CHECK`] to let Python handle signals.
     fn wait(&self, py: Python<'_>, shut: bool) -> PyResult<PyReport> {
         let end = move |s: &Scheduler| if shut { s.shutdown() } else { s.synchronize() };
