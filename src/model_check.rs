@@ -108,5 +108,6 @@ fn task(id: usize, granularity: u64) -> Box<Task> {
         hosts: Vec::new(),
         residency: Default::default(),
         prefer: None,
+        bound: false,
     })
 }

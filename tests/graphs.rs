@@ -588,3 +588,33 @@ fn synchronize_within_gives_up_and_leaves_the_batch_whole() {
         assert_eq!(sched.synchronize_within(std::time::Duration::ZERO).unwrap().map(|r| r.tasks), Some(0));
     });
 }
+
+/// A launch on external device memory (another library's) is refused at submit on the
+/// simulator, which has no such memory, naming the task, the command and the kernel;
+/// nothing of it runs and the batch goes on.
+#[test]
+fn external_device_memory_is_refused_on_the_simulator() {
+    with_timeout(DEADLINE_S, || {
+        let sched = Scheduler::builder().backend(timed(1)).gpus(1).streams(2).build().unwrap();
+        let k = sched.register_kernel(affine_kernel()).unwrap();
+        let d = sched.alloc::<u32>(16).unwrap();
+        let e = sched
+            .task(7, 1)
+            .launch(
+                &k,
+                1u32,
+                16u32,
+                0,
+                &[Arg::external(0x7f00_0000_0000, 0, ()), Arg::buffer(&d), Arg::u32(16), Arg::u32(3), Arg::u32(1)],
+            )
+            .submit()
+            .unwrap_err();
+        match &e {
+            Error::InvalidCommand { task: TaskId(7), command: 0, stage: Stage::Kernel, message } => {
+                assert!(message.contains("does not exist on the simulator"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(sched.synchronize().unwrap().tasks, 0);
+    });
+}

@@ -15,7 +15,9 @@ DTypeLike = Union[str, type, np.dtype]
 Region = Union[None, slice, range, Tuple[int, int]]
 Dims = Union[int, Tuple[int], Tuple[int, int], Tuple[int, int, int]]
 DeviceSide = Union["DeviceBuffer", "ResidentBuffer"]
-LaunchArg = Union["DeviceBuffer", "ResidentBuffer", "ResidentRange", int, float]
+LaunchArg = Union["DeviceBuffer", "ResidentBuffer", "ResidentRange", Any, int, float]
+"""A launch argument: chariot's buffers, a CuPy array or PyTorch tensor on one of the
+scheduler's GPUs (contiguous, the parameter's dtype; the task runs on its GPU), or a number."""
 
 class ChariotError(Exception):
     """An error of the chariot runtime; its message is the runtime's."""

@@ -418,17 +418,17 @@ impl<D: Device> Dispatcher<D> {
         let gone = |h: usize| !shared.alive[h].load(Ordering::SeqCst);
         let Some(mut task) = self.shared.buffer.pop_for(self.gpu, &gone) else { return false };
         self.shared.wake_claimer();
-        if let Err(e) = crate::seam::bind_resident(self.gpu, &self.shared.resident, &mut task) {
+        // Q hands a bound task to another GPU only once its own has left the rotation.
+        let unbound = match task.prefer.filter(|&g| task.bound && g != self.gpu) {
+            Some(g) => Err(format!("its external device memory is on GPU {g}, which has left the rotation")),
+            None => Ok(()),
+        };
+        if let Err(message) = unbound.and_then(|()| {
+            crate::seam::bind_resident(self.gpu, &self.shared.resident, &mut task).map_err(|e| e.to_string())
+        }) {
             let stage = task.commands.first().map_or(Stage::Download, |c| c.stage());
-            let failure = TaskFailure {
-                task: task.id,
-                command: 0,
-                stage,
-                gpu: self.gpu,
-                stream: j,
-                message: e.to_string(),
-                driver: None,
-            };
+            let failure =
+                TaskFailure { task: task.id, command: 0, stage, gpu: self.gpu, stream: j, message, driver: None };
             self.flush_stats();
             self.shared.end_task(task, Some(failure));
             return true;

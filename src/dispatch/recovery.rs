@@ -116,6 +116,9 @@ impl<D: Device> Dispatcher<D> {
 /// one of its downloads reads (an in-place transform), or the second attempt would read
 /// a half-written input.
 fn restart_point(task: &Task, interrupted: bool) -> Result<usize, NoRestart> {
+    if task.bound {
+        return Err(NoRestart::Bound);
+    }
     let Some(first) = task.commands.iter().position(|c| c.stage().on_gpu()) else { return Ok(task.next) };
     if task.next < first || (task.next == first && !interrupted) {
         return Ok(task.next); // nothing of it began on the GPU
@@ -150,6 +153,9 @@ fn restart_point(task: &Task, interrupted: bool) -> Result<usize, NoRestart> {
 /// it had run that must not run twice.
 #[derive(Debug, thiserror::Error)]
 enum NoRestart {
+    /// Its launches name external device memory, which lives on the lost GPU.
+    #[error("its launches use external device memory on that GPU")]
+    Bound,
     /// Its GPU callback had run (a callback runs once).
     #[error("its GPU callback (command {command}) had run, and a callback runs once")]
     GpuCallbackRan {

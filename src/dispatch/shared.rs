@@ -30,6 +30,14 @@ pub(crate) struct Batch {
     pub(crate) outcome: Outcome,
 }
 
+/// Tasks left in a batch when its waiter is woken to spin through their end
+/// ([`Shared::close_batch`]).
+pub(crate) const WAKE_AHEAD: usize = 1;
+
+/// How long `synchronize` spins for the batch's last tasks before it sleeps again: a
+/// pipeline's last task often has less than this left when the one before it ends.
+pub(crate) const SPIN_AT_END: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// What the dispatchers share with the scheduler.
 pub(crate) struct Shared {
     pub(crate) buffer: TaskBuffer,
@@ -62,6 +70,15 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn wake_all(&self) {
         for s in &self.signals {
+            s.notify();
+        }
+    }
+
+    /// Wakes the dispatchers that sleep, as a task is being built: their wake-up
+    /// (tens to hundreds of microseconds) then overlaps the building, and the submit
+    /// finds them spinning. Costs one load a GPU where none sleeps.
+    pub(crate) fn wake_parked(&self) {
+        for s in self.signals.iter().filter(|s| s.parked()) {
             s.notify();
         }
     }
@@ -102,11 +119,49 @@ impl Shared {
     }
 
     /// Tells the waiters on the batch (`synchronize`; in a cluster, a submit waiting
-    /// for room) that tasks ended. Called with the batch locked.
+    /// for room) that tasks ended: at the last, and [`WAKE_AHEAD`] tasks before it, so
+    /// that `synchronize` is awake when the batch ends. Called with the batch locked.
     pub(crate) fn tell_batch(&self, batch: &Batch) {
-        if batch.outstanding == 0 || self.claims.waits_below(batch.outstanding) {
+        if batch.outstanding <= WAKE_AHEAD || self.claims.waits_below(batch.outstanding) {
             self.batch_done.notify_all();
         }
+    }
+
+    /// Waits until every task of the batch has ended, or until `deadline`, then closes
+    /// the batch: its outcome (`None` at the deadline, the batch left whole). Once no
+    /// more than [`WAKE_AHEAD`] tasks are left it spins through their end for up to
+    /// [`SPIN_AT_END`] instead of sleeping: a sleeping thread's wake-up takes tens to
+    /// hundreds of microseconds (the most on a virtual machine), which the caller's
+    /// time would count after the last command.
+    pub(crate) fn close_batch(&self, deadline: Option<Instant>) -> Option<Outcome> {
+        let mut batch = self.batch.lock();
+        let mut spun = false;
+        while batch.outstanding > 0 {
+            if batch.outstanding <= WAKE_AHEAD && !spun {
+                spun = true;
+                let left = deadline.map_or(SPIN_AT_END, |d| d.saturating_duration_since(Instant::now()));
+                let mut spin = crate::sync::SpinFor::new(left.min(SPIN_AT_END));
+                drop(batch);
+                batch = loop {
+                    crate::sync::hint::spin_loop();
+                    let b = self.batch.lock();
+                    if b.outstanding == 0 || !spin.going() {
+                        break b;
+                    }
+                };
+                continue;
+            }
+            match deadline {
+                None => self.batch_done.wait(&mut batch),
+                Some(d) => {
+                    if self.batch_done.wait_until(&mut batch, d) && batch.outstanding > 0 {
+                        return None;
+                    }
+                }
+            }
+        }
+        batch.graph.clear();
+        Some(std::mem::take(&mut batch.outcome))
     }
 
     /// In a cluster, wakes the submitting thread where it waits for room to take more

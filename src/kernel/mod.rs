@@ -44,6 +44,14 @@ pub(crate) enum ArgValue {
     /// A resident range out of bounds: refused when the launch is added.
     #[cfg(feature = "resident")]
     BadRange(String),
+    /// Device memory the runtime did not allocate, at `address` on CUDA GPU `ordinal`;
+    /// `owner` keeps it allocated until the task has ended.
+    External {
+        address: u64,
+        ordinal: usize,
+        #[allow(dead_code)] // held, never read: it keeps the memory allocated
+        owner: Arc<dyn std::any::Any + Send + Sync>,
+    },
     I32(i32),
     U32(u32),
     I64(i64),
@@ -106,6 +114,23 @@ impl Arg {
         })
     }
 
+    /// Device memory the runtime did not allocate (another library's array: CuPy's,
+    /// PyTorch's, cudarc's), passed as `address` on CUDA GPU `ordinal`. The task runs
+    /// on that GPU, which must be one of the scheduler's, and never moves (if the GPU is
+    /// lost the task fails); the simulator has no such memory and refuses the task.
+    /// `owner` (the array itself, or `()`) is held until the task has ended, so that
+    /// the memory stays allocated while it may run. Nothing orders the task against
+    /// the memory's other users: finish their work on it before submitting, or order
+    /// the tasks that touch it with [`TaskBuilder::after`](crate::TaskBuilder::after).
+    ///
+    /// ```
+    /// use chariot::{Arg, Param};
+    /// assert_eq!(Arg::external(0x7f00_0000_0000, 0, ()).param(), Param::Buffer);
+    /// ```
+    pub fn external(address: u64, ordinal: usize, owner: impl std::any::Any + Send + Sync) -> Self {
+        Arg(ArgValue::External { address, ordinal, owner: Arc::new(owner) })
+    }
+
     /// An `int`.
     pub fn i32(v: i32) -> Self {
         Arg(ArgValue::I32(v))
@@ -139,7 +164,7 @@ impl Arg {
 impl ArgValue {
     pub(crate) fn param(&self) -> Param {
         match self {
-            ArgValue::Buffer(_) => Param::Buffer,
+            ArgValue::Buffer(_) | ArgValue::External { .. } => Param::Buffer,
             #[cfg(feature = "resident")]
             ArgValue::Resident { .. } | ArgValue::BadRange(_) => Param::Buffer,
             ArgValue::I32(_) => Param::I32,

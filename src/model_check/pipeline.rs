@@ -161,13 +161,7 @@ impl Machine {
     /// and joins every thread; returns what the batch's report is made from.
     pub(super) fn finish(self) -> Outcome {
         let Machine { shared, threads, .. } = self;
-        let outcome = {
-            let mut batch = shared.batch.lock();
-            while batch.outstanding > 0 {
-                shared.batch_done.wait(&mut batch);
-            }
-            std::mem::take(&mut batch.outcome)
-        };
+        let outcome = shared.close_batch(None).expect("no deadline: the batch ends");
         shared.stop.store(true, SeqCst);
         shared.wake_all();
         for t in threads {

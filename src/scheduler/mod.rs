@@ -61,6 +61,8 @@ pub(crate) struct Submitted {
     pub(crate) resident: Vec<ResidentRange>,
     /// `TaskBuilder::prefer_gpu`, checked against the scheduler's GPUs.
     pub(crate) prefer: Option<usize>,
+    /// Whether `prefer` is where its external device memory is (see `Task::bound`).
+    pub(crate) bound: bool,
 }
 
 /// The runtime: build one with [`Scheduler::builder`], allocate buffers, register
@@ -221,7 +223,8 @@ impl Scheduler {
     /// the replay capture, which holds the task back or hands it to the batch. The
     /// extensions' steps are `crate::seam`'s.
     pub(crate) fn submit_task(&self, task: Submitted) -> Result<TaskId> {
-        let Submitted { id, granularity, mut commands, claims, after, refuse_conflicts, resident, prefer } = task;
+        let Submitted { id, granularity, mut commands, claims, after, refuse_conflicts, resident, prefer, bound } =
+            task;
         if self.closed.load(Ordering::SeqCst) {
             return Err(Error::ShutDown);
         }
@@ -259,6 +262,7 @@ impl Scheduler {
             hosts,
             residency,
             prefer,
+            bound,
         };
         match self.capture.offer(Box::new(task), named, preds) {
             Offer::Held => {}
@@ -372,15 +376,13 @@ impl Scheduler {
     pub fn synchronize(&self) -> Result<Report> {
         self.refuse_in_callback("Scheduler::synchronize")?;
         self.capture.before_wait();
-        let outcome = {
-            let mut batch = self.shared.batch.lock();
-            while batch.outstanding > 0 {
-                self.shared.batch_done.wait(&mut batch);
-            }
-            batch.graph.clear();
-            std::mem::take(&mut batch.outcome)
-        };
+        let outcome = self.shared.close_batch(None).expect("no deadline: the batch ends");
         self.end_batch(outcome)
+    }
+
+    /// Wakes the dispatchers that sleep (a task is being built).
+    pub(crate) fn wake_parked(&self) {
+        self.shared.wake_parked();
     }
 
     /// [`synchronize`](Self::synchronize), waiting at most `timeout`: `Ok(None)` while
@@ -393,18 +395,10 @@ impl Scheduler {
     pub fn synchronize_within(&self, timeout: std::time::Duration) -> Result<Option<Report>> {
         self.refuse_in_callback("Scheduler::synchronize_within")?;
         self.capture.before_wait();
-        let deadline = std::time::Instant::now() + timeout;
-        let outcome = {
-            let mut batch = self.shared.batch.lock();
-            while batch.outstanding > 0 {
-                if self.shared.batch_done.wait_until(&mut batch, deadline) && batch.outstanding > 0 {
-                    return Ok(None);
-                }
-            }
-            batch.graph.clear();
-            std::mem::take(&mut batch.outcome)
-        };
-        self.end_batch(outcome).map(Some)
+        match self.shared.close_batch(Some(std::time::Instant::now() + timeout)) {
+            Some(outcome) => self.end_batch(outcome).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// The rest of a `synchronize` once the batch has ended: frees what it left, builds

@@ -142,6 +142,8 @@ impl TaskBuffer {
             (None, Some(g)) => Some(
                 (0..homed.len())
                     .filter(|&h| h != g && !homed[h].is_empty() && (gone(h) || homed[h].len() > self.steal_above))
+                    // A bound task at the head stays (its memory is there) while its GPU lives.
+                    .filter(|&h| gone(h) || homed[h].peek().is_none_or(|e| !e.task.bound))
                     .max_by_key(|&h| homed[h].len())?,
             ),
             (None, None) => return None,
@@ -179,6 +181,7 @@ mod tests {
             hosts: Vec::new(),
             residency: Default::default(),
             prefer: None,
+            bound: false,
         });
         t.residency.home = home;
         t
@@ -207,6 +210,23 @@ mod tests {
         // `pop` takes from anywhere, in order.
         assert_eq!(id(q.pop()), Some(4));
         assert_eq!(id(q.pop()), None);
+    }
+
+    /// A task bound to its GPU (external device memory there) is not stolen from a deep
+    /// heap while that GPU lives; once it has left, a live GPU takes it (to fail it).
+    #[test]
+    fn a_bound_task_is_stolen_only_from_a_gpu_that_left() {
+        let q = TaskBuffer::placing(Order::Fcfs, 2, 1);
+        for id in 1..=3 {
+            let mut t = task(id, 1, None);
+            (t.prefer, t.bound) = (Some(1), true);
+            q.push(t);
+        }
+        let never = |_: usize| false;
+        assert!(q.pop_for(0, &never).is_none(), "GPU 1's heap is deep, but its tasks are bound to it");
+        let gone = |g: usize| g == 1;
+        assert_eq!(q.pop_for(0, &gone).map(|t| t.id.0), Some(1));
+        assert_eq!(q.pop_for(1, &never).map(|t| t.id.0), Some(2));
     }
 
     #[test]

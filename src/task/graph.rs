@@ -170,6 +170,7 @@ mod test {
             hosts: Vec::new(),
             residency: Default::default(),
             prefer: None,
+            bound: false,
         })
     }
 

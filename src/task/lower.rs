@@ -144,6 +144,7 @@ pub(crate) fn arg_word(a: &ArgValue, gpu: usize, slot: usize) -> Result<u64, OpF
         },
         #[cfg(feature = "resident")]
         ArgValue::BadRange(m) => return Err(OpFailure::ArgRange(m.clone())),
+        ArgValue::External { address, .. } => *address,
         ArgValue::I32(v) => *v as u32 as u64,
         ArgValue::U32(v) => *v as u64,
         ArgValue::I64(v) => *v as u64,
@@ -192,6 +193,8 @@ impl Twin for TwinCall {
                     let PhysBuf::Sim(m) = &*copy else { return Err(OpFailure::NotSimMemory { what: "resident copy" }) };
                     (m.clone(), bytes.clone())
                 }
+                // Refused at submit on the simulator; here only if that check is bypassed.
+                ArgValue::External { .. } => return Err(OpFailure::NotSimMemory { what: "external device memory" }),
                 _ => {
                     index.push(None);
                     continue;

@@ -45,6 +45,10 @@ pub(crate) struct Task {
     /// The GPU its user placed it on (`TaskBuilder::prefer_gpu`): its share of Q there,
     /// before the place its resident data would give it.
     pub(crate) prefer: Option<usize>,
+    /// Whether it must run on `prefer` and nowhere else: a launch of it names device
+    /// memory the runtime did not allocate, which lives on that GPU. Such a task is
+    /// never taken by another GPU, and fails if its GPU leaves the rotation.
+    pub(crate) bound: bool,
 }
 
 /// A 2-D (pitched) copy, in elements: `height` rows of `width` elements; row `r` starts

@@ -69,7 +69,9 @@ pub(crate) fn dim3(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Dim3> {
     )))
 }
 
-/// Launch argument `i` of `kernel` as the runtime's, checked against its parameter.
+/// Launch argument `i` of `kernel` as the runtime's, checked against its parameter. A
+/// foreign GPU array (CuPy's, PyTorch's) is external device memory, which the runtime
+/// holds (and so keeps allocated) until its task has ended.
 pub(crate) fn arg_of(kernel: &str, i: usize, p: &PParam, v: &Bound<'_, PyAny>) -> PyResult<Arg> {
     let at = || format!("kernel {kernel}, argument {i} ({})", p.describe());
     let type_name = v.get_type().name().map_or("?".to_string(), |n| n.to_string());
@@ -96,15 +98,13 @@ pub(crate) fn arg_of(kernel: &str, i: usize, p: &PParam, v: &Bound<'_, PyAny>) -
                 return Ok(r.get().arg());
             }
             if crate::buffers::on_gpu(v) {
-                return Err(PyTypeError::new_err(format!(
-                    "{}: a foreign GPU array ({type_name}) cannot be a launch argument yet: the runtime has no \
-                     external device memory; use a DeviceBuffer or ResidentBuffer, and reach CuPy or PyTorch \
-                     through a GPU callback",
-                    at()
-                )));
+                let (address, ordinal, dtype) = foreign_array(v, &at)?;
+                check(&dtype)?;
+                return Ok(Arg::external(address, ordinal, v.clone().unbind()));
             }
             Err(PyTypeError::new_err(format!(
-                "{}: expected a DeviceBuffer, ResidentBuffer or ResidentBuffer range, got {type_name}",
+                "{}: expected a DeviceBuffer, ResidentBuffer, ResidentBuffer range or a GPU array (CuPy, PyTorch), \
+                 got {type_name}",
                 at()
             )))
         }
@@ -132,4 +132,49 @@ pub(crate) fn arg_of(kernel: &str, i: usize, p: &PParam, v: &Bound<'_, PyAny>) -
             })
         }
     }
+}
+
+/// Another library's GPU array as (its first element's address, its CUDA device, its
+/// dtype), read from `__cuda_array_interface__` (version 2 or later) and DLPack's
+/// `__dlpack_device__`. It must be contiguous: a kernel sees one address.
+fn foreign_array(v: &Bound<'_, PyAny>, at: &dyn Fn() -> String) -> PyResult<(u64, usize, Dtype)> {
+    let type_name = v.get_type().name().map_or("?".to_string(), |n| n.to_string());
+    let refuse = |why: String| PyTypeError::new_err(format!("{}: the {type_name} array {why}", at()));
+    let cai = v
+        .getattr("__cuda_array_interface__")
+        .map_err(|_| refuse("has no __cuda_array_interface__ (CuPy, PyTorch and Numba arrays have one)".into()))?;
+    let (address, _readonly): (u64, bool) = cai
+        .get_item("data")
+        .and_then(|d| d.extract())
+        .map_err(|_| refuse("gives no (address, readonly) data".into()))?;
+    let shape: Vec<usize> =
+        cai.get_item("shape").and_then(|s| s.extract()).map_err(|_| refuse("gives no shape".into()))?;
+    let dtype = Dtype::from_py(&cai.get_item("typestr")?)?;
+    // Contiguous: no strides, or C-order strides.
+    if let Ok(strides) = cai.get_item("strides") {
+        if !strides.is_none() {
+            let strides: Vec<isize> =
+                strides.extract().map_err(|_| refuse("gives strides that are not ints".into()))?;
+            let mut want = dtype.size as isize;
+            for (dim, &st) in shape.iter().zip(&strides).rev() {
+                if *dim > 1 && st != want {
+                    return Err(refuse(format!("is not contiguous (strides {strides:?}); pass a contiguous copy")));
+                }
+                want *= *dim as isize;
+            }
+        }
+    }
+    if shape.iter().product::<usize>() == 0 {
+        return Err(refuse("is empty".into()));
+    }
+    // The device: DLPack says which (CUDA is 2); an array without it is on device 0 only
+    // if the process sees one GPU, so it is refused.
+    let (kind, ordinal): (i32, i64) = v
+        .call_method0("__dlpack_device__")
+        .and_then(|d| d.extract())
+        .map_err(|_| refuse("does not say its device (no __dlpack_device__)".into()))?;
+    if kind != 2 || ordinal < 0 {
+        return Err(refuse(format!("is not in CUDA device memory (DLPack device ({kind}, {ordinal}))")));
+    }
+    Ok((address, ordinal as usize, dtype))
 }

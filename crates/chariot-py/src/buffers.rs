@@ -319,8 +319,9 @@ pub(crate) fn dev_of(obj: &Bound<'_, PyAny>, role: &str) -> PyResult<(Dev, usize
     }
     if on_gpu(obj) {
         return Err(PyTypeError::new_err(format!(
-            "{role}: a foreign GPU array ({}) cannot be a copy's device side yet: the runtime has no external device \
-             memory (copy it into a ResidentBuffer through a GPU callback)",
+            "{role}: a foreign GPU array ({}) cannot be a copy's device side: copies move the runtime's buffers \
+             (a foreign array, external device memory, can be a launch's argument, or be filled through a GPU \
+             callback)",
             obj.get_type().name()?
         )));
     }

@@ -158,3 +158,40 @@ def test_torch_tensor_in_and_out():
     torch.cuda.synchronize()
     assert torch.equal(back, theirs * 3)
     s.shutdown()
+
+
+def test_cupy_and_torch_arrays_as_launch_arguments():
+    # Another library's arrays passed to a launch as they are: no copy, the task on
+    # their GPU, each element checked; a strided view is refused.
+    cp = pytest.importorskip("cupy")
+    s = gc.Scheduler(backend="cuda")
+    n = 1 << 20
+    x = cp.arange(n, dtype=cp.float32)
+    cp.cuda.Device().synchronize()
+    k = s.register_kernel(gc.Kernel("twice", TWICE, ["float*", "unsigned"]))
+    host = s.alloc_host(n, "float32")
+    d = s.alloc(n, "float32")
+    # Task 1 doubles CuPy's array in place; task 2, after it, doubles it again.
+    s.task(1).launch(k, n // 256, 256, [x, n]).submit()
+    s.task(2).after(1).launch(k, n // 256, 256, [x, n]).submit()
+    report = s.synchronize()
+    assert report.tasks == 2
+    cp.cuda.Device().synchronize()
+    assert bool((x == 4 * cp.arange(n, dtype=cp.float32)).all())
+    with pytest.raises(TypeError, match="not contiguous"):
+        s.task(3).launch(k, 1, 256, [x[::2], 256])
+    with pytest.raises(TypeError, match="holds float64"):
+        s.task(3).launch(k, 1, 256, [cp.zeros(256, cp.float64), 256])
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        t = torch.ones(n, dtype=torch.float32, device="cuda")
+        torch.cuda.synchronize()
+        np.asarray(host)[:] = 1.0
+        s.task(4).launch(k, n // 256, 256, [t, n]).submit()
+        # chariot's own buffers beside it in the same batch.
+        s.task(5).download(d, 0, host).launch(k, n // 256, 256, [d, n]).readback(host, None, d).submit()
+        s.synchronize()
+        np.testing.assert_array_equal(np.asarray(host), np.full(n, 2.0, np.float32))
+        torch.cuda.synchronize()
+        assert torch.equal(t, torch.full((n,), 2.0, device="cuda"))
+    s.shutdown()

@@ -238,18 +238,36 @@ def test_launch_arguments_are_checked(sched):
 
 
 class FakeCupyArray:
-    """Looks like a CuPy array to the bindings (the protocol they look for)."""
+    """Looks like a CuPy array to the bindings (the protocols they read)."""
 
-    __cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (0, False), "version": 3}
+    def __init__(self, typestr="<f4", strides=None, device=(2, 0), shape=(4,)):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (0x7F0000000000, False),
+                                         "strides": strides, "version": 3}
+        if device is not None:
+            self.__dlpack_device__ = lambda: device
 
 
-def test_foreign_gpu_arrays_are_refused_naming_what_is_missing(sched):
+def test_foreign_gpu_arrays_are_checked_and_refused_on_the_sim(sched):
     k = sched.register_kernel(gc.Kernel("twice", TWICE, ["float*", "unsigned"], twin=twice_twin))
     host = sched.alloc_host(4, "float32")
-    with pytest.raises(TypeError, match="external device memory"):
-        sched.task(1).launch(k, 1, 4, [FakeCupyArray(), 4])
+    # Checked when the launch is added: dtype, layout, device.
+    with pytest.raises(TypeError, match="holds float64, not float32"):
+        sched.task(1).launch(k, 1, 4, [FakeCupyArray("<f8"), 4])
+    with pytest.raises(TypeError, match=r"is not contiguous \(strides \[8\]\)"):
+        sched.task(1).launch(k, 1, 4, [FakeCupyArray(strides=(8,)), 4])
+    with pytest.raises(TypeError, match="does not say its device"):
+        sched.task(1).launch(k, 1, 4, [FakeCupyArray(device=None), 4])
+    with pytest.raises(TypeError, match=r"not in CUDA device memory \(DLPack device \(1, 0\)\)"):
+        sched.task(1).launch(k, 1, 4, [FakeCupyArray(device=(1, 0)), 4])
+    with pytest.raises(TypeError, match="is empty"):
+        sched.task(1).launch(k, 1, 4, [FakeCupyArray(shape=(0,)), 4])
+    # A well-formed one is external device memory, which the simulator does not have.
+    with pytest.raises(gc.ChariotError, match="external device memory .* does not exist on the simulator"):
+        sched.task(1).launch(k, 1, 4, [FakeCupyArray(), 4]).submit()
+    # Copies take the runtime's buffers only.
     with pytest.raises(TypeError, match="external device memory"):
         sched.task(1).download(FakeCupyArray(), 0, host)
+    assert sched.synchronize().tasks == 0
 
 
 def test_copies_are_checked_in_elements(sched):

@@ -422,6 +422,7 @@ fn ordered(w: &Window, a: usize, b: usize) -> bool {
 fn kind(a: &ArgValue) -> &'static str {
     match a {
         ArgValue::Buffer(_) => "a device buffer",
+        ArgValue::External { .. } => "external device memory",
         #[cfg(feature = "resident")]
         ArgValue::Resident { .. } | ArgValue::BadRange(_) => "a resident range",
         ArgValue::I32(_) => "an i32",

@@ -265,7 +265,10 @@ pub(crate) fn replayable_commands(commands: &[Command]) -> bool {
         && commands.iter().all(|c| match c {
             Command::Copy(c) => matches!(c.dev, DevTarget::Virtual(_)),
             Command::Launch(l) => {
-                l.args.iter().all(|a| !matches!(a, ArgValue::Resident { .. } | ArgValue::BadRange(_)))
+                // External memory binds its task to a GPU, as a placement does.
+                l.args.iter().all(|a| {
+                    !matches!(a, ArgValue::Resident { .. } | ArgValue::BadRange(_) | ArgValue::External { .. })
+                })
             }
             Command::Cpu(_) | Command::Gpu(_) | Command::Fetch(_) => false,
         })
@@ -493,6 +496,7 @@ mod test {
             hosts: Vec::new(),
             residency: Default::default(),
             prefer: None,
+            bound: false,
         })
     }
 

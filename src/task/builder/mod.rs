@@ -31,8 +31,10 @@ use std::sync::Arc;
 
 impl Scheduler {
     /// Starts building task `id` with granularity `granularity` (its chunk's size, used
-    /// by the LF and SF rules; the adaptation counts work done by it).
+    /// by the LF and SF rules; the adaptation counts work done by it). Dispatchers that
+    /// sleep (idle a while) are woken now, so that their wake-up overlaps the building.
     pub fn task(&self, id: u64, granularity: u64) -> TaskBuilder<'_> {
+        self.wake_parked();
         TaskBuilder::new(self, TaskId(id), granularity)
     }
 }
@@ -464,6 +466,10 @@ impl<'s> TaskBuilder<'s> {
         if let Some(gpu) = self.prefer.filter(|&g| g >= gpus) {
             return Err(Error::NoSuchPlacement { task: self.id, gpu, gpus });
         }
+        let (prefer, bound) = match self.external_home()? {
+            Some(gpu) => (Some(gpu), true),
+            None => (self.prefer, false),
+        };
         #[allow(unused_mut)] // resident ranges are added only with resident data
         let mut resident = self.declared;
         #[cfg(feature = "resident")]
@@ -497,8 +503,58 @@ impl<'s> TaskBuilder<'s> {
             after: self.after,
             refuse_conflicts: self.refuse_conflicts,
             resident,
-            prefer: self.prefer,
+            prefer,
+            bound,
         })
+    }
+
+    /// The GPU where the task's external device memory is ([`Arg::external`]), which
+    /// it must run on; `None` without any.
+    ///
+    /// # Errors
+    /// [`Error::InvalidCommand`] on the simulator, for a CUDA ordinal that is none of the
+    /// scheduler's GPUs, for memory on two GPUs, or against a `prefer_gpu` elsewhere.
+    fn external_home(&self) -> Result<Option<usize>> {
+        let mut home: Option<(usize, usize)> = None;
+        for (i, c) in self.commands.iter().enumerate() {
+            let Command::Launch(l) = c else { continue };
+            for a in l.args.iter() {
+                let ArgValue::External { ordinal, .. } = a else { continue };
+                let bad = |message: String| Error::InvalidCommand {
+                    task: self.id,
+                    command: i,
+                    stage: Stage::Kernel,
+                    message,
+                };
+                if self.sched.backend_name() == "sim" {
+                    return Err(bad(format!(
+                        "launch of `{}`: external device memory (CUDA GPU {ordinal}) does not exist on the simulator",
+                        l.kernel.def.name
+                    )));
+                }
+                let gpus = self.sched.gpu_info();
+                let Some(gpu) = gpus.iter().position(|g| g.ordinal == *ordinal) else {
+                    let ours: Vec<usize> = gpus.iter().map(|g| g.ordinal).collect();
+                    return Err(bad(format!(
+                        "launch of `{}`: external device memory on CUDA GPU {ordinal}, which is not one of the \
+                         scheduler's (CUDA GPUs {ours:?})",
+                        l.kernel.def.name
+                    )));
+                };
+                if let Some((_, was)) = home.filter(|&(g, _)| g != gpu) {
+                    return Err(bad(format!(
+                        "external device memory on CUDA GPUs {was} and {ordinal}: a task runs on one GPU"
+                    )));
+                }
+                if let Some(p) = self.prefer.filter(|&p| p != gpu) {
+                    return Err(bad(format!(
+                        "prefer_gpu({p}), but its external device memory is on GPU {gpu} (CUDA GPU {ordinal})"
+                    )));
+                }
+                home = Some((gpu, *ordinal));
+            }
+        }
+        Ok(home.map(|(g, _)| g))
     }
 }
 
