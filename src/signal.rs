@@ -32,11 +32,6 @@ impl Signal {
         }
     }
 
-    /// Whether the owner sleeps (parked, not spinning).
-    pub(crate) fn parked(&self) -> bool {
-        self.parked.load(Ordering::SeqCst)
-    }
-
     /// Spins up to `spin` for the epoch to move, then parks: a dispatcher that owns a
     /// core answers the next submit or completion in well under a microsecond instead
     /// of a condition variable's wake-up (tens of microseconds). Under the model

@@ -74,15 +74,6 @@ impl Shared {
         }
     }
 
-    /// Wakes the dispatchers that sleep, as a task is being built: their wake-up
-    /// (tens to hundreds of microseconds) then overlaps the building, and the submit
-    /// finds them spinning. Costs one load a GPU where none sleeps.
-    pub(crate) fn wake_parked(&self) {
-        for s in self.signals.iter().filter(|s| s.parked()) {
-            s.notify();
-        }
-    }
-
     /// Ends a task: gives back its host claims, counts it out of the batch (its id stays
     /// taken until `synchronize`), and releases the tasks that waited for it: those now
     /// ready go to Q ([`Shared::ready`]); if it failed, those waiting for it end failed

@@ -380,11 +380,6 @@ impl Scheduler {
         self.end_batch(outcome)
     }
 
-    /// Wakes the dispatchers that sleep (a task is being built).
-    pub(crate) fn wake_parked(&self) {
-        self.shared.wake_parked();
-    }
-
     /// [`synchronize`](Self::synchronize), waiting at most `timeout`: `Ok(None)` while
     /// tasks are still running then (the batch goes on; call again), otherwise what
     /// `synchronize` returns. A host language's binding waits in slices of this, to

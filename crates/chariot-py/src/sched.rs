@@ -222,12 +222,6 @@ impl PyScheduler {
     /// Starts building task `id` of granularity `granularity` (its chunk's size).
     #[pyo3(signature = (id, granularity = 1))]
     fn task(&self, id: u64, granularity: u64) -> PyTask {
-        // The runtime's builder is made at submit, from what Python gathered; starting
-        // one now (and dropping it, empty) wakes sleeping dispatchers while Python
-        // builds the task.
-        if let Ok(s) = self.core.sched() {
-            drop(s.task(id, granularity));
-        }
         PyTask::new(self.core.clone(), id, granularity)
     }
 

@@ -31,10 +31,8 @@ use std::sync::Arc;
 
 impl Scheduler {
     /// Starts building task `id` with granularity `granularity` (its chunk's size, used
-    /// by the LF and SF rules; the adaptation counts work done by it). Dispatchers that
-    /// sleep (idle a while) are woken now, so that their wake-up overlaps the building.
+    /// by the LF and SF rules; the adaptation counts work done by it).
     pub fn task(&self, id: u64, granularity: u64) -> TaskBuilder<'_> {
-        self.wake_parked();
         TaskBuilder::new(self, TaskId(id), granularity)
     }
 }
