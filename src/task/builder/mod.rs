@@ -524,7 +524,7 @@ impl<'s> TaskBuilder<'s> {
                     stage: Stage::Kernel,
                     message,
                 };
-                if self.sched.backend_name() == "sim" {
+                if self.sched.machine().simulated() {
                     return Err(bad(format!(
                         "launch of `{}`: external device memory (CUDA GPU {ordinal}) does not exist on the simulator",
                         l.kernel.def.name
