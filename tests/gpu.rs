@@ -669,3 +669,86 @@ fn cuda_drop_with_work_in_flight_joins_and_frees() {
         assert_eq!(mem1, mem0, "device memory not returned");
     });
 }
+
+/// External device memory ([`Arg::external`]): buffers cudarc allocated, outside the
+/// runtime, as a kernel's input and as its output, beside the runtime's own buffers;
+/// every element checked, through chariot's readback and through cudarc's copy back.
+/// An ordinal that is none of the scheduler's GPUs is refused at submit.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_external_device_memory_as_launch_arguments() {
+    isolated("cuda_external_device_memory_as_launch_arguments", || {
+        use cudarc::driver::DevicePtr;
+        let n = 1usize << 16;
+        let sched = cuda(2, Order::Fcfs);
+        let ordinal = sched.gpu_info()[0].ordinal;
+        let ctx = cudarc::driver::CudaContext::new(ordinal).expect("cudarc on the same GPU");
+        let stream = ctx.default_stream();
+        let input: Vec<u32> = (0..n).map(gen).collect();
+        let theirs_in = stream.clone_htod(&input).expect("cudarc's upload");
+        let theirs_out = stream.alloc_zeros::<u32>(n).expect("cudarc's allocation");
+        stream.synchronize().expect("cudarc's copies done before chariot's tasks");
+        let (p_in, _in_sync) = theirs_in.device_ptr(&stream);
+        let (p_out, _out_sync) = theirs_out.device_ptr(&stream);
+        let affine = sched.register_kernel(affine_kernel()).unwrap();
+        let mine = sched.alloc::<u32>(n).unwrap();
+        let host = sched.alloc_host::<u32>(n).unwrap();
+        let grid = (n as u32).div_ceil(256);
+        // Theirs in, chariot's out, read back by chariot.
+        sched
+            .task(1, n as u64)
+            .launch(
+                &affine,
+                grid,
+                256u32,
+                0,
+                &[Arg::external(p_in, ordinal, ()), Arg::buffer(&mine), Arg::u32(n as u32), Arg::u32(3), Arg::u32(1)],
+            )
+            .readback(&host, .., &mine, 0)
+            .submit()
+            .unwrap();
+        // Theirs in and out.
+        sched
+            .task(2, n as u64)
+            .launch(
+                &affine,
+                grid,
+                256u32,
+                0,
+                &[
+                    Arg::external(p_in, ordinal, ()),
+                    Arg::external(p_out, ordinal, ()),
+                    Arg::u32(n as u32),
+                    Arg::u32(5),
+                    Arg::u32(7),
+                ],
+            )
+            .submit()
+            .unwrap();
+        let e = sched
+            .task(3, 1)
+            .launch(
+                &affine,
+                1u32,
+                256u32,
+                0,
+                &[Arg::external(p_in, ordinal + 7, ()), Arg::buffer(&mine), Arg::u32(1), Arg::u32(1), Arg::u32(1)],
+            )
+            .submit()
+            .unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidCommand { task: TaskId(3), .. })
+                && e.to_string().contains("not one of the scheduler's"),
+            "{e}"
+        );
+        assert_eq!(sched.synchronize().unwrap().tasks, 2);
+        let got = host.read();
+        for (i, (&x, &y)) in input.iter().zip(got.iter()).enumerate() {
+            assert_eq!(y, affine_ref(x, 3, 1), "chariot's output, element {i}");
+        }
+        let back = stream.clone_dtoh(&theirs_out).expect("cudarc's copy back");
+        for (i, (&x, &y)) in input.iter().zip(&back).enumerate() {
+            assert_eq!(y, affine_ref(x, 5, 7), "cudarc's output, element {i}");
+        }
+    });
+}
