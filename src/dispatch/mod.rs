@@ -419,13 +419,13 @@ impl<D: Device> Dispatcher<D> {
         let Some(mut task) = self.shared.buffer.pop_for(self.gpu, &gone) else { return false };
         self.shared.wake_claimer();
         // Q hands a bound task to another GPU only once its own has left the rotation.
-        let unbound = match task.prefer.filter(|&g| task.bound && g != self.gpu) {
-            Some(g) => Err(format!("its external device memory is on GPU {g}, which has left the rotation")),
-            None => Ok(()),
+        let refused = match task.prefer {
+            Some(g) if task.bound && g != self.gpu => {
+                Some(format!("its external device memory is on GPU {g}, which has left the rotation"))
+            }
+            _ => crate::seam::bind_resident(self.gpu, &self.shared.resident, &mut task).err().map(|e| e.to_string()),
         };
-        if let Err(message) = unbound.and_then(|()| {
-            crate::seam::bind_resident(self.gpu, &self.shared.resident, &mut task).map_err(|e| e.to_string())
-        }) {
+        if let Some(message) = refused {
             let stage = task.commands.first().map_or(Stage::Download, |c| c.stage());
             let failure =
                 TaskFailure { task: task.id, command: 0, stage, gpu: self.gpu, stream: j, message, driver: None };

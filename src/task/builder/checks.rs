@@ -126,7 +126,7 @@ impl TaskBuilder<'_> {
         kernel: &KernelHandle,
         shape: LaunchShape,
         args: &[Arg],
-    ) -> Result<Vec<ArgValue>> {
+    ) -> Result<(Vec<ArgValue>, Option<ExternalHome>)> {
         let def = &kernel.inner.def;
         if kernel.inner.sched_id != self.sched.id() {
             return Err(self.bad(Stage::Kernel, format!("kernel `{}` was registered with another scheduler", def.name)));
@@ -185,8 +185,10 @@ impl TaskBuilder<'_> {
             }
         }
         let mut values = Vec::with_capacity(args.len());
+        let mut home = self.external;
         for a in args {
             match &a.0 {
+                ArgValue::External { ordinal, .. } => home = Some(self.external_home(&def.name, *ordinal, home)?),
                 ArgValue::Buffer(b) if b.sched_id != self.sched.id() => {
                     return Err(self.bad(Stage::Kernel, format!("device buffer {} belongs to another scheduler", b.id)));
                 }
@@ -202,7 +204,43 @@ impl TaskBuilder<'_> {
             }
             values.push(a.0.clone());
         }
-        Ok(values)
+        Ok((values, home))
+    }
+
+    /// Where external device memory on CUDA GPU `ordinal` binds the task ([`crate::Arg::external`]),
+    /// given where earlier arguments bound it (`home`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidCommand`] on the simulator, for an ordinal that is none of the
+    /// scheduler's GPUs, and for memory on two GPUs.
+    fn external_home(&self, kernel: &str, ordinal: usize, home: Option<ExternalHome>) -> Result<ExternalHome> {
+        if self.sched.machine().simulated() {
+            return Err(self.bad(
+                Stage::Kernel,
+                format!(
+                    "launch of `{kernel}`: external device memory (CUDA GPU {ordinal}) does not exist on the simulator"
+                ),
+            ));
+        }
+        let gpus = self.sched.gpu_info();
+        let Some(gpu) = gpus.iter().position(|g| g.ordinal == ordinal) else {
+            let ours: Vec<usize> = gpus.iter().map(|g| g.ordinal).collect();
+            return Err(self.bad(
+                Stage::Kernel,
+                format!(
+                    "launch of `{kernel}`: external device memory on CUDA GPU {ordinal}, which is not one of the \
+                     scheduler's (CUDA GPUs {ours:?})"
+                ),
+            ));
+        };
+        match home {
+            Some(h) if h.gpu != gpu => Err(self.bad(
+                Stage::Kernel,
+                format!("external device memory on CUDA GPUs {} and {ordinal}: a task runs on one GPU", h.ordinal),
+            )),
+            Some(h) => Ok(h),
+            None => Ok(ExternalHome { gpu, ordinal, command: self.commands.len() }),
+        }
     }
 
     pub(super) fn host_region<T: Element>(
@@ -220,4 +258,13 @@ impl TaskBuilder<'_> {
         let size = std::mem::size_of::<T>();
         Ok((host.shared().clone(), Region::linear(r.start * size, (r.end - r.start) * size)))
     }
+}
+
+/// The GPU a task's external device memory binds it to: the scheduler's index, the CUDA
+/// ordinal the memory named, and the first launch that named it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ExternalHome {
+    pub(super) gpu: usize,
+    pub(super) ordinal: usize,
+    pub(super) command: usize,
 }

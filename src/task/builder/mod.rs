@@ -54,6 +54,8 @@ pub struct TaskBuilder<'s> {
     /// Resident ranges declared for GPU callbacks (`reads`, `writes`, `reads_writes`).
     declared: Vec<ResidentRange>,
     prefer: Option<usize>,
+    /// Where the external device memory of its launches binds it, if any.
+    external: Option<checks::ExternalHome>,
     error: Option<Error>,
 }
 
@@ -69,6 +71,7 @@ impl<'s> TaskBuilder<'s> {
             refuse_conflicts: false,
             declared: Vec::new(),
             prefer: None,
+            external: None,
             error: None,
         }
     }
@@ -170,7 +173,7 @@ impl<'s> TaskBuilder<'s> {
     /// at most 1024 threads a block. Anything else is [`Error::InvalidCommand`] at
     /// `submit`, naming the value and the limit, on either backend.
     pub fn launch(
-        self,
+        mut self,
         kernel: &KernelHandle,
         grid: impl Into<crate::kernel::Dim3>,
         block: impl Into<crate::kernel::Dim3>,
@@ -178,7 +181,8 @@ impl<'s> TaskBuilder<'s> {
         args: &[Arg],
     ) -> Self {
         let shape = LaunchShape { grid: grid.into(), block: block.into(), shared_bytes };
-        let built = self.check_launch(kernel, shape, args).map(|args| {
+        let built = self.check_launch(kernel, shape, args).map(|(args, home)| {
+            self.external = home;
             let threads = shape.block.count() as u32; // at most 1024: checked above
             let waves = kernel.inner.waves(self.sched.machine(), threads, shape.shared_bytes);
             self.sched.note_launch(&kernel.inner.def.name, shape.grid.count(), waves.first().copied().unwrap_or(0));
@@ -464,8 +468,21 @@ impl<'s> TaskBuilder<'s> {
         if let Some(gpu) = self.prefer.filter(|&g| g >= gpus) {
             return Err(Error::NoSuchPlacement { task: self.id, gpu, gpus });
         }
-        let (prefer, bound) = match self.external_home()? {
-            Some(gpu) => (Some(gpu), true),
+        let (prefer, bound) = match self.external {
+            Some(h) => match self.prefer.filter(|&p| p != h.gpu) {
+                Some(p) => {
+                    return Err(Error::InvalidCommand {
+                        task: self.id,
+                        command: h.command,
+                        stage: Stage::Kernel,
+                        message: format!(
+                            "prefer_gpu({p}), but its external device memory is on GPU {} (CUDA GPU {})",
+                            h.gpu, h.ordinal
+                        ),
+                    })
+                }
+                None => (Some(h.gpu), true),
+            },
             None => (self.prefer, false),
         };
         #[allow(unused_mut)] // resident ranges are added only with resident data
@@ -504,55 +521,6 @@ impl<'s> TaskBuilder<'s> {
             prefer,
             bound,
         })
-    }
-
-    /// The GPU where the task's external device memory is ([`Arg::external`]), which
-    /// it must run on; `None` without any.
-    ///
-    /// # Errors
-    /// [`Error::InvalidCommand`] on the simulator, for a CUDA ordinal that is none of the
-    /// scheduler's GPUs, for memory on two GPUs, or against a `prefer_gpu` elsewhere.
-    fn external_home(&self) -> Result<Option<usize>> {
-        let mut home: Option<(usize, usize)> = None;
-        for (i, c) in self.commands.iter().enumerate() {
-            let Command::Launch(l) = c else { continue };
-            for a in l.args.iter() {
-                let ArgValue::External { ordinal, .. } = a else { continue };
-                let bad = |message: String| Error::InvalidCommand {
-                    task: self.id,
-                    command: i,
-                    stage: Stage::Kernel,
-                    message,
-                };
-                if self.sched.machine().simulated() {
-                    return Err(bad(format!(
-                        "launch of `{}`: external device memory (CUDA GPU {ordinal}) does not exist on the simulator",
-                        l.kernel.def.name
-                    )));
-                }
-                let gpus = self.sched.gpu_info();
-                let Some(gpu) = gpus.iter().position(|g| g.ordinal == *ordinal) else {
-                    let ours: Vec<usize> = gpus.iter().map(|g| g.ordinal).collect();
-                    return Err(bad(format!(
-                        "launch of `{}`: external device memory on CUDA GPU {ordinal}, which is not one of the \
-                         scheduler's (CUDA GPUs {ours:?})",
-                        l.kernel.def.name
-                    )));
-                };
-                if let Some((_, was)) = home.filter(|&(g, _)| g != gpu) {
-                    return Err(bad(format!(
-                        "external device memory on CUDA GPUs {was} and {ordinal}: a task runs on one GPU"
-                    )));
-                }
-                if let Some(p) = self.prefer.filter(|&p| p != gpu) {
-                    return Err(bad(format!(
-                        "prefer_gpu({p}), but its external device memory is on GPU {gpu} (CUDA GPU {ordinal})"
-                    )));
-                }
-                home = Some((gpu, *ordinal));
-            }
-        }
-        Ok(home.map(|(g, _)| g))
     }
 }
 
