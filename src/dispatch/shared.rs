@@ -64,6 +64,9 @@ pub(crate) struct Shared {
     pub(crate) claims: crate::seam::ClaimGate,
     /// Resident data's state (`crate::seam`): every resident buffer allocated.
     pub(crate) resident: crate::seam::Residents,
+    /// Whether this batch's dispatchers were woken ahead of its first task
+    /// ([`Shared::wake_for_batch`]); cleared when the batch closes.
+    pub(crate) woken_for_batch: AtomicBool,
     pub(crate) epoch: Instant,
 }
 
@@ -71,6 +74,14 @@ impl Shared {
     pub(crate) fn wake_all(&self) {
         for s in &self.signals {
             s.notify();
+        }
+    }
+
+    /// Wakes the dispatchers once per batch, ahead of its first task: see
+    /// `Scheduler::wake_for_batch`. One load of a flag after the first call.
+    pub(crate) fn wake_for_batch(&self) {
+        if !self.woken_for_batch.load(Ordering::Relaxed) && !self.woken_for_batch.swap(true, Ordering::Relaxed) {
+            self.wake_all();
         }
     }
 
@@ -152,6 +163,7 @@ impl Shared {
             }
         }
         batch.graph.clear();
+        self.woken_for_batch.store(false, Ordering::Relaxed);
         Some(std::mem::take(&mut batch.outcome))
     }
 

@@ -126,6 +126,7 @@ pub(super) fn start(config: &Config) -> Machine {
         resident: Default::default(),
         windows: crate::seam::WindowQueues::new(gpus),
         claims: crate::seam::ClaimGate::new(),
+        woken_for_batch: crate::sync::AtomicBool::new(false),
         epoch: std::time::Instant::now(),
     });
     let mut threads = Vec::new();

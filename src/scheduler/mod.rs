@@ -132,6 +132,7 @@ impl Scheduler {
             resident: Default::default(),
             windows: crate::seam::WindowQueues::new(d),
             claims: crate::seam::ClaimGate::new(),
+            woken_for_batch: crate::sync::AtomicBool::new(false),
             epoch,
         });
         let nvtx = match (&*machine, config.nvtx) {
@@ -364,6 +365,28 @@ impl Scheduler {
         let parts = parts.map_err(|problem| Error::Recording { task: None, problem })?;
         crate::seam::make_lanes(&self.machine, &parts)?;
         Ok(crate::seam::RecordedGraph::new(self.shared.clone(), Some(self.machine.clone()), parts))
+    }
+
+    /// Wakes the dispatchers, if they sleep, ahead of the batch's first task; after the
+    /// first call in a batch (until `synchronize`) it does nothing. A binding whose
+    /// tasks take long to build (a host language's, where a batch's first task after a
+    /// pause takes tens of microseconds) calls it as it starts building each task, so
+    /// that a sleeping dispatcher's wake-up (tens of microseconds, more on a virtual
+    /// machine) overlaps the building instead of following the submit: a woken
+    /// dispatcher stays hot a little before it sleeps again. Rust callers need not:
+    /// [`TaskBuilder::submit`](crate::TaskBuilder::submit) wakes them, and building a
+    /// task takes about a microsecond.
+    ///
+    /// ```
+    /// use chariot::{Backend, Scheduler};
+    /// let sched = Scheduler::builder().backend(Backend::Sim).build()?;
+    /// sched.wake_for_batch();
+    /// sched.task(1, 1).callback(chariot::callback::Resource::Cpu, |_| Ok(())).submit()?;
+    /// sched.synchronize()?;
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    pub fn wake_for_batch(&self) {
+        self.shared.wake_for_batch();
     }
 
     /// Waits until every submitted task has ended, then returns the batch's report.

@@ -48,6 +48,28 @@ fn an_id_is_taken_until_synchronize() {
 }
 
 #[test]
+fn wake_for_batch_wakes_once_a_batch() {
+    within_30s(|| {
+        let s = sim(1);
+        let epoch = || s.shared.signals[0].epoch();
+        let e0 = epoch();
+        s.wake_for_batch();
+        assert_eq!(epoch(), e0 + 1, "the first call of a batch rings the dispatcher");
+        s.wake_for_batch();
+        assert_eq!(epoch(), e0 + 1, "later calls in the batch do not");
+        s.task(1, 1).callback(Resource::Cpu, |_| Ok(())).submit().unwrap();
+        s.synchronize().unwrap();
+        // The batch's own notifications may still land after it closed: the flag says
+        // whether the next call rings.
+        assert!(!s.shared.woken_for_batch.load(Ordering::SeqCst), "synchronize opens the next batch");
+        let e1 = epoch();
+        s.wake_for_batch();
+        assert!(epoch() > e1, "the next batch's first call rings again");
+        assert!(s.shared.woken_for_batch.load(Ordering::SeqCst));
+    });
+}
+
+#[test]
 fn waiting_for_the_batch_in_its_own_callback_is_refused() {
     within_30s(|| {
         let s = Arc::new(sim(2));

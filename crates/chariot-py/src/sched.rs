@@ -222,6 +222,12 @@ impl PyScheduler {
     /// Starts building task `id` of granularity `granularity` (its chunk's size).
     #[pyo3(signature = (id, granularity = 1))]
     fn task(&self, id: u64, granularity: u64) -> PyTask {
+        // Python builds a batch's first task slower than a sleeping dispatcher wakes:
+        // wake them now, so that the first submit finds them hot. (A scheduler that is
+        // gone says so at the submit.)
+        if let Ok(s) = self.core.sched() {
+            s.wake_for_batch();
+        }
         PyTask::new(self.core.clone(), id, granularity)
     }
 
