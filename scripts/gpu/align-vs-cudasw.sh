@@ -8,14 +8,16 @@
 # paper-shaped database (536,000 sequences, 404.9 M residues) and the queries of 63 ... 5000 residues with `chariot-align generate`
 # (kept in $W while the machine is warm), times both tools' one-time preparation
 # (`chariot-align makedb`, CUDASW++'s `makedb`), then for $ROUNDS rounds alternates
-# chariot-align (defaults: --kernel auto, DPX on an H100; prepared database) and
-# CUDASW++ `align` (--dpx, database uploaded to the GPU once per process) on each single
-# query and on the 7 queries together, plus chariot-align --kernel portable on the 7
-# queries once a round. Each run is its own process: GCUPS as each tool reports it
-# (chariot-align: cells / search wall time, database streamed from the page cache;
-# CUDASW++: its --verbose "Total time" line, database already on the GPU) and the
-# process's wall time (start to exit: CUDA context, NVRTC or module load, database
-# open, output).
+# chariot-align (defaults: --kernel auto, DPX on an H100; prepared database; the
+# database uploaded to the GPU before the search, --db-on-gpu auto), chariot-align with
+# the database streamed (--db-on-gpu no: config "streamed") and CUDASW++ `align`
+# (--dpx, database uploaded to the GPU once per process) on each single query and on
+# the 7 queries together, plus chariot-align --kernel portable on the 7 queries once a
+# round. Each run is its own process: GCUPS as each tool reports it (chariot-align:
+# cells / search wall time, over the database on the GPU by default, as CUDASW++'s,
+# or streamed from the page cache with --db-on-gpu no; CUDASW++: its --verbose "Total
+# time" line, database already on the GPU) and the process's wall time (start to exit:
+# CUDA context, NVRTC or module load, database open and upload, output).
 #
 # Binaries: chariot-align in $B (default .gpu/, scripts/gpu/stage.sh). Writes under $OUT:
 # align-vs-cudasw.csv (round,tool,config,query,gcups,wall_s), align-vs-cudasw.log (this
@@ -69,15 +71,17 @@ for k in sorted(groups, key=order):
     rs = groups[k]
     print(f"  {k[0]:<14}{k[1]:<10}{k[2]:<7}{len(rs):>5}{fmt(med(rs, 'gcups'), 1):>10}{fmt(med(rs, 'wall_s'), 2):>9}")
 queries = sorted({k[2] for k in groups if k[1] != "makedb"}, key=lambda q: order(("", "", q)))
-print("chariot-align (default) / CUDASW++ (--dpx), medians:")
-print(f"  {'query':<7}{'GCUPS ratio':>12}{'wall ratio':>12}")
-for q in queries:
-    c, s = groups.get(("chariot-align", "default", q)), groups.get(("cudasw4", "dpx", q))
-    if not c or not s: continue
-    g = [med(c, "gcups"), med(s, "gcups")]; w = [med(c, "wall_s"), med(s, "wall_s")]
-    gr = g[0] / g[1] if None not in g and g[1] else None
-    wr = w[0] / w[1] if None not in w and w[1] else None
-    print(f"  {q:<7}{fmt(gr, 3):>12}{fmt(wr, 3):>12}")
+for cfg in ("default", "streamed"):
+    if not any(k[1] == cfg and k[0] == "chariot-align" for k in groups): continue
+    print(f"chariot-align ({cfg}) / CUDASW++ (--dpx), medians:")
+    print(f"  {'query':<7}{'GCUPS ratio':>12}{'wall ratio':>12}")
+    for q in queries:
+        c, s = groups.get(("chariot-align", cfg, q)), groups.get(("cudasw4", "dpx", q))
+        if not c or not s: continue
+        g = [med(c, "gcups"), med(s, "gcups")]; w = [med(c, "wall_s"), med(s, "wall_s")]
+        gr = g[0] / g[1] if None not in g and g[1] else None
+        wr = w[0] / w[1] if None not in w and w[1] else None
+        print(f"  {q:<7}{fmt(gr, 3):>12}{fmt(wr, 3):>12}")
 p = groups.get(("chariot-align", "portable", "all7")); d = groups.get(("chariot-align", "default", "all7"))
 if p and d and med(p, "gcups") and med(d, "gcups"):
     print(f"chariot-align 7 queries, default over --kernel portable: GCUPS x{med(d, 'gcups') / med(p, 'gcups'):.3f}")
@@ -228,18 +232,15 @@ main() {
 
   for r in $(seq 1 "$ROUNDS"); do
     echo "== round $r of $ROUNDS (CUDASW++ first in even rounds)"
-    for n in $LENS; do
+    for n in $LENS all7; do
+      local f="$W/q-q$n.fa" q="q$n"
+      [ "$n" = all7 ] && { f="$W/q.fa"; q=all7; }
       if [ $((r % 2)) = 1 ]; then
-        run_chariot "$r" default "q$n" "$W/q-q$n.fa"; run_cudasw "$r" "q$n" "$W/q-q$n.fa"
+        run_chariot "$r" default "$q" "$f"; run_cudasw "$r" "$q" "$f"; run_chariot "$r" streamed "$q" "$f" --db-on-gpu no
       else
-        run_cudasw "$r" "q$n" "$W/q-q$n.fa"; run_chariot "$r" default "q$n" "$W/q-q$n.fa"
+        run_chariot "$r" streamed "$q" "$f" --db-on-gpu no; run_cudasw "$r" "$q" "$f"; run_chariot "$r" default "$q" "$f"
       fi
     done
-    if [ $((r % 2)) = 1 ]; then
-      run_chariot "$r" default all7 "$W/q.fa"; run_cudasw "$r" all7 "$W/q.fa"
-    else
-      run_cudasw "$r" all7 "$W/q.fa"; run_chariot "$r" default all7 "$W/q.fa"
-    fi
     run_chariot "$r" portable all7 "$W/q.fa" --kernel portable
   done
   echo "== summary"

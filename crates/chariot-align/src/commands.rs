@@ -64,6 +64,14 @@ pub struct Common {
     /// the sim backends, which model an H100), else portable. Scores are the same.
     #[arg(long, default_value = "auto", value_parser = sw::KernelChoice::parse)]
     pub kernel: sw::KernelChoice,
+    /// Where the database lives during the search: yes (uploaded to the GPUs first, each
+    /// GPU keeping the chunks it loaded, then searched there; the search's time and
+    /// GCUPS count the pass over data already on the GPUs, as CUDASW++'s --uploadFull
+    /// does, and the upload is reported apart), no (streamed chunk by chunk, each
+    /// chunk's read and download overlapping other chunks' kernels), or auto: yes where
+    /// the chunks fit in half of every GPU's memory and the search is not under mpirun.
+    #[arg(long, default_value = "auto", value_parser = search::DbPlacement::parse)]
+    pub db_on_gpu: search::DbPlacement,
 }
 
 /// The limits of a search, stated in `search --help`.
@@ -289,6 +297,7 @@ pub fn options(
         progress,
         sim_gcups: c.sim_gcups,
         kernel: c.kernel,
+        placement: c.db_on_gpu,
     }
 }
 
@@ -426,6 +435,17 @@ pub fn run_search(a: SearchArgs) -> Result<(), String> {
             o.gcups()
         );
         eprintln!("  kernel {}{}", o.kernel.name(), kernel_note(&o));
+        match &o.load {
+            Some(l) => eprintln!(
+                "  database on the GPUs (--db-on-gpu): {:.1} MB uploaded in {:.3} s before the search (file read busy \
+                 {:.1} ms, downloads {:.1} ms); the search's time counts the pass over it",
+                l.bytes as f64 / 1e6,
+                l.wall.as_secs_f64(),
+                ms(l.read_busy_ns),
+                ms(l.download_busy_ns)
+            ),
+            None => eprintln!("  database streamed chunk by chunk (--db-on-gpu): the search's time counts its reading"),
+        }
         let st = o.startup;
         eprintln!(
             "  startup {:.3} s before the first task: scheduler {:.3} s, kernel {:.3} s (NVRTC, or chariot's kernel cache), \

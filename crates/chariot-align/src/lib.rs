@@ -1,7 +1,10 @@
 //! chariot-align: Smith-Waterman protein database search on chariot (seed 004
 //! §6.3). A query (or several) is aligned against every sequence of a FASTA database,
-//! streamed from disk in chunks of 8,192 sequences through the five-stage pipeline of
-//! [`search`]: file read → download → kernel → readback → file write. The database is
+//! read from disk in chunks of 8,192 sequences through the five-stage pipeline of
+//! [`search`]: file read → download → kernel → readback → file write. Where the
+//! database fits in half of each GPU's memory it is uploaded first and searched on the
+//! GPUs (`--db-on-gpu`, [`search::DbPlacement`]); otherwise each chunk's read and
+//! download overlap other chunks' kernels. The database is
 //! FASTA or a database prepared once by `makedb` ([`prepared`]: residues encoded and
 //! sorted by length, read with a copy).
 //! The top hits of each query can also be written as BLAST tabular output

@@ -7,6 +7,14 @@
 //! Host memory is a ring of `slots` chunk slots; a chunk is submitted when a slot is
 //! free, so at most `slots` chunks are in memory, and the task buffer holds enough of
 //! them for LF (largest residue count first) to reorder.
+//!
+//! Where the database fits on the GPUs ([`DbPlacement`]) it is kept there: a first
+//! batch of tasks reads each chunk and downloads it into its piece of a resident
+//! buffer (a piece a chunk, on the GPU that takes the task), then the search's tasks
+//! (profiles' download, the launches, readback, file write) run each where its chunk
+//! is and read it there. The search's time, and so its GCUPS, is then the pass over
+//! data on the GPUs, as CUDASW++ 4.0 times its search with `--uploadFull`; the upload
+//! is timed apart ([`LoadPhase`]).
 
 use crate::db::{self, ChunkInfo, DbIndex};
 use crate::hits::{Hit, TopK};
@@ -65,6 +73,39 @@ pub struct Options {
     pub sim_gcups: f64,
     /// Which Smith-Waterman kernel (`--kernel`; auto: DPX on sm_90 and later, and on sim).
     pub kernel: KernelChoice,
+    /// Where the database lives during the search (`--db-on-gpu`).
+    pub placement: DbPlacement,
+}
+
+/// Where a search keeps the database's packed chunks (`--db-on-gpu`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DbPlacement {
+    /// Resident where every chunk fits in [`RESIDENT_SHARE`] of each GPU's memory and
+    /// the search runs in one process; streamed otherwise.
+    #[default]
+    Auto,
+    /// Uploaded to the GPUs first (each GPU keeps the chunks it loaded), then searched
+    /// there: the search's time and GCUPS count the kernels' pass over data already on
+    /// the GPUs, as CUDASW++'s `--uploadFull` does, and the upload is timed apart.
+    Resident,
+    /// Streamed chunk by chunk, each chunk's read and download overlapping other chunks'
+    /// kernels; the search's time counts them all.
+    Streamed,
+}
+
+/// The share of a GPU's memory a resident database may take (`DbPlacement::Auto`).
+pub const RESIDENT_SHARE: f64 = 0.5;
+
+impl DbPlacement {
+    /// `--db-on-gpu`'s value: auto, yes or no.
+    pub fn parse(name: &str) -> Result<DbPlacement, String> {
+        match name {
+            "auto" => Ok(DbPlacement::Auto),
+            "yes" => Ok(DbPlacement::Resident),
+            "no" => Ok(DbPlacement::Streamed),
+            other => Err(format!("--db-on-gpu {other}: auto, yes or no")),
+        }
+    }
 }
 
 /// Stage names of Table 1, in pipeline order.
@@ -77,7 +118,8 @@ pub struct Outcome {
     pub hits: Vec<Vec<Hit>>,
     /// chariot's report.
     pub report: Report,
-    /// Wall time from the first submit to the end of `synchronize`.
+    /// Wall time from the first submit to the end of `synchronize` (of the search
+    /// alone where the database is resident: see [`Outcome::load`]).
     pub wall: Duration,
     /// Sum of command times per stage of [`STAGES`], ns.
     pub stage_sum_ns: [u64; 5],
@@ -98,6 +140,24 @@ pub struct Outcome {
     pub repassed: u64,
     /// Where the start went.
     pub startup: Startup,
+    /// The upload of a resident database before the search (`None`: streamed).
+    pub load: Option<LoadPhase>,
+}
+
+/// The upload of a resident database: every chunk read and downloaded once, before the
+/// search's tasks, which then read the chunks on the GPU that holds them.
+#[derive(Debug)]
+pub struct LoadPhase {
+    /// Wall time from the first submit to the end of its `synchronize`.
+    pub wall: Duration,
+    /// Packed bytes uploaded.
+    pub bytes: u64,
+    /// Busy time of the file read stage (union), ns.
+    pub read_busy_ns: u64,
+    /// Busy time of the downloads (union), ns.
+    pub download_busy_ns: u64,
+    /// Its chariot report.
+    pub report: Report,
 }
 
 impl Outcome {
@@ -361,7 +421,8 @@ impl Writer {
 struct Shared {
     matrix: Matrix,
     index: DbIndex,
-    slots: Vec<Mutex<SlotData>>,
+    /// What each chunk's read leaves for its write (see `search_to`).
+    data: Vec<Mutex<SlotData>>,
     writer: Writer,
     error: Mutex<Option<String>>,
 }
@@ -435,6 +496,7 @@ pub fn search_to(
     let size = Sizes::of(index);
     let slot_bytes = size.packed.next_multiple_of(64);
     let score_stride = nq * size.nseq;
+    let resident = resident_here(opt.placement, &sched, index.chunks.len() * slot_bytes)?;
     let me = |e: chariot::Error| e.to_string();
     // The kernel compiles (NVRTC, or the kernel cache) on a thread of its own while the
     // pinned and device buffers are allocated: both take a good part of the start.
@@ -455,11 +517,17 @@ pub fn search_to(
             let h_scores = sched.alloc_host::<i32>(slots * score_stride).map_err(me)?;
             let mut h_prof = sched.alloc_host::<i8>(profiles.bytes.len()).map_err(me)?;
             h_prof.write().copy_from_slice(&profiles.bytes);
-            let d_chunk = sched.alloc::<u8>(size.packed).map_err(me)?;
+            // A resident database has a piece a chunk; a streamed one a chunk's copy per slot.
+            let chunks = if resident {
+                let n = index.chunks.len();
+                Chunks::Resident(sched.alloc_resident_pieces::<u8>(n * slot_bytes, slot_bytes).map_err(me)?)
+            } else {
+                Chunks::Streamed(sched.alloc::<u8>(size.packed).map_err(me)?)
+            };
             let d_scratch = sched.alloc::<[i32; 2]>(size.residues).map_err(me)?;
             let d_scores = sched.alloc::<i32>(score_stride).map_err(me)?;
             let d_prof = sched.alloc::<i8>(profiles.bytes.len()).map_err(me)?;
-            Ok((h_chunks, h_scores, h_prof, d_chunk, d_scratch, d_scores, d_prof))
+            Ok((h_chunks, h_scores, h_prof, chunks, d_scratch, d_scores, d_prof))
         })();
         let t_buffers = t.elapsed();
         let (k, t_kernel) = compiling.join().unwrap_or_else(|_| (Err(chariot::Error::ShutDown), Duration::ZERO));
@@ -467,10 +535,15 @@ pub fn search_to(
     });
     let ((kernel, t_kernel), (buffers, t_buffers)) = (kernel, buffers);
     let kernel = kernel.map_err(|e| format!("kernel: {e}"))?;
-    let (h_chunks, h_scores, h_prof, d_chunk, d_scratch, d_scores, d_prof) = buffers?;
+    let (h_chunks, h_scores, h_prof, chunks, d_scratch, d_scores, d_prof) = buffers?;
     let startup = Startup { scheduler: t_sched, kernel: t_kernel, buffers: t_buffers, total: t_start.elapsed() };
-    let arg = |r: Role| match r {
-        Role::Chunk => Arg::buffer(&d_chunk),
+    // Chunk `c`'s packed bytes where the kernel reads them.
+    let chunk_arg = |c: usize, info: &ChunkInfo| match &chunks {
+        Chunks::Streamed(d) => Arg::buffer(d),
+        Chunks::Resident(d) => Arg::reads(d, c * slot_bytes..c * slot_bytes + info.packed_bytes()),
+    };
+    let arg = |r: Role, chunk: &Arg| match r {
+        Role::Chunk => chunk.clone(),
         Role::Profiles => Arg::buffer(&d_prof),
         Role::Scratch => Arg::buffer(&d_scratch),
         Role::Scores => Arg::buffer(&d_scores),
@@ -479,17 +552,173 @@ pub fn search_to(
         Role::U64(v) => Arg::u64(v),
     };
 
+    // What a chunk's read leaves for its write: kept per slot while streaming, per chunk
+    // while the database is resident (its read and its write are then in two tasks).
+    let kept = if resident { index.chunks.len() } else { slots };
     let shared = Arc::new(Shared {
         matrix: matrix.clone(),
         index: index.clone(),
-        slots: (0..slots).map(|_| Mutex::new(SlotData::default())).collect(),
+        data: (0..kept).map(|_| Mutex::new(SlotData::default())).collect(),
         writer: Writer::open_to(queries, opt, index.residues, out)?.counting_repasses(kind, &profiles.list),
         error: Mutex::new(None),
     });
     let gaps = opt.gaps;
+    // The file read stage of chunk `c`, its data kept at `key`.
+    let read = |c: usize, key: usize| {
+        let (sh, info) = (shared.clone(), index.chunks[c].clone());
+        move |buf: &mut [u8], _: &chariot::callback::CallInfo| -> std::result::Result<(), chariot::BoxError> {
+            let data = read_into(&sh.index, &info, &sh.matrix, buf).map_err(|e| sh.fail(e))?;
+            *sh.data[key].lock() = data;
+            Ok(())
+        }
+    };
+    // The file write stage of chunk `c`'s scores (its read's data kept at `key`); `guard`
+    // gives the task's host slot back.
+    let write = |c: usize, key: usize, guard: SlotGuard| {
+        let (sh, info) = (shared.clone(), index.chunks[c].clone());
+        move |scores: &[i32], _: &chariot::callback::CallInfo| -> std::result::Result<(), chariot::BoxError> {
+            let _guard = guard;
+            let data = std::mem::take(&mut *sh.data[key].lock());
+            sh.writer.write(&data, scores, &info).map_err(|e| sh.fail(e))
+        }
+    };
+    let crange = |s: usize, info: &ChunkInfo| s * slot_bytes..s * slot_bytes + info.packed_bytes();
+    let srange = |s: usize, info: &ChunkInfo| s * score_stride..s * score_stride + nq * info.nseq;
+    // The launches of every query over chunk `c`, then the scores' readback and write.
+    let search_chunk = same_builder(|t, c, info, s, key, guard| {
+        let chunk = chunk_arg(c, info);
+        let mut t = t.download(&d_prof, 0, &h_prof, ..);
+        for (q, p) in profiles.list.iter().enumerate() {
+            let args = sw::args(p, q, profiles.offsets[q], info.nseq, info.res_off(), info.residues, gaps);
+            t = t.launch(
+                &kernel,
+                p.grid_of(kind, info.nseq),
+                sw::BLOCK,
+                p.shared_bytes(),
+                &args.map(|r| arg(r, &chunk)),
+            );
+        }
+        t.readback(&h_scores, srange(s, info), &d_scores, 0).callback_reading(
+            &h_scores,
+            srange(s, info),
+            write(c, key, guard),
+        )
+    });
+
+    let load = match &chunks {
+        Chunks::Streamed(d_chunk) => {
+            let t0 = Instant::now();
+            each_chunk(index, &shared, slots, |c, info, s, guard| {
+                let t = sched
+                    .task(c as u64, info.residues.max(1))
+                    .callback_writing(&h_chunks, crange(s, info), read(c, s))
+                    .download(d_chunk, 0, &h_chunks, crange(s, info));
+                search_chunk(t, c, info, s, s, guard)
+            })?;
+            return finish(
+                sched.synchronize(),
+                t0.elapsed(),
+                &shared,
+                opt.top,
+                &profiles,
+                index,
+                slots,
+                kind,
+                startup,
+                None,
+            );
+        }
+        Chunks::Resident(d_db) => {
+            // The upload: each chunk read into a slot and downloaded into its piece on
+            // the GPU that takes the task; the slot is free once the download has ended.
+            let t0 = Instant::now();
+            each_chunk(index, &shared, slots, |c, info, s, guard| {
+                sched
+                    .task(c as u64, info.residues.max(1))
+                    .callback_writing(&h_chunks, crange(s, info), read(c, c))
+                    .download(d_db, c * slot_bytes, &h_chunks, crange(s, info))
+                    .callback(chariot::callback::Resource::Cpu, move |_| {
+                        drop(guard);
+                        Ok(())
+                    })
+            })?;
+            let report = sched.synchronize();
+            let wall = t0.elapsed();
+            if let Some(e) = shared.error.lock().take() {
+                shared.writer.bar.finish_and_clear();
+                return Err(e);
+            }
+            let report = report.map_err(|e| format!("loading the database to the GPUs failed: {e}"))?;
+            let busy = |stage: chariot::Stage| {
+                union_ns(report.records.iter().filter(|r| r.stage == stage).map(|r| (r.start_ns, r.end_ns)).collect())
+            };
+            let (read_busy_ns, download_busy_ns) = (busy(chariot::Stage::Cpu), busy(chariot::Stage::Download));
+            let bytes = index.chunks.iter().map(|c| c.packed_bytes() as u64).sum();
+            LoadPhase { wall, bytes, read_busy_ns, download_busy_ns, report }
+        }
+    };
+    // The search: a task a chunk, each on the GPU that holds the chunk (its piece's
+    // reader runs where the piece is valid), reading it there.
+    let t0 = Instant::now();
+    each_chunk(index, &shared, slots, |c, info, s, guard| {
+        search_chunk(sched.task(c as u64, info.residues.max(1)), c, info, s, c, guard)
+    })?;
+    finish(sched.synchronize(), t0.elapsed(), &shared, opt.top, &profiles, index, slots, kind, startup, Some(load))
+}
+
+/// Ties a task-extending closure's builder lifetimes (the closure's signature alone
+/// cannot name the scheduler's borrow).
+fn same_builder<'s, F>(f: F) -> F
+where
+    F: Fn(chariot::TaskBuilder<'s>, usize, &ChunkInfo, usize, usize, SlotGuard) -> chariot::TaskBuilder<'s>,
+{
+    f
+}
+
+/// The device copy a search's kernels read each chunk from.
+enum Chunks {
+    /// A chunk's copy per GPU and stream slot, downloaded by each chunk's task.
+    Streamed(chariot::DeviceBuffer<u8>),
+    /// The whole database, a piece a chunk, uploaded once.
+    Resident(chariot::resident::ResidentBuffer<u8>),
+}
+
+/// Whether a search under `placement` keeps its `bytes` of chunks on the GPUs.
+fn resident_here(placement: DbPlacement, sched: &Scheduler, bytes: usize) -> Result<bool, String> {
+    // In a cluster each rank takes chunks as it frees: a chunk loaded on one rank
+    // would be searched on another.
+    let cluster = crate::ranks::size() > 1;
+    let fits = sched.gpu_info().iter().all(|g| bytes as f64 <= RESIDENT_SHARE * g.memory_bytes as f64);
+    match placement {
+        DbPlacement::Auto => Ok(fits && !cluster),
+        DbPlacement::Streamed => Ok(false),
+        DbPlacement::Resident if cluster => {
+            Err("--db-on-gpu yes: not under mpirun (each rank streams the chunks it takes); use auto or no".into())
+        }
+        DbPlacement::Resident => {
+            let least = sched.gpu_info().iter().map(|g| g.memory_bytes).min().unwrap_or(0);
+            if bytes as u64 > least {
+                return Err(format!(
+                    "--db-on-gpu yes: the database's chunks take {bytes} bytes on the GPUs, more than the {least} \
+                     bytes of the smallest; use auto or no"
+                ));
+            }
+            Ok(true)
+        }
+    }
+}
+
+/// Submits a task a chunk, `task(c, info, slot, guard)` building chunk `c`'s with host
+/// slot `slot` (of `slots`), which `guard` gives back when the task's last callback is
+/// dropped; waits for a free slot before each.
+fn each_chunk<'s>(
+    index: &DbIndex,
+    shared: &Shared,
+    slots: usize,
+    mut task: impl FnMut(usize, &ChunkInfo, usize, SlotGuard) -> chariot::TaskBuilder<'s>,
+) -> Result<(), String> {
     let (tx, rx) = crossbeam_channel::unbounded::<usize>();
     let mut free: Vec<usize> = (0..slots).rev().collect();
-    let t0 = Instant::now();
     for (c, info) in index.chunks.iter().enumerate() {
         if shared.error.lock().is_some() {
             break;
@@ -500,32 +729,7 @@ pub fn search_to(
         };
         let state = Arc::new(AtomicU8::new(PENDING));
         let guard = SlotGuard { slot: s, state: state.clone(), tx: tx.clone() };
-        let crange = s * slot_bytes..s * slot_bytes + info.packed_bytes();
-        let srange = s * score_stride..s * score_stride + nq * info.nseq;
-        let (sh_r, sh_w, info_r, info_w) = (shared.clone(), shared.clone(), info.clone(), info.clone());
-        let mut t = sched
-            .task(c as u64, info.residues.max(1))
-            .callback_writing(&h_chunks, crange.clone(), move |buf, _| {
-                let data = read_into(&sh_r.index, &info_r, &sh_r.matrix, buf).map_err(|e| sh_r.fail(e))?;
-                *sh_r.slots[s].lock() = data;
-                Ok(())
-            })
-            .download(&d_chunk, 0, &h_chunks, crange)
-            .download(&d_prof, 0, &h_prof, ..);
-        for (q, p) in profiles.list.iter().enumerate() {
-            let args = sw::args(p, q, profiles.offsets[q], info.nseq, info.res_off(), info.residues, gaps);
-            t = t.launch(&kernel, p.grid_of(kind, info.nseq), sw::BLOCK, p.shared_bytes(), &args.map(arg));
-        }
-        let t = t.readback(&h_scores, srange.clone(), &d_scores, 0).callback_reading(
-            &h_scores,
-            srange,
-            move |scores, _| {
-                let _guard = guard;
-                let data = std::mem::take(&mut *sh_w.slots[s].lock());
-                sh_w.writer.write(&data, scores, &info_w).map_err(|e| sh_w.fail(e))
-            },
-        );
-        match t.submit() {
+        match task(c, info, s, guard).submit() {
             Ok(_) => {
                 if state.compare_exchange(PENDING, ARMED, Ordering::SeqCst, Ordering::SeqCst).is_err() {
                     let _ = tx.send(s);
@@ -534,8 +738,24 @@ pub fn search_to(
             Err(e) => return Err(format!("submit of chunk {c}: {e}")),
         }
     }
-    let report = sched.synchronize();
-    let wall = t0.elapsed();
+    Ok(())
+}
+
+/// The end of a search: its hits, digest and stage times from the report `report` of
+/// its tasks, which took `wall`.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    report: chariot::Result<Report>,
+    wall: Duration,
+    shared: &Shared,
+    top: usize,
+    profiles: &Profiles,
+    index: &DbIndex,
+    slots: usize,
+    kind: KernelKind,
+    startup: Startup,
+    load: Option<LoadPhase>,
+) -> Result<Outcome, String> {
     if let Some(e) = shared.error.lock().take() {
         shared.writer.bar.finish_and_clear();
         return Err(e);
@@ -543,18 +763,32 @@ pub fn search_to(
     let report = report.map_err(|e| format!("search failed: {e}"))?;
     let (hits, digest) = shared.writer.finish()?;
     // Under mpirun: every rank's hits on rank 0, every rank's digest and repasses.
-    let hits = crate::ranks::merge_hits(hits, opt.top);
+    let hits = crate::ranks::merge_hits(hits, top);
     let digest = crate::ranks::sum(digest);
     let repassed = crate::ranks::sum(shared.writer.repassed());
+    let nq = profiles.list.len();
     let mut sum = [0u64; 5];
     let mut spans: [Vec<(u64, u64)>; 5] = Default::default();
     for r in &report.records {
-        let k = match r.command as usize {
-            0 => 0,
-            1 | 2 => 1,
-            i if i < 3 + nq => 2,
-            i if i == 3 + nq => 3,
-            _ => 4,
+        // A streamed chunk's commands: read, the chunk's and the profiles' downloads,
+        // a launch a query, readback, write. A resident one's search task has no read
+        // and no chunk download (and a fetch of its piece, at the download stage, where
+        // it had to be copied): its stages tell.
+        let k = if load.is_none() {
+            match r.command as usize {
+                0 => 0,
+                1 | 2 => 1,
+                i if i < 3 + nq => 2,
+                i if i == 3 + nq => 3,
+                _ => 4,
+            }
+        } else {
+            match r.stage {
+                chariot::Stage::Download => 1,
+                chariot::Stage::Kernel => 2,
+                chariot::Stage::Readback => 3,
+                chariot::Stage::Cpu => 4,
+            }
         };
         sum[k] += r.duration_ns();
         spans[k].push((r.start_ns, r.end_ns));
@@ -573,6 +807,7 @@ pub fn search_to(
         kernel: kind,
         repassed,
         startup,
+        load,
     })
 }
 
@@ -593,6 +828,14 @@ pub struct Startup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn db_on_gpu_names() {
+        assert_eq!(DbPlacement::parse("auto"), Ok(DbPlacement::Auto));
+        assert_eq!(DbPlacement::parse("yes"), Ok(DbPlacement::Resident));
+        assert_eq!(DbPlacement::parse("no"), Ok(DbPlacement::Streamed));
+        assert!(DbPlacement::parse("Yes").unwrap_err().contains("auto, yes or no"));
+    }
 
     #[test]
     fn union_of_spans() {

@@ -33,6 +33,7 @@ fn the_tools_refuse_bad_arguments_and_files() {
         (vec!["bench", "-q", "q.fa", "-d", "db.fa", "--gap-open=-1"], "--gap-open"),
         (vec!["search", "-q", "q.fa", "-d", "db.fa", "--comp-based-stats", "2"], "--comp-based-stats"),
         (vec!["search", "-q", "q.fa", "-d", "db.fa", "--seg", "maybe"], "--seg"),
+        (vec!["search", "-q", "q.fa", "-d", "db.fa", "--db-on-gpu", "maybe"], "--db-on-gpu maybe: auto, yes or no"),
     ] {
         let args: Vec<_> = args.into_iter().map(os).collect();
         let (code, err) = run_tool(&args);

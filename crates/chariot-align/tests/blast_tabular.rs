@@ -314,5 +314,6 @@ fn sim_options(gaps: Gaps) -> Options {
         progress: false,
         sim_gcups: 300.0,
         kernel: Default::default(),
+        placement: Default::default(),
     }
 }

@@ -9,7 +9,7 @@ use chariot::{Backend, Order};
 use chariot_align::db::DbIndex;
 use chariot_align::hand;
 use chariot_align::matrix::Matrix;
-use chariot_align::search::{self, Options, Query};
+use chariot_align::search::{self, DbPlacement, Options, Query};
 use chariot_align::sw::{Gaps, KernelChoice, KernelKind, Profile};
 use chariot_align::{commands, generate, prepared};
 use rand::{Rng, SeedableRng};
@@ -98,6 +98,11 @@ enum Pipeline {
     Hand(usize),
     /// chariot's tasks on the database prepared by `makedb` (sorted by length).
     Prepared,
+    /// `Chariot` with the database streamed (`--db-on-gpu no`): `Chariot` and
+    /// `Prepared` take the default, which keeps these small databases on the GPUs.
+    Streamed,
+    /// `Prepared` with the database streamed.
+    PreparedStreamed,
 }
 
 /// [`check_kernel`] with `--kernel auto` (DPX on sim and on an H100).
@@ -149,7 +154,7 @@ fn check_kernel(
         .enumerate()
         .map(|(i, &l)| Query { id: format!("q{l}"), codes: m.encode(&random_query(l, i as u64)).unwrap() })
         .collect();
-    let index = if pipeline == Pipeline::Prepared {
+    let index = if matches!(pipeline, Pipeline::Prepared | Pipeline::PreparedStreamed) {
         let prepared = dir.0.join("db.cadb");
         prepared::make(&dbp, &prepared, &m, false).unwrap();
         let index = DbIndex::open(&prepared, &m, chunk).unwrap();
@@ -160,11 +165,31 @@ fn check_kernel(
     };
     assert_eq!(index.sequences as usize, n);
     let out = dir.0.join("hits.tsv");
-    let opt = Options { out: Some(out.clone()), kernel, ..test_options(backend, gpus, streams, order, 5) };
+    let streamed = matches!(pipeline, Pipeline::Streamed | Pipeline::PreparedStreamed);
+    let placement = if streamed { DbPlacement::Streamed } else { DbPlacement::Auto };
+    let opt = Options { out: Some(out.clone()), kernel, placement, ..test_options(backend, gpus, streams, order, 5) };
     let (hits, digest) = match pipeline {
-        Pipeline::Chariot | Pipeline::Prepared => {
+        Pipeline::Chariot | Pipeline::Prepared | Pipeline::Streamed | Pipeline::PreparedStreamed => {
             let o = search::search(&index, &m, &queries, &opt).unwrap();
             assert!(expected_kernel(kernel).is_none_or(|k| k == o.kernel), "{kernel:?} ran {:?}", o.kernel);
+            // The default keeps a database this small on the GPUs: every chunk uploaded
+            // once, then searched where it was loaded.
+            match &o.load {
+                Some(load) => {
+                    assert!(!streamed, "{pipeline:?} loaded the database to the GPUs");
+                    let bytes: u64 = index.chunks.iter().map(|c| c.packed_bytes() as u64).sum();
+                    assert_eq!(load.bytes, bytes);
+                    assert_eq!(load.report.tasks, index.chunks.len());
+                    // No chunk crossed the host link again in the search: its downloads
+                    // are the profiles' (a chunk's piece fetched from another GPU crosses
+                    // no host link: its record counts 0 bytes).
+                    let prof = search::Profiles::new(&queries, &m).unwrap().bytes.len() as u64;
+                    for r in o.report.records.iter().filter(|r| r.stage == chariot::Stage::Download) {
+                        assert!(r.bytes == prof || r.bytes == 0, "task {} downloaded {} bytes", r.task, r.bytes);
+                    }
+                }
+                None => assert!(streamed, "{pipeline:?} streamed the database"),
+            }
             (o.hits, o.digest)
         }
         Pipeline::Hand(readers) => {
@@ -230,6 +255,12 @@ fn every_score_matches_gotoh_on_sim() {
     let fasta = check(Pipeline::Chariot, sim(), 2, 3, Order::LargestFirst, 2000, 3000, &[1, 37, 130], 97);
     let prepared = check(Pipeline::Prepared, sim(), 2, 3, Order::LargestFirst, 2000, 3000, &[1, 37, 130], 97);
     assert_eq!(prepared, fasta);
+    // The database streamed, as before it was kept on the GPUs: the same scores.
+    let streamed = check(Pipeline::Streamed, sim(), 2, 3, Order::LargestFirst, 2000, 3000, &[1, 37, 130], 97);
+    assert_eq!(streamed, fasta);
+    let prepared_streamed =
+        check(Pipeline::PreparedStreamed, sim(), 2, 3, Order::LargestFirst, 2000, 3000, &[1, 37, 130], 97);
+    assert_eq!(prepared_streamed, fasta);
     // Auto is the DPX kernel on sim; the portable one computes the same scores.
     let portable = check_kernel(
         KernelChoice::Portable,
@@ -458,6 +489,7 @@ fn test_options(backend: Backend, gpus: usize, streams: usize, order: Order, top
         progress: false,
         sim_gcups: 300.0,
         kernel: Default::default(),
+        placement: Default::default(),
     }
 }
 
@@ -521,6 +553,8 @@ fn every_score_matches_gotoh_on_gpu() {
     check(Pipeline::Chariot, Backend::Cuda, 1, 2, Order::Fcfs, 200, 3000, &[1100, 2500], 64);
     check(Pipeline::Prepared, Backend::Cuda, 1, 4, Order::LargestFirst, 4000, 6000, &[1, 37, 130, 511], 512);
     check(Pipeline::Prepared, Backend::Cuda, 1, 2, Order::Fcfs, 200, 3000, &[1100, 2500], 64);
+    check(Pipeline::Streamed, Backend::Cuda, 1, 4, Order::LargestFirst, 4000, 6000, &[1, 37, 130, 511], 512);
+    check(Pipeline::PreparedStreamed, Backend::Cuda, 1, 2, Order::Fcfs, 200, 3000, &[1100, 2500], 64);
 }
 
 /// Every score of the DPX kernel (chosen explicitly: on a GPU before sm_90 its DPX

@@ -53,6 +53,7 @@ fn options(out: PathBuf) -> Options {
         progress: false,
         sim_gcups: 300.0,
         kernel: Default::default(),
+        placement: Default::default(),
     }
 }
 
