@@ -44,7 +44,8 @@ pub struct Common {
     #[arg(long, default_value = "auto", value_parser = ["auto", "cuda", "sim", "sim-instant"])]
     pub backend: String,
     /// Chunk slots kept in host memory (0: D·S + 4: one per task that can hold a stream
-    /// slot, and 4 read ahead; each is pinned at the largest chunk's size).
+    /// slot, and 4 read ahead; each is pinned at the largest chunk's size; a database
+    /// kept on the GPUs is then uploaded through 8 of them).
     #[arg(long, default_value_t = 0)]
     pub slots: usize,
     /// Stage depth (default: chosen by chariot from the GPU's copy engines; 1: the

@@ -80,6 +80,9 @@ pub fn search_to(
         .collect();
     let db_bytes = index.chunks.iter().map(|c| c.packed_bytes().next_multiple_of(DB_PIECE)).sum::<usize>();
     let resident = resident_here(opt.placement, &sched, db_bytes)?;
+    // A resident database's upload stages its chunks in fewer pinned slots (the search's
+    // tasks then need only their scores'): pinning them is much of a search's start.
+    let chunk_slots = if resident && opt.slots == 0 { slots.min(UPLOAD_SLOTS) } else { slots };
     let me = |e: chariot::Error| e.to_string();
     // The kernel compiles (NVRTC, or the kernel cache) on a thread of its own while the
     // pinned and device buffers are allocated: both take a good part of the start.
@@ -96,7 +99,7 @@ pub fn search_to(
         });
         let t = Instant::now();
         let buffers = (|| -> Result<_, String> {
-            let h_chunks = sched.alloc_host::<u8>(slots * slot_bytes).map_err(me)?;
+            let h_chunks = sched.alloc_host::<u8>(chunk_slots * slot_bytes).map_err(me)?;
             let h_scores = sched.alloc_host::<i32>(slots * score_stride).map_err(me)?;
             let mut h_prof = sched.alloc_host::<i8>(profiles.bytes.len()).map_err(me)?;
             h_prof.write().copy_from_slice(&profiles.bytes);
@@ -214,7 +217,7 @@ pub fn search_to(
             // The upload: each chunk read into a slot and downloaded into its pieces on
             // the GPU that takes the task; the slot is free once the download has ended.
             let t0 = Instant::now();
-            each_chunk(index, &shared, slots, |c, info, s, guard| {
+            each_chunk(index, &shared, chunk_slots, |c, info, s, guard| {
                 sched
                     .task(c as u64, info.residues.max(1))
                     .callback_writing(&h_chunks, crange(s, info), read(c, c))
@@ -247,6 +250,11 @@ pub fn search_to(
     })?;
     finish(sched.synchronize(), t0.elapsed(), &shared, opt.top, &profiles, index, slots, kind, startup, Some(load))
 }
+
+/// Pinned chunk slots a resident database's upload stages its chunks in, where
+/// `--slots` is left to chariot-align: the upload is bound by reading the file, and
+/// each slot is pinned at the largest chunk's size.
+const UPLOAD_SLOTS: usize = 8;
 
 /// Ties a task-extending closure's builder lifetimes (the closure's signature alone
 /// cannot name the scheduler's borrow).
