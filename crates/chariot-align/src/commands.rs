@@ -132,7 +132,8 @@ pub struct SearchArgs {
     /// No statistics on stderr (and no progress bar): the hits only, and warnings.
     #[arg(long)]
     pub quiet: bool,
-    /// Also write chariot's report (JSON) here.
+    /// Also write chariot's report (JSON) here: the search's (with the database on the
+    /// GPUs, its upload is summarised on stderr).
     #[arg(long)]
     pub report_json: Option<PathBuf>,
 }

@@ -216,6 +216,9 @@ pub fn search_to(
         Chunks::Resident(d_db) => {
             // The upload: each chunk read into a slot and downloaded into its pieces on
             // the GPU that takes the task; the slot is free once the download has ended.
+            // The bar counts searched residues: meanwhile it says what runs.
+            shared.writer.bar.set_message("(uploading the database to the GPUs)");
+            shared.writer.bar.enable_steady_tick(Duration::from_millis(200));
             let t0 = Instant::now();
             each_chunk(index, &shared, chunk_slots, |c, info, s, guard| {
                 sched
@@ -229,6 +232,8 @@ pub fn search_to(
             })?;
             let report = sched.synchronize();
             let wall = t0.elapsed();
+            shared.writer.bar.disable_steady_tick();
+            shared.writer.bar.set_message("");
             if let Some(e) = shared.error.lock().take() {
                 shared.writer.bar.finish_and_clear();
                 return Err(e);

@@ -53,7 +53,7 @@ impl Writer {
             let b = indicatif::ProgressBar::new(residues);
             b.set_style(
                 indicatif::ProgressStyle::with_template(
-                    "{spinner} [{elapsed_precise}] {wide_bar} {percent}% of residues, eta {eta}",
+                    "{spinner} [{elapsed_precise}] {wide_bar} {percent}% of residues, eta {eta} {msg}",
                 )
                 .expect("template"),
             );
