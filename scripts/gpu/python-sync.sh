@@ -12,16 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to the folder for the results}"
 mkdir -p "$OUT"
-py=${PYTHON:-$(command -v python3)}
-install() { # the wheel in $1 into a fresh folder; prints the folder
-  local site; site=$(mktemp -d)/site
-  "$py" -m pip install --no-index --no-deps --quiet --target "$site" "$1"/gpu_chariot-*.whl
-  "$py" -c 'import pytest' 2>/dev/null || "$py" -m pip install --no-index --quiet --target "$site" --find-links "$1" pytest
-  echo "$site"
-}
-new=$(install .gpu/wheels); old=$(install .gpu/wheels-old)
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; "$py" --version
-  "$py" -c 'import cupy; print("cupy", cupy.__version__)'; } > "$OUT/machine.txt" 2>&1
+# $py, $new, $old and $OUT/machine.txt (see that script)
+source scripts/gpu/python-wheels.sh
 rc=0
 PYTHONPATH=$new timeout 150 "$py" -m pytest -m gpu -v -p no:cacheprovider crates/chariot-py/tests > "$OUT/pytest-gpu.log" 2>&1 && r=0 || r=$?
 echo "exit $r" >> "$OUT/pytest-gpu.log"; [ $r = 0 ] || rc=$r

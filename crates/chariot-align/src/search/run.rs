@@ -69,16 +69,12 @@ pub fn search_to(
     // A resident database's layout: each chunk at the start of a piece, so that a chunk's
     // tasks depend on, and fetch, its own pieces only (chunks differ in size: those of a
     // prepared database are sorted by length).
-    let db_at: Vec<usize> = index
-        .chunks
-        .iter()
-        .scan(0usize, |at, c| {
-            let here = *at;
-            *at += c.packed_bytes().next_multiple_of(DB_PIECE);
-            Some(here)
-        })
-        .collect();
-    let db_bytes = index.chunks.iter().map(|c| c.packed_bytes().next_multiple_of(DB_PIECE)).sum::<usize>();
+    let mut db_at = Vec::with_capacity(index.chunks.len());
+    let mut db_bytes = 0usize;
+    for c in &index.chunks {
+        db_at.push(db_bytes);
+        db_bytes += c.packed_bytes().next_multiple_of(DB_PIECE);
+    }
     let resident = resident_here(opt.placement, &sched, db_bytes)?;
     // A resident database's upload stages its chunks in fewer pinned slots (the search's
     // tasks then need only their scores'): pinning them is much of a search's start.
