@@ -114,7 +114,7 @@ static unsigned emu_prmt(unsigned a, unsigned b, unsigned sel) {
 
 // ---- launches ----
 using KernelFn = void (*)(const unsigned char*, unsigned, unsigned, const signed char*, unsigned, unsigned, unsigned,
-                          int, int, int2*, int*, unsigned, unsigned, unsigned long long, int);
+                          int, int, int2*, int*, unsigned, unsigned, unsigned long long, int, unsigned);
 static void launch(KernelFn k, unsigned grid, unsigned block, const std::function<void(KernelFn)>& call) {
     blockDim.x = block;
     for (unsigned b = 0; b < grid; ++b) {
@@ -136,9 +136,9 @@ static void launch(KernelFn k, unsigned grid, unsigned block, const std::functio
 }
 
 // ---- the host side, as crates/chariot-align/src/sw.rs builds it ----
-static const int STRIP = 16, LETTERS = 32, TILE = 1024, BLOCK = 256, PAD = -64;
+static const int LETTERS = 32, TILE = 1024, BLOCK = 256, PAD = -64;
 struct Profile {
-    unsigned group, mpad, m;
+    unsigned strip, group, mpad, m;
     std::vector<signed char> scores;
     int sat() const { return 32767 - std::max(0, (int)*std::max_element(scores.begin(), scores.end())); }
     unsigned tile() const { return std::min<unsigned>(mpad, TILE); }
@@ -146,11 +146,12 @@ struct Profile {
 static Profile profile(const std::vector<uint8_t>& q, const std::vector<std::vector<int>>& mat) {
     Profile p;
     p.m = (unsigned)q.size();
-    const unsigned strips = (p.m + STRIP - 1) / STRIP;
+    p.strip = p.m <= 128 ? 16 : 32;  // SHORT_QUERY
+    const unsigned strips = (p.m + p.strip - 1) / p.strip;
     unsigned g = 1;
     while (g < strips) g *= 2;
-    p.group = std::min(g, 32u);
-    const unsigned rows = p.group * STRIP;
+    p.group = std::min(g, p.strip == 16 ? 32u : 8u);  // MAX_GROUP_SHORT, MAX_GROUP
+    const unsigned rows = p.group * p.strip;
     p.mpad = (p.m + rows - 1) / rows * rows;
     p.scores.assign((size_t)LETTERS * p.mpad, (signed char)PAD);
     for (size_t a = 0; a < mat.size(); ++a)
@@ -232,7 +233,7 @@ int main(int argc, char** argv) {
             std::vector<int> scores(nseq + 3, -12345);
             launch(kind == 0 ? sw_search : sw_search_dpx, grid, BLOCK, [&](KernelFn k) {
                 k(chunk.data(), nseq, res_off, p.scores.data(), 0, p.mpad, p.group, open + ext, ext, scratch.data(),
-                  scores.data(), 1, p.tile(), 0, p.sat());
+                  scores.data(), 1, p.tile(), 0, p.sat(), p.strip);
             });
             int bad = 0;
             for (unsigned k = 0; k < nseq; ++k)

@@ -29,12 +29,13 @@
 #
 # Knobs: ROUNDS (3), B (.gpu), W (/tmp/align-vs-cudasw: data kept between calls),
 # CS4 (/tmp/cudasw4: where build-on-gpu.sh puts CUDASW++), TIMEOUT per run (300 s),
+# STREAMED (1; 0 leaves out the streamed and --kernel portable runs),
 # GPU_TESTS=1 to first run chariot-align's #[ignore]d GPU test of every DPX and portable
 # score against Gotoh ($B/test-chariot-align-end_to_end, staged by scripts/gpu/stage.sh;
 # about 1-2 minutes more).
 set -euo pipefail
 ROUNDS=${ROUNDS:-3}; B=${B:-.gpu}; W=${W:-/tmp/align-vs-cudasw}; CS4=${CS4:-/tmp/cudasw4}
-TIMEOUT=${TIMEOUT:-300}
+TIMEOUT=${TIMEOUT:-300}; STREAMED=${STREAMED:-1}
 LENS="63 127 255 511 1023 2047 5000"
 
 # ---- parsers (also run by --self-test) ----
@@ -236,16 +237,19 @@ main() {
       local f="$W/q-q$n.fa" q="q$n"
       [ "$n" = all7 ] && { f="$W/q.fa"; q=all7; }
       if [ $((r % 2)) = 1 ]; then
-        run_chariot "$r" default "$q" "$f"; run_cudasw "$r" "$q" "$f"; run_chariot "$r" streamed "$q" "$f" --db-on-gpu no
+        run_chariot "$r" default "$q" "$f"; run_cudasw "$r" "$q" "$f"
+        [ "$STREAMED" = 1 ] && run_chariot "$r" streamed "$q" "$f" --db-on-gpu no
       else
-        run_chariot "$r" streamed "$q" "$f" --db-on-gpu no; run_cudasw "$r" "$q" "$f"; run_chariot "$r" default "$q" "$f"
+        [ "$STREAMED" = 1 ] && run_chariot "$r" streamed "$q" "$f" --db-on-gpu no
+        run_cudasw "$r" "$q" "$f"; run_chariot "$r" default "$q" "$f"
       fi
     done
-    run_chariot "$r" portable all7 "$W/q.fa" --kernel portable
+    [ "$STREAMED" = 1 ] && run_chariot "$r" portable all7 "$W/q.fa" --kernel portable
   done
   echo "== summary"
   summary "$CSV" "$L"
   echo "CSV: $CSV"
 }
 
+mkdir -p "$OUT"
 main 2>&1 | tee "$OUT/align-vs-cudasw.log"

@@ -14,9 +14,10 @@
 // query position; padded positions hold a large negative score (-64), which cannot
 // raise any score). Scores go to scores[score_off + subject].
 //
-// Design: a group of `group` lanes (a power of two <= 32) aligns one subject. The query
-// is cut in strips of SW_R rows; lane g takes strips g, g + group, ... (one pass per
-// group*SW_R rows). Within a pass the lanes run as a wavefront: at step t lane g does
+// Design: a group of `group` lanes (a power of two, at most the host's MAX_GROUP) aligns one subject. The query
+// is cut in strips of R rows (16 for queries of at most the host's SHORT_QUERY residues,
+// 32 for longer ones: the `strip` argument); lane g takes strips g, g + group, ... (one
+// pass per group*R rows). Within a pass the lanes run as a wavefront: at step t lane g does
 // column t - g of its strip, getting the bottom row of the strip above (H, F) from lane
 // g - 1 by a shuffle; lane 0 reads it from `scratch` (the previous pass's bottom row,
 // written by the last lane). A strip's H and E stay in registers. The query profile is
@@ -32,7 +33,7 @@
 //   H = max(H_diag + score, E, F, 0)                     __viaddmax_s16x2, __vimax_s16x2_relu
 //   H - open - extend (for the next row and column)      __viaddmax_s16x2 (max with -32768)
 //   best = max(best, H)                                  __vimax_s16x2_relu
-// The two subjects' scores come from the same int8 profile tile (two 16-byte loads,
+// The two subjects' scores come from the same int8 profile tile (16-byte loads,
 // then one byte permute with sign extension per row). Subjects are sorted longest first,
 // so the two of a pair have about the same length; the shorter one's columns past its
 // end score -64 (as padded query rows do), which cannot raise its score.
@@ -46,7 +47,6 @@
 //
 // The host compiles each kernel alone: it puts `#define SW_ONLY_PORTABLE` or
 // `#define SW_ONLY_DPX` before this source, so NVRTC builds only the kernel it loads.
-#define SW_R 16
 #define SW_A 32
 #define SW_QT 1024
 #define SW_NEG (-(1 << 29))
@@ -70,6 +70,7 @@ __device__ __forceinline__ void sw_stage_tile(signed char* sprof, const signed c
 // lane only takes part in the shuffles and barriers), with the subject's scratch row sc.
 // Every thread of the block must call it (it stages profile tiles with __syncthreads).
 // Returns the subject's score on every lane of the group.
+template <int R>
 __device__ __forceinline__ int sw_pass32(signed char* sprof, const signed char* prof, unsigned mpad, unsigned qt,
                                          unsigned group, unsigned g, const unsigned char* s, unsigned n, int2* sc,
                                          int gap_oe, int gap_e)
@@ -77,17 +78,17 @@ __device__ __forceinline__ int sw_pass32(signed char* sprof, const signed char* 
     unsigned nw = n;  // longest subject of the warp: the loop bound all lanes share
     #pragma unroll
     for (int o = 16; o > 0; o >>= 1) nw = max(nw, __shfl_xor_sync(0xffffffffu, nw, o));
-    const unsigned rows_per_pass = group * SW_R;
+    const unsigned rows_per_pass = group * R;
     int best = 0;
     for (unsigned t0 = 0; t0 < mpad; t0 += qt) {
         const unsigned tl = min(qt, mpad - t0);
         sw_stage_tile(sprof, prof, mpad, qt, t0, tl);
         for (unsigned p0 = 0; p0 < tl; p0 += rows_per_pass) {
-            const unsigned r0 = p0 + g * SW_R;
+            const unsigned r0 = p0 + g * R;
             const bool top_row = (t0 + p0) == 0;
-            int h[SW_R], e[SW_R];
+            int h[R], e[R];
             #pragma unroll
-            for (int r = 0; r < SW_R; ++r) { h[r] = 0; e[r] = SW_NEG; }
+            for (int r = 0; r < R; ++r) { h[r] = 0; e[r] = SW_NEG; }
             int diag = 0, out_h = 0, out_f = SW_NEG;
             const unsigned steps = nw + group - 1;
             for (unsigned t = 0; t < steps; ++t) {
@@ -100,11 +101,15 @@ __device__ __forceinline__ int sw_pass32(signed char* sprof, const signed char* 
                         else { const int2 b = sc[j]; in_h = b.x; in_f = b.y; }
                     }
                     const unsigned c = s[j];
-                    const int4 pv = *reinterpret_cast<const int4*>(sprof + c * qt + r0);
-                    const int pw[4] = {pv.x, pv.y, pv.z, pv.w};
+                    int pw[R / 4];
+                    #pragma unroll
+                    for (int k = 0; k < R / 16; ++k) {
+                        const int4 pv = reinterpret_cast<const int4*>(sprof + c * qt + r0)[k];
+                        pw[4 * k] = pv.x; pw[4 * k + 1] = pv.y; pw[4 * k + 2] = pv.z; pw[4 * k + 3] = pv.w;
+                    }
                     int f = in_f, hup = in_h, hd = diag;
                     #pragma unroll
-                    for (int r = 0; r < SW_R; ++r) {
+                    for (int r = 0; r < R; ++r) {
                         const int w = (pw[r >> 2] << (24 - 8 * (r & 3))) >> 24;  // signed byte r
                         const int en = max(e[r] - gap_e, h[r] - gap_oe);
                         f = max(f - gap_e, hup - gap_oe);
@@ -134,7 +139,7 @@ extern "C" __global__ void __launch_bounds__(256) sw_search(
     const unsigned char* __restrict__ chunk, unsigned nseq, unsigned res_off,
     const signed char* __restrict__ profile, unsigned prof_off, unsigned mpad, unsigned group,
     int gap_oe, int gap_e, int2* __restrict__ scratch, int* __restrict__ scores, unsigned score_off,
-    unsigned qt, unsigned long long cells, int sat)
+    unsigned qt, unsigned long long cells, int sat, unsigned strip)
 {
     // qt = min(SW_QT, mpad): rows of a profile tile; dynamic shared memory SW_A * qt bytes.
     (void)cells;  // for the simulator's cost model only
@@ -149,8 +154,9 @@ extern "C" __global__ void __launch_bounds__(256) sw_search(
         start = offs[subj];
         n = offs[subj + 1] - start;
     }
-    const int best = sw_pass32(sprof, profile + prof_off, mpad, qt, group, g, chunk + res_off + start, n,
-                               scratch + start, gap_oe, gap_e);
+    const unsigned char* s = chunk + res_off + start;
+    const int best = strip == 16 ? sw_pass32<16>(sprof, profile + prof_off, mpad, qt, group, g, s, n, scratch + start, gap_oe, gap_e)
+                                 : sw_pass32<32>(sprof, profile + prof_off, mpad, qt, group, g, s, n, scratch + start, gap_oe, gap_e);
     if (subj < nseq && g == 0) scores[score_off + subj] = best;
 }
 #endif  // SW_ONLY_DPX
@@ -158,11 +164,12 @@ extern "C" __global__ void __launch_bounds__(256) sw_search(
 #ifndef SW_ONLY_PORTABLE
 // The 32-bit pass as one out-of-line copy for the DPX kernel's two rare calls (less code
 // to compile and no registers taken from the 16-bit loop).
+template <int R>
 __device__ __noinline__ int sw_pass32_call(signed char* sprof, const signed char* prof, unsigned mpad, unsigned qt,
                                            unsigned group, unsigned g, const unsigned char* s, unsigned n, int2* sc,
                                            int gap_oe, int gap_e)
 {
-    return sw_pass32(sprof, prof, mpad, qt, group, g, s, n, sc, gap_oe, gap_e);
+    return sw_pass32<R>(sprof, prof, mpad, qt, group, g, s, n, sc, gap_oe, gap_e);
 }
 
 // Packed 16-bit operations (two signed halfwords a word): DPX instructions on sm_90 and
@@ -203,13 +210,98 @@ __device__ __forceinline__ unsigned sw_pair2(unsigned a, unsigned b, unsigned se
     return d;
 }
 
+// The DPX lane's passes over the query (R rows a strip, `group` lanes a pair of
+// subjects): its running best of both subjects' 16-bit H (see the design note). Every
+// thread of the block calls it (it stages profile tiles with __syncthreads).
+template <int R>
+__device__ __forceinline__ unsigned sw_dpx_passes(signed char* sprof, const signed char* prof, unsigned mpad,
+                                                  unsigned qt, unsigned group, unsigned g, unsigned nw, unsigned np,
+                                                  unsigned na, unsigned nb, const unsigned char* s_a,
+                                                  const unsigned char* s_b, uint2* sc, unsigned ngoe2, unsigned nge2)
+{
+    const unsigned rows_per_pass = group * R;
+    const uint4 pad = make_uint4(SW_PAD4, SW_PAD4, SW_PAD4, SW_PAD4);
+    unsigned best = 0;
+    for (unsigned t0 = 0; t0 < mpad; t0 += qt) {
+        const unsigned tl = min(qt, mpad - t0);
+        sw_stage_tile(sprof, prof, mpad, qt, t0, tl);
+        for (unsigned p0 = 0; p0 < tl; p0 += rows_per_pass) {
+            const unsigned r0 = p0 + g * R;
+            const bool top_row = (t0 + p0) == 0;
+            // 16-row strips keep hg[r] = h[r] - open - extend and compute E before H (one
+            // dependency less a cell); 32-row strips have no registers for a third array:
+            // e[r] is then E of row r's next cell, updated as H is computed. E starts at
+            // -(open + extend), which is exact (see above).
+            unsigned h[R], e[R], hg[R <= 16 ? R : 1];
+            #pragma unroll
+            for (int r = 0; r < R; ++r) { h[r] = 0; e[r] = ngoe2; if constexpr (R <= 16) hg[r] = ngoe2; }
+            unsigned diag = 0, out_h = 0, out_f = ngoe2;
+            const unsigned steps = nw + group - 1;
+            for (unsigned t = 0; t < steps; ++t) {
+                unsigned in_h = __shfl_up_sync(0xffffffffu, out_h, 1, group);
+                unsigned in_f = __shfl_up_sync(0xffffffffu, out_f, 1, group);
+                const int j = (int)t - (int)g;
+                if (j >= 0 && j < (int)np) {
+                    if (g == 0) {
+                        if (top_row) { in_h = 0; in_f = ngoe2; }
+                        else { const uint2 b = sc[j]; in_h = b.x; in_f = b.y; }
+                    }
+                    // The strip's profile bytes for both subjects' letters (16 a load).
+                    const uint4* ra = reinterpret_cast<const uint4*>(sprof + (j < (int)na ? s_a[j] * qt + r0 : 0));
+                    const uint4* rb = reinterpret_cast<const uint4*>(sprof + (j < (int)nb ? s_b[j] * qt + r0 : 0));
+                    unsigned wa[R / 4], wb[R / 4];
+                    #pragma unroll
+                    for (int k = 0; k < R / 16; ++k) {
+                        const uint4 pa = j < (int)na ? ra[k] : pad, pb = j < (int)nb ? rb[k] : pad;
+                        wa[4 * k] = pa.x; wa[4 * k + 1] = pa.y; wa[4 * k + 2] = pa.z; wa[4 * k + 3] = pa.w;
+                        wb[4 * k] = pb.x; wb[4 * k + 1] = pb.y; wb[4 * k + 2] = pb.z; wb[4 * k + 3] = pb.w;
+                    }
+                    unsigned f = in_f, hd = diag;
+                    unsigned hgu = sw_addmax2(in_h, ngoe2, SW_NEG2);  // H_up - open - extend
+                    #pragma unroll
+                    for (int r = 0; r < R; ++r) {
+                        const unsigned w = sw_pair2(wa[r >> 2], wb[r >> 2], 0xC480u + 0x1111u * (unsigned)(r & 3));
+                        if constexpr (R <= 16) {
+                            const unsigned en = sw_addmax2(e[r], nge2, hg[r]);
+                            f = sw_addmax2(f, nge2, hgu);
+                            const unsigned hn = sw_max2_relu(sw_addmax2(hd, w, en), f);
+                            hd = h[r];
+                            h[r] = hn;
+                            e[r] = en;
+                            hgu = sw_addmax2(hn, ngoe2, SW_NEG2);
+                            hg[r] = hgu;
+                        } else {
+                            f = sw_addmax2(f, nge2, hgu);
+                            const unsigned hn = sw_max2_relu(sw_addmax2(hd, w, e[r]), f);
+                            hd = h[r];
+                            h[r] = hn;
+                            // H - open - extend serves this column's next row (F) and
+                            // this row's next column (E): E is updated here for the next cell.
+                            hgu = sw_addmax2(hn, ngoe2, SW_NEG2);
+                            e[r] = sw_addmax2(e[r], nge2, hgu);
+                        }
+                        best = sw_max2_relu(best, h[r]);
+                    }
+                    diag = in_h;
+                    out_h = h[R - 1];
+                    out_f = f;
+                    if (g == group - 1) sc[j] = make_uint2(out_h, f);
+                }
+            }
+            __syncwarp();
+        }
+    }
+    return best;
+}
+
 extern "C" __global__ void __launch_bounds__(256) sw_search_dpx(
     const unsigned char* __restrict__ chunk, unsigned nseq, unsigned res_off,
     const signed char* __restrict__ profile, unsigned prof_off, unsigned mpad, unsigned group,
     int gap_oe, int gap_e, int2* __restrict__ scratch, int* __restrict__ scores, unsigned score_off,
-    unsigned qt, unsigned long long cells, int sat)
+    unsigned qt, unsigned long long cells, int sat, unsigned strip)
 {
-    // The grid holds ceil(nseq / 2) groups; sat = 32767 - the largest profile score.
+    // The grid holds ceil(nseq / 2) groups; sat = 32767 - the largest profile score;
+    // strip: rows of a lane's strip, 16 or 32 (the host's Profile::strip).
     (void)cells;  // for the simulator's cost model only
     extern __shared__ __align__(16) signed char sprof[];
     const unsigned* offs = reinterpret_cast<const unsigned*>(chunk);
@@ -231,59 +323,10 @@ extern "C" __global__ void __launch_bounds__(256) sw_search_dpx(
     unsigned nw = np;  // longest pair of the warp: the loop bound all lanes share
     #pragma unroll
     for (int o = 16; o > 0; o >>= 1) nw = max(nw, __shfl_xor_sync(0xffffffffu, nw, o));
-    const unsigned rows_per_pass = group * SW_R;
     const unsigned ngoe2 = sw_splat2(-gap_oe), nge2 = sw_splat2(-gap_e);
-    const uint4 pad = make_uint4(SW_PAD4, SW_PAD4, SW_PAD4, SW_PAD4);
-    unsigned best = 0;
-    for (unsigned t0 = 0; t0 < mpad; t0 += qt) {
-        const unsigned tl = min(qt, mpad - t0);
-        sw_stage_tile(sprof, prof, mpad, qt, t0, tl);
-        for (unsigned p0 = 0; p0 < tl; p0 += rows_per_pass) {
-            const unsigned r0 = p0 + g * SW_R;
-            const bool top_row = (t0 + p0) == 0;
-            // hg[r] = h[r] - open - extend; E and F start at -(open + extend) (exact: see above).
-            unsigned h[SW_R], hg[SW_R], e[SW_R];
-            #pragma unroll
-            for (int r = 0; r < SW_R; ++r) { h[r] = 0; hg[r] = ngoe2; e[r] = ngoe2; }
-            unsigned diag = 0, out_h = 0, out_f = ngoe2;
-            const unsigned steps = nw + group - 1;
-            for (unsigned t = 0; t < steps; ++t) {
-                unsigned in_h = __shfl_up_sync(0xffffffffu, out_h, 1, group);
-                unsigned in_f = __shfl_up_sync(0xffffffffu, out_f, 1, group);
-                const int j = (int)t - (int)g;
-                if (j >= 0 && j < (int)np) {
-                    if (g == 0) {
-                        if (top_row) { in_h = 0; in_f = ngoe2; }
-                        else { const uint2 b = sc[j]; in_h = b.x; in_f = b.y; }
-                    }
-                    const uint4 pa = j < (int)na ? *reinterpret_cast<const uint4*>(sprof + s_a[j] * qt + r0) : pad;
-                    const uint4 pb = j < (int)nb ? *reinterpret_cast<const uint4*>(sprof + s_b[j] * qt + r0) : pad;
-                    const unsigned wa[4] = {pa.x, pa.y, pa.z, pa.w};
-                    const unsigned wb[4] = {pb.x, pb.y, pb.z, pb.w};
-                    unsigned f = in_f, hd = diag;
-                    unsigned hgu = sw_addmax2(in_h, ngoe2, SW_NEG2);  // H_up - open - extend
-                    #pragma unroll
-                    for (int r = 0; r < SW_R; ++r) {
-                        const unsigned w = sw_pair2(wa[r >> 2], wb[r >> 2], 0xC480u + 0x1111u * (unsigned)(r & 3));
-                        const unsigned en = sw_addmax2(e[r], nge2, hg[r]);
-                        f = sw_addmax2(f, nge2, hgu);
-                        const unsigned hn = sw_max2_relu(sw_addmax2(hd, w, en), f);
-                        hd = h[r];
-                        h[r] = hn;
-                        e[r] = en;
-                        hgu = sw_addmax2(hn, ngoe2, SW_NEG2);
-                        hg[r] = hgu;
-                        best = sw_max2_relu(best, hn);
-                    }
-                    diag = in_h;
-                    out_h = h[SW_R - 1];
-                    out_f = f;
-                    if (g == group - 1) sc[j] = make_uint2(out_h, f);
-                }
-            }
-            __syncwarp();
-        }
-    }
+    unsigned best = strip == 16
+        ? sw_dpx_passes<16>(sprof, prof, mpad, qt, group, g, nw, np, na, nb, s_a, s_b, sc, ngoe2, nge2)
+        : sw_dpx_passes<32>(sprof, prof, mpad, qt, group, g, nw, np, na, nb, s_a, s_b, sc, ngoe2, nge2);
     for (unsigned o = group >> 1; o > 0; o >>= 1) best = sw_max2_relu(best, __shfl_xor_sync(0xffffffffu, best, o, group));
     const int best_a = (int)(short)(unsigned short)(best & 0xFFFFu);
     const int best_b = (int)(short)(unsigned short)(best >> 16);
@@ -296,13 +339,16 @@ extern "C" __global__ void __launch_bounds__(256) sw_search_dpx(
     // The 32-bit pass for the subjects marked (block-uniform branches: it stages profile
     // tiles with __syncthreads, and overwrites the scratch rows, which are done with).
     if (__syncthreads_or(need_a)) {
-        const int b32 =
-            sw_pass32_call(sprof, prof, mpad, qt, group, g, s_a, need_a ? na : 0u, scratch + start, gap_oe, gap_e);
+        const unsigned n = need_a ? na : 0u;
+        const int b32 = strip == 16 ? sw_pass32_call<16>(sprof, prof, mpad, qt, group, g, s_a, n, scratch + start, gap_oe, gap_e)
+                                    : sw_pass32_call<32>(sprof, prof, mpad, qt, group, g, s_a, n, scratch + start, gap_oe, gap_e);
         if (need_a && g == 0) scores[score_off + sa] = b32;
     }
     if (__syncthreads_or(need_b)) {
-        const int b32 =
-            sw_pass32_call(sprof, prof, mpad, qt, group, g, s_b, need_b ? nb : 0u, scratch + start + na, gap_oe, gap_e);
+        const unsigned n = need_b ? nb : 0u;
+        int2* sc_b = scratch + start + na;
+        const int b32 = strip == 16 ? sw_pass32_call<16>(sprof, prof, mpad, qt, group, g, s_b, n, sc_b, gap_oe, gap_e)
+                                    : sw_pass32_call<32>(sprof, prof, mpad, qt, group, g, s_b, n, sc_b, gap_oe, gap_e);
         if (need_b && g == 0) scores[score_off + sb] = b32;
     }
 }

@@ -23,8 +23,32 @@ use std::time::Duration;
 
 /// CUDA C source.
 pub const SOURCE: &str = include_str!("../../kernels/sw.cu");
-/// Query rows per lane strip (`SW_R`).
-pub const STRIP: usize = 16;
+/// Queries of at most this many residues take strips of [`SHORT_STRIP`] rows, longer ones
+/// of [`STRIP`] (measured on an H200, the paper-shaped database: with 16-row strips a
+/// 127-residue query searched at 1.27× the GCUPS of 32-row strips, a 255-residue one at
+/// 0.94×).
+pub const SHORT_QUERY: usize = 128;
+/// Query rows per lane strip of a short query (the kernels' `R` = 16): more lanes a
+/// subject, as many as [`MAX_GROUP_SHORT`], so that a short query still fills the GPU.
+pub const SHORT_STRIP: usize = 16;
+/// Query rows per lane strip of a longer query (`R` = 32): a lane's two subjects' H and
+/// E in 128 registers, and half the per-column work (shuffles, loads, the scratch row)
+/// of 16-row strips (measured on an H200 with CUDASW++'s 20 queries: 1.20× the GCUPS of
+/// 16-row strips over 256-residue subjects, 1.09× on the paper-shaped database, both
+/// with [`MAX_GROUP`]).
+pub const STRIP: usize = 32;
+/// The longest strip of any query.
+pub const MAX_STRIP: usize = STRIP;
+/// Most lanes a subject of a short query (a power of two).
+pub const MAX_GROUP_SHORT: usize = 32;
+/// Most lanes a subject of a longer query (a power of two): a query longer than
+/// `MAX_GROUP · STRIP` rows takes several passes. More lanes make a pass's wavefront
+/// longer to fill and drain; fewer make more passes, and more subjects a warp (which runs
+/// as long as its longest). On an H200 with CUDASW++'s 20 queries, 8 was within 3 % of
+/// the best of 4, 8 and 16 on both databases tried: 4 was 2.6 % faster over 256-residue
+/// subjects but 40 % slower on the paper-shaped database, 16 1.7 % faster there but 6 %
+/// slower over 256.
+pub const MAX_GROUP: usize = 8;
 /// Alphabet rows of the profile (`SW_A`).
 pub const LETTERS: usize = MAX_LETTERS;
 /// Most query rows of a shared-memory profile tile (`SW_QT`).
@@ -158,9 +182,13 @@ pub struct Gaps {
 /// A query's profile and launch parameters.
 #[derive(Clone, Debug)]
 pub struct Profile {
-    /// Lanes per subject (power of two, ≤ 32).
+    /// Query rows of a lane's strip: [`SHORT_STRIP`] for a query of at most
+    /// [`SHORT_QUERY`] residues, else [`STRIP`].
+    pub strip: usize,
+    /// Lanes per subject (power of two, ≤ [`MAX_GROUP_SHORT`] with short strips, else
+    /// ≤ [`MAX_GROUP`]).
     pub group: u32,
-    /// Padded query length (a multiple of group·STRIP).
+    /// Padded query length (a multiple of group·strip).
     pub mpad: usize,
     /// Real query length.
     pub m: usize,
@@ -181,16 +209,16 @@ impl Profile {
         if m > MAX_QUERY {
             return Err(format!("query of {m} residues is longer than the {MAX_QUERY} supported"));
         }
-        let strips = m.div_ceil(STRIP);
-        let group = strips.next_power_of_two().min(32) as u32;
-        let mpad = m.next_multiple_of(group as usize * STRIP);
+        let (strip, most) = if m <= SHORT_QUERY { (SHORT_STRIP, MAX_GROUP_SHORT) } else { (STRIP, MAX_GROUP) };
+        let group = m.div_ceil(strip).next_power_of_two().min(most) as u32;
+        let mpad = m.next_multiple_of(group as usize * strip);
         let mut scores = vec![PAD; LETTERS * mpad];
         for a in 0..matrix.letters.len() {
             for (i, &q) in query.iter().enumerate() {
                 scores[a * mpad + i] = matrix.scores[q as usize][a];
             }
         }
-        Ok(Profile { group, mpad, m, scores })
+        Ok(Profile { strip, group, mpad, m, scores })
     }
 
     /// Rows of a shared-memory profile tile.
@@ -265,7 +293,7 @@ pub fn args(
     res_off: usize,
     residues: u64,
     gaps: Gaps,
-) -> [Role; 15] {
+) -> [Role; 16] {
     [
         Role::Chunk,
         Role::U32(nseq as u32),
@@ -282,6 +310,7 @@ pub fn args(
         Role::U32(p.tile() as u32),
         Role::U64(p.m as u64 * residues),
         Role::I32(p.sat()),
+        Role::U32(p.strip as u32),
     ]
 }
 
@@ -318,6 +347,7 @@ pub fn kernel_counted(
             Param::U32,    // qt
             Param::U64,    // cells (cost model only)
             Param::I32,    // sat (the DPX kernel's)
+            Param::U32,    // strip
         ])
         .cpu_twin(move |a| {
             let (nseq, res_off, prof_off) = (a.u32(1)? as usize, a.u32(2)? as usize, a.u32(4)? as usize);
@@ -325,7 +355,8 @@ pub fn kernel_counted(
             let sat = a.i32(14)?;
             let q = prof_offsets.iter().position(|&o| o == prof_off).ok_or("unknown profile offset")?;
             let p = &profiles[q];
-            if p.mpad != a.u32(5)? as usize || p.group != a.u32(6)? || sat != p.sat() {
+            if p.mpad != a.u32(5)? as usize || p.group != a.u32(6)? || sat != p.sat() || p.strip != a.u32(15)? as usize
+            {
                 return Err("profile arguments do not match the registered profile".into());
             }
             let gaps = Gaps { open: goe - ge, extend: ge };

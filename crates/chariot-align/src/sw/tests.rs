@@ -7,16 +7,20 @@ use super::*;
 fn profile_shape() {
     let m = Matrix::blosum62();
     let p = Profile::new(&m.encode(b"ARND").unwrap(), &m).unwrap();
-    assert_eq!((p.group, p.mpad), (1, 16));
+    assert_eq!((p.strip, p.group, p.mpad), (16, 1, 16));
     assert_eq!(p.scores[4], PAD);
     assert_eq!(p.scores[1], -1, "query R against subject A");
     let p = Profile::new(&[0u8; 63], &m).unwrap();
-    assert_eq!((p.group, p.mpad), (4, 64));
+    assert_eq!((p.strip, p.group, p.mpad), (16, 4, 64));
+    let p = Profile::new(&[0u8; 128], &m).unwrap();
+    assert_eq!((p.strip, p.group, p.mpad), (16, 8, 128), "the longest short query");
+    let p = Profile::new(&[0u8; 129], &m).unwrap();
+    assert_eq!((p.strip, p.group, p.mpad), (32, 8, 256), "the shortest query with 32-row strips");
     let p = Profile::new(&vec![0u8; 511], &m).unwrap();
-    assert_eq!((p.group, p.mpad, p.tile()), (32, 512, 512));
-    assert_eq!(p.grid(8192), 1024);
+    assert_eq!((p.strip, p.group, p.mpad, p.tile()), (32, 8, 512, 512));
+    assert_eq!(p.grid(8192), 256);
     let p = Profile::new(&vec![0u8; 5000], &m).unwrap();
-    assert_eq!((p.group, p.mpad, p.tile(), p.shared_bytes()), (32, 5120, 1024, 32768));
+    assert_eq!((p.group, p.mpad, p.tile(), p.shared_bytes()), (8, 5120, 1024, 32768));
     assert!(Profile::new(&[], &m).is_err());
     assert!(Profile::new(&vec![0u8; MAX_QUERY + 1], &m).unwrap_err().contains("longer"));
 }
@@ -58,7 +62,7 @@ fn kernel_choice_and_arch() {
     }
     let m = Matrix::blosum62();
     let p = Profile::new(&vec![0u8; 511], &m).unwrap();
-    assert_eq!((p.grid_of(KernelKind::Portable, 8192), p.grid_of(KernelKind::Dpx, 8192)), (1024, 512));
+    assert_eq!((p.grid_of(KernelKind::Portable, 8192), p.grid_of(KernelKind::Dpx, 8192)), (256, 128));
     assert_eq!(p.grid_of(KernelKind::Dpx, 3), 1);
     assert_eq!(p.sat(), 32767 - 4, "A's best score in BLOSUM62");
     assert_eq!(Profile::new(&m.encode(b"WA").unwrap(), &m).unwrap().sat(), 32767 - 11);

@@ -2,9 +2,9 @@
 //! 16-bit arithmetic, one subject (`align16`) or a packed pair as the kernel runs it
 //! (`align_pair16`).
 
-use super::{Gaps, Profile, NEG, PAD, STRIP};
+use super::{Gaps, Profile, MAX_STRIP, NEG, PAD};
 
-/// Score of one subject against a profile, by strips of [`STRIP`] rows with the strip
+/// Score of one subject against a profile, by strips of [`Profile::strip`] rows with the strip
 /// above's bottom row kept in `row_h`/`row_f` (the twin's inner loop; also the CPU
 /// search's). `subject` holds matrix codes.
 pub fn align(p: &Profile, subject: &[u8], gaps: Gaps, row_h: &mut Vec<i32>, row_f: &mut Vec<i32>) -> i32 {
@@ -15,16 +15,16 @@ pub fn align(p: &Profile, subject: &[u8], gaps: Gaps, row_h: &mut Vec<i32>, row_
     row_f.clear();
     row_f.resize(n, NEG);
     let mut best = 0;
-    for r0 in (0..p.mpad).step_by(STRIP) {
-        let mut h = [0i32; STRIP];
-        let mut e = [NEG; STRIP];
+    for r0 in (0..p.mpad).step_by(p.strip) {
+        let mut h = [0i32; MAX_STRIP];
+        let mut e = [NEG; MAX_STRIP];
         let mut diag = 0;
         for ((&c, th), tf) in subject.iter().zip(row_h.iter_mut()).zip(row_f.iter_mut()) {
             let base = c as usize * p.mpad + r0;
-            let col: &[i8; STRIP] = p.scores[base..base + STRIP].try_into().expect("a strip");
+            let col = &p.scores[base..base + p.strip];
             let (top_h, mut f) = (*th, *tf);
             let (mut hup, mut hd) = (top_h, diag);
-            for r in 0..STRIP {
+            for r in 0..p.strip {
                 let en = (e[r] - ge).max(h[r] - goe);
                 f = (f - ge).max(hup - goe);
                 let hn = (hd + col[r] as i32).max(0).max(en).max(f);
@@ -87,13 +87,14 @@ pub mod packed {
     }
 }
 
-/// The profile bytes of rows `r0..r0 + 16` for subject letter `c`, as the kernel's
-/// 16-byte load gives them (four little-endian words).
-fn profile_words(p: &Profile, c: u8, r0: usize) -> [u32; 4] {
+/// The profile bytes of rows `r0..r0 + p.strip` for subject letter `c`, as the kernel's
+/// 16-byte loads give them (little-endian words; the rest [`PAD4`]).
+fn profile_words(p: &Profile, c: u8, r0: usize) -> [u32; MAX_STRIP / 4] {
     let base = c as usize * p.mpad + r0;
-    let b = &p.scores[base..base + STRIP];
-    std::array::from_fn(|k| {
-        u32::from_le_bytes([b[4 * k] as u8, b[4 * k + 1] as u8, b[4 * k + 2] as u8, b[4 * k + 3] as u8])
+    let b = &p.scores[base..base + p.strip];
+    std::array::from_fn(|k| match b.get(4 * k..4 * k + 4) {
+        Some(w) => u32::from_le_bytes([w[0] as u8, w[1] as u8, w[2] as u8, w[3] as u8]),
+        None => PAD4,
     })
 }
 
@@ -113,29 +114,28 @@ pub fn align_pair16(p: &Profile, a: &[u8], b: &[u8], gaps: Gaps, row: &mut Vec<(
     row.clear();
     row.resize(np, (0, ngoe2));
     let mut best = 0u32;
-    for r0 in (0..p.mpad).step_by(STRIP) {
-        let (mut h, mut hg, mut e) = ([0u32; STRIP], [ngoe2; STRIP], [ngoe2; STRIP]);
+    for r0 in (0..p.mpad).step_by(p.strip) {
+        // e[r]: E of row r's next cell, updated as each H is computed (as the kernel does).
+        let (mut h, mut e) = ([0u32; MAX_STRIP], [ngoe2; MAX_STRIP]);
         let mut diag = 0u32;
         for (j, cell) in row.iter_mut().enumerate() {
             let (in_h, in_f) = *cell;
-            let wa = a.get(j).map_or([PAD4; 4], |&c| profile_words(p, c, r0));
-            let wb = b.get(j).map_or([PAD4; 4], |&c| profile_words(p, c, r0));
+            let wa = a.get(j).map_or([PAD4; MAX_STRIP / 4], |&c| profile_words(p, c, r0));
+            let wb = b.get(j).map_or([PAD4; MAX_STRIP / 4], |&c| profile_words(p, c, r0));
             let (mut f, mut hd) = (in_f, diag);
             let mut hgu = addmax(in_h, ngoe2, NEG2);
-            for r in 0..STRIP {
+            for r in 0..p.strip {
                 let w = prmt(wa[r >> 2], wb[r >> 2], 0xC480 + 0x1111 * (r & 3) as u32);
-                let en = addmax(e[r], nge2, hg[r]);
                 f = addmax(f, nge2, hgu);
-                let hn = max_relu(addmax(hd, w, en), f);
+                let hn = max_relu(addmax(hd, w, e[r]), f);
                 hd = h[r];
                 h[r] = hn;
-                e[r] = en;
                 hgu = addmax(hn, ngoe2, NEG2);
-                hg[r] = hgu;
+                e[r] = addmax(e[r], nge2, hgu);
                 best = max_relu(best, hn);
             }
             diag = in_h;
-            *cell = (h[STRIP - 1], f);
+            *cell = (h[p.strip - 1], f);
         }
     }
     best
@@ -150,32 +150,30 @@ pub fn align16(p: &Profile, subject: &[u8], cols: usize, gaps: Gaps, row: &mut V
     let addmax = |a: i16, b: i16, c: i16| a.wrapping_add(b).max(c);
     row.clear();
     row.resize(cols.max(subject.len()), (0, ngoe));
-    let pad = [PAD; STRIP];
+    let pad = [PAD; MAX_STRIP];
     let mut best = 0i16;
-    for r0 in (0..p.mpad).step_by(STRIP) {
-        let (mut h, mut hg, mut e) = ([0i16; STRIP], [ngoe; STRIP], [ngoe; STRIP]);
+    for r0 in (0..p.mpad).step_by(p.strip) {
+        let (mut h, mut e) = ([0i16; MAX_STRIP], [ngoe; MAX_STRIP]);
         let mut diag = 0i16;
         for (j, cell) in row.iter_mut().enumerate() {
             let (in_h, in_f) = *cell;
-            let col: &[i8; STRIP] = match subject.get(j) {
-                Some(&c) => p.scores[c as usize * p.mpad + r0..][..STRIP].try_into().expect("a strip"),
-                None => &pad,
+            let col = match subject.get(j) {
+                Some(&c) => &p.scores[c as usize * p.mpad + r0..][..p.strip],
+                None => &pad[..p.strip],
             };
             let (mut f, mut hd) = (in_f, diag);
             let mut hgu = addmax(in_h, ngoe, i16::MIN);
-            for r in 0..STRIP {
-                let en = addmax(e[r], nge, hg[r]);
+            for r in 0..p.strip {
                 f = addmax(f, nge, hgu);
-                let hn = addmax(hd, col[r] as i16, en).max(f).max(0);
+                let hn = addmax(hd, col[r] as i16, e[r]).max(f).max(0);
                 hd = h[r];
                 h[r] = hn;
-                e[r] = en;
                 hgu = addmax(hn, ngoe, i16::MIN);
-                hg[r] = hgu;
+                e[r] = addmax(e[r], nge, hgu);
                 best = best.max(hn);
             }
             diag = in_h;
-            *cell = (h[STRIP - 1], f);
+            *cell = (h[p.strip - 1], f);
         }
     }
     best

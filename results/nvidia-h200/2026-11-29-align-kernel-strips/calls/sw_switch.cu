@@ -1,0 +1,357 @@
+// Smith-Waterman database search (chariot-align, issue 6): local alignment scores with
+// a substitution matrix and affine gaps (a gap of length k costs open + k*extend),
+// Gotoh's recurrence, no traceback. Two kernels, same parameters, same scores:
+//   sw_search      the portable kernel: 32-bit integers, one subject per lane group;
+//   sw_search_dpx  (issue 17) 16-bit scores packed two per 32-bit register, two
+//                  subjects per lane group, with Hopper's DPX instructions (sm_90; the
+//                  same source compiles for older GPUs, whose DPX functions are
+//                  emulated); a subject whose 16-bit score may have saturated is
+//                  aligned again by the 32-bit pass, in the same launch.
+//
+// Layout of one chunk (packed by the file-read callback): u32 offsets[nseq + 1] of the
+// subjects (sorted longest first), then at byte res_off the residues, one code a byte.
+// Profile of one query: signed char prof[32][mpad] (row = subject letter, column =
+// query position; padded positions hold a large negative score (-64), which cannot
+// raise any score). Scores go to scores[score_off + subject].
+//
+// Design: a group of `group` lanes (a power of two <= 32) aligns one subject. The query
+// is cut in strips of SW_R rows; lane g takes strips g, g + group, ... (one pass per
+// group*SW_R rows). Within a pass the lanes run as a wavefront: at step t lane g does
+// column t - g of its strip, getting the bottom row of the strip above (H, F) from lane
+// g - 1 by a shuffle; lane 0 reads it from `scratch` (the previous pass's bottom row,
+// written by the last lane). A strip's H and E stay in registers. The query profile is
+// staged in shared memory, qt <= SW_QT rows at a time, so any query length works; any
+// subject length works (a longer subject just takes longer).
+//
+// sw_search_dpx keeps that structure, but lane group k aligns subjects 2k (low
+// halfword) and 2k + 1 (high halfword) at once: every H, E, F of a strip, the values
+// shuffled between lanes and the scratch row hold both subjects' 16-bit values in one
+// 32-bit word, and one DPX instruction updates both: per cell pair
+//   E = max(E - extend, H_left - open - extend)          __viaddmax_s16x2
+//   F = max(F - extend, H_up - open - extend)            __viaddmax_s16x2
+//   H = max(H_diag + score, E, F, 0)                     __viaddmax_s16x2, __vimax_s16x2_relu
+//   H - open - extend (for the next row and column)      __viaddmax_s16x2 (max with -32768)
+//   best = max(best, H)                                  __vimax_s16x2_relu
+// The two subjects' scores come from the same int8 profile tile (two 16-byte loads,
+// then one byte permute with sign extension per row). Subjects are sorted longest first,
+// so the two of a pair have about the same length; the shorter one's columns past its
+// end score -64 (as padded query rows do), which cannot raise its score.
+// Saturation: E and F never fall below -(open + extend) - extend (E and F start at
+// -(open + extend), which is exact), so nothing wraps downwards. Upwards, no value
+// passes 32767 before some H reaches sat = 32767 - (the largest profile score): until
+// then every cell is exact. So a subject whose 16-bit best is < sat has its exact score;
+// one whose best reached sat (values past it may wrap, but best is a running max and
+// stays >= sat) is marked, and the block runs the 32-bit pass for the marked subjects
+// only (none, almost always: the branch costs two __syncthreads_or).
+//
+// The host compiles each kernel alone: it puts `#define SW_ONLY_PORTABLE` or
+// `#define SW_ONLY_DPX` before this source, so NVRTC builds only the kernel it loads.
+#ifndef SW_R
+#define SW_R 16  // a multiple of 16 (the DPX kernel loads its profile bytes 16 at a time)
+#endif
+#ifndef SW_EPOST
+#define SW_EPOST 1
+#endif
+#ifndef SW_BEST3
+#define SW_BEST3 1
+#endif
+#define SW_A 32
+#define SW_QT 1024
+#define SW_NEG (-(1 << 29))
+#define SW_PAD4 0xC0C0C0C0u  // four padded profile bytes: -64 each (the host's PAD)
+#define SW_NEG2 0x80008000u  // -32768 in both halfwords
+
+// Stages rows [t0, t0 + tl) of the profile in shared memory (all threads of the block).
+__device__ __forceinline__ void sw_stage_tile(signed char* sprof, const signed char* prof, unsigned mpad,
+                                              unsigned qt, unsigned t0, unsigned tl)
+{
+    __syncthreads();
+    const unsigned v = tl / 16;
+    for (unsigned k = threadIdx.x; k < SW_A * v; k += blockDim.x) {
+        const unsigned a = k / v, r = k - a * v;
+        reinterpret_cast<int4*>(sprof + a * qt)[r] = reinterpret_cast<const int4*>(prof + (size_t)a * mpad + t0)[r];
+    }
+    __syncthreads();
+}
+
+// The 32-bit pass: lane g of a group of `group` lanes aligns subject s[0, n) (n = 0: the
+// lane only takes part in the shuffles and barriers), with the subject's scratch row sc.
+// Every thread of the block must call it (it stages profile tiles with __syncthreads).
+// Returns the subject's score on every lane of the group.
+__device__ __forceinline__ int sw_pass32(signed char* sprof, const signed char* prof, unsigned mpad, unsigned qt,
+                                         unsigned group, unsigned g, const unsigned char* s, unsigned n, int2* sc,
+                                         int gap_oe, int gap_e)
+{
+    unsigned nw = n;  // longest subject of the warp: the loop bound all lanes share
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1) nw = max(nw, __shfl_xor_sync(0xffffffffu, nw, o));
+    const unsigned rows_per_pass = group * SW_R;
+    int best = 0;
+    for (unsigned t0 = 0; t0 < mpad; t0 += qt) {
+        const unsigned tl = min(qt, mpad - t0);
+        sw_stage_tile(sprof, prof, mpad, qt, t0, tl);
+        for (unsigned p0 = 0; p0 < tl; p0 += rows_per_pass) {
+            const unsigned r0 = p0 + g * SW_R;
+            const bool top_row = (t0 + p0) == 0;
+            int h[SW_R], e[SW_R];
+            #pragma unroll
+            for (int r = 0; r < SW_R; ++r) { h[r] = 0; e[r] = SW_NEG; }
+            int diag = 0, out_h = 0, out_f = SW_NEG;
+            const unsigned steps = nw + group - 1;
+            for (unsigned t = 0; t < steps; ++t) {
+                int in_h = __shfl_up_sync(0xffffffffu, out_h, 1, group);
+                int in_f = __shfl_up_sync(0xffffffffu, out_f, 1, group);
+                const int j = (int)t - (int)g;
+                if (j >= 0 && j < (int)n) {
+                    if (g == 0) {
+                        if (top_row) { in_h = 0; in_f = SW_NEG; }
+                        else { const int2 b = sc[j]; in_h = b.x; in_f = b.y; }
+                    }
+                    const unsigned c = s[j];
+                    int pw[SW_R / 4];
+                    #pragma unroll
+                    for (int k = 0; k < SW_R / 16; ++k) {
+                        const int4 pv = reinterpret_cast<const int4*>(sprof + c * qt + r0)[k];
+                        pw[4 * k] = pv.x; pw[4 * k + 1] = pv.y; pw[4 * k + 2] = pv.z; pw[4 * k + 3] = pv.w;
+                    }
+                    int f = in_f, hup = in_h, hd = diag;
+                    #pragma unroll
+                    for (int r = 0; r < SW_R; ++r) {
+                        const int w = (pw[r >> 2] << (24 - 8 * (r & 3))) >> 24;  // signed byte r
+                        const int en = max(e[r] - gap_e, h[r] - gap_oe);
+                        f = max(f - gap_e, hup - gap_oe);
+                        const int hn = max(max(hd + w, 0), max(en, f));
+                        hd = h[r];
+                        h[r] = hn;
+                        e[r] = en;
+                        hup = hn;
+                        best = max(best, hn);
+                    }
+                    diag = in_h;
+                    out_h = hup;
+                    out_f = f;
+                    if (g == group - 1) sc[j] = make_int2(hup, f);
+                }
+            }
+            __syncwarp();
+        }
+    }
+    for (unsigned o = group >> 1; o > 0; o >>= 1) best = max(best, __shfl_xor_sync(0xffffffffu, best, o, group));
+    return best;
+}
+
+#ifndef SW_ONLY_DPX
+// `sat` is sw_search_dpx's saturation threshold; the portable kernel has no use for it.
+extern "C" __global__ void __launch_bounds__(256) sw_search(
+    const unsigned char* __restrict__ chunk, unsigned nseq, unsigned res_off,
+    const signed char* __restrict__ profile, unsigned prof_off, unsigned mpad, unsigned group,
+    int gap_oe, int gap_e, int2* __restrict__ scratch, int* __restrict__ scores, unsigned score_off,
+    unsigned qt, unsigned long long cells, int sat)
+{
+    // qt = min(SW_QT, mpad): rows of a profile tile; dynamic shared memory SW_A * qt bytes.
+    (void)cells;  // for the simulator's cost model only
+    (void)sat;
+    extern __shared__ __align__(16) signed char sprof[];
+    const unsigned* offs = reinterpret_cast<const unsigned*>(chunk);
+    const unsigned gtid = blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned g = threadIdx.x & (group - 1);
+    const unsigned subj = gtid / group;
+    unsigned start = 0, n = 0;
+    if (subj < nseq) {
+        start = offs[subj];
+        n = offs[subj + 1] - start;
+    }
+    const int best = sw_pass32(sprof, profile + prof_off, mpad, qt, group, g, chunk + res_off + start, n,
+                               scratch + start, gap_oe, gap_e);
+    if (subj < nseq && g == 0) scores[score_off + subj] = best;
+}
+#endif  // SW_ONLY_DPX
+
+#ifndef SW_ONLY_PORTABLE
+// The 32-bit pass as one out-of-line copy for the DPX kernel's two rare calls (less code
+// to compile and no registers taken from the 16-bit loop).
+__device__ __noinline__ int sw_pass32_call(signed char* sprof, const signed char* prof, unsigned mpad, unsigned qt,
+                                           unsigned group, unsigned g, const unsigned char* s, unsigned n, int2* sc,
+                                           int gap_oe, int gap_e)
+{
+    return sw_pass32(sprof, prof, mpad, qt, group, g, s, n, sc, gap_oe, gap_e);
+}
+
+// Packed 16-bit operations (two signed halfwords a word): DPX instructions on sm_90 and
+// later, the same results from older SIMD intrinsics elsewhere.
+// max(a + b, c), each halfword (the sum wraps, as the DPX instruction's does).
+__device__ __forceinline__ unsigned sw_addmax2(unsigned a, unsigned b, unsigned c)
+{
+#if __CUDA_ARCH__ >= 900
+    return __viaddmax_s16x2(a, b, c);
+#else
+    return __vmaxs2(__vadd2(a, b), c);
+#endif
+}
+
+// max(a, b, 0), each halfword.
+__device__ __forceinline__ unsigned sw_max2_relu(unsigned a, unsigned b)
+{
+#if __CUDA_ARCH__ >= 900
+    return __vimax_s16x2_relu(a, b);
+#else
+    return __vmaxs2(__vmaxs2(a, b), 0u);
+#endif
+}
+
+// max(a, b, c, 0), each halfword.
+__device__ __forceinline__ unsigned sw_max3_relu(unsigned a, unsigned b, unsigned c)
+{
+#if __CUDA_ARCH__ >= 900
+    return __vimax3_s16x2_relu(a, b, c);
+#else
+    return __vmaxs2(__vmaxs2(a, b), __vmaxs2(c, 0u));
+#endif
+}
+
+// v in both halfwords.
+__device__ __forceinline__ unsigned sw_splat2(int v)
+{
+    return ((unsigned)v & 0xFFFFu) * 0x10001u;
+}
+
+// Signed byte k of a in the low halfword and signed byte k of b in the high one, each
+// sign-extended: PTX prmt, whose selector nibble 8 | i copies the sign of byte i.
+// sel = k | (8 | k) << 4 | (4 + k) << 8 | (12 + k) << 12 = 0xC480 + 0x1111 * k.
+__device__ __forceinline__ unsigned sw_pair2(unsigned a, unsigned b, unsigned sel)
+{
+    unsigned d;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+    return d;
+}
+
+extern "C" __global__ void __launch_bounds__(256) sw_search_dpx(
+    const unsigned char* __restrict__ chunk, unsigned nseq, unsigned res_off,
+    const signed char* __restrict__ profile, unsigned prof_off, unsigned mpad, unsigned group,
+    int gap_oe, int gap_e, int2* __restrict__ scratch, int* __restrict__ scores, unsigned score_off,
+    unsigned qt, unsigned long long cells, int sat)
+{
+    // The grid holds ceil(nseq / 2) groups; sat = 32767 - the largest profile score.
+    (void)cells;  // for the simulator's cost model only
+    extern __shared__ __align__(16) signed char sprof[];
+    const unsigned* offs = reinterpret_cast<const unsigned*>(chunk);
+    const signed char* prof = profile + prof_off;
+    const unsigned gtid = blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned g = threadIdx.x & (group - 1);
+    const unsigned sa = 2 * (gtid / group), sb = sa + 1;
+    unsigned start = 0, na = 0, nb = 0;
+    if (sa < nseq) {
+        start = offs[sa];
+        na = offs[sa + 1] - start;
+    }
+    if (sb < nseq) nb = offs[sb + 1] - offs[sb];
+    // Subject b follows subject a in the chunk; the pair's scratch row is their residues'.
+    const unsigned char* s_a = chunk + res_off + start;
+    const unsigned char* s_b = s_a + na;
+    uint2* sc = reinterpret_cast<uint2*>(scratch + start);
+    const unsigned np = max(na, nb);
+    unsigned nw = np;  // longest pair of the warp: the loop bound all lanes share
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1) nw = max(nw, __shfl_xor_sync(0xffffffffu, nw, o));
+    const unsigned rows_per_pass = group * SW_R;
+    const unsigned ngoe2 = sw_splat2(-gap_oe), nge2 = sw_splat2(-gap_e);
+    const uint4 pad = make_uint4(SW_PAD4, SW_PAD4, SW_PAD4, SW_PAD4);
+    unsigned best = 0;
+    for (unsigned t0 = 0; t0 < mpad; t0 += qt) {
+        const unsigned tl = min(qt, mpad - t0);
+        sw_stage_tile(sprof, prof, mpad, qt, t0, tl);
+        for (unsigned p0 = 0; p0 < tl; p0 += rows_per_pass) {
+            const unsigned r0 = p0 + g * SW_R;
+            const bool top_row = (t0 + p0) == 0;
+            // e[r] is E of row r's next cell (E starts at -(open + extend): exact, see above).
+            unsigned h[SW_R], e[SW_R];
+#if !SW_EPOST
+            unsigned hg[SW_R];
+            #pragma unroll
+            for (int r = 0; r < SW_R; ++r) hg[r] = ngoe2;
+#endif
+            #pragma unroll
+            for (int r = 0; r < SW_R; ++r) { h[r] = 0; e[r] = ngoe2; }
+            unsigned diag = 0, out_h = 0, out_f = ngoe2;
+            const unsigned steps = nw + group - 1;
+            for (unsigned t = 0; t < steps; ++t) {
+                unsigned in_h = __shfl_up_sync(0xffffffffu, out_h, 1, group);
+                unsigned in_f = __shfl_up_sync(0xffffffffu, out_f, 1, group);
+                const int j = (int)t - (int)g;
+                if (j >= 0 && j < (int)np) {
+                    if (g == 0) {
+                        if (top_row) { in_h = 0; in_f = ngoe2; }
+                        else { const uint2 b = sc[j]; in_h = b.x; in_f = b.y; }
+                    }
+                    // The strip's profile bytes for both subjects' letters (16 a load).
+                    const uint4* ra = reinterpret_cast<const uint4*>(sprof + (j < (int)na ? s_a[j] * qt + r0 : 0));
+                    const uint4* rb = reinterpret_cast<const uint4*>(sprof + (j < (int)nb ? s_b[j] * qt + r0 : 0));
+                    unsigned wa[SW_R / 4], wb[SW_R / 4];
+                    #pragma unroll
+                    for (int k = 0; k < SW_R / 16; ++k) {
+                        const uint4 pa = j < (int)na ? ra[k] : pad, pb = j < (int)nb ? rb[k] : pad;
+                        wa[4 * k] = pa.x; wa[4 * k + 1] = pa.y; wa[4 * k + 2] = pa.z; wa[4 * k + 3] = pa.w;
+                        wb[4 * k] = pb.x; wb[4 * k + 1] = pb.y; wb[4 * k + 2] = pb.z; wb[4 * k + 3] = pb.w;
+                    }
+                    unsigned f = in_f, hd = diag;
+                    unsigned hgu = sw_addmax2(in_h, ngoe2, SW_NEG2);  // H_up - open - extend
+                    #pragma unroll
+                    for (int r = 0; r < SW_R; ++r) {
+                        const unsigned w = sw_pair2(wa[r >> 2], wb[r >> 2], 0xC480u + 0x1111u * (unsigned)(r & 3));
+#if SW_EPOST
+                        f = sw_addmax2(f, nge2, hgu);
+                        const unsigned hn = sw_max2_relu(sw_addmax2(hd, w, e[r]), f);
+                        hd = h[r];
+                        h[r] = hn;
+                        // H - open - extend serves this column's next row (F) and this
+                        // row's next column (E): E is updated here for the next cell.
+                        hgu = sw_addmax2(hn, ngoe2, SW_NEG2);
+                        e[r] = sw_addmax2(e[r], nge2, hgu);
+#else
+                        const unsigned en = sw_addmax2(e[r], nge2, hg[r]);
+                        f = sw_addmax2(f, nge2, hgu);
+                        const unsigned hn = sw_max2_relu(sw_addmax2(hd, w, en), f);
+                        hd = h[r];
+                        h[r] = hn;
+                        e[r] = en;
+                        hgu = sw_addmax2(hn, ngoe2, SW_NEG2);
+                        hg[r] = hgu;
+#endif
+#if SW_BEST3
+                        if (r & 1) best = sw_max3_relu(best, h[r - 1], hn);
+#else
+                        best = sw_max2_relu(best, hn);
+#endif
+                    }
+                    diag = in_h;
+                    out_h = h[SW_R - 1];
+                    out_f = f;
+                    if (g == group - 1) sc[j] = make_uint2(out_h, f);
+                }
+            }
+            __syncwarp();
+        }
+    }
+    for (unsigned o = group >> 1; o > 0; o >>= 1) best = sw_max2_relu(best, __shfl_xor_sync(0xffffffffu, best, o, group));
+    const int best_a = (int)(short)(unsigned short)(best & 0xFFFFu);
+    const int best_b = (int)(short)(unsigned short)(best >> 16);
+    const bool need_a = sa < nseq && best_a >= sat;
+    const bool need_b = sb < nseq && best_b >= sat;
+    if (g == 0) {
+        if (sa < nseq && !need_a) scores[score_off + sa] = best_a;
+        if (sb < nseq && !need_b) scores[score_off + sb] = best_b;
+    }
+    // The 32-bit pass for the subjects marked (block-uniform branches: it stages profile
+    // tiles with __syncthreads, and overwrites the scratch rows, which are done with).
+    if (__syncthreads_or(need_a)) {
+        const int b32 =
+            sw_pass32_call(sprof, prof, mpad, qt, group, g, s_a, need_a ? na : 0u, scratch + start, gap_oe, gap_e);
+        if (need_a && g == 0) scores[score_off + sa] = b32;
+    }
+    if (__syncthreads_or(need_b)) {
+        const int b32 =
+            sw_pass32_call(sprof, prof, mpad, qt, group, g, s_b, need_b ? nb : 0u, scratch + start + na, gap_oe, gap_e);
+        if (need_b && g == 0) scores[score_off + sb] = b32;
+    }
+}
+#endif  // SW_ONLY_PORTABLE
