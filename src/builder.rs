@@ -101,6 +101,22 @@ impl Builder {
         self
     }
 
+    /// Use every GPU the backend has: on CUDA those the driver lists (as
+    /// `CUDA_VISIBLE_DEVICES` selects them), on the sim its profile's. Ranks of a cluster
+    /// that share a host take its GPUs in equal shares (each rank one of them, shared,
+    /// where the host has fewer GPUs than ranks).
+    ///
+    /// ```
+    /// use chariot::{Backend, Scheduler};
+    /// let s = Scheduler::builder().backend(Backend::Sim).all_gpus().build()?;
+    /// assert_eq!(s.gpu_count(), chariot::sim::SimProfile::h100().gpus);
+    /// # Ok::<(), chariot::Error>(())
+    /// ```
+    pub fn all_gpus(mut self) -> Self {
+        self.gpus = Gpus::All;
+        self
+    }
+
     /// Use exactly these GPU ordinals, in this order.
     pub fn gpu_list(mut self, ordinals: impl IntoIterator<Item = usize>) -> Self {
         self.gpus = Gpus::List(ordinals.into_iter().collect());
@@ -231,7 +247,7 @@ impl Builder {
                     return Err(Self::invalid("gpu_list", v, "distinct ordinals"));
                 }
             }
-            Gpus::Count(_) => {}
+            Gpus::Count(_) | Gpus::All => {}
         }
         if let Some(s) = self.streams.filter(|s| !(1..=64).contains(s)) {
             return Err(Self::invalid("streams", s, "1..=64 streams per GPU"));
@@ -360,13 +376,14 @@ impl Builder {
         self
     }
 
-    /// The GPUs asked for, or, for ranks sharing a host that asked for a count, this
-    /// rank's own: rank l of the host takes ordinals l·n .. l·n + n, where the host has
-    /// that many for every rank (else every rank takes the first n, sharing them).
+    /// The GPUs asked for, or, for ranks sharing a host that asked for a count or for
+    /// all, this rank's own: rank l of the host takes ordinals l·n .. l·n + n, where the
+    /// host has that many for every rank (else every rank takes the first n, sharing
+    /// them); for all, n is the host's GPUs over its ranks (at least one: with fewer GPUs
+    /// than ranks, rank l takes GPU l mod the GPUs).
     fn rank_gpus(&self, backend: &Backend) -> Gpus {
         let (local, on_host) = (self.rank_on_host(), self.ranks_on_host());
-        let Gpus::Count(n) = self.gpus else { return self.gpus.clone() };
-        if on_host < 2 {
+        if on_host < 2 || matches!(self.gpus, Gpus::List(_)) {
             return self.gpus.clone();
         }
         // Only for ranks sharing a host: counting CUDA's devices costs a driver probe.
@@ -375,6 +392,13 @@ impl Builder {
             Backend::Sim => crate::backend::SimProfile::h100().gpus,
             Backend::SimWith(p) => p.gpus,
             Backend::Auto => 0,
+        };
+        let n = match self.gpus {
+            Gpus::Count(n) => n,
+            Gpus::All if available == 0 => return Gpus::All, // opening reports no GPU
+            Gpus::All if available < on_host => return Gpus::List(vec![local % available]),
+            Gpus::All => available / on_host,
+            Gpus::List(_) => return self.gpus.clone(),
         };
         if n.saturating_mul(on_host) <= available {
             return Gpus::List((local * n..local * n + n).collect());

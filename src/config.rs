@@ -13,6 +13,8 @@ pub(crate) enum Gpus {
     Count(usize),
     /// These ordinals, in this order.
     List(Vec<usize>),
+    /// Every GPU the backend has.
+    All,
 }
 
 impl Gpus {
@@ -23,6 +25,8 @@ impl Gpus {
         match self {
             Gpus::Count(n) if *n > available => Err(Error::NoSuchGpu { ordinal: available, available, backend }),
             Gpus::Count(n) => Ok((0..*n).collect()),
+            Gpus::All if available == 0 => Err(Error::NoSuchGpu { ordinal: 0, available, backend }),
+            Gpus::All => Ok((0..available).collect()),
             Gpus::List(v) => match v.iter().find(|&&o| o >= available) {
                 Some(&ordinal) => Err(Error::NoSuchGpu { ordinal, available, backend }),
                 None => Ok(v.clone()),
@@ -152,5 +156,8 @@ mod test {
         let e = Gpus::List(vec![1, 9, 3]).resolve(8, "cuda").unwrap_err();
         assert!(matches!(e, Error::NoSuchGpu { ordinal: 9, available: 8, backend: "cuda" }), "{e:?}");
         assert_eq!(Gpus::List(vec![3, 1]).resolve(8, "sim").ok(), Some(vec![3, 1]));
+        assert_eq!(Gpus::All.resolve(3, "cuda").ok(), Some(vec![0, 1, 2]));
+        let e = Gpus::All.resolve(0, "cuda").unwrap_err();
+        assert!(matches!(e, Error::NoSuchGpu { ordinal: 0, available: 0, backend: "cuda" }), "{e:?}");
     }
 }

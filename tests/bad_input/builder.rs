@@ -41,6 +41,9 @@ fn more_gpus_than_exist_is_no_such_gpu() {
         Scheduler::builder().backend(two.clone()).gpus(3).build().unwrap_err(),
         Error::NoSuchGpu { ordinal: 2, available: 2, .. }
     ));
+    // All of them: the profile's two.
+    let s = Scheduler::builder().backend(two.clone()).all_gpus().build().unwrap();
+    assert_eq!(s.gpu_info().iter().map(|g| g.ordinal).collect::<Vec<_>>(), vec![0, 1]);
     // A valid list is used in its order.
     let s = Scheduler::builder().backend(two).gpu_list([1, 0]).build().unwrap();
     assert_eq!(s.gpu_info().iter().map(|g| g.ordinal).collect::<Vec<_>>(), vec![1, 0]);

@@ -257,7 +257,7 @@ fn bench_one(a: &BenchArgs, index: &db::DbIndex, m: &Matrix, q1: &[Query], c: &B
     let kernels = opt.kernels.map_or("auto".to_string(), |k| k.to_string());
     println!(
         "{cfg:>9}: D = {}, S = {s}, {name}, {kernels} kernel(s) at once: {wall:.1} ms, {:.1} GCUPS, total/slowest stage {:.3}",
-        opt.gpus,
+        o.report.gpus.len(),
         o.gcups(),
         wall * 1e6 / o.slowest_busy_ns().max(1) as f64
     );
@@ -277,9 +277,9 @@ fn bench_one(a: &BenchArgs, index: &db::DbIndex, m: &Matrix, q1: &[Query], c: &B
     let row = Row {
         cfg: cfg.to_string(),
         kind: kind.to_string(),
-        gpus: opt.gpus,
+        gpus: o.report.gpus.len(),
         streams: s,
-        readers: opt.gpus * s,
+        readers: o.report.gpus.len() * s,
         order: name,
         wall_ms: wall,
         makespan_ms: Some(o.report.makespan_ms()),

@@ -37,8 +37,10 @@ pub struct Common {
     /// residues, and a prepared database's chunks at most 4× the mean chunk's residues).
     #[arg(long, default_value_t = 8192, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub chunk: u32,
-    /// GPUs D.
-    #[arg(long, default_value_t = 1)]
+    /// GPUs D: a count, or all: every GPU CUDA lists here (CUDA_VISIBLE_DEVICES selects
+    /// them; under mpirun each rank takes its share of its host's); on the simulator, all
+    /// is one.
+    #[arg(long, default_value = "all", value_parser = parse_gpus)]
     pub gpus: usize,
     /// Backend: auto, cuda, sim (modeled H100), sim-instant (no modeled time).
     #[arg(long, default_value = "auto", value_parser = ["auto", "cuda", "sim", "sim-instant"])]
@@ -244,6 +246,17 @@ pub fn backend(name: &str) -> Backend {
     }
 }
 
+/// `--gpus`: `all` (0 in [`Options::gpus`]) or a count of 1 or more.
+fn parse_gpus(v: &str) -> Result<usize, String> {
+    match v {
+        "all" => Ok(0),
+        _ => match v.parse::<usize>() {
+            Ok(n) if n >= 1 => Ok(n),
+            _ => Err(format!("gpus = {v:?}; allowed: all, or a count of 1 or more")),
+        },
+    }
+}
+
 /// `--order`, by chariot's one parser of order names: another name is a usage error.
 pub fn order(name: &str) -> Result<Order, String> {
     name.parse::<Order>().map_err(|e| e.to_string())
@@ -429,7 +442,7 @@ pub fn run_search(a: SearchArgs) -> Result<(), String> {
             "backend {} ({}), D = {}, S = {}, order {}, {} slots: {:.3} s, {:.1} GCUPS",
             o.report.backend,
             o.report.gpus.join(", "),
-            a.common.gpus,
+            o.report.gpus.len(),
             o.report.streams,
             a.order,
             o.slots,

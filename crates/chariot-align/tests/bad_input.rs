@@ -34,6 +34,11 @@ fn the_tools_refuse_bad_arguments_and_files() {
         (vec!["search", "-q", "q.fa", "-d", "db.fa", "--comp-based-stats", "2"], "--comp-based-stats"),
         (vec!["search", "-q", "q.fa", "-d", "db.fa", "--seg", "maybe"], "--seg"),
         (vec!["search", "-q", "q.fa", "-d", "db.fa", "--db-on-gpu", "maybe"], "--db-on-gpu maybe: auto, yes or no"),
+        (
+            vec!["search", "-q", "q.fa", "-d", "db.fa", "--gpus", "0"],
+            "gpus = \"0\"; allowed: all, or a count of 1 or more",
+        ),
+        (vec!["bench", "-q", "q.fa", "-d", "db.fa", "--gpus", "two"], "gpus = \"two\"; allowed: all"),
     ] {
         let args: Vec<_> = args.into_iter().map(os).collect();
         let (code, err) = run_tool(&args);

@@ -48,7 +48,7 @@ pub struct Query {
 pub struct Options {
     /// Backend.
     pub backend: Backend,
-    /// D.
+    /// D; 0: every GPU CUDA lists (one on the simulator).
     pub gpus: usize,
     /// S (`None`: chariot chooses).
     pub streams: Option<usize>,

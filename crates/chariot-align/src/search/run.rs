@@ -10,7 +10,7 @@ use crate::matrix::Matrix;
 use crate::output::Output;
 use crate::sw::{self, KernelKind, Role};
 use chariot::report::Report;
-use chariot::{Arg, Scheduler};
+use chariot::{Arg, Backend, Scheduler};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
@@ -35,8 +35,13 @@ pub fn search_to(
 ) -> Result<Outcome, String> {
     let profiles = Profiles::new(queries, matrix)?;
     let nq = queries.len();
-    let mut builder =
-        Scheduler::builder().backend(opt.backend.clone()).gpus(opt.gpus).order(opt.order).adapt(opt.adapt);
+    let mut builder = Scheduler::builder().backend(opt.backend.clone()).order(opt.order).adapt(opt.adapt);
+    builder = match (opt.gpus, &opt.backend) {
+        (0, Backend::Cuda) => builder.all_gpus(),
+        (0, Backend::Auto) if Backend::cuda_devices().is_ok() => builder.all_gpus(),
+        (0, _) => builder.gpus(1), // the simulator models as many GPUs as asked: one
+        (n, _) => builder.gpus(n),
+    };
     if let Some(s) = opt.streams {
         builder = builder.streams(s);
     }
