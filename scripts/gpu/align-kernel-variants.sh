@@ -38,16 +38,16 @@ gcups() { grep -m1 -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$1" | awk '{print $3}' || tru
 search_s() { grep -m1 -oE '[0-9.]+ s, [0-9.]+ GCUPS' "$1" | awk '{print $1}' || true; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", b-a}'; }
 
-make_db() { # name: generated and prepared once
-  local db=$1
+make_db() { # name: generated and prepared once, by the first variant's build
+  local db=$1 ca="$B/chariot-align-${VARIANTS%% *}"
   [ -s "$W/$db.cadb" ] && return 0
   case $db in
-    pseudo256) "$B/chariot-align-old" generate --sequences 1000000 --mean 256 --sigma 0 --min 256 --max 256 --out "$W/$db.fa" --quiet ;;
-    pseudo1024) "$B/chariot-align-old" generate --sequences 250000 --mean 1024 --sigma 0 --min 1024 --max 1024 --out "$W/$db.fa" --quiet ;;
-    paper) "$B/chariot-align-old" generate --sequences 536000 --out "$W/$db.fa" --quiet ;;
+    pseudo256) "$ca" generate --sequences 1000000 --mean 256 --sigma 0 --min 256 --max 256 --out "$W/$db.fa" --quiet ;;
+    pseudo1024) "$ca" generate --sequences 250000 --mean 1024 --sigma 0 --min 1024 --max 1024 --out "$W/$db.fa" --quiet ;;
+    paper) "$ca" generate --sequences 536000 --out "$W/$db.fa" --quiet ;;
     *) echo "DBS: unknown database $db (allowed: pseudo256, pseudo1024, paper)"; return 1 ;;
   esac
-  "$B/chariot-align-old" makedb -d "$W/$db.fa" -o "$W/$db.cadb" --no-progress > "$L/makedb-$db.log" 2>&1
+  "$ca" makedb -d "$W/$db.fa" -o "$W/$db.cadb" --no-progress > "$L/makedb-$db.log" 2>&1
   rm -f "$W/$db.fa"
 }
 

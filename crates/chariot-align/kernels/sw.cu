@@ -14,15 +14,16 @@
 // query position; padded positions hold a large negative score (-64), which cannot
 // raise any score). Scores go to scores[score_off + subject].
 //
-// Design: a group of `group` lanes (a power of two, at most the host's MAX_GROUP) aligns one subject. The query
-// is cut in strips of R rows (16 for queries of at most the host's SHORT_QUERY residues,
-// 32 for longer ones: the `strip` argument); lane g takes strips g, g + group, ... (one
-// pass per group*R rows). Within a pass the lanes run as a wavefront: at step t lane g does
-// column t - g of its strip, getting the bottom row of the strip above (H, F) from lane
-// g - 1 by a shuffle; lane 0 reads it from `scratch` (the previous pass's bottom row,
-// written by the last lane). A strip's H and E stay in registers. The query profile is
-// staged in shared memory, qt <= SW_QT rows at a time, so any query length works; any
-// subject length works (a longer subject just takes longer).
+// Design: a group of `group` lanes (a power of two <= 32) aligns one subject. The query
+// is cut in strips of R rows (the `strip` argument: 16 for queries of at most the host's
+// SHORT_QUERY residues, 32 with at most 8 lanes for longer ones); lane g takes strips g,
+// g + group, ... (one pass per group*R rows). Within a pass the lanes run as a
+// wavefront: at step t lane g does column t - g of its strip, getting the bottom row of
+// the strip above (H, F) from lane g - 1 by a shuffle; lane 0 reads it from `scratch`
+// (the previous pass's bottom row, written by the last lane). A strip's H and E stay in
+// registers. The query profile is staged in shared memory, qt <= SW_QT rows at a time,
+// so any query length works; any subject length works (a longer subject just takes
+// longer).
 //
 // sw_search_dpx keeps that structure, but lane group k aligns subjects 2k (low
 // halfword) and 2k + 1 (high halfword) at once: every H, E, F of a strip, the values
@@ -33,7 +34,8 @@
 //   H = max(H_diag + score, E, F, 0)                     __viaddmax_s16x2, __vimax_s16x2_relu
 //   H - open - extend (for the next row and column)      __viaddmax_s16x2 (max with -32768)
 //   best = max(best, H)                                  __vimax_s16x2_relu
-// The two subjects' scores come from the same int8 profile tile (16-byte loads,
+// (with 32-row strips E is computed for the next column as each H is: the same values,
+// one array of registers fewer). The two subjects' scores come from the same int8 profile tile (16-byte loads,
 // then one byte permute with sign extension per row). Subjects are sorted longest first,
 // so the two of a pair have about the same length; the shorter one's columns past its
 // end score -64 (as padded query rows do), which cannot raise its score.
@@ -155,8 +157,10 @@ extern "C" __global__ void __launch_bounds__(256) sw_search(
         n = offs[subj + 1] - start;
     }
     const unsigned char* s = chunk + res_off + start;
-    const int best = strip == 16 ? sw_pass32<16>(sprof, profile + prof_off, mpad, qt, group, g, s, n, scratch + start, gap_oe, gap_e)
-                                 : sw_pass32<32>(sprof, profile + prof_off, mpad, qt, group, g, s, n, scratch + start, gap_oe, gap_e);
+    const signed char* prof = profile + prof_off;
+    int2* sc = scratch + start;
+    const int best = strip == 16 ? sw_pass32<16>(sprof, prof, mpad, qt, group, g, s, n, sc, gap_oe, gap_e)
+                                 : sw_pass32<32>(sprof, prof, mpad, qt, group, g, s, n, sc, gap_oe, gap_e);
     if (subj < nseq && g == 0) scores[score_off + subj] = best;
 }
 #endif  // SW_ONLY_DPX
@@ -340,8 +344,9 @@ extern "C" __global__ void __launch_bounds__(256) sw_search_dpx(
     // tiles with __syncthreads, and overwrites the scratch rows, which are done with).
     if (__syncthreads_or(need_a)) {
         const unsigned n = need_a ? na : 0u;
-        const int b32 = strip == 16 ? sw_pass32_call<16>(sprof, prof, mpad, qt, group, g, s_a, n, scratch + start, gap_oe, gap_e)
-                                    : sw_pass32_call<32>(sprof, prof, mpad, qt, group, g, s_a, n, scratch + start, gap_oe, gap_e);
+        int2* sc_a = scratch + start;
+        const int b32 = strip == 16 ? sw_pass32_call<16>(sprof, prof, mpad, qt, group, g, s_a, n, sc_a, gap_oe, gap_e)
+                                    : sw_pass32_call<32>(sprof, prof, mpad, qt, group, g, s_a, n, sc_a, gap_oe, gap_e);
         if (need_a && g == 0) scores[score_off + sa] = b32;
     }
     if (__syncthreads_or(need_b)) {

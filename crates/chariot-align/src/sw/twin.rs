@@ -115,7 +115,8 @@ pub fn align_pair16(p: &Profile, a: &[u8], b: &[u8], gaps: Gaps, row: &mut Vec<(
     row.resize(np, (0, ngoe2));
     let mut best = 0u32;
     for r0 in (0..p.mpad).step_by(p.strip) {
-        // e[r]: E of row r's next cell, updated as each H is computed (as the kernel does).
+        // e[r]: E of row r's next cell, updated as each H is computed (as the kernel does with
+        // 32-row strips; with 16-row ones it computes E first: the same values).
         let (mut h, mut e) = ([0u32; MAX_STRIP], [ngoe2; MAX_STRIP]);
         let mut diag = 0u32;
         for (j, cell) in row.iter_mut().enumerate() {
