@@ -23,7 +23,7 @@
 #define __device__
 #define __forceinline__ inline
 #define __noinline__ __attribute__((noinline))
-#define __launch_bounds__(x)
+#define __launch_bounds__(...)
 #define __restrict__ __restrict
 #define __shared__
 #define __align__(n) __attribute__((aligned(n)))
@@ -95,6 +95,9 @@ static inline unsigned pk(int l, int h) { return (unsigned)(unsigned short)(shor
 }
 [[maybe_unused]] static unsigned __vimax_s16x2_relu(unsigned a, unsigned b) {
     return pk(std::max({(int)lo(a), (int)lo(b), 0}), std::max({(int)hi(a), (int)hi(b), 0}));
+}
+[[maybe_unused]] static unsigned __vimax3_s16x2_relu(unsigned a, unsigned b, unsigned c) {
+    return pk(std::max({(int)lo(a), (int)lo(b), (int)lo(c), 0}), std::max({(int)hi(a), (int)hi(b), (int)hi(c), 0}));
 }
 [[maybe_unused]] static unsigned __vmaxs2(unsigned a, unsigned b) { return pk(std::max(lo(a), lo(b)), std::max(hi(a), hi(b))); }
 [[maybe_unused]] static unsigned __vadd2(unsigned a, unsigned b) { return pk((short)(lo(a) + lo(b)), (short)(hi(a) + hi(b))); }

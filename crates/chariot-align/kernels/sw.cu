@@ -23,22 +23,34 @@
 // (the previous pass's bottom row, written by the last lane). A strip's H and E stay in
 // registers. The query profile is staged in shared memory, qt <= SW_QT rows at a time,
 // so any query length works; any subject length works (a longer subject just takes
-// longer).
+// longer). Shared memory also holds a pad row (qt bytes of -64) after the tile's SW_A
+// letter rows.
 //
 // sw_search_dpx keeps that structure, but lane group k aligns subjects 2k (low
 // halfword) and 2k + 1 (high halfword) at once: every H, E, F of a strip, the values
 // shuffled between lanes and the scratch row hold both subjects' 16-bit values in one
-// 32-bit word, and one DPX instruction updates both: per cell pair
-//   E = max(E - extend, H_left - open - extend)          __viaddmax_s16x2
-//   F = max(F - extend, H_up - open - extend)            __viaddmax_s16x2
-//   H = max(H_diag + score, E, F, 0)                     __viaddmax_s16x2, __vimax_s16x2_relu
-//   H - open - extend (for the next row and column)      __viaddmax_s16x2 (max with -32768)
-//   best = max(best, H)                                  __vimax_s16x2_relu
+// 32-bit word, and one instruction updates both: per cell pair
+//   the pair's two scores                                prmt                      (ALU pipe)
+//   E = max(E - extend, H_left - open - extend)          __viaddmax_s16x2          (ALU)
+//   F = max(F - extend, H_up - open - extend)            __viaddmax_s16x2          (ALU)
+//   H = max(F, E, H_diag + score, 0)                     __vadd2 (FMA pipe), __vimax3_s16x2_relu (ALU)
+//   H - open - extend (for the next row and column)      __vadd2 (FMA: H >= 0, no wrap)
+//   best = max(best, H)                                  __vimax_s16x2_relu (ptxas pairs rows in a __vimax3)
 // (with 32-row strips E is computed for the next column as each H is: the same values,
-// one array of registers fewer). The two subjects' scores come from the same int8 profile tile (16-byte loads,
-// then one byte permute with sign extension per row). Subjects are sorted longest first,
-// so the two of a pair have about the same length; the shorter one's columns past its
-// end score -64 (as padded query rows do), which cannot raise its score.
+// one array of registers fewer). The ALU pipe issues at half the rate of the scheduler
+// and bounds the loop (an H200 under Nsight Compute: 86 % busy when every add was
+// fused into a DPX max), so each add that needs no max runs on the FMA pipe; ptxas fuses
+// an add into a following two-way max, so H's three-way max takes the sum last, where
+// ptxas leaves it. Every lane computes every step, with no branch around the
+// registers' updates (a branch costs a copy of every register it merges): a column
+// outside a subject, before the lane's first column or past the pair's end, reads the pad
+// row, which leaves a lane's starting values as they are before its first column and
+// cannot raise its best after the end. Two arrays of H take turns, step by step, so no
+// step copies H (hence an even number of steps: one more past the end when odd).
+// The two subjects' scores come from the same int8 profile tile (16-byte loads, then one
+// byte permute with sign extension per row). Subjects are sorted longest first, so the
+// two of a pair have about the same length; the shorter one's columns past its end score
+// -64 (as padded query rows do), which cannot raise its score.
 // Saturation: E and F never fall below -(open + extend) - extend (E and F start at
 // -(open + extend), which is exact), so nothing wraps downwards. Upwards, no value
 // passes 32767 before some H reaches sat = 32767 - (the largest profile score): until
@@ -53,7 +65,6 @@
 #define SW_QT 1024
 #define SW_NEG (-(1 << 29))
 #define SW_PAD4 0xC0C0C0C0u  // four padded profile bytes: -64 each (the host's PAD)
-#define SW_NEG2 0x80008000u  // -32768 in both halfwords
 
 // Stages rows [t0, t0 + tl) of the profile in shared memory (all threads of the block).
 __device__ __forceinline__ void sw_stage_tile(signed char* sprof, const signed char* prof, unsigned mpad,
@@ -65,6 +76,8 @@ __device__ __forceinline__ void sw_stage_tile(signed char* sprof, const signed c
         const unsigned a = k / v, r = k - a * v;
         reinterpret_cast<int4*>(sprof + a * qt)[r] = reinterpret_cast<const int4*>(prof + (size_t)a * mpad + t0)[r];
     }
+    for (unsigned r = threadIdx.x; r < v; r += blockDim.x)
+        reinterpret_cast<uint4*>(sprof + SW_A * qt)[r] = make_uint4(SW_PAD4, SW_PAD4, SW_PAD4, SW_PAD4);
     __syncthreads();
 }
 
@@ -198,6 +211,24 @@ __device__ __forceinline__ unsigned sw_max2_relu(unsigned a, unsigned b)
 #endif
 }
 
+// a + b, each halfword (wrapping). On sm_90 this runs on the FMA pipe, beside the DPX
+// operations on the ALU pipe, which bounds the kernel: every add that needs no max is
+// one of these.
+__device__ __forceinline__ unsigned sw_add2(unsigned a, unsigned b)
+{
+    return __vadd2(a, b);
+}
+
+// max(a, b, c, 0), each halfword.
+__device__ __forceinline__ unsigned sw_max3_relu(unsigned a, unsigned b, unsigned c)
+{
+#if __CUDA_ARCH__ >= 900
+    return __vimax3_s16x2_relu(a, b, c);
+#else
+    return __vmaxs2(__vmaxs2(__vmaxs2(a, b), c), 0u);
+#endif
+}
+
 // v in both halfwords.
 __device__ __forceinline__ unsigned sw_splat2(int v)
 {
@@ -224,7 +255,6 @@ __device__ __forceinline__ unsigned sw_dpx_passes(signed char* sprof, const sign
                                                   const unsigned char* s_b, uint2* sc, unsigned ngoe2, unsigned nge2)
 {
     const unsigned rows_per_pass = group * R;
-    const uint4 pad = make_uint4(SW_PAD4, SW_PAD4, SW_PAD4, SW_PAD4);
     unsigned best = 0;
     for (unsigned t0 = 0; t0 < mpad; t0 += qt) {
         const unsigned tl = min(qt, mpad - t0);
@@ -236,61 +266,73 @@ __device__ __forceinline__ unsigned sw_dpx_passes(signed char* sprof, const sign
             // dependency less a cell); 32-row strips have no registers for a third array:
             // e[r] is then E of row r's next cell, updated as H is computed. E starts at
             // -(open + extend), which is exact (see above).
-            unsigned h[R], e[R], hg[R <= 16 ? R : 1];
+            unsigned h0[R], h1[R], e[R], hg[R <= 16 ? R : 1];
             #pragma unroll
-            for (int r = 0; r < R; ++r) { h[r] = 0; e[r] = ngoe2; if constexpr (R <= 16) hg[r] = ngoe2; }
+            for (int r = 0; r < R; ++r) { h0[r] = 0; h1[r] = 0; e[r] = ngoe2; if constexpr (R <= 16) hg[r] = ngoe2; }
             unsigned diag = 0, out_h = 0, out_f = ngoe2;
             const unsigned steps = nw + group - 1;
-            for (unsigned t = 0; t < steps; ++t) {
+            // One column step: H of the column before in hp, this column's into hc.
+            // A column's letters (the pad row's index outside a subject) and lane 0's cell of
+            // the scratch row are loaded a step ahead, so that their global loads' latency
+            // hides behind a step's arithmetic.
+            auto letter = [](int j, const unsigned char* s, unsigned n) {
+                return j >= 0 && j < (int)n ? (unsigned)s[j] : (unsigned)SW_A;
+            };
+            auto cell = [&](int j) {
+                return g == 0 && !top_row && j >= 0 && j < (int)np ? sc[j] : make_uint2(0, ngoe2);
+            };
+            unsigned ca_next = letter(-(int)g, s_a, na), cb_next = letter(-(int)g, s_b, nb);
+            uint2 cell_next = cell(-(int)g);
+            auto step = [&](unsigned t, const unsigned (&hp)[R], unsigned (&hc)[R]) {
                 unsigned in_h = __shfl_up_sync(0xffffffffu, out_h, 1, group);
                 unsigned in_f = __shfl_up_sync(0xffffffffu, out_f, 1, group);
                 const int j = (int)t - (int)g;
-                if (j >= 0 && j < (int)np) {
-                    if (g == 0) {
-                        if (top_row) { in_h = 0; in_f = ngoe2; }
-                        else { const uint2 b = sc[j]; in_h = b.x; in_f = b.y; }
+                const bool live = j >= 0 && j < (int)np;
+                const unsigned ca = ca_next, cb = cb_next;
+                if (g == 0) { in_h = cell_next.x; in_f = cell_next.y; }  // 0, -(open + extend) on the top row
+                ca_next = letter(j + 1, s_a, na);
+                cb_next = letter(j + 1, s_b, nb);
+                cell_next = cell(j + 1);
+                const uint4* ra = reinterpret_cast<const uint4*>(sprof + ca * qt + r0);
+                const uint4* rb = reinterpret_cast<const uint4*>(sprof + cb * qt + r0);
+                unsigned f = in_f;
+                unsigned hgu = sw_add2(in_h, ngoe2);  // H_up - open - extend
+                unsigned wa[4], wb[4];  // 16 rows' profile bytes of each subject at a time
+                #pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    if ((r & 15) == 0) {
+                        const uint4 pa = ra[r >> 4], pb = rb[r >> 4];
+                        wa[0] = pa.x; wa[1] = pa.y; wa[2] = pa.z; wa[3] = pa.w;
+                        wb[0] = pb.x; wb[1] = pb.y; wb[2] = pb.z; wb[3] = pb.w;
                     }
-                    // The strip's profile bytes for both subjects' letters (16 a load).
-                    const uint4* ra = reinterpret_cast<const uint4*>(sprof + (j < (int)na ? s_a[j] * qt + r0 : 0));
-                    const uint4* rb = reinterpret_cast<const uint4*>(sprof + (j < (int)nb ? s_b[j] * qt + r0 : 0));
-                    unsigned wa[R / 4], wb[R / 4];
-                    #pragma unroll
-                    for (int k = 0; k < R / 16; ++k) {
-                        const uint4 pa = j < (int)na ? ra[k] : pad, pb = j < (int)nb ? rb[k] : pad;
-                        wa[4 * k] = pa.x; wa[4 * k + 1] = pa.y; wa[4 * k + 2] = pa.z; wa[4 * k + 3] = pa.w;
-                        wb[4 * k] = pb.x; wb[4 * k + 1] = pb.y; wb[4 * k + 2] = pb.z; wb[4 * k + 3] = pb.w;
+                    const unsigned sel = 0xC480u + 0x1111u * (unsigned)(r & 3);
+                    const unsigned w = sw_pair2(wa[(r >> 2) & 3], wb[(r >> 2) & 3], sel);
+                    const unsigned hd = r == 0 ? diag : hp[r - 1];
+                    if constexpr (R <= 16) {
+                        const unsigned en = sw_addmax2(e[r], nge2, hg[r]);
+                        f = sw_addmax2(f, nge2, hgu);
+                        hc[r] = sw_max3_relu(f, en, sw_add2(hd, w));  // the sum last: see the design note
+                        e[r] = en;
+                        hgu = sw_add2(hc[r], ngoe2);
+                        hg[r] = hgu;
+                    } else {
+                        f = sw_addmax2(f, nge2, hgu);
+                        hc[r] = sw_max3_relu(f, e[r], sw_add2(hd, w));
+                        hgu = sw_add2(hc[r], ngoe2);
+                        e[r] = sw_addmax2(e[r], nge2, hgu);
                     }
-                    unsigned f = in_f, hd = diag;
-                    unsigned hgu = sw_addmax2(in_h, ngoe2, SW_NEG2);  // H_up - open - extend
-                    #pragma unroll
-                    for (int r = 0; r < R; ++r) {
-                        const unsigned w = sw_pair2(wa[r >> 2], wb[r >> 2], 0xC480u + 0x1111u * (unsigned)(r & 3));
-                        if constexpr (R <= 16) {
-                            const unsigned en = sw_addmax2(e[r], nge2, hg[r]);
-                            f = sw_addmax2(f, nge2, hgu);
-                            const unsigned hn = sw_max2_relu(sw_addmax2(hd, w, en), f);
-                            hd = h[r];
-                            h[r] = hn;
-                            e[r] = en;
-                            hgu = sw_addmax2(hn, ngoe2, SW_NEG2);
-                            hg[r] = hgu;
-                        } else {
-                            f = sw_addmax2(f, nge2, hgu);
-                            const unsigned hn = sw_max2_relu(sw_addmax2(hd, w, e[r]), f);
-                            hd = h[r];
-                            h[r] = hn;
-                            // H - open - extend serves this column's next row (F) and
-                            // this row's next column (E): E is updated here for the next cell.
-                            hgu = sw_addmax2(hn, ngoe2, SW_NEG2);
-                            e[r] = sw_addmax2(e[r], nge2, hgu);
-                        }
-                        best = sw_max2_relu(best, h[r]);
-                    }
-                    diag = in_h;
-                    out_h = h[R - 1];
-                    out_f = f;
-                    if (g == group - 1) sc[j] = make_uint2(out_h, f);
+                    best = sw_max2_relu(best, hc[r]);
                 }
+                diag = in_h;
+                out_h = hc[R - 1];
+                out_f = f;
+                if (g == group - 1 && live) sc[j] = make_uint2(out_h, f);
+            };
+            // Steps in pairs, h0 and h1 taking turns: one more step than needed when
+            // `steps` is odd, past every lane's last column (where it changes no score).
+            for (unsigned t = 0; t < steps; t += 2) {
+                step(t, h0, h1);
+                step(t + 1, h1, h0);
             }
             __syncwarp();
         }
@@ -298,7 +340,9 @@ __device__ __forceinline__ unsigned sw_dpx_passes(signed char* sprof, const sign
     return best;
 }
 
-extern "C" __global__ void __launch_bounds__(256) sw_search_dpx(
+// Two blocks an SM (at most 128 registers a thread): a block's 8 warps alone leave the
+// ALU pipe idle while they wait on a step's dependent maxes.
+extern "C" __global__ void __launch_bounds__(256, 2) sw_search_dpx(
     const unsigned char* __restrict__ chunk, unsigned nseq, unsigned res_off,
     const signed char* __restrict__ profile, unsigned prof_off, unsigned mpad, unsigned group,
     int gap_oe, int gap_e, int2* __restrict__ scratch, int* __restrict__ scores, unsigned score_off,

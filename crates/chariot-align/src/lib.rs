@@ -23,7 +23,7 @@
 //! Two Smith-Waterman kernels compute the same scores ([`sw`], `kernels/sw.cu`):
 //! `--kernel dpx` (the CUDASW++ comparison) keeps 16-bit scores two to a 32-bit register, aligns two
 //! subjects per lane group with Hopper's DPX instructions (`__viaddmax_s16x2`,
-//! `__vimax_s16x2_relu`: max(a + b, c) and max(a, b, 0) on both halves at once), and
+//! `__vimax3_s16x2_relu`: max(a + b, c) and max(a, b, c, 0) on both halves at once), and
 //! aligns again with the 32-bit pass, in the same launch, the few subjects whose 16-bit
 //! score reached 32767 minus the largest matrix score (where it may have saturated);
 //! `--kernel portable` is the 32-bit kernel; `--kernel auto` (the default) runs DPX

@@ -9,7 +9,8 @@
 //! * `portable` (`sw_search`): 32-bit scores, one subject per lane group;
 //! * `dpx` (`sw_search_dpx`, the CUDASW++ comparison): 16-bit scores packed two per 32-bit register,
 //!   two subjects per lane group, updated by Hopper's DPX instructions
-//!   (`__viaddmax_s16x2`, `__vimax_s16x2_relu`); a subject whose 16-bit score reached
+//!   (`__viaddmax_s16x2`, `__vimax3_s16x2_relu`; the adds that need no max by `__vadd2`,
+//!   on the FMA pipe beside them); a subject whose 16-bit score reached
 //!   [`Profile::sat`] (32767 minus the largest profile score: below it no value can
 //!   have wrapped) is aligned again by the 32-bit pass in the same launch. Its CPU twin
 //!   ([`align_pair16`]) emulates the 16-bit arithmetic, wrap-around included, so that the
@@ -226,9 +227,10 @@ impl Profile {
         self.mpad.min(TILE)
     }
 
-    /// Dynamic shared memory of a launch, bytes.
+    /// Dynamic shared memory of a launch, bytes: a tile of the profile's [`LETTERS`] rows
+    /// and the kernels' pad row.
     pub fn shared_bytes(&self) -> u32 {
-        (LETTERS * self.tile()) as u32
+        ((LETTERS + 1) * self.tile()) as u32
     }
 
     /// The grid (blocks of [`BLOCK`] threads) of a launch of the portable kernel over

@@ -20,7 +20,7 @@ fn profile_shape() {
     assert_eq!((p.strip, p.group, p.mpad, p.tile()), (32, 8, 512, 512));
     assert_eq!(p.grid(8192), 256);
     let p = Profile::new(&vec![0u8; 5000], &m).unwrap();
-    assert_eq!((p.group, p.mpad, p.tile(), p.shared_bytes()), (8, 5120, 1024, 32768));
+    assert_eq!((p.group, p.mpad, p.tile(), p.shared_bytes()), (8, 5120, 1024, 33792));
     assert!(Profile::new(&[], &m).is_err());
     assert!(Profile::new(&vec![0u8; MAX_QUERY + 1], &m).unwrap_err().contains("longer"));
 }
@@ -58,7 +58,17 @@ fn kernel_choice_and_arch() {
     assert_eq!(KernelKind::Portable.for_gaps(gaps(11, 1)), KernelKind::Portable);
     for k in [KernelKind::Portable, KernelKind::Dpx] {
         assert!(k.source().starts_with(&format!("#define SW_ONLY_{}\n", k.name().to_uppercase())));
-        assert!(k.source().contains(&format!("extern \"C\" __global__ void __launch_bounds__(256) {}(", k.entry())));
+        // The entry, declared for BLOCK threads (a minimum of blocks an SM may follow).
+        let decl = format!("extern \"C\" __global__ void __launch_bounds__({BLOCK}");
+        let entry = format!("{}(", k.entry());
+        assert!(
+            k.source()
+                .split(&decl)
+                .skip(1)
+                .any(|rest| rest.split_once(')').is_some_and(|(_, after)| after.trim_start().starts_with(&entry))),
+            "{}",
+            k.entry()
+        );
     }
     let m = Matrix::blosum62();
     let p = Profile::new(&vec![0u8; 511], &m).unwrap();
