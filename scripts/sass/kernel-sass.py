@@ -51,7 +51,11 @@ def main(argv):
         sys.exit(f"R={strip}: allowed 16, 32 or all")
     if not any(d.startswith("SW_ONLY") for d in defs):
         defs.insert(0, "SW_ONLY_DPX")
-    src = open(src_path).read()
+    try:
+        with open(src_path) as f:
+            src = f.read()
+    except OSError as e:
+        sys.exit(f"{src_path}: {e.strerror} (the kernel source to compile)")
     if strip != "all":
         src = src.replace("strip == 16", "true" if strip == "16" else "false")
         src = src.replace("__syncthreads_or(need_", "false && __syncthreads_or(need_")
@@ -64,6 +68,9 @@ def main(argv):
     with open(tmp, "wb") as f:
         f.write(cubin)
     objdump = os.path.join(wheels, "bin", "cuobjdump")
+    if not os.access(objdump, os.X_OK):
+        os.remove(tmp)
+        sys.exit(f"{objdump}: not an executable (cuobjdump from the nvidia-cuda-cuobjdump wheel; see --help)")
     try:
         res = subprocess.run([objdump, "-res-usage", tmp], capture_output=True, text=True, check=True).stdout
         sass = subprocess.run([objdump, "-sass", tmp], capture_output=True, text=True, check=True).stdout
@@ -78,7 +85,10 @@ def main(argv):
 
 
 def compile_cubin(src, lib_path):
-    lib = ctypes.CDLL(lib_path)
+    try:
+        lib = ctypes.CDLL(lib_path)
+    except OSError as e:
+        sys.exit(f"{lib_path}: {e} (NVRTC 13.0 from the nvidia-cuda-nvrtc wheel; see --help)")
     prog = ctypes.c_void_p()
     if lib.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"sw.cu", 0, None, None) != 0:
         sys.exit("nvrtcCreateProgram failed")

@@ -16,8 +16,11 @@ import sys
 
 def main(path, units, top):
     opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt") as f:
-        lines = f.read().splitlines()
+    try:
+        with opener(path, "rt") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        sys.exit(f"{path}: {e} (ncu's --page source --csv output)")
     start = next((k for k, l in enumerate(lines) if l.startswith('"Address"')), None)
     if start is None:
         sys.exit(f"{path}: no source table (\"Address\", ... header) in it")
