@@ -1,4 +1,4 @@
-// Device-side execution of a static task graph (issue 18), after Giles' "Notes on DAG
+// Device-side execution of a static task graph, after Giles' "Notes on DAG
 // software" (2013): the graph lives in device memory as a CSR of successors, every node
 // has a counter of unfinished predecessors, and a persistent kernel's blocks take ready
 // nodes from a queue, run them and make their successors ready. The host uploads the

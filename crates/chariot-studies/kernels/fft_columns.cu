@@ -1,4 +1,4 @@
-// Column FFTs for the SETI example (issue 5): the forward transform (e^{-2πi jk/n},
+// Column FFTs for the SETI example: the forward transform (e^{-2πi jk/n},
 // unnormalised, like cuFFT) of every column of a block of `width` columns over `rows`
 // rows, stored row-major (element (r, c) at r * width + c). `rows` is a power of two.
 //
@@ -25,7 +25,7 @@
 // traffic does not (results/nvidia-h100-x1/seti/README.md). Launch: width / TC blocks of any
 // size (the example uses 512 threads); log2tile < LOG2_TILE.
 //
-// fft_columns_strided (kept to measure against, issue 5's first kernel): one CUDA block
+// fft_columns_strided (kept to measure against: the first kernel): one CUDA block
 // per column, radix 2, threads striding over rows `width` apart, so each warp access
 // touches 32 rows. Up to SMEM points in shared memory, with decimation-in-frequency
 // stages in global memory before that for longer columns.

@@ -1,4 +1,4 @@
-// The kernels of the image-processing DAG (issue 16, benchmark 1), after the IMG
+// The kernels of the image-processing DAG, after the IMG
 // benchmark of GrCUDA (b8): per image, copies blurred at three frequencies, two Sobel
 // edge masks, the large mask's maximum and minimum, the mask extended, a sharpened
 // copy, and two combines. Written for this study; the CPU reference is
