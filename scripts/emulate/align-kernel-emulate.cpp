@@ -1,7 +1,7 @@
-// Runs crates/chariot-align/kernels/sw.cu's two kernels on the CPU, one std::thread per CUDA thread, with
+// Runs crates/chariot-align/kernels/sw.cu's three kernels on the CPU, one std::thread per CUDA thread, with
 // block barriers, warp shuffles and the DPX / SIMD intrinsics emulated, and checks every
-// score against a plain Gotoh: a check of the kernels' indexing, lane groups, pairs,
-// scratch rows, profile tiles and 32-bit re-pass where there is no GPU (not of
+// score against a plain Gotoh: a check of the kernels' indexing, lane groups, subject
+// and query pairs, scratch rows, profile tiles and 32-bit re-pass where there is no GPU (not of
 // NVRTC, registers or speed). Built and run by scripts/emulate/align-kernel-emulate.sh, which
 // includes the kernel source with two textual changes (the dynamic shared memory
 // declaration, and the PTX prmt statement, emulated here).
@@ -116,9 +116,8 @@ static unsigned emu_prmt(unsigned a, unsigned b, unsigned sel) {
 #include "sw_emulated.cu"
 
 // ---- launches ----
-using KernelFn = void (*)(const unsigned char*, unsigned, unsigned, const signed char*, unsigned, unsigned, unsigned,
-                          int, int, int2*, int*, unsigned, unsigned, unsigned long long, int, unsigned);
-static void launch(KernelFn k, unsigned grid, unsigned block, const std::function<void(KernelFn)>& call) {
+// Runs `call` on every thread of `grid` blocks of `block` threads.
+static void launch(unsigned grid, unsigned block, const std::function<void()>& call) {
     blockDim.x = block;
     for (unsigned b = 0; b < grid; ++b) {
         blockIdx.x = b;
@@ -132,7 +131,7 @@ static void launch(KernelFn k, unsigned grid, unsigned block, const std::functio
         for (unsigned t = 0; t < block; ++t)
             ts.emplace_back([&, t] {
                 threadIdx.x = t;
-                call(k);
+                call();
             });
         for (auto& t : ts) t.join();
     }
@@ -161,6 +160,42 @@ static Profile profile(const std::vector<uint8_t>& q, const std::vector<std::vec
         for (unsigned i = 0; i < p.m; ++i) p.scores[a * p.mpad + i] = (signed char)mat[q[i]][a];
     return p;
 }
+// A query pair as crates/chariot-align/src/sw/mod.rs's PairProfile builds it: both
+// queries relaid to the longer one's layout, and the packed tiles (PAIR_TILE rows; per
+// letter, strips of `strip` words then 16 zero bytes).
+static const unsigned PAIR_TILE = 256;
+struct Pair {
+    Profile a, b;
+    std::vector<signed char> packed;
+    unsigned tile() const { return std::min(a.mpad, PAIR_TILE); }
+};
+static Profile relaid(const Profile& p, const Profile& layout) {
+    Profile r = p;
+    r.strip = layout.strip;
+    r.group = layout.group;
+    r.mpad = layout.mpad;
+    r.scores.assign((size_t)LETTERS * r.mpad, (signed char)PAD);
+    for (int l = 0; l < LETTERS; ++l)
+        for (unsigned i = 0; i < p.m; ++i) r.scores[(size_t)l * r.mpad + i] = p.scores[(size_t)l * p.mpad + i];
+    return r;
+}
+static Pair pair_of(const Profile& a, const Profile& b) {
+    const Profile& longer = a.m >= b.m ? a : b;
+    Pair p{relaid(a, longer), relaid(b, longer), {}};
+    const unsigned qt = p.tile(), mpad = p.a.mpad, R = p.a.strip;
+    for (unsigned t0 = 0; t0 < mpad; t0 += qt)
+        for (int l = 0; l < LETTERS; ++l)
+            for (unsigned s0 = t0; s0 < t0 + qt; s0 += R) {
+                for (unsigned r = s0; r < s0 + R; ++r) {
+                    const unsigned w = (unsigned)(unsigned short)(short)p.a.scores[(size_t)l * mpad + r] |
+                                       (unsigned)(unsigned short)(short)p.b.scores[(size_t)l * mpad + r] << 16;
+                    for (int k = 0; k < 4; ++k) p.packed.push_back((signed char)(w >> (8 * k)));
+                }
+                p.packed.insert(p.packed.end(), 16, 0);
+            }
+    return p;
+}
+
 static long gotoh(const std::vector<uint8_t>& q, const std::vector<uint8_t>& s, const std::vector<std::vector<int>>& mat,
                   int open, int ext) {
     const long NEG = -(1L << 40);
@@ -229,28 +264,62 @@ int main(int argc, char** argv) {
         for (unsigned k = 0; k < nseq; ++k) want[k] = gotoh(q, subj[k], mat, open, ext);
         int over = 0;
         for (long w : want) over += w >= p.sat();
-        for (int kind = 0; kind < 2; ++kind) {
-            const unsigned groups = kind == 0 ? nseq : (nseq + 1) / 2;
+        // A second query for the query-pair kernel: the same letters' kind, 70 to 130 % of
+        // the first's length (either may be the longer), a copy of the first sometimes.
+        const unsigned m2 = std::max(1u, (unsigned)(m * (0.7 + 0.6 * (double)(rng() % 1000) / 1000.0)));
+        std::vector<uint8_t> q2(m2);
+        for (unsigned i = 0; i < m2; ++i) q2[i] = i < m && c % 4 != 1 ? q[i] : (uint8_t)(rng() % letters);
+        if (big)
+            for (unsigned i = 0; i < m2; ++i) q2[i] = i % 5 == 4 ? (uint8_t)(rng() % letters) : 0;
+        const Profile p2 = profile(q2, mat);
+        const Pair pr = pair_of(p, p2);
+        std::vector<long> want2(nseq);
+        for (unsigned k = 0; k < nseq; ++k) want2[k] = gotoh(q2, subj[k], mat, open, ext);
+        for (long w : want2) over += w >= p2.sat();
+        // The pair's profiles in one buffer, as the host lays them out: packed, a, b.
+        std::vector<signed char> pbuf(pr.packed);
+        const unsigned a_off = (unsigned)pbuf.size();
+        pbuf.insert(pbuf.end(), pr.a.scores.begin(), pr.a.scores.end());
+        const unsigned b_off = (unsigned)pbuf.size();
+        pbuf.insert(pbuf.end(), pr.b.scores.begin(), pr.b.scores.end());
+        for (int kind = 0; kind < 3; ++kind) {
+            const unsigned groups = kind == 1 ? (nseq + 1) / 2 : nseq;
             const unsigned grid = std::max(1u, (groups * p.group + BLOCK - 1) / BLOCK);
             std::vector<int2> scratch(off + 1, int2{7777, 7777});
-            std::vector<int> scores(nseq + 3, -12345);
-            launch(kind == 0 ? sw_search : sw_search_dpx, grid, BLOCK, [&](KernelFn k) {
-                k(chunk.data(), nseq, res_off, p.scores.data(), 0, p.mpad, p.group, open + ext, ext, scratch.data(),
-                  scores.data(), 1, p.tile(), 0, p.sat(), p.strip);
-            });
+            // Scores: query 1 at 1, query 2 (the pair's) at nseq + 2; the rest must stay untouched.
+            std::vector<int> scores(2 * nseq + 3, -12345);
+            if (kind < 2) {
+                launch(grid, BLOCK, [&] {
+                    (kind == 0 ? sw_search : sw_search_dpx)(chunk.data(), nseq, res_off, p.scores.data(), 0, p.mpad,
+                                                            p.group, open + ext, ext, scratch.data(), scores.data(), 1,
+                                                            p.tile(), 0, p.sat(), p.strip);
+                });
+            } else {
+                const unsigned pgrid = std::max(1u, (nseq * pr.a.group + BLOCK - 1) / BLOCK);
+                launch(pgrid, BLOCK, [&] {
+                    sw_search_qp(chunk.data(), nseq, res_off, pbuf.data(), 0, a_off, b_off, pr.a.mpad, pr.a.group,
+                                 open + ext, ext, scratch.data(), scores.data(), 1, nseq + 2, pr.tile(), 0, p.sat(),
+                                 p2.sat(), pr.a.strip);
+                });
+            }
+            const char* name = kind == 0 ? "portable" : kind == 1 ? "dpx" : "qp";
             int bad = 0;
-            for (unsigned k = 0; k < nseq; ++k)
-                if (scores[1 + k] != want[k]) {
-                    if (bad++ < 3)
-                        std::printf("  case %d %s: subject %u (length %zu): %d, Gotoh %ld\n", c, kind ? "dpx" : "portable", k,
-                                    subj[k].size(), scores[1 + k], want[k]);
-                }
-            if (scores[0] != -12345 || scores[nseq + 1] != -12345) {
+            for (unsigned k = 0; k < nseq; ++k) {
+                if (scores[1 + k] != want[k] && bad++ < 3)
+                    std::printf("  case %d %s: subject %u (length %zu): %d, Gotoh %ld\n", c, name, k, subj[k].size(),
+                                scores[1 + k], want[k]);
+                const int got2 = scores[nseq + 2 + k], want_2 = kind == 2 ? (int)want2[k] : -12345;
+                if (got2 != want_2 && bad++ < 3)
+                    std::printf("  case %d %s: query 2, subject %u (length %zu): %d, Gotoh %d\n", c, name, k,
+                                subj[k].size(), got2, want_2);
+            }
+            if (scores[0] != -12345 || scores[nseq + 1] != -12345 || scores[2 * nseq + 2] != -12345) {
                 std::printf("  case %d: a score written outside the chunk's range\n", c);
                 ++bad;
             }
-            std::printf("case %2d %-8s m %4u group %2u mpad %4u tile %4u, %2u subjects (%d past the 16-bit threshold %d), gaps %d/%d: %s\n",
-                        c, kind ? "dpx" : "portable", m, p.group, p.mpad, p.tile(), nseq, over, p.sat(), open, ext,
+            std::printf("case %2d %-8s m %4u (and %4u) group %2u mpad %4u tile %4u, %2u subjects (%d past the 16-bit threshold %d), gaps %d/%d: %s\n",
+                        c, name, m, m2, kind == 2 ? pr.a.group : p.group, kind == 2 ? pr.a.mpad : p.mpad,
+                        kind == 2 ? pr.tile() : p.tile(), nseq, over, p.sat(), open, ext,
                         bad ? "WRONG" : "every score equals Gotoh");
             failures += bad != 0;
         }

@@ -1,12 +1,15 @@
-// Smith-Waterman database search (chariot-align, issue 6): local alignment scores with
+// Smith-Waterman database search (chariot-align): local alignment scores with
 // a substitution matrix and affine gaps (a gap of length k costs open + k*extend),
-// Gotoh's recurrence, no traceback. Two kernels, same parameters, same scores:
+// Gotoh's recurrence, no traceback. Three kernels, the same scores:
 //   sw_search      the portable kernel: 32-bit integers, one subject per lane group;
-//   sw_search_dpx  (issue 17) 16-bit scores packed two per 32-bit register, two
-//                  subjects per lane group, with Hopper's DPX instructions (sm_90; the
-//                  same source compiles for older GPUs, whose DPX functions are
-//                  emulated); a subject whose 16-bit score may have saturated is
-//                  aligned again by the 32-bit pass, in the same launch.
+//   sw_search_dpx  16-bit scores packed two per 32-bit register, two subjects per lane
+//                  group, with Hopper's DPX instructions (sm_90; the same source
+//                  compiles for older GPUs, whose DPX functions are emulated); a
+//                  subject whose 16-bit score may have saturated is aligned again by the
+//                  32-bit pass, in the same launch;
+//   sw_search_qp   sw_search_dpx's arithmetic for two queries against one subject per
+//                  lane group (a query pair: see its note below), with its own
+//                  parameters.
 //
 // Layout of one chunk (packed by the file-read callback): u32 offsets[nseq + 1] of the
 // subjects (sorted longest first), then at byte res_off the residues, one code a byte.
@@ -59,8 +62,9 @@
 // stays >= sat) is marked, and the block runs the 32-bit pass for the marked subjects
 // only (none, almost always: the branch costs two __syncthreads_or).
 //
-// The host compiles each kernel alone: it puts `#define SW_ONLY_PORTABLE` or
-// `#define SW_ONLY_DPX` before this source, so NVRTC builds only the kernel it loads.
+// The host compiles each kernel alone: it puts `#define SW_ONLY_PORTABLE`,
+// `#define SW_ONLY_DPX` or `#define SW_ONLY_QP` before this source, so NVRTC builds only
+// the kernel it loads.
 #define SW_A 32
 #define SW_QT 1024
 #define SW_NEG (-(1 << 29))
@@ -148,7 +152,7 @@ __device__ __forceinline__ int sw_pass32(signed char* sprof, const signed char* 
     return best;
 }
 
-#ifndef SW_ONLY_DPX
+#if !defined(SW_ONLY_DPX) && !defined(SW_ONLY_QP)
 // `sat` is sw_search_dpx's saturation threshold; the portable kernel has no use for it.
 extern "C" __global__ void __launch_bounds__(256) sw_search(
     const unsigned char* __restrict__ chunk, unsigned nseq, unsigned res_off,
@@ -176,7 +180,7 @@ extern "C" __global__ void __launch_bounds__(256) sw_search(
                                  : sw_pass32<32>(sprof, prof, mpad, qt, group, g, s, n, sc, gap_oe, gap_e);
     if (subj < nseq && g == 0) scores[score_off + subj] = best;
 }
-#endif  // SW_ONLY_DPX
+#endif  // !SW_ONLY_DPX && !SW_ONLY_QP
 
 #ifndef SW_ONLY_PORTABLE
 // The 32-bit pass as one out-of-line copy for the DPX kernel's two rare calls (less code
@@ -235,6 +239,7 @@ __device__ __forceinline__ unsigned sw_splat2(int v)
     return ((unsigned)v & 0xFFFFu) * 0x10001u;
 }
 
+#ifndef SW_ONLY_QP
 // Signed byte k of a in the low halfword and signed byte k of b in the high one, each
 // sign-extended: PTX prmt, whose selector nibble 8 | i copies the sign of byte i.
 // sel = k | (8 | k) << 4 | (4 + k) << 8 | (12 + k) << 12 = 0xC480 + 0x1111 * k.
@@ -401,4 +406,167 @@ extern "C" __global__ void __launch_bounds__(256, 2) sw_search_dpx(
         if (need_b && g == 0) scores[score_off + sb] = b32;
     }
 }
+#endif  // SW_ONLY_QP
+
+#ifndef SW_ONLY_DPX
+// sw_search_qp: a query pair. Lane group k aligns subject k against two queries at once,
+// A in the low halfwords and B in the high ones, with sw_search_dpx's arithmetic; the
+// packed score of a cell comes straight from the pair's profile, a 32-bit word a (letter,
+// row) with A's score low and B's high, so the byte permute per cell pair that two
+// subjects need is gone from the ALU pipe. Both queries take the longer one's rows; the
+// shorter one's rows past its end score -64 (as padded rows do), which cannot raise its
+// score. Layout of a tile of the pair's profile (qt rows, in global memory as in shared):
+// for each letter (and, in shared memory only, the pad row after them) the tile's strips
+// of R rows, each R words then 16 unused bytes, so that the 16-byte loads of a quarter
+// warp's 8 lanes (strips 4R + 16 bytes apart) fall in 8 different groups of 4 banks.
+#define SW_PAD2 0xFFC0FFC0u  // a padded row's word: -64 in both halfwords
+
+// Stages tile `tile` of a pair's profile (SW_A letter rows of row_bytes) and the pad row.
+__device__ __forceinline__ void sw_stage_qp_tile(signed char* sprof, const signed char* pprof, unsigned row_bytes,
+                                                 unsigned tile)
+{
+    __syncthreads();
+    const unsigned v = SW_A * row_bytes / 16, vp = row_bytes / 16;
+    const uint4* src = reinterpret_cast<const uint4*>(pprof + (size_t)tile * SW_A * row_bytes);
+    for (unsigned k = threadIdx.x; k < v; k += blockDim.x) reinterpret_cast<uint4*>(sprof)[k] = src[k];
+    for (unsigned k = threadIdx.x; k < vp; k += blockDim.x)
+        reinterpret_cast<uint4*>(sprof + SW_A * row_bytes)[k] = make_uint4(SW_PAD2, SW_PAD2, SW_PAD2, SW_PAD2);
+    __syncthreads();
+}
+
+// The query-pair lane's passes (sw_dpx_passes with one subject and a packed profile): its
+// running best of both queries' 16-bit H. Every thread of the block calls it.
+template <int R>
+__device__ __forceinline__ unsigned sw_qp_passes(signed char* sprof, const signed char* pprof, unsigned mpad,
+                                                 unsigned qt, unsigned group, unsigned g, unsigned nw, unsigned n,
+                                                 const unsigned char* s, uint2* sc, unsigned ngoe2, unsigned nge2)
+{
+    const unsigned rows_per_pass = group * R;
+    const unsigned strip_bytes = 4 * R + 16, row_bytes = qt / R * strip_bytes;
+    unsigned best = 0;
+    for (unsigned t0 = 0; t0 < mpad; t0 += qt) {
+        sw_stage_qp_tile(sprof, pprof, row_bytes, t0 / qt);
+        for (unsigned p0 = 0; p0 < qt; p0 += rows_per_pass) {
+            const unsigned strip_at = (p0 / R + g) * strip_bytes;
+            const bool top_row = (t0 + p0) == 0;
+            unsigned h0[R], h1[R], e[R], hg[R <= 16 ? R : 1];
+            #pragma unroll
+            for (int r = 0; r < R; ++r) { h0[r] = 0; h1[r] = 0; e[r] = ngoe2; if constexpr (R <= 16) hg[r] = ngoe2; }
+            unsigned diag = 0, out_h = 0, out_f = ngoe2;
+            const unsigned steps = nw + group - 1;
+            auto letter = [&](int j) { return j >= 0 && j < (int)n ? (unsigned)s[j] : (unsigned)SW_A; };
+            auto cell = [&](int j) {
+                return g == 0 && !top_row && j >= 0 && j < (int)n ? sc[j] : make_uint2(0, ngoe2);
+            };
+            unsigned c_next = letter(-(int)g);
+            uint2 cell_next = cell(-(int)g);
+            auto step = [&](unsigned t, const unsigned (&hp)[R], unsigned (&hc)[R]) {
+                unsigned in_h = __shfl_up_sync(0xffffffffu, out_h, 1, group);
+                unsigned in_f = __shfl_up_sync(0xffffffffu, out_f, 1, group);
+                const int j = (int)t - (int)g;
+                const bool live = j >= 0 && j < (int)n;
+                const unsigned c = c_next;
+                if (g == 0) { in_h = cell_next.x; in_f = cell_next.y; }
+                c_next = letter(j + 1);
+                cell_next = cell(j + 1);
+                const uint4* rp = reinterpret_cast<const uint4*>(sprof + c * row_bytes + strip_at);
+                unsigned f = in_f;
+                unsigned hgu = sw_add2(in_h, ngoe2);
+                unsigned w4[4];  // 4 rows' packed scores at a time
+                #pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    if ((r & 3) == 0) {
+                        const uint4 pv = rp[r >> 2];
+                        w4[0] = pv.x; w4[1] = pv.y; w4[2] = pv.z; w4[3] = pv.w;
+                    }
+                    const unsigned w = w4[r & 3];
+                    const unsigned hd = r == 0 ? diag : hp[r - 1];
+                    if constexpr (R <= 16) {
+                        const unsigned en = sw_addmax2(e[r], nge2, hg[r]);
+                        f = sw_addmax2(f, nge2, hgu);
+                        hc[r] = sw_max3_relu(f, en, sw_add2(hd, w));
+                        e[r] = en;
+                        hgu = sw_add2(hc[r], ngoe2);
+                        hg[r] = hgu;
+                    } else {
+                        f = sw_addmax2(f, nge2, hgu);
+                        hc[r] = sw_max3_relu(f, e[r], sw_add2(hd, w));
+                        hgu = sw_add2(hc[r], ngoe2);
+                        e[r] = sw_addmax2(e[r], nge2, hgu);
+                    }
+                    best = sw_max2_relu(best, hc[r]);
+                }
+                diag = in_h;
+                out_h = hc[R - 1];
+                out_f = f;
+                if (g == group - 1 && live) sc[j] = make_uint2(out_h, f);
+            };
+            for (unsigned t = 0; t < steps; t += 2) {
+                step(t, h0, h1);
+                step(t + 1, h1, h0);
+            }
+            __syncwarp();
+        }
+    }
+    return best;
+}
+
+extern "C" __global__ void __launch_bounds__(256, 2) sw_search_qp(
+    const unsigned char* __restrict__ chunk, unsigned nseq, unsigned res_off,
+    const signed char* __restrict__ profile, unsigned pair_off, unsigned prof_a_off, unsigned prof_b_off,
+    unsigned mpad, unsigned group, int gap_oe, int gap_e, int2* __restrict__ scratch, int* __restrict__ scores,
+    unsigned score_a_off, unsigned score_b_off, unsigned qt, unsigned long long cells, int sat_a, int sat_b,
+    unsigned strip)
+{
+    // pair_off: the pair's packed profile (tiles of qt rows, see above); prof_a_off,
+    // prof_b_off: each query's int8 profile over the pair's mpad rows, for the 32-bit
+    // re-pass; sat_a, sat_b: each query's saturation threshold (see sw_search_dpx).
+    (void)cells;  // for the simulator's cost model only
+    extern __shared__ __align__(16) signed char sprof[];
+    const unsigned* offs = reinterpret_cast<const unsigned*>(chunk);
+    const unsigned gtid = blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned g = threadIdx.x & (group - 1);
+    const unsigned subj = gtid / group;
+    unsigned start = 0, n = 0;
+    if (subj < nseq) {
+        start = offs[subj];
+        n = offs[subj + 1] - start;
+    }
+    const unsigned char* s = chunk + res_off + start;
+    uint2* sc = reinterpret_cast<uint2*>(scratch + start);
+    unsigned nw = n;
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1) nw = max(nw, __shfl_xor_sync(0xffffffffu, nw, o));
+    const unsigned ngoe2 = sw_splat2(-gap_oe), nge2 = sw_splat2(-gap_e);
+    const signed char* pprof = profile + pair_off;
+    unsigned best = strip == 16 ? sw_qp_passes<16>(sprof, pprof, mpad, qt, group, g, nw, n, s, sc, ngoe2, nge2)
+                                : sw_qp_passes<32>(sprof, pprof, mpad, qt, group, g, nw, n, s, sc, ngoe2, nge2);
+    for (unsigned o = group >> 1; o > 0; o >>= 1) best = sw_max2_relu(best, __shfl_xor_sync(0xffffffffu, best, o, group));
+    const int best_a = (int)(short)(unsigned short)(best & 0xFFFFu);
+    const int best_b = (int)(short)(unsigned short)(best >> 16);
+    const bool need_a = subj < nseq && best_a >= sat_a;
+    const bool need_b = subj < nseq && best_b >= sat_b;
+    if (g == 0 && subj < nseq) {
+        if (!need_a) scores[score_a_off + subj] = best_a;
+        if (!need_b) scores[score_b_off + subj] = best_b;
+    }
+    // The 32-bit pass of a query whose score may have saturated, with its int8 profile
+    // (block-uniform branches, as in sw_search_dpx).
+    const unsigned qt8 = min(mpad, (unsigned)SW_QT);
+    if (__syncthreads_or(need_a)) {
+        const signed char* pa = profile + prof_a_off;
+        const int b32 = strip == 16
+            ? sw_pass32_call<16>(sprof, pa, mpad, qt8, group, g, s, need_a ? n : 0u, scratch + start, gap_oe, gap_e)
+            : sw_pass32_call<32>(sprof, pa, mpad, qt8, group, g, s, need_a ? n : 0u, scratch + start, gap_oe, gap_e);
+        if (need_a && g == 0) scores[score_a_off + subj] = b32;
+    }
+    if (__syncthreads_or(need_b)) {
+        const signed char* pb = profile + prof_b_off;
+        const int b32 = strip == 16
+            ? sw_pass32_call<16>(sprof, pb, mpad, qt8, group, g, s, need_b ? n : 0u, scratch + start, gap_oe, gap_e)
+            : sw_pass32_call<32>(sprof, pb, mpad, qt8, group, g, s, need_b ? n : 0u, scratch + start, gap_oe, gap_e);
+        if (need_b && g == 0) scores[score_b_off + subj] = b32;
+    }
+}
+#endif  // SW_ONLY_DPX
 #endif  // SW_ONLY_PORTABLE

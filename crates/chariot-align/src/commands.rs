@@ -75,6 +75,13 @@ pub struct Common {
     /// the chunks fit in half of every GPU's memory and the search is not under mpirun.
     #[arg(long, default_value = "auto", value_parser = search::DbPlacement::parse)]
     pub db_on_gpu: search::DbPlacement,
+    /// With the dpx kernel and several queries: yes (queries of similar lengths aligned
+    /// two at a time against each subject, each pair in one launch; a pair runs its
+    /// longer query's rows for both, and is formed where that costs at most 15 % more
+    /// rows than the two alone) or no (a launch a query, two subjects a lane group).
+    /// Scores are the same.
+    #[arg(long, default_value = "yes", value_parser = ["yes", "no"])]
+    pub query_pairs: String,
 }
 
 /// The limits of a search, stated in `search --help`.
@@ -313,6 +320,7 @@ pub fn options(
         sim_gcups: c.sim_gcups,
         kernel: c.kernel,
         placement: c.db_on_gpu,
+        query_pairs: c.query_pairs == "yes",
     }
 }
 
@@ -320,6 +328,16 @@ pub fn options(
 pub fn kernel_note(o: &Outcome) -> String {
     match o.kernel {
         sw::KernelKind::Portable => " (32-bit scores)".into(),
+        sw::KernelKind::Dpx if o.query_pairs > 0 => {
+            let alone = o.hits.len() - 2 * o.query_pairs;
+            let (pairs, queries) =
+                (if o.query_pairs == 1 { "pair" } else { "pairs" }, if alone == 1 { "query" } else { "queries" });
+            format!(
+                " (16-bit scores; {} query {pairs}, a subject and two queries a lane group; {alone} {queries} alone, \
+                 two subjects a lane group; {} scores re-run in 32 bits)",
+                o.query_pairs, o.repassed
+            )
+        }
         sw::KernelKind::Dpx => {
             format!(" (16-bit scores, two subjects a lane group; {} scores re-run in 32 bits)", o.repassed)
         }

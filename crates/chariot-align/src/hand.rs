@@ -1,5 +1,6 @@
 //! The hand-pipelined, in-order search (the alignment application's baseline): the same five stages and
-//! the same kernel launches as [`crate::search`], written as a CUDA programmer would
+//! the same kernel launches as [`crate::search`] with one query (with several, a launch
+//! a query: no query pairs, as `--query-pairs no`), written as a CUDA programmer would
 //! without chariot, on [`chariot_inorder::in_order`]. R reader threads read and pack
 //! chunks in file order into S + R pinned slots; the main thread issues chunk i's
 //! download, launches and readback on stream i mod S and, before reusing the stream,

@@ -315,5 +315,6 @@ fn sim_options(gaps: Gaps) -> Options {
         sim_gcups: 300.0,
         kernel: Default::default(),
         placement: Default::default(),
+        query_pairs: true,
     }
 }

@@ -10,7 +10,7 @@ use chariot_align::db::DbIndex;
 use chariot_align::hand;
 use chariot_align::matrix::Matrix;
 use chariot_align::search::{self, DbPlacement, Options, Query};
-use chariot_align::sw::{Gaps, KernelChoice, KernelKind, Profile};
+use chariot_align::sw::{pair_queries, Gaps, KernelChoice, KernelKind, Profile};
 use chariot_align::{commands, generate, prepared};
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
@@ -172,6 +172,11 @@ fn check_kernel(
         Pipeline::Chariot | Pipeline::Prepared | Pipeline::Streamed | Pipeline::PreparedStreamed => {
             let o = search::search(&index, &m, &queries, &opt).unwrap();
             assert!(expected_kernel(kernel).is_none_or(|k| k == o.kernel), "{kernel:?} ran {:?}", o.kernel);
+            // The DPX kernel aligns queries of similar lengths in pairs.
+            let profiles: Vec<Profile> = queries.iter().map(|q| Profile::new(&q.codes, &m).unwrap()).collect();
+            let pairs =
+                if o.kernel == KernelKind::Dpx && queries.len() > 1 { pair_queries(&profiles).0.len() } else { 0 };
+            assert_eq!(o.query_pairs, pairs);
             // The default keeps a database this small on the GPUs: every chunk uploaded
             // once, then searched where it was loaded.
             match &o.load {
@@ -183,7 +188,9 @@ fn check_kernel(
                     // No chunk crossed the host link again in the search: its downloads
                     // are the profiles' (a chunk's piece fetched from another GPU crosses
                     // no host link: its record counts 0 bytes).
-                    let prof = search::Profiles::new(&queries, &m).unwrap().bytes.len() as u64;
+                    let mut profiles = search::Profiles::new(&queries, &m).unwrap();
+                    profiles.pair_up(o.kernel);
+                    let prof = profiles.bytes.len() as u64;
                     for r in o.report.records.iter().filter(|r| r.stage == chariot::Stage::Download) {
                         assert!(r.bytes == prof || r.bytes == 0, "task {} downloaded {} bytes", r.task, r.bytes);
                     }
@@ -254,6 +261,10 @@ fn every_score_matches_gotoh_on_sim() {
     let sim = || Backend::SimWith(SimProfile::instant());
     let fasta = check(Pipeline::Chariot, sim(), 2, 3, Order::LargestFirst, 2000, 3000, &[1, 37, 130], 97);
     let prepared = check(Pipeline::Prepared, sim(), 2, 3, Order::LargestFirst, 2000, 3000, &[1, 37, 130], 97);
+    // Queries that pair (200 with 130, 40 with 37; 1 alone), as FASTA and prepared.
+    let paired = [1, 37, 40, 130, 200];
+    let a = check(Pipeline::Chariot, sim(), 1, 3, Order::LargestFirst, 700, 3000, &paired, 97);
+    assert_eq!(check(Pipeline::Prepared, sim(), 1, 3, Order::LargestFirst, 700, 3000, &paired, 97), a);
     assert_eq!(prepared, fasta);
     // The database streamed, as before it was kept on the GPUs: the same scores.
     let streamed = check(Pipeline::Streamed, sim(), 2, 3, Order::LargestFirst, 2000, 3000, &[1, 37, 130], 97);
@@ -354,9 +365,11 @@ fn check_past_16_bits(backend: Backend, kernels: &[KernelChoice], scale: i32) {
     std::fs::write(&fa, text).unwrap();
     let cadb = dir.0.join("db.cadb");
     prepared::make(&fa, &cadb, &m, false).unwrap();
+    // "again" (the inserted copy as a query) pairs with "long" in the DPX kernel.
     let queries = vec![
         Query { id: "long".into(), codes: m.encode(&long).unwrap() },
         Query { id: "short".into(), codes: m.encode(&short).unwrap() },
+        Query { id: "again".into(), codes: m.encode(&recs[1].1).unwrap() },
     ];
     let mut want: HashMap<(String, String), i64> = HashMap::new();
     for q in &queries {
@@ -370,8 +383,11 @@ fn check_past_16_bits(backend: Backend, kernels: &[KernelChoice], scale: i32) {
     let score = |r: &str| want[&("long".to_string(), r.to_string())];
     assert!(score("same") > 32767 && score("inserted") > 32767, "{} {}", score("same"), score("inserted"));
     assert!(score("under") < sat as i64 && (sat as i64..=32767).contains(&score("over")));
-    let at_or_over = want.iter().filter(|(k, &v)| k.0 == "long" && v >= sat as i64).count() as u64;
-    assert_eq!(at_or_over, 3);
+    assert_eq!(want.iter().filter(|(k, &v)| k.0 == "long" && v >= sat as i64).count(), 3);
+    let sats: HashMap<String, i64> =
+        queries.iter().map(|q| (q.id.clone(), Profile::new(&q.codes, &m).unwrap().sat() as i64)).collect();
+    let at_or_over = want.iter().filter(|(k, &v)| v >= sats[&k.0]).count() as u64;
+    assert!(want.iter().filter(|(k, &v)| k.0 == "again" && v >= sats[&k.0]).count() >= 2);
     let mut digests = Vec::new();
     for &kernel in kernels {
         for db in [&fa, &cadb] {
@@ -395,6 +411,7 @@ fn check_past_16_bits(backend: Backend, kernels: &[KernelChoice], scale: i32) {
             assert_eq!(rows, recs.len() * queries.len());
             let expect = if o.kernel == KernelKind::Dpx { at_or_over } else { 0 };
             assert_eq!(o.repassed, expect, "{kernel:?} ran {:?}", o.kernel);
+            assert_eq!(o.query_pairs, usize::from(o.kernel == KernelKind::Dpx), "long and again pair");
             assert_eq!(o.hits[0][0].score as i64, want[&("long".to_string(), "same".to_string())]);
             digests.push(o.digest);
         }
@@ -490,6 +507,7 @@ fn test_options(backend: Backend, gpus: usize, streams: usize, order: Order, top
         sim_gcups: 300.0,
         kernel: Default::default(),
         placement: Default::default(),
+        query_pairs: true,
     }
 }
 
@@ -566,13 +584,16 @@ fn dpx_and_portable_kernels_match_gotoh_on_gpu() {
     check_past_16_bits(Backend::Cuda, &[KernelChoice::Dpx, KernelChoice::Portable, KernelChoice::Auto], 1);
     check_past_16_bits(Backend::Cuda, &[KernelChoice::Dpx], 10);
     for kernel in [KernelChoice::Dpx, KernelChoice::Portable] {
-        let qs = [1, 16, 17, 37, 130, 511];
+        // Pairs in the DPX kernel: 511 with 500, 130 with 200, 37 with 40, 16 with 17 (1 alone).
+        let qs = [1, 16, 17, 37, 40, 130, 200, 500, 511];
         let a = check_kernel(kernel, Pipeline::Chariot, Backend::Cuda, 1, 4, Order::LargestFirst, 4001, 6000, &qs, 511);
         let b =
             check_kernel(kernel, Pipeline::Prepared, Backend::Cuda, 1, 4, Order::LargestFirst, 4001, 6000, &qs, 511);
         assert_eq!(a, b);
         let long = [1100, 2500];
         check_kernel(kernel, Pipeline::Chariot, Backend::Cuda, 1, 2, Order::Fcfs, 201, 3000, &long, 63);
+        // A pair across profile tiles (1280 rows: 5 of the pair's, 2 of the int8 re-pass's).
+        check_kernel(kernel, Pipeline::Chariot, Backend::Cuda, 1, 2, Order::Fcfs, 201, 3000, &[1100, 1000], 63);
         check_kernel(kernel, Pipeline::Hand(2), Backend::Cuda, 1, 2, Order::Fcfs, 201, 3000, &long, 63);
     }
 }

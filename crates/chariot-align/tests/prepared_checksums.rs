@@ -54,6 +54,7 @@ fn options(out: PathBuf) -> Options {
         sim_gcups: 300.0,
         kernel: Default::default(),
         placement: Default::default(),
+        query_pairs: true,
     }
 }
 

@@ -20,7 +20,7 @@ use crate::db::{self, ChunkInfo, DbIndex};
 use crate::hits::Hit;
 use crate::matrix::Matrix;
 use crate::output::Output;
-use crate::sw::{Gaps, KernelChoice, KernelKind, Profile};
+use crate::sw::{self, Gaps, KernelChoice, KernelKind, Profile};
 use chariot::report::Report;
 use chariot::{Backend, Order};
 use parking_lot::Mutex;
@@ -79,6 +79,9 @@ pub struct Options {
     pub kernel: KernelChoice,
     /// Where the database lives during the search (`--db-on-gpu`).
     pub placement: DbPlacement,
+    /// Whether the DPX kernel aligns queries of similar lengths two at a time
+    /// (`--query-pairs`; [`Profiles::pair_up`]).
+    pub query_pairs: bool,
 }
 
 /// Where a search keeps the database's packed chunks (`--db-on-gpu`).
@@ -146,6 +149,9 @@ pub struct Outcome {
     /// reached the query's [`Profile::sat`] (exactly the ones its 16-bit pass marks; 0
     /// with the portable kernel).
     pub repassed: u64,
+    /// Query pairs aligned by `sw_search_qp` ([`Profiles::pairs`]; 0 with the portable
+    /// kernel, one query or `--query-pairs no`).
+    pub query_pairs: usize,
     /// Where the start went.
     pub startup: Startup,
     /// The upload of a resident database before the search (`None`: streamed).
@@ -241,15 +247,41 @@ pub fn read_into(index: &DbIndex, info: &ChunkInfo, matrix: &Matrix, buf: &mut [
     }
 }
 
-/// The query profiles, laid out one after another as the kernel reads them.
+/// The query profiles, laid out one after another as the kernels read them, and the
+/// launches that run them over a chunk.
 #[derive(Debug)]
 pub struct Profiles {
     /// One per query.
     pub list: Vec<Profile>,
     /// Offset of each in `bytes`.
     pub offsets: Vec<usize>,
-    /// All of them.
+    /// All of them, then the query pairs' profiles.
     pub bytes: Vec<i8>,
+    /// Queries aligned two at a time ([`Profiles::pair_up`]; none before).
+    pub pairs: Vec<QueryPair>,
+    /// The launches over a chunk, in order: queries alone and pairs.
+    pub launches: Vec<Launch>,
+}
+
+/// Two queries that `sw_search_qp` aligns at once.
+#[derive(Clone, Debug)]
+pub struct QueryPair {
+    /// The queries (the longer first).
+    pub queries: [usize; 2],
+    /// Their profiles.
+    pub profile: sw::PairProfile,
+    /// Where the packed profile and the two relaid int8 profiles are in
+    /// [`Profiles::bytes`].
+    pub offsets: [usize; 3],
+}
+
+/// One launch over a chunk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Launch {
+    /// Query `q` alone (`sw_search` or `sw_search_dpx`).
+    Query(usize),
+    /// Query pair `i` of [`Profiles::pairs`] (`sw_search_qp`).
+    Pair(usize),
 }
 
 impl Profiles {
@@ -267,7 +299,33 @@ impl Profiles {
             offsets.push(bytes.len());
             bytes.extend_from_slice(&p.scores);
         }
-        Ok(Profiles { list, offsets, bytes })
+        let launches = (0..list.len()).map(Launch::Query).collect();
+        Ok(Profiles { list, offsets, bytes, pairs: Vec::new(), launches })
+    }
+
+    /// Pairs the queries for `sw_search_qp` ([`sw::pair_queries`]) where the kernel is
+    /// DPX: the pairs' profiles go after the queries' in `bytes`, and the launches
+    /// become the pairs (longest first), then the queries left alone.
+    pub fn pair_up(&mut self, kind: KernelKind) {
+        if kind != KernelKind::Dpx || self.list.len() < 2 {
+            return;
+        }
+        let (pairs, alone) = sw::pair_queries(&self.list);
+        self.launches.clear();
+        for [a, b] in pairs {
+            let profile = sw::PairProfile::new(&self.list[a], &self.list[b]);
+            // Each part's length is a multiple of 16 bytes: the kernels' 16-byte loads stay aligned.
+            let packed_at = self.bytes.len();
+            self.bytes.extend(profile.packed.iter().map(|&x| x as i8));
+            let a_at = self.bytes.len();
+            self.bytes.extend_from_slice(&profile.a.scores);
+            let b_at = self.bytes.len();
+            self.bytes.extend_from_slice(&profile.b.scores);
+            let offsets = [packed_at, a_at, b_at];
+            self.launches.push(Launch::Pair(self.pairs.len()));
+            self.pairs.push(QueryPair { queries: [a, b], profile, offsets });
+        }
+        self.launches.extend(alone.into_iter().map(Launch::Query));
     }
 
     /// Cells of a search of the whole database: Σ query length × residues.

@@ -2,7 +2,7 @@
 //! over the database uploaded first (see the module above).
 
 use super::{
-    rank_output, read_into, union_ns, DbPlacement, LoadPhase, Options, Outcome, Profiles, Query, Shared, Sizes,
+    rank_output, read_into, union_ns, DbPlacement, Launch, LoadPhase, Options, Outcome, Profiles, Query, Shared, Sizes,
     SlotData, SlotGuard, Startup, Writer, ARMED, DB_PIECE, PENDING, RESIDENT_SHARE,
 };
 use crate::db::{ChunkInfo, DbIndex};
@@ -33,7 +33,7 @@ pub fn search_to(
     opt: &Options,
     out: Option<Output>,
 ) -> Result<Outcome, String> {
-    let profiles = Profiles::new(queries, matrix)?;
+    let mut profiles = Profiles::new(queries, matrix)?;
     let nq = queries.len();
     let mut builder = Scheduler::builder().backend(opt.backend.clone()).order(opt.order).adapt(opt.adapt);
     builder = match (opt.gpus, &opt.backend) {
@@ -63,6 +63,10 @@ pub fn search_to(
     let t_sched = t_start.elapsed();
     let archs: Vec<&str> = sched.gpu_info().iter().map(|g| g.arch.as_str()).collect();
     let kind = opt.kernel.resolve(&archs).for_gaps(opt.gaps);
+    if opt.query_pairs {
+        profiles.pair_up(kind);
+    }
+    let profiles = profiles;
     // One slot per task that can hold a stream slot, and 4 read ahead: the file read is
     // no bottleneck, and each slot is pinned at the largest chunk's size (3·D·S slots
     // pinned 1.2 GB for the paper's database, 0.45 s of a 0.8 s start on an H100).
@@ -96,6 +100,13 @@ pub fn search_to(
                 profiles.offsets.clone(),
                 opt.sim_gcups,
             ));
+            // The query-pair kernel, where there are pairs.
+            let pk = (!profiles.pairs.is_empty()).then(|| {
+                let list = profiles.pairs.iter().map(|p| p.profile.clone()).collect();
+                let offsets = profiles.pairs.iter().map(|p| p.offsets[0]).collect();
+                sched.register_kernel(sw::pair_kernel(Arc::new(list), offsets, opt.sim_gcups).0)
+            });
+            let k = k.and_then(|k| Ok((k, pk.transpose()?)));
             (k, t.elapsed())
         });
         let t = Instant::now();
@@ -120,7 +131,7 @@ pub fn search_to(
         ((k, t_kernel), (buffers, t_buffers))
     });
     let ((kernel, t_kernel), (buffers, t_buffers)) = (kernel, buffers);
-    let kernel = kernel.map_err(|e| format!("kernel: {e}"))?;
+    let (kernel, pair_kernel) = kernel.map_err(|e| format!("kernel: {e}"))?;
     let (h_chunks, h_scores, h_prof, chunks, d_scratch, d_scores, d_prof) = buffers?;
     let startup = Startup { scheduler: t_sched, kernel: t_kernel, buffers: t_buffers, total: t_start.elapsed() };
     // Chunk `c`'s packed bytes where the kernel reads them.
@@ -174,15 +185,24 @@ pub fn search_to(
     let search_chunk = same_builder(|t, c, info, s, key, guard| {
         let chunk = chunk_arg(c, info);
         let mut t = t.download(&d_prof, 0, &h_prof, ..);
-        for (q, p) in profiles.list.iter().enumerate() {
-            let args = sw::args(p, q, profiles.offsets[q], info.nseq, info.res_off(), info.residues, gaps);
-            t = t.launch(
-                &kernel,
-                p.grid_of(kind, info.nseq),
-                sw::BLOCK,
-                p.shared_bytes(),
-                &args.map(|r| arg(r, &chunk)),
-            );
+        for launch in &profiles.launches {
+            match (*launch, &pair_kernel) {
+                (Launch::Pair(i), Some(pk)) => {
+                    let pair = &profiles.pairs[i];
+                    let (nseq, residues) = (info.nseq, info.residues);
+                    let args =
+                        sw::pair_args(&pair.profile, pair.offsets, pair.queries, nseq, info.res_off(), residues, gaps);
+                    let (grid, shared) = (pair.profile.grid(nseq), pair.profile.shared_bytes());
+                    t = t.launch(pk, grid, sw::BLOCK, shared, &args.map(|r| arg(r, &chunk)));
+                }
+                (Launch::Pair(_), None) => unreachable!("the pair kernel is registered wherever there are pairs"),
+                (Launch::Query(q), _) => {
+                    let p = &profiles.list[q];
+                    let args = sw::args(p, q, profiles.offsets[q], info.nseq, info.res_off(), info.residues, gaps);
+                    let (grid, shared) = (p.grid_of(kind, info.nseq), p.shared_bytes());
+                    t = t.launch(&kernel, grid, sw::BLOCK, shared, &args.map(|r| arg(r, &chunk)));
+                }
+            }
         }
         t.readback(&h_scores, srange(s, info), &d_scores, 0).callback_reading(
             &h_scores,
@@ -365,7 +385,7 @@ fn finish(
     let hits = crate::ranks::merge_hits(hits, top);
     let digest = crate::ranks::sum(digest);
     let repassed = crate::ranks::sum(shared.writer.repassed());
-    let nq = profiles.list.len();
+    let launches = profiles.launches.len();
     let mut sum = [0u64; 5];
     let mut spans: [Vec<(u64, u64)>; 5] = Default::default();
     for r in &report.records {
@@ -377,8 +397,8 @@ fn finish(
             match r.command as usize {
                 0 => 0,
                 1 | 2 => 1,
-                i if i < 3 + nq => 2,
-                i if i == 3 + nq => 3,
+                i if i < 3 + launches => 2,
+                i if i == 3 + launches => 3,
                 _ => 4,
             }
         } else {
@@ -405,6 +425,7 @@ fn finish(
         digest,
         kernel: kind,
         repassed,
+        query_pairs: profiles.pairs.len(),
         startup,
         load,
     })

@@ -15,6 +15,12 @@
 //!   have wrapped) is aligned again by the 32-bit pass in the same launch. Its CPU twin
 //!   ([`align_pair16`]) emulates the 16-bit arithmetic, wrap-around included, so that the
 //!   sim backend takes the same path, re-pass included, and still gives exact scores.
+//!
+//! With the DPX kernel and several queries, queries of similar lengths also run in
+//! pairs ([`pair_queries`], [`PairProfile`], [`pair_kernel`]: `sw_search_qp`, a subject
+//! and two queries per lane group): a pair's packed profile holds both queries' scores
+//! in one 32-bit word, so a cell pair needs no byte permute, the one ALU-pipe operation
+//! per cell pair that is neither a max nor an add.
 
 use crate::matrix::{Matrix, MAX_LETTERS};
 use chariot::{Kernel, Param};
@@ -54,6 +60,14 @@ pub const MAX_GROUP: usize = 8;
 pub const LETTERS: usize = MAX_LETTERS;
 /// Most query rows of a shared-memory profile tile (`SW_QT`).
 pub const TILE: usize = 1024;
+/// Query rows of a query pair's shared-memory profile tile (`sw_search_qp`'s `qt`): a
+/// long query's pass (8 lanes of 32 rows), in 38 KB with the pair's 32-bit words, so that
+/// two blocks share an SM.
+pub const PAIR_TILE: usize = 256;
+/// The most padded rows a query pair may compute, over its two queries' own: a pair runs
+/// its longer query's rows for both, and is taken where that costs at most this much more
+/// than two launches of the subject-pair kernel.
+pub const PAIR_GAIN: f64 = 1.15;
 /// Threads per block.
 pub const BLOCK: u32 = 256;
 /// Longest query accepted (the profile is staged through shared memory in tiles, so
@@ -254,6 +268,104 @@ impl Profile {
         let top = self.scores.iter().copied().max().unwrap_or(0).max(0) as i32;
         i16::MAX as i32 - top
     }
+
+    /// This query's profile over `mpad` rows (≥ its own) in a lane layout of `strip`
+    /// rows and `group` lanes: the rows past its end score [`PAD`] (a query pair's
+    /// shorter query takes the longer one's layout).
+    pub fn relaid(&self, strip: usize, group: u32, mpad: usize) -> Profile {
+        assert!(mpad >= self.m && mpad % (group as usize * strip) == 0, "layout of {mpad} rows");
+        let mut scores = vec![PAD; LETTERS * mpad];
+        for a in 0..LETTERS {
+            scores[a * mpad..a * mpad + self.m].copy_from_slice(&self.scores[a * self.mpad..a * self.mpad + self.m]);
+        }
+        Profile { strip, group, mpad, m: self.m, scores }
+    }
+}
+
+/// Two queries aligned at once against each subject by `sw_search_qp` (a lane group a
+/// subject, query `a` in the low halfwords, `b` in the high ones): their profiles in the
+/// longer query's layout, and the packed profile the kernel stages.
+#[derive(Clone, Debug)]
+pub struct PairProfile {
+    /// The low query's profile in the pair's layout (its int8 profile for the 32-bit
+    /// re-pass).
+    pub a: Profile,
+    /// The high query's.
+    pub b: Profile,
+    /// Tiles of [`PairProfile::tile`] rows: per letter, strips of `strip` rows, each
+    /// `strip` little-endian words (a's score in the low halfword, b's in the high) then
+    /// 16 zero bytes (see `kernels/sw.cu`).
+    pub packed: Vec<u8>,
+}
+
+impl PairProfile {
+    /// The pair of queries whose profiles are `a` and `b`.
+    pub fn new(a: &Profile, b: &Profile) -> PairProfile {
+        let long = if a.m >= b.m { a } else { b };
+        let (strip, group, mpad) = (long.strip, long.group, long.mpad);
+        let (a, b) = (a.relaid(strip, group, mpad), b.relaid(strip, group, mpad));
+        let qt = mpad.min(PAIR_TILE);
+        let mut packed = Vec::with_capacity(mpad / qt * LETTERS * pair_row_bytes(strip, qt));
+        for t0 in (0..mpad).step_by(qt) {
+            for l in 0..LETTERS {
+                for s0 in (t0..t0 + qt).step_by(strip) {
+                    for r in s0..s0 + strip {
+                        let (x, y) = (a.scores[l * mpad + r] as i16 as u16, b.scores[l * mpad + r] as i16 as u16);
+                        packed.extend_from_slice(&(x as u32 | (y as u32) << 16).to_le_bytes());
+                    }
+                    packed.extend_from_slice(&[0; 16]);
+                }
+            }
+        }
+        PairProfile { a, b, packed }
+    }
+
+    /// Rows of a shared-memory tile of the packed profile.
+    pub fn tile(&self) -> usize {
+        self.a.mpad.min(PAIR_TILE)
+    }
+
+    /// Dynamic shared memory of a launch: a packed tile's letter rows and pad row, or
+    /// the 32-bit re-pass's int8 tile, whichever is larger.
+    pub fn shared_bytes(&self) -> u32 {
+        let packed = (LETTERS + 1) * pair_row_bytes(self.a.strip, self.tile());
+        packed.max(self.a.shared_bytes() as usize) as u32
+    }
+
+    /// The grid of a launch over `nseq` subjects: a group of lanes a subject.
+    pub fn grid(&self, nseq: usize) -> u32 {
+        self.a.grid_of(KernelKind::Portable, nseq)
+    }
+}
+
+/// Bytes of one letter's row of a packed tile of `qt` rows in strips of `strip`.
+fn pair_row_bytes(strip: usize, qt: usize) -> usize {
+    qt / strip * (4 * strip + 16)
+}
+
+/// Which queries `sw_search_qp` aligns in pairs: from the longest down, a query and the
+/// next one where the pair computes at most [`PAIR_GAIN`] times the rows of the two
+/// alone (else the query runs alone and the next is tried with the one after). Returns
+/// the pairs (longer first) and the queries left alone.
+pub fn pair_queries(profiles: &[Profile]) -> (Vec<[usize; 2]>, Vec<usize>) {
+    let mut order: Vec<usize> = (0..profiles.len()).collect();
+    order.sort_by_key(|&q| std::cmp::Reverse(profiles[q].m));
+    let (mut pairs, mut alone) = (Vec::new(), Vec::new());
+    let mut k = 0;
+    while k < order.len() {
+        let a = order[k];
+        match order.get(k + 1) {
+            Some(&b) if 2.0 * profiles[a].mpad as f64 <= PAIR_GAIN * (profiles[a].mpad + profiles[b].mpad) as f64 => {
+                pairs.push([a, b]);
+                k += 2;
+            }
+            _ => {
+                alone.push(a);
+                k += 1;
+            }
+        }
+    }
+    (pairs, alone)
 }
 
 #[cfg(test)]
@@ -398,3 +510,118 @@ pub fn kernel_counted(
         .sim_cost(move |_, s| Duration::from_secs_f64(s.u64(13).unwrap_or(0) as f64 / (sim_gcups * 1e9)));
     (k, repassed)
 }
+
+/// The arguments of the launch of query pair `pair` (its packed profile at `offsets[0]`
+/// in the profiles, its queries' relaid int8 profiles at `offsets[1]` and `offsets[2]`;
+/// queries `queries[0]` and `queries[1]`) over a packed chunk of `nseq` subjects and
+/// `residues` residues, in the order of [`pair_kernel`]'s parameters.
+pub fn pair_args(
+    pair: &PairProfile,
+    offsets: [usize; 3],
+    queries: [usize; 2],
+    nseq: usize,
+    res_off: usize,
+    residues: u64,
+    gaps: Gaps,
+) -> [Role; 20] {
+    let p = &pair.a;
+    [
+        Role::Chunk,
+        Role::U32(nseq as u32),
+        Role::U32(res_off as u32),
+        Role::Profiles,
+        Role::U32(offsets[0] as u32),
+        Role::U32(offsets[1] as u32),
+        Role::U32(offsets[2] as u32),
+        Role::U32(p.mpad as u32),
+        Role::U32(p.group),
+        Role::I32(gaps.open + gaps.extend),
+        Role::I32(gaps.extend),
+        Role::Scratch,
+        Role::Scores,
+        Role::U32((queries[0] * nseq) as u32),
+        Role::U32((queries[1] * nseq) as u32),
+        Role::U32(pair.tile() as u32),
+        Role::U64((pair.a.m + pair.b.m) as u64 * residues),
+        Role::I32(pair.a.sat()),
+        Role::I32(pair.b.sat()),
+        Role::U32(p.strip as u32),
+    ]
+}
+
+/// `sw_search_qp`, the query-pair kernel (16-bit DPX arithmetic), with its parameters,
+/// CPU twin (each query's 16-bit score as [`align16`] computes it, and the 32-bit
+/// [`align`] where it reached the query's [`Profile::sat`]) and simulated cost; the
+/// pairs are known by their packed profiles' offsets (`offsets`). Also returns the count
+/// of scores its twin aligned again in 32 bits.
+pub fn pair_kernel(pairs: Arc<Vec<PairProfile>>, offsets: Vec<usize>, sim_gcups: f64) -> (Kernel, Arc<AtomicU64>) {
+    let repassed = Arc::new(AtomicU64::new(0));
+    let count = repassed.clone();
+    let k = Kernel::new(PAIR_ENTRY, format!("#define SW_ONLY_QP\n{SOURCE}"))
+        .params([
+            Param::Buffer, // chunk
+            Param::U32,    // nseq
+            Param::U32,    // res_off
+            Param::Buffer, // profile
+            Param::U32,    // pair_off
+            Param::U32,    // prof_a_off
+            Param::U32,    // prof_b_off
+            Param::U32,    // mpad
+            Param::U32,    // group
+            Param::I32,    // gap_oe
+            Param::I32,    // gap_e
+            Param::Buffer, // scratch
+            Param::Buffer, // scores
+            Param::U32,    // score_a_off
+            Param::U32,    // score_b_off
+            Param::U32,    // qt
+            Param::U64,    // cells (cost model only)
+            Param::I32,    // sat_a
+            Param::I32,    // sat_b
+            Param::U32,    // strip
+        ])
+        .cpu_twin(move |a| {
+            let (nseq, res_off, pair_off) = (a.u32(1)? as usize, a.u32(2)? as usize, a.u32(4)? as usize);
+            let (goe, ge) = (a.i32(9)?, a.i32(10)?);
+            let score_offs = [a.u32(13)? as usize, a.u32(14)? as usize];
+            let sats = [a.i32(17)?, a.i32(18)?];
+            let i = offsets.iter().position(|&o| o == pair_off).ok_or("unknown pair profile offset")?;
+            let pair = &pairs[i];
+            let p = &pair.a;
+            if p.mpad != a.u32(7)? as usize
+                || p.group != a.u32(8)?
+                || p.strip != a.u32(19)? as usize
+                || pair.tile() != a.u32(15)? as usize
+                || sats != [pair.a.sat(), pair.b.sat()]
+            {
+                return Err("pair arguments do not match the registered pair".into());
+            }
+            let gaps = Gaps { open: goe - ge, extend: ge };
+            let chunk = a.buffer::<u8>(0)?;
+            let off = |k: usize| u32::from_le_bytes(chunk[k * 4..k * 4 + 4].try_into().unwrap()) as usize;
+            let (mut rh, mut rf, mut row) = (Vec::new(), Vec::new(), Vec::new());
+            let mut out = [vec![0; nseq], vec![0; nseq]];
+            for k in 0..nseq {
+                let subject = &chunk[res_off + off(k)..res_off + off(k + 1)];
+                for (half, q) in [&pair.a, &pair.b].into_iter().enumerate() {
+                    let score = align16(q, subject, subject.len(), gaps, &mut row) as i32;
+                    out[half][k] = if score < sats[half] {
+                        score
+                    } else {
+                        count.fetch_add(1, Ordering::Relaxed);
+                        align(q, subject, gaps, &mut rh, &mut rf)
+                    };
+                }
+            }
+            let scores = a.buffer_mut::<i32>(12)?;
+            for half in 0..2 {
+                scores[score_offs[half]..score_offs[half] + nseq].copy_from_slice(&out[half]);
+            }
+            Ok(())
+        })
+        .sim_cost(move |_, s| Duration::from_secs_f64(s.u64(16).unwrap_or(0) as f64 / (sim_gcups * 1e9)));
+    (k, repassed)
+}
+
+/// The query-pair kernel's entry point in `kernels/sw.cu`.
+pub const PAIR_ENTRY: &str = "sw_search_qp";

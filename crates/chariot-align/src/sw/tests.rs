@@ -217,3 +217,142 @@ fn aligned(v: &mut [u8]) -> &mut [u8] {
     let n = v.len() - 16;
     &mut v[off..off + n]
 }
+
+/// Queries pair from the longest down where the pair's rows are at most PAIR_GAIN times
+/// the two queries' own; a query too far from the next runs alone.
+#[test]
+fn queries_pair_by_length() {
+    let m = Matrix::blosum62();
+    let profiles = |lens: &[usize]| -> Vec<Profile> {
+        lens.iter().map(|&l| Profile::new(&random_codes(l, 20, l as u64), &m).unwrap()).collect()
+    };
+    // CUDASW++'s 20 benchmark queries: 567 (768 rows) and 464 (512) would cost 1.2x.
+    let lens =
+        [144, 189, 222, 375, 464, 567, 657, 729, 850, 1000, 1500, 2005, 2504, 3005, 3564, 4061, 4548, 4743, 5147, 5478];
+    let (pairs, alone) = pair_queries(&profiles(&lens));
+    let named = |q: usize| lens[q];
+    let got: Vec<[usize; 2]> = pairs.iter().map(|&[a, b]| [named(a), named(b)]).collect();
+    assert_eq!(
+        got,
+        [
+            [5478, 5147],
+            [4743, 4548],
+            [4061, 3564],
+            [3005, 2504],
+            [2005, 1500],
+            [1000, 850],
+            [729, 657],
+            [464, 375],
+            [222, 189]
+        ]
+    );
+    assert_eq!(alone.iter().map(|&q| named(q)).collect::<Vec<_>>(), [567, 144]);
+    let (pairs, alone) = pair_queries(&profiles(&[40, 4000, 37]));
+    assert_eq!((pairs, alone), (vec![[0, 2]], vec![1]));
+    assert_eq!(pair_queries(&profiles(&[63])), (vec![], vec![0]));
+}
+
+/// A pair's packed profile: each tile's letter rows in strips of `strip` words (the low
+/// query's score in the low halfword, the high one's in the high halfword), 16 zero
+/// bytes after each strip; the shorter query's rows past its end, both queries' past
+/// the longer one's, and the letters past the matrix's are padding.
+#[test]
+fn pair_profile_layout() {
+    let m = Matrix::blosum62();
+    let (qa, qb) = (random_codes(600, 20, 1), random_codes(500, 20, 2));
+    let (a, b) = (Profile::new(&qa, &m).unwrap(), Profile::new(&qb, &m).unwrap());
+    let pair = PairProfile::new(&a, &b);
+    assert_eq!((pair.a.mpad, pair.b.mpad, pair.a.strip, pair.a.group), (768, 768, 32, 8));
+    assert_eq!((pair.a.m, pair.b.m, pair.tile()), (600, 500, 256));
+    // 3 tiles of 32 letters of 8 strips of (32 words + 16 bytes).
+    assert_eq!(pair.packed.len(), 3 * 32 * 8 * 144);
+    assert_eq!(pair.shared_bytes(), 33 * 8 * 144);
+    assert_eq!(pair.grid(8192), 256);
+    let word = |tile: usize, letter: usize, row: usize| {
+        let at = (tile * 32 + letter) * 8 * 144 + row / 32 * 144 + row % 32 * 4;
+        let w = u32::from_le_bytes(pair.packed[at..at + 4].try_into().unwrap());
+        (w as u16 as i16, (w >> 16) as u16 as i16)
+    };
+    for letter in [0usize, 5, 19, 25, 31] {
+        for i in [0usize, 31, 32, 255, 256, 499, 500, 599, 600, 767] {
+            let want = |q: &[u8], i: usize| {
+                if i < q.len() && letter < m.letters.len() {
+                    m.scores[q[i] as usize][letter] as i16
+                } else {
+                    PAD as i16
+                }
+            };
+            assert_eq!(word(i / 256, letter, i % 256), (want(&qa, i), want(&qb, i)), "letter {letter} row {i}");
+        }
+    }
+    for tile in 0..3 {
+        for strip in 0..8 {
+            let at = (tile * 32 + 7) * 8 * 144 + strip * 144 + 128;
+            assert_eq!(pair.packed[at..at + 16], [0; 16]);
+        }
+    }
+    // A short pair: 16-row strips, a tile of the whole query.
+    let short = |len, seed| Profile::new(&random_codes(len, 20, seed), &m).unwrap();
+    let pair = PairProfile::new(&short(37, 3), &short(40, 4));
+    assert_eq!((pair.a.mpad, pair.a.strip, pair.tile(), pair.packed.len()), (64, 16, 64, 32 * 4 * 80));
+    assert_eq!(pair.shared_bytes(), 33 * 4 * 80);
+}
+
+/// The query-pair kernel's CPU twin: both queries' scores exact over a packed chunk,
+/// the saturated (query, subject) pairs, and only those, aligned again in 32 bits.
+#[test]
+fn pair_twin_scores_both_queries_and_repasses_the_saturated() {
+    use chariot::kernel::{LaunchShape, TwinArg};
+    let m = Matrix::parse("big", "   A  W\nA  1 -1\nW -1 127\n").unwrap();
+    let gaps = Gaps { open: 11, extend: 1 };
+    let (qa, qb) = (vec![1u8; 300], random_codes(280, 2, 9));
+    let (a, b) = (Profile::new(&qa, &m).unwrap(), Profile::new(&qb, &m).unwrap());
+    let pair = PairProfile::new(&a, &b);
+    let subjects: Vec<Vec<u8>> = vec![vec![1; 320], vec![1; 290], random_codes(200, 2, 3), vec![1; 257], vec![]];
+    let nseq = subjects.len();
+    let res_off = ((nseq + 1) * 4).next_multiple_of(16);
+    let mut chunk = vec![0u8; res_off];
+    let mut off = 0u32;
+    for (k, s) in subjects.iter().enumerate() {
+        chunk[k * 4..k * 4 + 4].copy_from_slice(&off.to_le_bytes());
+        chunk.extend_from_slice(s);
+        off += s.len() as u32;
+    }
+    chunk[nseq * 4..nseq * 4 + 4].copy_from_slice(&off.to_le_bytes());
+    let (mut rh, mut rf) = (Vec::new(), Vec::new());
+    let want: Vec<Vec<i32>> =
+        [&a, &b].iter().map(|p| subjects.iter().map(|s| align(p, s, gaps, &mut rh, &mut rf)).collect()).collect();
+    let over = [&a, &b].iter().zip(&want).map(|(p, w)| w.iter().filter(|&&x| x >= p.sat()).count()).sum::<usize>();
+    assert_eq!(over, 2, "{want:?}");
+    let pairs = Arc::new(vec![pair.clone()]);
+    let (k, repassed) = pair_kernel(pairs, vec![64], 300.0);
+    let mut store =
+        [vec![0u8; chunk.len() + 16], vec![0u8; 64 + pair.packed.len() + 16], vec![0u8; 2600], vec![0u8; 96]];
+    let mut bufs: Vec<&mut [u8]> = store.iter_mut().map(|v| aligned(v)).collect();
+    bufs[0][..chunk.len()].copy_from_slice(&chunk);
+    bufs[1][64..64 + pair.packed.len()].copy_from_slice(&pair.packed);
+    // Scores of query a at 1 · nseq, of b at 3 · nseq (of a chunk searched by 4 queries).
+    let args: Vec<TwinArg> = pair_args(&pair, [64, 0, 0], [1, 3], nseq, res_off, off as u64, gaps)
+        .iter()
+        .map(|r| match *r {
+            Role::Chunk => TwinArg::Buffer(0),
+            Role::Profiles => TwinArg::Buffer(1),
+            Role::Scratch => TwinArg::Buffer(2),
+            Role::Scores => TwinArg::Buffer(3),
+            Role::U32(v) => TwinArg::U32(v),
+            Role::I32(v) => TwinArg::I32(v),
+            Role::U64(v) => TwinArg::U64(v),
+        })
+        .collect();
+    let shape = LaunchShape { grid: pair.grid(nseq).into(), block: BLOCK.into(), shared_bytes: pair.shared_bytes() };
+    k.run_cpu_twin(shape, &args, &mut bufs).unwrap();
+    let got: Vec<i32> = bufs[3].chunks(4).take(4 * nseq).map(|b| i32::from_le_bytes(b.try_into().unwrap())).collect();
+    assert_eq!(got[nseq..2 * nseq], want[0]);
+    assert_eq!(got[3 * nseq..4 * nseq], want[1]);
+    assert!(got[..nseq].iter().chain(&got[2 * nseq..3 * nseq]).all(|&x| x == 0), "other queries' scores untouched");
+    assert_eq!(repassed.load(Ordering::Relaxed), 2);
+    // An offset no pair was registered at is an error, not a guess.
+    let mut bad = args.clone();
+    bad[4] = TwinArg::U32(0);
+    assert!(k.run_cpu_twin(shape, &bad, &mut bufs).is_err());
+}
