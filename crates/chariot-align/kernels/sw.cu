@@ -85,6 +85,20 @@ __device__ __forceinline__ void sw_stage_tile(signed char* sprof, const signed c
     __syncthreads();
 }
 
+// The passes over a query's `mpad` rows, tile by tile: `stage(t0, tl)` stages the tile of
+// `tl` rows from row t0 (every thread of the block calls it, and it synchronizes), then
+// `pass(t0, p0)` runs each pass of `rows_per_pass` rows from row t0 + p0 over that tile.
+template <class Stage, class Pass>
+__device__ __forceinline__ void sw_each_pass(unsigned mpad, unsigned qt, unsigned rows_per_pass, const Stage& stage,
+                                             const Pass& pass)
+{
+    for (unsigned t0 = 0; t0 < mpad; t0 += qt) {
+        const unsigned tl = min(qt, mpad - t0);
+        stage(t0, tl);
+        for (unsigned p0 = 0; p0 < tl; p0 += rows_per_pass) pass(t0, p0);
+    }
+}
+
 // The 32-bit pass: lane g of a group of `group` lanes aligns subject s[0, n) (n = 0: the
 // lane only takes part in the shuffles and barriers), with the subject's scratch row sc.
 // Every thread of the block must call it (it stages profile tiles with __syncthreads).
@@ -99,55 +113,52 @@ __device__ __forceinline__ int sw_pass32(signed char* sprof, const signed char* 
     for (int o = 16; o > 0; o >>= 1) nw = max(nw, __shfl_xor_sync(0xffffffffu, nw, o));
     const unsigned rows_per_pass = group * R;
     int best = 0;
-    for (unsigned t0 = 0; t0 < mpad; t0 += qt) {
-        const unsigned tl = min(qt, mpad - t0);
-        sw_stage_tile(sprof, prof, mpad, qt, t0, tl);
-        for (unsigned p0 = 0; p0 < tl; p0 += rows_per_pass) {
-            const unsigned r0 = p0 + g * R;
-            const bool top_row = (t0 + p0) == 0;
-            int h[R], e[R];
-            #pragma unroll
-            for (int r = 0; r < R; ++r) { h[r] = 0; e[r] = SW_NEG; }
-            int diag = 0, out_h = 0, out_f = SW_NEG;
-            const unsigned steps = nw + group - 1;
-            for (unsigned t = 0; t < steps; ++t) {
-                int in_h = __shfl_up_sync(0xffffffffu, out_h, 1, group);
-                int in_f = __shfl_up_sync(0xffffffffu, out_f, 1, group);
-                const int j = (int)t - (int)g;
-                if (j >= 0 && j < (int)n) {
-                    if (g == 0) {
-                        if (top_row) { in_h = 0; in_f = SW_NEG; }
-                        else { const int2 b = sc[j]; in_h = b.x; in_f = b.y; }
-                    }
-                    const unsigned c = s[j];
-                    int pw[R / 4];
-                    #pragma unroll
-                    for (int k = 0; k < R / 16; ++k) {
-                        const int4 pv = reinterpret_cast<const int4*>(sprof + c * qt + r0)[k];
-                        pw[4 * k] = pv.x; pw[4 * k + 1] = pv.y; pw[4 * k + 2] = pv.z; pw[4 * k + 3] = pv.w;
-                    }
-                    int f = in_f, hup = in_h, hd = diag;
-                    #pragma unroll
-                    for (int r = 0; r < R; ++r) {
-                        const int w = (pw[r >> 2] << (24 - 8 * (r & 3))) >> 24;  // signed byte r
-                        const int en = max(e[r] - gap_e, h[r] - gap_oe);
-                        f = max(f - gap_e, hup - gap_oe);
-                        const int hn = max(max(hd + w, 0), max(en, f));
-                        hd = h[r];
-                        h[r] = hn;
-                        e[r] = en;
-                        hup = hn;
-                        best = max(best, hn);
-                    }
-                    diag = in_h;
-                    out_h = hup;
-                    out_f = f;
-                    if (g == group - 1) sc[j] = make_int2(hup, f);
+    auto stage = [&](unsigned t0, unsigned tl) { sw_stage_tile(sprof, prof, mpad, qt, t0, tl); };
+    sw_each_pass(mpad, qt, rows_per_pass, stage, [&](unsigned t0, unsigned p0) {
+        const unsigned r0 = p0 + g * R;
+        const bool top_row = (t0 + p0) == 0;
+        int h[R], e[R];
+        #pragma unroll
+        for (int r = 0; r < R; ++r) { h[r] = 0; e[r] = SW_NEG; }
+        int diag = 0, out_h = 0, out_f = SW_NEG;
+        const unsigned steps = nw + group - 1;
+        for (unsigned t = 0; t < steps; ++t) {
+            int in_h = __shfl_up_sync(0xffffffffu, out_h, 1, group);
+            int in_f = __shfl_up_sync(0xffffffffu, out_f, 1, group);
+            const int j = (int)t - (int)g;
+            if (j >= 0 && j < (int)n) {
+                if (g == 0) {
+                    if (top_row) { in_h = 0; in_f = SW_NEG; }
+                    else { const int2 b = sc[j]; in_h = b.x; in_f = b.y; }
                 }
+                const unsigned c = s[j];
+                int pw[R / 4];
+                #pragma unroll
+                for (int k = 0; k < R / 16; ++k) {
+                    const int4 pv = reinterpret_cast<const int4*>(sprof + c * qt + r0)[k];
+                    pw[4 * k] = pv.x; pw[4 * k + 1] = pv.y; pw[4 * k + 2] = pv.z; pw[4 * k + 3] = pv.w;
+                }
+                int f = in_f, hup = in_h, hd = diag;
+                #pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    const int w = (pw[r >> 2] << (24 - 8 * (r & 3))) >> 24;  // signed byte r
+                    const int en = max(e[r] - gap_e, h[r] - gap_oe);
+                    f = max(f - gap_e, hup - gap_oe);
+                    const int hn = max(max(hd + w, 0), max(en, f));
+                    hd = h[r];
+                    h[r] = hn;
+                    e[r] = en;
+                    hup = hn;
+                    best = max(best, hn);
+                }
+                diag = in_h;
+                out_h = hup;
+                out_f = f;
+                if (g == group - 1) sc[j] = make_int2(hup, f);
             }
-            __syncwarp();
         }
-    }
+        __syncwarp();
+    });
     for (unsigned o = group >> 1; o > 0; o >>= 1) best = max(best, __shfl_xor_sync(0xffffffffu, best, o, group));
     return best;
 }
@@ -261,87 +272,84 @@ __device__ __forceinline__ unsigned sw_dpx_passes(signed char* sprof, const sign
 {
     const unsigned rows_per_pass = group * R;
     unsigned best = 0;
-    for (unsigned t0 = 0; t0 < mpad; t0 += qt) {
-        const unsigned tl = min(qt, mpad - t0);
-        sw_stage_tile(sprof, prof, mpad, qt, t0, tl);
-        for (unsigned p0 = 0; p0 < tl; p0 += rows_per_pass) {
-            const unsigned r0 = p0 + g * R;
-            const bool top_row = (t0 + p0) == 0;
-            // 16-row strips keep hg[r] = h[r] - open - extend and compute E before H (one
-            // dependency less a cell); 32-row strips have no registers for a third array:
-            // e[r] is then E of row r's next cell, updated as H is computed. E starts at
-            // -(open + extend), which is exact (see above).
-            unsigned h0[R], h1[R], e[R], hg[R <= 16 ? R : 1];
+    auto stage = [&](unsigned t0, unsigned tl) { sw_stage_tile(sprof, prof, mpad, qt, t0, tl); };
+    sw_each_pass(mpad, qt, rows_per_pass, stage, [&](unsigned t0, unsigned p0) {
+        const unsigned r0 = p0 + g * R;
+        const bool top_row = (t0 + p0) == 0;
+        // 16-row strips keep hg[r] = h[r] - open - extend and compute E before H (one
+        // dependency less a cell); 32-row strips have no registers for a third array:
+        // e[r] is then E of row r's next cell, updated as H is computed. E starts at
+        // -(open + extend), which is exact (see above).
+        unsigned h0[R], h1[R], e[R], hg[R <= 16 ? R : 1];
+        #pragma unroll
+        for (int r = 0; r < R; ++r) { h0[r] = 0; h1[r] = 0; e[r] = ngoe2; if constexpr (R <= 16) hg[r] = ngoe2; }
+        unsigned diag = 0, out_h = 0, out_f = ngoe2;
+        const unsigned steps = nw + group - 1;
+        // One column step: H of the column before in hp, this column's into hc.
+        // A column's letters (the pad row's index outside a subject) and lane 0's cell of
+        // the scratch row are loaded a step ahead, so that their global loads' latency
+        // hides behind a step's arithmetic.
+        auto letter = [](int j, const unsigned char* s, unsigned n) {
+            return j >= 0 && j < (int)n ? (unsigned)s[j] : (unsigned)SW_A;
+        };
+        auto cell = [&](int j) {
+            return g == 0 && !top_row && j >= 0 && j < (int)np ? sc[j] : make_uint2(0, ngoe2);
+        };
+        unsigned ca_next = letter(-(int)g, s_a, na), cb_next = letter(-(int)g, s_b, nb);
+        uint2 cell_next = cell(-(int)g);
+        auto step = [&](unsigned t, const unsigned (&hp)[R], unsigned (&hc)[R]) {
+            unsigned in_h = __shfl_up_sync(0xffffffffu, out_h, 1, group);
+            unsigned in_f = __shfl_up_sync(0xffffffffu, out_f, 1, group);
+            const int j = (int)t - (int)g;
+            const bool live = j >= 0 && j < (int)np;
+            const unsigned ca = ca_next, cb = cb_next;
+            if (g == 0) { in_h = cell_next.x; in_f = cell_next.y; }  // 0, -(open + extend) on the top row
+            ca_next = letter(j + 1, s_a, na);
+            cb_next = letter(j + 1, s_b, nb);
+            cell_next = cell(j + 1);
+            const uint4* ra = reinterpret_cast<const uint4*>(sprof + ca * qt + r0);
+            const uint4* rb = reinterpret_cast<const uint4*>(sprof + cb * qt + r0);
+            unsigned f = in_f;
+            unsigned hgu = sw_add2(in_h, ngoe2);  // H_up - open - extend
+            unsigned wa[4], wb[4];  // 16 rows' profile bytes of each subject at a time
             #pragma unroll
-            for (int r = 0; r < R; ++r) { h0[r] = 0; h1[r] = 0; e[r] = ngoe2; if constexpr (R <= 16) hg[r] = ngoe2; }
-            unsigned diag = 0, out_h = 0, out_f = ngoe2;
-            const unsigned steps = nw + group - 1;
-            // One column step: H of the column before in hp, this column's into hc.
-            // A column's letters (the pad row's index outside a subject) and lane 0's cell of
-            // the scratch row are loaded a step ahead, so that their global loads' latency
-            // hides behind a step's arithmetic.
-            auto letter = [](int j, const unsigned char* s, unsigned n) {
-                return j >= 0 && j < (int)n ? (unsigned)s[j] : (unsigned)SW_A;
-            };
-            auto cell = [&](int j) {
-                return g == 0 && !top_row && j >= 0 && j < (int)np ? sc[j] : make_uint2(0, ngoe2);
-            };
-            unsigned ca_next = letter(-(int)g, s_a, na), cb_next = letter(-(int)g, s_b, nb);
-            uint2 cell_next = cell(-(int)g);
-            auto step = [&](unsigned t, const unsigned (&hp)[R], unsigned (&hc)[R]) {
-                unsigned in_h = __shfl_up_sync(0xffffffffu, out_h, 1, group);
-                unsigned in_f = __shfl_up_sync(0xffffffffu, out_f, 1, group);
-                const int j = (int)t - (int)g;
-                const bool live = j >= 0 && j < (int)np;
-                const unsigned ca = ca_next, cb = cb_next;
-                if (g == 0) { in_h = cell_next.x; in_f = cell_next.y; }  // 0, -(open + extend) on the top row
-                ca_next = letter(j + 1, s_a, na);
-                cb_next = letter(j + 1, s_b, nb);
-                cell_next = cell(j + 1);
-                const uint4* ra = reinterpret_cast<const uint4*>(sprof + ca * qt + r0);
-                const uint4* rb = reinterpret_cast<const uint4*>(sprof + cb * qt + r0);
-                unsigned f = in_f;
-                unsigned hgu = sw_add2(in_h, ngoe2);  // H_up - open - extend
-                unsigned wa[4], wb[4];  // 16 rows' profile bytes of each subject at a time
-                #pragma unroll
-                for (int r = 0; r < R; ++r) {
-                    if ((r & 15) == 0) {
-                        const uint4 pa = ra[r >> 4], pb = rb[r >> 4];
-                        wa[0] = pa.x; wa[1] = pa.y; wa[2] = pa.z; wa[3] = pa.w;
-                        wb[0] = pb.x; wb[1] = pb.y; wb[2] = pb.z; wb[3] = pb.w;
-                    }
-                    const unsigned sel = 0xC480u + 0x1111u * (unsigned)(r & 3);
-                    const unsigned w = sw_pair2(wa[(r >> 2) & 3], wb[(r >> 2) & 3], sel);
-                    const unsigned hd = r == 0 ? diag : hp[r - 1];
-                    if constexpr (R <= 16) {
-                        const unsigned en = sw_addmax2(e[r], nge2, hg[r]);
-                        f = sw_addmax2(f, nge2, hgu);
-                        hc[r] = sw_max3_relu(f, en, sw_add2(hd, w));  // the sum last: see the design note
-                        e[r] = en;
-                        hgu = sw_add2(hc[r], ngoe2);
-                        hg[r] = hgu;
-                    } else {
-                        f = sw_addmax2(f, nge2, hgu);
-                        hc[r] = sw_max3_relu(f, e[r], sw_add2(hd, w));
-                        hgu = sw_add2(hc[r], ngoe2);
-                        e[r] = sw_addmax2(e[r], nge2, hgu);
-                    }
-                    best = sw_max2_relu(best, hc[r]);
+            for (int r = 0; r < R; ++r) {
+                if ((r & 15) == 0) {
+                    const uint4 pa = ra[r >> 4], pb = rb[r >> 4];
+                    wa[0] = pa.x; wa[1] = pa.y; wa[2] = pa.z; wa[3] = pa.w;
+                    wb[0] = pb.x; wb[1] = pb.y; wb[2] = pb.z; wb[3] = pb.w;
                 }
-                diag = in_h;
-                out_h = hc[R - 1];
-                out_f = f;
-                if (g == group - 1 && live) sc[j] = make_uint2(out_h, f);
-            };
-            // Steps in pairs, h0 and h1 taking turns: one more step than needed when
-            // `steps` is odd, past every lane's last column (where it changes no score).
-            for (unsigned t = 0; t < steps; t += 2) {
-                step(t, h0, h1);
-                step(t + 1, h1, h0);
+                const unsigned sel = 0xC480u + 0x1111u * (unsigned)(r & 3);
+                const unsigned w = sw_pair2(wa[(r >> 2) & 3], wb[(r >> 2) & 3], sel);
+                const unsigned hd = r == 0 ? diag : hp[r - 1];
+                if constexpr (R <= 16) {
+                    const unsigned en = sw_addmax2(e[r], nge2, hg[r]);
+                    f = sw_addmax2(f, nge2, hgu);
+                    hc[r] = sw_max3_relu(f, en, sw_add2(hd, w));  // the sum last: see the design note
+                    e[r] = en;
+                    hgu = sw_add2(hc[r], ngoe2);
+                    hg[r] = hgu;
+                } else {
+                    f = sw_addmax2(f, nge2, hgu);
+                    hc[r] = sw_max3_relu(f, e[r], sw_add2(hd, w));
+                    hgu = sw_add2(hc[r], ngoe2);
+                    e[r] = sw_addmax2(e[r], nge2, hgu);
+                }
+                best = sw_max2_relu(best, hc[r]);
             }
-            __syncwarp();
+            diag = in_h;
+            out_h = hc[R - 1];
+            out_f = f;
+            if (g == group - 1 && live) sc[j] = make_uint2(out_h, f);
+        };
+        // Steps in pairs, h0 and h1 taking turns: one more step than needed when
+        // `steps` is odd, past every lane's last column (where it changes no score).
+        for (unsigned t = 0; t < steps; t += 2) {
+            step(t, h0, h1);
+            step(t + 1, h1, h0);
         }
-    }
+        __syncwarp();
+    });
     return best;
 }
 
@@ -444,70 +452,69 @@ __device__ __forceinline__ unsigned sw_qp_passes(signed char* sprof, const signe
     const unsigned rows_per_pass = group * R;
     const unsigned strip_bytes = 4 * R + 16, row_bytes = qt / R * strip_bytes;
     unsigned best = 0;
-    for (unsigned t0 = 0; t0 < mpad; t0 += qt) {
-        sw_stage_qp_tile(sprof, pprof, row_bytes, t0 / qt);
-        for (unsigned p0 = 0; p0 < qt; p0 += rows_per_pass) {
-            const unsigned strip_at = (p0 / R + g) * strip_bytes;
-            const bool top_row = (t0 + p0) == 0;
-            unsigned h0[R], h1[R], e[R], hg[R <= 16 ? R : 1];
+    // (mpad is a multiple of qt: every tile holds qt rows)
+    auto stage = [&](unsigned t0, unsigned) { sw_stage_qp_tile(sprof, pprof, row_bytes, t0 / qt); };
+    sw_each_pass(mpad, qt, rows_per_pass, stage, [&](unsigned t0, unsigned p0) {
+        const unsigned strip_at = (p0 / R + g) * strip_bytes;
+        const bool top_row = (t0 + p0) == 0;
+        unsigned h0[R], h1[R], e[R], hg[R <= 16 ? R : 1];
+        #pragma unroll
+        for (int r = 0; r < R; ++r) { h0[r] = 0; h1[r] = 0; e[r] = ngoe2; if constexpr (R <= 16) hg[r] = ngoe2; }
+        unsigned diag = 0, out_h = 0, out_f = ngoe2;
+        const unsigned steps = nw + group - 1;
+        auto letter = [&](int j) { return j >= 0 && j < (int)n ? (unsigned)s[j] : (unsigned)SW_A; };
+        auto cell = [&](int j) {
+            return g == 0 && !top_row && j >= 0 && j < (int)n ? sc[j] : make_uint2(0, ngoe2);
+        };
+        unsigned c_next = letter(-(int)g);
+        uint2 cell_next = cell(-(int)g);
+        auto step = [&](unsigned t, const unsigned (&hp)[R], unsigned (&hc)[R]) {
+            unsigned in_h = __shfl_up_sync(0xffffffffu, out_h, 1, group);
+            unsigned in_f = __shfl_up_sync(0xffffffffu, out_f, 1, group);
+            const int j = (int)t - (int)g;
+            const bool live = j >= 0 && j < (int)n;
+            const unsigned c = c_next;
+            if (g == 0) { in_h = cell_next.x; in_f = cell_next.y; }
+            c_next = letter(j + 1);
+            cell_next = cell(j + 1);
+            const uint4* rp = reinterpret_cast<const uint4*>(sprof + c * row_bytes + strip_at);
+            unsigned f = in_f;
+            unsigned hgu = sw_add2(in_h, ngoe2);
+            unsigned w4[4];  // 4 rows' packed scores at a time
             #pragma unroll
-            for (int r = 0; r < R; ++r) { h0[r] = 0; h1[r] = 0; e[r] = ngoe2; if constexpr (R <= 16) hg[r] = ngoe2; }
-            unsigned diag = 0, out_h = 0, out_f = ngoe2;
-            const unsigned steps = nw + group - 1;
-            auto letter = [&](int j) { return j >= 0 && j < (int)n ? (unsigned)s[j] : (unsigned)SW_A; };
-            auto cell = [&](int j) {
-                return g == 0 && !top_row && j >= 0 && j < (int)n ? sc[j] : make_uint2(0, ngoe2);
-            };
-            unsigned c_next = letter(-(int)g);
-            uint2 cell_next = cell(-(int)g);
-            auto step = [&](unsigned t, const unsigned (&hp)[R], unsigned (&hc)[R]) {
-                unsigned in_h = __shfl_up_sync(0xffffffffu, out_h, 1, group);
-                unsigned in_f = __shfl_up_sync(0xffffffffu, out_f, 1, group);
-                const int j = (int)t - (int)g;
-                const bool live = j >= 0 && j < (int)n;
-                const unsigned c = c_next;
-                if (g == 0) { in_h = cell_next.x; in_f = cell_next.y; }
-                c_next = letter(j + 1);
-                cell_next = cell(j + 1);
-                const uint4* rp = reinterpret_cast<const uint4*>(sprof + c * row_bytes + strip_at);
-                unsigned f = in_f;
-                unsigned hgu = sw_add2(in_h, ngoe2);
-                unsigned w4[4];  // 4 rows' packed scores at a time
-                #pragma unroll
-                for (int r = 0; r < R; ++r) {
-                    if ((r & 3) == 0) {
-                        const uint4 pv = rp[r >> 2];
-                        w4[0] = pv.x; w4[1] = pv.y; w4[2] = pv.z; w4[3] = pv.w;
-                    }
-                    const unsigned w = w4[r & 3];
-                    const unsigned hd = r == 0 ? diag : hp[r - 1];
-                    if constexpr (R <= 16) {
-                        const unsigned en = sw_addmax2(e[r], nge2, hg[r]);
-                        f = sw_addmax2(f, nge2, hgu);
-                        hc[r] = sw_max3_relu(f, en, sw_add2(hd, w));
-                        e[r] = en;
-                        hgu = sw_add2(hc[r], ngoe2);
-                        hg[r] = hgu;
-                    } else {
-                        f = sw_addmax2(f, nge2, hgu);
-                        hc[r] = sw_max3_relu(f, e[r], sw_add2(hd, w));
-                        hgu = sw_add2(hc[r], ngoe2);
-                        e[r] = sw_addmax2(e[r], nge2, hgu);
-                    }
-                    best = sw_max2_relu(best, hc[r]);
+            for (int r = 0; r < R; ++r) {
+                if ((r & 3) == 0) {
+                    const uint4 pv = rp[r >> 2];
+                    w4[0] = pv.x; w4[1] = pv.y; w4[2] = pv.z; w4[3] = pv.w;
                 }
-                diag = in_h;
-                out_h = hc[R - 1];
-                out_f = f;
-                if (g == group - 1 && live) sc[j] = make_uint2(out_h, f);
-            };
-            for (unsigned t = 0; t < steps; t += 2) {
-                step(t, h0, h1);
-                step(t + 1, h1, h0);
+                const unsigned w = w4[r & 3];
+                const unsigned hd = r == 0 ? diag : hp[r - 1];
+                if constexpr (R <= 16) {
+                    const unsigned en = sw_addmax2(e[r], nge2, hg[r]);
+                    f = sw_addmax2(f, nge2, hgu);
+                    hc[r] = sw_max3_relu(f, en, sw_add2(hd, w));
+                    e[r] = en;
+                    hgu = sw_add2(hc[r], ngoe2);
+                    hg[r] = hgu;
+                } else {
+                    f = sw_addmax2(f, nge2, hgu);
+                    hc[r] = sw_max3_relu(f, e[r], sw_add2(hd, w));
+                    hgu = sw_add2(hc[r], ngoe2);
+                    e[r] = sw_addmax2(e[r], nge2, hgu);
+                }
+                best = sw_max2_relu(best, hc[r]);
             }
-            __syncwarp();
+            diag = in_h;
+            out_h = hc[R - 1];
+            out_f = f;
+            if (g == group - 1 && live) sc[j] = make_uint2(out_h, f);
+        };
+        for (unsigned t = 0; t < steps; t += 2) {
+            step(t, h0, h1);
+            step(t + 1, h1, h0);
         }
-    }
+        __syncwarp();
+    });
     return best;
 }
 
