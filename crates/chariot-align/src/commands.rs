@@ -235,7 +235,8 @@ pub struct GenerateArgs {
     /// Also write random queries here.
     #[arg(long)]
     pub queries_out: Option<PathBuf>,
-    /// Lengths of those queries.
+    /// Lengths of those queries (each 1 to 100,000 residues), comma-separated; the query
+    /// of length L is named qL (qL.2, qL.3, … where a length repeats).
     #[arg(long, value_delimiter = ',', default_value = "63,127,255,511,1023,2047,5000")]
     pub query_lengths: Vec<usize>,
     /// No summary on stderr.
@@ -544,6 +545,9 @@ pub fn run_search(a: SearchArgs) -> Result<(), String> {
 
 /// `generate`: writes a random database (and queries) with the paper's length shape.
 pub fn run_generate(a: GenerateArgs) -> Result<(), String> {
+    if let Some(&l) = a.query_lengths.iter().find(|&&l| l == 0 || l > sw::MAX_QUERY) {
+        return Err(format!("--query-lengths: a query of {l} residues; allowed: 1 to {} each", sw::MAX_QUERY));
+    }
     let mut outputs = vec![("--out", a.out.as_path())];
     if let Some(q) = &a.queries_out {
         outputs.push(("--queries-out", q.as_path()));

@@ -145,15 +145,20 @@ pub fn database(path: &Path, shape: Shape) -> Result<(u64, u64, u64), String> {
     Ok((shape.sequences, total, longest))
 }
 
-/// Writes one random query per length to `path`.
+/// Writes one random query per length to `path`, named `q<length>`, and `q<length>.<k>`
+/// for the k-th query of a length already named (so that every id is unique).
 pub fn queries(path: &Path, lengths: &[usize], seed: u64) -> Result<(), String> {
     let mut w = crate::output::Output::create("--queries-out", path)?;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5157_4152);
     let res = Residues::new();
+    let mut seen: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
     for &l in lengths {
         let mut seq = Vec::new();
         res.fill(&mut rng, l, &mut seq);
-        write_record(&mut w, &format!("q{l}"), &seq).map_err(|e| e.to_string())?;
+        let k = seen.entry(l).or_insert(0);
+        *k += 1;
+        let id = if *k == 1 { format!("q{l}") } else { format!("q{l}.{k}") };
+        write_record(&mut w, &id, &seq).map_err(|e| e.to_string())?;
     }
     w.commit()
 }
@@ -161,6 +166,18 @@ pub fn queries(path: &Path, lengths: &[usize], seed: u64) -> Result<(), String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn query_ids_are_unique() {
+        let dir = std::env::temp_dir().join(format!("chariot-align-genq-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("q.fa");
+        queries(&p, &[63, 5, 63, 63, 7], 1).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        let ids: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix('>')).collect();
+        assert_eq!(ids, ["q63", "q5", "q63.2", "q63.3", "q7"]);
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
     #[test]
     fn shape_is_respected() {

@@ -91,6 +91,16 @@ fn the_tools_refuse_bad_arguments_and_files() {
         "{code:?}: {err}"
     );
     assert!(!tab.exists(), "no output before the check");
+    // A generated query of 0 residues (or over the limit): exit code 1 naming the length
+    // and what is allowed, before anything is written.
+    let (db, qs) = (dir.join("gen.fa"), dir.join("genq.fa"));
+    for lengths in ["5,0", "100001"] {
+        let mut args = vec![os("generate"), os("--sequences"), os("3"), os("--out"), db.as_os_str()];
+        args.extend([os("--queries-out"), qs.as_os_str(), os("--query-lengths"), OsStr::new(lengths)]);
+        let (code, err) = run_tool(&args);
+        assert!(code == Some(1) && err.contains("--query-lengths") && err.contains("1 to 100000"), "{code:?}: {err}");
+        assert!(!db.exists() && !qs.exists(), "{lengths}: nothing written");
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
 
