@@ -250,6 +250,39 @@ __device__ __forceinline__ unsigned sw_splat2(int v)
     return ((unsigned)v & 0xFFFFu) * 0x10001u;
 }
 
+// The rows of one column step of a lane's strip of R rows, two 16-bit alignments at once
+// (two subjects, or two queries): `score(r)` gives row r's packed pair of scores; H of the
+// column before in hp, this column's into hc; `diag` is H of the row above, one column
+// back; `f` and `hgu` come in as F and H - open - extend of the row above and go out as
+// the strip's last row's. 16-row strips keep hg[r] = h[r] - open - extend and compute E
+// before H (one dependency less a cell); 32-row strips have no registers for a third
+// array: e[r] is then E of row r's next cell, updated as H is computed (the same values).
+template <int R, class Score>
+__device__ __forceinline__ void sw_dpx_rows(const Score& score, unsigned diag, const unsigned (&hp)[R],
+                                            unsigned (&hc)[R], unsigned (&e)[R], unsigned (&hg)[R <= 16 ? R : 1],
+                                            unsigned& f, unsigned& hgu, unsigned& best, unsigned ngoe2, unsigned nge2)
+{
+    #pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const unsigned w = score(r);
+        const unsigned hd = r == 0 ? diag : hp[r - 1];
+        if constexpr (R <= 16) {
+            const unsigned en = sw_addmax2(e[r], nge2, hg[r]);
+            f = sw_addmax2(f, nge2, hgu);
+            hc[r] = sw_max3_relu(f, en, sw_add2(hd, w));  // the sum last: see the design note
+            e[r] = en;
+            hgu = sw_add2(hc[r], ngoe2);
+            hg[r] = hgu;
+        } else {
+            f = sw_addmax2(f, nge2, hgu);
+            hc[r] = sw_max3_relu(f, e[r], sw_add2(hd, w));
+            hgu = sw_add2(hc[r], ngoe2);
+            e[r] = sw_addmax2(e[r], nge2, hgu);
+        }
+        best = sw_max2_relu(best, hc[r]);
+    }
+}
+
 #ifndef SW_ONLY_QP
 // Signed byte k of a in the low halfword and signed byte k of b in the high one, each
 // sign-extended: PTX prmt, whose selector nibble 8 | i copies the sign of byte i.
@@ -276,10 +309,8 @@ __device__ __forceinline__ unsigned sw_dpx_passes(signed char* sprof, const sign
     sw_each_pass(mpad, qt, rows_per_pass, stage, [&](unsigned t0, unsigned p0) {
         const unsigned r0 = p0 + g * R;
         const bool top_row = (t0 + p0) == 0;
-        // 16-row strips keep hg[r] = h[r] - open - extend and compute E before H (one
-        // dependency less a cell); 32-row strips have no registers for a third array:
-        // e[r] is then E of row r's next cell, updated as H is computed. E starts at
-        // -(open + extend), which is exact (see above).
+        // H in two arrays taking turns, E, and with 16-row strips H - open - extend (see
+        // sw_dpx_rows). E starts at -(open + extend), which is exact (see above).
         unsigned h0[R], h1[R], e[R], hg[R <= 16 ? R : 1];
         #pragma unroll
         for (int r = 0; r < R; ++r) { h0[r] = 0; h1[r] = 0; e[r] = ngoe2; if constexpr (R <= 16) hg[r] = ngoe2; }
@@ -312,31 +343,15 @@ __device__ __forceinline__ unsigned sw_dpx_passes(signed char* sprof, const sign
             unsigned f = in_f;
             unsigned hgu = sw_add2(in_h, ngoe2);  // H_up - open - extend
             unsigned wa[4], wb[4];  // 16 rows' profile bytes of each subject at a time
-            #pragma unroll
-            for (int r = 0; r < R; ++r) {
+            auto score = [&](int r) {
                 if ((r & 15) == 0) {
                     const uint4 pa = ra[r >> 4], pb = rb[r >> 4];
                     wa[0] = pa.x; wa[1] = pa.y; wa[2] = pa.z; wa[3] = pa.w;
                     wb[0] = pb.x; wb[1] = pb.y; wb[2] = pb.z; wb[3] = pb.w;
                 }
-                const unsigned sel = 0xC480u + 0x1111u * (unsigned)(r & 3);
-                const unsigned w = sw_pair2(wa[(r >> 2) & 3], wb[(r >> 2) & 3], sel);
-                const unsigned hd = r == 0 ? diag : hp[r - 1];
-                if constexpr (R <= 16) {
-                    const unsigned en = sw_addmax2(e[r], nge2, hg[r]);
-                    f = sw_addmax2(f, nge2, hgu);
-                    hc[r] = sw_max3_relu(f, en, sw_add2(hd, w));  // the sum last: see the design note
-                    e[r] = en;
-                    hgu = sw_add2(hc[r], ngoe2);
-                    hg[r] = hgu;
-                } else {
-                    f = sw_addmax2(f, nge2, hgu);
-                    hc[r] = sw_max3_relu(f, e[r], sw_add2(hd, w));
-                    hgu = sw_add2(hc[r], ngoe2);
-                    e[r] = sw_addmax2(e[r], nge2, hgu);
-                }
-                best = sw_max2_relu(best, hc[r]);
-            }
+                return sw_pair2(wa[(r >> 2) & 3], wb[(r >> 2) & 3], 0xC480u + 0x1111u * (unsigned)(r & 3));
+            };
+            sw_dpx_rows<R>(score, diag, hp, hc, e, hg, f, hgu, best, ngoe2, nge2);
             diag = in_h;
             out_h = hc[R - 1];
             out_f = f;
@@ -481,29 +496,14 @@ __device__ __forceinline__ unsigned sw_qp_passes(signed char* sprof, const signe
             unsigned f = in_f;
             unsigned hgu = sw_add2(in_h, ngoe2);
             unsigned w4[4];  // 4 rows' packed scores at a time
-            #pragma unroll
-            for (int r = 0; r < R; ++r) {
+            auto score = [&](int r) {
                 if ((r & 3) == 0) {
                     const uint4 pv = rp[r >> 2];
                     w4[0] = pv.x; w4[1] = pv.y; w4[2] = pv.z; w4[3] = pv.w;
                 }
-                const unsigned w = w4[r & 3];
-                const unsigned hd = r == 0 ? diag : hp[r - 1];
-                if constexpr (R <= 16) {
-                    const unsigned en = sw_addmax2(e[r], nge2, hg[r]);
-                    f = sw_addmax2(f, nge2, hgu);
-                    hc[r] = sw_max3_relu(f, en, sw_add2(hd, w));
-                    e[r] = en;
-                    hgu = sw_add2(hc[r], ngoe2);
-                    hg[r] = hgu;
-                } else {
-                    f = sw_addmax2(f, nge2, hgu);
-                    hc[r] = sw_max3_relu(f, e[r], sw_add2(hd, w));
-                    hgu = sw_add2(hc[r], ngoe2);
-                    e[r] = sw_addmax2(e[r], nge2, hgu);
-                }
-                best = sw_max2_relu(best, hc[r]);
-            }
+                return w4[r & 3];
+            };
+            sw_dpx_rows<R>(score, diag, hp, hc, e, hg, f, hgu, best, ngoe2, nge2);
             diag = in_h;
             out_h = hc[R - 1];
             out_f = f;
