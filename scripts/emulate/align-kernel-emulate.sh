@@ -4,7 +4,7 @@
 # strips, lane groups and profile tiles, odd and even subject counts, empty subjects, and
 # scores past 16 bits (the DPX kernel's 32-bit re-pass). Needs g++ with C++20; no GPU.
 # The kernel source is compiled twice: as for sm_90 (DPX intrinsics, emulated here) and as
-# for older GPUs (the SIMD fallback). About 7 minutes for the 20 default cases on 2 cores.
+# for older GPUs (the SIMD fallback). About 10 minutes for the 20 default cases on 2 cores.
 # Usage: bash scripts/emulate/align-kernel-emulate.sh [cases]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
