@@ -475,14 +475,13 @@ pub fn kernel_counted(
             }
             let gaps = Gaps { open: goe - ge, extend: ge };
             let chunk = a.buffer::<u8>(0)?;
-            let off = |k: usize| u32::from_le_bytes(chunk[k * 4..k * 4 + 4].try_into().unwrap()) as usize;
-            let subject = |k: usize| &chunk[res_off + off(k)..res_off + off(k + 1)];
+            let subject = |k: usize| chunk_subject(chunk, res_off, k).ok_or("a subject outside the chunk");
             let mut out = Vec::with_capacity(nseq);
             let (mut rh, mut rf) = (Vec::new(), Vec::new());
             match kind {
                 KernelKind::Portable => {
                     for k in 0..nseq {
-                        out.push(align(p, subject(k), gaps, &mut rh, &mut rf));
+                        out.push(align(p, subject(k)?, gaps, &mut rh, &mut rf));
                     }
                 }
                 KernelKind::Dpx => {
@@ -491,14 +490,17 @@ pub fn kernel_counted(
                     let mut row = Vec::new();
                     for k in (0..nseq).step_by(2) {
                         let pair = k..nseq.min(k + 2);
-                        let cols = pair.clone().map(|s| subject(s).len()).max().unwrap_or(0);
+                        let mut cols = 0;
+                        for s in pair.clone() {
+                            cols = cols.max(subject(s)?.len());
+                        }
                         for s in pair {
-                            let score = align16(p, subject(s), cols, gaps, &mut row) as i32;
+                            let score = align16(p, subject(s)?, cols, gaps, &mut row) as i32;
                             out.push(if score < sat {
                                 score
                             } else {
                                 count.fetch_add(1, Ordering::Relaxed);
-                                align(p, subject(s), gaps, &mut rh, &mut rf)
+                                align(p, subject(s)?, gaps, &mut rh, &mut rf)
                             });
                         }
                     }
@@ -509,6 +511,13 @@ pub fn kernel_counted(
         })
         .sim_cost(move |_, s| Duration::from_secs_f64(s.u64(13).unwrap_or(0) as f64 / (sim_gcups * 1e9)));
     (k, repassed)
+}
+
+/// Subject `k` of a packed chunk (u32 offsets, the residues from `res_off`), as the
+/// kernels find it; `None` where the chunk is too short for it.
+fn chunk_subject(chunk: &[u8], res_off: usize, k: usize) -> Option<&[u8]> {
+    let off = |k: usize| Some(u32::from_le_bytes(chunk.get(k * 4..k * 4 + 4)?.try_into().ok()?) as usize);
+    chunk.get(res_off + off(k)?..res_off + off(k + 1)?)
 }
 
 /// The arguments of the launch of query pair `pair` (its packed profile at `offsets[0]`
@@ -598,19 +607,18 @@ pub fn pair_kernel(pairs: Arc<Vec<PairProfile>>, offsets: Vec<usize>, sim_gcups:
             }
             let gaps = Gaps { open: goe - ge, extend: ge };
             let chunk = a.buffer::<u8>(0)?;
-            let off = |k: usize| u32::from_le_bytes(chunk[k * 4..k * 4 + 4].try_into().unwrap()) as usize;
             let (mut rh, mut rf, mut row) = (Vec::new(), Vec::new(), Vec::new());
-            let mut out = [vec![0; nseq], vec![0; nseq]];
+            let mut out = [Vec::with_capacity(nseq), Vec::with_capacity(nseq)];
             for k in 0..nseq {
-                let subject = &chunk[res_off + off(k)..res_off + off(k + 1)];
+                let subject = chunk_subject(chunk, res_off, k).ok_or("a subject outside the chunk")?;
                 for (half, q) in [&pair.a, &pair.b].into_iter().enumerate() {
                     let score = align16(q, subject, subject.len(), gaps, &mut row) as i32;
-                    out[half][k] = if score < sats[half] {
+                    out[half].push(if score < sats[half] {
                         score
                     } else {
                         count.fetch_add(1, Ordering::Relaxed);
                         align(q, subject, gaps, &mut rh, &mut rf)
-                    };
+                    });
                 }
             }
             let scores = a.buffer_mut::<i32>(12)?;

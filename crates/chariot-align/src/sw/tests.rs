@@ -158,7 +158,7 @@ fn sixteen_bit_saturation_is_marked_at_the_threshold() {
 /// them past the threshold: every score exact, and exactly those two re-passed.
 #[test]
 fn dpx_twin_repasses_just_the_saturated_subjects() {
-    use chariot::kernel::{LaunchShape, TwinArg};
+    use chariot::kernel::LaunchShape;
     let m = Matrix::parse("big", "   A  W\nA  1 -1\nW -1 127\n").unwrap();
     let gaps = Gaps { open: 11, extend: 1 };
     let query = vec![1u8; 300];
@@ -167,15 +167,7 @@ fn dpx_twin_repasses_just_the_saturated_subjects() {
     // Longest first, as packed chunks are.
     let subjects: Vec<Vec<u8>> = vec![vec![1; 320], vec![1; 290], random_codes(200, 2, 3), vec![1; 257], vec![0; 10]];
     let nseq = subjects.len();
-    let res_off = ((nseq + 1) * 4).next_multiple_of(16);
-    let mut chunk = vec![0u8; res_off];
-    let mut off = 0u32;
-    for (k, s) in subjects.iter().enumerate() {
-        chunk[k * 4..k * 4 + 4].copy_from_slice(&off.to_le_bytes());
-        chunk.extend_from_slice(s);
-        off += s.len() as u32;
-    }
-    chunk[nseq * 4..nseq * 4 + 4].copy_from_slice(&off.to_le_bytes());
+    let (chunk, res_off, off) = pack_chunk(&subjects);
     let (mut rh, mut rf) = (Vec::new(), Vec::new());
     let want: Vec<i32> = subjects.iter().map(|s| align(p, s, gaps, &mut rh, &mut rf)).collect();
     let over = want.iter().filter(|&&x| x >= p.sat()).count();
@@ -189,18 +181,7 @@ fn dpx_twin_repasses_just_the_saturated_subjects() {
         for (d, &x) in bufs[1].iter_mut().zip(&p.scores) {
             *d = x as u8;
         }
-        let args: Vec<TwinArg> = args(p, 0, 0, nseq, res_off, off as u64, gaps)
-            .iter()
-            .map(|r| match *r {
-                Role::Chunk => TwinArg::Buffer(0),
-                Role::Profiles => TwinArg::Buffer(1),
-                Role::Scratch => TwinArg::Buffer(2),
-                Role::Scores => TwinArg::Buffer(3),
-                Role::U32(v) => TwinArg::U32(v),
-                Role::I32(v) => TwinArg::I32(v),
-                Role::U64(v) => TwinArg::U64(v),
-            })
-            .collect();
+        let args = twin_args(&args(p, 0, 0, nseq, res_off, off as u64, gaps));
         let shape =
             LaunchShape { grid: p.grid_of(kind, nseq).into(), block: BLOCK.into(), shared_bytes: p.shared_bytes() };
         k.run_cpu_twin(shape, &args, &mut bufs).unwrap();
@@ -209,6 +190,39 @@ fn dpx_twin_repasses_just_the_saturated_subjects() {
         let expect = if kind == KernelKind::Dpx { 2 } else { 0 };
         assert_eq!(repassed.load(Ordering::Relaxed), expect, "{kind:?}");
     }
+}
+
+/// A packed chunk of `subjects` (u32 offsets, then the residues from a 16-byte boundary),
+/// with where its residues start and how many there are.
+fn pack_chunk(subjects: &[Vec<u8>]) -> (Vec<u8>, usize, u32) {
+    let nseq = subjects.len();
+    let res_off = ((nseq + 1) * 4).next_multiple_of(16);
+    let mut chunk = vec![0u8; res_off];
+    let mut off = 0u32;
+    for (k, s) in subjects.iter().enumerate() {
+        chunk[k * 4..k * 4 + 4].copy_from_slice(&off.to_le_bytes());
+        chunk.extend_from_slice(s);
+        off += s.len() as u32;
+    }
+    chunk[nseq * 4..nseq * 4 + 4].copy_from_slice(&off.to_le_bytes());
+    (chunk, res_off, off)
+}
+
+/// A launch's arguments for a CPU twin over buffers 0..4: chunk, profiles, scratch, scores.
+fn twin_args(roles: &[Role]) -> Vec<chariot::kernel::TwinArg> {
+    use chariot::kernel::TwinArg;
+    roles
+        .iter()
+        .map(|r| match *r {
+            Role::Chunk => TwinArg::Buffer(0),
+            Role::Profiles => TwinArg::Buffer(1),
+            Role::Scratch => TwinArg::Buffer(2),
+            Role::Scores => TwinArg::Buffer(3),
+            Role::U32(v) => TwinArg::U32(v),
+            Role::I32(v) => TwinArg::I32(v),
+            Role::U64(v) => TwinArg::U64(v),
+        })
+        .collect()
 }
 
 /// The part of `v` from its first 16-byte-aligned byte, less 16 bytes.
@@ -302,7 +316,7 @@ fn pair_profile_layout() {
 /// the saturated (query, subject) pairs, and only those, aligned again in 32 bits.
 #[test]
 fn pair_twin_scores_both_queries_and_repasses_the_saturated() {
-    use chariot::kernel::{LaunchShape, TwinArg};
+    use chariot::kernel::LaunchShape;
     let m = Matrix::parse("big", "   A  W\nA  1 -1\nW -1 127\n").unwrap();
     let gaps = Gaps { open: 11, extend: 1 };
     let (qa, qb) = (vec![1u8; 300], random_codes(280, 2, 9));
@@ -310,15 +324,7 @@ fn pair_twin_scores_both_queries_and_repasses_the_saturated() {
     let pair = PairProfile::new(&a, &b);
     let subjects: Vec<Vec<u8>> = vec![vec![1; 320], vec![1; 290], random_codes(200, 2, 3), vec![1; 257], vec![]];
     let nseq = subjects.len();
-    let res_off = ((nseq + 1) * 4).next_multiple_of(16);
-    let mut chunk = vec![0u8; res_off];
-    let mut off = 0u32;
-    for (k, s) in subjects.iter().enumerate() {
-        chunk[k * 4..k * 4 + 4].copy_from_slice(&off.to_le_bytes());
-        chunk.extend_from_slice(s);
-        off += s.len() as u32;
-    }
-    chunk[nseq * 4..nseq * 4 + 4].copy_from_slice(&off.to_le_bytes());
+    let (chunk, res_off, off) = pack_chunk(&subjects);
     let (mut rh, mut rf) = (Vec::new(), Vec::new());
     let want: Vec<Vec<i32>> =
         [&a, &b].iter().map(|p| subjects.iter().map(|s| align(p, s, gaps, &mut rh, &mut rf)).collect()).collect();
@@ -332,18 +338,7 @@ fn pair_twin_scores_both_queries_and_repasses_the_saturated() {
     bufs[0][..chunk.len()].copy_from_slice(&chunk);
     bufs[1][64..64 + pair.packed.len()].copy_from_slice(&pair.packed);
     // Scores of query a at 1 · nseq, of b at 3 · nseq (of a chunk searched by 4 queries).
-    let args: Vec<TwinArg> = pair_args(&pair, [64, 0, 0], [1, 3], nseq, res_off, off as u64, gaps)
-        .iter()
-        .map(|r| match *r {
-            Role::Chunk => TwinArg::Buffer(0),
-            Role::Profiles => TwinArg::Buffer(1),
-            Role::Scratch => TwinArg::Buffer(2),
-            Role::Scores => TwinArg::Buffer(3),
-            Role::U32(v) => TwinArg::U32(v),
-            Role::I32(v) => TwinArg::I32(v),
-            Role::U64(v) => TwinArg::U64(v),
-        })
-        .collect();
+    let args = twin_args(&pair_args(&pair, [64, 0, 0], [1, 3], nseq, res_off, off as u64, gaps));
     let shape = LaunchShape { grid: pair.grid(nseq).into(), block: BLOCK.into(), shared_bytes: pair.shared_bytes() };
     k.run_cpu_twin(shape, &args, &mut bufs).unwrap();
     let got: Vec<i32> = bufs[3].chunks(4).take(4 * nseq).map(|b| i32::from_le_bytes(b.try_into().unwrap())).collect();
@@ -353,6 +348,6 @@ fn pair_twin_scores_both_queries_and_repasses_the_saturated() {
     assert_eq!(repassed.load(Ordering::Relaxed), 2);
     // An offset no pair was registered at is an error, not a guess.
     let mut bad = args.clone();
-    bad[4] = TwinArg::U32(0);
+    bad[4] = chariot::kernel::TwinArg::U32(0);
     assert!(k.run_cpu_twin(shape, &bad, &mut bufs).is_err());
 }
