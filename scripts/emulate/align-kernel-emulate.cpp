@@ -1,7 +1,7 @@
 // Runs crates/chariot-align/kernels/sw.cu's three kernels on the CPU, one std::thread per CUDA thread, with
 // block barriers, warp shuffles and the DPX / SIMD intrinsics emulated, and checks every
 // score against a plain Gotoh: a check of the kernels' indexing, lane groups, subject
-// and query pairs, scratch rows, profile tiles and 32-bit re-pass where there is no GPU (not of
+// pairs and query pairs (runs of queries), scratch rows, profile tiles and 32-bit re-pass where there is no GPU (not of
 // NVRTC, registers or speed). Built and run by scripts/emulate/align-kernel-emulate.sh, which
 // includes the kernel source with two textual changes (the dynamic shared memory
 // declaration, and the PTX prmt statement, emulated here).
@@ -87,6 +87,11 @@ static T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
     const unsigned l = lane(), src = l ^ (unsigned)mask;
     return shfl_from(v, src / (unsigned)width == l / (unsigned)width ? src : l);
 }
+template <class T>
+static T __shfl_sync(unsigned, T v, int src, int width = 32) {
+    const unsigned l = lane();
+    return shfl_from(v, l / (unsigned)width * (unsigned)width + (unsigned)src % (unsigned)width);
+}
 static inline short lo(unsigned x) { return (short)(unsigned short)(x & 0xFFFFu); }
 static inline short hi(unsigned x) { return (short)(unsigned short)(x >> 16); }
 static inline unsigned pk(int l, int h) { return (unsigned)(unsigned short)(short)l | (unsigned)(unsigned short)(short)h << 16; }
@@ -160,39 +165,74 @@ static Profile profile(const std::vector<uint8_t>& q, const std::vector<std::vec
         for (unsigned i = 0; i < p.m; ++i) p.scores[a * p.mpad + i] = (signed char)mat[q[i]][a];
     return p;
 }
-// A query pair as crates/chariot-align/src/sw/mod.rs's PairProfile builds it: both
-// queries relaid to the longer one's layout, and the packed tiles (PAIR_TILE rows; per
-// letter, strips of `strip` words then 16 zero bytes).
+// A query pair as crates/chariot-align/src/sw/mod.rs's PairProfile builds it: two runs
+// of queries of one layout, each query over its own padded rows; the packed tiles
+// (PAIR_TILE rows at most; per letter, strips of `strip` words then 16 zero bytes), the
+// pass words (1 + the segment a pass ends, 6 bits a half; a start bit a half) and the
+// table (query, int8 profile offset, rows, sat).
 static const unsigned PAIR_TILE = 256;
 struct Pair {
-    Profile a, b;
+    unsigned strip, group, mpad, qt, nseg = 0;
     std::vector<signed char> packed;
-    unsigned tile() const { return std::min(a.mpad, PAIR_TILE); }
+    std::vector<unsigned> passes;
+    std::vector<int> table;
 };
-static Profile relaid(const Profile& p, const Profile& layout) {
+// The queries' profiles in a given layout (the host pairs only queries whose own layouts
+// are equal; forcing one here tries more lengths in a run).
+static Profile relaid(const Profile& p, unsigned strip, unsigned group) {
     Profile r = p;
-    r.strip = layout.strip;
-    r.group = layout.group;
-    r.mpad = layout.mpad;
+    r.strip = strip;
+    r.group = group;
+    const unsigned rows = strip * group;
+    r.mpad = (p.m + rows - 1) / rows * rows;
     r.scores.assign((size_t)LETTERS * r.mpad, (signed char)PAD);
     for (int l = 0; l < LETTERS; ++l)
         for (unsigned i = 0; i < p.m; ++i) r.scores[(size_t)l * r.mpad + i] = p.scores[(size_t)l * p.mpad + i];
     return r;
 }
-static Pair pair_of(const Profile& a, const Profile& b) {
-    const Profile& longer = a.m >= b.m ? a : b;
-    Pair p{relaid(a, longer), relaid(b, longer), {}};
-    const unsigned qt = p.tile(), mpad = p.a.mpad, R = p.a.strip;
-    for (unsigned t0 = 0; t0 < mpad; t0 += qt)
+// runs[h]: indexes of `ps` (query q's scores at q * nseq, its int8 profile at offs[q]).
+static Pair pair_of(const std::vector<Profile>& ps, const std::vector<unsigned>& offs,
+                    const std::vector<unsigned> (&runs)[2]) {
+    Pair p;
+    p.strip = ps[runs[0][0]].strip;
+    p.group = ps[runs[0][0]].group;
+    unsigned rows[2] = {0, 0};
+    for (int h = 0; h < 2; ++h)
+        for (unsigned q : runs[h]) rows[h] += ps[q].mpad;
+    const unsigned longer = std::max(rows[0], rows[1]);
+    p.qt = std::min(longer, PAIR_TILE);
+    p.mpad = (longer + p.qt - 1) / p.qt * p.qt;
+    std::vector<signed char> col[2][LETTERS];
+    for (int h = 0; h < 2; ++h)
+        for (int l = 0; l < LETTERS; ++l) {
+            for (unsigned q : runs[h])
+                col[h][l].insert(col[h][l].end(), ps[q].scores.begin() + (size_t)l * ps[q].mpad,
+                                 ps[q].scores.begin() + (size_t)(l + 1) * ps[q].mpad);
+            col[h][l].resize(p.mpad, (signed char)PAD);
+        }
+    const unsigned R = p.strip;
+    for (unsigned t0 = 0; t0 < p.mpad; t0 += p.qt)
         for (int l = 0; l < LETTERS; ++l)
-            for (unsigned s0 = t0; s0 < t0 + qt; s0 += R) {
+            for (unsigned s0 = t0; s0 < t0 + p.qt; s0 += R) {
                 for (unsigned r = s0; r < s0 + R; ++r) {
-                    const unsigned w = (unsigned)(unsigned short)(short)p.a.scores[(size_t)l * mpad + r] |
-                                       (unsigned)(unsigned short)(short)p.b.scores[(size_t)l * mpad + r] << 16;
+                    const unsigned w = (unsigned)(unsigned short)(short)col[0][l][r] |
+                                       (unsigned)(unsigned short)(short)col[1][l][r] << 16;
                     for (int k = 0; k < 4; ++k) p.packed.push_back((signed char)(w >> (8 * k)));
                 }
                 p.packed.insert(p.packed.end(), 16, 0);
             }
+    const unsigned rpp = p.group * p.strip;
+    p.passes.assign(p.mpad / rpp, 0);
+    for (int h = 0; h < 2; ++h) {
+        unsigned pass = 0;
+        for (unsigned q : runs[h]) {
+            if (pass > 0) p.passes[pass] |= 1u << (12 + h);
+            pass += ps[q].mpad / rpp;
+            ++p.nseg;
+            p.passes[pass - 1] |= p.nseg << (6 * h);
+            p.table.insert(p.table.end(), {(int)q, (int)offs[q], (int)ps[q].mpad, ps[q].sat()});
+        }
+    }
     return p;
 }
 
@@ -264,63 +304,80 @@ int main(int argc, char** argv) {
         for (unsigned k = 0; k < nseq; ++k) want[k] = gotoh(q, subj[k], mat, open, ext);
         int over = 0;
         for (long w : want) over += w >= p.sat();
-        // A second query for the query-pair kernel: the same letters' kind, 70 to 130 % of
-        // the first's length (either may be the longer), a copy of the first sometimes.
+        // More queries for the query-pair kernel: the same letters' kind, one of 70 to
+        // 130 % of the first's length (either may be the longer), one shorter, sometimes
+        // copies of the first; two runs in the first query's layout: {q, q3} and {q2}, or
+        // {q} and {q2, q3}.
         const unsigned m2 = std::max(1u, (unsigned)(m * (0.7 + 0.6 * (double)(rng() % 1000) / 1000.0)));
-        std::vector<uint8_t> q2(m2);
+        const unsigned m3 = 1 + (unsigned)(rng() % m);
+        std::vector<uint8_t> q2(m2), q3(m3);
         for (unsigned i = 0; i < m2; ++i) q2[i] = i < m && c % 4 != 1 ? q[i] : (uint8_t)(rng() % letters);
-        if (big)
+        for (unsigned i = 0; i < m3; ++i) q3[i] = c % 4 == 2 ? q[i] : (uint8_t)(rng() % letters);
+        if (big) {
             for (unsigned i = 0; i < m2; ++i) q2[i] = i % 5 == 4 ? (uint8_t)(rng() % letters) : 0;
-        const Profile p2 = profile(q2, mat);
-        const Pair pr = pair_of(p, p2);
-        std::vector<long> want2(nseq);
-        for (unsigned k = 0; k < nseq; ++k) want2[k] = gotoh(q2, subj[k], mat, open, ext);
-        for (long w : want2) over += w >= p2.sat();
-        // The pair's profiles in one buffer, as the host lays them out: packed, a, b.
-        std::vector<signed char> pbuf(pr.packed);
-        const unsigned a_off = (unsigned)pbuf.size();
-        pbuf.insert(pbuf.end(), pr.a.scores.begin(), pr.a.scores.end());
-        const unsigned b_off = (unsigned)pbuf.size();
-        pbuf.insert(pbuf.end(), pr.b.scores.begin(), pr.b.scores.end());
+            for (unsigned i = 0; i < m3; ++i) q3[i] = i % 6 == 5 ? (uint8_t)(rng() % letters) : 0;
+        }
+        // Queries 1, 2, 3 (scores at q * nseq); query 0 has none, so its range stays untouched.
+        const std::vector<uint8_t>* qs[4] = {&q, &q, &q2, &q3};
+        std::vector<Profile> ps(4);
+        std::vector<unsigned> offs(4);
+        std::vector<signed char> pbuf;
+        for (int k = 0; k < 4; ++k) {
+            ps[k] = relaid(profile(*qs[k], mat), p.strip, p.group);
+            offs[k] = (unsigned)pbuf.size();
+            pbuf.insert(pbuf.end(), ps[k].scores.begin(), ps[k].scores.end());
+        }
+        const std::vector<unsigned> runs[2] = {c % 2 ? std::vector<unsigned>{1, 3} : std::vector<unsigned>{1},
+                                               c % 2 ? std::vector<unsigned>{2} : std::vector<unsigned>{2, 3}};
+        const Pair pr = pair_of(ps, offs, runs);
+        // The pair's parts after the profiles, as the host lays them out: packed, table, passes.
+        const unsigned pair_off = (unsigned)pbuf.size();
+        pbuf.insert(pbuf.end(), pr.packed.begin(), pr.packed.end());
+        const unsigned table_off = (unsigned)pbuf.size();
+        pbuf.resize(pbuf.size() + 4 * pr.table.size());
+        std::memcpy(&pbuf[table_off], pr.table.data(), 4 * pr.table.size());
+        const unsigned passes_off = (unsigned)pbuf.size();
+        pbuf.resize(pbuf.size() + 4 * pr.passes.size() + 16);
+        std::memcpy(&pbuf[passes_off], pr.passes.data(), 4 * pr.passes.size());
+        std::vector<long> wants[4];
+        wants[1] = want;
+        for (int k = 2; k < 4; ++k)
+            for (unsigned j = 0; j < nseq; ++j) wants[k].push_back(gotoh(*qs[k], subj[j], mat, open, ext));
+        for (int k = 2; k < 4; ++k)
+            for (long w : wants[k]) over += w >= ps[k].sat();
         for (int kind = 0; kind < 3; ++kind) {
             const unsigned groups = kind == 1 ? (nseq + 1) / 2 : nseq;
             const unsigned grid = std::max(1u, (groups * p.group + BLOCK - 1) / BLOCK);
             std::vector<int2> scratch(off + 1, int2{7777, 7777});
-            // Scores: query 1 at 1, query 2 (the pair's) at nseq + 2; the rest must stay untouched.
-            std::vector<int> scores(2 * nseq + 3, -12345);
+            std::vector<int> scores(4 * nseq + 1, -12345);
             if (kind < 2) {
                 launch(grid, BLOCK, [&] {
                     (kind == 0 ? sw_search : sw_search_dpx)(chunk.data(), nseq, res_off, p.scores.data(), 0, p.mpad,
-                                                            p.group, open + ext, ext, scratch.data(), scores.data(), 1,
-                                                            p.tile(), 0, p.sat(), p.strip);
+                                                            p.group, open + ext, ext, scratch.data(), scores.data(),
+                                                            nseq, p.tile(), 0, p.sat(), p.strip);
                 });
             } else {
-                const unsigned pgrid = std::max(1u, (nseq * pr.a.group + BLOCK - 1) / BLOCK);
-                launch(pgrid, BLOCK, [&] {
-                    sw_search_qp(chunk.data(), nseq, res_off, pbuf.data(), 0, a_off, b_off, pr.a.mpad, pr.a.group,
-                                 open + ext, ext, scratch.data(), scores.data(), 1, nseq + 2, pr.tile(), 0, p.sat(),
-                                 p2.sat(), pr.a.strip);
+                launch(grid, BLOCK, [&] {
+                    sw_search_qp(chunk.data(), nseq, res_off, pbuf.data(), pair_off, passes_off, table_off, pr.nseg,
+                                 pr.mpad, pr.group, open + ext, ext, scratch.data(), scores.data(), pr.qt, 0, pr.strip);
                 });
             }
             const char* name = kind == 0 ? "portable" : kind == 1 ? "dpx" : "qp";
             int bad = 0;
-            for (unsigned k = 0; k < nseq; ++k) {
-                if (scores[1 + k] != want[k] && bad++ < 3)
-                    std::printf("  case %d %s: subject %u (length %zu): %d, Gotoh %ld\n", c, name, k, subj[k].size(),
-                                scores[1 + k], want[k]);
-                const int got2 = scores[nseq + 2 + k], want_2 = kind == 2 ? (int)want2[k] : -12345;
-                if (got2 != want_2 && bad++ < 3)
-                    std::printf("  case %d %s: query 2, subject %u (length %zu): %d, Gotoh %d\n", c, name, k,
-                                subj[k].size(), got2, want_2);
-            }
-            if (scores[0] != -12345 || scores[nseq + 1] != -12345 || scores[2 * nseq + 2] != -12345) {
+            for (int k = 0; k < 4; ++k)
+                for (unsigned j = 0; j < nseq; ++j) {
+                    const long w = k == 1 || (kind == 2 && k > 1) ? wants[k][j] : -12345;
+                    if (scores[k * nseq + j] != w && bad++ < 3)
+                        std::printf("  case %d %s: query %d (length %zu), subject %u (length %zu): %d, Gotoh %ld\n", c,
+                                    name, k, qs[k]->size(), j, subj[j].size(), scores[k * nseq + j], w);
+                }
+            if (scores[4 * nseq] != -12345) {
                 std::printf("  case %d: a score written outside the chunk's range\n", c);
                 ++bad;
             }
-            std::printf("case %2d %-8s m %4u (and %4u) group %2u mpad %4u tile %4u, %2u subjects (%d past the 16-bit threshold %d), gaps %d/%d: %s\n",
-                        c, name, m, m2, kind == 2 ? pr.a.group : p.group, kind == 2 ? pr.a.mpad : p.mpad,
-                        kind == 2 ? pr.tile() : p.tile(), nseq, over, p.sat(), open, ext,
-                        bad ? "WRONG" : "every score equals Gotoh");
+            std::printf("case %2d %-8s m %4u (runs of %4u, %4u) group %2u mpad %4u tile %4u, %2u subjects (%d past the 16-bit threshold %d), gaps %d/%d: %s\n",
+                        c, name, m, m2, m3, p.group, kind == 2 ? pr.mpad : p.mpad, kind == 2 ? pr.qt : p.tile(), nseq,
+                        over, p.sat(), open, ext, bad ? "WRONG" : "every score equals Gotoh");
             failures += bad != 0;
         }
     }

@@ -7,9 +7,9 @@
 //                  compiles for older GPUs, whose DPX functions are emulated); a
 //                  subject whose 16-bit score may have saturated is aligned again by the
 //                  32-bit pass, in the same launch;
-//   sw_search_qp   sw_search_dpx's arithmetic for two queries against one subject per
-//                  lane group (a query pair: see its note below), with its own
-//                  parameters.
+//   sw_search_qp   sw_search_dpx's arithmetic for two runs of queries against one
+//                  subject per lane group (a query pair: see its note below), with its
+//                  own parameters.
 //
 // Layout of one chunk (packed by the file-read callback): u32 offsets[nseq + 1] of the
 // subjects (sorted longest first), then at byte res_off the residues, one code a byte.
@@ -432,17 +432,36 @@ extern "C" __global__ void __launch_bounds__(256, 2) sw_search_dpx(
 #endif  // SW_ONLY_QP
 
 #ifndef SW_ONLY_DPX
-// sw_search_qp: a query pair. Lane group k aligns subject k against two queries at once,
-// A in the low halfwords and B in the high ones, with sw_search_dpx's arithmetic; the
-// packed score of a cell comes straight from the pair's profile, a 32-bit word a (letter,
-// row) with A's score low and B's high, so the byte permute per cell pair that two
-// subjects need is gone from the ALU pipe. Both queries take the longer one's rows; the
-// shorter one's rows past its end score -64 (as padded rows do), which cannot raise its
-// score. Layout of a tile of the pair's profile (qt rows, in global memory as in shared):
-// for each letter (and, in shared memory only, the pad row after them) the tile's strips
-// of R rows, each R words then 16 unused bytes, so that the 16-byte loads of a quarter
+// sw_search_qp: a query pair. Lane group k aligns subject k against two runs of queries
+// at once, the low run in the low halfwords and the high run in the high ones, with
+// sw_search_dpx's arithmetic; the packed score of a cell comes straight from the pair's
+// profile, a 32-bit word a (letter, row) with the low run's score low and the high run's
+// high, so the byte permute per cell pair that two subjects need is gone from the ALU
+// pipe. A run is queries end to end, each over its own padded rows (a whole number of
+// passes), so that two runs of several queries have about the same rows where two
+// queries alone seldom do; the shorter run's rows past its end score -64 (as padded rows
+// do), which cannot raise a score.
+// Where a query starts in a run, its top row is row 0 of its own alignment: before that
+// pass each lane group sets its scratch row's half to H 0, F -(open + extend), as the
+// first pass finds it (the rows above, another query's, are done with). Where a query
+// ends, its 16-bit best is reduced over the group and written (or marked for the 32-bit
+// pass, after the last pass), and its half of the running best starts again at 0. So each
+// query's score is exactly its alignment alone, and the column step itself is
+// sw_search_dpx's with one subject.
+// The launch's plan, in the profile buffer (both built by the host's PairProfile):
+//   passes[p]  where pass p ends or starts a query in each half: bits 0-5, 1 + the
+//              segment of the low run that ends with pass p (0: none); bits 6-11, the
+//              high run's; bit 12, a low query starts with pass p (never set on pass 0,
+//              whose top row is row 0 anyway); bit 13, a high query does;
+//   table[k]   segment k (at most 32 a launch): its query (scores at query * nseq), its
+//              int8 profile's offset and rows (for the 32-bit pass), its sat.
+// Layout of a tile of the pair's profile (qt rows, in global memory as in shared): for
+// each letter (and, in shared memory only, the pad row after them) the tile's strips of
+// R rows, each R words then 16 unused bytes, so that the 16-byte loads of a quarter
 // warp's 8 lanes (strips 4R + 16 bytes apart) fall in 8 different groups of 4 banks.
 #define SW_PAD2 0xFFC0FFC0u  // a padded row's word: -64 in both halfwords
+#define SW_LOW_STARTS (1u << 12)
+#define SW_HIGH_STARTS (1u << 13)
 
 // Stages tile `tile` of a pair's profile (SW_A letter rows of row_bytes) and the pad row.
 __device__ __forceinline__ void sw_stage_qp_tile(signed char* sprof, const signed char* pprof, unsigned row_bytes,
@@ -457,19 +476,33 @@ __device__ __forceinline__ void sw_stage_qp_tile(signed char* sprof, const signe
     __syncthreads();
 }
 
-// The query-pair lane's passes (sw_dpx_passes with one subject and a packed profile): its
-// running best of both queries' 16-bit H. Every thread of the block calls it.
-template <int R>
-__device__ __forceinline__ unsigned sw_qp_passes(signed char* sprof, const signed char* pprof, unsigned mpad,
-                                                 unsigned qt, unsigned group, unsigned g, unsigned nw, unsigned n,
-                                                 const unsigned char* s, uint2* sc, unsigned ngoe2, unsigned nge2)
+// The query-pair lane's passes (sw_dpx_passes with one subject and a packed profile),
+// its running best of both runs' 16-bit H in `best`: before a pass that starts a query,
+// the group's scratch row is reset in that half; after a pass that ends one, `ends(word)`
+// takes its score. Every thread of the block calls it.
+template <int R, class Ends>
+__device__ __forceinline__ void sw_qp_passes(signed char* sprof, const signed char* pprof, const unsigned* passes,
+                                             unsigned mpad, unsigned qt, unsigned group, unsigned g, unsigned nw,
+                                             unsigned n, const unsigned char* s, uint2* sc, unsigned ngoe2,
+                                             unsigned nge2, unsigned& best, const Ends& ends)
 {
     const unsigned rows_per_pass = group * R;
     const unsigned strip_bytes = 4 * R + 16, row_bytes = qt / R * strip_bytes;
-    unsigned best = 0;
     // (mpad is a multiple of qt: every tile holds qt rows)
     auto stage = [&](unsigned t0, unsigned) { sw_stage_qp_tile(sprof, pprof, row_bytes, t0 / qt); };
     sw_each_pass(mpad, qt, rows_per_pass, stage, [&](unsigned t0, unsigned p0) {
+        // (the pass's word is read again after it, not kept live through the steps)
+        const unsigned word = passes[(t0 + p0) / rows_per_pass];
+        if (word & (SW_LOW_STARTS | SW_HIGH_STARTS)) {
+            // The halves kept; a new query's half becomes row 0's H 0, F -(open + extend).
+            const unsigned keep = (word & SW_LOW_STARTS ? 0xFFFF0000u : ~0u) & (word & SW_HIGH_STARTS ? 0xFFFFu : ~0u);
+            __syncwarp();
+            for (unsigned j = g; j < n; j += group) {
+                const uint2 v = sc[j];
+                sc[j] = make_uint2(v.x & keep, (v.y & keep) | (ngoe2 & ~keep));
+            }
+            __syncwarp();
+        }
         const unsigned strip_at = (p0 / R + g) * strip_bytes;
         const bool top_row = (t0 + p0) == 0;
         unsigned h0[R], h1[R], e[R], hg[R <= 16 ? R : 1];
@@ -514,20 +547,19 @@ __device__ __forceinline__ unsigned sw_qp_passes(signed char* sprof, const signe
             step(t + 1, h1, h0);
         }
         __syncwarp();
+        const unsigned after = passes[(t0 + p0) / rows_per_pass];
+        if (after & 0xFFFu) ends(after);
     });
-    return best;
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2) sw_search_qp(
     const unsigned char* __restrict__ chunk, unsigned nseq, unsigned res_off,
-    const signed char* __restrict__ profile, unsigned pair_off, unsigned prof_a_off, unsigned prof_b_off,
-    unsigned mpad, unsigned group, int gap_oe, int gap_e, int2* __restrict__ scratch, int* __restrict__ scores,
-    unsigned score_a_off, unsigned score_b_off, unsigned qt, unsigned long long cells, int sat_a, int sat_b,
-    unsigned strip)
+    const signed char* __restrict__ profile, unsigned pair_off, unsigned passes_off, unsigned table_off,
+    unsigned nseg, unsigned mpad, unsigned group, int gap_oe, int gap_e, int2* __restrict__ scratch, int* __restrict__ scores,
+    unsigned qt, unsigned long long cells, unsigned strip)
 {
-    // pair_off: the pair's packed profile (tiles of qt rows, see above); prof_a_off,
-    // prof_b_off: each query's int8 profile over the pair's mpad rows, for the 32-bit
-    // re-pass; sat_a, sat_b: each query's saturation threshold (see sw_search_dpx).
+    // pair_off: the pair's packed profile (tiles of qt rows, see above); passes_off,
+    // table_off: the plan's words and its nseg segments (16-byte aligned).
     (void)cells;  // for the simulator's cost model only
     extern __shared__ __align__(16) signed char sprof[];
     const unsigned* offs = reinterpret_cast<const unsigned*>(chunk);
@@ -545,34 +577,42 @@ extern "C" __global__ void __launch_bounds__(256, 2) sw_search_qp(
     #pragma unroll
     for (int o = 16; o > 0; o >>= 1) nw = max(nw, __shfl_xor_sync(0xffffffffu, nw, o));
     const unsigned ngoe2 = sw_splat2(-gap_oe), nge2 = sw_splat2(-gap_e);
-    const signed char* pprof = profile + pair_off;
-    unsigned best = strip == 16 ? sw_qp_passes<16>(sprof, pprof, mpad, qt, group, g, nw, n, s, sc, ngoe2, nge2)
-                                : sw_qp_passes<32>(sprof, pprof, mpad, qt, group, g, nw, n, s, sc, ngoe2, nge2);
-    for (unsigned o = group >> 1; o > 0; o >>= 1) best = sw_max2_relu(best, __shfl_xor_sync(0xffffffffu, best, o, group));
-    const int best_a = (int)(short)(unsigned short)(best & 0xFFFFu);
-    const int best_b = (int)(short)(unsigned short)(best >> 16);
-    const bool need_a = subj < nseq && best_a >= sat_a;
-    const bool need_b = subj < nseq && best_b >= sat_b;
-    if (g == 0 && subj < nseq) {
-        if (!need_a) scores[score_a_off + subj] = best_a;
-        if (!need_b) scores[score_b_off + subj] = best_b;
-    }
-    // The 32-bit pass of a query whose score may have saturated, with its int8 profile
-    // (block-uniform branches, as in sw_search_dpx).
-    const unsigned qt8 = min(mpad, (unsigned)SW_QT);
-    if (__syncthreads_or(need_a)) {
-        const signed char* pa = profile + prof_a_off;
-        const int b32 = strip == 16
-            ? sw_pass32_call<16>(sprof, pa, mpad, qt8, group, g, s, need_a ? n : 0u, scratch + start, gap_oe, gap_e)
-            : sw_pass32_call<32>(sprof, pa, mpad, qt8, group, g, s, need_a ? n : 0u, scratch + start, gap_oe, gap_e);
-        if (need_a && g == 0) scores[score_a_off + subj] = b32;
-    }
-    if (__syncthreads_or(need_b)) {
-        const signed char* pb = profile + prof_b_off;
-        const int b32 = strip == 16
-            ? sw_pass32_call<16>(sprof, pb, mpad, qt8, group, g, s, need_b ? n : 0u, scratch + start, gap_oe, gap_e)
-            : sw_pass32_call<32>(sprof, pb, mpad, qt8, group, g, s, need_b ? n : 0u, scratch + start, gap_oe, gap_e);
-        if (need_b && g == 0) scores[score_b_off + subj] = b32;
+    const unsigned* passes = reinterpret_cast<const unsigned*>(profile + passes_off);
+    const int4* table = reinterpret_cast<const int4*>(profile + table_off);
+    unsigned best = 0;
+    // A pass that ends a query in a half: the group's best of that half is its 16-bit
+    // score (below its sat: exact; else the 32-bit pass below replaces it), and the half
+    // starts again at 0 (block-uniform: `word` is).
+    auto ends = [&](unsigned word) {
+        unsigned b = best;
+        for (unsigned o = group >> 1; o > 0; o >>= 1) b = sw_max2_relu(b, __shfl_xor_sync(0xffffffffu, b, o, group));
+        #pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            const unsigned k = (word >> (6 * half)) & 63u;
+            if (k == 0) continue;
+            const int s16 = (int)(short)(unsigned short)(b >> (16 * half));
+            if (g == 0 && subj < nseq) scores[(unsigned)table[k - 1].x * nseq + subj] = s16;
+            best &= half ? 0xFFFFu : 0xFFFF0000u;
+        }
+    };
+    if (strip == 16) sw_qp_passes<16>(sprof, profile + pair_off, passes, mpad, qt, group, g, nw, n, s, sc, ngoe2, nge2, best, ends);
+    else sw_qp_passes<32>(sprof, profile + pair_off, passes, mpad, qt, group, g, nw, n, s, sc, ngoe2, nge2, best, ends);
+    // The 32-bit pass of each query whose 16-bit score reached its sat (it may have
+    // saturated), with the query's own int8 profile (block-uniform branches, as in
+    // sw_search_dpx; almost always none). Which ones is read back from the scores, not
+    // kept in a register through the passes: the column step has none to spare.
+    for (unsigned k = 0; k < nseg; ++k) {
+        const int4 seg = table[k];
+        const unsigned at = (unsigned)seg.x * nseq + subj;
+        const bool need_k = __shfl_sync(0xffffffffu, g == 0 && subj < nseq && scores[at] >= seg.w, 0, group);
+        if (__syncthreads_or(need_k)) {
+            const unsigned rows = (unsigned)seg.z, qt8 = min(rows, (unsigned)SW_QT), n8 = need_k ? n : 0u;
+            const signed char* p8 = profile + (unsigned)seg.y;
+            const int b32 = strip == 16
+                ? sw_pass32_call<16>(sprof, p8, rows, qt8, group, g, s, n8, scratch + start, gap_oe, gap_e)
+                : sw_pass32_call<32>(sprof, p8, rows, qt8, group, g, s, n8, scratch + start, gap_oe, gap_e);
+            if (need_k && g == 0) scores[at] = b32;
+        }
     }
 }
 #endif  // SW_ONLY_DPX

@@ -75,11 +75,11 @@ pub struct Common {
     /// the chunks fit in half of every GPU's memory and the search is not under mpirun.
     #[arg(long, default_value = "auto", value_parser = search::DbPlacement::parse)]
     pub db_on_gpu: search::DbPlacement,
-    /// With the dpx kernel and several queries: yes (queries of similar lengths aligned
-    /// two at a time against each subject, each pair in one launch; a pair runs its
-    /// longer query's rows for both, and is formed where that costs at most 15 % more
-    /// rows than the two alone) or no (a launch a query, two subjects a lane group).
-    /// Scores are the same.
+    /// With the dpx kernel and several queries: yes (queries aligned as two runs at a time
+    /// against each subject, each run queries end to end, up to 32 queries a launch; both
+    /// runs take the longer one's rows, and a pair is formed where that costs at most
+    /// 15 % more rows than the queries alone) or no (a launch a query, two subjects a
+    /// lane group). Scores are the same.
     #[arg(long, default_value = "yes", value_parser = ["yes", "no"])]
     pub query_pairs: String,
 }
@@ -330,13 +330,13 @@ pub fn kernel_note(o: &Outcome) -> String {
     match o.kernel {
         sw::KernelKind::Portable => " (32-bit scores)".into(),
         sw::KernelKind::Dpx if o.query_pairs > 0 => {
-            let alone = o.hits.len() - 2 * o.query_pairs;
+            let alone = o.hits.len() - o.paired_queries;
             let (pairs, queries) =
                 (if o.query_pairs == 1 { "pair" } else { "pairs" }, if alone == 1 { "query" } else { "queries" });
             format!(
-                " (16-bit scores; {} query {pairs}, a subject and two queries a lane group; {alone} {queries} alone, \
-                 two subjects a lane group; {} scores re-run in 32 bits)",
-                o.query_pairs, o.repassed
+                " (16-bit scores; {} queries in {} query {pairs}, a subject and two runs of queries a lane group; \
+                 {alone} {queries} alone, two subjects a lane group; {} scores re-run in 32 bits)",
+                o.paired_queries, o.query_pairs, o.repassed
             )
         }
         sw::KernelKind::Dpx => {

@@ -265,6 +265,9 @@ fn every_score_matches_gotoh_on_sim() {
     let paired = [1, 37, 40, 130, 200];
     let a = check(Pipeline::Chariot, sim(), 1, 3, Order::LargestFirst, 700, 3000, &paired, 97);
     assert_eq!(check(Pipeline::Prepared, sim(), 1, 3, Order::LargestFirst, 700, 3000, &paired, 97), a);
+    // Runs of several queries (one pair of runs: 700, 260, 129 | 450, 300, 150).
+    let runs = [129, 150, 260, 300, 450, 700];
+    check(Pipeline::Prepared, sim(), 1, 3, Order::LargestFirst, 300, 3000, &runs, 97);
     assert_eq!(prepared, fasta);
     // The database streamed, as before it was kept on the GPUs: the same scores.
     let streamed = check(Pipeline::Streamed, sim(), 2, 3, Order::LargestFirst, 2000, 3000, &[1, 37, 130], 97);
@@ -584,7 +587,7 @@ fn dpx_and_portable_kernels_match_gotoh_on_gpu() {
     check_past_16_bits(Backend::Cuda, &[KernelChoice::Dpx, KernelChoice::Portable, KernelChoice::Auto], 1);
     check_past_16_bits(Backend::Cuda, &[KernelChoice::Dpx], 10);
     for kernel in [KernelChoice::Dpx, KernelChoice::Portable] {
-        // Pairs in the DPX kernel: 511 with 500, 130 with 200, 37 with 40, 16 with 17 (1 alone).
+        // Pairs in the DPX kernel: runs 511, 200 | 500, 130; 40 | 37; 16 | 1 (17 alone).
         let qs = [1, 16, 17, 37, 40, 130, 200, 500, 511];
         let a = check_kernel(kernel, Pipeline::Chariot, Backend::Cuda, 1, 4, Order::LargestFirst, 4001, 6000, &qs, 511);
         let b =
@@ -594,6 +597,9 @@ fn dpx_and_portable_kernels_match_gotoh_on_gpu() {
         check_kernel(kernel, Pipeline::Chariot, Backend::Cuda, 1, 2, Order::Fcfs, 201, 3000, &long, 63);
         // A pair across profile tiles (1280 rows: 5 of the pair's, 2 of the int8 re-pass's).
         check_kernel(kernel, Pipeline::Chariot, Backend::Cuda, 1, 2, Order::Fcfs, 201, 3000, &[1100, 1000], 63);
+        // Runs of up to 5 queries, ends and starts in both halves at different passes.
+        let runs = [129, 150, 256, 257, 300, 513, 700, 1024, 1100, 1500];
+        check_kernel(kernel, Pipeline::Prepared, Backend::Cuda, 1, 2, Order::Fcfs, 1001, 3000, &runs, 63);
         check_kernel(kernel, Pipeline::Hand(2), Backend::Cuda, 1, 2, Order::Fcfs, 201, 3000, &long, 63);
     }
 }

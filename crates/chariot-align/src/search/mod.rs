@@ -149,9 +149,11 @@ pub struct Outcome {
     /// reached the query's [`Profile::sat`] (exactly the ones its 16-bit pass marks; 0
     /// with the portable kernel).
     pub repassed: u64,
-    /// Query pairs aligned by `sw_search_qp` ([`Profiles::pairs`]; 0 with the portable
-    /// kernel, one query or `--query-pairs no`).
+    /// Query pairs aligned by `sw_search_qp` ([`Profiles::pairs`], two runs of queries
+    /// each; 0 with the portable kernel, one query or `--query-pairs no`).
     pub query_pairs: usize,
+    /// Queries in those pairs ([`Profiles::paired`]); the rest ran alone.
+    pub paired_queries: usize,
     /// Where the start went.
     pub startup: Startup,
     /// The upload of a resident database before the search (`None`: streamed).
@@ -257,22 +259,19 @@ pub struct Profiles {
     pub offsets: Vec<usize>,
     /// All of them, then the query pairs' profiles.
     pub bytes: Vec<i8>,
-    /// Queries aligned two at a time ([`Profiles::pair_up`]; none before).
+    /// Query pairs, two runs of queries a launch ([`Profiles::pair_up`]; none before).
     pub pairs: Vec<QueryPair>,
     /// The launches over a chunk, in order: queries alone and pairs.
     pub launches: Vec<Launch>,
 }
 
-/// Two queries that `sw_search_qp` aligns at once.
+/// Two runs of queries that `sw_search_qp` aligns at once.
 #[derive(Clone, Debug)]
 pub struct QueryPair {
-    /// The queries (the longer first).
-    pub queries: [usize; 2],
-    /// Their profiles.
+    /// Their runs, packed profile and plan.
     pub profile: sw::PairProfile,
-    /// Where the packed profile and the two relaid int8 profiles are in
-    /// [`Profiles::bytes`].
-    pub offsets: [usize; 3],
+    /// Where the packed profile, the pass words and the table are in [`Profiles::bytes`].
+    pub at: sw::PairAt,
 }
 
 /// One launch over a chunk.
@@ -304,28 +303,35 @@ impl Profiles {
     }
 
     /// Pairs the queries for `sw_search_qp` ([`sw::pair_queries`]) where the kernel is
-    /// DPX: the pairs' profiles go after the queries' in `bytes`, and the launches
-    /// become the pairs (longest first), then the queries left alone.
+    /// DPX: the pairs' packed profiles and plans go after the queries' profiles in
+    /// `bytes`, and the launches become the pairs (longest first), then the queries left
+    /// alone.
     pub fn pair_up(&mut self, kind: KernelKind) {
         if kind != KernelKind::Dpx || self.list.len() < 2 {
             return;
         }
         let (pairs, alone) = sw::pair_queries(&self.list);
         self.launches.clear();
-        for [a, b] in pairs {
-            let profile = sw::PairProfile::new(&self.list[a], &self.list[b]);
+        for runs in pairs {
+            let profile = sw::PairProfile::new(&self.list, runs);
             // Each part's length is a multiple of 16 bytes: the kernels' 16-byte loads stay aligned.
-            let packed_at = self.bytes.len();
+            let packed = self.bytes.len();
             self.bytes.extend(profile.packed.iter().map(|&x| x as i8));
-            let a_at = self.bytes.len();
-            self.bytes.extend_from_slice(&profile.a.scores);
-            let b_at = self.bytes.len();
-            self.bytes.extend_from_slice(&profile.b.scores);
-            let offsets = [packed_at, a_at, b_at];
+            let table = self.bytes.len();
+            let rows = profile.table(&self.list, &self.offsets);
+            self.bytes.extend(rows.iter().flatten().flat_map(|x| x.to_le_bytes()).map(|b| b as i8));
+            let passes = self.bytes.len();
+            self.bytes.extend(profile.passes.iter().flat_map(|x| x.to_le_bytes()).map(|b| b as i8));
+            self.bytes.resize(self.bytes.len().next_multiple_of(16), 0);
             self.launches.push(Launch::Pair(self.pairs.len()));
-            self.pairs.push(QueryPair { queries: [a, b], profile, offsets });
+            self.pairs.push(QueryPair { profile, at: sw::PairAt { packed, passes, table } });
         }
         self.launches.extend(alone.into_iter().map(Launch::Query));
+    }
+
+    /// Queries aligned in query pairs.
+    pub fn paired(&self) -> usize {
+        self.pairs.iter().map(|p| p.profile.segments().count()).sum()
     }
 
     /// Cells of a search of the whole database: Σ query length × residues.

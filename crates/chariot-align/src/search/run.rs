@@ -102,9 +102,8 @@ pub fn search_to(
             ));
             // The query-pair kernel, where there are pairs.
             let pk = (!profiles.pairs.is_empty()).then(|| {
-                let list = profiles.pairs.iter().map(|p| p.profile.clone()).collect();
-                let offsets = profiles.pairs.iter().map(|p| p.offsets[0]).collect();
-                sched.register_kernel(sw::pair_kernel(Arc::new(list), offsets, opt.sim_gcups).0)
+                let (list, offsets) = (Arc::new(profiles.list.clone()), profiles.offsets.clone());
+                sched.register_kernel(sw::pair_kernel(list, offsets, opt.sim_gcups).0)
             });
             let k = k.and_then(|k| Ok((k, pk.transpose()?)));
             (k, t.elapsed())
@@ -190,9 +189,8 @@ pub fn search_to(
                 (Launch::Pair(i), Some(pk)) => {
                     let pair = &profiles.pairs[i];
                     let (nseq, residues) = (info.nseq, info.residues);
-                    let args =
-                        sw::pair_args(&pair.profile, pair.offsets, pair.queries, nseq, info.res_off(), residues, gaps);
-                    let (grid, shared) = (pair.profile.grid(nseq), pair.profile.shared_bytes());
+                    let args = sw::pair_args(&pair.profile, pair.at, nseq, info.res_off(), residues, gaps);
+                    let (grid, shared) = (pair.profile.grid(nseq), pair.profile.shared);
                     t = t.launch(pk, grid, sw::BLOCK, shared, &args.map(|r| arg(r, &chunk)));
                 }
                 (Launch::Pair(_), None) => unreachable!("the pair kernel is registered wherever there are pairs"),
@@ -426,6 +424,7 @@ fn finish(
         kernel: kind,
         repassed,
         query_pairs: profiles.pairs.len(),
+        paired_queries: profiles.paired(),
         startup,
         load,
     })

@@ -232,71 +232,78 @@ fn aligned(v: &mut [u8]) -> &mut [u8] {
     &mut v[off..off + n]
 }
 
-/// Queries pair from the longest down where the pair's rows are at most PAIR_GAIN times
-/// the two queries' own; a query too far from the next runs alone.
+/// Queries of one layout pair as two runs of about the same rows, each query on the run
+/// with fewer rows so far, longest first; a query far longer than the rest runs alone,
+/// and so does the only query of its layout.
 #[test]
 fn queries_pair_by_length() {
     let m = Matrix::blosum62();
     let profiles = |lens: &[usize]| -> Vec<Profile> {
         lens.iter().map(|&l| Profile::new(&random_codes(l, 20, l as u64), &m).unwrap()).collect()
     };
-    // CUDASW++'s 20 benchmark queries: 567 (768 rows) and 464 (512) would cost 1.2x.
+    let rows = |ps: &[Profile], run: &[usize]| run.iter().map(|&q| ps[q].mpad).sum::<usize>();
+    // CUDASW++'s 20 benchmark queries: one pair of runs of 85 passes each (170 passes of
+    // 256 rows, where the 20 queries own 163), none alone.
     let lens =
         [144, 189, 222, 375, 464, 567, 657, 729, 850, 1000, 1500, 2005, 2504, 3005, 3564, 4061, 4548, 4743, 5147, 5478];
-    let (pairs, alone) = pair_queries(&profiles(&lens));
-    let named = |q: usize| lens[q];
-    let got: Vec<[usize; 2]> = pairs.iter().map(|&[a, b]| [named(a), named(b)]).collect();
-    assert_eq!(
-        got,
-        [
-            [5478, 5147],
-            [4743, 4548],
-            [4061, 3564],
-            [3005, 2504],
-            [2005, 1500],
-            [1000, 850],
-            [729, 657],
-            [464, 375],
-            [222, 189]
-        ]
-    );
-    assert_eq!(alone.iter().map(|&q| named(q)).collect::<Vec<_>>(), [567, 144]);
-    let (pairs, alone) = pair_queries(&profiles(&[40, 4000, 37]));
-    assert_eq!((pairs, alone), (vec![[0, 2]], vec![1]));
+    let ps = profiles(&lens);
+    let (pairs, alone) = pair_queries(&ps);
+    assert!(alone.is_empty(), "{alone:?}");
+    assert_eq!(pairs.len(), 1);
+    let named = |run: &[usize]| run.iter().map(|&q| lens[q]).collect::<Vec<_>>();
+    assert_eq!(named(&pairs[0][0]), [5478, 4548, 4061, 2504, 2005, 850, 657, 464, 222, 189]);
+    assert_eq!(named(&pairs[0][1]), [5147, 4743, 3564, 3005, 1500, 1000, 729, 567, 375, 144]);
+    assert_eq!((rows(&ps, &pairs[0][0]), rows(&ps, &pairs[0][1])), (85 * 256, 85 * 256));
+    // 40 and 37 share a layout (16-row strips, 4 lanes); 4000 is alone in its own.
+    assert_eq!(pair_queries(&profiles(&[40, 4000, 37])), (vec![[vec![0], vec![2]]], vec![1]));
     assert_eq!(pair_queries(&profiles(&[63])), (vec![], vec![0]));
+    // 5000 and 200 would take 5120 rows each: 1.9x theirs. Both run alone.
+    assert_eq!(pair_queries(&profiles(&[200, 5000])), (vec![], vec![1, 0]));
+    // 5000, 4000 and 200: 5000 alone would leave 4000 and 200 as bad; pairs 5120 rows
+    // against 4096 + 256 are within the gain.
+    let (pairs, alone) = pair_queries(&profiles(&[200, 5000, 4000]));
+    assert_eq!((pairs, alone), (vec![[vec![1], vec![2, 0]]], vec![]));
+    // At most MAX_PAIRED queries a launch: 40 of one length make two launches.
+    let (pairs, alone) = pair_queries(&profiles(&[300; 40]));
+    assert!(alone.is_empty());
+    assert_eq!(pairs.iter().map(|[a, b]| (a.len(), b.len())).collect::<Vec<_>>(), [(16, 16), (4, 4)]);
 }
 
 /// A pair's packed profile: each tile's letter rows in strips of `strip` words (the low
-/// query's score in the low halfword, the high one's in the high halfword), 16 zero
-/// bytes after each strip; the shorter query's rows past its end, both queries' past
-/// the longer one's, and the letters past the matrix's are padding.
+/// run's score in the low halfword, the high run's in the high halfword), 16 zero bytes
+/// after each strip; a run's queries end to end over their own padded rows, the shorter
+/// run's rows past its end and the letters past the matrix's padding. Its pass words
+/// say where each query ends and starts; [`plan_runs`] reads them back and refuses any
+/// that disagree with the table.
 #[test]
-fn pair_profile_layout() {
+fn pair_profile_layout_and_plan() {
     let m = Matrix::blosum62();
-    let (qa, qb) = (random_codes(600, 20, 1), random_codes(500, 20, 2));
-    let (a, b) = (Profile::new(&qa, &m).unwrap(), Profile::new(&qb, &m).unwrap());
-    let pair = PairProfile::new(&a, &b);
-    assert_eq!((pair.a.mpad, pair.b.mpad, pair.a.strip, pair.a.group), (768, 768, 32, 8));
-    assert_eq!((pair.a.m, pair.b.m, pair.tile()), (600, 500, 256));
+    let qs = [random_codes(600, 20, 1), random_codes(500, 20, 2), random_codes(150, 20, 3)];
+    let ps: Vec<Profile> = qs.iter().map(|q| Profile::new(q, &m).unwrap()).collect();
+    // Low run: 600 (768 rows); high run: 500 (512), then 150 (256).
+    let pair = PairProfile::new(&ps, [vec![0], vec![1, 2]]);
+    assert_eq!((pair.mpad, pair.strip, pair.group, pair.qt), (768, 32, 8, 256));
+    assert_eq!(pair.query_residues, 1250);
     // 3 tiles of 32 letters of 8 strips of (32 words + 16 bytes).
     assert_eq!(pair.packed.len(), 3 * 32 * 8 * 144);
-    assert_eq!(pair.shared_bytes(), 33 * 8 * 144);
+    assert_eq!(pair.shared, 33 * 8 * 144);
     assert_eq!(pair.grid(8192), 256);
     let word = |tile: usize, letter: usize, row: usize| {
         let at = (tile * 32 + letter) * 8 * 144 + row / 32 * 144 + row % 32 * 4;
         let w = u32::from_le_bytes(pair.packed[at..at + 4].try_into().unwrap());
         (w as u16 as i16, (w >> 16) as u16 as i16)
     };
+    let score = |q: &[u8], i: usize, letter: usize| {
+        if i < q.len() && letter < m.letters.len() {
+            m.scores[q[i] as usize][letter] as i16
+        } else {
+            PAD as i16
+        }
+    };
     for letter in [0usize, 5, 19, 25, 31] {
-        for i in [0usize, 31, 32, 255, 256, 499, 500, 599, 600, 767] {
-            let want = |q: &[u8], i: usize| {
-                if i < q.len() && letter < m.letters.len() {
-                    m.scores[q[i] as usize][letter] as i16
-                } else {
-                    PAD as i16
-                }
-            };
-            assert_eq!(word(i / 256, letter, i % 256), (want(&qa, i), want(&qb, i)), "letter {letter} row {i}");
+        for i in [0usize, 31, 32, 149, 150, 255, 256, 499, 500, 511, 512, 599, 600, 661, 662, 767] {
+            let high = if i < 512 { score(&qs[1], i, letter) } else { score(&qs[2], i - 512, letter) };
+            assert_eq!(word(i / 256, letter, i % 256), (score(&qs[0], i, letter), high), "letter {letter} row {i}");
         }
     }
     for tile in 0..3 {
@@ -305,49 +312,84 @@ fn pair_profile_layout() {
             assert_eq!(pair.packed[at..at + 16], [0; 16]);
         }
     }
-    // A short pair: 16-row strips, a tile of the whole query.
+    // Pass 1 ends the high run's first query (segment 2); pass 2 starts its second
+    // (segment 3) and ends it, and ends the low run's (segment 1).
+    assert_eq!(pair.passes, [0, 2 << 6, 1 | 3 << 6 | HIGH_STARTS]);
+    let table = pair.table(&ps, &[0, 10_000, 20_000]);
+    assert_eq!(table, [[0, 0, 768, ps[0].sat()], [1, 10_000, 512, ps[1].sat()], [2, 20_000, 256, ps[2].sat()]]);
+    assert_eq!(plan_runs(&pair.passes, &table, 256), Ok([vec![0], vec![1, 2]]));
+    for (bad, why) in [
+        (vec![0, 2 << 6, 1 | 3 << 6], "start bit"),
+        (vec![HIGH_STARTS, 2 << 6, 1 | 3 << 6 | HIGH_STARTS], "start bit"),
+        (vec![0, 2 << 6, 1 | 2 << 6 | HIGH_STARTS], "ends twice"),
+        (vec![0, 3 << 6, 1 | 2 << 6 | HIGH_STARTS], "rows"),
+        (vec![0, 2 << 6, 1 | 4 << 6 | HIGH_STARTS], "not in the table"),
+        (vec![0, 2 << 6, 3 << 6 | HIGH_STARTS], "segment 0 ends on no pass"),
+    ] {
+        let e = plan_runs(&bad, &table, 256).unwrap_err();
+        assert!(e.contains(why), "{bad:?}: {e}");
+    }
+    // A short pair: 16-row strips, a tile of the whole run.
     let short = |len, seed| Profile::new(&random_codes(len, 20, seed), &m).unwrap();
-    let pair = PairProfile::new(&short(37, 3), &short(40, 4));
-    assert_eq!((pair.a.mpad, pair.a.strip, pair.tile(), pair.packed.len()), (64, 16, 64, 32 * 4 * 80));
-    assert_eq!(pair.shared_bytes(), 33 * 4 * 80);
+    let pair = PairProfile::new(&[short(37, 3), short(40, 4)], [vec![1], vec![0]]);
+    assert_eq!((pair.mpad, pair.strip, pair.qt, pair.packed.len()), (64, 16, 64, 32 * 4 * 80));
+    assert_eq!(pair.shared, 33 * 4 * 80);
+    assert_eq!(pair.passes, [1 | 2 << 6]);
 }
 
-/// The query-pair kernel's CPU twin: both queries' scores exact over a packed chunk,
-/// the saturated (query, subject) pairs, and only those, aligned again in 32 bits.
+/// The query-pair kernel's CPU twin: every query's score exact over a packed chunk, the
+/// second query of a run included; the saturated (query, subject) pairs, and only those,
+/// aligned again in 32 bits; a plan that disagrees with the profiles refused.
 #[test]
-fn pair_twin_scores_both_queries_and_repasses_the_saturated() {
+fn pair_twin_scores_every_query_and_repasses_the_saturated() {
     use chariot::kernel::LaunchShape;
     let m = Matrix::parse("big", "   A  W\nA  1 -1\nW -1 127\n").unwrap();
     let gaps = Gaps { open: 11, extend: 1 };
-    let (qa, qb) = (vec![1u8; 300], random_codes(280, 2, 9));
-    let (a, b) = (Profile::new(&qa, &m).unwrap(), Profile::new(&qb, &m).unwrap());
-    let pair = PairProfile::new(&a, &b);
+    let qs = [random_codes(100, 2, 5), vec![1u8; 300], random_codes(280, 2, 9), random_codes(150, 2, 7)];
+    let ps: Vec<Profile> = qs.iter().map(|q| Profile::new(q, &m).unwrap()).collect();
+    // Query 0 (another layout) is not in the pair: its scores stay untouched.
+    let pair = PairProfile::new(&ps, [vec![1], vec![2, 3]]);
     let subjects: Vec<Vec<u8>> = vec![vec![1; 320], vec![1; 290], random_codes(200, 2, 3), vec![1; 257], vec![]];
     let nseq = subjects.len();
     let (chunk, res_off, off) = pack_chunk(&subjects);
     let (mut rh, mut rf) = (Vec::new(), Vec::new());
     let want: Vec<Vec<i32>> =
-        [&a, &b].iter().map(|p| subjects.iter().map(|s| align(p, s, gaps, &mut rh, &mut rf)).collect()).collect();
-    let over = [&a, &b].iter().zip(&want).map(|(p, w)| w.iter().filter(|&&x| x >= p.sat()).count()).sum::<usize>();
+        ps.iter().map(|p| subjects.iter().map(|s| align(p, s, gaps, &mut rh, &mut rf)).collect()).collect();
+    let over = (1..4).map(|q| want[q].iter().filter(|&&x| x >= ps[q].sat()).count()).sum::<usize>();
     assert_eq!(over, 2, "{want:?}");
-    let pairs = Arc::new(vec![pair.clone()]);
-    let (k, repassed) = pair_kernel(pairs, vec![64], 300.0);
-    let mut store =
-        [vec![0u8; chunk.len() + 16], vec![0u8; 64 + pair.packed.len() + 16], vec![0u8; 2600], vec![0u8; 96]];
+    // The profiles buffer as Profiles::pair_up lays it out.
+    let mut bytes: Vec<u8> = Vec::new();
+    let mut offsets = Vec::new();
+    for p in &ps {
+        offsets.push(bytes.len());
+        bytes.extend(p.scores.iter().map(|&x| x as u8));
+    }
+    let packed = bytes.len();
+    bytes.extend_from_slice(&pair.packed);
+    let table = bytes.len();
+    bytes.extend(pair.table(&ps, &offsets).iter().flatten().flat_map(|x| x.to_le_bytes()));
+    let passes = bytes.len();
+    bytes.extend(pair.passes.iter().flat_map(|x| x.to_le_bytes()));
+    let (k, repassed) = pair_kernel(Arc::new(ps.clone()), offsets.clone(), 300.0);
+    let mut store = [vec![0u8; chunk.len() + 16], vec![0u8; bytes.len() + 16], vec![0u8; 2600], vec![0u8; 96]];
     let mut bufs: Vec<&mut [u8]> = store.iter_mut().map(|v| aligned(v)).collect();
     bufs[0][..chunk.len()].copy_from_slice(&chunk);
-    bufs[1][64..64 + pair.packed.len()].copy_from_slice(&pair.packed);
-    // Scores of query a at 1 · nseq, of b at 3 · nseq (of a chunk searched by 4 queries).
-    let args = twin_args(&pair_args(&pair, [64, 0, 0], [1, 3], nseq, res_off, off as u64, gaps));
-    let shape = LaunchShape { grid: pair.grid(nseq).into(), block: BLOCK.into(), shared_bytes: pair.shared_bytes() };
+    bufs[1][..bytes.len()].copy_from_slice(&bytes);
+    let at = PairAt { packed, passes, table };
+    let args = twin_args(&pair_args(&pair, at, nseq, res_off, off as u64, gaps));
+    let shape = LaunchShape { grid: pair.grid(nseq).into(), block: BLOCK.into(), shared_bytes: pair.shared };
     k.run_cpu_twin(shape, &args, &mut bufs).unwrap();
     let got: Vec<i32> = bufs[3].chunks(4).take(4 * nseq).map(|b| i32::from_le_bytes(b.try_into().unwrap())).collect();
-    assert_eq!(got[nseq..2 * nseq], want[0]);
-    assert_eq!(got[3 * nseq..4 * nseq], want[1]);
-    assert!(got[..nseq].iter().chain(&got[2 * nseq..3 * nseq]).all(|&x| x == 0), "other queries' scores untouched");
+    for q in 1..4 {
+        assert_eq!(got[q * nseq..(q + 1) * nseq], want[q], "query {q}");
+    }
+    assert!(got[..nseq].iter().all(|&x| x == 0), "query 0's scores untouched");
     assert_eq!(repassed.load(Ordering::Relaxed), 2);
-    // An offset no pair was registered at is an error, not a guess.
-    let mut bad = args.clone();
-    bad[4] = chariot::kernel::TwinArg::U32(0);
-    assert!(k.run_cpu_twin(shape, &bad, &mut bufs).is_err());
+    // A table row naming another query's profile, or pass words that end a query
+    // early, are errors, not a guess.
+    let mut moved = args.clone();
+    moved[6] = chariot::kernel::TwinArg::U32(table as u32 + 4);
+    assert!(k.run_cpu_twin(shape, &moved, &mut bufs).is_err());
+    bufs[1][passes..passes + 4].copy_from_slice(&(1u32 << 6).to_le_bytes());
+    assert!(k.run_cpu_twin(shape, &args, &mut bufs).unwrap_err().to_string().contains("pass 0"));
 }
