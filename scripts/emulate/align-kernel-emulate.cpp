@@ -142,7 +142,7 @@ static void launch(unsigned grid, unsigned block, const std::function<void()>& c
     }
 }
 
-// ---- the host side, as crates/chariot-align/src/sw.rs builds it ----
+// ---- the host side, as crates/chariot-align/src/sw/ builds it ----
 static const int LETTERS = 32, TILE = 1024, BLOCK = 256, PAD = -64;
 struct Profile {
     unsigned strip, group, mpad, m;
@@ -165,7 +165,7 @@ static Profile profile(const std::vector<uint8_t>& q, const std::vector<std::vec
         for (unsigned i = 0; i < p.m; ++i) p.scores[a * p.mpad + i] = (signed char)mat[q[i]][a];
     return p;
 }
-// A query pair as crates/chariot-align/src/sw/mod.rs's PairProfile builds it: two runs
+// A query pair as crates/chariot-align/src/sw/pair.rs's PairProfile builds it: two runs
 // of queries of one layout, each query over its own padded rows; the packed tiles
 // (PAIR_TILE rows at most; per letter, strips of `strip` words then 16 zero bytes), the
 // pass words (1 + the segment a pass ends, 6 bits a half; a start bit a half) and the

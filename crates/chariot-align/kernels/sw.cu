@@ -444,10 +444,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) sw_search_dpx(
 // Where a query starts in a run, its top row is row 0 of its own alignment: before that
 // pass each lane group sets its scratch row's half to H 0, F -(open + extend), as the
 // first pass finds it (the rows above, another query's, are done with). Where a query
-// ends, its 16-bit best is reduced over the group and written (or marked for the 32-bit
-// pass, after the last pass), and its half of the running best starts again at 0. So each
-// query's score is exactly its alignment alone, and the column step itself is
-// sw_search_dpx's with one subject.
+// ends, its 16-bit best is reduced over the group and written (where it reached the
+// query's sat, the 32-bit pass after the last pass replaces it), and its half of the
+// running best starts again at 0. So each query's score is exactly its alignment alone,
+// and the column step itself is sw_search_dpx's with one subject.
 // The launch's plan, in the profile buffer (both built by the host's PairProfile):
 //   passes[p]  where pass p ends or starts a query in each half: bits 0-5, 1 + the
 //              segment of the low run that ends with pass p (0: none); bits 6-11, the

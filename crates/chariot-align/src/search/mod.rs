@@ -257,7 +257,7 @@ pub struct Profiles {
     pub list: Vec<Profile>,
     /// Offset of each in `bytes`.
     pub offsets: Vec<usize>,
-    /// All of them, then the query pairs' profiles.
+    /// All of them, then each query pair's packed profile, table and pass words.
     pub bytes: Vec<i8>,
     /// Query pairs, two runs of queries a launch ([`Profiles::pair_up`]; none before).
     pub pairs: Vec<QueryPair>,
