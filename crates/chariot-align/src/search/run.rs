@@ -94,17 +94,12 @@ pub fn search_to(
     let (kernel, buffers) = std::thread::scope(|scope| {
         let compiling = scope.spawn(|| {
             let t = Instant::now();
-            let k = sched.register_kernel(sw::kernel(
-                kind,
-                Arc::new(profiles.list.clone()),
-                profiles.offsets.clone(),
-                opt.sim_gcups,
-            ));
+            // One copy of the profiles for both kernels' CPU twins.
+            let list = Arc::new(profiles.list.clone());
+            let k = sched.register_kernel(sw::kernel(kind, list.clone(), profiles.offsets.clone(), opt.sim_gcups));
             // The query-pair kernel, where there are pairs.
-            let pk = (!profiles.pairs.is_empty()).then(|| {
-                let (list, offsets) = (Arc::new(profiles.list.clone()), profiles.offsets.clone());
-                sched.register_kernel(sw::pair_kernel(list, offsets, opt.sim_gcups).0)
-            });
+            let pk = (!profiles.pairs.is_empty())
+                .then(|| sched.register_kernel(sw::pair_kernel(list, profiles.offsets.clone(), opt.sim_gcups).0));
             let k = k.and_then(|k| Ok((k, pk.transpose()?)));
             (k, t.elapsed())
         });

@@ -26,7 +26,7 @@
 
 use crate::matrix::{Matrix, MAX_LETTERS};
 use chariot::{Kernel, Param};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -250,8 +250,7 @@ impl Profile {
     /// The grid of a launch of `kind` over `nseq` subjects: a group of lanes a subject
     /// (portable) or a pair of subjects (DPX).
     pub fn grid_of(&self, kind: KernelKind, nseq: usize) -> u32 {
-        let groups = nseq.div_ceil(kind.subjects_per_group()) as u64;
-        ((groups * self.group as u64).div_ceil(BLOCK as u64)).max(1) as u32
+        blocks(nseq.div_ceil(kind.subjects_per_group()), self.group)
     }
 
     /// The 16-bit kernel's saturation threshold: 32767 minus the largest profile score.
@@ -274,6 +273,7 @@ pub use pair::{
     PAIR_ENTRY, PAIR_GAIN, PAIR_TILE,
 };
 pub use twin::{align, align16, align_pair16, packed};
+use twin::{dpx_score, TwinRows};
 
 /// One argument of a `sw_search` / `sw_search_dpx` launch, by role: chariot's tasks
 /// ([`crate::search`]) and the hand pipeline ([`crate::hand`]) map the roles to their
@@ -378,17 +378,16 @@ pub fn kernel_counted(
             let chunk = a.buffer::<u8>(0)?;
             let subject = |k: usize| chunk_subject(chunk, res_off, k).ok_or("a subject outside the chunk");
             let mut out = Vec::with_capacity(nseq);
-            let (mut rh, mut rf) = (Vec::new(), Vec::new());
+            let mut rows = TwinRows::default();
             match kind {
                 KernelKind::Portable => {
                     for k in 0..nseq {
-                        out.push(align(p, subject(k)?, gaps, &mut rh, &mut rf));
+                        out.push(align(p, subject(k)?, gaps, &mut rows.h, &mut rows.f));
                     }
                 }
                 KernelKind::Dpx => {
                     // Subjects 2k and 2k + 1 share a lane group: both run over the
                     // longer one's columns (align16 gives each half of align_pair16).
-                    let mut row = Vec::new();
                     for k in (0..nseq).step_by(2) {
                         let pair = k..nseq.min(k + 2);
                         let mut cols = 0;
@@ -396,13 +395,7 @@ pub fn kernel_counted(
                             cols = cols.max(subject(s)?.len());
                         }
                         for s in pair {
-                            let score = align16(p, subject(s)?, cols, gaps, &mut row) as i32;
-                            out.push(if score < sat {
-                                score
-                            } else {
-                                count.fetch_add(1, Ordering::Relaxed);
-                                align(p, subject(s)?, gaps, &mut rh, &mut rf)
-                            });
+                            out.push(dpx_score(p, subject(s)?, cols, gaps, sat, &mut rows, &count));
                         }
                     }
                 }
@@ -412,6 +405,11 @@ pub fn kernel_counted(
         })
         .sim_cost(move |_, s| Duration::from_secs_f64(s.u64(13).unwrap_or(0) as f64 / (sim_gcups * 1e9)));
     (k, repassed)
+}
+
+/// Blocks of [`BLOCK`] threads for `groups` lane groups of `group` lanes (at least one).
+pub(crate) fn blocks(groups: usize, group: u32) -> u32 {
+    ((groups as u64 * group as u64).div_ceil(BLOCK as u64)).max(1) as u32
 }
 
 /// Subject `k` of a packed chunk (u32 offsets, the residues from `res_off`), as the

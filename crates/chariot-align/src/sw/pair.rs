@@ -2,9 +2,10 @@
 //! packed profile and plan ([`PairProfile`], [`plan_runs`]), its launch arguments and the
 //! kernel with its CPU twin ([`pair_args`], [`pair_kernel`]).
 
-use super::{align, align16, chunk_subject, Gaps, Profile, Role, BLOCK, LETTERS, PAD, SOURCE};
+use super::twin::{dpx_score, TwinRows};
+use super::{blocks, chunk_subject, Gaps, Profile, Role, LETTERS, PAD, SOURCE};
 use chariot::{Kernel, Param};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -134,7 +135,7 @@ impl PairProfile {
 
     /// The grid of a launch over `nseq` subjects: a group of lanes a subject.
     pub fn grid(&self, nseq: usize) -> u32 {
-        ((nseq as u64 * self.group as u64).div_ceil(BLOCK as u64)).max(1) as u32
+        blocks(nseq, self.group)
     }
 }
 
@@ -323,7 +324,7 @@ pub fn pair_kernel(profiles: Arc<Vec<Profile>>, offsets: Vec<usize>, sim_gcups: 
             plan_runs(&passes, &table, rows_per_pass)?;
             let gaps = Gaps { open: goe - ge, extend: ge };
             let chunk = a.buffer::<u8>(0)?;
-            let (mut rh, mut rf, mut row) = (Vec::new(), Vec::new(), Vec::new());
+            let mut twin_rows = TwinRows::default();
             let mut out = Vec::with_capacity(nseg * nseq);
             for &[q, prof_off, rows, sat] in &table {
                 let q = q as usize;
@@ -340,13 +341,7 @@ pub fn pair_kernel(profiles: Arc<Vec<Profile>>, offsets: Vec<usize>, sim_gcups: 
                 }
                 for k in 0..nseq {
                     let subject = chunk_subject(chunk, res_off, k).ok_or("a subject outside the chunk")?;
-                    let score = align16(p, subject, subject.len(), gaps, &mut row) as i32;
-                    out.push(if score < sat {
-                        score
-                    } else {
-                        count.fetch_add(1, Ordering::Relaxed);
-                        align(p, subject, gaps, &mut rh, &mut rf)
-                    });
+                    out.push(dpx_score(p, subject, subject.len(), gaps, sat, &mut twin_rows, &count));
                 }
             }
             let scores = a.buffer_mut::<i32>(13)?;

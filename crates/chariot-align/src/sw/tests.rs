@@ -2,6 +2,7 @@
 //! 16-bit operations and the re-pass bookkeeping.
 
 use super::*;
+use std::sync::atomic::Ordering;
 
 #[test]
 fn profile_shape() {

@@ -3,6 +3,7 @@
 //! (`align_pair16`).
 
 use super::{Gaps, Profile, MAX_STRIP, NEG, PAD};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Score of one subject against a profile, by strips of [`Profile::strip`] rows with the strip
 /// above's bottom row kept in `row_h`/`row_f` (the twin's inner loop; also the CPU
@@ -178,4 +179,35 @@ pub fn align16(p: &Profile, subject: &[u8], cols: usize, gaps: Gaps, row: &mut V
         }
     }
     best
+}
+
+/// The twins' scratch rows, kept from one subject to the next.
+#[derive(Default)]
+pub(crate) struct TwinRows {
+    /// [`align`]'s H row.
+    pub h: Vec<i32>,
+    /// [`align`]'s F row.
+    pub f: Vec<i32>,
+    /// [`align16`]'s packed row.
+    pub row16: Vec<(i16, i16)>,
+}
+
+/// What a DPX kernel gives for `subject` against `p` over `cols` columns (at least its
+/// length): the 16-bit score ([`align16`]) where it is below `sat`, the query's threshold,
+/// else the 32-bit [`align`] of the kernel's re-pass, counted in `repassed`.
+pub(crate) fn dpx_score(
+    p: &Profile,
+    subject: &[u8],
+    cols: usize,
+    gaps: Gaps,
+    sat: i32,
+    rows: &mut TwinRows,
+    repassed: &AtomicU64,
+) -> i32 {
+    let score = align16(p, subject, cols, gaps, &mut rows.row16) as i32;
+    if score < sat {
+        return score;
+    }
+    repassed.fetch_add(1, Ordering::Relaxed);
+    align(p, subject, gaps, &mut rows.h, &mut rows.f)
 }
