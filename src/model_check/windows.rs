@@ -58,6 +58,7 @@ fn window(seq: u64, id: usize, after: Vec<(u32, TaskId, u64)>) -> Box<Window> {
         hash: 0,
         device: false,
         recorded: None,
+        queued_ns: 0,
     })
 }
 

@@ -53,6 +53,10 @@ pub struct ReplayedWindow {
     pub commands: usize,
     /// Lanes (stream slots' buffer copies) it used.
     pub lanes: usize,
+    /// When it was queued for its GPU (ns since the scheduler started): by the
+    /// submitting thread for a recorded graph's run, by the replay's window cutter
+    /// otherwise.
+    pub queued_ns: u64,
     /// When the dispatcher launched it (ns since the scheduler started).
     pub launched_ns: u64,
     /// When its completion was seen.
@@ -71,6 +75,12 @@ impl ReplayedWindow {
     /// `end_ns − launched_ns`.
     pub fn duration_ns(&self) -> u64 {
         self.end_ns.saturating_sub(self.launched_ns)
+    }
+
+    /// `launched_ns − queued_ns`: how long it waited for its dispatcher (to wake, to
+    /// finish its turn) and for the windows ahead of it.
+    pub fn waited_ns(&self) -> u64 {
+        self.launched_ns.saturating_sub(self.queued_ns)
     }
 }
 
@@ -105,6 +115,7 @@ mod test {
             tasks: 3,
             commands: 9,
             lanes: 2,
+            queued_ns: 400,
             launched_ns: 1_000,
             end_ns: 6_000,
             setup: GraphSetup::Reused,
@@ -113,6 +124,7 @@ mod test {
             failed: false,
         };
         assert_eq!(w.duration_ns(), 5_000);
+        assert_eq!(w.waited_ns(), 600);
         assert_eq!(w.to_string(), "GPU 0: 3 tasks, 9 commands on 2 lanes in 0.005 ms, graph reused, host 4.0 us");
     }
 }

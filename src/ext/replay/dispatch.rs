@@ -35,11 +35,13 @@ enum Start {
 pub(crate) struct WindowsInFlight {
     flights: std::collections::VecDeque<InFlight>,
     end_ns: u64,
+    /// When the last recorded run issued here is expected to end (ns; 0: none foreseen).
+    expected_end_ns: u64,
 }
 
 impl WindowsInFlight {
     pub(crate) fn new() -> WindowsInFlight {
-        WindowsInFlight { flights: std::collections::VecDeque::with_capacity(IN_FLIGHT), end_ns: 0 }
+        WindowsInFlight { flights: std::collections::VecDeque::with_capacity(IN_FLIGHT), end_ns: 0, expected_end_ns: 0 }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -139,6 +141,13 @@ impl<D: Device> Dispatcher<D> {
                 self.stats.driver_ns += driver_ns;
                 self.stats.runtime_ns += host_ns.saturating_sub(driver_ns);
                 self.gpu_busy += 1;
+                // A recorded run that ran before: `synchronize` may sleep until just
+                // before it ends (issued behind another, it begins when that one ends).
+                if let Some(ns) = window.recorded.as_ref().and_then(|p| p.expected_ns()) {
+                    let ahead = if self.windows.flights.is_empty() { 0 } else { self.windows.expected_end_ns };
+                    self.windows.expected_end_ns = dispatched_ns.max(ahead) + ns;
+                    self.shared.expect_end(self.windows.expected_end_ns);
+                }
                 self.windows.flights.push_back(InFlight { window, dispatched_ns, used, host_ns });
             }
             Err(fault) => {
@@ -195,6 +204,7 @@ impl<D: Device> Dispatcher<D> {
             tasks,
             commands,
             lanes: window.lane_count,
+            queued_ns: window.queued_ns,
             launched_ns: span.start_ns,
             end_ns: span.end_ns,
             setup,

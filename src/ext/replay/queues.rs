@@ -124,7 +124,10 @@ impl Shared {
     /// that one has left it; gives it back if none is left. The rotation is read under
     /// the queue's lock, which a leaving GPU takes after it marks itself out, so no
     /// window is queued where nobody will take it.
-    pub(crate) fn push_window(&self, gpu: usize, window: Box<Window>) -> Result<(), Box<Window>> {
+    pub(crate) fn push_window(&self, gpu: usize, mut window: Box<Window>) -> Result<(), Box<Window>> {
+        if window.queued_ns == 0 {
+            window.queued_ns = self.epoch.elapsed().as_nanos() as u64;
+        }
         for g in std::iter::once(gpu).chain(0..self.alive.len()) {
             let mut queue = self.windows.queued[g].lock();
             if self.alive[g].load(Ordering::SeqCst) {

@@ -85,6 +85,8 @@ pub(crate) struct Window {
     /// A run of a recorded graph's part: this window is its shell (no tasks of its
     /// own), and the part's window is what runs (`ext::replay::recorded`).
     pub(crate) recorded: Option<Arc<Part>>,
+    /// When it was queued for its GPU (ns since the scheduler started; 0 until then).
+    pub(crate) queued_ns: u64,
 }
 
 impl Window {
@@ -104,6 +106,7 @@ impl Window {
             hash: 0,
             device: false,
             recorded: Some(part),
+            queued_ns: 0,
         }
     }
 
@@ -479,6 +482,7 @@ fn assign_lanes(share: Vec<Held>, sequence: &[usize], lanes: usize) -> Window {
         hash: h.finish(),
         device: false,
         recorded: None,
+        queued_ns: 0,
     }
 }
 

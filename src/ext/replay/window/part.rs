@@ -7,7 +7,7 @@ use crate::ext::replay::window::Window;
 use crate::ids::TaskId;
 use crate::memory::claims::{Holder, Region};
 use crate::memory::host::HostShared;
-use crate::sync::{AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sync::{AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::Result;
 use std::sync::Arc;
 
@@ -40,6 +40,9 @@ pub(crate) struct Part {
     /// The trial's next way (`Way::Device as usize` or `Way::Graph as usize`), kept beside it
     /// so that a dispatcher asks without the trial's lock (it asks under its queue's).
     next: AtomicUsize,
+    /// How long its last run of a kept graph or on the device took, launch to
+    /// completion seen (ns; 0: none yet): what the next run is expected to take.
+    last_ns: AtomicU64,
 }
 
 /// How a recorded part runs: as its kept CUDA graph, or on the GPU by the persistent
@@ -131,6 +134,7 @@ impl Part {
             runs,
             trial: Mutex::new(Trial::default()),
             next: AtomicUsize::new(Way::Graph as usize),
+            last_ns: AtomicU64::new(0),
         }
     }
 
@@ -145,9 +149,19 @@ impl Part {
 
     /// A run of it ended, as `used` says, in `ns` (launch to completion seen).
     pub(crate) fn ran(&self, used: GraphUse, ns: u64) {
+        // A run that built or updated its graph took longer than the next will.
+        if matches!(used, GraphUse::Reused | GraphUse::Device) {
+            self.last_ns.store(ns, Ordering::Relaxed);
+        }
         let mut trial = self.trial.lock();
         trial.ran(used, ns, self.device_runnable);
         self.next.store(trial.next(self.device_runnable) as usize, Ordering::Release);
+    }
+
+    /// How long its next run is expected to take (launch to completion seen, ns), if a
+    /// run of a kept graph or on the device has ended.
+    pub(crate) fn expected_ns(&self) -> Option<u64> {
+        Some(self.last_ns.load(Ordering::Relaxed)).filter(|&ns| ns > 0)
     }
 
     /// A run asked of the device ran as a graph: the executor cannot take the part.
