@@ -10,7 +10,8 @@
 //!   ([`admit_resident`]), the replay capture ([`Capture::offer`], the last step: it
 //!   holds the task back or hands it to the batch);
 //! * in `Shared`, each extension's own state: [`WindowQueues`] (windows queued per
-//!   GPU, what ended windows leave), [`Residents`] (the resident buffers) and
+//!   GPU, what ended windows leave, the end foreseen for the recorded runs in flight,
+//!   which `synchronize` sleeps toward), [`Residents`] (the resident buffers) and
 //!   `ClaimGate` (a cluster rank's room to take more of the stream);
 //! * in the dispatcher, a second source of work beside Q (the replay windows:
 //!   [`WindowsInFlight`] and the methods `windows_pending`, `try_window`,

@@ -12,7 +12,7 @@ use crate::memory::claims::Holder;
 use crate::report::{LostGpu, MovedTask, Outcome, TaskFailure};
 use crate::signal::Signal;
 use crate::stage::queues::StageQueues;
-use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Condvar, Ordering};
+use crate::sync::{AtomicBool, AtomicUsize, Condvar, Ordering};
 use crate::task::buffer::TaskBuffer;
 use crate::task::graph::{Added, Graph, Released};
 use crate::task::Task;
@@ -72,11 +72,6 @@ pub(crate) struct Shared {
     /// Whether this batch's dispatchers were woken ahead of its first task
     /// ([`Shared::wake_for_batch`]); cleared when the batch closes.
     pub(crate) woken_for_batch: AtomicBool,
-    /// When the work in flight is expected to end (ns since `epoch`; 0: not known):
-    /// the latest a dispatcher foresaw for what it issued
-    /// ([`Shared::expect_end`]). A hint for how [`Shared::close_batch`] waits, never
-    /// for what it waits for.
-    pub(crate) expected_end_ns: AtomicU64,
     /// The batch's `outstanding` as the last task to end left it ([`Shared::tell_batch`]):
     /// what a spinning [`Shared::close_batch`] reads, rather than taking the lock that
     /// the ending tasks need.
@@ -150,7 +145,8 @@ impl Shared {
     /// virtual machine), which the caller's time would count after the last command,
     /// so it spins through the end where it can tell the end is near: once no more than
     /// [`WAKE_AHEAD`] tasks are left, for up to [`SPIN_AT_END`]; and where a dispatcher
-    /// foresaw when its work ends ([`Shared::expect_end`]: a recorded graph's run), it
+    /// foresaw when its work ends (a recorded graph's run: the replay windows' state,
+    /// `WindowQueues::expected_end`, through `crate::seam`), it
     /// sleeps until [`SPIN_LEAD_NS`] before that and spins from there to
     /// [`SPIN_AT_END`] past it, once for each end foreseen. Every sleep is also ended
     /// by the batch's last task.
@@ -159,7 +155,7 @@ impl Shared {
         let mut spun = Spun::default();
         while batch.outstanding > 0 {
             let now = self.epoch.elapsed().as_nanos() as u64;
-            let expected = self.expected_end_ns.load(Ordering::Relaxed);
+            let expected = self.windows.expected_end();
             let ns = std::time::Duration::from_nanos;
             let until_deadline =
                 |d: std::time::Duration| deadline.map_or(d, |at| d.min(at.saturating_duration_since(Instant::now())));
@@ -201,14 +197,8 @@ impl Shared {
         }
         batch.graph.clear();
         self.woken_for_batch.store(false, Ordering::Relaxed);
-        self.expected_end_ns.store(0, Ordering::Relaxed);
+        self.windows.forget_expected_end();
         Some(std::mem::take(&mut batch.outcome))
-    }
-
-    /// A dispatcher foresees that what it issued ends at `end_ns` (ns since `epoch`):
-    /// the batch's expected end moves there if that is later.
-    pub(crate) fn expect_end(&self, end_ns: u64) {
-        self.expected_end_ns.fetch_max(end_ns, Ordering::Relaxed);
     }
 
     /// In a cluster, wakes the submitting thread where it waits for room to take more
@@ -347,9 +337,11 @@ pub(crate) fn not_run(task: &Task, cause: TaskId, gpu: usize, stream: usize) -> 
 #[cfg(all(test, not(feature = "model-check")))]
 mod test {
     use super::*;
+    #[cfg(feature = "replay")]
     use std::time::Duration;
 
     /// The structures of a scheduler of one GPU with nothing running.
+    #[cfg(feature = "replay")]
     fn shared() -> Arc<Shared> {
         Arc::new(Shared {
             buffer: TaskBuffer::placing(crate::Order::Fcfs, 1, 1),
@@ -365,7 +357,6 @@ mod test {
             windows: crate::seam::WindowQueues::new(1),
             claims: crate::seam::ClaimGate::new(),
             woken_for_batch: AtomicBool::new(false),
-            expected_end_ns: AtomicU64::new(0),
             left: AtomicUsize::new(0),
             epoch: Instant::now(),
         })
@@ -373,6 +364,7 @@ mod test {
 
     /// Counts `n` units of work into the batch and ends them after `after`, as a
     /// dispatcher does.
+    #[cfg(feature = "replay")]
     fn end_after(shared: &Arc<Shared>, n: usize, after: Duration) -> std::thread::JoinHandle<()> {
         shared.batch.lock().outstanding += n;
         let s = shared.clone();
@@ -388,30 +380,32 @@ mod test {
 
     /// A foreseen end is a hint for how to wait, never what is waited for: the batch
     /// closes when its work ends, before the end foreseen or well after it, and a
-    /// deadline before the end foreseen still ends the wait.
+    /// deadline before the end foreseen still ends the wait. (Only recorded runs are
+    /// foreseen: with replay off nothing is.)
+    #[cfg(feature = "replay")]
     #[test]
     fn synchronize_waits_for_the_work_not_for_its_foreseen_end() {
         let s = shared();
         let now = |s: &Shared| s.epoch.elapsed().as_nanos() as u64;
         // Foreseen 5 s away, done in 20 ms: closed at the work's end.
-        s.expect_end(now(&s) + 5_000_000_000);
+        s.windows.expect_end(now(&s) + 5_000_000_000);
         let t0 = Instant::now();
         let worker = end_after(&s, 3, Duration::from_millis(20));
         assert!(s.close_batch(None).is_some());
         let took = t0.elapsed();
         worker.join().unwrap();
         assert!(took >= Duration::from_millis(20) && took < Duration::from_secs(2), "closed after {took:?}");
-        assert_eq!(s.expected_end_ns.load(Ordering::Relaxed), 0, "a closed batch forgets its foreseen end");
+        assert_eq!(s.windows.expected_end(), 0, "a closed batch forgets its foreseen end");
         // Foreseen in 1 ms, done in 60 ms: the spin past the foreseen end gives up and
         // the wait goes on until the end.
-        s.expect_end(now(&s) + 1_000_000);
+        s.windows.expect_end(now(&s) + 1_000_000);
         let t0 = Instant::now();
         let worker = end_after(&s, 1, Duration::from_millis(60));
         assert!(s.close_batch(None).is_some());
         assert!(t0.elapsed() >= Duration::from_millis(60));
         worker.join().unwrap();
         // Foreseen 5 s away, a deadline in 30 ms: the batch is left whole at the deadline.
-        s.expect_end(now(&s) + 5_000_000_000);
+        s.windows.expect_end(now(&s) + 5_000_000_000);
         let worker = end_after(&s, 2, Duration::from_millis(300));
         let t0 = Instant::now();
         assert!(s.close_batch(Some(Instant::now() + Duration::from_millis(30))).is_none());
@@ -424,7 +418,7 @@ mod test {
         // the wait wakes on its own just before the foreseen end.
         s.batch.lock().outstanding += 1;
         let end = now(&s) + 40_000_000;
-        s.expect_end(end);
+        s.windows.expect_end(end);
         let quiet = s.clone();
         let (closed, tell_late) = std::sync::mpsc::channel::<()>();
         let worker = std::thread::spawn(move || {
@@ -443,11 +437,11 @@ mod test {
         assert!(at >= end - SPIN_LEAD_NS && at < end + 1_000_000_000, "closed at {at} ns, the end foreseen at {end}");
         worker.join().unwrap();
         // A later end foreseen replaces an earlier one, an earlier one does not.
-        s.expect_end(now(&s) + 10);
+        s.windows.expect_end(now(&s) + 10);
         let later = now(&s) + 2_000_000;
-        s.expect_end(later);
-        s.expect_end(later - 1_000_000);
-        assert_eq!(s.expected_end_ns.load(Ordering::Relaxed), later);
+        s.windows.expect_end(later);
+        s.windows.expect_end(later - 1_000_000);
+        assert_eq!(s.windows.expected_end(), later);
     }
     /// The waits in order: the batch's last tasks spun for once; a foreseen end slept
     /// to and spun through once; an end foreseen long ago (a recorded run, then other

@@ -127,7 +127,6 @@ pub(super) fn start(config: &Config) -> Machine {
         windows: crate::seam::WindowQueues::new(gpus),
         claims: crate::seam::ClaimGate::new(),
         woken_for_batch: crate::sync::AtomicBool::new(false),
-        expected_end_ns: crate::sync::AtomicU64::new(0),
         left: crate::sync::AtomicUsize::new(0),
         epoch: std::time::Instant::now(),
     });

@@ -133,7 +133,6 @@ impl Scheduler {
             windows: crate::seam::WindowQueues::new(d),
             claims: crate::seam::ClaimGate::new(),
             woken_for_batch: crate::sync::AtomicBool::new(false),
-            expected_end_ns: crate::sync::AtomicU64::new(0),
             left: crate::sync::AtomicUsize::new(0),
             epoch,
         });

@@ -67,6 +67,14 @@ pub(crate) mod replay {
         }
 
         pub(crate) fn free_spent(&self) {}
+
+        /// No recorded run, so no end foreseen.
+        #[inline]
+        pub(crate) fn expected_end(&self) -> u64 {
+            0
+        }
+
+        pub(crate) fn forget_expected_end(&self) {}
     }
 
     /// No windows in flight on a dispatcher.

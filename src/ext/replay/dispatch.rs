@@ -146,7 +146,7 @@ impl<D: Device> Dispatcher<D> {
                 if let Some(ns) = window.recorded.as_ref().and_then(|p| p.expected_ns()) {
                     let ahead = if self.windows.flights.is_empty() { 0 } else { self.windows.expected_end_ns };
                     self.windows.expected_end_ns = dispatched_ns.max(ahead) + ns;
-                    self.shared.expect_end(self.windows.expected_end_ns);
+                    self.shared.windows.expect_end(self.windows.expected_end_ns);
                 }
                 self.windows.flights.push_back(InFlight { window, dispatched_ns, used, host_ns });
             }

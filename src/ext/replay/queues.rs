@@ -8,7 +8,7 @@ use crate::ext::replay::window::part::Part;
 use crate::ext::replay::window::Window;
 use crate::memory::claims::Holder;
 use crate::report::TaskFailure;
-use crate::sync::{AtomicUsize, Mutex, Ordering};
+use crate::sync::{AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::task::graph::Released;
 use crate::task::Task;
 use std::collections::VecDeque;
@@ -34,6 +34,10 @@ pub(crate) struct WindowQueues {
     /// not on a dispatcher while the user's loop allocates the next ones, whose
     /// allocator they would contend for.
     spent: Mutex<Vec<Spent>>,
+    /// When the recorded runs in flight are expected to end (ns since the scheduler's
+    /// epoch; 0: none foreseen): the latest a dispatcher foresaw. A hint for how
+    /// `synchronize` waits (`Shared::close_batch`), never for what it waits for.
+    expected_end_ns: AtomicU64,
 }
 
 impl WindowQueues {
@@ -43,7 +47,24 @@ impl WindowQueues {
             queued: (0..gpus).map(|_| Mutex::new(VecDeque::new())).collect(),
             count: (0..gpus).map(|_| AtomicUsize::new(0)).collect(),
             spent: Mutex::new(Vec::new()),
+            expected_end_ns: AtomicU64::new(0),
         }
+    }
+
+    /// A dispatcher foresees that the recorded run it issued ends at `end_ns`: the
+    /// expected end moves there if that is later.
+    pub(crate) fn expect_end(&self, end_ns: u64) {
+        self.expected_end_ns.fetch_max(end_ns, Ordering::Relaxed);
+    }
+
+    /// When the recorded runs in flight are expected to end (0: none foreseen).
+    pub(crate) fn expected_end(&self) -> u64 {
+        self.expected_end_ns.load(Ordering::Relaxed)
+    }
+
+    /// The batch closed: nothing is foreseen any more.
+    pub(crate) fn forget_expected_end(&self) {
+        self.expected_end_ns.store(0, Ordering::Relaxed);
     }
 
     /// Keeps ended tasks for [`WindowQueues::free_spent`], up to [`SPENT_MAX`] (beyond
