@@ -13,6 +13,10 @@
 //!   GPU, what ended windows leave, the end foreseen for the recorded runs in flight,
 //!   which `synchronize` sleeps toward), [`Residents`] (the resident buffers) and
 //!   `ClaimGate` (a cluster rank's room to take more of the stream);
+//! * in the scheduler, each dispatcher's state lent to the replay windows
+//!   (`WindowQueues::lend`), so that the thread that queues or waits for a recorded run
+//!   takes a turn of them where the dispatcher waits (`WindowQueues::take_turns` in
+//!   `Shared::close_batch`'s spin);
 //! * in the dispatcher, a second source of work beside Q (the replay windows:
 //!   [`WindowsInFlight`] and the methods `windows_pending`, `try_window`,
 //!   `poll_window`, `hand_over_windows`, `drop_windows`), and the binder of resident

@@ -157,6 +157,16 @@ mod model {
             MutexGuard(Some(self.0.lock().unwrap_or_else(PoisonError::into_inner)))
         }
 
+        /// Locks if nobody holds it (a scheduling point), else answers `None` at once.
+        #[allow(dead_code)] // only a recorded run's launch tries a dispatcher's lock
+        pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            match self.0.try_lock() {
+                Ok(g) => Some(MutexGuard(Some(g))),
+                Err(std::sync::TryLockError::Poisoned(p)) => Some(MutexGuard(Some(p.into_inner()))),
+                Err(std::sync::TryLockError::WouldBlock) => None,
+            }
+        }
+
         /// The value, through the only reference to the mutex (no locking).
         #[allow(dead_code)] // used by recorded graphs, which the model checks do not build
         pub(crate) fn get_mut(&mut self) -> &mut T {

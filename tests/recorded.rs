@@ -14,7 +14,7 @@ use chariot::callback::Resource;
 use chariot::error::ConflictHolder;
 use chariot::graph::{RecordedGraph, RecordingProblem};
 use chariot::kernel::KernelHandle;
-use chariot::report::{GraphSetup, Report};
+use chariot::report::{GraphSetup, LaunchedBy, Report};
 use chariot::sim::{SimFaults, SimProfile};
 use chariot::{Arg, Backend, DeviceBuffer, Error, HostBuffer, Param, Scheduler, TaskId};
 use common::*;
@@ -662,4 +662,45 @@ fn an_updated_buffer_runs_on_every_lane_and_must_be_this_schedulers() {
         let e = graph.set_arg(TaskId(0), 0, 0, Arg::buffer(&foreign)).unwrap_err();
         assert_eq!(recording_problem(e), (Some(TaskId(0)), RecordingProblem::OtherScheduler));
     });
+}
+
+/// A run of a kept graph queued while its GPU's dispatcher waits (parked, the batch
+/// before long ended) is launched by the thread that calls `run`, as a hand-written
+/// graph is, and gives the loop's outputs; a part's first run, and the first after an
+/// update, are the dispatcher's (they lower the part); then the caller again.
+fn runs_launched_by_the_caller(backend: Backend) {
+    let nodes = random_dag(77, 40);
+    let sched = Scheduler::builder().backend(backend).streams(4).build().unwrap();
+    let mut dag = Dag::new(&sched, nodes.len());
+    let mut graph = sched.record(|s| dag.submit(s, &nodes, 5, 1)).unwrap();
+    let mut run = |graph: &RecordedGraph, a: u32, what: &str| {
+        // The dispatcher parks 200 µs after its last work: long past here.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        dag.out.write_range(..).unwrap().fill(SENTINEL);
+        graph.run().unwrap();
+        let report = sched.synchronize().unwrap();
+        same(&dag.out.read(), &reference(&nodes, a, 1), what);
+        let by: Vec<LaunchedBy> = report.windows.iter().map(|w| w.launched_by).collect();
+        assert!(by.windows(2).all(|p| p[0] == p[1]), "{what}: {by:?}");
+        by[0]
+    };
+    assert_eq!(run(&graph, 5, "the first run"), LaunchedBy::Dispatcher);
+    assert_eq!(run(&graph, 5, "the second run"), LaunchedBy::Caller);
+    assert_eq!(run(&graph, 5, "the third run"), LaunchedBy::Caller);
+    for i in 0..nodes.len() {
+        graph.set_arg(TaskId(i as u64), 1, 3, Arg::u32(8u32.wrapping_add(i as u32))).unwrap();
+    }
+    assert_eq!(run(&graph, 8, "the first run after an update"), LaunchedBy::Dispatcher);
+    assert_eq!(run(&graph, 8, "the second run after an update"), LaunchedBy::Caller);
+}
+
+#[test]
+fn runs_queued_while_the_dispatcher_waits_are_launched_by_the_caller() {
+    with_timeout(DEADLINE_S, || runs_launched_by_the_caller(sim(1)));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_runs_queued_while_the_dispatcher_waits_are_launched_by_the_caller() {
+    with_timeout(DEADLINE_S, || runs_launched_by_the_caller(Backend::Cuda));
 }

@@ -253,3 +253,39 @@ fn the_adaptation_converges_when_the_bottleneck_moves() {
         assert!(line.contains(&format!(" {in_force} GPU-fills at once")), "{line} ({in_force} in force)");
     });
 }
+
+/// The report's kernel lines follow the launches batch by batch (they are made again
+/// only when the kernels launched, or the capacity in force, changed since the last
+/// report): a kernel's range of grids widens with a larger launch, stays in a batch
+/// without launches, and a new kernel gets its line.
+#[test]
+fn kernel_lines_follow_the_launches_batch_by_batch() {
+    with_timeout(DEADLINE_S, || {
+        let p = SimProfile::h100().with_gpus(1).timing_only();
+        let sched = Scheduler::builder().backend(Backend::SimWith(p)).adapt(false).build().unwrap();
+        let a = sched.register_kernel(idle_kernel("first", Duration::from_micros(5), None)).unwrap();
+        let b = sched.register_kernel(idle_kernel("second", Duration::from_micros(5), None)).unwrap();
+        let line = |report: &chariot::report::Report, name: &str| {
+            report.tuning.iter().find(|l| l.contains(&format!(": {name} fills"))).cloned()
+        };
+        let launch = |id: u64, k: &chariot::kernel::KernelHandle, grid: u32| {
+            sched.task(id, 1).launch(k, grid, 256, 0, &[Arg::u32(0)]).submit().unwrap();
+        };
+        launch(0, &a, 8);
+        let first = sched.synchronize().unwrap();
+        let one = line(&first, "first").expect("a line for the kernel launched");
+        assert!(one.contains("(8 blocks;"), "{one}");
+        assert_eq!(line(&first, "second"), None, "{:?}", first.tuning);
+        launch(1, &a, 64);
+        let wider = line(&sched.synchronize().unwrap(), "first").expect("still listed");
+        assert!(wider.contains("(8-64 blocks;"), "{wider}");
+        // No launch: the lines stay as they were.
+        sched.task(2, 1).callback(chariot::callback::Resource::Cpu, |_| Ok(())).submit().unwrap();
+        let idle = sched.synchronize().unwrap();
+        assert_eq!(line(&idle, "first").as_deref(), Some(wider.as_str()));
+        launch(3, &b, 8);
+        let both = sched.synchronize().unwrap();
+        assert_eq!(line(&both, "first").as_deref(), Some(wider.as_str()));
+        assert!(line(&both, "second").is_some_and(|l| l.contains("(8 blocks;")), "{:?}", both.tuning);
+    });
+}

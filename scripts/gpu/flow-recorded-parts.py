@@ -3,14 +3,19 @@
 
 Usage: flow-recorded-parts.py DIR [BUILD ...]
   DIR holds flow-BUILD-CALL.csv files (the campaign scripts' names; BUILD defaults to
-  old, new and spin, those present). For each build and row (shape, iterations), the
+  old, mid, new and spin, those present). For each build and row (shape, iterations), the
   timed rounds of every call pooled, medians: the recorded graph's run over the
   hand-written CUDA graph's, both walls (ms), and the run's parts (µs): submit (the
   `run()` call), waited (queued to launched: the dispatcher's pick-up,
   `ReplayedWindow::waited_ns`; 0 in a build whose CSV has no `window_waited_ns`),
   span (launch to completion seen) and the rest (completion seen to `synchronize`
-  returning, and in such a build the pick-up too). Then the rows above 1.0 and the
-  geometric mean of the ratios. Standard library only.
+  returning, and in such a build the pick-up too). A run that the calling thread
+  launched itself inside `run()` (`windows_by_caller` > 0; the column `caller` gives
+  the share of such runs) overlaps its submit with its waited and span: its rest is
+  the wall less waited and span (so it holds the first steps of `run()` before the
+  run is queued, a few µs); a run the dispatcher launched was queued as `run()`
+  ended, and its rest is the wall less submit, waited and span. Then the rows above
+  1.0 and the geometric mean of the ratios. Standard library only.
 """
 import collections
 import csv
@@ -35,7 +40,9 @@ def load(root, build):
                 elif r["variant"] == "chariot-recorded":
                     wall, sub, span = int(r["wall_ns"]), int(r["submit_ns"]), int(r["window_ns"])
                     waited = int(r.get("window_waited_ns") or 0)
-                    runs[key].append((wall, sub, waited, span, wall - sub - waited - span, r["way"][:1]))
+                    caller = int(r.get("windows_by_caller") or 0) > 0
+                    rest = wall - waited - span - (0 if caller else sub)
+                    runs[key].append((wall, sub, waited, span, rest, r["way"][:1], caller))
     return runs, graph
 
 
@@ -43,7 +50,7 @@ def main(argv):
     if len(argv) < 2 or argv[1] in ("-h", "--help"):
         print(__doc__)
         return 0 if len(argv) >= 2 else 2
-    root, builds = argv[1], argv[2:] or ["old", "new", "spin"]
+    root, builds = argv[1], argv[2:] or ["old", "mid", "new", "spin"]
     shown = 0
     for build in builds:
         runs, graph = load(root, build)
@@ -51,7 +58,7 @@ def main(argv):
             continue
         shown += 1
         print(f"{build}: recorded run over the CUDA graph; medians, walls ms, parts µs")
-        print(f"  {'shape':<5} {'iters':>5} {'ratio':>6} {'wall':>8} {'graph':>8} {'submit':>7} {'waited':>7} {'span':>9} {'rest':>7} way")
+        print(f"  {'shape':<5} {'iters':>5} {'ratio':>6} {'wall':>8} {'graph':>8} {'submit':>7} {'waited':>7} {'span':>9} {'rest':>7} way caller")
         ratios = []
         for key in sorted(runs, key=lambda k: (ORDER.index(k[0]) if k[0] in ORDER else 99, k[1])):
             v = runs[key]
@@ -61,7 +68,8 @@ def main(argv):
             ratios.append(ratio)
             ways = "".join(sorted({x[5] for x in v}))
             print(f"  {key[0]:<5} {key[1]:>5} {ratio:>6.3f} {med(0) / 1e6:>8.3f} {g / 1e6:>8.3f} {med(1) / 1e3:>7.1f} "
-                  f"{med(2) / 1e3:>7.1f} {med(3) / 1e3:>9.0f} {med(4) / 1e3:>7.1f} {ways}")
+                  f"{med(2) / 1e3:>7.1f} {med(3) / 1e3:>9.0f} {med(4) / 1e3:>7.1f} {ways:<3} "
+                  f"{sum(x[6] for x in v) / len(v):>6.0%}")
         good = [r for r in ratios if r == r]
         gmean = math.exp(sum(map(math.log, good)) / len(good)) if good else float("nan")
         print(f"  rows above 1.0: {sum(r > 1 for r in good)} of {len(good)}; geometric mean {gmean:.3f}")

@@ -425,7 +425,29 @@ pub(crate) enum Gpu {
     Sim(Box<sim::Gpu>),
 }
 
+/// A GPU's context made current on a thread other than its dispatcher's
+/// ([`Gpu::visit`]); the thread's own is current again when this drops.
+#[cfg(feature = "replay")]
+pub(crate) enum Visit {
+    Cuda(#[allow(dead_code)] cuda::Visit),
+    /// The sim has no context.
+    Sim,
+}
+
 impl Gpu {
+    /// Makes the GPU's context current on the calling thread, which is not its
+    /// dispatcher's, until the answer drops (CUDA; nothing on the sim).
+    ///
+    /// # Errors
+    /// The driver's, asking for or binding the context.
+    #[cfg(feature = "replay")]
+    pub(crate) fn visit(&self) -> Result<Visit, crate::report::DriverError> {
+        match self {
+            Gpu::Cuda(g) => g.visit().map(Visit::Cuda),
+            Gpu::Sim(_) => Ok(Visit::Sim),
+        }
+    }
+
     /// Runs on the dispatcher's thread before anything else (CUDA: makes the context current).
     pub(crate) fn bind_thread(&self) -> Result<(), crate::report::DriverError> {
         match self {

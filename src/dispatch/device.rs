@@ -23,6 +23,16 @@ pub(crate) trait Device: Send {
     /// current); an error takes the GPU out of the rotation.
     fn bind_thread(&self) -> Result<(), crate::report::DriverError>;
 
+    /// A guard of [`Device::visit`].
+    #[cfg(feature = "replay")]
+    type Visit;
+
+    /// Makes the GPU current on the calling thread, which is not the dispatcher's (a
+    /// turn of the replay windows taken by another thread), until the answer drops:
+    /// then the thread's own context is current again.
+    #[cfg(feature = "replay")]
+    fn visit(&self) -> Result<Self::Visit, crate::report::DriverError>;
+
     /// Issues GPU-stage command `cmd` (index `command` in its task) on stream slot
     /// `stream`, which has nothing in flight, without waiting for it. Returns the time
     /// spent in driver calls.
@@ -79,9 +89,17 @@ fn lower_and_issue(
 
 /// The runtime's GPU: the backend's handle, CUDA or sim.
 impl Device for Gpu {
+    #[cfg(feature = "replay")]
+    type Visit = crate::backend::Visit;
+
     #[inline]
     fn bind_thread(&self) -> Result<(), crate::report::DriverError> {
         Gpu::bind_thread(self)
+    }
+
+    #[cfg(feature = "replay")]
+    fn visit(&self) -> Result<crate::backend::Visit, crate::report::DriverError> {
+        Gpu::visit(self)
     }
 
     #[inline]

@@ -23,7 +23,12 @@
 //!
 //! When a turn makes no progress the dispatcher spins while GPU commands are in
 //! flight on a backend that must be polled (CUDA), and otherwise parks on its signal,
-//! which submits, executioners, simulated engines and other dispatchers ring.
+//! which submits, executioners, simulated engines and other dispatchers ring. Its state
+//! is behind a lock it holds for each turn and lets go of while it waits (spins or
+//! parks), so that another thread may take a turn of the replay windows meanwhile
+//! (`crate::seam`: a recorded run launched and ended by the thread that queues and
+//! waits for it, `Dispatcher::run`). That lock is held across driver calls: it is the
+//! dispatcher's state, not a shared structure; the other threads only try it.
 //!
 //! The GPU is a [`Device`]: the backend's `Gpu`, or the model checks' model GPU. Beside
 //! it: `recovery` (a lost GPU's retirement, `die`), `meter` (the adaptation's
@@ -80,6 +85,19 @@ pub(crate) struct Slot {
     /// The task's next command was in flight when the GPU was lost: it began, and may
     /// have written part of its output.
     interrupted: bool,
+}
+
+/// What a dispatcher does after a turn of its loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Next {
+    /// Another turn at once: this one made progress.
+    Turn,
+    /// Spin one turn: GPU commands are in flight and completion shows only by polling.
+    Spin,
+    /// Park until the signal moves past `seen` (after spinning a little if `hot`).
+    Park { seen: u64, hot: bool },
+    /// Leave the loop: the scheduler stopped with nothing left here, or the GPU is lost.
+    Stop,
 }
 
 /// What a stage's selection found.
@@ -194,82 +212,108 @@ impl<D: Device> Dispatcher<D> {
         self.shared.epoch.elapsed().as_nanos() as u64
     }
 
-    /// The dispatcher's thread body. A panic in the loop (a bug) or a GPU that cannot
-    /// be bound does not hang `synchronize`: the dispatcher dies cleanly (see `die`).
-    pub(crate) fn run(mut self) {
-        if let Some(core) = self.core {
-            core_affinity::set_for_current(core);
-        }
-        if let Err(message) = self.device.bind_thread() {
-            let message = format!("GPU {} unusable: {message}", self.gpu);
-            self.shared.lose_gpu(LostGpu { gpu: self.gpu, at_ns: self.now_ns(), message: message.clone() });
-            self.die(&message);
-            return;
-        }
+    /// The dispatcher's thread body, over its state `cell`. A panic in the loop (a bug)
+    /// or a GPU that cannot be bound does not hang `synchronize`: the dispatcher dies
+    /// cleanly (see `die`).
+    ///
+    /// The thread holds `cell` while it works and lets go of it while it waits (spins
+    /// on completions or parks): a thread that queues or waits for a recorded graph's
+    /// run may then take one turn of the replay windows in its place (`crate::seam`,
+    /// `WindowQueues::take_turns`), as a hand-written graph is launched and polled by
+    /// the thread that waits for it. Those threads only ever try the lock; this one
+    /// waits for it at most one such turn (a launch, or an event query and the run's end).
+    pub(crate) fn run(cell: Arc<crate::sync::Mutex<Self>>) {
+        let signal = {
+            let mut d = cell.lock();
+            if let Some(core) = d.core {
+                core_affinity::set_for_current(core);
+            }
+            if let Err(message) = d.device.bind_thread() {
+                let message = format!("GPU {} unusable: {message}", d.gpu);
+                let at_ns = d.now_ns();
+                d.shared.lose_gpu(LostGpu { gpu: d.gpu, at_ns, message: message.clone() });
+                d.die(&message);
+                return;
+            }
+            d.signal.clone()
+        };
         let turns = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.turns();
-            if self.lost.is_some() {
-                self.retire();
+            Self::turns(&cell, &signal);
+            let mut d = cell.lock();
+            if d.lost.is_some() {
+                d.retire();
             }
         }));
         if let Err(payload) = turns {
-            let message = format!("dispatcher of GPU {} {}", self.gpu, crate::callback::panic_message(payload));
-            self.die(&message);
+            let mut d = cell.lock();
+            let message = format!("dispatcher of GPU {} {}", d.gpu, crate::callback::panic_message(payload));
+            d.die(&message);
         }
     }
 
-    fn turns(&mut self) {
+    /// Turns until the scheduler stops or the GPU is lost, `cell` held for each turn
+    /// and let go of for each wait.
+    fn turns(cell: &crate::sync::Mutex<Self>, signal: &Signal) {
         let mut spins = 0u32;
         loop {
-            let seen = self.signal.epoch();
-            let mut progress = self.detect_idle();
-            if self.lost.is_some() {
-                return; // `run` retires the GPU
-            }
-            progress |= self.try_window();
-            progress |= self.assign();
-            for stage in Stage::ALL {
-                progress |= self.try_stage(stage);
-            }
-            if progress {
-                spins = 0;
-                continue;
-            }
-            if self.shared.stop.load(Ordering::SeqCst) && self.idle() {
-                break;
-            }
-            if self.gpu_busy > 0 && self.device.polls() {
-                // Completion shows only by querying: spin, yielding now and then so a
-                // shared core still serves the executioners.
-                spins += 1;
-                if spins % 64 == 0 {
-                    crate::sync::thread::yield_now();
-                } else {
-                    crate::sync::hint::spin_loop();
-                }
-            } else {
-                // Stats reach the shared copy when a task ends (see `complete`) and here,
-                // before parking, never on a spinning turn: no lock while polling.
-                self.flush_stats();
-                if self.idle() && self.meter.start_ns.is_some() {
-                    // An idle GPU measures nothing: the window is dropped, a trial under
-                    // way is void (the next work may differ), and the next window (the
-                    // pipeline filling again) is not judged.
-                    self.meter.start_ns = None;
-                    self.meter.skip = true;
-                    if let Some(change) = self.adaptation.as_mut().and_then(|a| a.interrupt()) {
-                        self.apply(&[change]);
+            let next = cell.lock().turn(&mut spins);
+            match next {
+                Next::Turn => {}
+                Next::Stop => return,
+                Next::Spin => {
+                    // Completion shows only by querying: spin, yielding now and then so a
+                    // shared core still serves the executioners.
+                    if spins % 64 == 0 {
+                        crate::sync::thread::yield_now();
+                    } else {
+                        crate::sync::hint::spin_loop();
                     }
                 }
-                if self.device.spins() {
-                    // A CUDA dispatcher owns its core: stay hot a little before parking.
-                    self.signal.spin_then_park(seen, SPIN_BEFORE_PARK);
-                } else {
-                    self.signal.park(seen);
-                }
+                // A CUDA dispatcher owns its core: it stays hot a little before parking.
+                Next::Park { seen, hot: true } => signal.spin_then_park(seen, SPIN_BEFORE_PARK),
+                Next::Park { seen, hot: false } => signal.park(seen),
             }
         }
+    }
+
+    /// One turn of the loop (`spins`: the idle turns spun in a row): what to do next.
+    fn turn(&mut self, spins: &mut u32) -> Next {
+        let seen = self.signal.epoch();
+        let mut progress = self.detect_idle();
+        if self.lost.is_some() {
+            return Next::Stop; // `run` retires the GPU
+        }
+        progress |= self.try_window();
+        progress |= self.assign();
+        for stage in Stage::ALL {
+            progress |= self.try_stage(stage);
+        }
+        if progress {
+            *spins = 0;
+            return Next::Turn;
+        }
+        if self.shared.stop.load(Ordering::SeqCst) && self.idle() {
+            self.flush_stats();
+            return Next::Stop;
+        }
+        if self.gpu_busy > 0 && self.device.polls() {
+            *spins += 1;
+            return Next::Spin;
+        }
+        // Stats reach the shared copy when a task ends (see `complete`) and here,
+        // before parking, never on a spinning turn: no lock while polling.
         self.flush_stats();
+        if self.idle() && self.meter.start_ns.is_some() {
+            // An idle GPU measures nothing: the window is dropped, a trial under
+            // way is void (the next work may differ), and the next window (the
+            // pipeline filling again) is not judged.
+            self.meter.start_ns = None;
+            self.meter.skip = true;
+            if let Some(change) = self.adaptation.as_mut().and_then(|a| a.interrupt()) {
+                self.apply(&[change]);
+            }
+        }
+        Next::Park { seen, hot: self.device.spins() }
     }
 
     fn idle(&self) -> bool {

@@ -23,7 +23,15 @@ pub(crate) struct Recorders {
     /// The adaptation's changes since the last `synchronize`, in the order made.
     pub(crate) adaptations: Mutex<Vec<Adapted>>,
     /// Every kernel launched so far and the fill of its launches.
-    pub(crate) kernels: Mutex<Vec<KernelUse>>,
+    pub(crate) kernels: Mutex<KernelUses>,
+}
+
+/// Every kernel launched so far, and how many times that list changed (the report's
+/// lines about them are made again only then).
+#[derive(Debug, Default)]
+pub(crate) struct KernelUses {
+    pub(crate) uses: Vec<KernelUse>,
+    pub(crate) changes: u64,
 }
 
 impl Recorders {
@@ -32,7 +40,7 @@ impl Recorders {
         Recorders {
             gpus: (0..gpus).map(|_| Mutex::new(GpuRecorder { kernel_fills, ..GpuRecorder::default() })).collect(),
             adaptations: Mutex::new(Vec::new()),
-            kernels: Mutex::new(Vec::new()),
+            kernels: Mutex::new(KernelUses::default()),
         }
     }
 

@@ -176,6 +176,9 @@ impl Shared {
                     drop(batch);
                     batch = loop {
                         crate::sync::hint::spin_loop();
+                        // Where a dispatcher waits, this thread polls its recorded runs
+                        // and ends them (`crate::seam`: replay's windows).
+                        self.windows.take_turns();
                         if self.left.load(Ordering::Acquire) > 0 && spin.going() {
                             continue;
                         }

@@ -165,7 +165,15 @@ pub(super) struct ModelGpu {
 }
 
 impl Device for ModelGpu {
+    #[cfg(feature = "replay")]
+    type Visit = ();
+
     fn bind_thread(&self) -> Result<(), crate::report::DriverError> {
+        Ok(())
+    }
+
+    #[cfg(feature = "replay")]
+    fn visit(&self) -> Result<(), crate::report::DriverError> {
         Ok(())
     }
 

@@ -66,6 +66,12 @@ impl Config {
         }
     }
 
+    /// As [`Config::windows`], with GPUs as CUDA's: completions shown only to polling,
+    /// dispatchers that spin before they park.
+    pub(super) fn polled_windows() -> Config {
+        Config { spinners: 2, pollers: 2, ..Config::windows(Vec::new()) }
+    }
+
     /// The runtime's configuration for this machine: the caps as given, no adaptation.
     fn runtime(&self) -> crate::config::Config {
         let tuning = Tuning {
@@ -152,7 +158,9 @@ pub(super) fn start(config: &Config) -> Machine {
         let fail_windows = config.failing_windows.contains(&gpu);
         let device = ModelGpu { gpu, counts: counts.clone(), jobs: tx, posted, stages, windows, fail_windows };
         let dispatcher = Dispatcher::new(gpu, device, &runtime, shared.clone(), cpu_jobs.clone(), None);
-        threads.push(spawn(format!("dispatcher {gpu}"), move || dispatcher.run()));
+        let dispatcher = Arc::new(crate::sync::Mutex::new(dispatcher));
+        shared.windows.lend(gpu, &dispatcher);
+        threads.push(spawn(format!("dispatcher {gpu}"), move || Dispatcher::run(dispatcher)));
     }
     drop(cpu_jobs);
     Machine { shared, counts, threads }

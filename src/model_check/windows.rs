@@ -32,6 +32,15 @@
 //! With `--cfg chariot_mutation="count_out_first"` (a run counted out before its
 //! dispatcher lets go of the part) both tests FAILED in their first schedules
 //! (2026-11-28: "the update found a run in flight"), against 2 passed without it.
+//!
+//! A recorded run may be launched by the thread that queues it, and polled and ended by
+//! the thread that waits for it, where the dispatcher lets go of its state
+//! (`recorded_runs_by_the_caller_*`: `ext::replay::queues::Lender`). With `--cfg
+//! chariot_mutation="turn_without_ring"` (the dispatcher not rung after such a turn)
+//! a run launched while the dispatcher parks is polled by nobody once the waiter's
+//! spin ends, and the tests deadlock. Recorded (2026-11-29, default seed): both tests
+//! FAILED in their first schedules ("deadlock! blocked tasks: [main-thread, ...,
+//! dispatcher 0, engine 1, dispatcher 1]"), against 2 passed without the mutation.
 
 use super::pipeline::{start, Config};
 use super::{pct, random, task};
@@ -163,4 +172,41 @@ fn recorded_runs_random() {
 #[test]
 fn recorded_runs_failing_pct() {
     pct(500, 3, || recorded_runs(true));
+}
+
+/// One schedule of recorded runs on GPUs that show completions only to polling (as
+/// CUDA's): a graph of two parts run once and waited for, so that each part's graph is
+/// kept, then run twice more. The later runs are relaunches, which the calling thread
+/// launches itself where the dispatcher lets go of its state (it spins or parks), and
+/// `synchronize`'s spin polls and ends; the dispatcher takes whatever the caller does
+/// not. Every run must end once, in order, and nothing be left queued or in flight.
+fn recorded_runs_by_the_caller() {
+    let machine = start(&Config::polled_windows());
+    let shared = machine.shared.clone();
+    let one = |w: Box<Window>| *w;
+    let parts = vec![(0, one(window(u64::MAX, 0, Vec::new()))), (1, one(window(u64::MAX, 1, Vec::new())))];
+    let graph = crate::seam::RecordedGraph::new(shared.clone(), None, parts);
+    graph.run().expect("a run of a graph with no host copies");
+    let first = shared.close_batch(None).expect("no deadline: the batch ends");
+    assert_eq!(first.windows.len(), 2, "the first run of two parts: {:?}", first.windows);
+    graph.run().expect("a second run");
+    graph.run().expect("a third run");
+    let outcome = machine.finish();
+    assert!(outcome.failures.is_empty(), "{:?}", outcome.failures);
+    for g in 0..2 {
+        let here = outcome.windows.iter().filter(|w| w.gpu == g).count();
+        assert_eq!(here, 2, "two runs of GPU {g}'s part: {:?}", outcome.windows);
+        assert_eq!(shared.windows.count[g].load(std::sync::atomic::Ordering::SeqCst), 0, "GPU {g}'s queue at the end");
+        assert_eq!(shared.windows.flying[g].load(std::sync::atomic::Ordering::SeqCst), 0, "GPU {g} in flight");
+    }
+}
+
+#[test]
+fn recorded_runs_by_the_caller_random() {
+    random(1000, recorded_runs_by_the_caller);
+}
+
+#[test]
+fn recorded_runs_by_the_caller_pct() {
+    pct(500, 3, recorded_runs_by_the_caller);
 }

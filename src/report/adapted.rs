@@ -72,15 +72,21 @@ pub(crate) struct KernelUse {
 }
 
 impl KernelUse {
-    /// Notes a launch of `blocks` blocks of `name` in `uses`.
-    pub(crate) fn note(uses: &mut Vec<KernelUse>, name: &str, blocks: u64, wave: u32) {
+    /// Notes a launch of `blocks` blocks of `name` in `uses`: whether that changed them
+    /// (a new kernel, or a launch outside its known range).
+    pub(crate) fn note(uses: &mut Vec<KernelUse>, name: &str, blocks: u64, wave: u32) -> bool {
         match uses.iter_mut().find(|u| u.name == name) {
             Some(u) => {
+                let was = (u.min_blocks, u.max_blocks, u.wave);
                 u.min_blocks = u.min_blocks.min(blocks);
                 u.max_blocks = u.max_blocks.max(blocks);
                 u.wave = u.wave.max(wave);
+                was != (u.min_blocks, u.max_blocks, u.wave)
             }
-            None => uses.push(KernelUse { name: name.to_string(), min_blocks: blocks, max_blocks: blocks, wave }),
+            None => {
+                uses.push(KernelUse { name: name.to_string(), min_blocks: blocks, max_blocks: blocks, wave });
+                true
+            }
         }
     }
 }

@@ -20,7 +20,7 @@ pub use failure::{DriverError, TaskFailure};
 
 pub use ideal::zero_overhead_makespan;
 pub use lower_bound::{HardwareBound, LinkRates, LowerBound, TaskWork};
-pub use windows::{GraphSetup, ReplayedWindow};
+pub use windows::{GraphSetup, LaunchedBy, ReplayedWindow};
 
 use crate::ids::TaskId;
 use crate::stage::Stage;

@@ -36,6 +36,17 @@ impl std::fmt::Display for GraphSetup {
     }
 }
 
+/// Which thread launched a replayed window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub enum LaunchedBy {
+    /// Its GPU's dispatcher.
+    Dispatcher,
+    /// The thread that queued or waited for it (a recorded graph's run whose kept graph
+    /// it relaunched while the dispatcher waited, as a hand-written graph is launched).
+    Caller,
+}
+
 /// A window of tasks that ran as one graph on one GPU
 /// ([`Execution`](crate::Execution)). On a simulated GPU its commands are in the
 /// report's records, timed one by one; on CUDA they are not (a graph's nodes are not
@@ -57,13 +68,15 @@ pub struct ReplayedWindow {
     /// submitting thread for a recorded graph's run, by the replay's window cutter
     /// otherwise.
     pub queued_ns: u64,
-    /// When the dispatcher launched it (ns since the scheduler started).
+    /// When it was launched (ns since the scheduler started).
     pub launched_ns: u64,
+    /// Which thread launched it.
+    pub launched_by: LaunchedBy,
     /// When its completion was seen.
     pub end_ns: u64,
     /// How its graph was set up.
     pub setup: GraphSetup,
-    /// Host time the dispatcher spent setting it up and launching it, in ns.
+    /// Host time spent setting it up and launching it, in ns.
     pub host_ns: u64,
     /// Whether its commands are timed one by one in the records (sim).
     pub timed: bool,
@@ -97,6 +110,9 @@ impl std::fmt::Display for ReplayedWindow {
             self.setup,
             self.host_ns as f64 / 1e3
         )?;
+        if self.launched_by == LaunchedBy::Caller {
+            f.write_str(", launched by the calling thread")?;
+        }
         if self.failed {
             f.write_str(", failed")?;
         }
@@ -117,6 +133,7 @@ mod test {
             lanes: 2,
             queued_ns: 400,
             launched_ns: 1_000,
+            launched_by: LaunchedBy::Dispatcher,
             end_ns: 6_000,
             setup: GraphSetup::Reused,
             host_ns: 4_000,
@@ -126,5 +143,7 @@ mod test {
         assert_eq!(w.duration_ns(), 5_000);
         assert_eq!(w.waited_ns(), 600);
         assert_eq!(w.to_string(), "GPU 0: 3 tasks, 9 commands on 2 lanes in 0.005 ms, graph reused, host 4.0 us");
+        let caller = ReplayedWindow { launched_by: LaunchedBy::Caller, ..w };
+        assert!(caller.to_string().ends_with("host 4.0 us, launched by the calling thread"), "{caller}");
     }
 }

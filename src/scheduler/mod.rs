@@ -106,11 +106,23 @@ pub struct Scheduler {
     /// Holds tasks back for replay windows (`crate::seam`: the last admission step).
     capture: Arc<Capture>,
     graveyard: Arc<Graveyard>,
+    /// The report's lines on the tuning and the kernels, as last made.
+    report_lines: Mutex<ReportLines>,
     threads: Mutex<Option<(Vec<JoinHandle<()>>, Executioners)>>,
     /// This rank's share of a cluster's task stream (`crate::seam`: the first
     /// admission step).
     #[cfg(feature = "mpi")]
     ranks: Option<crate::seam::RankShare>,
+}
+
+/// The report's lines on the tuning and the kernels as last made, and what they were
+/// made from (the kernel capacity in force, as bits; the kernel list's changes): a
+/// `synchronize` formats them again only when that moved (formatting them took
+/// microseconds of every batch's wait).
+#[derive(Default)]
+struct ReportLines {
+    made_from: Option<(Option<u64>, u64)>,
+    lines: Vec<String>,
 }
 
 impl Scheduler {
@@ -160,8 +172,10 @@ impl Scheduler {
         let mut dispatchers = Vec::with_capacity(d);
         for (g, gpu) in gpus.into_iter().enumerate() {
             let dispatcher = Dispatcher::new(g, gpu, &config, shared.clone(), executioners.sender(), cores[g]);
+            let dispatcher = Arc::new(crate::sync::Mutex::new(dispatcher));
+            shared.windows.lend(g, &dispatcher);
             let name = format!("chariot-dispatch-{g}");
-            match std::thread::Builder::new().name(name.clone()).spawn(move || dispatcher.run()) {
+            match std::thread::Builder::new().name(name.clone()).spawn(move || Dispatcher::run(dispatcher)) {
                 Ok(h) => dispatchers.push(h),
                 Err(e) => {
                     shared.stop.store(true, Ordering::SeqCst);
@@ -186,6 +200,7 @@ impl Scheduler {
             submitting: Mutex::new(()),
             seq: AtomicU64::new(0),
             capture,
+            report_lines: Mutex::new(ReportLines::default()),
             threads: Mutex::new(Some((dispatchers, executioners))),
             #[cfg(feature = "mpi")]
             ranks: None,
@@ -454,12 +469,7 @@ impl Scheduler {
             }
             None => failures,
         };
-        let tuning = &self.config.tuning;
-        let mut lines: Vec<String> = tuning.choices.iter().map(|c| c.to_string()).collect();
-        // The capacity in force now (the adaptation may have raised it): the largest of
-        // the GPUs', as each GPU's own adaptation is listed among the changes.
-        let now = self.shared.records.kernel_fills_now();
-        lines.extend(kernel_lines(tuning, now, &self.shared.records.kernels.lock()));
+        let lines = self.report_lines();
         let adaptations = std::mem::take(&mut *self.shared.records.adaptations.lock());
         let cleanup = self.machine.cleanup().take();
         let report = Report::build(
@@ -480,6 +490,23 @@ impl Scheduler {
         } else {
             Err(Error::TasksFailed { failures, report: Box::new(report) })
         }
+    }
+
+    /// The report's lines on the tuning's choices and on the kernels launched so far.
+    fn report_lines(&self) -> Vec<String> {
+        // The capacity in force now (the adaptation may have raised it): the largest of
+        // the GPUs', as each GPU's own adaptation is listed among the changes.
+        let now = self.shared.records.kernel_fills_now();
+        let kernels = self.shared.records.kernels.lock();
+        let made_from = Some((now.map(f64::to_bits), kernels.changes));
+        let mut cache = self.report_lines.lock();
+        if cache.made_from != made_from {
+            let tuning = &self.config.tuning;
+            let mut lines: Vec<String> = tuning.choices.iter().map(|c| c.to_string()).collect();
+            lines.extend(kernel_lines(tuning, now, &kernels.uses));
+            *cache = ReportLines { made_from, lines };
+        }
+        cache.lines.clone()
     }
 
     /// In a cluster (the `mpi` feature, [`Builder::cluster`](crate::Builder::cluster)):

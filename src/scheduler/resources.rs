@@ -185,6 +185,9 @@ impl Scheduler {
     /// Notes a launch of `blocks` blocks of `kernel` (one wave of the first GPU holds
     /// `wave`), for the report's line on the kernel's concurrency.
     pub(crate) fn note_launch(&self, kernel: &str, blocks: u64, wave: u32) {
-        KernelUse::note(&mut self.shared.records.kernels.lock(), kernel, blocks, wave);
+        let mut kernels = self.shared.records.kernels.lock();
+        if KernelUse::note(&mut kernels.uses, kernel, blocks, wave) {
+            kernels.changes += 1;
+        }
     }
 }

@@ -15,7 +15,7 @@
 //! `cargo bench --bench flow -- --help` lists the options. `--backend sim` runs chariot
 //! alone on the simulator (the CUDA graph needs CUDA), at small sizes by default.
 
-use chariot::report::GraphSetup;
+use chariot::report::{GraphSetup, LaunchedBy};
 use chariot::sim::SimProfile;
 use chariot::{Backend, Execution, Scheduler};
 use chariot_studies::flow::{edge_violations, ChariotFlow, DeviceGraph, Graph, HandGraph, Shape};
@@ -174,7 +174,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
             writeln!(
                 w,
                 "shape,size,nodes,edges,iters,variant,round,wall_ns,build_ns,replayed_tasks,lanes,submit_ns,\
-                 window_host_ns,window_ns,way,window_waited_ns"
+                 window_host_ns,window_ns,way,window_waited_ns,windows_by_caller"
             )?;
             Some(w)
         }
@@ -256,7 +256,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
             // chariot with its defaults, per timed run: submitting, the windows' set-up
             // and launch on the host, the windows' span (launch to completion seen).
             let mut parts: [Vec<u64>; 3] = Default::default();
-            let mut last_parts = [0u64; 4];
+            let mut last_parts = [0u64; 5];
             let variants = 6;
             for round in 0..=cli.rounds {
                 for turn in 0..variants {
@@ -272,6 +272,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                                 r.report.windows.iter().map(|w| w.host_ns).sum(),
                                 r.report.windows.iter().map(|w| w.duration_ns()).sum(),
                                 r.report.windows.iter().map(|w| w.waited_ns()).sum(),
+                                r.report.windows.iter().filter(|w| w.launched_by == LaunchedBy::Caller).count() as u64,
                             ];
                             if which == 0 {
                                 replayed = r.report.windows.iter().map(|w| w.tasks).sum();
@@ -300,6 +301,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                                 r.report.windows.iter().map(|w| w.host_ns).sum(),
                                 r.report.windows.iter().map(|w| w.duration_ns()).sum(),
                                 r.report.windows.iter().map(|w| w.waited_ns()).sum(),
+                                r.report.windows.iter().filter(|w| w.launched_by == LaunchedBy::Caller).count() as u64,
                             ];
                             ok &= edges_hold(&graph, &r.report, shape, "recorded");
                             ("chariot-recorded", r.wall_ns, record_ns)
@@ -319,11 +321,11 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                     if let Some(w) = csv.as_mut() {
                         let (name, nodes, edges) = (shape.name(), graph.nodes, graph.edges.len());
                         let (rt, ln) = if which == 0 { (replayed, lanes) } else { (0, 0) };
-                        let [sub, wh, ws, wait] = if which < 2 || which == 5 { last_parts } else { [0; 4] };
+                        let [sub, wh, ws, wait, by_caller] = if which < 2 || which == 5 { last_parts } else { [0; 5] };
                         let how = if which == 5 { way } else { "" };
                         writeln!(
                             w,
-                            "{name},{size},{nodes},{edges},{iters},{variant},{round},{wall_ns},{b},{rt},{ln},{sub},{wh},{ws},{how},{wait}"
+                            "{name},{size},{nodes},{edges},{iters},{variant},{round},{wall_ns},{b},{rt},{ln},{sub},{wh},{ws},{how},{wait},{by_caller}"
                         )?;
                     }
                 }

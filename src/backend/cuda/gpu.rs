@@ -191,6 +191,13 @@ impl Gpu {
         self.ctx.bind()
     }
 
+    /// This GPU's context current on the calling thread, not the dispatcher's, until
+    /// the answer drops (`super::gpu_context::Visit`).
+    #[cfg(feature = "replay")]
+    pub(crate) fn visit(&self) -> Result<super::gpu_context::Visit, crate::report::DriverError> {
+        super::gpu_context::visit(&self.ctx)
+    }
+
     pub(crate) fn quiesce(&self) {
         if self.ctx.bind().is_ok() {
             for s in &self.streams {

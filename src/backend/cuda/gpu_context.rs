@@ -28,12 +28,7 @@ impl GpuContext {
     /// failure to restore the previous context afterwards goes to the scheduler's next
     /// report (its `cleanup` list), so that `f`'s result is not lost.
     pub fn with_current<R>(&self, f: impl FnOnce() -> R) -> Result<R, crate::report::DriverError> {
-        let before = driver::ctx_get_current().map_err(|e| failed("cuCtxGetCurrent", e))?;
-        if before == self.0.ctx {
-            return Ok(f());
-        }
-        self.0.bind()?;
-        let _restore = Restore { ctx: &self.0, before };
+        let _visit = visit(&self.0)?;
         Ok(f())
     }
 
@@ -57,22 +52,38 @@ impl std::fmt::Debug for GpuContext {
     }
 }
 
-/// Makes the thread's previous context current again when dropped (also when `f` panics:
-/// a GPU callback's panic is caught and its dispatcher goes on, in its own context).
-struct Restore<'a> {
-    ctx: &'a Context,
-    before: cudarc::driver::sys::CUcontext,
+/// `ctx` made current on the calling thread until this drops, then the thread's
+/// previous context again (also when the caller unwinds: a GPU callback's panic is
+/// caught and its dispatcher goes on, in its own context). Nothing is undone where
+/// `ctx` already was current.
+pub(crate) struct Visit {
+    restore: Option<(Arc<Context>, cudarc::driver::sys::CUcontext)>,
 }
 
-impl Drop for Restore<'_> {
+/// Makes `ctx` current on the calling thread until the answer drops.
+///
+/// # Errors
+/// The driver's error asking for or binding the context (nothing changed then).
+pub(crate) fn visit(ctx: &Arc<Context>) -> Result<Visit, crate::report::DriverError> {
+    let before = driver::ctx_get_current().map_err(|e| failed("cuCtxGetCurrent", e))?;
+    if before == ctx.ctx {
+        return Ok(Visit { restore: None });
+    }
+    ctx.bind()?;
+    Ok(Visit { restore: Some((ctx.clone(), before)) })
+}
+
+impl Drop for Visit {
     fn drop(&mut self) {
-        // SAFETY: `before` is null or the context current on this thread when
-        // `with_current` began. Its owner keeps it retained while it is current there (a
-        // dispatcher holds its GPU's for the thread's life), and that owner's code on
-        // this thread is paused inside `with_current`, so it has not released it.
-        if let Err(e) = unsafe { driver::ctx_set_current(self.before) } {
-            let call = format!("cuCtxSetCurrent restoring a thread's context after GPU {}'s", self.ctx.index);
-            self.ctx.cleanup.push(failed(&call, e));
+        let Some((ctx, before)) = self.restore.take() else { return };
+        // SAFETY: `before` is null or the context current on this thread when `visit`
+        // began. Its owner keeps it retained while it is current there (a dispatcher
+        // holds its GPU's for the thread's life; a user's thread, its own), and that
+        // owner's code on this thread is paused inside the visit, so it has not
+        // released it.
+        if let Err(e) = unsafe { driver::ctx_set_current(before) } {
+            let call = format!("cuCtxSetCurrent restoring a thread's context after GPU {}'s", ctx.index);
+            ctx.cleanup.push(failed(&call, e));
         }
     }
 }

@@ -35,6 +35,8 @@ mod replay;
 
 pub(crate) use context::{Machine, NoCuda};
 pub(crate) use gpu::Gpu;
+#[cfg(feature = "replay")]
+pub(crate) use gpu_context::Visit;
 
 use cudarc::driver::result::DriverError;
 

@@ -12,9 +12,9 @@
 
 use crate::backend::{Fault, GraphUse, Span, TaskRun, WindowRun};
 use crate::dispatch::{Device, Dispatcher};
-use crate::ext::replay::queues::Spent;
+use crate::ext::replay::queues::{Lender, Spent};
 use crate::ext::replay::window::Window;
-use crate::report::{CommandRecord, GraphSetup, ReplayedWindow, TaskFailure};
+use crate::report::{CommandRecord, GraphSetup, LaunchedBy, ReplayedWindow, TaskFailure};
 use crate::sync::Ordering;
 use crate::TaskId;
 use std::time::Instant;
@@ -55,6 +55,7 @@ struct InFlight {
     dispatched_ns: u64,
     used: GraphUse,
     host_ns: u64,
+    by: LaunchedBy,
 }
 
 impl<D: Device> Dispatcher<D> {
@@ -84,6 +85,13 @@ impl<D: Device> Dispatcher<D> {
     /// queue that may start (a window waiting for another GPU does not hold up the
     /// ones behind it that do not).
     pub(crate) fn try_window(&mut self) -> bool {
+        self.start_window(false)
+    }
+
+    /// As [`Dispatcher::try_window`]; with `relaunch` (a turn taken by another thread,
+    /// [`Lender`]) only the first window queued, and only a recorded run that relaunches
+    /// its kept graph ([`Part::relaunches`]): such a turn costs one launch.
+    fn start_window(&mut self, relaunch: bool) -> bool {
         if self.windows.flights.len() >= IN_FLIGHT
             || self.lost.is_some()
             || self.shared.windows.count[self.gpu].load(Ordering::SeqCst) == 0
@@ -96,6 +104,9 @@ impl<D: Device> Dispatcher<D> {
             let batch = self.shared.batch.lock();
             let mut picked = None;
             for (i, w) in queue.iter().enumerate() {
+                if relaunch && (i > 0 || !w.recorded.as_ref().is_some_and(|p| p.relaunches())) {
+                    break;
+                }
                 if !self.device.can_issue_window(w) {
                     break;
                 }
@@ -148,11 +159,14 @@ impl<D: Device> Dispatcher<D> {
                     self.windows.expected_end_ns = dispatched_ns.max(ahead) + ns;
                     self.shared.windows.expect_end(self.windows.expected_end_ns);
                 }
-                self.windows.flights.push_back(InFlight { window, dispatched_ns, used, host_ns });
+                let by = if relaunch { LaunchedBy::Caller } else { LaunchedBy::Dispatcher };
+                self.windows.flights.push_back(InFlight { window, dispatched_ns, used, host_ns, by });
+                self.shared.windows.flying[self.gpu].store(self.windows.flights.len(), Ordering::SeqCst);
             }
             Err(fault) => {
                 let host_ns = t0.elapsed().as_nanos() as u64;
-                let flight = InFlight { window, dispatched_ns, used: GraphUse::Built, host_ns };
+                let by = if relaunch { LaunchedBy::Caller } else { LaunchedBy::Dispatcher };
+                let flight = InFlight { window, dispatched_ns, used: GraphUse::Built, host_ns, by };
                 self.end_window(flight, Err(fault));
             }
         }
@@ -167,6 +181,7 @@ impl<D: Device> Dispatcher<D> {
         let t0 = Instant::now();
         let Some(result) = self.device.poll_window() else { return false };
         let flight = self.windows.flights.pop_front().expect("checked above");
+        self.shared.windows.flying[self.gpu].store(self.windows.flights.len(), Ordering::SeqCst);
         self.gpu_busy -= 1;
         self.end_window(flight, result);
         self.stats.runtime_ns += t0.elapsed().as_nanos() as u64;
@@ -175,7 +190,7 @@ impl<D: Device> Dispatcher<D> {
 
     /// Ends every task of a window that ran (or failed as a whole).
     fn end_window(&mut self, flight: InFlight, result: Result<WindowRun, Fault>) {
-        let InFlight { mut window, dispatched_ns, used, host_ns } = flight;
+        let InFlight { mut window, dispatched_ns, used, host_ns, by } = flight;
         let now = self.now_ns();
         let (mut span, runs, whole) = match result {
             Ok(run) => (run.span, run.tasks, None),
@@ -206,6 +221,7 @@ impl<D: Device> Dispatcher<D> {
             lanes: window.lane_count,
             queued_ns: window.queued_ns,
             launched_ns: span.start_ns,
+            launched_by: by,
             end_ns: span.end_ns,
             setup,
             host_ns,
@@ -299,6 +315,7 @@ impl<D: Device> Dispatcher<D> {
     /// tasks fail with `message`. Called after the GPU is quiesced.
     pub(crate) fn drop_windows(&mut self, message: &str) {
         while let Some(flight) = self.windows.flights.pop_front() {
+            self.shared.windows.flying[self.gpu].store(self.windows.flights.len(), Ordering::SeqCst);
             self.gpu_busy -= 1;
             let fault = Fault::task(format!("its GPU's dispatcher stopped: {message}"));
             self.end_window(flight, Err(fault));
@@ -333,5 +350,34 @@ impl<D: Device> Dispatcher<D> {
             }
         }
         self.shared.wake_window_waiters();
+    }
+}
+
+impl<D: Device> Lender for crate::sync::Mutex<Dispatcher<D>> {
+    fn take_turn(&self) -> bool {
+        let Some(mut d) = self.try_lock() else { return false };
+        if d.lost.is_some() {
+            return false;
+        }
+        // The GPU's context current on this thread for the turn, the thread's own after.
+        let Ok(visit) = d.device.visit() else { return false };
+        let mut progress = d.poll_window();
+        progress |= d.start_window(true);
+        drop(visit);
+        let left = !d.windows.flights.is_empty()
+            || d.lost.is_some()
+            || d.shared.windows.count[d.gpu].load(Ordering::SeqCst) > 0;
+        // Rung once its state is let go of, so that it does not wake into a held lock.
+        // Without this ring a run launched here while the dispatcher parks is polled by
+        // nobody once its waiter stops spinning: the model check
+        // `model_check::windows::recorded_runs_by_the_caller_*` deadlocks (its
+        // `turn_without_ring` mutation).
+        let ring = (progress && left && cfg!(not(chariot_mutation = "turn_without_ring")))
+            .then(|| d.shared.signals[d.gpu].clone());
+        drop(d);
+        if let Some(signal) = ring {
+            signal.notify();
+        }
+        progress
     }
 }

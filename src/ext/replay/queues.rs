@@ -4,6 +4,7 @@
 //! primitives, so the model checks run the hand-off under shuttle.
 
 use crate::dispatch::shared::{not_run, Shared};
+use crate::dispatch::{Device, Dispatcher};
 use crate::ext::replay::window::part::Part;
 use crate::ext::replay::window::Window;
 use crate::memory::claims::Holder;
@@ -12,7 +13,7 @@ use crate::sync::{AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::task::graph::Released;
 use crate::task::Task;
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// The most ended window tasks kept for the submitting thread to free.
 const SPENT_MAX: usize = 1 << 16;
@@ -22,6 +23,22 @@ pub(crate) enum Spent {
     Task(#[allow(dead_code)] Box<Task>),
     /// Its layout (its tasks taken out).
     Window(#[allow(dead_code)] Box<Window>),
+}
+
+/// A dispatcher's state as another thread takes a turn of its replay windows
+/// (`ext::replay::dispatch` has the turn): the thread that queues a recorded graph's
+/// run launches it, and the thread that waits for it polls it and ends it, where the
+/// dispatcher lets go of its state (it waits: spins on completions or parks;
+/// `Dispatcher::run`). A hand-written CUDA graph is launched and polled by the thread
+/// that waits for it; the dispatcher's wake-up (tens of microseconds) would otherwise
+/// come before each launch of a run it did not foresee.
+pub(crate) trait Lender: Send + Sync {
+    /// If the dispatcher's state is free now: ends the first window in flight if it
+    /// completed, then launches the first queued if it relaunches a kept graph
+    /// (`Part::relaunches`: on CUDA one launch, never a lowering); whether either
+    /// happened. The dispatcher is rung where work is left to it (a run in flight,
+    /// windows queued, a GPU lost).
+    fn take_turn(&self) -> bool;
 }
 
 /// The windows waiting for each GPU, and the ended tasks kept for the submitting thread.
@@ -38,6 +55,11 @@ pub(crate) struct WindowQueues {
     /// epoch; 0: none foreseen): the latest a dispatcher foresaw. A hint for how
     /// `synchronize` waits (`Shared::close_batch`), never for what it waits for.
     expected_end_ns: AtomicU64,
+    /// Per GPU: windows its dispatcher has in flight (set by the dispatcher).
+    pub(crate) flying: Vec<AtomicUsize>,
+    /// Per GPU: its dispatcher's state, for a turn taken by the thread that queues or
+    /// waits for a recorded run ([`Lender`]); set once as the dispatcher starts.
+    lenders: Vec<std::sync::OnceLock<Weak<dyn Lender>>>,
 }
 
 impl WindowQueues {
@@ -48,6 +70,31 @@ impl WindowQueues {
             count: (0..gpus).map(|_| AtomicUsize::new(0)).collect(),
             spent: Mutex::new(Vec::new()),
             expected_end_ns: AtomicU64::new(0),
+            flying: (0..gpus).map(|_| AtomicUsize::new(0)).collect(),
+            lenders: (0..gpus).map(|_| std::sync::OnceLock::new()).collect(),
+        }
+    }
+
+    /// GPU `gpu`'s dispatcher, whose state `cell` other threads may take a turn of.
+    pub(crate) fn lend<D: Device + 'static>(&self, gpu: usize, cell: &Arc<Mutex<Dispatcher<D>>>) {
+        let weak: Weak<dyn Lender> = Arc::downgrade(cell) as Weak<Mutex<Dispatcher<D>>>;
+        // Set once per GPU, as its dispatcher is made.
+        let _ = self.lenders[gpu].set(weak);
+    }
+
+    /// Takes a turn of GPU `gpu`'s windows if its dispatcher lets go of its state now
+    /// ([`Lender::take_turn`]); whether it did anything.
+    pub(crate) fn take_turn(&self, gpu: usize) -> bool {
+        self.lenders[gpu].get().and_then(Weak::upgrade).is_some_and(|d| d.take_turn())
+    }
+
+    /// Takes a turn of each GPU's windows where some are queued or in flight (a thread
+    /// that spins for a batch's end: it ends a run there as soon as it completes).
+    pub(crate) fn take_turns(&self) {
+        for g in 0..self.count.len() {
+            if self.count[g].load(Ordering::Relaxed) > 0 || self.flying[g].load(Ordering::Relaxed) > 0 {
+                self.take_turn(g);
+            }
         }
     }
 
@@ -145,7 +192,15 @@ impl Shared {
     /// that one has left it; gives it back if none is left. The rotation is read under
     /// the queue's lock, which a leaving GPU takes after it marks itself out, so no
     /// window is queued where nobody will take it.
-    pub(crate) fn push_window(&self, gpu: usize, mut window: Box<Window>) -> Result<(), Box<Window>> {
+    pub(crate) fn push_window(&self, gpu: usize, window: Box<Window>) -> Result<(), Box<Window>> {
+        let g = self.queue_window(gpu, window)?;
+        self.signals[g].notify();
+        Ok(())
+    }
+
+    /// As [`Shared::push_window`], without ringing the dispatcher: the GPU queued on,
+    /// whose dispatcher the caller rings.
+    pub(crate) fn queue_window(&self, gpu: usize, mut window: Box<Window>) -> Result<usize, Box<Window>> {
         if window.queued_ns == 0 {
             window.queued_ns = self.epoch.elapsed().as_nanos() as u64;
         }
@@ -154,9 +209,7 @@ impl Shared {
             if self.alive[g].load(Ordering::SeqCst) {
                 queue.push_back(window);
                 self.windows.count[g].fetch_add(1, Ordering::SeqCst);
-                drop(queue);
-                self.signals[g].notify();
-                return Ok(());
+                return Ok(g);
             }
         }
         Err(window)

@@ -181,7 +181,9 @@ impl RecordedGraph {
     /// `synchronize` waits for it. The host's work does not depend on the number of
     /// tasks (a claim per host buffer the graph copies from or to, a shell per part);
     /// the first run of a part, and the first after an update, also lower the part
-    /// (on the dispatcher's thread).
+    /// (on the dispatcher's thread). A later run is launched by the calling thread
+    /// where the part's GPU has nothing else to do (its dispatcher waits), as a
+    /// hand-written graph is; else by the dispatcher, behind what runs there.
     ///
     /// # Errors
     /// [`Error::HostConflict`] when a live guard holds bytes the graph copies (a run
@@ -202,8 +204,16 @@ impl RecordedGraph {
         self.runs.begin(self.parts.len())?;
         self.shared.batch.lock().outstanding += self.parts.len();
         for part in &self.parts {
-            if let Err(mut shell) = self.shared.push_window(part.gpu, Box::new(Window::shell(part.clone()))) {
-                self.shared.fail_recorded(&mut shell, "no GPU left to run the recorded graph");
+            match self.shared.queue_window(part.gpu, Box::new(Window::shell(part.clone()))) {
+                // Launched here where the dispatcher waits (its wake-up would come
+                // first; the turn rings it to poll the run, which nobody may wait
+                // for), else by the dispatcher, rung here.
+                Ok(gpu) => {
+                    if !self.shared.windows.take_turn(gpu) {
+                        self.shared.signals[gpu].notify();
+                    }
+                }
+                Err(mut shell) => self.shared.fail_recorded(&mut shell, "no GPU left to run the recorded graph"),
             }
         }
         Ok(())

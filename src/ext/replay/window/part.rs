@@ -43,6 +43,10 @@ pub(crate) struct Part {
     /// How long its last run of a kept graph or on the device took, launch to
     /// completion seen (ns; 0: none yet): what the next run is expected to take.
     last_ns: AtomicU64,
+    /// One past the generation its last run ran as a graph (0: none, or its last run
+    /// was on the device): the backend keeps that graph, so the next run of that
+    /// generation relaunches it.
+    kept: AtomicU64,
 }
 
 /// How a recorded part runs: as its kept CUDA graph, or on the GPU by the persistent
@@ -135,6 +139,7 @@ impl Part {
             trial: Mutex::new(Trial::default()),
             next: AtomicUsize::new(Way::Graph as usize),
             last_ns: AtomicU64::new(0),
+            kept: AtomicU64::new(0),
         }
     }
 
@@ -153,6 +158,8 @@ impl Part {
         if matches!(used, GraphUse::Reused | GraphUse::Device) {
             self.last_ns.store(ns, Ordering::Relaxed);
         }
+        let kept = if used == GraphUse::Device { 0 } else { self.generation + 1 };
+        self.kept.store(kept, Ordering::Relaxed);
         let mut trial = self.trial.lock();
         trial.ran(used, ns, self.device_runnable);
         self.next.store(trial.next(self.device_runnable) as usize, Ordering::Release);
@@ -162,6 +169,14 @@ impl Part {
     /// run of a kept graph or on the device has ended.
     pub(crate) fn expected_ns(&self) -> Option<u64> {
         Some(self.last_ns.load(Ordering::Relaxed)).filter(|&ns| ns > 0)
+    }
+
+    /// Whether its next run relaunches the graph its last run left kept (unchanged
+    /// since, and not to run on the device): one launch, which a thread other than the
+    /// dispatcher's may make (`ext::replay::queues::Lender`). The sim keeps no graph:
+    /// there the run is lowered again, as every run there is.
+    pub(crate) fn relaunches(&self) -> bool {
+        self.next_way() == Way::Graph && self.kept.load(Ordering::Relaxed) == self.generation + 1
     }
 
     /// A run asked of the device ran as a graph: the executor cannot take the part.
