@@ -223,6 +223,20 @@ impl<D: Device> Dispatcher<D> {
     /// the thread that waits for it. Those threads only ever try the lock; this one
     /// waits for it at most one such turn (a launch, or an event query and the run's end).
     pub(crate) fn run(cell: Arc<crate::sync::Mutex<Self>>) {
+        Self::work(&cell);
+        // Dropped here, on its own thread (a GPU's drop makes its context current on the
+        // dropping thread, which must not be a user's): a thread that holds it for a
+        // turn lets go within that turn, and once the work is over no window is left
+        // for another to take a turn of.
+        let mut cell = cell;
+        while let Err(held) = Arc::try_unwrap(cell) {
+            cell = held;
+            crate::sync::thread::yield_now();
+        }
+    }
+
+    /// [`Dispatcher::run`]'s work: the loop, then the GPU's retirement or death.
+    fn work(cell: &Arc<crate::sync::Mutex<Self>>) {
         let signal = {
             let mut d = cell.lock();
             if let Some(core) = d.core {
@@ -238,7 +252,7 @@ impl<D: Device> Dispatcher<D> {
             d.signal.clone()
         };
         let turns = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            Self::turns(&cell, &signal);
+            Self::turns(cell, &signal);
             let mut d = cell.lock();
             if d.lost.is_some() {
                 d.retire();
