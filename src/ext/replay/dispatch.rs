@@ -139,6 +139,7 @@ impl<D: Device> Dispatcher<D> {
         };
         let t0 = Instant::now();
         let dispatched_ns = self.now_ns();
+        let by = if relaunch { LaunchedBy::Caller } else { LaunchedBy::Dispatcher };
         let commands = window.recorded.as_ref().map_or_else(|| window.commands(), |p| p.commands) as u64;
         self.stats.commands += commands;
         self.stats.replayed += commands;
@@ -159,18 +160,22 @@ impl<D: Device> Dispatcher<D> {
                     self.windows.expected_end_ns = dispatched_ns.max(ahead) + ns;
                     self.shared.windows.expect_end(self.windows.expected_end_ns);
                 }
-                let by = if relaunch { LaunchedBy::Caller } else { LaunchedBy::Dispatcher };
                 self.windows.flights.push_back(InFlight { window, dispatched_ns, used, host_ns, by });
-                self.shared.windows.flying[self.gpu].store(self.windows.flights.len(), Ordering::SeqCst);
+                self.publish_flights();
             }
             Err(fault) => {
                 let host_ns = t0.elapsed().as_nanos() as u64;
-                let by = if relaunch { LaunchedBy::Caller } else { LaunchedBy::Dispatcher };
                 let flight = InFlight { window, dispatched_ns, used: GraphUse::Built, host_ns, by };
                 self.end_window(flight, Err(fault));
             }
         }
         true
+    }
+
+    /// Tells the other threads how many windows are in flight here (`WindowQueues::flying`,
+    /// which `synchronize`'s spin reads to know where a turn may end one).
+    fn publish_flights(&self) {
+        self.shared.windows.flying[self.gpu].store(self.windows.flights.len(), Ordering::SeqCst);
     }
 
     /// Whether the first window in flight completed; ends it if so.
@@ -181,7 +186,7 @@ impl<D: Device> Dispatcher<D> {
         let t0 = Instant::now();
         let Some(result) = self.device.poll_window() else { return false };
         let flight = self.windows.flights.pop_front().expect("checked above");
-        self.shared.windows.flying[self.gpu].store(self.windows.flights.len(), Ordering::SeqCst);
+        self.publish_flights();
         self.gpu_busy -= 1;
         self.end_window(flight, result);
         self.stats.runtime_ns += t0.elapsed().as_nanos() as u64;
@@ -315,7 +320,7 @@ impl<D: Device> Dispatcher<D> {
     /// tasks fail with `message`. Called after the GPU is quiesced.
     pub(crate) fn drop_windows(&mut self, message: &str) {
         while let Some(flight) = self.windows.flights.pop_front() {
-            self.shared.windows.flying[self.gpu].store(self.windows.flights.len(), Ordering::SeqCst);
+            self.publish_flights();
             self.gpu_busy -= 1;
             let fault = Fault::task(format!("its GPU's dispatcher stopped: {message}"));
             self.end_window(flight, Err(fault));
@@ -364,9 +369,7 @@ impl<D: Device> Lender for crate::sync::Mutex<Dispatcher<D>> {
         let mut progress = d.poll_window();
         progress |= d.start_window(true);
         drop(visit);
-        let left = !d.windows.flights.is_empty()
-            || d.lost.is_some()
-            || d.shared.windows.count[d.gpu].load(Ordering::SeqCst) > 0;
+        let left = d.windows_pending() || d.lost.is_some();
         // Rung once its state is let go of, so that it does not wake into a held lock.
         // Without this ring a run launched here while the dispatcher parks is polled by
         // nobody once its waiter stops spinning: the model check
