@@ -844,3 +844,34 @@ fn cuda_device_mode_gives_host_dispatch_outputs() {
         assert!(values.iter().all(|&v| v == 10 + 10 * 10), "{:?}", &values[..4]);
     });
 }
+
+/// A device buffer dropped while the replayed windows of its batch run returns its
+/// memory at that batch's `synchronize`, as on the host's path: the ended windows'
+/// tasks, kept while the loop submits, are freed by `synchronize` before it gives
+/// buried memory back.
+#[test]
+fn a_buffer_dropped_while_its_windows_run_is_returned_by_their_synchronize() {
+    let _serial = serial();
+    with_timeout(DEADLINE_S, || {
+        let sched = Scheduler::builder().backend(sim(1)).streams(2).execution(Execution::Replay).build().unwrap();
+        let tasks = 200usize;
+        let chunk = 64usize;
+        let mut host = sched.alloc_host::<u32>(chunk).unwrap();
+        host.write().iter_mut().enumerate().for_each(|(i, x)| *x = i as u32);
+        let out = sched.alloc_host::<u32>(chunk * tasks).unwrap();
+        let base = sched.device_memory_in_use(0).unwrap();
+        for round in 0..20 {
+            let dev = sched.alloc::<u32>(chunk).unwrap();
+            assert!(sched.device_memory_in_use(0).unwrap() > base, "round {round}: the buffer holds memory");
+            for t in 0..tasks {
+                let r = t * chunk..(t + 1) * chunk;
+                sched.task(t as u64, 1).download(&dev, 0, &host, ..).readback(&out, r, &dev, 0).submit().unwrap();
+            }
+            drop(dev);
+            let report = sched.synchronize().unwrap();
+            assert_eq!(report.windows.iter().map(|w| w.tasks).sum::<usize>(), tasks, "round {round}: all replayed");
+            assert_eq!(sched.device_memory_in_use(0).unwrap(), base, "round {round}: the dropped buffer's memory");
+            assert!(out.read().iter().enumerate().all(|(i, &x)| x == (i % chunk) as u32), "round {round}");
+        }
+    });
+}

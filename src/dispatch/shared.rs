@@ -145,7 +145,8 @@ impl Shared {
     /// virtual machine), which the caller's time would count after the last command,
     /// so it spins through the end where it can tell the end is near: once no more than
     /// [`WAKE_AHEAD`] tasks are left, for up to [`SPIN_AT_END`]; and where a dispatcher
-    /// foresaw when its work ends (a recorded graph's run: the replay windows' state,
+    /// foresaw when its work ends (a recorded graph's run, or a batch's window of a
+    /// structure that ran before: the replay windows' state,
     /// `WindowQueues::expected_end`, through `crate::seam`), it
     /// sleeps until [`SPIN_LEAD_NS`] before that and spins from there to
     /// [`SPIN_AT_END`] past it, once for each end foreseen. Every sleep is also ended
@@ -383,8 +384,8 @@ mod test {
 
     /// A foreseen end is a hint for how to wait, never what is waited for: the batch
     /// closes when its work ends, before the end foreseen or well after it, and a
-    /// deadline before the end foreseen still ends the wait. (Only recorded runs are
-    /// foreseen: with replay off nothing is.)
+    /// deadline before the end foreseen still ends the wait. (Only replay windows'
+    /// runs are foreseen: with replay off nothing is.)
     #[cfg(feature = "replay")]
     #[test]
     fn synchronize_waits_for_the_work_not_for_its_foreseen_end() {

@@ -73,6 +73,12 @@ struct Cli {
     /// that has none: the same variants then take turns).
     #[arg(long)]
     no_recorded: bool,
+    /// Write every window of chariot's per-iteration runs (defaults; warm-up included,
+    /// round 0) as CSV to this file: its tasks, when it was queued, launched and seen
+    /// to end, in µs after the run's first window was queued, and its host time; with
+    /// the run's submit and wall times (from its first submit).
+    #[arg(long)]
+    windows: Option<PathBuf>,
     /// Accepted for `cargo bench`.
     #[arg(long, hide = true)]
     bench: bool,
@@ -180,6 +186,14 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
         }
         None => None,
     };
+    let mut windows_csv = match &cli.windows {
+        Some(p) => {
+            let mut w = BufWriter::new(File::create(p)?);
+            writeln!(w, "shape,size,iters,round,window,tasks,queued_us,launched_us,end_us,host_us,submit_us,wall_us")?;
+            Some(w)
+        }
+        None => None,
+    };
     println!(
         "flow: {} on GPU {} (chariot and the device graph on {} GPU(s)), {} rounds after one warm-up{}",
         if sim { "sim" } else { "cuda" },
@@ -274,6 +288,24 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                                 r.report.windows.iter().map(|w| w.waited_ns()).sum(),
                                 r.report.windows.iter().filter(|w| w.launched_by == LaunchedBy::Caller).count() as u64,
                             ];
+                            if let (0, Some(w)) = (which, windows_csv.as_mut()) {
+                                let q0 = r.report.windows.iter().map(|w| w.queued_ns).min().unwrap_or(0);
+                                let us = |ns: u64| ns.saturating_sub(q0) as f64 / 1e3;
+                                for (i, x) in r.report.windows.iter().enumerate() {
+                                    writeln!(
+                                        w,
+                                        "{},{size},{iters},{round},{i},{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1}",
+                                        shape.name(),
+                                        x.tasks,
+                                        us(x.queued_ns),
+                                        us(x.launched_ns),
+                                        us(x.end_ns),
+                                        x.host_ns as f64 / 1e3,
+                                        r.submit_ns as f64 / 1e3,
+                                        r.wall_ns as f64 / 1e3
+                                    )?;
+                                }
+                            }
                             if which == 0 {
                                 replayed = r.report.windows.iter().map(|w| w.tasks).sum();
                                 lanes = r.report.windows.iter().map(|w| w.lanes).max().unwrap_or(0);
@@ -390,6 +422,9 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                 }
             );
         }
+    }
+    if let Some(mut w) = windows_csv {
+        w.flush()?;
     }
     if let Some(mut w) = csv {
         w.flush()?;

@@ -264,14 +264,15 @@ impl Capture {
             st.cut = (st.cut * 2).min(LAST_CUT);
             self.launch(st, false);
             drop(guard);
-            // What earlier windows left, freed on this thread (not under the lock).
-            self.shared.windows.free_spent();
+            // What earlier windows left, freed on this thread (not under the lock) once
+            // it is much: most batches free theirs as `synchronize` waits.
+            self.shared.windows.free_spent_beyond_keep();
         }
         Offer::Held
     }
 
-    /// Before `synchronize` waits: the held tasks go, and the rest of a batch whose
-    /// windows went is the host's (a task another thread submits meanwhile runs in this
+    /// Before `synchronize` waits: the held tasks go, what ended windows left is freed,
+    /// and the rest of a batch whose windows went is the host's (a task another thread submits meanwhile runs in this
     /// batch, after the tasks it names, as host dispatch would).
     pub(crate) fn before_wait(&self) {
         if self.mode != Execution::Host {
@@ -281,6 +282,9 @@ impl Capture {
                 st.open = true;
             }
         }
+        // What the batch's ended windows left, freed while its last ones run (what
+        // those leave, `synchronize` frees once they ended).
+        self.shared.windows.free_spent();
     }
 
     /// After `synchronize`: learns the batch's structure if every task of it could run
@@ -365,7 +369,10 @@ impl Capture {
     fn launch(&self, st: &mut State, close: bool) {
         st.open |= close;
         st.launched = true;
-        let held = std::mem::take(&mut st.held);
+        // A batch held on keeps room for its next cut (growing it task by task moved
+        // every held task again at each doubling).
+        let room = if st.open { 0 } else { st.cut };
+        let held = std::mem::replace(&mut st.held, Vec::with_capacity(room));
         st.held_ids.clear();
         if held.is_empty() {
             return;

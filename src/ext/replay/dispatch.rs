@@ -35,13 +35,27 @@ enum Start {
 pub(crate) struct WindowsInFlight {
     flights: std::collections::VecDeque<InFlight>,
     end_ns: u64,
-    /// When the last recorded run issued here is expected to end (ns; 0: none foreseen).
+    /// When the last window issued here whose run can be foreseen is expected to end
+    /// (ns; 0: none foreseen).
     expected_end_ns: u64,
+    /// How long a window of each structure (its key's hash) last ran here: a batch's
+    /// window that repeats one is foreseen to run as long (a hint; a hash shared by
+    /// two structures foresees wrongly, which costs a wait its spin, never a result).
+    ran_ns: rustc_hash::FxHashMap<u64, u64>,
 }
+
+/// The most structures whose windows' run times a dispatcher keeps (beyond it they are
+/// forgotten, and learnt again).
+const RAN_KEPT: usize = 256;
 
 impl WindowsInFlight {
     pub(crate) fn new() -> WindowsInFlight {
-        WindowsInFlight { flights: std::collections::VecDeque::with_capacity(IN_FLIGHT), end_ns: 0, expected_end_ns: 0 }
+        WindowsInFlight {
+            flights: std::collections::VecDeque::with_capacity(IN_FLIGHT),
+            end_ns: 0,
+            expected_end_ns: 0,
+            ran_ns: Default::default(),
+        }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -153,9 +167,15 @@ impl<D: Device> Dispatcher<D> {
                 self.stats.driver_ns += driver_ns;
                 self.stats.runtime_ns += host_ns.saturating_sub(driver_ns);
                 self.gpu_busy += 1;
-                // A recorded run that ran before: `synchronize` may sleep until just
-                // before it ends (issued behind another, it begins when that one ends).
-                if let Some(ns) = window.recorded.as_ref().and_then(|p| p.expected_ns()) {
+                // A recorded run, or a batch's window of a structure, that ran before:
+                // `synchronize` may sleep until just before it ends and spin from there,
+                // not wake on the batch's end (tens to hundreds of µs late). Issued
+                // behind another, it begins when that one ends.
+                let foreseen = match &window.recorded {
+                    Some(p) => p.expected_ns(),
+                    None => self.windows.ran_ns.get(&window.hash).copied(),
+                };
+                if let Some(ns) = foreseen {
                     let ahead = if self.windows.flights.is_empty() { 0 } else { self.windows.expected_end_ns };
                     self.windows.expected_end_ns = dispatched_ns.max(ahead) + ns;
                     self.shared.windows.expect_end(self.windows.expected_end_ns);
@@ -208,6 +228,12 @@ impl<D: Device> Dispatcher<D> {
             self.mark_lost(&f.message.clone());
         }
         let failed = whole.is_some() || runs.iter().any(|r| !matches!(r, TaskRun::Ran(_)));
+        if window.recorded.is_none() && !failed {
+            if self.windows.ran_ns.len() >= RAN_KEPT {
+                self.windows.ran_ns.clear();
+            }
+            self.windows.ran_ns.insert(window.hash, span.end_ns.saturating_sub(span.start_ns));
+        }
         let setup = match used {
             GraphUse::Built => GraphSetup::Built,
             GraphUse::Updated(nodes) => GraphSetup::Updated { nodes },

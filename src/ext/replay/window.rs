@@ -362,11 +362,14 @@ pub(crate) fn plan(held: Vec<Held>, order: Order, gpus: &[usize], lanes: usize) 
     // Each GPU's share, in submit order, with its edges renumbered.
     let mut local = vec![u32::MAX; n];
     let mut shares: Vec<Vec<Held>> = (0..gpus.len()).map(|_| Vec::new()).collect();
-    for (i, h) in held.into_iter().enumerate() {
+    for (i, mut h) in held.into_iter().enumerate() {
         let g = gpu_of_root[roots[i]];
         local[i] = shares[g].len() as u32;
-        let preds = h.preds.iter().map(|&p| local[p as usize]).collect();
-        shares[g].push(Held { task: h.task, preds, external: h.external, pin: h.pin });
+        // Renumbered in place: no allocation per task.
+        for p in &mut h.preds {
+            *p = local[*p as usize];
+        }
+        shares[g].push(h);
     }
     shares
         .into_iter()
@@ -438,7 +441,10 @@ fn assign_lanes(share: Vec<Held>, sequence: &[usize], lanes: usize) -> Window {
         let Held { task, preds: p, external: ext, .. } = slots[i].take().expect("each task is placed once");
         let at = tasks.len() as u32;
         external.extend(ext.into_iter().map(|(p, s)| (at, p, s)));
-        let mut p: Vec<u32> = p.iter().map(|&q| position[q as usize]).collect();
+        let mut p = p;
+        for q in &mut p {
+            *q = position[*q as usize];
+        }
         let mut lane_edge = None;
         let lane = if uses_virtual(&task) {
             let chained = (0..lanes).find(|&l| lane_last[l].is_some_and(|last| p.contains(&last)));

@@ -126,13 +126,14 @@ impl TaskBuilder<'_> {
         kernel: &KernelHandle,
         shape: LaunchShape,
         args: &[Arg],
-    ) -> Result<(Vec<ArgValue>, Option<ExternalHome>)> {
+    ) -> Result<(Arc<[ArgValue]>, Option<ExternalHome>)> {
         let def = &kernel.inner.def;
         if kernel.inner.sched_id != self.sched.id() {
             return Err(self.bad(Stage::Kernel, format!("kernel `{}` was registered with another scheduler", def.name)));
         }
-        let got: Vec<_> = args.iter().map(|a| a.param()).collect();
-        if got != def.params {
+        // Compared without collecting (a launch allocates only its argument list).
+        if args.len() != def.params.len() || args.iter().zip(&def.params).any(|(a, p)| a.param() != *p) {
+            let got: Vec<_> = args.iter().map(|a| a.param()).collect();
             return Err(self.bad(
                 Stage::Kernel,
                 format!(
@@ -184,7 +185,6 @@ impl TaskBuilder<'_> {
                 ))
             }
         }
-        let mut values = Vec::with_capacity(args.len());
         let mut home = self.external;
         for a in args {
             match &a.0 {
@@ -202,9 +202,9 @@ impl TaskBuilder<'_> {
                 ArgValue::BadRange(m) => return Err(self.bad(Stage::Kernel, format!("launch of `{}`: {m}", def.name))),
                 _ => {}
             }
-            values.push(a.0.clone());
         }
-        Ok((values, home))
+        // One allocation, shared by the command, its twin and its lowering.
+        Ok((args.iter().map(|a| a.0.clone()).collect(), home))
     }
 
     /// Where external device memory on CUDA GPU `ordinal` binds the task ([`crate::Arg::external`]),

@@ -16,6 +16,7 @@ use crate::backend::op::Twin;
 use crate::callback::{CallInfo, GpuCall, GpuCallback, Resource};
 use crate::error::{BoxError, Error, Result};
 use crate::ids::{InCallback, TaskId};
+#[cfg(feature = "resident")]
 use crate::kernel::ArgValue;
 use crate::kernel::{Arg, KernelHandle, LaunchShape};
 #[cfg(feature = "resident")]
@@ -186,7 +187,6 @@ impl<'s> TaskBuilder<'s> {
             let threads = shape.block.count() as u32; // at most 1024: checked above
             let waves = kernel.inner.waves(self.sched.machine(), threads, shape.shared_bytes);
             self.sched.note_launch(&kernel.inner.def.name, shape.grid.count(), waves.first().copied().unwrap_or(0));
-            let args: Arc<[ArgValue]> = args.into();
             let twin = self.sched.machine().simulated().then(|| {
                 Arc::new(TwinCall { kernel: kernel.inner.clone(), shape, args: args.clone() }) as Arc<dyn Twin>
             });
