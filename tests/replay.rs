@@ -846,9 +846,9 @@ fn cuda_device_mode_gives_host_dispatch_outputs() {
 }
 
 /// A device buffer dropped while the replayed windows of its batch run returns its
-/// memory at that batch's `synchronize`, as on the host's path: the ended windows'
-/// tasks, kept while the loop submits, are freed by `synchronize` before it gives
-/// buried memory back.
+/// memory at that batch's `synchronize`, as on the host's path: the batch's last tasks
+/// are freed by the thread that ends them, beside the waiting `synchronize`, which waits
+/// for that where a buffer's handle went while tasks held it.
 #[test]
 fn a_buffer_dropped_while_its_windows_run_is_returned_by_their_synchronize() {
     let _serial = serial();

@@ -5,7 +5,8 @@
 //! Lifetime: commands hold an `Arc` of the buffer, so the physical memory outlives
 //! every queued command that names it. When the last reference goes, the physical
 //! buffers move to the graveyard and return to the driver at the next
-//! `synchronize` or at shutdown, never on the dispatch path. A buffer that outlives
+//! `synchronize` or at shutdown, never on the dispatch path (a handle dropped while
+//! tasks hold the buffer: at the `synchronize` that ends them). A buffer that outlives
 //! its scheduler's shutdown returns its memory when it drops (nothing runs then).
 
 use super::Element;
@@ -30,12 +31,20 @@ pub(crate) trait FreeDevice: std::fmt::Debug + Send + Sync {
 pub(crate) struct Graveyard {
     buried: Mutex<Vec<PhysBuf>>,
     closed: std::sync::atomic::AtomicBool,
+    /// A buffer's handle was dropped while tasks held the buffer: its memory comes here
+    /// when the last of them is freed, which `synchronize` then waits for.
+    held_drops: std::sync::atomic::AtomicBool,
     machine: Arc<dyn FreeDevice>,
 }
 
 impl Graveyard {
     pub(crate) fn new(machine: Arc<dyn FreeDevice>) -> Arc<Self> {
-        Arc::new(Graveyard { buried: Mutex::new(Vec::new()), closed: Default::default(), machine })
+        Arc::new(Graveyard {
+            buried: Mutex::new(Vec::new()),
+            closed: Default::default(),
+            held_drops: Default::default(),
+            machine,
+        })
     }
 
     /// Takes `bufs` in, or frees them at once after `close`.
@@ -55,6 +64,16 @@ impl Graveyard {
     pub(crate) fn free_buried(&self) {
         let bufs = std::mem::take(&mut *self.buried.lock());
         self.machine.free_device(bufs);
+    }
+
+    /// A buffer's handle went while tasks held the buffer.
+    pub(crate) fn note_held_drop(&self) {
+        self.held_drops.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether a handle went while tasks held its buffer since the last call.
+    pub(crate) fn take_held_drops(&self) -> bool {
+        self.held_drops.swap(false, Ordering::SeqCst)
     }
 
     /// The scheduler has shut down: frees what is buried, and from now on every buffer
@@ -181,6 +200,16 @@ impl<T: Element> DeviceBuffer<T> {
     /// until they complete; the memory returns to the driver at the next
     /// `synchronize` (or at shutdown). Dropping the handle does the same.
     pub fn free(self) {}
+}
+
+impl<T: Element> Drop for DeviceBuffer<T> {
+    /// Where tasks still hold the buffer, tells `synchronize` that the memory comes back
+    /// as the last of them is freed (it waits for that before it returns what is buried).
+    fn drop(&mut self) {
+        if Arc::strong_count(&self.inner) > 1 {
+            self.inner.graveyard.note_held_drop();
+        }
+    }
 }
 
 impl<T: Element> std::fmt::Debug for DeviceBuffer<T> {

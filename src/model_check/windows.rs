@@ -41,6 +41,10 @@
 //! spin ends, and the tests deadlock. Recorded (2026-11-29, default seed): both tests
 //! FAILED in their first schedules ("deadlock! blocked tasks: [main-thread, ...,
 //! dispatcher 0, engine 1, dispatcher 1]"), against 2 passed without the mutation.
+//!
+//! A batch's last replayed tasks are freed by the thread that ends them while
+//! `synchronize` waits, which waits for that free where a buffer's handle went while
+//! tasks held it (`last_tasks_freed_*`; the mutation `no_wait_freed` below).
 
 use super::pipeline::{start, Config};
 use super::{pct, random, task};
@@ -209,4 +213,55 @@ fn recorded_runs_by_the_caller_random() {
 #[test]
 fn recorded_runs_by_the_caller_pct() {
     pct(500, 3, recorded_runs_by_the_caller);
+}
+
+/// One schedule of a batch's last window ending while `synchronize` waits: the thread
+/// that ends its tasks frees them itself (`Shared::end_tasks`, where the capture marked
+/// the batch closing), after telling the waiter, so that the free is off the waiter's
+/// way out. Where a buffer's handle was dropped while tasks held it, the waiter, before
+/// it gives buried device memory back (`Scheduler::end_batch`), waits for that free
+/// (`WindowQueues::wait_freed`) and frees what is left: whatever a task held (the last
+/// reference to the buffer) must be let go by then, so that the buffer is returned by
+/// that `synchronize`. With `--cfg chariot_mutation="no_wait_freed"` (the wait compiled
+/// out) the waiter can look while the ender still holds the tasks, and the tests fail.
+/// Recorded (2026-11-29, default seed): both FAILED in their first schedules ("a task's
+/// last reference outlived synchronize's wait"), against 2 passed without it.
+fn last_tasks_freed_before_the_waiter_frees_memory() {
+    let machine = start(&Config::windows(Vec::new()));
+    let shared = machine.shared.clone();
+    // What the task holds, its last reference going with the task.
+    let held = std::sync::Arc::new(0u8);
+    let weak = std::sync::Arc::downgrade(&held);
+    let mut w = window(0, 0, Vec::new());
+    let keep: crate::callback::CpuFn = Box::new(move |_| {
+        let _held = &held;
+        Ok(())
+    });
+    w.tasks[0].commands.push(Command::Cpu(Some(keep)));
+    {
+        let mut batch = shared.batch.lock();
+        batch.outstanding += 1;
+        batch.graph.add_live(TaskId(0));
+    }
+    // As `synchronize` does: marked closing, then waits for the batch.
+    shared.windows.set_closing(true);
+    assert!(shared.push_window(1, w).is_ok(), "GPU 1 in the rotation");
+    let outcome = shared.close_batch(None).expect("no deadline: the batch ends");
+    assert!(outcome.failures.is_empty(), "{:?}", outcome.failures);
+    #[cfg(not(chariot_mutation = "no_wait_freed"))]
+    shared.windows.wait_freed();
+    shared.windows.free_spent();
+    assert!(weak.upgrade().is_none(), "a task's last reference outlived synchronize's wait");
+    shared.windows.set_closing(false);
+    machine.finish();
+}
+
+#[test]
+fn last_tasks_freed_before_the_waiter_frees_memory_random() {
+    random(1000, last_tasks_freed_before_the_waiter_frees_memory);
+}
+
+#[test]
+fn last_tasks_freed_before_the_waiter_frees_memory_pct() {
+    pct(500, 3, last_tasks_freed_before_the_waiter_frees_memory);
 }

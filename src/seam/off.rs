@@ -67,6 +67,7 @@ pub(crate) mod replay {
         }
 
         pub(crate) fn free_spent(&self) {}
+        pub(crate) fn wait_freed(&self) {}
 
         /// No recorded run, so no end foreseen.
         #[inline]

@@ -275,6 +275,7 @@ impl Capture {
     /// and the rest of a batch whose windows went is the host's (a task another thread submits meanwhile runs in this
     /// batch, after the tasks it names, as host dispatch would).
     pub(crate) fn before_wait(&self) {
+        self.shared.windows.set_closing(true);
         if self.mode != Execution::Host {
             let mut st = self.state.lock();
             self.let_go_locked(&mut st);
@@ -282,8 +283,8 @@ impl Capture {
                 st.open = true;
             }
         }
-        // What the batch's ended windows left, freed while its last ones run (what
-        // those leave, `synchronize` frees once they ended).
+        // What the batch's ended windows left, freed while its last ones run (those
+        // are freed by the thread that ends them: `Shared::end_tasks`).
         self.shared.windows.free_spent();
     }
 
@@ -292,6 +293,7 @@ impl Capture {
     /// it pays; Replay: any, to close the next window as soon as it is whole), and
     /// starts the next batch.
     pub(crate) fn end_batch(&self, report: Option<&Report>) {
+        self.shared.windows.set_closing(false);
         if self.mode == Execution::Host {
             return;
         }

@@ -1,6 +1,7 @@
 //! The replay windows' share of what the dispatchers and the scheduler share: per GPU
 //! the windows queued for it (and their count, read without the lock on every turn),
-//! and what ended windows leave for the submitting thread to free. On `crate::sync`'s
+//! and what ended windows leave for the submitting thread to free (a batch's last
+//! ones, the thread that ends them). On `crate::sync`'s
 //! primitives, so the model checks run the hand-off under shuttle.
 
 use crate::dispatch::shared::{not_run, Shared};
@@ -9,7 +10,7 @@ use crate::ext::replay::window::part::Part;
 use crate::ext::replay::window::Window;
 use crate::memory::claims::Holder;
 use crate::report::TaskFailure;
-use crate::sync::{AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::task::graph::Released;
 use crate::task::Task;
 use std::collections::VecDeque;
@@ -53,12 +54,12 @@ pub(crate) struct WindowQueues {
     pub(crate) queued: Vec<Mutex<VecDeque<Box<Window>>>>,
     pub(crate) count: Vec<AtomicUsize>,
     /// Tasks of replay windows that ended, to be freed by the submitting thread (as
-    /// `synchronize` starts to wait and as it ends, or at a sub-window's cut beyond
-    /// [`SPENT_KEEP`]): freed on the thread that allocated them, not on a dispatcher
-    /// while the user's loop allocates the next ones, whose allocator they would
-    /// contend for (measured on an H200, 2026-11-29: freeing each window's tasks where
-    /// it ended made the loop's submits 0.2 ms slower a batch, and freeing a batch's
-    /// last ones where they ended, waited for, left `synchronize`'s return as late).
+    /// `synchronize` starts to wait, or at a sub-window's cut beyond [`SPENT_KEEP`]):
+    /// freed on the thread that allocated them, not on a dispatcher while the user's
+    /// loop allocates the next ones, whose allocator they would contend for (measured
+    /// on an H200, 2026-11-29: freeing each window's tasks where it ended made the
+    /// loop's submits 0.2 ms slower a batch). A batch's last ones, which end while
+    /// `synchronize` waits and nothing is submitted, the thread that ends them frees.
     spent: Mutex<Vec<Spent>>,
     /// When the foreseen runs in flight (recorded runs, and windows of structures that
     /// ran before) are expected to end (ns since the scheduler's
@@ -70,6 +71,15 @@ pub(crate) struct WindowQueues {
     /// Per GPU: its dispatcher's state, for a turn taken by the thread that queues or
     /// waits for a recorded run ([`Lender`]); set once as the dispatcher starts.
     lenders: Vec<std::sync::OnceLock<Weak<dyn Lender>>>,
+    /// A thread waits in `synchronize` for the batch (from the capture's `before_wait`
+    /// to its `end_batch`): the thread that ends the batch's last tasks frees them and
+    /// what is kept, after telling the waiter, instead of leaving them on its way out.
+    closing: AtomicBool,
+    /// Threads freeing a batch's last tasks now ([`Shared::end_tasks`]): where a
+    /// buffer's handle went while tasks held it, `synchronize` waits for them before it
+    /// returns buried device memory, so that the buffer is returned by that
+    /// `synchronize`.
+    freeing: AtomicUsize,
 }
 
 impl WindowQueues {
@@ -82,6 +92,8 @@ impl WindowQueues {
             expected_end_ns: AtomicU64::new(0),
             flying: (0..gpus).map(|_| AtomicUsize::new(0)).collect(),
             lenders: (0..gpus).map(|_| std::sync::OnceLock::new()).collect(),
+            closing: AtomicBool::new(false),
+            freeing: AtomicUsize::new(0),
         }
     }
 
@@ -141,6 +153,20 @@ impl WindowQueues {
         drop(spent);
     }
 
+    /// Whether a thread waits in `synchronize` for the batch: set before it waits,
+    /// cleared as the next batch starts.
+    pub(crate) fn set_closing(&self, closing: bool) {
+        self.closing.store(closing, Ordering::SeqCst);
+    }
+
+    /// Waits until no thread frees a batch's last tasks ([`Shared::end_tasks`]): what
+    /// they held (the last reference to a device buffer) is let go.
+    pub(crate) fn wait_freed(&self) {
+        while self.freeing.load(Ordering::Acquire) > 0 {
+            crate::sync::thread::yield_now();
+        }
+    }
+
     /// [`WindowQueues::free_spent`] where more than [`SPENT_KEEP`] are kept: at a
     /// sub-window's cut, where the submitting thread's time is the batch's.
     pub(crate) fn free_spent_beyond_keep(&self) {
@@ -174,7 +200,7 @@ impl Shared {
         }
         self.windows.bury(spent.into_iter());
         let mut fail_at = (0, 0);
-        {
+        let last = {
             let mut batch = self.batch.lock();
             for (id, failure) in &mut ended {
                 batch.graph.end(*id, failure.is_some(), &mut released);
@@ -185,7 +211,15 @@ impl Shared {
                 }
             }
             self.tell_batch(&batch);
-        }
+            // The batch's last tasks while `synchronize` waits: what its windows left is
+            // taken before the waiter can see the end (it looks under this lock) and
+            // freed here once it was told, beside its report, not on its way out (about
+            // 0.2 ms for a few hundred tasks). Nothing is submitted now to contend with.
+            (batch.outstanding == 0 && self.windows.closing.load(Ordering::SeqCst)).then(|| {
+                self.windows.freeing.fetch_add(1, Ordering::SeqCst);
+                std::mem::take(&mut *self.windows.spent.lock())
+            })
+        };
         // A window queued on another GPU may wait for these tasks. Without this wake the
         // model check `model_check::windows` deadlocks (its `no_window_wake` mutation).
         #[cfg(not(chariot_mutation = "no_window_wake"))]
@@ -198,6 +232,10 @@ impl Shared {
                     self.end_task(t, Some(f));
                 }
             }
+        }
+        if let Some(last) = last {
+            drop(last);
+            self.windows.freeing.fetch_sub(1, Ordering::Release);
         }
     }
 
