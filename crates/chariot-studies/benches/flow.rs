@@ -176,7 +176,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     let dev_flow = dev_sched.as_ref().map(ChariotFlow::new).transpose()?;
     let mut csv = match &cli.csv {
         Some(p) => {
-            let mut w = BufWriter::new(File::create(p)?);
+            let mut w = BufWriter::new(File::create(p).map_err(|e| format!("--csv {}: {e}", p.display()))?);
             writeln!(
                 w,
                 "shape,size,nodes,edges,iters,variant,round,wall_ns,build_ns,replayed_tasks,lanes,submit_ns,\
@@ -188,7 +188,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     };
     let mut windows_csv = match &cli.windows {
         Some(p) => {
-            let mut w = BufWriter::new(File::create(p)?);
+            let mut w = BufWriter::new(File::create(p).map_err(|e| format!("--windows {}: {e}", p.display()))?);
             writeln!(w, "shape,size,iters,round,window,tasks,queued_us,launched_us,end_us,host_us,submit_us,wall_us")?;
             Some(w)
         }
