@@ -266,7 +266,7 @@ impl Capture {
             drop(guard);
             // What earlier windows left, freed on this thread (not under the lock) once
             // it is much: most batches free theirs as `synchronize` waits.
-            self.shared.windows.free_spent_beyond_keep();
+            self.shared.windows.free_spent_beyond(crate::ext::replay::queues::SPENT_KEEP);
         }
         Offer::Held
     }

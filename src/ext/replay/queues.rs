@@ -23,7 +23,7 @@ const SPENT_MAX: usize = 1 << 16;
 /// this many (a few MB), so that a batch of a few thousand tasks frees its tasks as
 /// `synchronize` waits for its last windows, not between the loop's submits (about
 /// 0.2 µs a task on an H200's host).
-const SPENT_KEEP: usize = 8 * 1024;
+pub(crate) const SPENT_KEEP: usize = 8 * 1024;
 
 /// What a replay window leaves when it ends, for the submitting thread to free.
 pub(crate) enum Spent {
@@ -149,8 +149,7 @@ impl WindowQueues {
 
     /// Frees the ended tasks kept by [`WindowQueues::bury`] (on the submitting thread).
     pub(crate) fn free_spent(&self) {
-        let spent = std::mem::take(&mut *self.spent.lock());
-        drop(spent);
+        self.free_spent_beyond(0);
     }
 
     /// Whether a thread waits in `synchronize` for the batch: set before it waits,
@@ -167,12 +166,13 @@ impl WindowQueues {
         }
     }
 
-    /// [`WindowQueues::free_spent`] where more than [`SPENT_KEEP`] are kept: at a
-    /// sub-window's cut, where the submitting thread's time is the batch's.
-    pub(crate) fn free_spent_beyond_keep(&self) {
+    /// [`WindowQueues::free_spent`] where more than `keep` are kept (at a sub-window's
+    /// cut, where the submitting thread's time is the batch's: [`SPENT_KEEP`]); freed
+    /// after the lock is let go.
+    pub(crate) fn free_spent_beyond(&self, keep: usize) {
         let spent = {
             let mut kept = self.spent.lock();
-            if kept.len() <= SPENT_KEEP {
+            if kept.len() <= keep {
                 return;
             }
             std::mem::take(&mut *kept)
