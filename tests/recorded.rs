@@ -4,7 +4,9 @@
 //! with its copies of the virtual buffers), with every edge (named or inferred from
 //! host regions) honoured in the timeline; an update changes the next run in place; a
 //! failing node is named; guards and runs meet as guards and tasks do; every misuse
-//! is a named error and leaves the scheduler usable.
+//! is a named error and leaves the scheduler usable. A DAG wider than one GPU, at
+//! D = 2, is one part spread over both GPUs, gives the loop's outputs and shares no
+//! buffer copy with work placed on the other GPU meanwhile.
 //! The CUDA side: `cuda_recorded_*` below (ignored without a GPU).
 
 #[path = "common/mod.rs"]
@@ -78,9 +80,10 @@ fn same(got: &[u32], want: &[u32], case: &str) {
     }
 }
 
-/// The DAG's buffers and kernel.
+/// The DAG's buffers and kernel, and its launches' grid.
 struct Dag {
     k: KernelHandle,
+    grid: u32,
     input: HostBuffer<u32>,
     out: HostBuffer<u32>,
     d_in: DeviceBuffer<u32>,
@@ -94,7 +97,7 @@ impl Dag {
         input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
         let out = sched.alloc_host::<u32>(count * N).unwrap();
         let (d_in, d_out) = (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
-        Dag { k, input, out, d_in, d_out }
+        Dag { k, grid: 1, input, out, d_in, d_out }
     }
 
     /// Submits the DAG's tasks (download, affine with `a + i` and `b`, readback).
@@ -112,7 +115,9 @@ impl Dag {
                 Arg::u32(a.wrapping_add(i as u32)),
                 Arg::u32(b),
             ];
-            t.launch(&self.k, 1, BLOCK, 0, &args).readback(&self.out, i * N..(i + 1) * N, &self.d_out, 0).submit()?;
+            t.launch(&self.k, self.grid, BLOCK, 0, &args)
+                .readback(&self.out, i * N..(i + 1) * N, &self.d_out, 0)
+                .submit()?;
         }
         Ok(())
     }
@@ -182,6 +187,138 @@ fn recorded_dags_match_the_loop_run_after_run_and_honour_every_edge() {
             }
         }
     });
+}
+
+/// A DAG of `levels` levels of `width` tasks, each reading a task of the level before
+/// (and named after one more, where the seed says).
+fn layered(seed: u64, levels: usize, width: usize) -> Vec<Node> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..levels * width)
+        .map(|i| {
+            let before = (i / width).checked_sub(1).map(|l| l * width..(l + 1) * width);
+            let source = before.clone().map(|r| rng.random_range(r));
+            let after = before.filter(|_| rng.random_bool(0.5)).map(|r| rng.random_range(r)).into_iter().collect();
+            Node { source, after }
+        })
+        .collect()
+}
+
+/// A recorded DAG wider than one GPU (each launch a full wave, four a level) at D = 2 is
+/// spread over both GPUs in one part: its runs and an update give the loop's outputs,
+/// its tasks are recorded on both GPUs, and every edge, between GPUs too, holds.
+fn wide_dag_spreads(backend: Backend) {
+    let nodes = layered(11, 8, 4);
+    let sched = Scheduler::builder().backend(backend).gpus(2).streams(4).build().unwrap();
+    assert_eq!(sched.gpu_info().len(), 2, "two GPUs");
+    let mut dag = Dag::new(&sched, nodes.len());
+    let info = &sched.gpu_info()[0];
+    dag.grid = info.sm_count * info.blocks_per_sm(BLOCK, 0);
+    dag.submit(&sched, &nodes, 3, 7).unwrap();
+    sched.synchronize().unwrap();
+    same(&dag.out.read(), &reference(&nodes, 3, 7), "the loop against the CPU reference");
+    let mut graph = sched.record(|s| dag.submit(s, &nodes, 5, 1)).unwrap();
+    assert_eq!(graph.node_gpus(), [0, 1], "a part four GPUs wide spreads over both");
+    assert_eq!(graph.gpus().len(), 1, "one connected part, one graph: {:?}", graph.gpus());
+    for run in 0..3 {
+        dag.out.write_range(..).unwrap().fill(SENTINEL);
+        graph.run().unwrap();
+        let report = sched.synchronize().unwrap();
+        same(&dag.out.read(), &reference(&nodes, 5, 1), &format!("run {run}"));
+        assert_eq!(report.windows.len(), 1, "run {run}: one launch for both GPUs");
+        if report.windows[0].setup == GraphSetup::Simulated {
+            for g in 0..2 {
+                assert!(report.records.iter().any(|r| r.gpu as usize == g), "run {run}: no task ran on GPU {g}");
+            }
+            check_edges(&nodes, &report);
+        }
+    }
+    for i in 0..nodes.len() {
+        graph.set_arg(TaskId(i as u64), 1, 3, Arg::u32(9u32.wrapping_add(i as u32))).unwrap();
+    }
+    graph.run().unwrap();
+    sched.synchronize().unwrap();
+    same(&dag.out.read(), &reference(&nodes, 9, 1), "after the update");
+    // The same DAG of one-block launches fits one GPU: it stays on one.
+    dag.grid = 1;
+    let narrow = sched.record(|s| dag.submit(s, &nodes, 5, 1)).unwrap();
+    assert_eq!(narrow.node_gpus().len(), 1, "a part that fits one GPU stays on one");
+}
+
+/// A spread part's tasks on the GPU it is not launched from use that GPU's guest lanes:
+/// work placed there meanwhile, on the same virtual buffers, shares no copy with them
+/// (its dispatcher does not order the part's tasks with its own), and both give their
+/// outputs.
+fn spread_beside_placed_work(backend: Backend) {
+    {
+        let nodes = layered(12, 8, 4);
+        let sched = Scheduler::builder().backend(backend).gpus(2).streams(4).build().unwrap();
+        let mut dag = Dag::new(&sched, nodes.len());
+        let info = &sched.gpu_info()[0];
+        dag.grid = info.sm_count * info.blocks_per_sm(BLOCK, 0);
+        let graph = sched.record(|s| dag.submit(s, &nodes, 5, 1)).unwrap();
+        assert_eq!(graph.node_gpus(), [0, 1]);
+        let placed = 48;
+        let mut input = sched.alloc_host::<u32>(placed * N).unwrap();
+        input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen2(i));
+        let mut out = sched.alloc_host::<u32>(placed * N).unwrap();
+        for round in 0..4 {
+            dag.out.write_range(..).unwrap().fill(SENTINEL);
+            out.write_range(..).unwrap().fill(SENTINEL);
+            graph.run().unwrap();
+            for i in 0..placed {
+                let args = [
+                    Arg::buffer(&dag.d_in),
+                    Arg::buffer(&dag.d_out),
+                    Arg::u32(N as u32),
+                    Arg::u32(7 + i as u32),
+                    Arg::u32(round),
+                ];
+                sched
+                    .task(1000 + i as u64, 1)
+                    .prefer_gpu(1)
+                    .download(&dag.d_in, 0, &input, i * N..(i + 1) * N)
+                    .launch(&dag.k, 1, BLOCK, 0, &args)
+                    .readback(&out, i * N..(i + 1) * N, &dag.d_out, 0)
+                    .submit()
+                    .unwrap();
+            }
+            let report = sched.synchronize().unwrap();
+            same(&dag.out.read(), &reference(&nodes, 5, 1), &format!("round {round}: the graph"));
+            let got = out.read();
+            for i in 0..placed * N {
+                let want = affine_ref(gen2(i), 7 + (i / N) as u32, round);
+                assert_eq!(got[i], want, "round {round}: placed task {}, element {i}", i / N);
+            }
+            // The spread part's tasks on GPU 1 ran on its guest lanes (from 256 on; a
+            // lone task of the recording, a part of its own, runs on GPU 1's lanes).
+            // (Timed on the sim only: CUDA runs a graph's nodes untimed.)
+            let guests = report.records.iter().filter(|r| r.gpu == 1 && r.task.0 < 1000 && r.stream >= 256).count();
+            let timed = report.windows.iter().all(|w| w.setup == GraphSetup::Simulated);
+            assert!(guests > 0 || !timed, "round {round}: no task of the graph on a guest lane of GPU 1");
+        }
+    }
+}
+
+#[test]
+fn a_spread_part_shares_no_copy_with_work_placed_on_the_gpus_it_spans() {
+    with_timeout(DEADLINE_S, || spread_beside_placed_work(sim(2)));
+}
+
+#[test]
+#[ignore = "needs two CUDA GPUs"]
+fn cuda_a_spread_part_shares_no_copy_with_work_placed_on_the_gpus_it_spans() {
+    with_timeout(DEADLINE_S, || spread_beside_placed_work(Backend::Cuda));
+}
+
+#[test]
+fn a_dag_wider_than_a_gpu_spreads_over_both_in_one_graph_and_matches_the_loop() {
+    with_timeout(DEADLINE_S, || wide_dag_spreads(sim(2)));
+}
+
+#[test]
+#[ignore = "needs two CUDA GPUs"]
+fn cuda_a_dag_wider_than_a_gpu_spreads_over_both_in_one_graph_and_matches_the_loop() {
+    with_timeout(DEADLINE_S, || wide_dag_spreads(Backend::Cuda));
 }
 
 #[test]

@@ -189,9 +189,11 @@ pub(crate) struct Tag {
     pub(crate) command: usize,
 }
 
-/// One node of a graph: an operation on stream slot `slot` (whose memory it names),
+/// One node of a graph: an operation on GPU `gpu`'s stream slot `slot` (whose memory
+/// and functions it names: the graph's GPU, or another where the graph spans GPUs),
 /// lowered from the command `tag` names.
 pub(crate) struct Node<'a> {
+    pub(crate) gpu: usize,
     pub(crate) slot: usize,
     pub(crate) tag: Tag,
     pub(crate) op: Op<'a>,
@@ -219,7 +221,8 @@ pub(crate) trait GraphSource {
     /// Nodes in all.
     fn node_count(&self) -> usize;
 
-    /// Lowers every node for GPU `gpu`, in order, and hands it to `f`. `words`: whether
+    /// Lowers every node for GPU `gpu` (or the GPU its group runs on, where the graph
+    /// spans GPUs), in order, and hands it to `f`. `words`: whether
     /// launches need their argument words (CUDA). The first error, a node's that cannot
     /// be lowered or `f`'s, ends the walk and is returned.
     fn each<E, F>(&self, gpu: usize, words: bool, f: F) -> Result<(), E>
@@ -240,7 +243,8 @@ pub(crate) struct GraphOp<'a, N: GraphSource> {
     /// The nodes and groups, read as they are walked ([`GraphOp::each_node`],
     /// [`GraphOp::groups`]).
     pub(crate) source: &'a N,
-    /// The GPU the nodes are lowered for (whose memory and functions they name).
+    /// The GPU the graph is launched on, and the nodes are lowered for (whose memory and
+    /// functions they name) unless their group runs on another ([`Node::gpu`]).
     pub(crate) gpu: usize,
     /// Groups of earlier graphs that groups of this one run after: (group here, that
     /// group's id, its graph's `seq`); the sim runs none after one that failed.

@@ -104,8 +104,19 @@ pub(crate) struct DeviceBufferInner {
     /// on that GPU (`ext::replay::recorded`), and kept with the buffer.
     #[cfg(feature = "replay")]
     pub(crate) lanes: Vec<std::sync::OnceLock<Vec<PhysBuf>>>,
+    /// Per GPU, copies for guest lanes: lane [`GUEST_LANES`]` + i` uses copy `i`. The
+    /// tasks a recorded part spread over GPUs runs on a GPU other than its own use them
+    /// (that GPU's dispatcher does not order them with its own work, so they must not
+    /// share a copy with it). Made as `lanes` are.
+    #[cfg(feature = "replay")]
+    pub(crate) guests: Vec<std::sync::OnceLock<Vec<PhysBuf>>>,
     graveyard: Arc<Graveyard>,
 }
+
+/// The first guest lane (see [`DeviceBufferInner::guests`]): past every lane a GPU's own
+/// windows use.
+#[cfg(feature = "replay")]
+pub(crate) const GUEST_LANES: usize = 256;
 
 impl DeviceBufferInner {
     /// Buffer of `bytes` a copy, with `phys` for `slots` slots of each of its GPUs.
@@ -123,14 +134,21 @@ impl DeviceBufferInner {
             bytes,
             #[cfg(feature = "replay")]
             lanes: (0..phys.len().div_ceil(slots.max(1))).map(|_| std::sync::OnceLock::new()).collect(),
+            #[cfg(feature = "replay")]
+            guests: (0..phys.len().div_ceil(slots.max(1))).map(|_| std::sync::OnceLock::new()).collect(),
             phys,
             graveyard,
         }
     }
 
-    /// The physical buffer of `gpu`'s stream slot `slot` (a lane past the slots: that
-    /// lane's copy, which the recorded graph using it made).
+    /// The physical buffer of `gpu`'s stream slot `slot` (a lane past the slots, or a
+    /// guest lane: that lane's copy, which the recorded graph using it made).
     pub(crate) fn phys(&self, gpu: usize, slot: usize) -> &PhysBuf {
+        #[cfg(feature = "replay")]
+        if slot >= GUEST_LANES {
+            let guest = self.guests[gpu].get().map(|v| &v[slot - GUEST_LANES]);
+            return guest.expect("a guest lane is laid out only where its copies were made");
+        }
         #[cfg(feature = "replay")]
         if slot >= self.slots {
             let extra = self.lanes[gpu].get().map(|v| &v[slot - self.slots]);
@@ -143,7 +161,7 @@ impl DeviceBufferInner {
 impl Drop for DeviceBufferInner {
     fn drop(&mut self) {
         #[cfg(feature = "replay")]
-        for lanes in &mut self.lanes {
+        for lanes in self.lanes.iter_mut().chain(&mut self.guests) {
             if let Some(mut extra) = lanes.take() {
                 self.graveyard.bury(&mut extra);
             }

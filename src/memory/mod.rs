@@ -8,6 +8,8 @@ pub(crate) mod host;
 mod target;
 
 pub use device::DeviceBuffer;
+#[cfg(feature = "replay")]
+pub(crate) use device::GUEST_LANES;
 pub(crate) use device::{DeviceBufferInner, FreeDevice, Graveyard};
 #[cfg(feature = "replay")]
 pub(crate) use host::HeldTasks;

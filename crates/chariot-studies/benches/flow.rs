@@ -52,6 +52,11 @@ struct Cli {
     /// after it (the hand-written CUDA graph stays on `--gpu`: the single-GPU baseline).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
     gpus: u32,
+    /// Blocks of every node's launch (chariot's and the hand-written graph's): 1 is
+    /// cudaFlow's and MUSTARD's node; one full wave of an H200 is 2,112 (132 SMs × 16
+    /// blocks of 128 threads), where a graph wider than a GPU has work for a second.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
+    blocks: u32,
     /// Seed of the random DAG.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -165,15 +170,20 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     let gpus: Vec<usize> = (cli.gpu..cli.gpu + cli.gpus as usize).collect();
     let sched = Scheduler::builder().backend(backend.clone()).gpu_list(gpus.clone()).build()?;
     let host = Scheduler::builder().backend(backend).gpu_list(gpus.clone()).execution(Execution::Host).build()?;
-    let flow = ChariotFlow::new(&sched)?;
-    let host_flow = ChariotFlow::new(&host)?;
+    if cli.device_graph && cli.blocks > 1 {
+        return Err(
+            format!("--device-graph runs every node on one block; --blocks {} asks for more", cli.blocks).into()
+        );
+    }
+    let flow = ChariotFlow::new(&sched)?.blocks(cli.blocks);
+    let host_flow = ChariotFlow::new(&host)?.blocks(cli.blocks);
     let chariot_device_on = cli.chariot_device && !sim;
     let dev_sched = if chariot_device_on {
         Some(Scheduler::builder().backend(Backend::Cuda).gpu_list(gpus.clone()).execution(Execution::Device).build()?)
     } else {
         None
     };
-    let dev_flow = dev_sched.as_ref().map(ChariotFlow::new).transpose()?;
+    let dev_flow = dev_sched.as_ref().map(|s| ChariotFlow::new(s).map(|f| f.blocks(cli.blocks))).transpose()?;
     let mut csv = match &cli.csv {
         Some(p) => {
             let mut w = BufWriter::new(File::create(p).map_err(|e| format!("--csv {}: {e}", p.display()))?);
@@ -195,10 +205,11 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
         None => None,
     };
     println!(
-        "flow: {} on GPU {} (chariot and the device graph on {} GPU(s)), {} rounds after one warm-up{}",
+        "flow: {} on GPU {} (chariot and the device graph on {} GPU(s)), {} block(s) a node, {} rounds after one warm-up{}",
         if sim { "sim" } else { "cuda" },
         cli.gpu,
         gpus.len(),
+        cli.blocks,
         cli.rounds,
         if sim { " (chariot alone: the CUDA graph needs CUDA)" } else { "" }
     );
@@ -250,7 +261,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     for &(shape, size) in &plan {
         let graph = Graph::new(shape, size, cli.seed)?;
         for &iters in &cli.iters {
-            let mut hand = if sim { None } else { Some(HandGraph::build(cli.gpu, &graph, iters)?) };
+            let mut hand = if sim { None } else { Some(HandGraph::build(cli.gpu, &graph, iters, cli.blocks)?) };
             let build_ns = hand.as_ref().map_or(0, |h| h.build_ns());
             let mut device = if device_on { Some(DeviceGraph::build(&gpus, &graph, iters)?) } else { None };
             let device_build_ns = device.as_ref().map_or(0, |d| d.build_ns());
@@ -260,6 +271,14 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
             // Recorded once, then run until its way is settled (graph or device: the
             // runtime tries both on the first runs), all counted as its build.
             let (recorded, mut record_ns) = flow.record(&sched, &graph, iters)?;
+            if recorded.node_gpus().len() > 1 {
+                println!(
+                    "{} {size} at {iters}: the recorded graph's nodes run on GPUs {:?} (parts launched from {:?})",
+                    shape.name(),
+                    recorded.node_gpus(),
+                    recorded.gpus()
+                );
+            }
             let mut way = "graph";
             for _ in 0..if cli.no_recorded { 0 } else { SETTLE_RUNS } {
                 let r = flow.run_recorded(&sched, &recorded)?;

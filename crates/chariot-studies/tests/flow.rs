@@ -175,7 +175,7 @@ fn cuda_chariot_and_the_hand_written_graph_run_each_shape() {
         let g = Graph::new(shape, size, 3).unwrap();
         let run = flow.run(&sched, &g, 1000).unwrap();
         assert!(edge_violations(&g, &run.report).is_empty());
-        let mut hand = HandGraph::build(0, &g, 1000).unwrap();
+        let mut hand = HandGraph::build(0, &g, 1000, 1).unwrap();
         assert!(hand.build_ns() > 0);
         assert!(hand.run().unwrap().wall_ns > 0);
     }

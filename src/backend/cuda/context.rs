@@ -372,7 +372,7 @@ impl Machine {
         nvtx: Option<Arc<super::nvtx::Nvtx>>,
     ) -> crate::Result<super::Gpu> {
         let arch = self.gpus[gpu].arch.clone();
-        super::Gpu::open(self.contexts[gpu].clone(), arch, streams, epoch, timing, nvtx)
+        super::Gpu::open(self.contexts[gpu].clone(), self.contexts.clone(), arch, streams, epoch, timing, nvtx)
             .map_err(|error| crate::Error::Driver { gpu, error })
     }
 

@@ -53,6 +53,10 @@ pub(crate) struct Gpu {
     /// flight. Dropped after the streams are synchronised (fields drop after `drop`).
     #[cfg(feature = "replay")]
     replayer: Option<super::replay::Replayer>,
+    /// Every GPU's context, by index, for the replayer: a window spanning GPUs has
+    /// nodes in the others'.
+    #[cfg(feature = "replay")]
+    contexts: Vec<Arc<Context>>,
     /// Device-side windows' executors (made at the first such window).
     #[cfg(feature = "replay")]
     runner: Option<super::device_window::DeviceRunner>,
@@ -121,6 +125,7 @@ pub(super) fn issue_fault(call: &str) -> impl Fn(DriverError) -> Fault + '_ {
 impl Gpu {
     pub(crate) fn open(
         ctx: Arc<Context>,
+        #[cfg_attr(not(feature = "replay"), allow(unused_variables))] contexts: Vec<Arc<Context>>,
         arch: String,
         streams: usize,
         epoch: Instant,
@@ -160,6 +165,8 @@ impl Gpu {
             ranges: nvtx.map(|n| super::nvtx::Ranges::new(n, streams)),
             #[cfg(feature = "replay")]
             replayer: None,
+            #[cfg(feature = "replay")]
+            contexts,
             #[cfg(feature = "replay")]
             runner: None,
             flights: std::collections::VecDeque::new(),
@@ -405,7 +412,8 @@ impl Gpu {
         let used = match used {
             Some(u) => u,
             None => {
-                let replayer = self.replayer.get_or_insert_with(super::replay::Replayer::new);
+                let contexts = &self.contexts;
+                let replayer = self.replayer.get_or_insert_with(|| super::replay::Replayer::new(contexts.clone()));
                 match replayer.launch(&self.ctx, g, stream) {
                     Ok(u) => u,
                     Err(f) => {

@@ -180,19 +180,21 @@ impl Graph {
         unsafe { driver::graph_add_kernel_node(self.raw, deps, p) }
     }
 
-    /// Adds a copy node after `deps`, in the graph's context.
+    /// Adds a copy node after `deps`, run in context `ctx` (the graph's, or another
+    /// GPU's where the graph spans GPUs).
     ///
     /// # Safety
     /// 1. `deps` are nodes of this graph.
-    /// 2. As [`driver::graph_add_memcpy_node`]'s 2 for `p`.
+    /// 2. As [`driver::graph_add_memcpy_node`]'s 2 for `p`, its device memory `ctx`'s.
     pub(crate) unsafe fn add_memcpy_node(
         &self,
         deps: &[sys::CUgraphNode],
         p: &sys::CUDA_MEMCPY3D,
+        ctx: &Context,
     ) -> Result<sys::CUgraphNode, DriverError> {
-        // SAFETY: the graph and its context are live while `self` is; preconditions 1
-        // and 2.
-        unsafe { driver::graph_add_memcpy_node(self.raw, deps, p, self.ctx.ctx) }
+        // SAFETY: the graph is live while `self` is, the context while borrowed;
+        // preconditions 1 and 2.
+        unsafe { driver::graph_add_memcpy_node(self.raw, deps, p, ctx.ctx) }
     }
 
     /// Instantiates the graph as it is now.
@@ -234,19 +236,21 @@ impl GraphExec {
         unsafe { driver::graph_exec_kernel_node_set_params(self.raw, node, p) }
     }
 
-    /// Sets copy node `node` for later launches, in the graph's context.
+    /// Sets copy node `node` for later launches, run in context `ctx` (the one it was
+    /// added in).
     ///
     /// # Safety
     /// 1. `node` is a copy node of the graph this was made from.
-    /// 2. As [`driver::graph_add_memcpy_node`]'s 2 for `p`.
+    /// 2. As [`driver::graph_add_memcpy_node`]'s 2 for `p`, its device memory `ctx`'s.
     #[inline]
     pub(crate) unsafe fn set_memcpy_node(
         &self,
         node: sys::CUgraphNode,
         p: &sys::CUDA_MEMCPY3D,
+        ctx: &Context,
     ) -> Result<(), DriverError> {
-        // SAFETY: live while `self` is, as its context; preconditions 1 and 2.
-        unsafe { driver::graph_exec_memcpy_node_set_params(self.raw, node, p, self.ctx.ctx) }
+        // SAFETY: live while `self` is, the context while borrowed; preconditions 1 and 2.
+        unsafe { driver::graph_exec_memcpy_node_set_params(self.raw, node, p, ctx.ctx) }
     }
 
     /// Enqueues the graph on `stream`.

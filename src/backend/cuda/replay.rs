@@ -22,11 +22,37 @@ use std::sync::Arc;
 const KEPT: usize = 64;
 
 /// One node's parameters as last set, to find what changed. A kernel's argument
-/// values are `args` words of the window's flat list, from `at`.
+/// values are `args` words of the window's flat list, from `at`. `gpu`: the GPU whose
+/// context runs the node (the graph's, or another where the window spans GPUs).
 #[derive(Clone, Copy, PartialEq)]
 enum Params {
-    Kernel { func: usize, grid: [u32; 3], block: [u32; 3], shared: u32, at: u32, args: u32 },
-    Copy { download: bool, host: usize, dev: u64, host_pitch: usize, dev_pitch: usize, width: usize, height: usize },
+    Kernel {
+        gpu: u32,
+        func: usize,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared: u32,
+        at: u32,
+        args: u32,
+    },
+    Copy {
+        gpu: u32,
+        download: bool,
+        host: usize,
+        dev: u64,
+        host_pitch: usize,
+        dev_pitch: usize,
+        width: usize,
+        height: usize,
+    },
+}
+
+impl Params {
+    fn gpu(&self) -> usize {
+        match *self {
+            Params::Kernel { gpu, .. } | Params::Copy { gpu, .. } => gpu as usize,
+        }
+    }
 }
 
 /// A window's parameters: per node, and every kernel's argument values in one list
@@ -64,14 +90,16 @@ struct Kept {
 
 /// One GPU's graphs.
 pub(crate) struct Replayer {
+    /// Every GPU's context, by index: a node runs in its GPU's.
+    contexts: Vec<Arc<Context>>,
     kept: Vec<Kept>,
     /// Scratch: this window's parameters, built before they are compared or set.
     scratch: Nodes,
 }
 
 impl Replayer {
-    pub(crate) fn new() -> Replayer {
-        Replayer { kept: Vec::new(), scratch: Nodes::default() }
+    pub(crate) fn new(contexts: Vec<Arc<Context>>) -> Replayer {
+        Replayer { contexts, kept: Vec::new(), scratch: Nodes::default() }
     }
 
     /// The parameters of every node of `g`, lowered as they are walked.
@@ -79,13 +107,19 @@ impl Replayer {
         let Nodes { params, args } = &mut self.scratch;
         params.clear();
         args.clear();
+        let gpus = self.contexts.len();
         g.each_node(true, |node| {
+            if node.gpu >= gpus {
+                return Err(Fault::task("a replayed node names a GPU the machine does not have"));
+            }
+            let gpu = node.gpu as u32;
             let p = match &node.op {
                 Op::Launch(l) => {
                     let at = args.len() as u32;
                     args.extend_from_slice(l.args);
                     let func = l.func.ok_or("kernel not loaded on this GPU")?.func;
                     Params::Kernel {
+                        gpu,
                         func: func as usize,
                         grid: [l.grid.0, l.grid.1, l.grid.2],
                         block: [l.block.0, l.block.1, l.block.2],
@@ -94,7 +128,7 @@ impl Replayer {
                         args: l.args.len() as u32,
                     }
                 }
-                Op::Copy(c) => copy_params(c)?,
+                Op::Copy(c) => copy_params(gpu, c)?,
                 _ => return Err(Fault::task("a replayed task holds a command a graph does not take")),
             };
             params.push(p);
@@ -180,11 +214,11 @@ impl Replayer {
                 Params::Kernel { .. } => {
                     let mut values = now.args(p).to_vec();
                     let mut ptrs: Vec<*mut c_void> = values.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
-                    let np = kernel_node(p, &mut ptrs);
+                    let np = kernel_node(p, &self.contexts[p.gpu()], &mut ptrs);
                     // SAFETY: node `i` is the kernel node made for this command; the
                     // parameter pointers point at `values`, one 8-byte word per argument,
                     // alive for the call (the driver copies); the function is loaded in
-                    // this context and the buffers are held by the window's tasks.
+                    // the node's context and the buffers are held by the window's tasks.
                     unsafe { kept.exec.set_kernel_node(kept.nodes[i], &np) }
                         .map_err(issue_fault("cuGraphExecKernelNodeSetParams"))?;
                 }
@@ -195,9 +229,9 @@ impl Replayer {
                     }
                     let m = memcpy(p);
                     // SAFETY: node `i` is the copy node made for this command; the
-                    // addresses are a pinned host block and a device allocation of this
-                    // context, both held by the window's task.
-                    unsafe { kept.exec.set_memcpy_node(kept.nodes[i], &m) }
+                    // addresses are a pinned host block and a device allocation of the
+                    // node's context, both held by the window's task.
+                    unsafe { kept.exec.set_memcpy_node(kept.nodes[i], &m, &self.contexts[p.gpu()]) }
                         .map_err(issue_fault("cuGraphExecMemcpyNodeSetParams"))?;
                 }
             }
@@ -248,19 +282,21 @@ impl Replayer {
                         let mut values = self.scratch.args(p).to_vec();
                         let mut ptrs: Vec<*mut c_void> =
                             values.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
-                        let np = kernel_node(p, &mut ptrs);
+                        let np = kernel_node(p, &self.contexts[p.gpu()], &mut ptrs);
                         // SAFETY: `deps` are nodes of this graph (made above); the
                         // parameter pointers point at `values`, one 8-byte word per
                         // argument, alive for the call (the driver copies them); the
-                        // function is loaded in this context (its module stays loaded until
-                        // the Machine drops) and the buffers are held by the window's tasks.
+                        // function is loaded in the node's context, named in `np` (its
+                        // module stays loaded until the Machine drops) and the buffers are
+                        // held by the window's tasks.
                         unsafe { graph.add_kernel_node(&deps, &np) }.map_err(issue_fault("cuGraphAddKernelNode"))?
                     }
                     Params::Copy { .. } => {
                         let m = memcpy(p);
                         // SAFETY: as above; the copy's memory is a pinned host block and a
-                        // device allocation of this context, held by the window's task.
-                        unsafe { graph.add_memcpy_node(&deps, &m) }.map_err(issue_fault("cuGraphAddMemcpyNode"))?
+                        // device allocation of the node's context, held by the window's task.
+                        unsafe { graph.add_memcpy_node(&deps, &m, &self.contexts[p.gpu()]) }
+                            .map_err(issue_fault("cuGraphAddMemcpyNode"))?
                     }
                 };
                 nodes.push(node);
@@ -272,9 +308,10 @@ impl Replayer {
     }
 }
 
-fn copy_params(c: &CopyOp<'_>) -> Result<Params, Fault> {
+fn copy_params(gpu: u32, c: &CopyOp<'_>) -> Result<Params, Fault> {
     let dev = c.dev.cuda_ptr().ok_or("a CUDA copy's device buffer has no CUDA memory on this GPU")?;
     Ok(Params::Copy {
+        gpu,
         download: c.dir == Direction::Download,
         host: c.host.alloc().as_ptr() as usize + c.host_offset,
         dev: dev + c.dev_offset as u64,
@@ -285,7 +322,8 @@ fn copy_params(c: &CopyOp<'_>) -> Result<Params, Fault> {
     })
 }
 
-fn kernel_node(p: &Params, ptrs: &mut [*mut c_void]) -> sys::CUDA_KERNEL_NODE_PARAMS {
+/// A kernel node's parameters, run in `ctx` (the node's GPU's context).
+fn kernel_node(p: &Params, ctx: &Context, ptrs: &mut [*mut c_void]) -> sys::CUDA_KERNEL_NODE_PARAMS {
     let Params::Kernel { func, grid, block, shared, .. } = p else { unreachable!("called for kernels only") };
     sys::CUDA_KERNEL_NODE_PARAMS {
         func: *func as sys::CUfunction,
@@ -299,12 +337,12 @@ fn kernel_node(p: &Params, ptrs: &mut [*mut c_void]) -> sys::CUDA_KERNEL_NODE_PA
         kernelParams: ptrs.as_mut_ptr(),
         extra: std::ptr::null_mut(),
         kern: std::ptr::null_mut(),
-        ctx: std::ptr::null_mut(),
+        ctx: ctx.ctx,
     }
 }
 
 fn memcpy(p: &Params) -> sys::CUDA_MEMCPY3D {
-    let Params::Copy { download, host, dev, host_pitch, dev_pitch, width, height } = *p else {
+    let Params::Copy { download, host, dev, host_pitch, dev_pitch, width, height, .. } = *p else {
         unreachable!("called for copies only")
     };
     let (host_type, dev_type) = (sys::CUmemorytype::CU_MEMORYTYPE_HOST, sys::CUmemorytype::CU_MEMORYTYPE_DEVICE);

@@ -45,8 +45,10 @@ pub(super) enum Work {
     /// Copies run as one command (a copy, or a fetch's parts): one copy latency, then
     /// the bytes on the links.
     Copies(SimOp, Vec<SimOp>),
-    /// A kernel's twin on stream slot `slot`, the `seq`-th launched on its GPU, using `share` of the SMs alone.
-    Launch { twin: Arc<dyn Twin>, slot: usize, seq: u64, share: f64 },
+    /// A kernel's twin on GPU `gpu`'s stream slot `slot` (the engine's GPU, or another
+    /// where a window spans GPUs), the `seq`-th launched on its GPU, using `share` of the
+    /// SMs alone.
+    Launch { twin: Arc<dyn Twin>, gpu: usize, slot: usize, seq: u64, share: f64 },
     /// A host function, and its stream slot.
     Callback(Box<dyn HostFunc>, usize),
     /// A replay window: one graph launch, then its commands in order.
@@ -291,10 +293,10 @@ impl Engine {
                     _ => self.links.transfer(self.gpu, Dir::Down, down as f64 * self.slow),
                 }
             }
-            Work::Launch { twin, slot, seq, share } => {
+            Work::Launch { twin, gpu, slot, seq, share } => {
                 let began = Instant::now();
                 if self.profile.execute {
-                    twin.run(self.gpu, slot)?;
+                    twin.run(gpu, slot)?;
                 }
                 let real = began.elapsed();
                 let modeled = twin.modeled().unwrap_or(real);

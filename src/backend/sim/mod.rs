@@ -341,7 +341,7 @@ impl Gpu {
             Op::Launch(l) => {
                 self.launched += 1;
                 let twin = l.twin.ok_or("a launch without its CPU twin bound reached the sim")?.clone();
-                let job = Work::Launch { twin, slot, seq: self.launched, share: l.share };
+                let job = Work::Launch { twin, gpu: self.gpu, slot, seq: self.launched, share: l.share };
                 return Self::set(work, job);
             }
             Op::Host(f) => return Self::set(work, Work::Callback(f, slot)),
@@ -405,12 +405,17 @@ impl Gpu {
             return Err(lost_fault(self.gpu, Reach::Gpu));
         }
         let mut items = Vec::with_capacity(g.source.node_count());
-        // The window's own engine runs them, whichever engine would take them alone.
+        // The window's own engine runs them, whichever engine would take them alone (a
+        // node of another GPU too, on that GPU's memory: the sim times a window's nodes
+        // one after another wherever they run).
         g.each_node(false, |node| {
             self.begin(node.slot, node.tag)?;
             let added = self.op(node.op);
-            let (_, _, work) = self.pending.take().ok_or("no command begun")?;
+            let (_, _, mut work) = self.pending.take().ok_or("no command begun")?;
             added?;
+            if let Some(Work::Launch { gpu, .. }) = work.as_mut() {
+                *gpu = node.gpu;
+            }
             items.push((node.slot, node.tag, work.ok_or("a command without operations")?));
             Ok::<(), Fault>(())
         })?;

@@ -412,7 +412,7 @@ impl Capture {
             }
             return;
         }
-        for (g, mut w) in window::plan(held, self.order, &alive, self.lanes) {
+        for (g, mut w) in window::plan(held, self.order, &alive, self.lanes, false) {
             w.device = self.mode == Execution::Device && w.device_runnable();
             w.seq = st.next_seq;
             st.next_seq += 1;
@@ -519,7 +519,10 @@ impl Capture {
         let bytes: usize = recorded::virtual_buffers(held.iter().map(|h| &*h.task)).iter().map(|b| b.bytes).sum();
         let extra = recorded::RECORD_LANES.saturating_sub(self.lanes);
         let lanes = if bytes.saturating_mul(extra) <= recorded::LANE_BUDGET { self.lanes + extra } else { self.lanes };
-        Ok(window::plan(held, self.order, &alive, lanes)
+        // A part that keeps a GPU busy may spread over the others where their guest lanes'
+        // copies are small too.
+        let spread = bytes.saturating_mul(recorded::RECORD_LANES) <= recorded::LANE_BUDGET;
+        Ok(window::plan(held, self.order, &alive, lanes, spread)
             .into_iter()
             .map(|(g, mut w)| {
                 w.seq = window::UNNUMBERED;

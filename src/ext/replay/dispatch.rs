@@ -270,8 +270,8 @@ impl<D: Device> Dispatcher<D> {
             if whole.is_some() || !runs.is_empty() {
                 let w = part.window.lock();
                 for (i, task) in w.tasks.iter().enumerate() {
-                    let lane = w.lanes[i] as usize;
-                    failures.extend(self.task_outcome(task, lane, dispatched_ns, whole.as_ref(), runs.get(i)));
+                    let at = (w.gpus.get(i).map_or(self.gpu, |&g| g as usize), w.lanes[i] as usize);
+                    failures.extend(self.task_outcome(task, at, dispatched_ns, whole.as_ref(), runs.get(i)));
                 }
             }
             self.flush_stats();
@@ -284,19 +284,22 @@ impl<D: Device> Dispatcher<D> {
         self.flush_stats();
         let mut ended = Vec::with_capacity(tasks.len());
         for (i, task) in tasks.into_iter().enumerate() {
-            let failure = self.task_outcome(&task, lanes[i] as usize, dispatched_ns, whole.as_ref(), runs.get(i));
+            // Only a recorded part spans GPUs: a batch's window runs on this one.
+            let at = (self.gpu, lanes[i] as usize);
+            let failure = self.task_outcome(&task, at, dispatched_ns, whole.as_ref(), runs.get(i));
             ended.push((task, failure));
         }
         self.shared.end_tasks(ended);
     }
 
-    /// How task `task` of a window ended, on lane `lane`: failed with the window
-    /// (`whole`), failed or not run as its run says, or ran (its commands recorded
-    /// where the backend timed them).
+    /// How task `task` of a window ended, on `(GPU, lane)` (this GPU's, or another's
+    /// where a recorded part spans GPUs): failed with the window (`whole`), failed or
+    /// not run as its run says, or ran (its commands recorded where the backend timed
+    /// them).
     fn task_outcome(
         &self,
         task: &crate::task::Task,
-        lane: usize,
+        (gpu, lane): (usize, usize),
         dispatched_ns: u64,
         whole: Option<&Fault>,
         run: Option<&TaskRun>,
@@ -305,7 +308,7 @@ impl<D: Device> Dispatcher<D> {
             task: task.id,
             command,
             stage: task.commands.get(command).map_or(crate::stage::Stage::Kernel, |c| c.stage()),
-            gpu: self.gpu,
+            gpu,
             stream: lane,
             message,
             driver,
@@ -319,7 +322,7 @@ impl<D: Device> Dispatcher<D> {
                 Some(fail(0, format!("not run: it runs after task {cause}, which failed"), None))
             }
             (None, Some(TaskRun::Ran(spans))) => {
-                let mut recorder = self.shared.records.gpus[self.gpu].lock();
+                let mut recorder = self.shared.records.gpus[gpu].lock();
                 for (c, s) in spans.iter().enumerate() {
                     let cmd = &task.commands[c];
                     recorder.timeline.push(CommandRecord {
@@ -327,7 +330,7 @@ impl<D: Device> Dispatcher<D> {
                         granularity: task.granularity,
                         command: c as u32,
                         stage: cmd.stage(),
-                        gpu: self.gpu as u16,
+                        gpu: gpu as u16,
                         stream: lane as u16,
                         dispatched_ns,
                         start_ns: s.start_ns,

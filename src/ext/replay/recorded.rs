@@ -79,8 +79,9 @@ pub(crate) fn virtual_buffers<'a>(tasks: impl Iterator<Item = &'a Task>) -> Vec<
     out
 }
 
-/// Makes, on each part's GPU, the copies of the lanes past S of every virtual buffer
-/// the part names, where it is laid out on more lanes than S and they are not made yet.
+/// Makes, on each part's GPU (each GPU it spans), the copies of the lanes past S of
+/// every virtual buffer the part names, where it is laid out on more lanes than S and
+/// they are not made yet.
 ///
 /// # Errors
 /// [`Error::OutOfMemory`] where a GPU cannot hold them (what was made is given back).
@@ -90,6 +91,9 @@ pub(crate) fn make_lanes(machine: &Machine, parts: &[(usize, Window)]) -> Result
             if w.lane_count > b.slots {
                 make_buffer_lanes(machine, *gpu, &b)?;
             }
+            for g in w.spans(*gpu).into_iter().filter(|g| g != gpu) {
+                make_guest_lanes(machine, g, &b)?;
+            }
         }
     }
     Ok(())
@@ -97,10 +101,26 @@ pub(crate) fn make_lanes(machine: &Machine, parts: &[(usize, Window)]) -> Result
 
 /// Makes buffer `b`'s copies of the lanes past S on GPU `gpu`, unless made already.
 fn make_buffer_lanes(machine: &Machine, gpu: usize, b: &DeviceBufferInner) -> Result<()> {
-    if b.lanes[gpu].get().is_some() {
+    make_copies(machine, gpu, b, &b.lanes[gpu], RECORD_LANES.saturating_sub(b.slots))
+}
+
+/// Makes buffer `b`'s copies of the guest lanes on GPU `gpu` (as many as a part has
+/// lanes at most), unless made already.
+fn make_guest_lanes(machine: &Machine, gpu: usize, b: &DeviceBufferInner) -> Result<()> {
+    make_copies(machine, gpu, b, &b.guests[gpu], RECORD_LANES)
+}
+
+/// Makes `n` copies of buffer `b` on GPU `gpu` into `into`, unless made already.
+fn make_copies(
+    machine: &Machine,
+    gpu: usize,
+    b: &DeviceBufferInner,
+    into: &std::sync::OnceLock<Vec<crate::backend::device::PhysBuf>>,
+    n: usize,
+) -> Result<()> {
+    if into.get().is_some() {
         return Ok(());
     }
-    let n = RECORD_LANES.saturating_sub(b.slots);
     let mut copies = Vec::with_capacity(n);
     for _ in 0..n {
         match machine.alloc_device(gpu, b.bytes) {
@@ -112,7 +132,7 @@ fn make_buffer_lanes(machine: &Machine, gpu: usize, b: &DeviceBufferInner) -> Re
         }
     }
     // Another recording may have made them meanwhile: its copies stay.
-    if let Err(copies) = b.lanes[gpu].set(copies) {
+    if let Err(copies) = into.set(copies) {
         machine.free_device(copies);
     }
     Ok(())
@@ -170,10 +190,25 @@ impl RecordedGraph {
         self.tasks
     }
 
-    /// The GPUs its parts were laid out for (one part per GPU that got work; tasks
-    /// joined by an edge share a part).
+    /// The GPUs its parts were laid out for, a part's each: one part per GPU that got
+    /// work (tasks joined by an edge share a part), and one for each connected part
+    /// spread over the GPUs (see [`RecordedGraph::node_gpus`]), launched from the first
+    /// GPU.
     pub fn gpus(&self) -> Vec<usize> {
         self.parts.iter().map(|p| p.gpu).collect()
+    }
+
+    /// The GPUs its tasks run on, each once, ascending. Beyond [`RecordedGraph::gpus`]
+    /// where a connected part is wide enough to keep one GPU busy (its launches' summed
+    /// share of a GPU, blocks over one full wave, at least a fifth of its longest chain
+    /// of tasks) and the scheduler has several: that part is spread over every GPU level by level, as
+    /// MUSTARD splits a graph's levels, its edges between GPUs kept inside its one
+    /// graph (a multi-GPU CUDA graph), so that no task waits on the host between GPUs.
+    pub fn node_gpus(&self) -> Vec<usize> {
+        let mut on: Vec<usize> = self.parts.iter().flat_map(|p| p.window.lock().spans(p.gpu)).collect();
+        on.sort_unstable();
+        on.dedup();
+        on
     }
 
     /// Queues one run of the whole graph and returns: each part goes to its GPU as one
@@ -261,6 +296,7 @@ impl RecordedGraph {
         // Every shell of this graph has ended and let go of its share of the part
         // before counting itself out (`Runs::end_one`), so the part is this graph's alone.
         let part = Arc::get_mut(&mut self.parts[p as usize]).ok_or_else(|| fail(RecordingProblem::RunInFlight))?;
+        let on = part.window.get_mut().gpus.get(t as usize).map_or(part.gpu, |&g| g as usize);
         let cmd = part.window.get_mut().tasks[t as usize].commands.get_mut(command);
         let Some(Command::Launch(launch)) = cmd else {
             return Err(fail(RecordingProblem::NoSuchArgument { command, arg }));
@@ -274,9 +310,14 @@ impl RecordedGraph {
             if new.sched_id != was.sched_id {
                 return Err(fail(RecordingProblem::OtherScheduler));
             }
-            // The part's lanes past S need the new buffer's copies there too.
-            if let Some(machine) = self.machine.as_ref().filter(|_| part.lane_count > new.slots) {
-                make_buffer_lanes(machine, part.gpu, new)?;
+            // The part's lanes past S need the new buffer's copies there too, and a
+            // task on a GPU the part is not launched from its guest lanes'.
+            if let Some(machine) = self.machine.as_ref() {
+                if on != part.gpu {
+                    make_guest_lanes(machine, on, new)?;
+                } else if part.lane_count > new.slots {
+                    make_buffer_lanes(machine, on, new)?;
+                }
             }
         }
         let mut args = launch.args.to_vec();

@@ -34,6 +34,7 @@ use crate::backend::op_failure::OpFailure;
 use crate::ids::TaskId;
 use crate::kernel::ArgValue;
 use crate::memory::DevTarget;
+use crate::memory::GUEST_LANES;
 use crate::task::command::Command;
 use crate::task::{Order, Task};
 use part::Part;
@@ -74,6 +75,10 @@ pub(crate) struct Window {
     pub(crate) lanes: Vec<u16>,
     /// Lanes used (at most the scheduler's S).
     pub(crate) lane_count: usize,
+    /// Per task, where the window spans GPUs (a recorded part that keeps a GPU busy,
+    /// [`plan`]): the GPU it runs on, whose slot or guest lane its lane is. Empty where every task runs
+    /// on the window's GPU.
+    pub(crate) gpus: Vec<u16>,
     /// The structure (per task its commands' kinds and kernels, its lane and its
     /// edges): windows of equal keys make graphs that differ in parameters only.
     pub(crate) key: Vec<u64>,
@@ -102,6 +107,7 @@ impl Window {
             lane_edges: Vec::new(),
             lanes: Vec::new(),
             lane_count: part.lane_count,
+            gpus: Vec::new(),
             key: Vec::new(),
             hash: 0,
             device: false,
@@ -146,7 +152,8 @@ impl Window {
             return (blocked, None);
         }
         let sequence: Vec<usize> = (0..share.len()).collect();
-        let mut rest = assign_lanes(share, &sequence, lane_limit);
+        // A window spanning GPUs is a recorded part's, which is never taken apart.
+        let mut rest = assign_lanes(share, &[], 0, &sequence, lane_limit);
         // No number: a later window's task after one taken out must not count it as
         // running here (it did not run), so none matches this window.
         rest.seq = UNNUMBERED;
@@ -164,13 +171,15 @@ impl Window {
     /// one block shape, every grid's block count an `i32`.
     pub(crate) fn device_runnable(&self) -> bool {
         let mut block = None;
-        self.tasks.iter().all(|t| match t.commands.as_slice() {
-            [Command::Launch(l)] => {
-                let b = (l.shape.block.x, l.shape.block.y, l.shape.block.z);
-                *block.get_or_insert(b) == b && l.shape.grid.count() <= i32::MAX as u64
-            }
-            _ => false,
-        })
+        // The executor runs on one GPU.
+        self.gpus.is_empty()
+            && self.tasks.iter().all(|t| match t.commands.as_slice() {
+                [Command::Launch(l)] => {
+                    let b = (l.shape.block.x, l.shape.block.y, l.shape.block.z);
+                    *block.get_or_insert(b) == b && l.shape.grid.count() <= i32::MAX as u64
+                }
+                _ => false,
+            })
     }
 
     /// Commands in the window.
@@ -178,8 +187,18 @@ impl Window {
         self.tasks.iter().map(|t| t.commands.len()).sum()
     }
 
+    /// The GPUs its tasks run on, each once: the window's own, or those it spans.
+    pub(crate) fn spans(&self, gpu: usize) -> Vec<usize> {
+        let mut on: Vec<usize> = self.gpus.iter().map(|&g| g as usize).collect();
+        on.push(gpu);
+        on.sort_unstable();
+        on.dedup();
+        on
+    }
+
     /// The window as the backend's graph operation for GPU `gpu`: a node per command
-    /// (copies and launches only: [`replayable`]), each task on its lane's copies, and a
+    /// (copies and launches only: [`replayable`]), each task on its lane's copies (of its
+    /// GPU, where the window spans GPUs), and a
     /// group per task with its edges, read as the backend walks them ([`GraphSource`]).
     pub(crate) fn graph(&self, gpu: usize) -> GraphOp<'_, Window> {
         GraphOp {
@@ -225,6 +244,7 @@ impl GraphSource for Window {
         let mut inline = [0u64; MAX_PARAMS];
         for (t, task) in self.tasks.iter().enumerate() {
             let slot = self.lanes[t] as usize;
+            let gpu = self.gpus.get(t).map_or(gpu, |&g| g as usize);
             for (command, cmd) in task.commands.iter().enumerate() {
                 let tag = Tag { task: task.id, command };
                 let op = match cmd {
@@ -236,7 +256,7 @@ impl GraphSource for Window {
                     Command::Launch(l) => Op::Launch(launch_op(l, gpu, None)),
                     _ => return Err(OpFailure::NotReplayable.into()),
                 };
-                f(Node { slot, tag, op })?;
+                f(Node { gpu, slot, tag, op })?;
             }
         }
         Ok(())
@@ -313,10 +333,24 @@ pub(crate) struct Held {
     pub(crate) pin: Option<usize>,
 }
 
+/// How wide a recorded part must be to be spread over every GPU: its launches' summed
+/// share of a GPU (each launch's blocks over one full wave, at most 1) over its longest
+/// chain of tasks. Measured on two H200s with MUSTARD's rnd 4096 (10,000 spin
+/// iterations a node), spreading against one GPU's graph: nodes of 16 blocks (width
+/// 0.12) ran 1.11× slower, their edges between GPUs (about 6 µs each) on a path the
+/// GPU's width did not bound; nodes of 33 blocks (0.25) 1.21× faster, of 264 (2.0)
+/// 1.96× faster. A GPU's FMA pipes fill long before its resident blocks do, so a part
+/// a quarter of a wave wide already keeps one GPU busy.
+pub(crate) const SPREAD_WIDTH: f64 = 0.2;
+
 /// Cuts held tasks (in submit order, each after lower-numbered ones only) into one
 /// window per GPU of `gpus` that gets work, laid out as the module says, `lanes`
-/// lanes at most (≥ 1).
-pub(crate) fn plan(held: Vec<Held>, order: Order, gpus: &[usize], lanes: usize) -> Vec<(usize, Window)> {
+/// lanes at most (≥ 1). With `spread` (a recording, laid out once and run many times),
+/// a connected part wide enough to keep one GPU busy ([`SPREAD_WIDTH`]) is one window
+/// of its own
+/// whose tasks run on every GPU ([`spread_over`]), its edges between GPUs kept inside
+/// its graph.
+pub(crate) fn plan(held: Vec<Held>, order: Order, gpus: &[usize], lanes: usize, spread: bool) -> Vec<(usize, Window)> {
     let n = held.len();
     if n == 0 || gpus.is_empty() {
         return Vec::new();
@@ -343,6 +377,13 @@ pub(crate) fn plan(held: Vec<Held>, order: Order, gpus: &[usize], lanes: usize) 
     for (i, h) in held.iter().enumerate() {
         part_cmds[roots[i]] += h.task.commands.len().max(1);
     }
+    let spread_to = if spread && gpus.len() > 1 {
+        let shares: Vec<f64> = held.iter().map(|h| gpu_share(&h.task, gpus[0])).collect();
+        spread_over(&held, &roots, &shares, gpus.len())
+    } else {
+        Vec::new()
+    };
+    let spreads = |r: usize| spread_to.get(r).is_some_and(Option::is_some);
     let mut parts: Vec<usize> = (0..n).filter(|&i| roots[i] == i).collect();
     parts.sort_by_key(|&r| (std::cmp::Reverse(part_cmds[r]), r));
     // A part pinned by an earlier window goes to that window's GPU, if it is offered.
@@ -354,8 +395,19 @@ pub(crate) fn plan(held: Vec<Held>, order: Order, gpus: &[usize], lanes: usize) 
     }
     let mut load = vec![0usize; gpus.len()];
     let mut gpu_of_root = vec![usize::MAX; n];
+    // A spread part's window: its own share, launched from the GPU it is homed on.
+    let mut spread_of_root = vec![usize::MAX; n];
+    let mut spread_shares: Vec<(usize, Vec<Held>, Vec<u16>)> = Vec::new();
     for r in parts {
         let g = pin_of_root[r].unwrap_or_else(|| (0..gpus.len()).min_by_key(|&g| (load[g], g)).unwrap_or(0));
+        if spreads(r) {
+            load.iter_mut().for_each(|l| *l += part_cmds[r].div_ceil(gpus.len()));
+            spread_of_root[r] = spread_shares.len();
+            // Launched from the first GPU, every spread part: that GPU's stream runs
+            // them one after another, so no two share another GPU's guest lanes.
+            spread_shares.push((gpus[0], Vec::new(), Vec::new()));
+            continue;
+        }
         load[g] += part_cmds[r];
         gpu_of_root[r] = g;
     }
@@ -363,29 +415,95 @@ pub(crate) fn plan(held: Vec<Held>, order: Order, gpus: &[usize], lanes: usize) 
     let mut local = vec![u32::MAX; n];
     let mut shares: Vec<Vec<Held>> = (0..gpus.len()).map(|_| Vec::new()).collect();
     for (i, mut h) in held.into_iter().enumerate() {
-        let g = gpu_of_root[roots[i]];
-        local[i] = shares[g].len() as u32;
+        let share = match spread_to.get(i).copied().flatten() {
+            Some(g) => {
+                let (_, share, on) = &mut spread_shares[spread_of_root[roots[i]]];
+                on.push(gpus[g as usize] as u16);
+                share
+            }
+            None => &mut shares[gpu_of_root[roots[i]]],
+        };
+        local[i] = share.len() as u32;
         // Renumbered in place: no allocation per task.
         for p in &mut h.preds {
             *p = local[*p as usize];
         }
-        shares[g].push(h);
+        share.push(h);
     }
-    shares
+    let lanes = lanes.max(1);
+    let mut out: Vec<(usize, Window)> = shares
         .into_iter()
         .enumerate()
         .filter(|(_, s)| !s.is_empty())
-        .map(|(g, s)| (gpus[g], lay_out(s, order, lanes.max(1))))
-        .collect()
+        .map(|(g, s)| (gpus[g], lay_out(s, &[], gpus[g], order, lanes)))
+        .collect();
+    out.extend(spread_shares.into_iter().map(|(home, s, on)| (home, lay_out(s, &on, home, order, lanes))));
+    out
+}
+
+/// The share of GPU `gpu` that task `task`'s launches take while they run: the largest
+/// launch's blocks over one full wave, at most 1 (its commands run one after another).
+fn gpu_share(task: &Task, gpu: usize) -> f64 {
+    task.commands
+        .iter()
+        .filter_map(|c| match c {
+            Command::Launch(l) => Some(l.fill(gpu)),
+            _ => None,
+        })
+        .fold(0.0, f64::max)
+}
+
+/// Per held task (`roots`: its connected part's root, `shares`: its share of one GPU),
+/// the GPU index (of `d`) it runs on where its part is spread, `None` elsewhere. A part
+/// is spread where its summed share over its longest chain is at least
+/// [`SPREAD_WIDTH`] (and it is more than a chain). Its tasks are placed level by level (a task's level is its longest
+/// chain of predecessors), as MUSTARD splits a graph's levels evenly between GPUs: each
+/// to the GPU with the least share placed at its level, on a tie the GPU of one of its
+/// predecessors (an edge that stays on a GPU costs nothing), else the lowest.
+pub(crate) fn spread_over(held: &[Held], roots: &[usize], shares: &[f64], d: usize) -> Vec<Option<u16>> {
+    let n = held.len();
+    let mut level = vec![0usize; n];
+    let (mut chain, mut width, mut count) = (vec![0usize; n], vec![0f64; n], vec![0usize; n]);
+    for (i, h) in held.iter().enumerate() {
+        level[i] = h.preds.iter().map(|&p| level[p as usize] + 1).max().unwrap_or(0);
+        let r = roots[i];
+        chain[r] = chain[r].max(level[i] + 1);
+        width[r] += shares[i];
+        count[r] += 1;
+    }
+    // A chain (one task a level) has nothing to run beside itself.
+    let wide = |r: usize| d > 1 && count[r] > chain[r] && width[r] >= SPREAD_WIDTH * chain[r] as f64;
+    let mut out = vec![None; n];
+    if !(0..n).any(|i| roots[i] == i && wide(i)) {
+        return out;
+    }
+    let levels = level.iter().max().map_or(1, |&l| l + 1);
+    let mut placed = vec![0f64; levels * d];
+    for i in 0..n {
+        if !wide(roots[i]) {
+            continue;
+        }
+        let at = level[i] * d;
+        let near = |g: usize| held[i].preds.iter().any(|&p| out[p as usize] == Some(g as u16));
+        let g = (0..d)
+            .min_by(|&a, &b| placed[at + a].total_cmp(&placed[at + b]).then(near(b).cmp(&near(a))).then(a.cmp(&b)))
+            .unwrap_or(0);
+        // A task of no launch still counts, so that such tasks alternate too.
+        placed[at + g] += shares[i].max(1e-9);
+        out[i] = Some(g as u16);
+    }
+    out
 }
 
 /// Orders one GPU's share by the rule among the ready, assigns lanes, and keys it.
-fn lay_out(share: Vec<Held>, order: Order, lanes: usize) -> Window {
+/// `on`: per task of the share, the GPU it runs on, where the window spans GPUs (else
+/// empty); `home`: the GPU it is launched from.
+fn lay_out(share: Vec<Held>, on: &[u16], home: usize, order: Order, lanes: usize) -> Window {
     let n = share.len();
     // Under FCFS the order is submit order itself (every edge points back in it).
     if order == Order::Fcfs {
         let sequence: Vec<usize> = (0..n).collect();
-        return assign_lanes(share, &sequence, lanes);
+        return assign_lanes(share, on, home, &sequence, lanes);
     }
     let mut succ: Vec<Vec<u32>> = vec![Vec::new(); n];
     let mut unmet = vec![0usize; n];
@@ -418,12 +536,17 @@ fn lay_out(share: Vec<Held>, order: Order, lanes: usize) -> Window {
         }
     }
     debug_assert_eq!(sequence.len(), n, "a held task names a later one");
-    assign_lanes(share, &sequence, lanes)
+    assign_lanes(share, on, home, &sequence, lanes)
 }
 
-/// Lays `share` out in `sequence` (a topological order of it): lanes, edges, key.
-fn assign_lanes(share: Vec<Held>, sequence: &[usize], lanes: usize) -> Window {
+/// Lays `share` out in `sequence` (a topological order of it): lanes, edges, key. Where
+/// `on` names each task's GPU (a window spanning GPUs, launched from `home`), each GPU
+/// has its own lanes: `home`'s own, the others' guest lanes (lane numbers from
+/// `GUEST_LANES` on), which no work of their own GPU uses.
+fn assign_lanes(share: Vec<Held>, on: &[u16], home: usize, sequence: &[usize], lanes: usize) -> Window {
     let n = share.len();
+    let spans = on.iter().max().map_or(1, |&g| g as usize + 1);
+    let mut gpus = Vec::with_capacity(on.len());
     let mut position = vec![0u32; n];
     for (at, &i) in sequence.iter().enumerate() {
         position[i] = at as u32;
@@ -433,7 +556,7 @@ fn assign_lanes(share: Vec<Held>, sequence: &[usize], lanes: usize) -> Window {
     let mut preds: Vec<Vec<u32>> = Vec::with_capacity(n);
     let mut lane_of = Vec::with_capacity(n);
     let mut lane_edges = Vec::with_capacity(n);
-    let mut lane_last: Vec<Option<u32>> = vec![None; lanes];
+    let mut lane_last: Vec<Option<u32>> = vec![None; lanes * spans];
     let mut used = 0usize;
     let mut key = Vec::with_capacity(n * 6);
     let mut external = Vec::new();
@@ -446,25 +569,35 @@ fn assign_lanes(share: Vec<Held>, sequence: &[usize], lanes: usize) -> Window {
             *q = position[*q as usize];
         }
         let mut lane_edge = None;
+        let gpu = on.get(i).copied();
+        let last_on = &mut lane_last[gpu.map_or(0, |g| g as usize) * lanes..][..lanes];
         let lane = if uses_virtual(&task) {
-            let chained = (0..lanes).find(|&l| lane_last[l].is_some_and(|last| p.contains(&last)));
+            let chained = (0..lanes).find(|&l| last_on[l].is_some_and(|last| p.contains(&last)));
             let l = chained
-                .unwrap_or_else(|| (0..lanes).min_by_key(|&l| (lane_last[l].map_or(-1, |t| t as i64), l)).unwrap_or(0));
-            if let Some(last) = lane_last[l] {
+                .unwrap_or_else(|| (0..lanes).min_by_key(|&l| (last_on[l].map_or(-1, |t| t as i64), l)).unwrap_or(0));
+            if let Some(last) = last_on[l] {
                 if !p.contains(&last) {
                     p.push(last);
                     lane_edge = Some(last);
                 }
             }
-            lane_last[l] = Some(at);
+            last_on[l] = Some(at);
             used = used.max(l + 1);
-            l
+            if gpu.is_some_and(|g| g as usize != home) {
+                GUEST_LANES + l
+            } else {
+                l
+            }
         } else {
             0
         };
         p.sort_unstable();
         p.dedup();
         shape_words(&task, &mut key);
+        if let Some(g) = gpu {
+            key.push(g as u64);
+            gpus.push(g);
+        }
         key.push(lane as u64);
         key.push(p.len() as u64);
         key.extend(p.iter().map(|&q| q as u64));
@@ -484,6 +617,7 @@ fn assign_lanes(share: Vec<Held>, sequence: &[usize], lanes: usize) -> Window {
         lane_edges,
         lanes: lane_of,
         lane_count: used.max(1),
+        gpus,
         key,
         hash: h.finish(),
         device: false,
@@ -521,7 +655,7 @@ mod test {
     #[test]
     fn independent_parts_spread_over_gpus_and_edges_stay_on_one() {
         // 0 -> 1 -> 2, and 3, 4 alone.
-        let w = plan(held(&[&[], &[0], &[1], &[], &[]]), Order::Fcfs, &[0, 1], 4);
+        let w = plan(held(&[&[], &[0], &[1], &[], &[]]), Order::Fcfs, &[0, 1], 4, false);
         assert_eq!(w.len(), 2);
         let ids = |g: usize| -> Vec<u64> {
             w.iter().find(|(x, _)| *x == g).map(|(_, w)| w.tasks.iter().map(|t| t.id.0).collect()).unwrap()
@@ -535,7 +669,7 @@ mod test {
     #[test]
     fn the_order_rule_picks_among_the_ready() {
         // LF: granularities 0..4, 4 after 0: the ready order is 3, 2, 1, 0, then 4.
-        let w = plan(held(&[&[], &[], &[], &[], &[0]]), Order::LargestFirst, &[0], 4);
+        let w = plan(held(&[&[], &[], &[], &[], &[0]]), Order::LargestFirst, &[0], 4, false);
         let ids: Vec<u64> = w[0].1.tasks.iter().map(|t| t.id.0).collect();
         assert_eq!(ids, [3, 2, 1, 0, 4]);
         assert_eq!(w[0].1.preds[4], vec![3]);
@@ -547,7 +681,7 @@ mod test {
         let mut h = held(&[&[], &[0], &[]]);
         h[0].external = vec![(TaskId(100), 7)];
         h[0].pin = Some(1);
-        let w = plan(h, Order::Fcfs, &[0, 1], 4);
+        let w = plan(h, Order::Fcfs, &[0, 1], 4, false);
         let on = |g: usize| w.iter().find(|(x, _)| *x == g).map(|(_, w)| w);
         let pinned = on(1).expect("the pinned part is on GPU 1");
         assert_eq!(pinned.tasks.iter().map(|t| t.id.0).collect::<Vec<_>>(), [0, 1]);
@@ -561,7 +695,7 @@ mod test {
         let mut h = held(&[&[], &[0], &[], &[1], &[2]]);
         h[0].external = vec![(TaskId(100), 7)];
         h[2].external = vec![(TaskId(101), 7)];
-        let (_, mut w) = plan(h, Order::Fcfs, &[0], 4).pop().unwrap();
+        let (_, mut w) = plan(h, Order::Fcfs, &[0], 4, false).pop().unwrap();
         w.seq = 9;
         let (blocked, rest) = w.take_blocked(&[(0, TaskId(100))]);
         let ids: Vec<(u64, TaskId)> = blocked.iter().map(|(t, _, c)| (t.id.0, *c)).collect();
@@ -574,10 +708,41 @@ mod test {
     }
 
     #[test]
+    fn a_part_wider_than_a_gpu_spreads_level_by_level_and_a_narrow_one_does_not() {
+        // A diamond chain: 0 -> {1, 2, 3, 4} -> 5 -> {6, 7} -> 8, in one part.
+        let h = held(&[&[], &[0], &[0], &[0], &[0], &[1, 2, 3, 4], &[5], &[5], &[6, 7]]);
+        let roots = vec![0; h.len()];
+        // Each task a whole GPU: 9 over a chain of 5 is wide.
+        let on = spread_over(&h, &roots, &[1.0; 9], 2);
+        let on: Vec<u16> = on.into_iter().map(|g| g.expect("the part spreads")).collect();
+        // A level's tasks alternate; a lone task keeps its predecessor's GPU.
+        assert_eq!(on, [0, 0, 1, 0, 1, 0, 0, 1, 0]);
+        // A tenth of a GPU each: 0.9 over 5 is narrow; one GPU is never spread, nor a chain.
+        assert!(spread_over(&h, &roots, &[0.1; 9], 2).iter().all(Option::is_none));
+        assert!(spread_over(&h, &roots, &[1.0; 9], 1).iter().all(Option::is_none));
+        let chain = held(&[&[], &[0], &[1]]);
+        assert!(spread_over(&chain, &[0; 3], &[1.0; 3], 2).iter().all(Option::is_none));
+    }
+
+    #[test]
+    fn a_spread_window_has_lanes_per_gpu_and_its_gpus_in_its_key() {
+        let on = [0u16, 0, 1, 0, 1];
+        let share = held(&[&[], &[0], &[0], &[1, 2], &[2]]);
+        let w = lay_out(share, &on, 0, Order::Fcfs, 2);
+        assert_eq!(w.gpus, on);
+        assert_eq!(w.spans(0), [0, 1]);
+        assert!(!w.device_runnable());
+        let plain = lay_out(held(&[&[], &[0], &[0], &[1, 2], &[2]]), &[], 1, Order::Fcfs, 2);
+        assert!(plain.gpus.is_empty());
+        assert_eq!(plain.spans(1), [1]);
+        assert_ne!(w.key, plain.key);
+    }
+
+    #[test]
     fn equal_structures_have_equal_keys() {
-        let a = plan(held(&[&[], &[0], &[0], &[1, 2]]), Order::Fcfs, &[0], 2);
-        let b = plan(held(&[&[], &[0], &[0], &[1, 2]]), Order::Fcfs, &[0], 2);
-        let c = plan(held(&[&[], &[0], &[0], &[1]]), Order::Fcfs, &[0], 2);
+        let a = plan(held(&[&[], &[0], &[0], &[1, 2]]), Order::Fcfs, &[0], 2, false);
+        let b = plan(held(&[&[], &[0], &[0], &[1, 2]]), Order::Fcfs, &[0], 2, false);
+        let c = plan(held(&[&[], &[0], &[0], &[1]]), Order::Fcfs, &[0], 2, false);
         assert_eq!(a[0].1.key, b[0].1.key);
         assert_eq!(a[0].1.hash, b[0].1.hash);
         assert_ne!(a[0].1.key, c[0].1.key);

@@ -11,8 +11,8 @@ pub struct HandTiming {
     pub wall_ns: u64,
 }
 
-/// One CUDA graph of a [`Graph`]'s shape, a kernel node per node (the spin kernel, one
-/// block of [`super::BLOCK`] threads) with the graph's edges, built and instantiated
+/// One CUDA graph of a [`Graph`]'s shape, a kernel node per node (the spin kernel,
+/// blocks of [`super::BLOCK`] threads) with the graph's edges, built and instantiated
 /// once on a GPU's primary context and launched on one stream per run.
 #[derive(Debug)]
 pub struct HandGraph {
@@ -22,18 +22,18 @@ pub struct HandGraph {
 
 impl HandGraph {
     /// Compiles the spin kernel for CUDA GPU `ordinal`, builds the graph of `graph`
-    /// with `iters` in every node and instantiates it; the time this takes is
-    /// [`HandGraph::build_ns`].
+    /// with `iters` in every node, each `blocks` blocks (at least 1), and instantiates
+    /// it; the time this takes is [`HandGraph::build_ns`].
     ///
     /// # Errors
     /// [`Error::NoSuchGpu`] for an ordinal the machine does not have;
     /// [`Error::CudaUnavailable`] without CUDA or when a driver call fails.
-    pub fn build(ordinal: usize, graph: &Graph, iters: u32) -> Result<HandGraph> {
+    pub fn build(ordinal: usize, graph: &Graph, iters: u32, blocks: u32) -> Result<HandGraph> {
         let available = chariot::Backend::cuda_devices()?;
         if ordinal >= available {
             return Err(Error::NoSuchGpu { ordinal, available, backend: "cuda" });
         }
-        let (rig, build_ns) = Rig::build(ordinal, &graph.predecessors(), iters)
+        let (rig, build_ns) = Rig::build(ordinal, &graph.predecessors(), iters, blocks.max(1))
             .map_err(|e| Error::CudaUnavailable { reason: format!("flow graph set-up: {e}") })?;
         Ok(HandGraph { rig, build_ns })
     }

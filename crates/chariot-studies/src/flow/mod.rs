@@ -25,7 +25,8 @@
 //! number), which is the order chariot's tasks are submitted in; the task id of node
 //! `i` is `i`.
 //!
-//! Every node is one launch of [`spin_kernel`] (one block of [`BLOCK`] threads, `iters`
+//! Every node is one launch of [`spin_kernel`] (one block of [`BLOCK`] threads unless
+//! [`ChariotFlow::blocks`] and the hand-written graph's `blocks` say more, `iters`
 //! iterations of two dependent FMAs per thread) on no data: the only buffer is a
 //! one-float sink that thread 0 writes the result into, so the loop is not compiled
 //! away. chariot's sink is a virtual [`chariot::DeviceBuffer`] (one copy per GPU and
@@ -306,6 +307,7 @@ pub struct ChariotRun {
 pub struct ChariotFlow {
     kernel: KernelHandle,
     sink: DeviceBuffer<f32>,
+    blocks: u32,
 }
 
 impl ChariotFlow {
@@ -314,7 +316,14 @@ impl ChariotFlow {
     /// # Errors
     /// What `register_kernel` and `alloc` return.
     pub fn new(sched: &Scheduler) -> Result<ChariotFlow> {
-        Ok(ChariotFlow { kernel: sched.register_kernel(spin_kernel())?, sink: sched.alloc::<f32>(1)? })
+        Ok(ChariotFlow { kernel: sched.register_kernel(spin_kernel())?, sink: sched.alloc::<f32>(1)?, blocks: 1 })
+    }
+
+    /// Every node's launch `blocks` blocks (at least 1; 1 unless set): nodes as wide as
+    /// a GPU, where cudaFlow's and MUSTARD's are one block.
+    pub fn blocks(mut self, blocks: u32) -> ChariotFlow {
+        self.blocks = blocks.max(1);
+        self
     }
 
     /// Runs `graph` on `sched` as one batch: node `i` is task `i` (granularity 1), one
@@ -331,7 +340,7 @@ impl ChariotFlow {
             sched
                 .task(i as u64, 1)
                 .after_all(p.iter().map(|&j| chariot::TaskId(j as u64)))
-                .launch(&self.kernel, 1, BLOCK, 0, &args)
+                .launch(&self.kernel, self.blocks, BLOCK, 0, &args)
                 .submit()?;
         }
         let submit_ns = t0.elapsed().as_nanos() as u64;
@@ -352,7 +361,7 @@ impl ChariotFlow {
             for (i, p) in preds.iter().enumerate() {
                 s.task(i as u64, 1)
                     .after_all(p.iter().map(|&j| chariot::TaskId(j as u64)))
-                    .launch(&self.kernel, 1, BLOCK, 0, &args)
+                    .launch(&self.kernel, self.blocks, BLOCK, 0, &args)
                     .submit()?;
             }
             Ok(())

@@ -62,10 +62,10 @@ impl Drop for Rig {
 
 impl Rig {
     /// Opens GPU `ordinal` (which exists), loads the spin kernel and builds the graph
-    /// whose node `i` runs after `preds[i]` (all lower than `i`), every node with
-    /// `iters`; returns the rig and the host time of adding the nodes and
+    /// whose node `i` runs after `preds[i]` (all lower than `i`), every node `blocks`
+    /// blocks with `iters`; returns the rig and the host time of adding the nodes and
     /// instantiating, in ns.
-    pub(crate) fn build(ordinal: usize, preds: &[Vec<usize>], iters: u32) -> Result<(Rig, u64), String> {
+    pub(crate) fn build(ordinal: usize, preds: &[Vec<usize>], iters: u32, blocks: u32) -> Result<(Rig, u64), String> {
         let ctx = PrimaryContext::retain(ordinal)?;
         ctx.bind()?;
         let (module, func) = chariot_inorder::rig::load_kernel(ctx.device(), &spin_kernel())?;
@@ -107,7 +107,7 @@ impl Rig {
             }
             let params = sys::CUDA_KERNEL_NODE_PARAMS {
                 func: rig.func,
-                gridDimX: 1,
+                gridDimX: blocks,
                 gridDimY: 1,
                 gridDimZ: 1,
                 blockDimX: BLOCK,
