@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Call C (nvidia-h200-x2): the final build (a part spread from width 1). test-recorded
+# with both GPUs visible; MUSTARD rnd 4096 at 10,000 spin iterations with 66, 132 and
+# 264 blocks a node at D = 1 and D = 2 alternated (3 calls each).
+set -u
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+mkdir -p "$OUT"
+{ date -u; nvidia-smi -L; nproc; } > "$OUT/machine.txt" 2>&1
+t0=$(date +%s)
+(cd .gpu && timeout 150 ./test-recorded --include-ignored --test-threads=1) > "$OUT/test-recorded.log" 2>&1
+echo "test-recorded exit $?: $(grep 'test result' "$OUT/test-recorded.log" | tail -1)"
+W=/tmp/callC; rm -rf "$W"; mkdir -p "$W"
+for i in 1 2 3; do
+  for b in 66 132 264; do
+    for d in 1 2; do
+      timeout 120 .gpu/flow --gpus $d --blocks $b --shapes rnd --size rnd=4096 --iters 10000 --rounds 5 \
+        --csv "$W/rnd4096-b$b-d$d-$i.csv" > "$W/rnd4096-b$b-d$d-$i.log" 2>&1 || echo "rnd b$b d$d $i exit $?"
+    done
+  done
+  echo "pass $i done after $(( $(date +%s) - t0 )) s"
+done
+for f in "$W"/rnd4096-*.log; do echo "== $(basename $f)"; grep -E "GPUs|^rnd " "$f" | head -3; done > "$OUT/rnd4096.txt"
+tar czf "$OUT/csv.tgz" -C "$W" $(cd $W && ls) || true
