@@ -5,8 +5,9 @@
 //! host regions) honoured in the timeline; an update changes the next run in place; a
 //! failing node is named; guards and runs meet as guards and tasks do; every misuse
 //! is a named error and leaves the scheduler usable. A DAG wider than one GPU, at
-//! D = 2, is one part spread over both GPUs, gives the loop's outputs and shares no
-//! buffer copy with work placed on the other GPU meanwhile.
+//! D = 2, is one part spread over both GPUs, gives the loop's outputs, shares no
+//! buffer copy with work placed on the other GPU meanwhile, and fails its runs, naming
+//! the GPU, once that GPU is lost.
 //! The CUDA side: `cuda_recorded_*` below (ignored without a GPU).
 
 #[path = "common/mod.rs"]
@@ -308,6 +309,53 @@ fn a_spread_part_shares_no_copy_with_work_placed_on_the_gpus_it_spans() {
 #[ignore = "needs two CUDA GPUs"]
 fn cuda_a_spread_part_shares_no_copy_with_work_placed_on_the_gpus_it_spans() {
     with_timeout(DEADLINE_S, || spread_beside_placed_work(Backend::Cuda));
+}
+
+/// A spread part's runs fail, naming the GPU, once a GPU it spans is lost (its nodes
+/// there have nowhere else to go); nothing hangs and the other GPU goes on.
+#[test]
+fn a_spread_part_fails_its_runs_once_a_gpu_it_spans_is_lost() {
+    with_timeout(DEADLINE_S, || {
+        let nodes = layered(13, 8, 4);
+        let faults = SimFaults::default().lose_gpu_on_command(TaskId(2000), 2);
+        let backend = Backend::SimWith(SimProfile::h100().with_gpus(2).with_faults(faults));
+        let sched = Scheduler::builder().backend(backend).gpus(2).streams(4).build().unwrap();
+        let mut dag = Dag::new(&sched, nodes.len());
+        let info = &sched.gpu_info()[0];
+        dag.grid = info.sm_count * info.blocks_per_sm(BLOCK, 0);
+        let graph = sched.record(|s| dag.submit(s, &nodes, 5, 1)).unwrap();
+        assert_eq!(graph.node_gpus(), [0, 1]);
+        graph.run().unwrap();
+        sched.synchronize().unwrap();
+        same(&dag.out.read(), &reference(&nodes, 5, 1), "before the loss");
+        // GPU 1 is lost under a task placed there.
+        let args = [Arg::buffer(&dag.d_in), Arg::buffer(&dag.d_out), Arg::u32(N as u32), Arg::u32(1), Arg::u32(0)];
+        let place = |id: u64, gpu: usize| {
+            sched
+                .task(id, 1)
+                .prefer_gpu(gpu)
+                .download(&dag.d_in, 0, &dag.input, 0..N)
+                .launch(&dag.k, 1, BLOCK, 0, &args)
+                .readback(&dag.out, 0..N, &dag.d_out, 0)
+                .submit()
+                .unwrap()
+        };
+        place(2000, 1);
+        let lost = match sched.synchronize() {
+            Ok(r) => r.lost_gpus.len(),
+            Err(Error::TasksFailed { report, .. }) => report.lost_gpus.len(),
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(lost, 1, "GPU 1 is lost");
+        graph.run().unwrap();
+        let Err(Error::TasksFailed { failures, .. }) = sched.synchronize() else { panic!("the run fails") };
+        assert!(
+            failures.iter().any(|f| f.message.contains("GPU 1, which this recorded part spans, has left the rotation")),
+            "{failures:?}"
+        );
+        place(3000, 0);
+        sched.synchronize().unwrap();
+    });
 }
 
 #[test]

@@ -132,8 +132,18 @@ impl<D: Device> Dispatcher<D> {
             drop(batch);
             picked.and_then(|(i, failed)| queue.remove(i).map(|w| (w, failed)))
         };
-        let Some((window, failed)) = picked else { return false };
+        let Some((mut window, failed)) = picked else { return false };
         self.shared.windows.count[self.gpu].fetch_sub(1, Ordering::SeqCst);
+        // A recorded part spread over GPUs cannot run once one of them has left the
+        // rotation: its nodes there have nowhere else to go.
+        let gone = window.recorded.as_ref().and_then(|p| {
+            p.spans.iter().copied().find(|&g| !self.shared.alive.get(g).is_some_and(|a| a.load(Ordering::SeqCst)))
+        });
+        if let Some(g) = gone {
+            let message = format!("GPU {g}, which this recorded part spans, has left the rotation");
+            self.shared.fail_recorded(&mut window, &message);
+            return true;
+        }
         let window = if failed.is_empty() {
             window
         } else {

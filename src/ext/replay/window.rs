@@ -559,6 +559,11 @@ fn assign_lanes(share: Vec<Held>, on: &[u16], home: usize, sequence: &[usize], l
     let mut lane_last: Vec<Option<u32>> = vec![None; lanes * spans];
     let mut used = 0usize;
     let mut key = Vec::with_capacity(n * 6);
+    if !on.is_empty() {
+        // Marks a key whose tasks carry their GPUs, so that it cannot read as the key
+        // of a window on one GPU (no task's first word, its command count, is this).
+        key.push(u64::MAX - 1);
+    }
     let mut external = Vec::new();
     for &i in sequence {
         let Held { task, preds: p, external: ext, .. } = slots[i].take().expect("each task is placed once");

@@ -35,6 +35,9 @@ pub(crate) struct Part {
     /// Whether the device executor can run it: every task one kernel launch, all of one
     /// block shape (`Window::device_runnable`).
     pub(crate) device_runnable: bool,
+    /// The GPUs its tasks run on where it spans GPUs (a part spread over them), else
+    /// empty: a run fails once one of them has left the rotation.
+    pub(crate) spans: Vec<usize>,
     /// How its runs go, as its first runs measured.
     trial: Mutex<Trial>,
     /// The trial's next way (`Way::Device as usize` or `Way::Graph as usize`), kept beside it
@@ -134,6 +137,7 @@ impl Part {
             lane_count: window.lane_count,
             lane_limit: window.lane_limit,
             device_runnable: window.device_runnable(),
+            spans: if window.gpus.is_empty() { Vec::new() } else { window.spans(gpu) },
             window: Mutex::new(window),
             runs,
             trial: Mutex::new(Trial::default()),
