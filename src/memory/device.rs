@@ -104,10 +104,10 @@ pub(crate) struct DeviceBufferInner {
     /// on that GPU (`ext::replay::recorded`), and kept with the buffer.
     #[cfg(feature = "replay")]
     pub(crate) lanes: Vec<std::sync::OnceLock<Vec<PhysBuf>>>,
-    /// Per GPU, copies for guest lanes: lane [`GUEST_LANES`]` + i` uses copy `i`. The
-    /// tasks a recorded part spread over GPUs runs on a GPU other than its own use them
-    /// (that GPU's dispatcher does not order them with its own work, so they must not
-    /// share a copy with it). Made as `lanes` are.
+    /// Per GPU, copies for guest lanes: lane [`GUEST_LANES`]` + i` uses copy `i`. A
+    /// recorded part spread over GPUs runs its tasks on a GPU other than the one it is
+    /// launched from on them: that GPU's dispatcher does not order those tasks with its
+    /// own work, so they must not share a copy with it. Made as `lanes` are.
     #[cfg(feature = "replay")]
     pub(crate) guests: Vec<std::sync::OnceLock<Vec<PhysBuf>>>,
     graveyard: Arc<Graveyard>,

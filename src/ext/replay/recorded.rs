@@ -79,9 +79,9 @@ pub(crate) fn virtual_buffers<'a>(tasks: impl Iterator<Item = &'a Task>) -> Vec<
     out
 }
 
-/// Makes, on each part's GPU (each GPU it spans), the copies of the lanes past S of
-/// every virtual buffer the part names, where it is laid out on more lanes than S and
-/// they are not made yet.
+/// Makes, on each part's GPU, the copies of the lanes past S of every virtual buffer
+/// the part names, where it is laid out on more lanes than S, and on every other GPU a
+/// spread part spans, the copies of its guest lanes; each where not made yet.
 ///
 /// # Errors
 /// [`Error::OutOfMemory`] where a GPU cannot hold them (what was made is given back).
@@ -146,7 +146,7 @@ static NEXT: AtomicU64 = AtomicU64::new(1);
 /// and run many times with [`RecordedGraph::run`]. A run's outcome is reported by the
 /// scheduler's next [`synchronize`](crate::Scheduler::synchronize), as its tasks'
 /// would be: one replayed window a part in the report, and a failed node as that
-/// task's [`TaskFailure`].
+/// task's [`TaskFailure`](crate::report::TaskFailure).
 pub struct RecordedGraph {
     shared: Arc<Shared>,
     /// Where an update's device buffer gets its copies of the lanes past S (`None` only
@@ -201,9 +201,10 @@ impl RecordedGraph {
     /// The GPUs its tasks run on, each once, ascending. Beyond [`RecordedGraph::gpus`]
     /// where a connected part is wide enough to keep one GPU busy (its launches' summed
     /// share of a GPU, blocks over one full wave, at least a fifth of its longest chain
-    /// of tasks) and the scheduler has several: that part is spread over every GPU level by level, as
-    /// MUSTARD splits a graph's levels, its edges between GPUs kept inside its one
-    /// graph (a multi-GPU CUDA graph), so that no task waits on the host between GPUs.
+    /// of tasks) and the scheduler has several: that part is spread over every GPU
+    /// level by level, as MUSTARD splits a graph's levels, its edges between GPUs kept
+    /// inside its one graph (a multi-GPU CUDA graph), so that no task waits on the host
+    /// between GPUs.
     pub fn node_gpus(&self) -> Vec<usize> {
         let mut on: Vec<usize> = self.parts.iter().flat_map(|p| p.window.lock().spans(p.gpu)).collect();
         on.sort_unstable();
@@ -287,8 +288,9 @@ impl RecordedGraph {
     /// [`Error::Recording`] naming the task: [`RecordingProblem::UnknownTask`],
     /// [`RecordingProblem::NoSuchArgument`], [`RecordingProblem::ArgumentKind`],
     /// [`RecordingProblem::OtherScheduler`] (a buffer another scheduler allocated);
-    /// [`Error::OutOfMemory`] where the part runs on more lanes than S and the new
-    /// buffer's copies for them do not fit.
+    /// [`Error::OutOfMemory`] where the part runs on more lanes than S, or the task on
+    /// a GPU the part is not launched from (its guest lanes), and the new buffer's
+    /// copies for them do not fit.
     pub fn set_arg(&mut self, task: TaskId, command: usize, arg: usize, value: Arg) -> Result<()> {
         let fail = |problem| Error::Recording { task: Some(task), problem };
         let &(p, t) = self.index.get(&task).ok_or_else(|| fail(RecordingProblem::UnknownTask))?;

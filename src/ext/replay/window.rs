@@ -76,8 +76,8 @@ pub(crate) struct Window {
     /// Lanes used (at most the scheduler's S).
     pub(crate) lane_count: usize,
     /// Per task, where the window spans GPUs (a recorded part that keeps a GPU busy,
-    /// [`plan`]): the GPU it runs on, whose slot or guest lane its lane is. Empty where every task runs
-    /// on the window's GPU.
+    /// [`plan`]): the GPU it runs on, whose slot or guest lane its lane is. Empty where
+    /// every task runs on the window's GPU.
     pub(crate) gpus: Vec<u16>,
     /// The structure (per task its commands' kinds and kernels, its lane and its
     /// edges): windows of equal keys make graphs that differ in parameters only.
@@ -198,8 +198,8 @@ impl Window {
 
     /// The window as the backend's graph operation for GPU `gpu`: a node per command
     /// (copies and launches only: [`replayable`]), each task on its lane's copies (of its
-    /// GPU, where the window spans GPUs), and a
-    /// group per task with its edges, read as the backend walks them ([`GraphSource`]).
+    /// GPU, where the window spans GPUs), and a group per task with its edges, read as
+    /// the backend walks them ([`GraphSource`]).
     pub(crate) fn graph(&self, gpu: usize) -> GraphOp<'_, Window> {
         GraphOp {
             source: self,
@@ -338,18 +338,17 @@ pub(crate) struct Held {
 /// chain of tasks. Measured on two H200s with MUSTARD's rnd 4096 (10,000 spin
 /// iterations a node), spreading against one GPU's graph: nodes of 16 blocks (width
 /// 0.12) ran 1.11× slower, their edges between GPUs (about 6 µs each) on a path the
-/// GPU's width did not bound; nodes of 33 blocks (0.25) 1.21× faster, of 264 (2.0)
-/// 1.96× faster. A GPU's FMA pipes fill long before its resident blocks do, so a part
-/// a quarter of a wave wide already keeps one GPU busy.
+/// GPU's width did not bound; nodes of 33 blocks (0.25) 1.21× faster; spread, nodes of
+/// 264 (2.0) ran 1.96× faster than at D = 1. A GPU's FMA pipes fill long before its
+/// resident blocks do, so a part a quarter of a wave wide already keeps one GPU busy.
 pub(crate) const SPREAD_WIDTH: f64 = 0.2;
 
 /// Cuts held tasks (in submit order, each after lower-numbered ones only) into one
 /// window per GPU of `gpus` that gets work, laid out as the module says, `lanes`
 /// lanes at most (≥ 1). With `spread` (a recording, laid out once and run many times),
 /// a connected part wide enough to keep one GPU busy ([`SPREAD_WIDTH`]) is one window
-/// of its own
-/// whose tasks run on every GPU ([`spread_over`]), its edges between GPUs kept inside
-/// its graph.
+/// of its own whose tasks run on every GPU ([`spread_over`]), its edges between GPUs
+/// kept inside its graph.
 pub(crate) fn plan(held: Vec<Held>, order: Order, gpus: &[usize], lanes: usize, spread: bool) -> Vec<(usize, Window)> {
     let n = held.len();
     if n == 0 || gpus.is_empty() {
@@ -456,10 +455,11 @@ fn gpu_share(task: &Task, gpu: usize) -> f64 {
 /// Per held task (`roots`: its connected part's root, `shares`: its share of one GPU),
 /// the GPU index (of `d`) it runs on where its part is spread, `None` elsewhere. A part
 /// is spread where its summed share over its longest chain is at least
-/// [`SPREAD_WIDTH`] (and it is more than a chain). Its tasks are placed level by level (a task's level is its longest
-/// chain of predecessors), as MUSTARD splits a graph's levels evenly between GPUs: each
-/// to the GPU with the least share placed at its level, on a tie the GPU of one of its
-/// predecessors (an edge that stays on a GPU costs nothing), else the lowest.
+/// [`SPREAD_WIDTH`] (and it is more than a chain). Its tasks are placed level by level
+/// (a task's level is its longest chain of predecessors), as MUSTARD splits a graph's
+/// levels evenly between GPUs: each to the GPU with the least share placed at its
+/// level, on a tie the GPU of one of its predecessors (an edge that stays on a GPU
+/// costs nothing), else the lowest.
 pub(crate) fn spread_over(held: &[Held], roots: &[usize], shares: &[f64], d: usize) -> Vec<Option<u16>> {
     let n = held.len();
     let mut level = vec![0usize; n];
