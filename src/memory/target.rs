@@ -19,6 +19,16 @@ pub(crate) enum DevTarget {
 }
 
 impl DevTarget {
+    /// The virtual buffer, where it is one.
+    #[cfg(feature = "replay")]
+    pub(crate) fn as_virtual(&self) -> Option<&Arc<DeviceBufferInner>> {
+        match self {
+            DevTarget::Virtual(b) => Some(b),
+            #[cfg(feature = "resident")]
+            DevTarget::Resident(_) => None,
+        }
+    }
+
     /// The scheduler that allocated it.
     pub(crate) fn sched_id(&self) -> u64 {
         match self {

@@ -32,7 +32,6 @@ use crate::ids::TaskId;
 use crate::kernel::{Arg, ArgValue};
 use crate::memory::claims::{Holder, Region};
 use crate::memory::host::HostShared;
-use crate::memory::DevTarget;
 use crate::memory::DeviceBufferInner;
 use crate::memory::{Element, HostBuffer};
 use crate::sync::Ordering;
@@ -63,7 +62,7 @@ pub(crate) fn virtual_buffers<'a>(tasks: impl Iterator<Item = &'a Task>) -> Vec<
         for c in &t.commands {
             match c {
                 Command::Copy(c) => {
-                    if let DevTarget::Virtual(b) = &c.dev {
+                    if let Some(b) = c.dev.as_virtual() {
                         add(b);
                     }
                 }

@@ -33,7 +33,6 @@ use crate::backend::op::{GraphOp, GraphSource, Group, Node, Op, Tag, MAX_PARAMS}
 use crate::backend::op_failure::OpFailure;
 use crate::ids::TaskId;
 use crate::kernel::ArgValue;
-use crate::memory::DevTarget;
 use crate::memory::GUEST_LANES;
 use crate::task::command::Command;
 use crate::task::{Order, Task};
@@ -279,21 +278,30 @@ impl std::fmt::Debug for Window {
 /// resident buffers (fetched and tracked where the task runs) and placed tasks (a
 /// window's GPU is the runtime's choice) are dispatched by the host.
 pub(crate) fn replayable(task: &Task) -> bool {
-    task.residency.uses.is_empty() && task.prefer.is_none() && replayable_commands(&task.commands)
+    #[cfg(feature = "resident")]
+    if !task.residency.uses.is_empty() {
+        return false;
+    }
+    task.prefer.is_none() && replayable_commands(&task.commands)
 }
 
 /// Whether commands may run in a graph (see [`replayable`]).
 pub(crate) fn replayable_commands(commands: &[Command]) -> bool {
     !commands.is_empty()
         && commands.iter().all(|c| match c {
-            Command::Copy(c) => matches!(c.dev, DevTarget::Virtual(_)),
+            Command::Copy(c) => c.dev.as_virtual().is_some(),
             Command::Launch(l) => {
                 // External memory binds its task to a GPU, as a placement does.
-                l.args.iter().all(|a| {
-                    !matches!(a, ArgValue::Resident { .. } | ArgValue::BadRange(_) | ArgValue::External { .. })
+                l.args.iter().all(|a| match a {
+                    ArgValue::External { .. } => false,
+                    #[cfg(feature = "resident")]
+                    ArgValue::Resident { .. } | ArgValue::BadRange(_) => false,
+                    _ => true,
                 })
             }
-            Command::Cpu(_) | Command::Gpu(_) | Command::Fetch(_) => false,
+            Command::Cpu(_) | Command::Gpu(_) => false,
+            #[cfg(feature = "resident")]
+            Command::Fetch(_) => false,
         })
 }
 
@@ -317,7 +325,9 @@ pub(crate) fn shape_words(task: &Task, out: &mut Vec<u64>) {
                 out.push(16 + ((l.args.len() as u64) << 8));
                 out.push(Arc::as_ptr(&l.kernel) as usize as u64);
             }
-            Command::Cpu(_) | Command::Gpu(_) | Command::Fetch(_) => out.push(u64::MAX),
+            Command::Cpu(_) | Command::Gpu(_) => out.push(u64::MAX),
+            #[cfg(feature = "resident")]
+            Command::Fetch(_) => out.push(u64::MAX),
         }
     }
 }
