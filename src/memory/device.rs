@@ -118,6 +118,13 @@ pub(crate) struct DeviceBufferInner {
 #[cfg(feature = "replay")]
 pub(crate) const GUEST_LANES: usize = 256;
 
+/// One unmade list of copies per GPU, for a buffer of `copies` copies over `slots`
+/// slots a GPU.
+#[cfg(feature = "replay")]
+fn per_gpu(copies: usize, slots: usize) -> Vec<std::sync::OnceLock<Vec<PhysBuf>>> {
+    (0..copies.div_ceil(slots.max(1))).map(|_| std::sync::OnceLock::new()).collect()
+}
+
 impl DeviceBufferInner {
     /// Buffer of `bytes` a copy, with `phys` for `slots` slots of each of its GPUs.
     pub(crate) fn new(
@@ -133,9 +140,9 @@ impl DeviceBufferInner {
             slots,
             bytes,
             #[cfg(feature = "replay")]
-            lanes: (0..phys.len().div_ceil(slots.max(1))).map(|_| std::sync::OnceLock::new()).collect(),
+            lanes: per_gpu(phys.len(), slots),
             #[cfg(feature = "replay")]
-            guests: (0..phys.len().div_ceil(slots.max(1))).map(|_| std::sync::OnceLock::new()).collect(),
+            guests: per_gpu(phys.len(), slots),
             phys,
             graveyard,
         }

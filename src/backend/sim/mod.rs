@@ -311,6 +311,12 @@ impl Gpu {
 
     /// Adds one operation to the command begun.
     pub(crate) fn op(&mut self, op: Op<'_>) -> Result<(), Fault> {
+        self.op_on(self.gpu, op)
+    }
+
+    /// As [`Gpu::op`], a launch's twin run on GPU `gpu`'s memory (this GPU's, or
+    /// another's for a node of a window that spans GPUs).
+    fn op_on(&mut self, gpu: usize, op: Op<'_>) -> Result<(), Fault> {
         let (slot, _, work) = self.pending.as_mut().ok_or("an operation outside a command")?;
         let (slot, execute) = (*slot, self.execute);
         let one = match op {
@@ -341,7 +347,7 @@ impl Gpu {
             Op::Launch(l) => {
                 self.launched += 1;
                 let twin = l.twin.ok_or("a launch without its CPU twin bound reached the sim")?.clone();
-                let job = Work::Launch { twin, gpu: self.gpu, slot, seq: self.launched, share: l.share };
+                let job = Work::Launch { twin, gpu, slot, seq: self.launched, share: l.share };
                 return Self::set(work, job);
             }
             Op::Host(f) => return Self::set(work, Work::Callback(f, slot)),
@@ -410,12 +416,9 @@ impl Gpu {
         // one after another wherever they run).
         g.each_node(false, |node| {
             self.begin(node.slot, node.tag)?;
-            let added = self.op(node.op);
-            let (_, _, mut work) = self.pending.take().ok_or("no command begun")?;
+            let added = self.op_on(node.gpu, node.op);
+            let (_, _, work) = self.pending.take().ok_or("no command begun")?;
             added?;
-            if let Some(Work::Launch { gpu, .. }) = work.as_mut() {
-                *gpu = node.gpu;
-            }
             items.push((node.slot, node.tag, work.ok_or("a command without operations")?));
             Ok::<(), Fault>(())
         })?;

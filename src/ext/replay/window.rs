@@ -408,7 +408,6 @@ pub(crate) fn plan(held: Vec<Held>, order: Order, gpus: &[usize], lanes: usize, 
     let mut spread_of_root = vec![usize::MAX; n];
     let mut spread_shares: Vec<(usize, Vec<Held>, Vec<u16>)> = Vec::new();
     for r in parts {
-        let g = pin_of_root[r].unwrap_or_else(|| (0..gpus.len()).min_by_key(|&g| (load[g], g)).unwrap_or(0));
         if spreads(r) {
             load.iter_mut().for_each(|l| *l += part_cmds[r].div_ceil(gpus.len()));
             spread_of_root[r] = spread_shares.len();
@@ -417,6 +416,7 @@ pub(crate) fn plan(held: Vec<Held>, order: Order, gpus: &[usize], lanes: usize, 
             spread_shares.push((gpus[0], Vec::new(), Vec::new()));
             continue;
         }
+        let g = pin_of_root[r].unwrap_or_else(|| (0..gpus.len()).min_by_key(|&g| (load[g], g)).unwrap_or(0));
         load[g] += part_cmds[r];
         gpu_of_root[r] = g;
     }
