@@ -12,6 +12,11 @@
 //! `--device-graph` adds the graph run on the device by persistent kernels
 //! (`DeviceGraph`, Giles' scheme), rotated with the others, and its columns.
 //!
+//! `--variants` runs only some of the four in this process: once 17 streams of a
+//! context have had work the GPU runs every CUDA graph's nodes slower, and each
+//! scheduler brings S streams, so a campaign runs each variant in a process of its own
+//! and merges the CSVs (`scripts/gpu/flow-summary.py`).
+//!
 //! `cargo bench --bench flow -- --help` lists the options. `--backend sim` runs chariot
 //! alone on the simulator (the CUDA graph needs CUDA), at small sizes by default.
 
@@ -78,6 +83,19 @@ struct Cli {
     /// that has none: the same variants then take turns).
     #[arg(long)]
     no_recorded: bool,
+    /// Which of the four usual variants run in this process, comma-separated: chariot
+    /// (defaults, the per-iteration loop), host (replay off), graph (the hand-written
+    /// CUDA graph), recorded (chariot's recorded graph). The GPU runs every CUDA graph's
+    /// nodes slower once more than 16 streams have had work in the process's context
+    /// (0.64 → 0.82 µs a node on the H200's 1,024-node chain), and each chariot
+    /// scheduler brings S streams: a campaign that compares variants runs each in a
+    /// process of its own, as a user's program would.
+    #[arg(long, value_delimiter = ',', default_value = "chariot,host,graph,recorded",
+          value_parser = ["chariot", "host", "graph", "recorded"])]
+    variants: Vec<String>,
+    /// S, the CUDA streams of chariot's schedulers (default: chariot's own choice).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    streams: Option<u32>,
     /// Write every window of chariot's per-iteration runs (defaults; warm-up included,
     /// round 0) as CSV to this file: its tasks, when it was queued, launched and seen
     /// to end, in µs after the run's first window was queued, and its host time; with
@@ -168,15 +186,26 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     // chariot's defaults: nothing tuned, only the GPU chosen (replay where it pays);
     // and the same with replay off, the host dispatching every command.
     let gpus: Vec<usize> = (cli.gpu..cli.gpu + cli.gpus as usize).collect();
-    let sched = Scheduler::builder().backend(backend.clone()).gpu_list(gpus.clone()).build()?;
-    let host = Scheduler::builder().backend(backend).gpu_list(gpus.clone()).execution(Execution::Host).build()?;
+    let wants = |v: &str| cli.variants.iter().any(|w| w == v);
+    let (run_chariot, run_host, run_graph) = (wants("chariot"), wants("host"), wants("graph"));
+    let run_recorded = wants("recorded") && !cli.no_recorded;
+    let builder = |execution: Execution| {
+        let b = Scheduler::builder().backend(backend.clone()).gpu_list(gpus.clone()).execution(execution);
+        match cli.streams {
+            Some(s) => b.streams(s as usize),
+            None => b,
+        }
+    };
+    // Only the schedulers the variants need: each brings S streams to the GPU's context.
+    let sched = if run_chariot || run_recorded { Some(builder(Execution::Auto).build()?) } else { None };
+    let host = if run_host { Some(builder(Execution::Host).build()?) } else { None };
     if cli.device_graph && cli.blocks > 1 {
         return Err(
             format!("--device-graph runs every node on one block; --blocks {} asks for more", cli.blocks).into()
         );
     }
-    let flow = ChariotFlow::new(&sched)?.blocks(cli.blocks);
-    let host_flow = ChariotFlow::new(&host)?.blocks(cli.blocks);
+    let flow = sched.as_ref().map(|s| ChariotFlow::new(s).map(|f| f.blocks(cli.blocks))).transpose()?;
+    let host_flow = host.as_ref().map(|s| ChariotFlow::new(s).map(|f| f.blocks(cli.blocks))).transpose()?;
     let chariot_device_on = cli.chariot_device && !sim;
     let dev_sched = if chariot_device_on {
         Some(Scheduler::builder().backend(Backend::Cuda).gpu_list(gpus.clone()).execution(Execution::Device).build()?)
@@ -261,7 +290,8 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     for &(shape, size) in &plan {
         let graph = Graph::new(shape, size, cli.seed)?;
         for &iters in &cli.iters {
-            let mut hand = if sim { None } else { Some(HandGraph::build(cli.gpu, &graph, iters, cli.blocks)?) };
+            let mut hand =
+                if sim || !run_graph { None } else { Some(HandGraph::build(cli.gpu, &graph, iters, cli.blocks)?) };
             let build_ns = hand.as_ref().map_or(0, |h| h.build_ns());
             let mut device = if device_on { Some(DeviceGraph::build(&gpus, &graph, iters)?) } else { None };
             let device_build_ns = device.as_ref().map_or(0, |d| d.build_ns());
@@ -270,20 +300,29 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
             let mut times: [Vec<u64>; 6] = Default::default();
             // Recorded once, then run until its way is settled (graph or device: the
             // runtime tries both on the first runs), all counted as its build.
-            let (recorded, mut record_ns) = flow.record(&sched, &graph, iters)?;
-            if recorded.node_gpus().len() > 1 {
-                println!(
-                    "{} {size} at {iters}: the recorded graph's nodes run on GPUs {:?} (parts launched from {:?})",
-                    shape.name(),
-                    recorded.node_gpus(),
-                    recorded.gpus()
-                );
-            }
-            let mut way = "graph";
-            for _ in 0..if cli.no_recorded { 0 } else { SETTLE_RUNS } {
-                let r = flow.run_recorded(&sched, &recorded)?;
-                record_ns += r.wall_ns;
-                way = if r.report.windows.iter().any(|w| w.setup == GraphSetup::Device) { "device" } else { "graph" };
+            let mut recorded = None;
+            let (mut record_ns, mut way) = (0, "graph");
+            if let (true, Some(s), Some(f)) = (run_recorded, &sched, &flow) {
+                let (r, ns) = f.record(s, &graph, iters)?;
+                if r.node_gpus().len() > 1 {
+                    println!(
+                        "{} {size} at {iters}: the recorded graph's nodes run on GPUs {:?} (parts launched from {:?})",
+                        shape.name(),
+                        r.node_gpus(),
+                        r.gpus()
+                    );
+                }
+                record_ns = ns;
+                for _ in 0..SETTLE_RUNS {
+                    let run = f.run_recorded(s, &r)?;
+                    record_ns += run.wall_ns;
+                    way = if run.report.windows.iter().any(|w| w.setup == GraphSetup::Device) {
+                        "device"
+                    } else {
+                        "graph"
+                    };
+                }
+                recorded = Some(r);
             }
             let (mut replayed, mut lanes) = (0usize, 0usize);
             // chariot with its defaults, per timed run: submitting, the windows' set-up
@@ -297,7 +336,11 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                     let which = (round + turn) % variants;
                     let (variant, wall_ns, b) = match which {
                         0 | 1 => {
-                            let (s, f) = if which == 0 { (&sched, &flow) } else { (&host, &host_flow) };
+                            let pair = if which == 0 { (&sched, &flow) } else { (&host, &host_flow) };
+                            let (Some(s), Some(f)) = (pair.0.as_ref(), pair.1.as_ref()) else { continue };
+                            if which == 0 && !run_chariot {
+                                continue;
+                            }
                             let r = f.run(s, &graph, iters)?;
                             ok &= edges_hold(&graph, &r.report, shape, &format!("size {size}"));
                             last_parts = [
@@ -344,9 +387,9 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                             Some(d) => ("device-graph", d.run()?.wall_ns, device_build_ns),
                             None => continue,
                         },
-                        5 if cli.no_recorded => continue,
                         5 => {
-                            let r = flow.run_recorded(&sched, &recorded)?;
+                            let (Some(s), Some(f), Some(rec)) = (&sched, &flow, &recorded) else { continue };
+                            let r = f.run_recorded(s, rec)?;
                             last_parts = [
                                 r.submit_ns,
                                 r.report.windows.iter().map(|w| w.host_ns).sum(),
@@ -382,60 +425,67 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                 }
             }
             let [ours, hosts, theirs, on_device, chariot_dev, rec] = &mut times;
-            let r = median(rec);
-            let [sub, wh, ws] = &mut parts;
-            breakdown.push(format!(
-                "{:<5} {:>6} {:>6} | {:>10.2} {:>12.1} {:>10.3} {:>10.3}",
-                shape.name(),
-                size,
-                iters,
-                median(sub) as f64 / 1e3 / graph.nodes as f64,
-                median(wh) as f64 / 1e3,
-                median(ws) as f64 / 1e6,
-                median(&mut ours.clone()) as f64 / 1e6
-            ));
+            if run_chariot {
+                let [sub, wh, ws] = &mut parts;
+                breakdown.push(format!(
+                    "{:<5} {:>6} {:>6} | {:>10.2} {:>12.1} {:>10.3} {:>10.3}",
+                    shape.name(),
+                    size,
+                    iters,
+                    median(sub) as f64 / 1e3 / graph.nodes as f64,
+                    median(wh) as f64 / 1e3,
+                    median(ws) as f64 / 1e6,
+                    median(&mut ours.clone()) as f64 / 1e6
+                ));
+            }
             let per_node = |ns: u64| ns as f64 / 1e3 / graph.nodes as f64;
-            let (c, h, g) = (median(ours), median(hosts), median(theirs));
+            let g = median(theirs);
             let over_g =
                 |x: u64| if hand.is_some() { format!("{:.2}", x as f64 / g.max(1) as f64) } else { "-".into() };
-            let (g_ms, g_node, b_ms) = if hand.is_some() {
-                (
-                    format!("{:.3}", g as f64 / 1e6),
-                    format!("{:.2}", per_node(g)),
-                    format!("{:.3}", build_ns as f64 / 1e6),
-                )
+            // A variant this process did not run prints dashes, never a zero time.
+            let ms = |v: &mut Vec<u64>| {
+                if v.is_empty() {
+                    "-".to_string()
+                } else {
+                    format!("{:.3}", median(v) as f64 / 1e6)
+                }
+            };
+            let node =
+                |v: &mut Vec<u64>| if v.is_empty() { "-".to_string() } else { format!("{:.2}", per_node(median(v))) };
+            let over = |v: &mut Vec<u64>| if v.is_empty() { "-".to_string() } else { over_g(median(v)) };
+            let build_ms = if hand.is_some() { format!("{:.3}", build_ns as f64 / 1e6) } else { "-".into() };
+            let (replay, lane_col) = if run_chariot {
+                (format!("{:.0}%", 100.0 * replayed as f64 / graph.nodes as f64), lanes.to_string())
             } else {
-                ("-".into(), "-".into(), "-".into())
+                ("-".into(), "-".into())
             };
             println!(
-                "{:<5} {:>6} {:>7} {:>7} {:>6} | {:>10.3} {:>8.2} {:>5.0}% {:>5} | {:>10.3} {:>8.2} | {:>10} {:>8} {:>9} | {:>6} {:>6} | {:>9.3} {:>8.2} {:>6}{}",
+                "{:<5} {:>6} {:>7} {:>7} {:>6} | {:>10} {:>8} {:>6} {:>5} | {:>10} {:>8} | {:>10} {:>8} {:>9} | {:>6} {:>6} | {:>9} {:>8} {:>6}{}",
                 shape.name(),
                 size,
                 graph.nodes,
                 graph.edges.len(),
                 iters,
-                c as f64 / 1e6,
-                per_node(c),
-                100.0 * replayed as f64 / graph.nodes as f64,
-                lanes,
-                h as f64 / 1e6,
-                per_node(h),
-                g_ms,
-                g_node,
-                b_ms,
-                over_g(c),
-                over_g(h),
-                r as f64 / 1e6,
-                per_node(r),
-                format!("{}{}", over_g(r), if way == "device" { "d" } else { "" }),
+                ms(ours),
+                node(ours),
+                replay,
+                lane_col,
+                ms(hosts),
+                node(hosts),
+                ms(theirs),
+                node(theirs),
+                build_ms,
+                over(ours),
+                over(hosts),
+                ms(rec),
+                node(rec),
+                format!("{}{}", over(rec), if way == "device" && !rec.is_empty() { "d" } else { "" }),
                 if device.is_some() {
-                    let d = median(on_device);
-                    format!(" | {:>10.3} {:>8.2} {:>6}", d as f64 / 1e6, per_node(d), over_g(d))
+                    format!(" | {:>10} {:>8} {:>6}", ms(on_device), node(on_device), over(on_device))
                 } else {
                     String::new()
                 } + &if dev_sched.is_some() {
-                    let d = median(chariot_dev);
-                    format!(" | {:>10.3} {:>8.2} {:>6}", d as f64 / 1e6, per_node(d), over_g(d))
+                    format!(" | {:>10} {:>8} {:>6}", ms(chariot_dev), node(chariot_dev), over(chariot_dev))
                 } else {
                     String::new()
                 }
