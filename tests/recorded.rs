@@ -308,7 +308,19 @@ fn a_spread_part_shares_no_copy_with_work_placed_on_the_gpus_it_spans() {
 #[test]
 #[ignore = "needs two CUDA GPUs"]
 fn cuda_a_spread_part_shares_no_copy_with_work_placed_on_the_gpus_it_spans() {
+    if fewer_than_two_gpus() {
+        return;
+    }
     with_timeout(DEADLINE_S, || spread_beside_placed_work(Backend::Cuda));
+}
+
+/// Whether this machine has fewer than two CUDA GPUs (saying the test skips).
+fn fewer_than_two_gpus() -> bool {
+    let gpus = Backend::cuda_devices().unwrap_or(0);
+    if gpus < 2 {
+        eprintln!("SKIPPED: {gpus} CUDA GPU(s) here; this test needs two");
+    }
+    gpus < 2
 }
 
 /// A spread part's runs fail, naming the GPU, once a GPU it spans is lost (its nodes
@@ -366,6 +378,9 @@ fn a_dag_wider_than_a_gpu_spreads_over_both_in_one_graph_and_matches_the_loop() 
 #[test]
 #[ignore = "needs two CUDA GPUs"]
 fn cuda_a_dag_wider_than_a_gpu_spreads_over_both_in_one_graph_and_matches_the_loop() {
+    if fewer_than_two_gpus() {
+        return;
+    }
     with_timeout(DEADLINE_S, || wide_dag_spreads(Backend::Cuda));
 }
 

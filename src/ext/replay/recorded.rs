@@ -53,8 +53,9 @@ pub(crate) const LANE_BUDGET: usize = 256 << 20;
 /// The virtual buffers `tasks` name, each once.
 pub(crate) fn virtual_buffers<'a>(tasks: impl Iterator<Item = &'a Task>) -> Vec<Arc<DeviceBufferInner>> {
     let mut out: Vec<Arc<DeviceBufferInner>> = Vec::new();
+    let mut seen = rustc_hash::FxHashSet::default();
     let mut add = |b: &Arc<DeviceBufferInner>| {
-        if !out.iter().any(|o| o.id == b.id) {
+        if seen.insert(b.id) {
             out.push(b.clone());
         }
     };
