@@ -1,0 +1,61 @@
+// Probe: which use of streams slows a CUDA graph's nodes afterwards (on an H200 with
+// driver 580, once 17 streams of a context have had work, the 1,024-node chain of empty
+// kernels runs 0.82 us a node instead of 0.64, for the rest of the process). Usage:
+// stream_count_probe MODE N, one fresh process per (MODE, N), beside the graph's own
+// stream: conc creates N streams, launches an empty kernel on each and keeps them; seq
+// creates, launches on, synchronizes and destroys one stream at a time, N times; idle
+// creates N and launches nothing; null creates and launches on N, then launches on the
+// legacy default stream; memcpy the same, then a synchronous copy instead; events
+// records an event on the graph's stream N times. Prints the chain's median (16 timed
+// launches) before and after. Run by scripts/gpu/graph-probes.sh.
+#include <cuda_runtime.h>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+#define CK(x) do { auto ck_ = (x); if ((int)ck_ != 0) { printf("%s failed %d line %d\n", #x, (int)ck_, __LINE__); exit(1);} } while (0)
+extern "C" __global__ void flow_spin(float* sink, unsigned iters) {
+    float a = threadIdx.x * 1e-3f, b = 1.0001f;
+    for (unsigned i = 0; i < iters; ++i) { a = fmaf(a, b, 1e-4f); b = fmaf(b, 0.9999f, 1e-5f); }
+    if (threadIdx.x == 0) sink[0] = a + b;
+}
+static double now() { return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+int main(int argc, char** argv) {
+    const char* mode = argv[1]; int n = atoi(argv[2]);
+    CK(cudaSetDevice(0)); CK(cudaFree(0));
+    float* sink; CK(cudaMalloc(&sink, 4));
+    cudaStream_t s; CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaGraph_t g; CK(cudaGraphCreate(&g, 0));
+    std::vector<cudaGraphNode_t> nodes(1024); unsigned iters = 0; void* args[2] = {&sink, &iters};
+    for (int i = 0; i < 1024; i++) {
+        cudaKernelNodeParams p{}; p.func = (void*)flow_spin; p.gridDim = dim3(1); p.blockDim = dim3(128); p.kernelParams = args;
+        CK(cudaGraphAddKernelNode(&nodes[i], g, i ? &nodes[i - 1] : nullptr, i ? 1 : 0, &p));
+    }
+    cudaGraphExec_t e; CK(cudaGraphInstantiate(&e, g, 0));
+    auto time = [&]() {
+        std::vector<double> t;
+        for (int r = 0; r < 16; r++) { double t0 = now(); CK(cudaGraphLaunch(e, s)); CK(cudaStreamSynchronize(s)); if (r) t.push_back(now() - t0); }
+        std::sort(t.begin(), t.end()); return t[t.size() / 2];
+    };
+    double before = time();
+    std::vector<cudaStream_t> keep;
+    if (!strcmp(mode, "conc") || !strcmp(mode, "idle")) {
+        for (int i = 0; i < n; i++) { cudaStream_t x; CK(cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking)); keep.push_back(x); if (mode[0] == 'c') flow_spin<<<1, 128, 0, x>>>(sink, 0); }
+        CK(cudaDeviceSynchronize());
+    } else if (!strcmp(mode, "seq")) {
+        for (int i = 0; i < n; i++) { cudaStream_t x; CK(cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking)); flow_spin<<<1, 128, 0, x>>>(sink, 0); CK(cudaStreamSynchronize(x)); CK(cudaStreamDestroy(x)); }
+    } else if (!strcmp(mode, "null") || !strcmp(mode, "memcpy")) {
+        // n streams, then the legacy default stream: a kernel on it, or a synchronous copy.
+        for (int i = 0; i < n; i++) { cudaStream_t x; CK(cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking)); keep.push_back(x); flow_spin<<<1, 128, 0, x>>>(sink, 0); }
+        CK(cudaDeviceSynchronize());
+        if (mode[0] == 'n') { flow_spin<<<1, 128>>>(sink, 0); } else { float h = 0; CK(cudaMemcpy(sink, &h, 4, cudaMemcpyHostToDevice)); }
+        CK(cudaDeviceSynchronize());
+    } else if (!strcmp(mode, "events")) {
+        for (int i = 0; i < n; i++) { cudaEvent_t ev; CK(cudaEventCreate(&ev)); CK(cudaEventRecord(ev, s)); CK(cudaEventSynchronize(ev)); keep.push_back((cudaStream_t)ev); }
+    }
+    double after = time();
+    printf("%-6s %3d | before %6.1f after %6.1f\n", mode, n, before, after);
+    return 0;
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Call C: the GPU tests of the build with batches' windows past S; then the flow bench
+# with each variant in a process of its own, alternated call by call: the hand-written
+# graph, chariot's defaults of the build before (old), of this build (lanes: a batch's
+# windows laid out past S once its buffers have the copies), and of lanes with
+# `synchronize` always waiting for the thread that frees the batch's last tasks (wait);
+# and this build's recorded graphs.
+set -uo pipefail
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+mkdir -p $OUT/csv
+{ date -u; nvidia-smi -L; nproc; } > $OUT/machine.txt 2>&1
+for t in replay recorded gpu resident; do
+  timeout 300 .gpu/test-$t --include-ignored --test-threads 1 > $OUT/test-$t.log 2>&1; echo "test-$t rc $?" >> $OUT/tests.txt
+  grep "test result" $OUT/test-$t.log >> $OUT/tests.txt
+done
+G=.gpu
+for call in 1 2 3; do
+  steps=(graph old lanes wait recorded)
+  for k in 0 1 2 3 4; do
+    step=${steps[$(( (k + call) % 5 ))]}
+    case $step in
+      graph) $G/flow-old --variants graph --csv $OUT/csv/graph-$call.csv > $OUT/csv/graph-$call.txt 2>&1 ;;
+      recorded) $G/flow-lanes --variants recorded --csv $OUT/csv/flow-lanes-recorded-$call.csv > $OUT/csv/recorded-$call.txt 2>&1 ;;
+      *) $G/flow-$step --variants chariot --windows $OUT/csv/windows-$step-$call.csv --csv $OUT/csv/flow-$step-chariot-$call.csv > $OUT/csv/$step-$call.txt 2>&1 ;;
+    esac
+  done
+done
+for call in 1 2 3; do for b in old lanes wait; do cp $OUT/csv/graph-$call.csv $OUT/csv/flow-$b-graph-$call.csv; done; done
+python3 .gpu/flow-summary.py $OUT/csv old lanes > $OUT/old-lanes.txt 2>&1
+python3 .gpu/flow-summary.py $OUT/csv old wait > $OUT/old-wait.txt 2>&1
+python3 .gpu/flow-summary.py $OUT/csv lanes wait > $OUT/lanes-wait.txt 2>&1
+cd $OUT && tar czf flow-csv.tgz csv && tar czf test-logs.tgz test-*.log && rm -rf csv test-*.log
