@@ -13,6 +13,11 @@
 #   carry: [".gpu", ".peers/carry"]
 #   OUT=$OUT bash scripts/gpu/flow-peers.sh
 #
+# OWN=1 runs every variant of every program in a process of its own (a CUDA graph's
+# nodes run slower once 17 streams of a context have had work, and chariot's schedulers
+# and CUDASTF's stream pools bring many: results/nvidia-h200/2026-11-29-graphs-and-stream-count/),
+# the processes' order rotating each call; chariot's host dispatch is left out there.
+#
 # STEPS picks steps (default "build flow cholesky summary"): build compiles the three programs
 # with nvcc in parallel (their logs and times in build.txt); flow runs, CALLS times
 # (default 3), the flow bench (chariot with defaults, chariot with replay off, the
@@ -71,7 +76,28 @@ if step build; then
   { cat "$W/src/COMMITS"; cat "$W"/build-*.txt; } | tee "$OUT/build.txt"
 fi
 
-if step flow; then
+if step flow && [ "${OWN:-0}" = 1 ]; then
+  echo "== flow: every variant in a process of its own; $CALLS calls of $ROUNDS timed rounds, the order rotating"
+  rm -f "$W"/flow-*.csv "$W"/flow-*.log
+  runs=("chariot-graph $B/flow --variants graph" "chariot-recorded $B/flow --variants recorded"
+        "chariot-loop $B/flow --variants chariot" "stf-stream $W/stf-flow --variants stf-stream"
+        "stf-graph $W/stf-flow --variants stf-graph" "stf-graph-exec $W/stf-flow --variants stf-graph-exec"
+        "nvcc-graph $W/stf-flow --variants cuda-graph-nvcc" "taskflow-graph $W/taskflow-flow --variants taskflow-graph"
+        "taskflow-rebuild $W/taskflow-flow --variants taskflow-rebuild")
+  n=${#runs[@]}
+  for i in $(seq 1 "$CALLS"); do
+    for k in $(seq 0 $((n - 1))); do
+      read -r v exe rest <<< "${runs[$(( (i - 1 + k) % n ))]}"
+      if [ -x "$exe" ]; then
+        # shellcheck disable=SC2086 # $rest is the variant's flags
+        timeout 240 "$exe" $rest --rounds "$ROUNDS" --csv "$W/flow-$v-$i.csv" > "$W/flow-$v-$i.log" 2>&1 && rc=0 || rc=$?
+      else
+        rc="missing ($exe)"
+      fi
+      echo "$v $i exit $rc"
+    done
+  done | tee "$OUT/flow.txt" || true
+elif step flow; then
   echo "== flow: the flow bench, stf-flow, taskflow-flow; $CALLS calls of $ROUNDS timed rounds, the order rotating"
   rm -f "$W"/flow-*.csv "$W"/flow-*.log
   progs=(chariot stf taskflow)
@@ -152,16 +178,19 @@ for key in sorted(runs, key=lambda k: (order.index(k[0]) if k[0] in order else 9
         else:
             cells.append(f"{med[v]:>16.3f}")
     print(f"{key[0]:<5} {key[1]:>6} {meta[key][1]:>6} {meta[key][2]:>6} | " + " ".join(cells))
-# chariot (defaults) over each peer: at most 1 where chariot is at most the peer's time.
-peers = [v for v in variants if v not in ("chariot", "chariot-host", "cuda-graph")]
-if peers and any("chariot" in d for d in runs.values()):
-    print("\nchariot (defaults) over each peer, medians as above")
+# chariot (defaults, and its recorded graph) over each peer: at most 1 where chariot is
+# at most the peer's time.
+peers = [v for v in variants if v not in ("chariot", "chariot-host", "cuda-graph", "chariot-recorded")]
+for ours, what in [("chariot", "defaults"), ("chariot-recorded", "recorded graph")]:
+    if not peers or not any(ours in d for d in runs.values()):
+        continue
+    print(f"\nchariot ({what}) over each peer, medians as above")
     print(f"{'shape':<5} {'iters':>6} | " + " ".join(f"{v:>16}" for v in peers))
     for key in sorted(runs, key=lambda k: (order.index(k[0]) if k[0] in order else 99, k[1])):
         d = runs[key]
-        if "chariot" not in d:
+        if ours not in d:
             continue
-        c = statistics.median(d["chariot"])
+        c = statistics.median(d[ours])
         print(f"{key[0]:<5} {key[1]:>6} | " + " ".join(
             f"{c / statistics.median(d[v]):>16.2f}" if v in d else f"{'-':>16}" for v in peers))
 # Every program must have run the same graphs: one (nodes, edges) per shape.
