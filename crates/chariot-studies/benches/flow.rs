@@ -93,7 +93,8 @@ struct Cli {
     #[arg(long, value_delimiter = ',', default_value = "chariot,host,graph,recorded",
           value_parser = ["chariot", "host", "graph", "recorded"])]
     variants: Vec<String>,
-    /// S, the CUDA streams of chariot's schedulers (default: chariot's own choice).
+    /// S, the CUDA streams of every chariot scheduler here (default: chariot's own
+    /// choice).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     streams: Option<u32>,
     /// Write every window of chariot's per-iteration runs (defaults; warm-up included,
@@ -207,11 +208,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     let flow = sched.as_ref().map(|s| ChariotFlow::new(s).map(|f| f.blocks(cli.blocks))).transpose()?;
     let host_flow = host.as_ref().map(|s| ChariotFlow::new(s).map(|f| f.blocks(cli.blocks))).transpose()?;
     let chariot_device_on = cli.chariot_device && !sim;
-    let dev_sched = if chariot_device_on {
-        Some(Scheduler::builder().backend(Backend::Cuda).gpu_list(gpus.clone()).execution(Execution::Device).build()?)
-    } else {
-        None
-    };
+    let dev_sched = if chariot_device_on { Some(builder(Execution::Device).build()?) } else { None };
     let dev_flow = dev_sched.as_ref().map(|s| ChariotFlow::new(s).map(|f| f.blocks(cli.blocks))).transpose()?;
     let mut csv = match &cli.csv {
         Some(p) => {
