@@ -125,7 +125,7 @@ impl Builder {
 
     /// CUDA streams per GPU, S (1..=64; default: one per CPU core over the GPUs, at
     /// least what the GPU stages hold at once, at most 32: see [`Tuning`](crate::stage::Tuning)).
-    /// 17 or more with work in a context slow every CUDA graph ~25 % on an H200 (`docs/replay.md`).
+    /// Dispatch over several streams slows every CUDA graph ~25 % on an H200 (`docs/replay.md`).
     pub fn streams(mut self, s: usize) -> Self {
         self.streams = Some(s);
         self

@@ -12,10 +12,10 @@
 //! `--device-graph` adds the graph run on the device by persistent kernels
 //! (`DeviceGraph`, Giles' scheme), rotated with the others, and its columns.
 //!
-//! `--variants` runs only some of the four in this process: once 17 streams of a
-//! context have had work the GPU runs every CUDA graph's nodes slower, and each
-//! scheduler brings S streams, so a campaign runs each variant in a process of its own
-//! and merges the CSVs (`scripts/gpu/flow-summary.py`).
+//! `--variants` runs only some of the four in this process: once a context's launches
+//! have moved between streams about 16 times (host dispatch over S streams does), the
+//! GPU runs every CUDA graph's nodes in it slower, so a campaign runs each variant in a
+//! process of its own and merges the CSVs (`scripts/gpu/flow-summary.py`).
 //!
 //! `cargo bench --bench flow -- --help` lists the options. `--backend sim` runs chariot
 //! alone on the simulator (the CUDA graph needs CUDA), at small sizes by default.
@@ -86,10 +86,10 @@ struct Cli {
     /// Which of the four usual variants run in this process, comma-separated: chariot
     /// (defaults, the per-iteration loop), host (replay off), graph (the hand-written
     /// CUDA graph), recorded (chariot's recorded graph). The GPU runs every CUDA graph's
-    /// nodes slower once more than 16 streams have had work in the process's context
-    /// (0.64 → 0.82 µs a node on the H200's 1,024-node chain), and each chariot
-    /// scheduler brings S streams: a campaign that compares variants runs each in a
-    /// process of its own, as a user's program would.
+    /// nodes slower once the context's launches have moved between streams about 16
+    /// times (0.64 → 0.82 µs a node on the H200's 1,024-node chain), as host dispatch
+    /// over S streams does: a campaign that compares variants runs each in a process of
+    /// its own, as a user's program would.
     #[arg(long, value_delimiter = ',', default_value = "chariot,host,graph,recorded",
           value_parser = ["chariot", "host", "graph", "recorded"])]
     variants: Vec<String>,

@@ -1,6 +1,8 @@
-// Probe: which use of streams slows a CUDA graph's nodes afterwards (on an H200 with
-// driver 580, once 17 streams of a context have had work, the 1,024-node chain of empty
-// kernels runs 0.82 us a node instead of 0.64, for the rest of the process). Usage:
+// Probe: how many streams with work slow a CUDA graph's nodes afterwards (on an H200
+// with driver 580, the 1,024-node chain of empty kernels runs 0.82 us a node instead of
+// 0.64 once 16 other streams have had a launch each: the context's launches have moved
+// between streams 16 times; stream_use_probe.cu finds fewer streams do it with more
+// launches). Usage:
 // stream_count_probe MODE N, one fresh process per (MODE, N), beside the graph's own
 // stream: conc creates N streams, launches an empty kernel on each and keeps them; seq
 // creates, launches on, synchronizes and destroys one stream at a time, N times; idle
