@@ -19,12 +19,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
-#define CK(x) do { auto ck_ = (x); if ((int)ck_ != 0) { printf("%s failed %d line %d\n", #x, (int)ck_, __LINE__); exit(1);} } while (0)
-extern "C" __global__ void flow_spin(float* sink, unsigned iters) {
-    float a = threadIdx.x * 1e-3f, b = 1.0001f;
-    for (unsigned i = 0; i < iters; ++i) { a = fmaf(a, b, 1e-4f); b = fmaf(b, 0.9999f, 1e-5f); }
-    if (threadIdx.x == 0) sink[0] = a + b;
-}
+#include "graph_probe.hpp"
 static const char* SRC = R"(extern "C" __global__ void flow_spin(float* sink, unsigned iters) {
     float a = threadIdx.x * 1e-3f, b = 1.0001f;
     for (unsigned i = 0; i < iters; ++i) {
@@ -33,7 +28,6 @@ static const char* SRC = R"(extern "C" __global__ void flow_spin(float* sink, un
     }
     if (threadIdx.x == 0) sink[0] = a + b;
 })";
-static double now() { return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 static std::vector<std::vector<int>> preds(const std::string& s) {
     std::vector<std::vector<int>> p;
     if (s == "lc") { for (int i = 0; i < 1024; i++) p.push_back(i ? std::vector<int>{i - 1} : std::vector<int>{}); }

@@ -12,40 +12,18 @@
 //   another thread; query: one kernel on each, its event polled to its end.
 // Prints the chain's median (16 launches) before and after, then after on a stream
 // created then, on one of the 8, and on its own again. Run by scripts/gpu/graph-probes.sh.
-#include <cuda.h>
-#include <cuda_runtime.h>
-#include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <thread>
-#include <vector>
-#define CK(x) do { auto ck_ = (x); if ((int)ck_ != 0) { printf("%s failed %d line %d\n", #x, (int)ck_, __LINE__); exit(1);} } while (0)
-extern "C" __global__ void flow_spin(float* sink, unsigned iters) {
-    float a = threadIdx.x * 1e-3f, b = 1.0001f;
-    for (unsigned i = 0; i < iters; ++i) { a = fmaf(a, b, 1e-4f); b = fmaf(b, 0.9999f, 1e-5f); }
-    if (threadIdx.x == 0) sink[0] = a + b;
-}
+#include "graph_probe.hpp"
+
 static void CUDART_CB nothing(void*) {}
-static double now() { return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 int main(int argc, char** argv) {
     const char* mode = argv[1]; const int n = 8;
     CK(cudaSetDevice(0)); CK(cudaFree(0));
-    float* sink; CK(cudaMalloc(&sink, 4));
     cudaStream_t s; CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    cudaGraph_t g; CK(cudaGraphCreate(&g, 0));
-    std::vector<cudaGraphNode_t> nodes(1024); unsigned iters = 0; void* args[2] = {&sink, &iters};
-    for (int i = 0; i < 1024; i++) {
-        cudaKernelNodeParams p{}; p.func = (void*)flow_spin; p.gridDim = dim3(1); p.blockDim = dim3(128); p.kernelParams = args;
-        CK(cudaGraphAddKernelNode(&nodes[i], g, i ? &nodes[i - 1] : nullptr, i ? 1 : 0, &p));
-    }
-    cudaGraphExec_t e; CK(cudaGraphInstantiate(&e, g, 0));
-    auto time = [&]() {
-        std::vector<double> t;
-        for (int r = 0; r < 17; r++) { double t0 = now(); CK(cudaGraphLaunch(e, s)); CK(cudaStreamSynchronize(s)); if (r) t.push_back(now() - t0); }
-        std::sort(t.begin(), t.end()); return t[t.size() / 2];
-    };
+    Chain chain;
+    float* sink = chain.sink;
+    auto time = [&]() { return chain.time(s, 17); };
     double before = time();
     std::vector<cudaStream_t> st(n);
     for (auto& x : st) CK(cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking));
