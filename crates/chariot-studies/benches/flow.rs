@@ -93,6 +93,14 @@ struct Cli {
     #[arg(long, value_delimiter = ',', default_value = "chariot,host,graph,recorded",
           value_parser = ["chariot", "host", "graph", "recorded"])]
     variants: Vec<String>,
+    /// Where the hand-written graph's nodes write their float: `own`, a sink of its
+    /// own; `chariot`, the sink chariot's launches write on stream slot 0 (a recorded
+    /// graph's lane 0), which needs the chariot or recorded variant in this process. A
+    /// chain of one-block nodes runs at a speed set by where that float lies (653–760
+    /// µs for 1,024 empty nodes on an H200 by its page: `peers/sink_address_probe.cu`),
+    /// so comparing two programs' chains node for node needs one address.
+    #[arg(long, default_value = "own", value_parser = ["own", "chariot"])]
+    graph_sink: String,
     /// S, the CUDA streams of every chariot scheduler here (default: chariot's own
     /// choice).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
@@ -207,6 +215,12 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     }
     let flow = sched.as_ref().map(|s| ChariotFlow::new(s).map(|f| f.blocks(cli.blocks))).transpose()?;
     let host_flow = host.as_ref().map(|s| ChariotFlow::new(s).map(|f| f.blocks(cli.blocks))).transpose()?;
+    let into_chariot = cli.graph_sink == "chariot";
+    if into_chariot && run_graph && flow.is_none() {
+        return Err(
+            "--graph-sink chariot writes chariot's sink: run the chariot or recorded variant with the graph".into()
+        );
+    }
     let chariot_device_on = cli.chariot_device && !sim;
     let dev_sched = if chariot_device_on { Some(builder(Execution::Device).build()?) } else { None };
     let dev_flow = dev_sched.as_ref().map(|s| ChariotFlow::new(s).map(|f| f.blocks(cli.blocks))).transpose()?;
@@ -239,6 +253,9 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
         cli.rounds,
         if sim { " (chariot alone: the CUDA graph needs CUDA)" } else { "" }
     );
+    if into_chariot && run_graph && !sim {
+        println!("flow: the hand-written graph writes chariot's sink (its stream slot 0's copy on GPU {})", cli.gpu);
+    }
     let device_on = cli.device_graph && !sim;
     if cli.device_graph && sim {
         eprintln!("flow: --device-graph needs CUDA; left out on sim");
@@ -287,8 +304,11 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     for &(shape, size) in &plan {
         let graph = Graph::new(shape, size, cli.seed)?;
         for &iters in &cli.iters {
-            let mut hand =
-                if sim || !run_graph { None } else { Some(HandGraph::build(cli.gpu, &graph, iters, cli.blocks)?) };
+            let mut hand = match (&sched, &flow) {
+                _ if sim || !run_graph => None,
+                (Some(s), Some(f)) if into_chariot => Some(HandGraph::build_into(cli.gpu, &graph, iters, f, s)?),
+                _ => Some(HandGraph::build(cli.gpu, &graph, iters, cli.blocks)?),
+            };
             let build_ns = hand.as_ref().map_or(0, |h| h.build_ns());
             let mut device = if device_on { Some(DeviceGraph::build(&gpus, &graph, iters)?) } else { None };
             let device_build_ns = device.as_ref().map_or(0, |d| d.build_ns());

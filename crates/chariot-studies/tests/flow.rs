@@ -181,6 +181,21 @@ fn cuda_chariot_and_the_hand_written_graph_run_each_shape() {
     }
 }
 
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_the_hand_written_graph_writes_chariots_sink_when_asked() {
+    let sched = Scheduler::builder().backend(Backend::Cuda).gpu_list([0]).build().unwrap();
+    let flow = ChariotFlow::new(&sched).unwrap();
+    let g = Graph::new(Shape::Lc, 8, 1).unwrap();
+    let mut hand = HandGraph::build_into(0, &g, 77, &flow, &sched).unwrap();
+    hand.run().unwrap();
+    // A batch of one readback runs on stream slot 0, as the sink's probe did.
+    let host = sched.alloc_host::<f32>(1).unwrap();
+    sched.task(0, 1).readback(&host, .., flow.sink(), 0).submit().unwrap();
+    sched.synchronize().unwrap();
+    assert_eq!(host.read()[0], spin_value(77));
+}
+
 /// Small instances of every shape, for the device-side runs.
 fn small_shapes() -> Vec<Graph> {
     [(Shape::Lc, 64), (Shape::Ep, 64), (Shape::Dc, 6), (Shape::Mr, 4), (Shape::Dag, 8)]

@@ -1,8 +1,8 @@
 //! The hand-written CUDA graph of a shape, the safe face of `backend::cuda::flow`.
 
-use super::Graph;
+use super::{ChariotFlow, Graph};
 use crate::backend::cuda::flow::Rig;
-use chariot::{Error, Result};
+use chariot::{DeviceBuffer, Error, Result, Scheduler};
 
 /// Host time of one launch of the hand-written graph.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -18,6 +18,9 @@ pub struct HandTiming {
 pub struct HandGraph {
     rig: Rig,
     build_ns: u64,
+    /// The chariot buffer it writes, where it writes one (`build_into`): kept alive
+    /// while the graph may run.
+    _sink: Option<DeviceBuffer<f32>>,
 }
 
 impl HandGraph {
@@ -33,9 +36,43 @@ impl HandGraph {
         if ordinal >= available {
             return Err(Error::NoSuchGpu { ordinal, available, backend: "cuda" });
         }
-        let (rig, build_ns) = Rig::build(ordinal, &graph.predecessors(), iters, blocks.max(1))
+        let (rig, build_ns) = Rig::build(ordinal, &graph.predecessors(), iters, blocks.max(1), None)
             .map_err(|e| Error::CudaUnavailable { reason: format!("flow graph set-up: {e}") })?;
-        Ok(HandGraph { rig, build_ns })
+        Ok(HandGraph { rig, build_ns, _sink: None })
+    }
+
+    /// As [`HandGraph::build`], on `sched`'s first GPU (CUDA GPU `ordinal`), every
+    /// node writing the float chariot's launches of `flow` write on that GPU's stream
+    /// slot 0 (a recorded graph's lane 0, all of a chain's nodes), instead of a sink of
+    /// its own: a chain of one-block nodes runs at a speed set by where that one float
+    /// lies (653–760 µs for 1,024 empty nodes on an H200 by its page,
+    /// `peers/sink_address_probe.cu`), so two programs' graphs compare node for node
+    /// only writing one address. Runs one batch on `sched` to learn the address.
+    ///
+    /// # Errors
+    /// As [`HandGraph::build`]; [`Error::CudaUnavailable`] where `sched` is not on CUDA
+    /// or its one-task batch ran on a slot other than 0; what that batch returns.
+    pub fn build_into(
+        ordinal: usize,
+        graph: &Graph,
+        iters: u32,
+        flow: &ChariotFlow,
+        sched: &Scheduler,
+    ) -> Result<HandGraph> {
+        let available = chariot::Backend::cuda_devices()?;
+        if ordinal >= available {
+            return Err(Error::NoSuchGpu { ordinal, available, backend: "cuda" });
+        }
+        let unavailable = |reason: String| Error::CudaUnavailable { reason };
+        let (address, slot) = flow
+            .sink_address(sched)?
+            .ok_or_else(|| unavailable("the flow graph at chariot's sink needs a CUDA scheduler".into()))?;
+        if slot != 0 {
+            return Err(unavailable(format!("chariot's sink was seen from stream slot {slot}, not 0")));
+        }
+        let (rig, build_ns) = Rig::build(ordinal, &graph.predecessors(), iters, flow.blocks_per_node(), Some(address))
+            .map_err(|e| unavailable(format!("flow graph set-up: {e}")))?;
+        Ok(HandGraph { rig, build_ns, _sink: Some(flow.sink().clone()) })
     }
 
     /// Host time of building the graph (adding the nodes and edges, instantiating),

@@ -302,6 +302,9 @@ pub struct ChariotRun {
     pub submit_ns: u64,
 }
 
+/// The task id of [`ChariotFlow::sink_address`]'s batch of one (above any node's).
+pub const SINK_PROBE_TASK: u64 = u64::MAX - 1;
+
 /// What chariot needs to run graphs: the registered kernel and the sink.
 #[derive(Debug)]
 pub struct ChariotFlow {
@@ -324,6 +327,39 @@ impl ChariotFlow {
     pub fn blocks(mut self, blocks: u32) -> ChariotFlow {
         self.blocks = blocks.max(1);
         self
+    }
+
+    /// Every node's launch's blocks (what [`ChariotFlow::blocks`] set).
+    pub fn blocks_per_node(&self) -> u32 {
+        self.blocks
+    }
+
+    /// The one-float buffer every launch writes.
+    pub fn sink(&self) -> &DeviceBuffer<f32> {
+        &self.sink
+    }
+
+    /// Where launches on `sched`'s first GPU write: the device address of the sink's
+    /// copy for the stream slot that a batch of one GPU callback ran on, and that slot
+    /// (a replayed or recorded graph's lane `l` writes slot `l`'s copy); `None` on the
+    /// sim. Runs that batch (task [`SINK_PROBE_TASK`]) and synchronizes.
+    ///
+    /// # Errors
+    /// What `submit` and `synchronize` return.
+    pub fn sink_address(&self, sched: &Scheduler) -> Result<Option<(u64, usize)>> {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let (into, sink) = (seen.clone(), self.sink.clone());
+        sched
+            .task(SINK_PROBE_TASK, 1)
+            .gpu_callback(move |call| {
+                let at = call.device_ptr(&sink).map(|p| (p, call.info().stream));
+                *into.lock().map_err(|_| "the sink probe's result was poisoned")? = at;
+                Ok(())
+            })
+            .submit()?;
+        sched.synchronize()?;
+        let at = *seen.lock().map_err(|_| chariot::Error::CudaUnavailable { reason: "sink probe poisoned".into() })?;
+        Ok(at)
     }
 
     /// Runs `graph` on `sched` as one batch: node `i` is task `i` (granularity 1), one

@@ -18,6 +18,7 @@ pub(crate) struct Rig {
     ctx: PrimaryContext,
     module: Option<sys::CUmodule>,
     func: sys::CUfunction,
+    /// The sink the rig allocated (freed on drop); none where it writes another's.
     sink: Option<u64>,
     stream: Option<sys::CUstream>,
     graph: Option<sys::CUgraph>,
@@ -63,9 +64,17 @@ impl Drop for Rig {
 impl Rig {
     /// Opens GPU `ordinal` (which exists), loads the spin kernel and builds the graph
     /// whose node `i` runs after `preds[i]` (all lower than `i`), every node `blocks`
-    /// blocks with `iters`; returns the rig and the host time of adding the nodes and
-    /// instantiating, in ns.
-    pub(crate) fn build(ordinal: usize, preds: &[Vec<usize>], iters: u32, blocks: u32) -> Result<(Rig, u64), String> {
+    /// blocks with `iters`, writing `sink` (a device address of at least 4 bytes in
+    /// the GPU's primary context that outlives the rig) or, without one, a sink of its
+    /// own; returns the rig and the host time of adding the nodes and instantiating, in
+    /// ns.
+    pub(crate) fn build(
+        ordinal: usize,
+        preds: &[Vec<usize>],
+        iters: u32,
+        blocks: u32,
+        sink: Option<u64>,
+    ) -> Result<(Rig, u64), String> {
         let ctx = PrimaryContext::retain(ordinal)?;
         ctx.bind()?;
         let (module, func) = chariot_inorder::rig::load_kernel(ctx.device(), &spin_kernel())?;
@@ -79,8 +88,15 @@ impl Rig {
             exec: None,
             nodes: preds.len(),
         };
-        // SAFETY: the context is current; freed in Drop (kept in the rig at once).
-        rig.sink = Some(unsafe { result::malloc_sync(4) }.map_err(|e| failed_text("cuMemAlloc", e))?);
+        let writes = match sink {
+            Some(address) => address,
+            None => {
+                // SAFETY: the context is current; freed in Drop (kept in the rig at once).
+                let own = unsafe { result::malloc_sync(4) }.map_err(|e| failed_text("cuMemAlloc", e))?;
+                rig.sink = Some(own);
+                own
+            }
+        };
         rig.stream = Some(
             result::stream::create(result::stream::StreamKind::NonBlocking)
                 .map_err(|e| failed_text("cuStreamCreate", e))?,
@@ -92,7 +108,7 @@ impl Rig {
         rig.graph = Some(graph);
         // Parameter values, 8 bytes each (the 4-byte `iters` is read from the low bytes,
         // which come first on the little-endian hosts CUDA runs on).
-        let mut values: [u64; 2] = [rig.sink.unwrap_or(0), iters as u64];
+        let mut values: [u64; 2] = [writes, iters as u64];
         let mut ptrs: [*mut c_void; 2] =
             [&mut values[0] as *mut u64 as *mut c_void, &mut values[1] as *mut u64 as *mut c_void];
         let mut nodes: Vec<sys::CUgraphNode> = Vec::with_capacity(preds.len());
