@@ -79,3 +79,51 @@ mod test {
         assert_eq!(std::thread::spawn(current).join().ok(), Some(None));
     }
 }
+
+/// Which of a submitted task's `after` ids are held back by the replay capture: bit
+/// `i` for the `i`-th where it names at most 64 (no allocation on the submit path),
+/// a flag each beyond.
+#[derive(Debug)]
+pub(crate) enum HeldAfter {
+    Bits(u64),
+    Flags(Vec<bool>),
+}
+
+impl HeldAfter {
+    /// None held.
+    pub(crate) const NONE: HeldAfter = HeldAfter::Bits(0);
+
+    /// Whether `after[i]` is held, where `is_held` says so of each id.
+    pub(crate) fn of(after: &[TaskId], is_held: impl Fn(&TaskId) -> bool) -> HeldAfter {
+        if after.len() <= 64 {
+            HeldAfter::Bits(after.iter().enumerate().fold(0, |m, (i, p)| m | (u64::from(is_held(p)) << i)))
+        } else {
+            HeldAfter::Flags(after.iter().map(is_held).collect())
+        }
+    }
+
+    /// Whether the `i`-th is held.
+    pub(crate) fn get(&self, i: usize) -> bool {
+        match self {
+            HeldAfter::Bits(m) => i < 64 && m >> i & 1 == 1,
+            HeldAfter::Flags(f) => f.get(i).copied().unwrap_or(false),
+        }
+    }
+}
+
+#[cfg(test)]
+mod held_after_test {
+    use super::{HeldAfter, TaskId};
+
+    #[test]
+    fn bits_and_flags_agree() {
+        for n in [0usize, 1, 63, 64, 65, 200] {
+            let after: Vec<TaskId> = (0..n as u64).map(TaskId).collect();
+            let h = HeldAfter::of(&after, |p| p.0 % 3 == 1);
+            for i in 0..n + 2 {
+                assert_eq!(h.get(i), i < n && i % 3 == 1, "n {n} i {i}");
+            }
+        }
+        assert!(!HeldAfter::NONE.get(0));
+    }
+}

@@ -302,7 +302,7 @@ impl Scheduler {
             if p == id {
                 return Err(Error::DependencyCycle { task: id });
             }
-            if !after_held.get(i).copied().unwrap_or(false) && !batch.graph.contains(p) {
+            if !after_held.get(i) && !batch.graph.contains(p) {
                 return Err(Error::UnknownDependency { task: id, dependency: p });
             }
         }

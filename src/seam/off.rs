@@ -32,8 +32,8 @@ pub(crate) mod replay {
         }
 
         #[inline]
-        pub(crate) fn held(&self, _id: TaskId, _after: &[TaskId]) -> (bool, Vec<bool>) {
-            (false, Vec::new())
+        pub(crate) fn held(&self, _id: TaskId, _after: &[TaskId]) -> (bool, crate::ids::HeldAfter) {
+            (false, crate::ids::HeldAfter::NONE)
         }
 
         #[inline]

@@ -1,7 +1,7 @@
 // What the graph probes share (kernel_origin_probe.cu, stream_count_probe.cu,
-// stream_use_probe.cu, stream_escape_probe.cu, sink_address_probe.cu): the check of every CUDA call, a microsecond clock, the flow
-// kernel (flow_kernel.cu, compiled into the probe) and the 1,024-node chain of it that
-// the stream probes time. Host code and the one kernel; built by nvcc there
+// stream_use_probe.cu, stream_escape_probe.cu, sink_address_probe.cu): the check of
+// every CUDA call, a microsecond clock, the flow kernel (flow_kernel.cu, compiled into
+// the probe) and the 1,024-node chain of it that the stream probes time. Host code and the one kernel; built by nvcc there
 // (scripts/gpu/graph-probes.sh).
 #pragma once
 #include <cuda_runtime.h>

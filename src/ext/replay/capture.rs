@@ -33,7 +33,7 @@ use crate::execution::Execution;
 use crate::ext::replay::recorded;
 use crate::ext::replay::window::Window;
 use crate::ext::replay::window::{self, Held};
-use crate::ids::TaskId;
+use crate::ids::{HeldAfter, TaskId};
 use crate::memory::claims::{Claims, Holder};
 use crate::memory::host::HostShared;
 use crate::memory::HeldTasks;
@@ -164,21 +164,21 @@ impl Capture {
     /// Whether task `id` is held (submitted in this batch, not yet admitted), and
     /// which of `after` are. A held task only ever leaves for the batch's graph, so a
     /// caller that asks here first and then the graph misses none.
-    pub(crate) fn held(&self, id: TaskId, after: &[TaskId]) -> (bool, Vec<bool>) {
+    pub(crate) fn held(&self, id: TaskId, after: &[TaskId]) -> (bool, HeldAfter) {
         if self.recording() {
             let st = self.state.lock();
             if let Some(r) = &st.recording {
-                return (r.ids.contains_key(&id), after.iter().map(|p| r.ids.contains_key(p)).collect());
+                return (r.ids.contains_key(&id), HeldAfter::of(after, |p| r.ids.contains_key(p)));
             }
         }
         if self.mode == Execution::Host {
-            return (false, Vec::new());
+            return (false, HeldAfter::NONE);
         }
         let st = self.state.lock();
         if st.held_ids.is_empty() {
-            return (false, Vec::new());
+            return (false, HeldAfter::NONE);
         }
-        (st.held_ids.contains_key(&id), after.iter().map(|p| st.held_ids.contains_key(p)).collect())
+        (st.held_ids.contains_key(&id), HeldAfter::of(after, |p| st.held_ids.contains_key(p)))
     }
 
     /// A sealed task at submit: `preds` every task of the batch it runs after, its
@@ -241,7 +241,8 @@ impl Capture {
             h.held_by(me);
         }
         let index = st.held.len() as u32;
-        let mut held_preds = Vec::with_capacity(preds.len());
+        // Room for the lane edge its window may add (`window::assign_lanes`).
+        let mut held_preds = Vec::with_capacity(preds.len() + 1);
         let mut external = Vec::new();
         let mut pin = None;
         for p in &preds {

@@ -364,6 +364,13 @@ pub(crate) fn plan(held: Vec<Held>, order: Order, gpus: &[usize], lanes: usize, 
     if n == 0 || gpus.is_empty() {
         return Vec::new();
     }
+    if gpus.len() == 1 && !spread {
+        // One GPU takes every part, pinned or not, and its share is the held tasks in
+        // submit order, their edges already numbered in it: what the parts below would
+        // come to, without finding them (the per-iteration loop cuts a window at each
+        // sub-window on the submitting thread).
+        return vec![(gpus[0], lay_out(held, &[], gpus[0], order, lanes.max(1)))];
+    }
     // Weakly connected parts (union-find, path halving).
     let mut parent: Vec<usize> = (0..n).collect();
     fn find(p: &mut [usize], mut x: usize) -> usize {
@@ -568,7 +575,10 @@ fn assign_lanes(share: Vec<Held>, on: &[u16], home: usize, sequence: &[usize], l
     let mut lane_edges = Vec::with_capacity(n);
     let mut lane_last: Vec<Option<u32>> = vec![None; lanes * spans];
     let mut used = 0usize;
-    let mut key = Vec::with_capacity(n * 6);
+    // Sized once: a task's words are at most its shape's (1 + 2 a command), its GPU,
+    // lane and predecessor count, and its predecessors with the lane edge.
+    let words: usize = slots.iter().flatten().map(|h| 5 + 2 * h.task.commands.len() + h.preds.len()).sum();
+    let mut key = Vec::with_capacity(words + 1);
     if !on.is_empty() {
         // Marks a key whose tasks carry their GPUs, so that it cannot read as the key
         // of a window on one GPU (no task's first word, its command count, is this).

@@ -29,6 +29,10 @@ pub(crate) fn admit(
     commands: &mut Vec<Command>,
     preds: &mut Vec<TaskId>,
 ) -> Residency {
+    if ranges.is_empty() {
+        // Most tasks: no resident data, nothing to track, splice or lock.
+        return Residency::default();
+    }
     let uses = resident_uses(shared, id, ranges, preds);
     if !uses.is_empty() {
         // GPU callbacks reach the resident buffers the task declared, and only those.
