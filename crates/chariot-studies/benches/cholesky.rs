@@ -4,7 +4,11 @@
 //! potrf, alternated round by round, GFLOP/s = N³/3 over the time.
 //!
 //! chariot's time runs from the first submit to `synchronize`'s return: the tiles'
-//! uploads, the factorisation and L's readbacks, overlapped. The baseline's is given
+//! uploads, the factorisation and L's readbacks, overlapped. With `--copies apart` it
+//! also runs the factorisation alone (`chariot-apart`: the uploads a batch before, the
+//! readbacks a batch after, untimed), to set beside cuSOLVER's factorisation alone.
+//! Each chariot run prints where its time went ([`Timeline`]): the operations' busy
+//! time, when they started and ended, and the copies' busy time. The baseline's is given
 //! with the transfers (upload, `cusolverDnXpotrf`, download, one after the other) and
 //! without. Every factor is checked: ‖A − LLᵀ‖_F/‖A‖_F exactly up to `--exact-max`,
 //! beyond that by random vectors (`--vectors`), in f64 on the CPU.
@@ -17,7 +21,7 @@
 use chariot::sim::SimProfile;
 use chariot::{Backend, Order, Scheduler};
 use chariot_studies::cholesky::baseline::{self, PotrfRun};
-use chariot_studies::cholesky::tiled::{factor, factor_with, warm_up, Layout, TiledHost};
+use chariot_studies::cholesky::tiled::{factor, factor_apart, factor_with, warm_up, Layout, TiledHost, Timeline};
 use chariot_studies::cholesky::{residual, Spd, Tiling};
 use clap::Parser;
 use std::io::Write;
@@ -43,6 +47,14 @@ struct Cli {
     /// runs the first only.
     #[arg(long, value_delimiter = ',', default_value = "cyclic,data", value_parser = ["cyclic", "data"])]
     layouts: Vec<String>,
+    /// How chariot's copies are timed, comma-separated, alternated within each round:
+    /// `overlapped` (one batch: uploads, operations and readbacks, all timed) and
+    /// `apart` (the operations alone timed, the tiles on the GPUs before them).
+    #[arg(long, value_delimiter = ',', default_value = "overlapped", value_parser = ["overlapped", "apart"])]
+    copies: Vec<String>,
+    /// chariot's CUDA streams per GPU, S (default: chariot's own).
+    #[arg(long)]
+    streams: Option<usize>,
     /// Rounds: each runs chariot at every tile order, then the baseline.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
@@ -87,6 +99,8 @@ struct Row {
     factor_s: f64,
     residual: f64,
     tasks: usize,
+    /// chariot's timeline (zeros for the baseline).
+    timeline: Timeline,
 }
 
 impl Row {
@@ -98,7 +112,8 @@ impl Row {
     }
 }
 
-const HEADER: &str = "method,backend,d,n,tile,round,wall_s,gflops,factor_s,gflops_factor,residual,tasks";
+const HEADER: &str = "method,backend,d,n,tile,round,wall_s,gflops,factor_s,gflops_factor,residual,tasks,\
+                      upload_busy_s,upload_end_s,compute_busy_s,compute_start_s,compute_end_s,readback_busy_s,end_s";
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.retain(|x| !x.is_nan());
@@ -126,13 +141,13 @@ fn main() -> Result<(), String> {
     };
     let ns = cli.n.clone().unwrap_or(if on_cuda { vec![16384, 32768] } else { vec![512] });
     let tiles = cli.tile.clone().unwrap_or(if on_cuda { vec![1024, 2048, 4096] } else { vec![64, 128] });
-    if ns.contains(&0) || tiles.contains(&0) || cli.gpus.contains(&0) || cli.rounds == 0 {
-        return Err("--n, --tile, --gpus and --rounds must be positive".into());
+    if ns.contains(&0) || tiles.contains(&0) || cli.gpus.contains(&0) || cli.rounds == 0 || cli.streams == Some(0) {
+        return Err("--n, --tile, --gpus, --rounds and --streams must be positive".into());
     }
     let backend_name = if on_cuda { "cuda" } else { "sim" };
     println!(
-        "cholesky on {backend_name}: N {ns:?}, tiles {tiles:?}, D {:?}, {} rounds, order {}",
-        cli.gpus, cli.rounds, cli.order
+        "cholesky on {backend_name}: N {ns:?}, tiles {tiles:?}, D {:?}, {} rounds, order {}, copies {:?}",
+        cli.gpus, cli.rounds, cli.order, cli.copies
     );
     if !on_cuda {
         println!("(sim: the tile operations run on the CPU; times are not GPU measurements; no baseline)");
@@ -163,10 +178,29 @@ fn main() -> Result<(), String> {
             },
             row.residual
         );
+        let t = row.timeline;
+        if t.end_ns > 0 {
+            let ms = |ns: u64| ns as f64 / 1e6;
+            println!(
+                "  {:<14} timeline ms: operations busy {:.1} from {:.1} to {:.1} ({:.0} % of their span), \
+                 uploads busy {:.1} until {:.1}, readbacks busy {:.1}, last command {:.1}",
+                "",
+                ms(t.compute_busy_ns),
+                ms(t.compute_start_ns),
+                ms(t.compute_end_ns),
+                100.0 * t.compute_busy_ns as f64 / (t.compute_end_ns - t.compute_start_ns).max(1) as f64,
+                ms(t.upload_busy_ns),
+                ms(t.upload_end_ns),
+                ms(t.readback_busy_ns),
+                ms(t.end_ns)
+            );
+        }
         if let Some(f) = csv.as_mut() {
+            let s = |ns: u64| ns as f64 / 1e9;
+            let t = row.timeline;
             writeln!(
                 f,
-                "{},{backend_name},{},{},{},{},{},{},{},{},{},{}",
+                "{},{backend_name},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 row.method,
                 row.d,
                 row.n,
@@ -177,7 +211,14 @@ fn main() -> Result<(), String> {
                 row.factor_s,
                 row.gflops_factor(),
                 row.residual,
-                row.tasks
+                row.tasks,
+                s(t.upload_busy_ns),
+                s(t.upload_end_ns),
+                s(t.compute_busy_ns),
+                s(t.compute_start_ns),
+                s(t.compute_end_ns),
+                s(t.readback_busy_ns),
+                s(t.end_ns)
             )
             .map_err(|e| e.to_string())?;
         }
@@ -185,7 +226,7 @@ fn main() -> Result<(), String> {
         Ok(())
     };
     for &d in &cli.gpus {
-        let sched = chariot_scheduler(&backend, d, order)?;
+        let sched = chariot_scheduler(&backend, d, order, cli.streams)?;
         for &n in &ns {
             let spd = Spd::new(n, cli.seed);
             let a_norm = spd.frobenius();
@@ -194,7 +235,10 @@ fn main() -> Result<(), String> {
                     let layouts = if d == 1 { &cli.layouts[..1] } else { &cli.layouts[..] };
                     for name in layouts {
                         let layout = if name == "cyclic" { Layout::BlockCyclic } else { Layout::Data };
-                        record(chariot_run(&sched, &spd, a_norm, b, round, layout, &cli)?, &mut rows)?;
+                        for copies in &cli.copies {
+                            let apart = copies == "apart";
+                            record(chariot_run(&sched, &spd, a_norm, b, round, layout, apart, &cli)?, &mut rows)?;
+                        }
                     }
                 }
                 if d == 1 && on_cuda && !cli.no_baseline {
@@ -212,6 +256,7 @@ fn main() -> Result<(), String> {
                             factor_s: s(run.factor_ns),
                             residual: run.residual,
                             tasks: 1,
+                            timeline: Timeline::default(),
                         },
                         &mut rows,
                     )?;
@@ -223,12 +268,16 @@ fn main() -> Result<(), String> {
     Ok(())
 }
 
-/// chariot's scheduler at D GPUs with its defaults and `order`.
-fn chariot_scheduler(backend: &Backend, d: usize, order: Order) -> Result<Scheduler, String> {
-    let sched =
-        Scheduler::builder().backend(backend.clone()).gpus(d).order(order).build().map_err(|e| e.to_string())?;
+/// chariot's scheduler at D GPUs with its defaults, `order`, and `streams` where given.
+fn chariot_scheduler(backend: &Backend, d: usize, order: Order, streams: Option<usize>) -> Result<Scheduler, String> {
+    let mut builder = Scheduler::builder().backend(backend.clone()).gpus(d).order(order);
+    if let Some(s) = streams {
+        builder = builder.streams(s);
+    }
+    let sched = builder.build().map_err(|e| e.to_string())?;
     println!(
-        "chariot at D = {d} on {}",
+        "chariot at D = {d}, S = {} on {}",
+        sched.streams(),
         sched.gpu_info().iter().map(|g| g.name.as_str()).collect::<Vec<_>>().join(", ")
     );
     Ok(sched)
@@ -236,6 +285,8 @@ fn chariot_scheduler(backend: &Backend, d: usize, order: Order) -> Result<Schedu
 
 /// One chariot factorisation of `spd` in tiles of `b`, checked; warmed up first when
 /// this tile order is new to the scheduler (library handles, workspaces, kernels).
+/// `apart`: the factorisation alone is timed ([`factor_apart`]).
+#[allow(clippy::too_many_arguments)] // the bench's one call site names each
 fn chariot_run(
     sched: &Scheduler,
     spd: &Spd,
@@ -243,6 +294,7 @@ fn chariot_run(
     b: usize,
     round: usize,
     layout: Layout,
+    apart: bool,
     cli: &Cli,
 ) -> Result<Row, String> {
     let err = |e: chariot::Error| e.to_string();
@@ -258,7 +310,8 @@ fn chariot_run(
     }
     let t = Tiling::new(spd.n, b)?;
     let host = TiledHost::new(sched, spd, t).map_err(err)?;
-    let run = factor_with(sched, &host, layout).map_err(err)?;
+    let run =
+        if apart { factor_apart(sched, &host, layout) } else { factor_with(sched, &host, layout) }.map_err(err)?;
     let l = host.l.read();
     let res = if spd.n <= cli.exact_max {
         residual::exact(spd, &t.lower_dense(&l))
@@ -269,7 +322,12 @@ fn chariot_run(
     };
     Ok(Row {
         // D = 1 places nothing: the layouts are the same run there.
-        method: if layout == Layout::BlockCyclic && d > 1 { "chariot-cyclic" } else { "chariot" },
+        method: match (layout == Layout::BlockCyclic && d > 1, apart) {
+            (true, false) => "chariot-cyclic",
+            (true, true) => "chariot-cyc-apart",
+            (false, false) => "chariot",
+            (false, true) => "chariot-apart",
+        },
         d,
         n: spd.n,
         tile: b,
@@ -278,6 +336,7 @@ fn chariot_run(
         factor_s: f64::NAN,
         residual: res,
         tasks: run.tasks,
+        timeline: Timeline::of(&run.report),
     })
 }
 
@@ -292,7 +351,8 @@ fn summary(rows: &[Row]) {
     keys.dedup();
     keys.sort();
     keys.dedup();
-    let mut best: std::collections::BTreeMap<(usize, usize), (f64, usize, &str)> = Default::default();
+    // Keyed by (D, N, the factorisation alone).
+    let mut best: std::collections::BTreeMap<(usize, usize, bool), (f64, usize, &str)> = Default::default();
     let mut potrf: std::collections::BTreeMap<usize, (f64, f64)> = Default::default();
     for k in keys {
         let of: Vec<&Row> = rows.iter().filter(|r| (r.method, r.d, r.n, r.tile) == k).collect();
@@ -305,7 +365,7 @@ fn summary(rows: &[Row]) {
             k.0, k.1, k.2, k.3, time, gf, alone, worst
         );
         if k.0.starts_with("chariot") {
-            let e = best.entry((k.1, k.2)).or_insert((0.0, 0, ""));
+            let e = best.entry((k.1, k.2, k.0.ends_with("apart"))).or_insert((0.0, 0, ""));
             if gf > e.0 {
                 *e = (gf, k.3, k.0);
             }
@@ -313,14 +373,21 @@ fn summary(rows: &[Row]) {
             potrf.insert(k.2, (gf, alone));
         }
     }
-    for ((d, n), (gf, b, method)) in best {
-        match potrf.get(&n) {
-            Some(&(total, alone)) => println!(
+    for ((d, n, apart), (gf, b, method)) in best {
+        match (potrf.get(&n), apart) {
+            (Some(&(total, alone)), false) => println!(
                 "D {d} N {n}: chariot's best ({method}, b = {b}) {gf:.1} GFLOP/s = {:.2}× cuSOLVER potrf with transfers, {:.2}× without",
                 gf / total,
                 gf / alone
             ),
-            None => println!("D {d} N {n}: chariot's best ({method}, b = {b}) {gf:.1} GFLOP/s"),
+            (Some(&(_, alone)), true) => println!(
+                "D {d} N {n}: chariot's best factorisation alone ({method}, b = {b}) {gf:.1} GFLOP/s = {:.2}× cuSOLVER potrf's",
+                gf / alone
+            ),
+            (None, apart) => println!(
+                "D {d} N {n}: chariot's best{} ({method}, b = {b}) {gf:.1} GFLOP/s",
+                if apart { " factorisation alone" } else { "" }
+            ),
         }
     }
 }

@@ -11,7 +11,9 @@ mod common;
 use chariot::sim::SimProfile;
 use chariot::{Backend, Order, Scheduler};
 use chariot_studies::cholesky::plan::Plan;
-use chariot_studies::cholesky::tiled::{factor, factor_with, placements, warm_up, Layout, TiledHost};
+use chariot_studies::cholesky::tiled::{
+    factor, factor_apart, factor_with, placements, warm_up, Layout, TiledHost, TiledRun, Timeline,
+};
 use chariot_studies::cholesky::{cpu, residual, Spd, Tiling};
 use common::with_timeout;
 
@@ -32,12 +34,26 @@ fn check(s: &Scheduler, n: usize, b: usize, seed: u64) -> chariot::report::Repor
 
 /// [`check`] with the tasks laid out by `layout`.
 fn check_laid_out(s: &Scheduler, n: usize, b: usize, seed: u64, layout: Layout) -> chariot::report::Report {
+    let t = Tiling::new(n, b).unwrap();
+    let tasks = 2 * t.tiles() + Plan::new(t).ops.len(); // uploads, operations, readbacks
+    check_run(s, n, b, seed, tasks, |s, host| factor_with(s, host, layout))
+}
+
+/// Factorises A of order `n` in tiles of `b` with `factorise`, checks L, and that the
+/// run's batch ran `tasks` tasks.
+fn check_run(
+    s: &Scheduler,
+    n: usize,
+    b: usize,
+    seed: u64,
+    tasks: usize,
+    factorise: impl Fn(&Scheduler, &TiledHost) -> chariot::Result<TiledRun>,
+) -> chariot::report::Report {
     let spd = Spd::new(n, seed);
     let t = Tiling::new(n, b).unwrap();
     let host = TiledHost::new(s, &spd, t).unwrap();
-    let run = factor_with(s, &host, layout).unwrap();
-    let plan = Plan::new(t);
-    assert_eq!(run.tasks, 2 * t.tiles() + plan.ops.len(), "uploads, operations, readbacks");
+    let run = factorise(s, &host).unwrap();
+    assert_eq!(run.tasks, tasks);
     assert_eq!(run.report.tasks, run.tasks, "every task ran");
     let got = t.lower_dense(&host.l.read());
     let mut want = spd.dense();
@@ -86,6 +102,28 @@ fn tiled_equals_the_reference_at_d_1_2_and_s_1_4() {
                 assert_eq!(report.tasks_per_gpu.len(), d);
                 println!("D {d} S {streams}: tasks per GPU {:?}", report.tasks_per_gpu);
             }
+        }
+    });
+}
+
+/// The factorisation alone (`factor_apart`: the uploads and readbacks in batches of
+/// their own) gives the same L at D = 1 and 2 (block-cyclic at 2) with a padded last
+/// tile; at D = 1 its timed batch holds the operations and no copy (at D = 2 it holds
+/// the fetches of tiles from the other GPU too).
+#[test]
+fn copies_apart_give_the_same_factor_and_time_the_operations_only() {
+    with_timeout(300, || {
+        for d in [1, 2] {
+            let s = sched(d, 4, Order::LargestFirst);
+            let t = Tiling::new(200, 64).unwrap();
+            let ops = Plan::new(t).ops.len();
+            let report = check_run(&s, 200, 64, 6, ops, |s, host| factor_apart(s, host, Layout::BlockCyclic));
+            let tl = Timeline::of(&report);
+            if d == 1 {
+                assert!(report.records.iter().all(|r| r.stage == chariot::Stage::Kernel), "a copy was timed");
+                assert_eq!((tl.upload_busy_ns, tl.readback_busy_ns), (0, 0));
+            }
+            assert!(tl.compute_busy_ns > 0 && tl.compute_busy_ns <= tl.compute_end_ns - tl.compute_start_ns, "{tl:?}");
         }
     });
 }

@@ -28,7 +28,8 @@
 use super::plan::{granularity, Op, Plan};
 use super::{cpu, Spd, Tiling};
 use chariot::report::Report;
-use chariot::{HostBuffer, Result, Scheduler, TaskBuilder};
+use chariot::resident::ResidentBuffer;
+use chariot::{HostBuffer, Result, Scheduler, Stage, TaskBuilder};
 use std::time::Instant;
 
 /// Where the factorisation's tasks run at D > 1. The default is the block-cyclic
@@ -107,6 +108,66 @@ impl TiledRun {
     }
 }
 
+/// Where a run's time went, from its report: each stage's busy time (the union of
+/// its commands' intervals on all GPUs: some GPU copying up, some GPU computing, some
+/// GPU copying down) and when each began and ended, in ns from the run's first
+/// command. What the copies cost a factorisation is what of them the tile operations
+/// did not hide: `compute_start_ns` (before the first operation), the idle time
+/// within the operations' span (`compute_end_ns − compute_start_ns −
+/// compute_busy_ns`), and `end_ns − compute_end_ns` (the readbacks after the last).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timeline {
+    /// The uploads' busy time.
+    pub upload_busy_ns: u64,
+    /// When the last upload ended.
+    pub upload_end_ns: u64,
+    /// The tile operations' busy time (some operation running on some GPU).
+    pub compute_busy_ns: u64,
+    /// When the first operation started.
+    pub compute_start_ns: u64,
+    /// When the last operation ended.
+    pub compute_end_ns: u64,
+    /// The readbacks' busy time.
+    pub readback_busy_ns: u64,
+    /// When the last command ended.
+    pub end_ns: u64,
+}
+
+impl Timeline {
+    /// The timeline of `report`'s batch (all zeros without a command).
+    pub fn of(report: &Report) -> Timeline {
+        let origin = report.records.iter().map(|r| r.start_ns).min().unwrap_or(0);
+        let of_stage = |stage: Stage| {
+            let mut spans: Vec<(u64, u64)> = report
+                .records
+                .iter()
+                .filter(|r| r.stage == stage)
+                .map(|r| (r.start_ns - origin, r.end_ns.max(r.start_ns) - origin))
+                .collect();
+            spans.sort_unstable();
+            let (mut busy, mut reach) = (0u64, 0u64);
+            for &(s, e) in &spans {
+                busy += e.saturating_sub(s.max(reach));
+                reach = reach.max(e);
+            }
+            let first = spans.first().map_or(0, |s| s.0);
+            (busy, first, reach)
+        };
+        let (upload_busy_ns, _, upload_end_ns) = of_stage(Stage::Download);
+        let (compute_busy_ns, compute_start_ns, compute_end_ns) = of_stage(Stage::Kernel);
+        let (readback_busy_ns, _, readback_end) = of_stage(Stage::Readback);
+        Timeline {
+            upload_busy_ns,
+            upload_end_ns,
+            compute_busy_ns,
+            compute_start_ns,
+            compute_end_ns,
+            readback_busy_ns,
+            end_ns: upload_end_ns.max(compute_end_ns).max(readback_end),
+        }
+    }
+}
+
 /// The first element any tile of `op` has (the sim backend's view starts there).
 fn lowest_offset(t: &Tiling, op: Op) -> usize {
     let (i, j) = op.writes();
@@ -129,56 +190,97 @@ pub fn factor(sched: &Scheduler, host: &TiledHost) -> Result<TiledRun> {
 /// # Errors
 /// As [`factor`].
 pub fn factor_with(sched: &Scheduler, host: &TiledHost, layout: Layout) -> Result<TiledRun> {
-    let t = host.tiling;
-    let d = sched.gpu_count();
-    let place = |task, (i, j)| placed(task, layout.owner(i, j, d));
-    let plan = Plan::new(t);
-    let m = sched.alloc_resident_pieces::<f64>(t.len(), t.tile_len())?;
+    let plan = Plan::new(host.tiling);
+    let m = sched.alloc_resident_pieces::<f64>(host.tiling.len(), host.tiling.tile_len())?;
     let start = Instant::now();
     for (id, step) in steps(&plan).into_iter().enumerate() {
-        let id = id as u64;
-        match step {
-            Step::Upload(tile) => {
-                let (i, j) = t.position(tile);
-                let r = t.range(i, j);
-                place(sched.task(id, granularity(plan.first_use_level[tile])), (i, j))
-                    .download(&m, r.start, &host.a, r)
-                    .submit()?;
-            }
-            Step::Op(o) => {
-                let planned = &plan.ops[o];
-                let op = planned.op;
-                let mut task = place(sched.task(id, granularity(planned.bottom_level)), op.writes());
-                for (i, j) in op.reads() {
-                    task = task.reads(&m, t.range(i, j));
-                }
-                let (wi, wj) = op.writes();
-                task = task.reads_writes(&m, t.range(wi, wj));
-                let m2 = m.clone();
-                task.gpu_callback(move |call| {
-                    if call.cuda_stream().is_some() {
-                        crate::backend::cuda::cholesky::tile_op(call, &m2, &t, op)?;
-                    } else {
-                        let base = lowest_offset(&t, op);
-                        call.sim_resident(&m2, base, |x: &mut [f64]| cpu::run_op(&t, op, x, base))
-                            .ok_or("no simulated copy of the tiles")??;
-                    }
-                    Ok(())
-                })
-                .submit()?;
-            }
-            Step::Readback(tile, o) => {
-                let (i, j) = t.position(tile);
-                let r = t.range(i, j);
-                place(sched.task(id, granularity(plan.ops[o].bottom_level)), (i, j))
-                    .readback(&host.l, r.clone(), &m, r.start)
-                    .submit()?;
-            }
-        }
+        submit_step(sched, host, &plan, &m, layout, id as u64, step)?;
     }
     let report = sched.synchronize()?;
     let wall_ns = start.elapsed().as_nanos() as u64;
-    Ok(TiledRun { wall_ns, tasks: plan.ops.len() + 2 * t.tiles(), report })
+    Ok(TiledRun { wall_ns, tasks: plan.ops.len() + 2 * host.tiling.tiles(), report })
+}
+
+/// [`factor_with`] with the copies apart: the uploads as a batch of their own, then
+/// the operations as the timed batch (the tiles already on the GPUs, as
+/// `cusolverDnXpotrf`'s factorisation alone has its matrix), then the readbacks. The
+/// run's `wall_ns`, `tasks` and `report` are the operations' batch's: chariot's
+/// factorisation alone, to set beside cuSOLVER's.
+///
+/// # Errors
+/// As [`factor`].
+pub fn factor_apart(sched: &Scheduler, host: &TiledHost, layout: Layout) -> Result<TiledRun> {
+    let plan = Plan::new(host.tiling);
+    let m = sched.alloc_resident_pieces::<f64>(host.tiling.len(), host.tiling.tile_len())?;
+    let all = steps(&plan);
+    let batch = |keep: fn(&Step) -> bool| -> Result<(usize, Report)> {
+        let mut n = 0;
+        for (id, step) in all.iter().filter(|s| keep(s)).enumerate() {
+            submit_step(sched, host, &plan, &m, layout, id as u64, *step)?;
+            n += 1;
+        }
+        Ok((n, sched.synchronize()?))
+    };
+    batch(|s| matches!(s, Step::Upload(_)))?;
+    let start = Instant::now();
+    let (tasks, report) = batch(|s| matches!(s, Step::Op(_)))?;
+    let wall_ns = start.elapsed().as_nanos() as u64;
+    batch(|s| matches!(s, Step::Readback(..)))?;
+    Ok(TiledRun { wall_ns, tasks, report })
+}
+
+/// Submits `step` of `plan`'s batch as task `id`, over the resident tiles `m`.
+fn submit_step(
+    sched: &Scheduler,
+    host: &TiledHost,
+    plan: &Plan,
+    m: &ResidentBuffer<f64>,
+    layout: Layout,
+    id: u64,
+    step: Step,
+) -> Result<()> {
+    let t = host.tiling;
+    let d = sched.gpu_count();
+    let place = |task, (i, j)| placed(task, layout.owner(i, j, d));
+    match step {
+        Step::Upload(tile) => {
+            let (i, j) = t.position(tile);
+            let r = t.range(i, j);
+            place(sched.task(id, granularity(plan.first_use_level[tile])), (i, j))
+                .download(m, r.start, &host.a, r)
+                .submit()?;
+        }
+        Step::Op(o) => {
+            let planned = &plan.ops[o];
+            let op = planned.op;
+            let mut task = place(sched.task(id, granularity(planned.bottom_level)), op.writes());
+            for (i, j) in op.reads() {
+                task = task.reads(m, t.range(i, j));
+            }
+            let (wi, wj) = op.writes();
+            task = task.reads_writes(m, t.range(wi, wj));
+            let m2 = m.clone();
+            task.gpu_callback(move |call| {
+                if call.cuda_stream().is_some() {
+                    crate::backend::cuda::cholesky::tile_op(call, &m2, &t, op)?;
+                } else {
+                    let base = lowest_offset(&t, op);
+                    call.sim_resident(&m2, base, |x: &mut [f64]| cpu::run_op(&t, op, x, base))
+                        .ok_or("no simulated copy of the tiles")??;
+                }
+                Ok(())
+            })
+            .submit()?;
+        }
+        Step::Readback(tile, o) => {
+            let (i, j) = t.position(tile);
+            let r = t.range(i, j);
+            place(sched.task(id, granularity(plan.ops[o].bottom_level)), (i, j))
+                .readback(&host.l, r.clone(), m, r.start)
+                .submit()?;
+        }
+    }
+    Ok(())
 }
 
 /// One task of the batch, in submit order (task ids count from 0 in this order).
@@ -282,7 +384,30 @@ pub fn warm_up(sched: &Scheduler, b: usize) -> Result<usize> {
 
 #[cfg(test)]
 mod test {
-    use super::Layout;
+    use super::{Layout, Timeline};
+    use chariot::report::{CommandRecord, Report};
+    use chariot::{Stage, TaskId};
+
+    /// Busy times are unions (overlaps counted once, gaps not at all), from the first
+    /// command's start.
+    #[test]
+    fn timeline_unions_each_stage() {
+        let mut r = Report::default();
+        let rec = |task, stage, start, end| CommandRecord::new(TaskId(task), 0, stage, 0, 0, start, end);
+        r.records = vec![
+            rec(0, Stage::Download, 100, 200),
+            rec(1, Stage::Download, 150, 260),
+            rec(2, Stage::Kernel, 210, 300),
+            rec(3, Stage::Kernel, 400, 500),
+            rec(4, Stage::Kernel, 450, 480),
+            rec(5, Stage::Readback, 500, 560),
+        ];
+        let t = Timeline::of(&r);
+        assert_eq!((t.upload_busy_ns, t.upload_end_ns), (160, 160));
+        assert_eq!((t.compute_busy_ns, t.compute_start_ns, t.compute_end_ns), (190, 110, 400));
+        assert_eq!((t.readback_busy_ns, t.end_ns), (60, 460));
+        assert_eq!(Timeline::of(&Report::default()), Timeline::default());
+    }
 
     /// The block-cyclic owners: a 1 × 2 grid at D = 2 (columns alternate), 2 × 2 at 4,
     /// 2 × 3 at 6; every GPU owns tiles; no placement at D = 1 or by data.
