@@ -390,6 +390,35 @@ fn a_waiting_task_does_not_hold_back_ready_ones() {
     });
 }
 
+/// A ready task that starts with a kernel is not held in Q behind uploads that wait
+/// for the copy engine: it starts while the first upload runs, not after the uploads
+/// before it in the order have started (first come, first served, one GPU).
+#[test]
+fn a_kernel_does_not_wait_in_q_behind_uploads_waiting_for_the_copy_engine() {
+    with_timeout(DEADLINE_S, || {
+        let sched = Scheduler::builder().backend(timed(1)).gpus(1).streams(8).order(Order::Fcfs).build().unwrap();
+        const MB4: usize = 1 << 20; // u32s: 4 MiB a task
+        let host = sched.alloc_host::<u32>(6 * MB4).unwrap();
+        let dev = sched.alloc::<u32>(MB4).unwrap();
+        for i in 0..6u64 {
+            let r = i as usize * MB4..(i as usize + 1) * MB4;
+            sched.task(i, 1).download(&dev, 0, &host, r).submit().unwrap();
+        }
+        sched.task(6, 1).gpu_callback(|_| Ok(())).submit().unwrap();
+        let report = sched.synchronize().unwrap();
+        let span = |t: u64| {
+            let r = report.task_records(TaskId(t));
+            (r[0].start_ns, r[r.len() - 1].end_ns)
+        };
+        let first_upload_end = (0..6).map(|t| span(t).1).min().unwrap();
+        assert!(
+            span(6).0 < first_upload_end,
+            "the kernel started at {} ns, after the first upload ended at {first_upload_end} ns",
+            span(6).0
+        );
+    });
+}
+
 /// A task whose predecessor fails does not run and fails naming it, transitively,
 /// through `after` and through host regions alike, also when the predecessor had
 /// already failed at submit; tasks outside the chain complete.

@@ -18,8 +18,11 @@
 //! fill at most that many GPUs, each its grid over one wave). The online adaptation
 //! (`crate::stage::adaptation`) moves these limits from what each window of tasks
 //! measures. A slot takes a task from Q only when no other slot of the GPU holds one
-//! that has not started, so that tasks stay in Q, where the order rule and every GPU
-//! can still reach them, until a GPU can start them.
+//! that has not started at the stage the new one starts at, so that tasks stay in Q,
+//! where the order rule and every GPU can still reach them, until a GPU can start
+//! them; a task that starts at another stage is taken meanwhile (Q keeps a heap per
+//! first stage): a kernel does not wait in Q behind an upload that waits for the copy
+//! engine.
 //!
 //! When a turn makes no progress the dispatcher spins while GPU commands are in
 //! flight on a backend that must be polled (CUDA), and otherwise parks on its signal,
@@ -465,16 +468,27 @@ impl<D: Device> Dispatcher<D> {
     }
 
     /// Task assignment (Algorithm 2, lines 4-8): an idle slot takes a task from Q, one
-    /// at a time: not while another slot's task has yet to start (it waits for its
-    /// first stage, and so would this one).
+    /// at a time per stage: not one that starts at a stage where another slot's task
+    /// has yet to start (it waits for that stage, and so would this one), but the first
+    /// of those that start elsewhere (a kernel while an upload waits for the copy
+    /// engine: they do not compete).
     fn assign(&mut self) -> bool {
-        if self.lost.is_some() || self.slots.iter().any(|s| s.fresh) || self.windows_pending() {
+        if self.lost.is_some() || self.windows_pending() {
+            return false;
+        }
+        let mut allowed = crate::task::buffer::ANY_STAGE;
+        for t in self.slots.iter().filter(|s| s.fresh).filter_map(|s| s.task.as_ref()) {
+            if let Some(c) = t.commands.get(t.next) {
+                allowed[c.stage().index()] = false;
+            }
+        }
+        if !allowed.contains(&true) {
             return false;
         }
         let Some(j) = self.slots.iter().position(|s| s.task.is_none() && s.busy.is_none()) else { return false };
         let shared = &self.shared;
         let gone = |h: usize| !shared.alive[h].load(Ordering::SeqCst);
-        let Some(mut task) = self.shared.buffer.pop_for(self.gpu, &gone) else { return false };
+        let Some(mut task) = self.shared.buffer.pop_for(self.gpu, &gone, allowed) else { return false };
         self.shared.wake_claimer();
         // Q hands a bound task to another GPU only once its own has left the rotation.
         let refused = match task.prefer {
