@@ -42,8 +42,11 @@ pub(crate) type Stages = [bool; Stage::K];
 /// Every stage allowed.
 pub(crate) const ANY_STAGE: Stages = [true; Stage::K];
 
-/// One heap of Q, split by the stage each task starts at (its next command's): the
-/// first task by the rule is the first of the stages' heads.
+/// One heap of Q, split by the stage each task starts at (its next command's as it
+/// waits: a resident fetch the taking GPU will skip still counts as a download, so
+/// such a task waits as it did before the split): the first task by the rule is the
+/// first of the stages' heads. A task without commands (none is admitted) counts as
+/// a CPU task.
 #[derive(Default)]
 struct ByStage([BinaryHeap<Entry>; Stage::K]);
 

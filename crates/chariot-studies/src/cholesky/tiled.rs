@@ -117,9 +117,10 @@ impl TiledRun {
 /// compute_busy_ns`), and `end_ns − compute_end_ns` (the readbacks after the last).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Timeline {
-    /// The uploads' busy time.
+    /// The uploads' busy time (the download stage's: at D > 1 with the fetches of
+    /// tiles from another GPU).
     pub upload_busy_ns: u64,
-    /// When the last upload ended.
+    /// When the last upload (or fetch) ended.
     pub upload_end_ns: u64,
     /// The tile operations' busy time (some operation running on some GPU).
     pub compute_busy_ns: u64,
