@@ -23,6 +23,7 @@
 //!   data ([`bind_resident`] when a slot takes a task, [`skip_valid_fetches`] where its
 //!   next command changes, [`may_start`] at selection, [`plan_command`] before issue,
 //!   [`fetch_ended`] at completion);
+//! * in Q, [`start_stage`]: the stage a task placed on a GPU starts at there;
 //! * in the task, its [`Residency`]: `place` when it goes to Q, `moved`, `end`.
 
 #[cfg(feature = "replay")]
@@ -45,12 +46,12 @@ pub(crate) use crate::ext::resident::{
     dispatch::{bind_resident, fetch_ended, may_start, plan_command, skip_valid_fetches},
     memory::{FetchPart, ReadBackFailure, ResidentBuffer, ResidentInner, ResidentMemory, Source, MAX_GPUS},
     shared::Residents,
-    task::{lower_fetch, Residency},
+    task::{lower_fetch, start_stage, Residency},
 };
 #[cfg(not(feature = "resident"))]
 pub(crate) use off::resident::{
-    admit_resident, bind_resident, fetch_ended, may_start, plan_command, skip_valid_fetches, Residency, ResidentRange,
-    Residents,
+    admit_resident, bind_resident, fetch_ended, may_start, plan_command, skip_valid_fetches, start_stage, Residency,
+    ResidentRange, Residents,
 };
 
 #[cfg(feature = "mpi")]

@@ -420,6 +420,54 @@ fn kernels_naming_buffers_in_opposite_orders_do_not_deadlock() {
 
 /// A kernel may read one range of a resident buffer and write another (its CPU twin
 /// gets both at once: `TwinArgs::in_out` on two ranges of one buffer).
+/// A ready kernel whose resident range is valid on its GPU is not held in Q behind
+/// uploads of equal priority that wait for the copy engine: the fetch it starts with
+/// is one its GPU skips, so it waits as a kernel, and starts while the second upload
+/// runs. At D = 1 (the one GPU's shared heap) and at D = 2 (placed on GPU 0).
+#[test]
+fn a_kernel_whose_data_is_on_its_gpu_does_not_wait_in_q_behind_uploads() {
+    with_timeout(DEADLINE_S, || {
+        for gpus in [1, 2] {
+            let s = Scheduler::builder()
+                .backend(timed(gpus))
+                .gpus(gpus)
+                .streams(8)
+                .order(Order::LargestFirst)
+                .build()
+                .unwrap();
+            const MB4: usize = 1 << 20; // u32s: 4 MiB a piece
+            let host = s.alloc_host::<u32>(7 * MB4).unwrap();
+            let tiles = s.alloc_resident_pieces::<u32>(7 * MB4, MB4).unwrap();
+            fn place(t: chariot::TaskBuilder<'_>, gpus: usize) -> chariot::TaskBuilder<'_> {
+                if gpus > 1 {
+                    t.prefer_gpu(0)
+                } else {
+                    t
+                }
+            }
+            for i in 0..7usize {
+                let r = i * MB4..(i + 1) * MB4;
+                place(s.task(i as u64, 5), gpus).download(&tiles, r.start, &host, r).submit().unwrap();
+            }
+            place(s.task(7, 5), gpus).reads_writes(&tiles, 0..MB4).gpu_callback(|_| Ok(())).submit().unwrap();
+            let report = s.synchronize().unwrap();
+            let span = |t: u64| {
+                let r = report.task_records(chariot::TaskId(t));
+                (r[0].start_ns, r[r.len() - 1].end_ns)
+            };
+            let mut upload_ends: Vec<u64> = (0..7).map(|t| span(t).1).collect();
+            upload_ends.sort_unstable();
+            assert!(
+                span(7).0 < upload_ends[2],
+                "D = {gpus}: the kernel started at {} ns, after the second upload after its own ended at {} ns \
+                 (uploads ended at {upload_ends:?})",
+                span(7).0,
+                upload_ends[2]
+            );
+        }
+    });
+}
+
 #[test]
 fn a_kernel_reads_one_range_of_a_buffer_and_writes_another() {
     let s = Scheduler::builder().backend(Backend::Sim).build().unwrap();

@@ -189,6 +189,12 @@ pub(crate) mod resident {
     #[inline]
     pub(crate) fn skip_valid_fetches(_gpu: usize, _task: &mut Task) {}
 
+    /// Without fetches a task starts at its next command's stage wherever it runs.
+    #[inline]
+    pub(crate) fn start_stage(_gpu: usize, task: &Task) -> Option<crate::stage::Stage> {
+        task.commands.get(task.next).map(Command::stage)
+    }
+
     #[inline]
     pub(crate) fn may_start(_gpu: usize, _c: &Command) -> bool {
         true

@@ -42,19 +42,17 @@ pub(crate) type Stages = [bool; Stage::K];
 /// Every stage allowed.
 pub(crate) const ANY_STAGE: Stages = [true; Stage::K];
 
-/// One heap of Q, split by the stage each task starts at (its next command's as it
-/// waits: a resident fetch the taking GPU will skip still counts as a download, so
-/// such a task waits as it did before the split): the first task by the rule is the
-/// first of the stages' heads. A task without commands (none is admitted) counts as
-/// a CPU task.
+/// One heap of Q, split by the stage each task starts at: its next command's as it
+/// waits, past the resident fetches its GPU would skip (their pieces all valid there;
+/// [`crate::seam::start_stage`]). In the shared heap of several GPUs a fetch counts as a
+/// download, whichever GPU takes it. The first task by the rule is the first of the
+/// stages' heads. A task without commands (none is admitted) counts as a CPU task.
 #[derive(Default)]
 struct ByStage([BinaryHeap<Entry>; Stage::K]);
 
 impl ByStage {
-    fn push(&mut self, entry: Entry) {
-        let t = &entry.task;
-        let stage = t.commands.get(t.next).map_or(0, |c| c.stage().index());
-        self.0[stage].push(entry);
+    fn push(&mut self, stage: Option<Stage>, entry: Entry) {
+        self.0[stage.map_or(0, Stage::index)].push(entry);
     }
 
     fn len(&self) -> usize {
@@ -107,6 +105,7 @@ pub(crate) struct TaskBuffer {
     heaps: Mutex<Heaps>,
     len: AtomicUsize,
     steal_above: usize,
+    gpus: usize,
 }
 
 impl TaskBuffer {
@@ -119,7 +118,7 @@ impl TaskBuffer {
     /// Q for `gpus` GPUs of `slots` stream slots each.
     pub(crate) fn placing(order: Order, gpus: usize, slots: usize) -> Self {
         let heaps = Heaps { anywhere: ByStage::default(), homed: (0..gpus).map(|_| ByStage::default()).collect() };
-        TaskBuffer { order, heaps: Mutex::new(heaps), len: AtomicUsize::new(0), steal_above: slots }
+        TaskBuffer { order, heaps: Mutex::new(heaps), len: AtomicUsize::new(0), steal_above: slots, gpus }
     }
 
     fn key(&self, granularity: u64) -> u64 {
@@ -133,11 +132,19 @@ impl TaskBuffer {
     pub(crate) fn push(&self, task: Box<Task>) {
         // The user's placement first, then where the task's resident data is.
         let home = task.prefer.or(task.residency.home);
+        // Where it waits for GPU g, a task whose first fetches g has no need of counts
+        // at the stage after them: a kernel placed with its tiles is no upload waiting
+        // for the copy engine. (Asked before Q's lock: it reads the buffers' states.)
+        // With one GPU the shared heap is that GPU's.
+        let stage = match home.or((self.gpus == 1).then_some(0)) {
+            Some(g) => crate::seam::start_stage(g, &task),
+            None => task.commands.get(task.next).map(|c| c.stage()),
+        };
         let entry = Entry { key: self.key(task.granularity), seq: task.seq, task };
         let mut heaps = self.heaps.lock();
         match home.and_then(|g| heaps.homed.get_mut(g)) {
-            Some(heap) => heap.push(entry),
-            None => heaps.anywhere.push(entry),
+            Some(heap) => heap.push(stage, entry),
+            None => heaps.anywhere.push(stage, entry),
         }
         self.len.store(heaps.len(), Ordering::SeqCst);
     }

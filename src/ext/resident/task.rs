@@ -6,7 +6,10 @@
 
 use crate::ext::resident::memory::ResidentInner;
 use crate::ids::TaskId;
+use crate::stage::Stage;
 use crate::sync::{AtomicBool, Ordering};
+use crate::task::command::Command;
+use crate::task::Task;
 use std::sync::Arc;
 
 /// A task's use of one resident buffer.
@@ -108,4 +111,20 @@ pub(crate) fn lower_fetch<E: From<crate::backend::op_failure::OpFailure>>(
         }
     }
     Ok(())
+}
+
+/// The stage `task` would start at on `gpu`: its next command's, past the fetches
+/// whose pieces are all valid there (those the dispatcher steps over, with
+/// `skip_valid_fetches`, when `gpu` takes the task; nothing is stepped over here).
+/// `None` without commands left.
+pub(crate) fn start_stage(gpu: usize, task: &Task) -> Option<Stage> {
+    let last = task.commands.len().checked_sub(1)?;
+    let mut i = task.next;
+    while let Some(Command::Fetch(f)) = task.commands.get(i) {
+        if i == last || !f.buf.all_valid(gpu, &f.pieces) {
+            break;
+        }
+        i += 1;
+    }
+    task.commands.get(i).map(Command::stage)
 }
