@@ -4,14 +4,16 @@
 //! potrf, alternated round by round, GFLOP/s = N³/3 over the time.
 //!
 //! chariot's time runs from the first submit to `synchronize`'s return: the tiles'
-//! uploads, the factorisation and L's readbacks, overlapped. With `--copies apart` it
-//! also runs the factorisation alone (`chariot-apart`: the uploads a batch before, the
-//! readbacks a batch after, untimed), to set beside cuSOLVER's factorisation alone.
-//! Each chariot run prints where its time went ([`Timeline`]): the operations' busy
-//! time, when they started and ended, and the copies' busy time. The baseline's is given
-//! with the transfers (upload, `cusolverDnXpotrf`, download, one after the other) and
-//! without. Every factor is checked: ‖A − LLᵀ‖_F/‖A‖_F exactly up to `--exact-max`,
-//! beyond that by random vectors (`--vectors`), in f64 on the CPU.
+//! uploads, the factorisation and L's readbacks, overlapped. The tiles' device memory
+//! is allocated on every GPU before the clock, as the baseline's is
+//! (`tiled::alloc_tiles`). With `--copies apart` it also runs the factorisation alone
+//! (`chariot-apart`: the uploads a batch before, the readbacks a batch after, untimed),
+//! to set beside cuSOLVER's factorisation alone. Each chariot run prints where its time
+//! went ([`Timeline`]): the operations' busy time, when they started and ended, and the
+//! copies' busy time, and at D > 1 each GPU's; `--trace` writes its Chrome trace. The
+//! baseline's time is given with the transfers (upload, `cusolverDnXpotrf`, download,
+//! one after the other) and without. Every factor is checked: ‖A − LLᵀ‖_F/‖A‖_F exactly
+//! up to `--exact-max`, beyond that by random vectors (`--vectors`), in f64 on the CPU.
 //!
 //! `cargo bench --bench cholesky -- --help` lists the options. On the sim backend (no
 //! GPU here, or `--backend sim`) the tile operations run on the CPU: a smoke test of the
@@ -80,6 +82,11 @@ struct Cli {
     /// Write every run as a CSV row here.
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// Write each chariot run's timeline as a Chrome trace (`Report::chrome_trace`: every
+    /// command, its GPU, stream and times, and every dependency) into this directory,
+    /// created if missing, one file a run: `METHOD-dD-nN-bB-rROUND.json`.
+    #[arg(long)]
+    trace: Option<PathBuf>,
     /// Accepted for `cargo bench`.
     #[arg(long, hide = true)]
     bench: bool,
@@ -101,6 +108,8 @@ struct Row {
     tasks: usize,
     /// chariot's timeline (zeros for the baseline).
     timeline: Timeline,
+    /// Each GPU's own at D > 1 (empty otherwise).
+    per_gpu: Vec<Timeline>,
 }
 
 impl Row {
@@ -160,6 +169,10 @@ fn main() -> Result<(), String> {
         }
         None => None,
     };
+    if let Some(dir) = &cli.trace {
+        // Checked before any run: a directory, or a path where one can be made.
+        std::fs::create_dir_all(dir).map_err(|e| format!("--trace {}: {e}", dir.display()))?;
+    }
     let mut rows: Vec<Row> = Vec::new();
     let mut record = |row: Row, rows: &mut Vec<Row>| -> Result<(), String> {
         println!(
@@ -194,6 +207,21 @@ fn main() -> Result<(), String> {
                 ms(t.readback_busy_ns),
                 ms(t.end_ns)
             );
+            for (g, t) in row.per_gpu.iter().enumerate() {
+                println!(
+                    "  {:<14} GPU {g} ms: operations busy {:.1} from {:.1} to {:.1} ({:.0} % of their span), \
+                     uploads and fetches busy {:.1} until {:.1}, readbacks busy {:.1}, last command {:.1}",
+                    "",
+                    ms(t.compute_busy_ns),
+                    ms(t.compute_start_ns),
+                    ms(t.compute_end_ns),
+                    100.0 * t.compute_busy_ns as f64 / (t.compute_end_ns - t.compute_start_ns).max(1) as f64,
+                    ms(t.upload_busy_ns),
+                    ms(t.upload_end_ns),
+                    ms(t.readback_busy_ns),
+                    ms(t.end_ns)
+                );
+            }
         }
         if let Some(f) = csv.as_mut() {
             let s = |ns: u64| ns as f64 / 1e9;
@@ -257,6 +285,7 @@ fn main() -> Result<(), String> {
                             residual: run.residual,
                             tasks: 1,
                             timeline: Timeline::default(),
+                            per_gpu: Vec::new(),
                         },
                         &mut rows,
                     )?;
@@ -320,14 +349,19 @@ fn chariot_run(
     } else {
         f64::NAN
     };
+    // D = 1 places nothing: the layouts are the same run there.
+    let method = match (layout == Layout::BlockCyclic && d > 1, apart) {
+        (true, false) => "chariot-cyclic",
+        (true, true) => "chariot-cyc-apart",
+        (false, false) => "chariot",
+        (false, true) => "chariot-apart",
+    };
+    if let Some(dir) = &cli.trace {
+        let path = dir.join(format!("{method}-d{d}-n{}-b{b}-r{round}.json", spd.n));
+        write_beside(&path, run.report.chrome_trace().as_bytes())?;
+    }
     Ok(Row {
-        // D = 1 places nothing: the layouts are the same run there.
-        method: match (layout == Layout::BlockCyclic && d > 1, apart) {
-            (true, false) => "chariot-cyclic",
-            (true, true) => "chariot-cyc-apart",
-            (false, false) => "chariot",
-            (false, true) => "chariot-apart",
-        },
+        method,
         d,
         n: spd.n,
         tile: b,
@@ -337,7 +371,19 @@ fn chariot_run(
         residual: res,
         tasks: run.tasks,
         timeline: Timeline::of(&run.report),
+        per_gpu: if d > 1 { (0..d).map(|g| Timeline::of_gpu(&run.report, g)).collect() } else { Vec::new() },
     })
+}
+
+/// Writes `bytes` to `path` through a file beside it, renamed over `path` only where
+/// that is missing or a regular file.
+fn write_beside(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file()) {
+        return Err(format!("{}: exists and is not a regular file", path.display()));
+    }
+    let tmp = path.with_extension("json.part");
+    std::fs::write(&tmp, bytes).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Medians per (method, D, N, b), and chariot's best tile against the baseline.
