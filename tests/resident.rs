@@ -5,7 +5,8 @@
 //! are valid where it runs); every read-after-write, write-after-read and
 //! write-after-write dependency holds in the timeline; kernels take resident ranges as
 //! arguments; a full GPU evicts idle copies, writing back what only it held; a failed
-//! writer's piece is lost and its readers say so; bad input is refused.
+//! writer's piece is lost and its readers say so; a kernel whose data is on its GPU
+//! does not wait in Q behind uploads; bad input is refused.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -418,12 +419,11 @@ fn kernels_naming_buffers_in_opposite_orders_do_not_deadlock() {
     });
 }
 
-/// A kernel may read one range of a resident buffer and write another (its CPU twin
-/// gets both at once: `TwinArgs::in_out` on two ranges of one buffer).
 /// A ready kernel whose resident range is valid on its GPU is not held in Q behind
 /// uploads of equal priority that wait for the copy engine: the fetch it starts with
-/// is one its GPU skips, so it waits as a kernel, and starts while the second upload
-/// runs. At D = 1 (the one GPU's shared heap) and at D = 2 (placed on GPU 0).
+/// is one its GPU skips, so it waits as a kernel, and starts before the second upload
+/// after its own tile's has ended. At D = 1 (the one GPU's shared heap) and at D = 2
+/// (placed on GPU 0).
 #[test]
 fn a_kernel_whose_data_is_on_its_gpu_does_not_wait_in_q_behind_uploads() {
     with_timeout(DEADLINE_S, || {
@@ -468,6 +468,8 @@ fn a_kernel_whose_data_is_on_its_gpu_does_not_wait_in_q_behind_uploads() {
     });
 }
 
+/// A kernel may read one range of a resident buffer and write another (its CPU twin
+/// gets both at once: `TwinArgs::in_out` on two ranges of one buffer).
 #[test]
 fn a_kernel_reads_one_range_of_a_buffer_and_writes_another() {
     let s = Scheduler::builder().backend(Backend::Sim).build().unwrap();

@@ -21,8 +21,8 @@
 //! that has not started at the stage the new one starts at, so that tasks stay in Q,
 //! where the order rule and every GPU can still reach them, until a GPU can start
 //! them; a task that starts at another stage is taken meanwhile (Q keeps a heap per
-//! first stage): a kernel does not wait in Q behind an upload that waits for the copy
-//! engine.
+//! first stage, a task placed on a GPU counted past the fetches that GPU would skip): a
+//! kernel does not wait in Q behind an upload that waits for the copy engine.
 //!
 //! When a turn makes no progress the dispatcher spins while GPU commands are in
 //! flight on a backend that must be polled (CUDA), and otherwise parks on its signal,

@@ -249,9 +249,10 @@ pub fn factor_apart(sched: &Scheduler, host: &TiledHost, layout: Layout) -> Resu
 /// tile (nothing: every factorisation's upload overwrites it). On two H200s joined by
 /// NVLink, allocated in the timed batch, GPU 0's copy (4.6 GB at N = 32 k, b = 2,048)
 /// delayed its first upload by about 10 ms, and GPU 1's first upload took as long.
+/// It synchronizes `sched`: call it between batches.
 ///
 /// # Errors
-/// chariot's allocation and submit errors.
+/// chariot's allocation, submit and `synchronize` errors.
 pub fn alloc_tiles(sched: &Scheduler, tiling: Tiling) -> Result<ResidentBuffer<f64>> {
     let m = sched.alloc_resident_pieces::<f64>(tiling.len(), tiling.tile_len())?;
     let first = tiling.range(0, 0);
