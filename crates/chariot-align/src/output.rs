@@ -65,8 +65,8 @@ pub fn check_target(flag: &str, path: &Path) -> Result<(), String> {
         Ok(m) => match odd_kind(&m) {
             None => Ok(()),
             Some(kind) => Err(format!(
-                "{flag} {}: is a {kind}; chariot-align writes an output as `<path>.partial` and renames it over the path, \
-                 which it does only over a regular file or a missing path; name another path",
+                "{flag} {}: is a {kind}; an output is written as `<path>.partial` and renamed over the path, \
+                 only over a regular file or a missing path; name another path",
                 path.display()
             )),
         },

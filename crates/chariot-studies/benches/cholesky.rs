@@ -22,6 +22,7 @@
 
 use chariot::sim::SimProfile;
 use chariot::{Backend, Order, Scheduler};
+use chariot_align::output::Output;
 use chariot_studies::cholesky::baseline::{self, PotrfRun};
 use chariot_studies::cholesky::tiled::{factor, factor_apart, factor_with, warm_up, Layout, TiledHost, Timeline};
 use chariot_studies::cholesky::{residual, Spd, Tiling};
@@ -161,9 +162,10 @@ fn main() -> Result<(), String> {
     if !on_cuda {
         println!("(sim: the tile operations run on the CPU; times are not GPU measurements; no baseline)");
     }
+    // Checked and opened before any run; written beside the target, renamed at the end.
     let mut csv = match &cli.csv {
         Some(p) => {
-            let mut f = std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let mut f = Output::create("--csv", p)?;
             writeln!(f, "{HEADER}").map_err(|e| e.to_string())?;
             Some(f)
         }
@@ -294,6 +296,9 @@ fn main() -> Result<(), String> {
         }
     }
     summary(&rows);
+    if let Some(f) = csv {
+        f.commit()?;
+    }
     Ok(())
 }
 

@@ -23,10 +23,10 @@
 use chariot::report::{GraphSetup, LaunchedBy};
 use chariot::sim::SimProfile;
 use chariot::{Backend, Execution, Scheduler};
+use chariot_align::output::{self, Output};
 use chariot_studies::flow::{edge_violations, ChariotFlow, DeviceGraph, Graph, HandGraph, Shape};
 use clap::Parser;
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -224,9 +224,14 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     let chariot_device_on = cli.chariot_device && !sim;
     let dev_sched = if chariot_device_on { Some(builder(Execution::Device).build()?) } else { None };
     let dev_flow = dev_sched.as_ref().map(|s| ChariotFlow::new(s).map(|f| f.blocks(cli.blocks))).transpose()?;
+    // Both checked and opened before any run, written beside their targets and renamed at
+    // the end; one file cannot be both.
+    if let (Some(c), Some(w)) = (&cli.csv, &cli.windows) {
+        output::check_distinct(&[], &[("--csv", c), ("--windows", w)])?;
+    }
     let mut csv = match &cli.csv {
         Some(p) => {
-            let mut w = BufWriter::new(File::create(p).map_err(|e| format!("--csv {}: {e}", p.display()))?);
+            let mut w = Output::create("--csv", p)?;
             writeln!(
                 w,
                 "shape,size,nodes,edges,iters,variant,round,wall_ns,build_ns,replayed_tasks,lanes,submit_ns,\
@@ -238,7 +243,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     };
     let mut windows_csv = match &cli.windows {
         Some(p) => {
-            let mut w = BufWriter::new(File::create(p).map_err(|e| format!("--windows {}: {e}", p.display()))?);
+            let mut w = Output::create("--windows", p)?;
             writeln!(w, "shape,size,iters,round,window,tasks,queued_us,launched_us,end_us,host_us,submit_us,wall_us")?;
             Some(w)
         }
@@ -509,11 +514,11 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
             );
         }
     }
-    if let Some(mut w) = windows_csv {
-        w.flush()?;
+    if let Some(w) = windows_csv {
+        w.commit()?;
     }
-    if let Some(mut w) = csv {
-        w.flush()?;
+    if let Some(w) = csv {
+        w.commit()?;
     }
     println!("\nwhere chariot's time goes (defaults; medians of the timed runs)");
     println!(

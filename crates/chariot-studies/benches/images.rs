@@ -11,6 +11,7 @@
 
 use chariot::sim::SimProfile;
 use chariot::{Backend, Scheduler};
+use chariot_align::output::Output;
 use chariot_studies::images::baseline::HandWritten;
 use chariot_studies::images::bench::{self, Config, Variant};
 use clap::Parser;
@@ -72,6 +73,8 @@ fn main() -> ExitCode {
 
 /// Runs the benchmark; whether every output matched.
 fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
+    // Checked and opened before any work; written beside the target, renamed at the end.
+    let mut csv = cli.csv.as_deref().map(|p| Output::create("--csv", p)).transpose()?;
     let backend = Backend::from_name(&cli.backend, SimProfile::h100())?;
     let sim = backend != Backend::Cuda;
     // chariot's defaults: nothing tuned, only the GPU chosen.
@@ -138,9 +141,10 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
             );
         }
     }
-    if let Some(path) = &cli.csv {
-        let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    if let Some(mut f) = csv.take() {
         bench::write_csv(&mut f, &cfg, &outcome)?;
+        let path = f.path().to_path_buf();
+        f.commit()?;
         println!("wrote {}", path.display());
     }
     Ok(summary.iter().all(|s| s.all_ok))
