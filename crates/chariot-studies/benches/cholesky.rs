@@ -193,36 +193,10 @@ fn main() -> Result<(), String> {
             },
             row.residual
         );
-        let t = row.timeline;
-        if t.end_ns > 0 {
-            let ms = |ns: u64| ns as f64 / 1e6;
-            println!(
-                "  {:<14} timeline ms: operations busy {:.1} from {:.1} to {:.1} ({:.0} % of their span), \
-                 uploads busy {:.1} until {:.1}, readbacks busy {:.1}, last command {:.1}",
-                "",
-                ms(t.compute_busy_ns),
-                ms(t.compute_start_ns),
-                ms(t.compute_end_ns),
-                100.0 * t.compute_busy_ns as f64 / (t.compute_end_ns - t.compute_start_ns).max(1) as f64,
-                ms(t.upload_busy_ns),
-                ms(t.upload_end_ns),
-                ms(t.readback_busy_ns),
-                ms(t.end_ns)
-            );
+        if row.timeline.end_ns > 0 {
+            print_timeline("timeline ms:", "uploads", &row.timeline);
             for (g, t) in row.per_gpu.iter().enumerate() {
-                println!(
-                    "  {:<14} GPU {g} ms: operations busy {:.1} from {:.1} to {:.1} ({:.0} % of their span), \
-                     uploads and fetches busy {:.1} until {:.1}, readbacks busy {:.1}, last command {:.1}",
-                    "",
-                    ms(t.compute_busy_ns),
-                    ms(t.compute_start_ns),
-                    ms(t.compute_end_ns),
-                    100.0 * t.compute_busy_ns as f64 / (t.compute_end_ns - t.compute_start_ns).max(1) as f64,
-                    ms(t.upload_busy_ns),
-                    ms(t.upload_end_ns),
-                    ms(t.readback_busy_ns),
-                    ms(t.end_ns)
-                );
+                print_timeline(&format!("GPU {g} ms:"), "uploads and fetches", t);
             }
         }
         if let Some(f) = csv.as_mut() {
@@ -363,7 +337,9 @@ fn chariot_run(
     };
     if let Some(dir) = &cli.trace {
         let path = dir.join(format!("{method}-d{d}-n{}-b{b}-r{round}.json", spd.n));
-        write_beside(&path, run.report.chrome_trace().as_bytes())?;
+        let mut out = Output::create("--trace", &path)?;
+        out.write_all(run.report.chrome_trace().as_bytes()).map_err(|e| format!("--trace {}: {e}", path.display()))?;
+        out.commit()?;
     }
     Ok(Row {
         method,
@@ -380,15 +356,23 @@ fn chariot_run(
     })
 }
 
-/// Writes `bytes` to `path` through a file beside it, renamed over `path` only where
-/// that is missing or a regular file.
-fn write_beside(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> {
-    if std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file()) {
-        return Err(format!("{}: exists and is not a regular file", path.display()));
-    }
-    let tmp = path.with_extension("json.part");
-    std::fs::write(&tmp, bytes).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+/// Prints one line of a run's timeline: `label`, then the operations' busy time and
+/// span, the copies to the GPU (named `uploads`) and the readbacks, in ms.
+fn print_timeline(label: &str, uploads: &str, t: &Timeline) {
+    let ms = |ns: u64| ns as f64 / 1e6;
+    println!(
+        "  {:<14} {label} operations busy {:.1} from {:.1} to {:.1} ({:.0} % of their span), \
+         {uploads} busy {:.1} until {:.1}, readbacks busy {:.1}, last command {:.1}",
+        "",
+        ms(t.compute_busy_ns),
+        ms(t.compute_start_ns),
+        ms(t.compute_end_ns),
+        100.0 * t.compute_busy_ns as f64 / (t.compute_end_ns - t.compute_start_ns).max(1) as f64,
+        ms(t.upload_busy_ns),
+        ms(t.upload_end_ns),
+        ms(t.readback_busy_ns),
+        ms(t.end_ns)
+    );
 }
 
 /// Medians per (method, D, N, b), and chariot's best tile against the baseline.
