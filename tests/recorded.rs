@@ -826,6 +826,61 @@ fn cuda_recorded_graph_tries_the_device_and_keeps_the_faster_way() {
     });
 }
 
+/// On a CUDA GPU: a recorded chain of one-launch tasks gives the loop's outputs on
+/// every run, the device's included: the first device run uploads the part's image,
+/// the next ones run it again with only its counters reset, and a run after an update
+/// uploads the new arguments' image (runs 4–7 go to the device, as the trial above
+/// says; updates before runs 4 and 7).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_device_runs_again_and_after_updates_give_the_loops_outputs() {
+    with_timeout(DEADLINE_S, || {
+        const M: usize = 1000;
+        const CHAIN: u32 = 64;
+        // One stream: the resets' and readbacks' tasks and the graph share x's one copy.
+        let sched = Scheduler::builder().backend(Backend::Cuda).streams(1).build().unwrap();
+        let k = sched.register_kernel(mix_kernel()).unwrap();
+        let mut input = sched.alloc_host::<u32>(M).unwrap();
+        input.write().iter_mut().enumerate().for_each(|(i, v)| *v = gen(i));
+        let out = sched.alloc_host::<u32>(M).unwrap();
+        let x = sched.alloc::<u32>(M).unwrap();
+        let mut graph = sched
+            .record(|s| {
+                for t in 0..CHAIN {
+                    let task = s.task(t as u64, 1);
+                    let task = if t > 0 { task.after(TaskId(t as u64 - 1)) } else { task };
+                    task.launch(&k, grid(M), BLOCK, 0, &[Arg::buffer(&x), Arg::u32(M as u32), Arg::u32(t)]).submit()?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        let reference = |salt: u32| -> Vec<u32> {
+            (0..M).map(|i| (0..CHAIN).fold(gen(i), |v, t| mix_ref(v, t + salt, i))).collect()
+        };
+        let (mut setups, mut salt) = (Vec::new(), 0);
+        for run in 0..12u32 {
+            if run == 4 || run == 7 {
+                salt = run * 1000;
+                for t in 0..CHAIN {
+                    graph.set_arg(TaskId(t as u64), 0, 2, Arg::u32(t + salt)).unwrap();
+                }
+            }
+            sched.task(10_000, 1).download(&x, 0, &input, ..).submit().unwrap();
+            sched.synchronize().unwrap();
+            graph.run().unwrap();
+            let report = sched.synchronize().unwrap();
+            assert!(report.windows.iter().all(|w| !w.failed), "run {run}: {report}");
+            setups.extend(report.windows.iter().map(|w| w.setup));
+            sched.task(10_001, 1).readback(&out, .., &x, 0).callback(Resource::Cpu, |_| Ok(())).submit().unwrap();
+            sched.synchronize().unwrap();
+            same(&out.read(), &reference(salt), &format!("run {run} (setups {setups:?})"));
+        }
+        eprintln!("graphs {setups:?}");
+        assert_eq!(setups.len(), 12, "one part a run: {setups:?}");
+        assert!(setups[4..8].iter().all(|&s| s == GraphSetup::Device), "{setups:?}");
+    });
+}
+
 /// An update's device buffer gets its copies of the lanes past S where the part runs on
 /// them (else a lane would name a copy that does not exist), and a buffer of another
 /// scheduler is refused.

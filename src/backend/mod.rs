@@ -547,6 +547,17 @@ impl Gpu {
         }
     }
 
+    /// Runs on the device again the recorded part `name` if this GPU keeps its image
+    /// (its last run ran there, unchanged since): `None` where it does not (the sim
+    /// keeps none), and the caller lowers it.
+    #[cfg(feature = "replay")]
+    pub(crate) fn relaunch_device(&mut self, name: (u64, u64)) -> Option<Result<(DriverNs, GraphUse), Fault>> {
+        match self {
+            Gpu::Cuda(gpu) => gpu.relaunch_device(name),
+            Gpu::Sim(_) => None,
+        }
+    }
+
     /// Whether a window (`device`: to run on the device) may be issued now, behind the
     /// windows in flight (CUDA: not a device-side run with another window, whose image
     /// and executor it would share).

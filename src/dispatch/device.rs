@@ -129,10 +129,9 @@ impl Device for Gpu {
     fn issue_recorded(&mut self, part: &Part) -> Result<(DriverNs, GraphUse), Fault> {
         let name = (part.id, part.generation);
         let device = part.next_way() == Way::Device;
-        if !device {
-            if let Some(issued) = self.relaunch(name) {
-                return issued;
-            }
+        let again = if device { self.relaunch_device(name) } else { self.relaunch(name) };
+        if let Some(issued) = again {
+            return issued;
         }
         let issued = lower_and_issue(self, &part.window.lock(), Some(name), device);
         if device && matches!(issued, Ok((_, used)) if used != GraphUse::Device) {

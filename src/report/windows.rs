@@ -42,8 +42,9 @@ impl std::fmt::Display for GraphSetup {
 pub enum LaunchedBy {
     /// Its GPU's dispatcher.
     Dispatcher,
-    /// The thread that queued or waited for it (a recorded graph's run whose kept graph
-    /// it relaunched while the dispatcher waited, as a hand-written graph is launched).
+    /// The thread that queued or waited for it (a recorded graph's run whose kept graph,
+    /// or image on the device, it launched again while the dispatcher waited, as a
+    /// hand-written graph is launched).
     Caller,
 }
 

@@ -16,6 +16,12 @@
 //! the task table (kernel, grid, arguments) and the argument values. It is uploaded
 //! whole before the launch, which also resets the counters, on the stream the kernel
 //! then runs on; completion is an event after it.
+//!
+//! A recorded graph's part runs the same image every run until it is updated (its
+//! name, number and generation, says so), so its image stays on the GPU
+//! ([`DeviceRunner::relaunch`]) with a pristine copy of the words a run changes: a run
+//! again is one device-to-device copy of those words and the launch, with no walk of
+//! the tasks (building the image of 1,023 tasks took the host about 180 µs a run).
 
 use super::context::Context;
 use super::executor_source::source;
@@ -64,10 +70,34 @@ struct OwnedCode {
     params: Vec<Param>,
 }
 
+/// Recorded parts whose image a GPU keeps: a program records few graphs.
+const KEPT: usize = 32;
+
+/// A recorded part's image kept on the GPU, and how to launch it again.
+struct KeptRun {
+    /// The part's number and generation ([`GraphOp::recorded`]).
+    name: (u64, u64),
+    /// Device memory: the image at 0, a pristine copy of its first `head` bytes at
+    /// `pristine`. Freed when it is dropped from the kept or the runner drops.
+    buffer: u64,
+    pristine: u64,
+    /// The bytes a run writes: the control words, the remaining counts, the queue.
+    head: usize,
+    args_at: u64,
+    n: i32,
+    m: i32,
+    executor: usize,
+    blocks: u32,
+    block: BlockShape,
+    shared: u32,
+}
+
 /// One GPU's device-side runs: its executors, the image buffer, the run in flight.
 pub(crate) struct DeviceRunner {
     ctx: Arc<Context>,
     executors: Vec<Executor>,
+    /// Recorded parts' images, oldest first.
+    kept: Vec<KeptRun>,
     /// Sets of kernels (and block shape) whose executor did not build: not tried again.
     refused: Vec<Vec<usize>>,
     /// Device memory for images, and its size in bytes (grown as windows need).
@@ -80,7 +110,15 @@ pub(crate) struct DeviceRunner {
 impl DeviceRunner {
     /// The runner of GPU `ctx`.
     pub(crate) fn new(ctx: Arc<Context>) -> DeviceRunner {
-        DeviceRunner { ctx, executors: Vec::new(), refused: Vec::new(), buffer: 0, capacity: 0, image: Vec::new() }
+        DeviceRunner {
+            ctx,
+            executors: Vec::new(),
+            kept: Vec::new(),
+            refused: Vec::new(),
+            buffer: 0,
+            capacity: 0,
+            image: Vec::new(),
+        }
     }
 
     /// The executor for the kernels `ids` (their loaded functions, in order, then the
@@ -235,13 +273,6 @@ impl DeviceRunner {
         self.image.extend(words.iter().flat_map(|v| v.to_le_bytes()));
         self.image.resize(args_at, 0);
         self.image.extend(args.iter().flat_map(|v| v.to_le_bytes()));
-        if bytes > self.capacity {
-            self.free_buffer();
-            let size = bytes.next_power_of_two();
-            // Freed in Drop or when it grows.
-            self.buffer = driver::mem_alloc(size).map_err(issue_fault("cuMemAlloc"))?;
-            self.capacity = size;
-        }
         // Enough blocks for the widest level of the graph, no more (idle blocks only
         // poll the queue).
         let mut level = vec![0usize; n];
@@ -252,36 +283,139 @@ impl DeviceRunner {
         }
         let width = per_level.iter().copied().max().unwrap_or(1).max(1);
         let blocks = (self.executors[ex].resident as usize).min(width).max(1) as u32;
+        let shared = launches.iter().map(|l| l.shared).max().unwrap_or(0);
+        // The words a run writes: control, remaining and queue.
+        let head = (CONTROL + 2 * n) * 4;
+        let run = match g.recorded {
+            // A recorded part's image gets memory of its own, with room for the
+            // pristine copy of its head after it.
+            Some(name) => {
+                let pristine = bytes.div_ceil(256) * 256;
+                // No device-side run is in flight (one at a time a GPU), so an older
+                // image may be freed: the oldest, and any of this part's older
+                // generations (never launched again).
+                let stale = |k: &KeptRun| k.name.0 == name.0;
+                if self.kept.len() >= KEPT || self.kept.iter().any(stale) {
+                    let at = self.kept.iter().position(stale).unwrap_or(0);
+                    let old = self.kept.remove(at);
+                    self.free(old.buffer);
+                }
+                let buffer = driver::mem_alloc(pristine + head).map_err(issue_fault("cuMemAlloc"))?;
+                let kept = KeptRun {
+                    name,
+                    buffer,
+                    pristine: buffer + pristine as u64,
+                    head,
+                    args_at: buffer + args_at as u64,
+                    n: n as i32,
+                    m: m as i32,
+                    executor: ex,
+                    blocks,
+                    block,
+                    shared,
+                };
+                // SAFETY: this GPU's context is current and `stream` is its; the
+                // pristine copy lies in `buffer` (allocated above for it), which is
+                // freed only when no run is in flight; the head is the image's first
+                // `head` bytes (`head` ≤ `bytes`), which lives in `self` until the run
+                // completes.
+                unsafe {
+                    driver::memcpy_htod_async(kept.pristine, self.image.as_ptr() as *const c_void, head, stream_raw)
+                        .map_err(issue_fault("cuMemcpyHtoDAsync"))?;
+                }
+                self.kept.push(kept);
+                self.kept.len() - 1
+            }
+            None => {
+                if bytes > self.capacity {
+                    self.free_buffer();
+                    let size = bytes.next_power_of_two();
+                    // Freed in Drop or when it grows.
+                    self.buffer = driver::mem_alloc(size).map_err(issue_fault("cuMemAlloc"))?;
+                    self.capacity = size;
+                }
+                usize::MAX
+            }
+        };
+        let (buffer, args_ptr) = match self.kept.get(run) {
+            Some(k) => (k.buffer, k.args_at),
+            None => (self.buffer, self.buffer + args_at as u64),
+        };
         // SAFETY: this GPU's context is current and `stream` is its; the buffer, an
         // allocation of it, holds `bytes` and is freed only when no run is in flight;
         // the image (`bytes` long) lives in `self`, unchanged until the run completes
         // (the next launch waits for it: one device-side window in flight a GPU).
         unsafe {
-            driver::memcpy_htod_async(self.buffer, self.image.as_ptr() as *const c_void, bytes, stream_raw)
+            driver::memcpy_htod_async(buffer, self.image.as_ptr() as *const c_void, bytes, stream_raw)
                 .map_err(issue_fault("cuMemcpyHtoDAsync"))?;
         }
-        let (mut image, mut n_arg, mut m_arg, mut args_ptr) =
-            (self.buffer, n as i32, m as i32, self.buffer + args_at as u64);
-        let mut params: [*mut c_void; 4] = [
-            &mut image as *mut u64 as *mut c_void,
-            &mut n_arg as *mut i32 as *mut c_void,
-            &mut m_arg as *mut i32 as *mut c_void,
-            &mut args_ptr as *mut u64 as *mut c_void,
-        ];
         let func = self.executors[ex].func;
-        let shared = launches.iter().map(|l| l.shared);
-        // SAFETY: the executor's function, loaded in this context (current) until the
-        // runner drops; its four parameters (int*, int, int, unsigned long long*) point
-        // at live locals of those sizes (copied at the call); the image buffer stays
-        // allocated until the run completes; every buffer argument in the table is a
-        // live allocation held by the window's tasks until the run completes, their
-        // claims keeping other access away.
-        unsafe {
-            driver::launch_kernel(func, (blocks, 1, 1), block, shared.max().unwrap_or(0), stream_raw, &mut params)
-        }
-        .map_err(issue_fault("cuLaunchKernel (device-side window)"))?;
+        // SAFETY: as `start`'s first precondition: the executor's function, its image
+        // just uploaded (`n` tasks, `m` edges) with the argument words at `args_ptr`.
+        unsafe { start(func, buffer, n as i32, m as i32, args_ptr, blocks, block, shared, stream_raw) }?;
         Ok(true)
     }
+
+    /// Whether this GPU keeps the image of the recorded part `name`.
+    pub(crate) fn keeps(&self, name: (u64, u64)) -> bool {
+        self.kept.iter().any(|k| k.name == name)
+    }
+
+    /// Runs again the recorded part kept under `name`, if this GPU keeps its image:
+    /// its head reset from the pristine copy, then the executor launched on `stream`,
+    /// as its last run was. `None` where it is not kept.
+    pub(crate) fn relaunch(&mut self, name: (u64, u64), stream: &Stream) -> Option<Result<(), Fault>> {
+        let k = self.kept.iter().find(|k| k.name == name)?;
+        let stream_raw = stream.raw();
+        // SAFETY: this GPU's context is current and `stream` is its; both ranges lie
+        // in `k.buffer`, allocated until no run is in flight, and no other run is in
+        // flight (one device-side window at a time a GPU).
+        let reset = unsafe { driver::memcpy_async(k.buffer, k.pristine, k.head, stream_raw) };
+        if let Err(e) = reset {
+            return Some(Err(issue_fault("cuMemcpyAsync (device-side window)")(e)));
+        }
+        let func = self.executors[k.executor].func;
+        // SAFETY: the executor this image was launched with (loaded until the runner
+        // drops), the image as its first launch uploaded it, its head reset above on
+        // the same stream; its argument words name the part's buffers, which its tasks
+        // hold while the recorded graph lives, and its runs' claims keep other access
+        // away (a kept image is dropped when its part's generation changes).
+        Some(unsafe { start(func, k.buffer, k.n, k.m, k.args_at, k.blocks, k.block, k.shared, stream_raw) })
+    }
+}
+
+/// Launches the executor `func` on `blocks` blocks of `block` threads over the image at
+/// `image` (`n` tasks, `m` edges, argument words at `args`) on `stream`.
+///
+/// # Safety
+/// 1. `func` is an executor loaded in the current context, which owns `stream`; the
+///    image is fully uploaded (or reset) on `stream` before this call, and stays
+///    allocated until the run completes.
+/// 2. Every buffer argument in the image's table is a live allocation held until the
+///    run completes, nothing else touching it meanwhile.
+#[allow(clippy::too_many_arguments)]
+unsafe fn start(
+    func: sys::CUfunction,
+    image: u64,
+    n: i32,
+    m: i32,
+    args: u64,
+    blocks: u32,
+    block: BlockShape,
+    shared: u32,
+    stream: sys::CUstream,
+) -> Result<(), Fault> {
+    let (mut image, mut n, mut m, mut args) = (image, n, m, args);
+    let mut params: [*mut c_void; 4] = [
+        &mut image as *mut u64 as *mut c_void,
+        &mut n as *mut i32 as *mut c_void,
+        &mut m as *mut i32 as *mut c_void,
+        &mut args as *mut u64 as *mut c_void,
+    ];
+    // SAFETY: preconditions 1 and 2; the four parameters (int*, int, int, unsigned
+    // long long*) point at live locals of those sizes, copied at the call.
+    unsafe { driver::launch_kernel(func, (blocks, 1, 1), block, shared, stream, &mut params) }
+        .map_err(issue_fault("cuLaunchKernel (device-side window)"))
 }
 
 impl DeviceRunner {
@@ -290,19 +424,28 @@ impl DeviceRunner {
     /// streams are synchronised).
     fn free_buffer(&mut self) {
         if self.buffer != 0 {
-            // SAFETY: allocated by `mem_alloc` in this context, freed once (zeroed
-            // below); no run that reads it is in flight (see above).
-            if let Err(e) = unsafe { driver::mem_free(self.buffer) } {
-                self.ctx.cleanup.push(failed(&format!("cuMemFree on GPU {}", self.ctx.index), e));
-            }
+            self.free(self.buffer);
             self.buffer = 0;
+        }
+    }
+
+    /// Frees `buffer`, an image's memory (the shared buffer or a kept one), its error
+    /// kept for the report. No run that reads it is in flight (see above).
+    fn free(&self, buffer: u64) {
+        // SAFETY: allocated by `mem_alloc` in this context, freed once (the callers
+        // zero or drop their handle); no run that reads it is in flight.
+        if let Err(e) = unsafe { driver::mem_free(buffer) } {
+            self.ctx.cleanup.push(failed(&format!("cuMemFree on GPU {}", self.ctx.index), e));
         }
     }
 }
 
 impl Drop for DeviceRunner {
-    /// The buffer, then the executors' modules (the fields).
+    /// The buffers, then the executors' modules (the fields).
     fn drop(&mut self) {
         self.free_buffer();
+        for k in std::mem::take(&mut self.kept) {
+            self.free(k.buffer);
+        }
     }
 }

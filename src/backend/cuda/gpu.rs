@@ -391,44 +391,27 @@ impl Gpu {
     #[cfg(feature = "replay")]
     pub(crate) fn issue_window<N: GraphSource>(&mut self, g: &GraphOp<'_, N>) -> Result<(DriverNs, GraphUse), Fault> {
         let t0 = Instant::now();
-        let as_fault =
-            |e: crate::report::DriverError| Fault { message: e.to_string(), reach: Reach::Task, driver: Some(e) };
-        let mut completion = match self.spare.pop() {
-            Some(c) => c,
-            None => super::completion::Completion::new(&self.ctx).map_err(as_fault)?,
-        };
-        completion.launching(self.epoch);
+        let mut completion = self.completion()?;
         let stream = &self.streams[0];
-        let mut used = None;
+        let mut used = Ok(None);
         if g.device {
             let ctx = &self.ctx;
             let runner = self.runner.get_or_insert_with(|| super::device_window::DeviceRunner::new(ctx.clone()));
             // A set of kernels the executor cannot be built from (a source that does
             // not compile as device functions) replays as a graph instead.
-            if runner.launch(&self.ctx, &self.arch, g, stream)? {
-                used = Some(GraphUse::Device);
-            }
+            used = runner.launch(&self.ctx, &self.arch, g, stream).map(|ran| ran.then_some(GraphUse::Device));
         }
         let used = match used {
-            Some(u) => u,
-            None => {
+            Ok(Some(u)) => Ok(u),
+            Ok(None) => {
                 let contexts = &self.contexts;
                 let replayer = self.replayer.get_or_insert_with(|| super::replay::Replayer::new(contexts.clone()));
-                match replayer.launch(&self.ctx, g, stream) {
-                    Ok(u) => u,
-                    Err(f) => {
-                        self.spare.push(completion);
-                        return Err(f);
-                    }
-                }
+                replayer.launch(&self.ctx, g, stream)
             }
+            Err(f) => Err(f),
         };
-        if let Err(f) = completion.record(stream) {
-            self.spare.push(completion);
-            return Err(f);
-        }
-        self.flights.push_back((completion, used));
-        Ok((t0.elapsed().as_nanos() as u64, used))
+        let launched = used.and_then(|u| completion.record(stream).map(|()| u));
+        self.in_flight(completion, launched, t0)
     }
 
     /// Launches the graph kept under `name` again, as last set, if the replayer keeps
@@ -436,26 +419,75 @@ impl Gpu {
     #[cfg(feature = "replay")]
     pub(crate) fn relaunch(&mut self, name: (u64, u64)) -> Option<Result<(DriverNs, GraphUse), Fault>> {
         let t0 = Instant::now();
-        let replayer = self.replayer.as_mut()?;
-        let at = replayer.kept_as(name)?;
-        let as_fault =
-            |e: crate::report::DriverError| Fault { message: e.to_string(), reach: Reach::Task, driver: Some(e) };
+        let at = self.replayer.as_mut()?.kept_as(name)?;
+        let mut completion = match self.completion() {
+            Ok(c) => c,
+            Err(f) => return Some(Err(f)),
+        };
+        let stream = &self.streams[0];
+        // The replayer is there: it found the graph above.
+        let launched = match self.replayer.as_mut() {
+            Some(r) => r.relaunch(at, stream).and_then(|()| completion.record(stream)),
+            None => Err(Fault::task("the kept graph went missing")),
+        };
+        Some(self.in_flight(completion, launched.map(|()| GraphUse::Reused), t0))
+    }
+
+    /// Runs on the device again the recorded part kept under `name`, if this GPU's
+    /// executor keeps its image: a reset of its counters and one launch.
+    #[cfg(feature = "replay")]
+    pub(crate) fn relaunch_device(&mut self, name: (u64, u64)) -> Option<Result<(DriverNs, GraphUse), Fault>> {
+        let t0 = Instant::now();
+        if !self.runner.as_ref().is_some_and(|r| r.keeps(name)) {
+            return None;
+        }
+        let mut completion = match self.completion() {
+            Ok(c) => c,
+            Err(f) => return Some(Err(f)),
+        };
+        let stream = &self.streams[0];
+        // The runner keeps the image: checked above.
+        let launched = match self.runner.as_mut().and_then(|r| r.relaunch(name, stream)) {
+            Some(r) => r.and_then(|()| completion.record(stream)),
+            None => Err(Fault::task("the kept device-side image went missing")),
+        };
+        Some(self.in_flight(completion, launched.map(|()| GraphUse::Device), t0))
+    }
+
+    /// A completion for the next window, its launch marked now.
+    #[cfg(feature = "replay")]
+    fn completion(&mut self) -> Result<super::completion::Completion, Fault> {
         let mut completion = match self.spare.pop() {
             Some(c) => c,
-            None => match super::completion::Completion::new(&self.ctx) {
-                Ok(c) => c,
-                Err(e) => return Some(Err(as_fault(e))),
-            },
+            None => super::completion::Completion::new(&self.ctx).map_err(|e| Fault {
+                message: e.to_string(),
+                reach: Reach::Task,
+                driver: Some(e),
+            })?,
         };
         completion.launching(self.epoch);
-        let stream = &self.streams[0];
-        let launched = replayer.relaunch(at, stream).and_then(|()| completion.record(stream));
-        if let Err(f) = launched {
-            self.spare.push(completion);
-            return Some(Err(f));
+        Ok(completion)
+    }
+
+    /// Puts a window launched (as the graph was had) in flight with its `completion`,
+    /// or keeps the completion spare where the launch failed; the time since `t0`.
+    #[cfg(feature = "replay")]
+    fn in_flight(
+        &mut self,
+        completion: super::completion::Completion,
+        launched: Result<GraphUse, Fault>,
+        t0: Instant,
+    ) -> Result<(DriverNs, GraphUse), Fault> {
+        match launched {
+            Ok(used) => {
+                self.flights.push_back((completion, used));
+                Ok((t0.elapsed().as_nanos() as u64, used))
+            }
+            Err(f) => {
+                self.spare.push(completion);
+                Err(f)
+            }
         }
-        self.flights.push_back((completion, GraphUse::Reused));
-        Some(Ok((t0.elapsed().as_nanos() as u64, GraphUse::Reused)))
     }
 
     /// Whether the first window in flight completed, and when it ran (launch to

@@ -104,7 +104,8 @@ impl<D: Device> Dispatcher<D> {
 
     /// As [`Dispatcher::try_window`]; with `relaunch` (a turn taken by another thread,
     /// [`Lender`]) only the first window queued, and only a recorded run that relaunches
-    /// its kept graph (`Part::relaunches`): on CUDA such a turn costs one launch.
+    /// its kept graph or device image (`Part::relaunches`): on CUDA such a turn costs
+    /// one launch.
     fn start_window(&mut self, relaunch: bool) -> bool {
         if self.windows.flights.len() >= IN_FLIGHT
             || self.lost.is_some()

@@ -41,8 +41,9 @@ pub(crate) enum Spent {
 /// come before each launch of a run it did not foresee.
 pub(crate) trait Lender: Send + Sync {
     /// If the dispatcher's state is free now: ends the first window in flight if it
-    /// completed, then launches the first queued if it relaunches a kept graph
-    /// (`Part::relaunches`: on CUDA one launch, never a lowering); whether either
+    /// completed, then launches the first queued if it relaunches a kept graph or
+    /// device image (`Part::relaunches`: on CUDA one launch, never a lowering, where
+    /// the backend still keeps it); whether either
     /// happened. The dispatcher is rung where work is left to it (a run in flight,
     /// windows queued, a GPU lost).
     fn take_turn(&self) -> bool;

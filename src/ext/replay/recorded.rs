@@ -7,7 +7,8 @@
 //! without tasks that names the part) where windows queue. The dispatcher issues a
 //! shell's part as a window's graph; the backend keeps the part's graph under the
 //! part's number and generation, so a later run of an unchanged part is one
-//! `cuGraphLaunch` (CUDA; the sim lowers and runs it each time). An update
+//! `cuGraphLaunch` (CUDA; the sim lowers and runs it each time), or on the device a
+//! reset of its kept image's counters and one launch of the executor. An update
 //! ([`RecordedGraph::set_arg`]) waits until no run is queued or running, changes the
 //! task in place and bumps the part's generation: the next run sets the changed nodes
 //! in the kept graph (`cuGraphExecKernelNodeSetParams`), it does not rebuild it.

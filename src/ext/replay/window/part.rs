@@ -46,9 +46,9 @@ pub(crate) struct Part {
     /// How long its last run of a kept graph or on the device took, launch to
     /// completion seen (ns; 0: none yet): what the next run is expected to take.
     last_ns: AtomicU64,
-    /// One past the generation its last run ran as a graph (0: none, or its last run
-    /// was on the device): the backend keeps that graph, so the next run of that
-    /// generation relaunches it.
+    /// One past the generation of its last run, shifted left one, with the low bit set
+    /// where that run was on the device (0: none yet): the backend keeps that graph or
+    /// that image, so the next run of that generation the same way launches it again.
     kept: AtomicU64,
 }
 
@@ -162,8 +162,7 @@ impl Part {
         if matches!(used, GraphUse::Reused | GraphUse::Device) {
             self.last_ns.store(ns, Ordering::Relaxed);
         }
-        let kept = if used == GraphUse::Device { 0 } else { self.generation + 1 };
-        self.kept.store(kept, Ordering::Relaxed);
+        self.kept.store((self.generation + 1) << 1 | u64::from(used == GraphUse::Device), Ordering::Relaxed);
         let mut trial = self.trial.lock();
         trial.ran(used, ns, self.device_runnable);
         self.next.store(trial.next(self.device_runnable) as usize, Ordering::Release);
@@ -175,12 +174,14 @@ impl Part {
         Some(self.last_ns.load(Ordering::Relaxed)).filter(|&ns| ns > 0)
     }
 
-    /// Whether its next run relaunches the graph its last run left kept (unchanged
-    /// since, and not to run on the device): one launch, which a thread other than the
-    /// dispatcher's may make (`ext::replay::queues::Lender`). The sim keeps no graph:
-    /// there the run is lowered again, as every run there is.
+    /// Whether its next run launches again what its last run left kept (unchanged
+    /// since, and to run the same way): the graph, or on the device the image (a reset
+    /// of its counters and a launch). Cheap, so a thread other than the dispatcher's may
+    /// make it (`ext::replay::queues::Lender`). The sim keeps neither: there the run is
+    /// lowered again, as every run there is.
     pub(crate) fn relaunches(&self) -> bool {
-        self.next_way() == Way::Graph && self.kept.load(Ordering::Relaxed) == self.generation + 1
+        let device = self.next_way() == Way::Device;
+        self.kept.load(Ordering::Relaxed) == (self.generation + 1) << 1 | u64::from(device)
     }
 
     /// A run asked of the device ran as a graph: the executor cannot take the part.
