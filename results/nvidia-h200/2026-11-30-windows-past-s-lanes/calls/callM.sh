@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Call M (nvidia-h200): a repeated batch's windows on up to 128 lanes, not S (their
+# buffers' lane copies made at the end of the batch that repeated its structure). GPU
+# tests of the new build; then the flow bench's per-iteration loop (chariot's defaults)
+# and the hand-written graph, each variant in a process of its own, the build before
+# (old) and the new alternated old, new, new, old; GrCUDA's image DAG stream the same way.
+set -uo pipefail
+: "${OUT:?}"; mkdir -p "$OUT"
+B=.gpu; W=$OUT; S=$OUT/summary.txt
+{ date -u; nvidia-smi -L; } > $W/machine.txt 2>&1
+t0=$(date +%s)
+for t in test-replay test-recorded test-gpu test-resident test-chariot-studies-flow test-chariot-studies-images; do
+  timeout 150 $B/$t --include-ignored --test-threads=1 > $W/$t.log 2>&1
+  echo "$t exit $? at $(( $(date +%s) - t0 )) s" | tee -a $S
+done
+turn=0
+for v in old new new old; do
+  turn=$((turn + 1)); d=$B; [ $v = old ] && d=$B/old
+  for var in chariot graph; do
+    timeout 100 $d/flow --variants $var --rounds 7 --csv $W/flow-$v-$var$turn.csv > $W/flow-$v-$var$turn.log 2>&1
+    echo "flow $var $v turn $turn exit $? at $(( $(date +%s) - t0 )) s" | tee -a $S
+  done
+  timeout 100 $d/images --variants chariot --rounds 3 --csv $W/img-$v-$turn.csv > $W/img-$v-$turn.log 2>&1
+  echo "images $v turn $turn exit $? at $(( $(date +%s) - t0 )) s" | tee -a $S
+done
+grep -h "test result" $W/test-*.log >> $S
+cd $W && tar cJf logs.tar.xz *.log *.csv 2>/dev/null; rm -f *.log *.csv
