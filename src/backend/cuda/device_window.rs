@@ -286,73 +286,73 @@ impl DeviceRunner {
         let shared = launches.iter().map(|l| l.shared).max().unwrap_or(0);
         // The words a run writes: control, remaining and queue.
         let head = (CONTROL + 2 * n) * 4;
-        let run = match g.recorded {
-            // A recorded part's image gets memory of its own, with room for the
-            // pristine copy of its head after it.
-            Some(name) => {
-                let pristine = bytes.div_ceil(256) * 256;
-                // No device-side run is in flight (one at a time a GPU), so an older
-                // image may be freed: the oldest, and any of this part's older
-                // generations (never launched again).
-                let stale = |k: &KeptRun| k.name.0 == name.0;
-                if self.kept.len() >= KEPT || self.kept.iter().any(stale) {
-                    let at = self.kept.iter().position(stale).unwrap_or(0);
-                    let old = self.kept.remove(at);
-                    self.free(old.buffer);
-                }
-                let buffer = driver::mem_alloc(pristine + head).map_err(issue_fault("cuMemAlloc"))?;
-                let kept = KeptRun {
-                    name,
-                    buffer,
-                    pristine: buffer + pristine as u64,
-                    head,
-                    args_at: buffer + args_at as u64,
-                    n: n as i32,
-                    m: m as i32,
-                    executor: ex,
-                    blocks,
-                    block,
-                    shared,
-                };
-                // SAFETY: this GPU's context is current and `stream` is its; the
-                // pristine copy lies in `buffer` (allocated above for it), which is
-                // freed only when no run is in flight; the head is the image's first
-                // `head` bytes (`head` ≤ `bytes`), which lives in `self` until the run
-                // completes.
-                unsafe {
-                    driver::memcpy_htod_async(kept.pristine, self.image.as_ptr() as *const c_void, head, stream_raw)
-                        .map_err(issue_fault("cuMemcpyHtoDAsync"))?;
-                }
-                self.kept.push(kept);
-                self.kept.len() - 1
+        // A recorded part's image gets memory of its own, with room for the pristine
+        // copy of its head after it; kept only once it is uploaded and launched (a
+        // failed step frees it: no later run may find a half-made image).
+        let mut kept = None;
+        if let Some(name) = g.recorded {
+            let pristine = bytes.div_ceil(256) * 256;
+            // No device-side run is in flight (one at a time a GPU), so an older image
+            // may be freed: the oldest, and any of this part's older generations (never
+            // launched again).
+            let stale = |k: &KeptRun| k.name.0 == name.0;
+            if self.kept.len() >= KEPT || self.kept.iter().any(stale) {
+                let at = self.kept.iter().position(stale).unwrap_or(0);
+                let old = self.kept.remove(at);
+                self.free(old.buffer);
             }
-            None => {
-                if bytes > self.capacity {
-                    self.free_buffer();
-                    let size = bytes.next_power_of_two();
-                    // Freed in Drop or when it grows.
-                    self.buffer = driver::mem_alloc(size).map_err(issue_fault("cuMemAlloc"))?;
-                    self.capacity = size;
-                }
-                usize::MAX
-            }
-        };
-        let (buffer, args_ptr) = match self.kept.get(run) {
+            let buffer = driver::mem_alloc(pristine + head).map_err(issue_fault("cuMemAlloc"))?;
+            kept = Some(KeptRun {
+                name,
+                buffer,
+                pristine: buffer + pristine as u64,
+                head,
+                args_at: buffer + args_at as u64,
+                n: n as i32,
+                m: m as i32,
+                executor: ex,
+                blocks,
+                block,
+                shared,
+            });
+        } else if bytes > self.capacity {
+            self.free_buffer();
+            let size = bytes.next_power_of_two();
+            // Freed in Drop or when it grows.
+            self.buffer = driver::mem_alloc(size).map_err(issue_fault("cuMemAlloc"))?;
+            self.capacity = size;
+        }
+        let (buffer, args_ptr) = match &kept {
             Some(k) => (k.buffer, k.args_at),
             None => (self.buffer, self.buffer + args_at as u64),
         };
-        // SAFETY: this GPU's context is current and `stream` is its; the buffer, an
-        // allocation of it, holds `bytes` and is freed only when no run is in flight;
-        // the image (`bytes` long) lives in `self`, unchanged until the run completes
-        // (the next launch waits for it: one device-side window in flight a GPU).
-        unsafe {
-            driver::memcpy_htod_async(buffer, self.image.as_ptr() as *const c_void, bytes, stream_raw)
-                .map_err(issue_fault("cuMemcpyHtoDAsync"))?;
-        }
         let func = self.executors[ex].func;
-        // SAFETY: as `start`'s first precondition: the executor's function, its image
+        let image = self.image.as_ptr() as *const c_void;
+        // SAFETY: this GPU's context is current and `stream` is its; the buffer, an
+        // allocation of it, holds `bytes` (and a kept image's pristine copy its `head`
+        // bytes after them) and is freed only when no run is in flight; the image
+        // (`bytes` long, `head` ≤ `bytes`) lives in `self`, unchanged until the run
+        // completes (the next launch waits for it: one device-side window in flight a
+        // GPU); then `start`'s first precondition: the executor's function, its image
         // just uploaded (`n` tasks, `m` edges) with the argument words at `args_ptr`.
-        unsafe { start(func, buffer, n as i32, m as i32, args_ptr, blocks, block, shared, stream_raw) }?;
+        let launched = unsafe {
+            let pristine = kept.as_ref().map(|k| k.pristine);
+            pristine
+                .map_or(Ok(()), |p| driver::memcpy_htod_async(p, image, head, stream_raw))
+                .and_then(|()| driver::memcpy_htod_async(buffer, image, bytes, stream_raw))
+                .map_err(issue_fault("cuMemcpyHtoDAsync"))
+                .and_then(|()| start(func, buffer, n as i32, m as i32, args_ptr, blocks, block, shared, stream_raw))
+        };
+        match (launched, kept) {
+            (Ok(()), Some(k)) => self.kept.push(k),
+            (Err(f), Some(k)) => {
+                // Nothing runs from it; the copies into it that went are all that may
+                // be in flight, and cuMemFree synchronizes with them.
+                self.free(k.buffer);
+                return Err(f);
+            }
+            (r, None) => r?,
+        }
         Ok(true)
     }
 
