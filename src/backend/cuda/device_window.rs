@@ -356,31 +356,29 @@ impl DeviceRunner {
         Ok(true)
     }
 
-    /// Whether this GPU keeps the image of the recorded part `name`.
-    pub(crate) fn keeps(&self, name: (u64, u64)) -> bool {
-        self.kept.iter().any(|k| k.name == name)
+    /// Where this GPU keeps the image of the recorded part `name`, if it does.
+    pub(crate) fn kept_as(&self, name: (u64, u64)) -> Option<usize> {
+        self.kept.iter().position(|k| k.name == name)
     }
 
-    /// Runs again the recorded part kept under `name`, if this GPU keeps its image:
-    /// its head reset from the pristine copy, then the executor launched on `stream`,
-    /// as its last run was. `None` where it is not kept.
-    pub(crate) fn relaunch(&mut self, name: (u64, u64), stream: &Stream) -> Option<Result<(), Fault>> {
-        let k = self.kept.iter().find(|k| k.name == name)?;
+    /// Runs kept image `at` (from [`DeviceRunner::kept_as`]) again: its head reset
+    /// from the pristine copy, then the executor launched on `stream`, as its last run
+    /// was.
+    pub(crate) fn relaunch(&mut self, at: usize, stream: &Stream) -> Result<(), Fault> {
+        let k = &self.kept[at];
         let stream_raw = stream.raw();
         // SAFETY: this GPU's context is current and `stream` is its; both ranges lie
         // in `k.buffer`, allocated until no run is in flight, and no other run is in
         // flight (one device-side window at a time a GPU).
-        let reset = unsafe { driver::memcpy_async(k.buffer, k.pristine, k.head, stream_raw) };
-        if let Err(e) = reset {
-            return Some(Err(issue_fault("cuMemcpyAsync (device-side window)")(e)));
-        }
+        unsafe { driver::memcpy_async(k.buffer, k.pristine, k.head, stream_raw) }
+            .map_err(issue_fault("cuMemcpyAsync (device-side window)"))?;
         let func = self.executors[k.executor].func;
         // SAFETY: the executor this image was launched with (loaded until the runner
         // drops), the image as its first launch uploaded it, its head reset above on
         // the same stream; its argument words name the part's buffers, which its tasks
         // hold while the recorded graph lives, and its runs' claims keep other access
         // away (a kept image is dropped when its part's generation changes).
-        Some(unsafe { start(func, k.buffer, k.n, k.m, k.args_at, k.blocks, k.block, k.shared, stream_raw) })
+        unsafe { start(func, k.buffer, k.n, k.m, k.args_at, k.blocks, k.block, k.shared, stream_raw) }
     }
 }
 

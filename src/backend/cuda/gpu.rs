@@ -438,17 +438,15 @@ impl Gpu {
     #[cfg(feature = "replay")]
     pub(crate) fn relaunch_device(&mut self, name: (u64, u64)) -> Option<Result<(DriverNs, GraphUse), Fault>> {
         let t0 = Instant::now();
-        if !self.runner.as_ref().is_some_and(|r| r.keeps(name)) {
-            return None;
-        }
+        let at = self.runner.as_ref()?.kept_as(name)?;
         let mut completion = match self.completion() {
             Ok(c) => c,
             Err(f) => return Some(Err(f)),
         };
         let stream = &self.streams[0];
-        // The runner keeps the image: checked above.
-        let launched = match self.runner.as_mut().and_then(|r| r.relaunch(name, stream)) {
-            Some(r) => r.and_then(|()| completion.record(stream)),
+        // The runner is there: it found the image above.
+        let launched = match self.runner.as_mut() {
+            Some(r) => r.relaunch(at, stream).and_then(|()| completion.record(stream)),
             None => Err(Fault::task("the kept device-side image went missing")),
         };
         Some(self.in_flight(completion, launched.map(|()| GraphUse::Device), t0))
