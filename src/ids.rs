@@ -111,6 +111,12 @@ impl HeldAfter {
     }
 }
 
+/// The tasks a task being submitted runs after: those it named, then those inferred
+/// from its host regions and resident data. Inline up to four, the most of a typical
+/// task (a tree's or a random DAG's node names one to three), so a submit allocates no
+/// list for them.
+pub(crate) type Preds = smallvec::SmallVec<[TaskId; 4]>;
+
 #[cfg(test)]
 mod held_after_test {
     use super::{HeldAfter, TaskId};

@@ -280,11 +280,31 @@ fn auto_lets_a_departing_batch_go_to_the_host() {
         };
         assert!(batch(true).windows.is_empty());
         // Same commands, other edges: departs at task 2, runs on the host, whole.
-        let r = batch(false);
+        let mut r = batch(false);
         assert!(r.windows.is_empty(), "{r}");
         assert_eq!(r.tasks, 16);
-        // Learnt again: the next such batch replays.
-        assert_eq!(batch(false).windows.iter().map(|w| w.tasks).sum::<usize>(), 16);
+        // Learnt again: the next such batch replays where the batch it learnt from paid
+        // (its GPU commands' mean below PAYS_BELOW times the host's time a command). On
+        // a loaded two-core machine one simulated command may end a millisecond late
+        // (its engine thread woken late), and then the batch after it goes to the host
+        // and is judged again: so a few tries, each checked against the rule.
+        let paid = |r: &Report| {
+            let gpu: Vec<u64> = r.records.iter().filter(|x| x.stage.on_gpu()).map(|x| x.duration_ns()).collect();
+            let host = (r.dispatch.runtime_ns + r.dispatch.driver_ns) as f64 / r.dispatch.commands.max(1) as f64;
+            (gpu.iter().sum::<u64>() as f64 / gpu.len().max(1) as f64) < Execution::PAYS_BELOW * host
+        };
+        let mut replayed = false;
+        for _ in 0..5 {
+            let learnt_paid = paid(&r);
+            r = batch(false);
+            let tasks: usize = r.windows.iter().map(|w| w.tasks).sum();
+            assert_eq!(tasks, if learnt_paid { 16 } else { 0 }, "{r}");
+            if learnt_paid {
+                replayed = true;
+                break;
+            }
+        }
+        assert!(replayed, "no try learnt from a batch that paid");
     });
 }
 

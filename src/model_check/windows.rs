@@ -226,7 +226,9 @@ fn recorded_runs_by_the_caller_pct() {
 /// that `synchronize`. With `--cfg chariot_mutation="no_wait_freed"` (the wait compiled
 /// out) the waiter can look while the ender still holds the tasks, and the tests fail.
 /// Recorded (2026-11-29, default seed): both FAILED in their first schedules ("a task's
-/// last reference outlived synchronize's wait"), against 2 passed without it.
+/// last reference outlived synchronize's wait"), against 2 passed without it. The freed
+/// task is kept, emptied, for the next submit (`WindowQueues::take_spare`), by either
+/// thread.
 fn last_tasks_freed_before_the_waiter_frees_memory() {
     let machine = start(&Config::windows(Vec::new()));
     let shared = machine.shared.clone();
@@ -253,6 +255,9 @@ fn last_tasks_freed_before_the_waiter_frees_memory() {
     shared.windows.wait_freed();
     shared.windows.free_spent();
     assert!(weak.upgrade().is_none(), "a task's last reference outlived synchronize's wait");
+    // Whichever thread freed it kept the task emptied for the next submit to fill.
+    let spare = shared.windows.take_spare().expect("the ended task is kept for the next submit");
+    assert!(spare.commands.is_empty() && spare.hosts.is_empty(), "a spare task still holds what it ran with");
     shared.windows.set_closing(false);
     machine.finish();
 }

@@ -29,7 +29,7 @@ use crate::dispatch::recorders::Recorders;
 use crate::dispatch::shared::{Batch, Shared};
 use crate::dispatch::Dispatcher;
 use crate::error::{Error, Result};
-use crate::ids::TaskId;
+use crate::ids::{Preds, TaskId};
 use crate::memory::claims::Holder;
 use crate::memory::{Graveyard, HostShared};
 use crate::report::{kernel_lines, shutting_down, Report};
@@ -54,7 +54,7 @@ pub(crate) struct Submitted {
     pub(crate) commands: Vec<Command>,
     pub(crate) claims: Vec<HostClaim>,
     /// Tasks of this batch named by `TaskBuilder::after`.
-    pub(crate) after: Vec<TaskId>,
+    pub(crate) after: Preds,
     /// `TaskBuilder::refuse_conflicts`: a host conflict is an error, not a dependency.
     pub(crate) refuse_conflicts: bool,
     /// The resident byte ranges its commands read and write.
@@ -63,6 +63,8 @@ pub(crate) struct Submitted {
     pub(crate) prefer: Option<usize>,
     /// Whether `prefer` is where its external device memory is (see `Task::bound`).
     pub(crate) bound: bool,
+    /// An ended task's box to hold it (`WindowQueues::take_spare`), if one was spare.
+    pub(crate) shell: Option<Box<Task>>,
 }
 
 /// The runtime: build one with [`Scheduler::builder`], allocate buffers, register
@@ -240,8 +242,18 @@ impl Scheduler {
     /// the replay capture, which holds the task back or hands it to the batch. The
     /// extensions' steps are `crate::seam`'s.
     pub(crate) fn submit_task(&self, task: Submitted) -> Result<TaskId> {
-        let Submitted { id, granularity, mut commands, claims, after, refuse_conflicts, resident, prefer, bound } =
-            task;
+        let Submitted {
+            id,
+            granularity,
+            mut commands,
+            claims,
+            after,
+            refuse_conflicts,
+            resident,
+            prefer,
+            bound,
+            shell,
+        } = task;
         if self.closed.load(Ordering::SeqCst) {
             return Err(Error::ShutDown);
         }
@@ -281,7 +293,14 @@ impl Scheduler {
             prefer,
             bound,
         };
-        match self.capture.offer(Box::new(task), named, preds) {
+        let task = match shell {
+            Some(mut b) => {
+                *b = task;
+                b
+            }
+            None => Box::new(task),
+        };
+        match self.capture.offer(task, named, preds) {
             Offer::Held => {}
             Offer::Admit(task, preds) => self.shared.admit(task, &preds),
         }
@@ -602,7 +621,7 @@ fn claim_hosts(
     id: TaskId,
     claims: &[HostClaim],
     refuse_conflicts: bool,
-    preds: &mut Vec<TaskId>,
+    preds: &mut Preds,
 ) -> Result<Vec<Arc<HostShared>>> {
     let mut holders = Vec::new();
     let mut hosts: Vec<Arc<HostShared>> = Vec::new();

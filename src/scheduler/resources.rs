@@ -184,6 +184,11 @@ impl Scheduler {
 
     /// Notes a launch of `blocks` blocks of `kernel` (one wave of the first GPU holds
     /// `wave`), for the report's line on the kernel's concurrency.
+    /// An emptied task of an ended replay window for a new task to fill, if any.
+    pub(crate) fn spare_task(&self) -> Option<Box<crate::task::Task>> {
+        self.shared.windows.take_spare()
+    }
+
     pub(crate) fn note_launch(&self, kernel: &str, blocks: u64, wave: u32) {
         let mut kernels = self.shared.records.kernels.lock();
         if KernelUse::note(&mut kernels.uses, kernel, blocks, wave) {

@@ -147,7 +147,7 @@ fn a_2d_write_with_gaps_reads_the_pieces_of_its_span() {
     let buf = r.inner().clone();
     // Rows of 4 elements 8 apart: elements 0..4 and 8..12; piece 1 (4..8) is a gap.
     let gaps = ResidentRange { buf: buf.clone(), bytes: 0..48, read: false, write: true, dense: false };
-    let mut preds = Vec::new();
+    let mut preds = crate::ids::Preds::new();
     let uses = resident_uses(&s.shared, TaskId(1), vec![gaps], &mut preds);
     assert_eq!((uses[0].read.clone(), uses[0].write.clone()), (vec![0, 1, 2], vec![0, 1, 2]));
     // A dense write of whole pieces reads none of them.

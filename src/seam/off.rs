@@ -9,7 +9,7 @@ pub(crate) mod replay {
     use crate::dispatch::shared::Shared;
     use crate::dispatch::{Device, Dispatcher};
     use crate::execution::Execution;
-    use crate::ids::TaskId;
+    use crate::ids::{Preds, TaskId};
     use crate::report::Report;
     use crate::task::{Order, Task};
     use std::sync::Arc;
@@ -19,7 +19,7 @@ pub(crate) mod replay {
         /// Never made without the feature (kept so the submit's match reads the same).
         #[allow(dead_code)]
         Held,
-        Admit(Box<Task>, Vec<TaskId>),
+        Admit(Box<Task>, Preds),
     }
 
     /// The capture that holds nothing.
@@ -37,7 +37,7 @@ pub(crate) mod replay {
         }
 
         #[inline]
-        pub(crate) fn offer(&self, task: Box<Task>, _named: usize, preds: Vec<TaskId>) -> Offer {
+        pub(crate) fn offer(&self, task: Box<Task>, _named: usize, preds: Preds) -> Offer {
             Offer::Admit(task, preds)
         }
 
@@ -48,7 +48,7 @@ pub(crate) mod replay {
             _commands: &[crate::task::command::Command],
             _resident: bool,
             _claims: &[crate::task::HostClaim],
-            _preds: &mut Vec<TaskId>,
+            _preds: &mut Preds,
         ) -> crate::Result<Option<Vec<Arc<crate::memory::host::HostShared>>>> {
             Ok(None)
         }
@@ -67,6 +67,12 @@ pub(crate) mod replay {
         }
 
         pub(crate) fn free_spent(&self) {}
+
+        /// No window ends, so no task is spare.
+        #[inline]
+        pub(crate) fn take_spare(&self) -> Option<Box<crate::task::Task>> {
+            None
+        }
         pub(crate) fn wait_freed(&self) {}
 
         /// No recorded run, so no end foreseen.
@@ -166,7 +172,7 @@ pub(crate) mod resident {
         _id: TaskId,
         _ranges: Vec<ResidentRange>,
         _commands: &mut Vec<Command>,
-        _preds: &mut Vec<TaskId>,
+        _preds: &mut crate::ids::Preds,
     ) -> Residency {
         Residency::default()
     }

@@ -30,10 +30,12 @@
 use crate::dispatch::shared::{not_run, Shared};
 use crate::error::RecordingProblem;
 use crate::execution::Execution;
+use crate::ext::replay::id_map::IdMap;
 use crate::ext::replay::recorded;
+use crate::ext::replay::window::layout::{lay_out_kept, KeptLayout, KEPT_CUTS};
 use crate::ext::replay::window::Window;
 use crate::ext::replay::window::{self, Held};
-use crate::ids::{HeldAfter, TaskId};
+use crate::ids::{HeldAfter, Preds, TaskId};
 use crate::memory::claims::{Claims, Holder};
 use crate::memory::host::HostShared;
 use crate::memory::HeldTasks;
@@ -63,7 +65,7 @@ pub(crate) enum Offer {
     /// Held for a window.
     Held,
     /// To be admitted as usual, after these.
-    Admit(Box<Task>, Vec<TaskId>),
+    Admit(Box<Task>, Preds),
 }
 
 /// A batch's structure, learnt to be recognised when it comes again.
@@ -79,7 +81,7 @@ struct Template {
 struct State {
     /// Tasks submitted in this batch, and each one's position.
     count: u32,
-    positions: FxHashMap<TaskId, u32>,
+    positions: IdMap<u32>,
     /// This batch's structure so far: per task its commands' kinds and kernels, and
     /// the positions of the tasks it named.
     words: Vec<u64>,
@@ -88,19 +90,25 @@ struct State {
     /// `words` is a prefix of the template's.
     matching: bool,
     held: Vec<Held>,
-    held_ids: FxHashMap<TaskId, u32>,
+    held_ids: IdMap<u32>,
     /// The host dispatches the rest of this batch.
     open: bool,
     /// A window of this batch has gone.
     launched: bool,
     /// Tasks of this batch's windows that have gone: the GPU each window went to and
     /// its number.
-    gone: FxHashMap<TaskId, (usize, u64)>,
+    gone: IdMap<(usize, u64)>,
     /// The held tasks go as a sub-window at this many.
     cut: usize,
     /// The next window's number (never reset: numbers stay unique across batches).
     next_seq: u64,
     template: Option<Template>,
+    /// This batch's windows so far, and the layouts of each batch's windows by their
+    /// number in it (the cuts fall at the same places in every batch of one structure):
+    /// `window::layout`.
+    cuts: usize,
+    layouts: Vec<Option<KeptLayout>>,
+    given: Vec<u64>,
     /// A recording under way ([`Capture::start_recording`]): every submit goes to it.
     recording: Option<Recording>,
 }
@@ -119,18 +127,21 @@ impl State {
     fn new() -> State {
         State {
             count: 0,
-            positions: FxHashMap::default(),
+            positions: IdMap::default(),
             words: Vec::new(),
             replayable: true,
             matching: true,
             held: Vec::new(),
-            held_ids: FxHashMap::default(),
+            held_ids: IdMap::default(),
             open: false,
             launched: false,
-            gone: FxHashMap::default(),
+            gone: IdMap::default(),
             cut: FIRST_CUT,
             next_seq: 0,
             template: None,
+            cuts: 0,
+            layouts: Vec::new(),
+            given: Vec::new(),
             recording: None,
         }
     }
@@ -183,7 +194,7 @@ impl Capture {
 
     /// A sealed task at submit: `preds` every task of the batch it runs after, its
     /// first `named` those it named with `after`, then those inferred from host regions.
-    pub(crate) fn offer(&self, task: Box<Task>, named: usize, preds: Vec<TaskId>) -> Offer {
+    pub(crate) fn offer(&self, task: Box<Task>, named: usize, preds: Preds) -> Offer {
         if self.recording() {
             let mut st = self.state.lock();
             if let Some(r) = st.recording.as_mut() {
@@ -207,7 +218,7 @@ impl Capture {
             let count_at = st.words.len();
             st.words.push(0);
             for p in &preds[..named.min(preds.len())] {
-                if let Some(&q) = st.positions.get(p) {
+                if let Some(q) = st.positions.get(p) {
                     st.words.push(q as u64);
                 }
             }
@@ -247,9 +258,9 @@ impl Capture {
         let mut pin = None;
         for p in &preds {
             match st.held_ids.get(p) {
-                Some(&i) => held_preds.push(i),
+                Some(i) => held_preds.push(i),
                 None => {
-                    let (g, seq) = st.gone[p];
+                    let (g, seq) = st.gone.get(p).expect("every predecessor is held or gone: `fits`");
                     pin.get_or_insert(g);
                     external.push((*p, seq));
                 }
@@ -333,11 +344,14 @@ impl Capture {
         st.launched = false;
         st.gone.clear();
         st.cut = FIRST_CUT;
+        st.cuts = 0;
         st.template = learnt;
         if !early.is_empty() {
             st.held = early;
-            let ids: Vec<(TaskId, u32)> = st.held.iter().enumerate().map(|(i, h)| (h.task.id, i as u32)).collect();
-            st.held_ids.extend(ids);
+            for i in 0..st.held.len() {
+                let id = st.held[i].task.id;
+                st.held_ids.insert(id, i as u32);
+            }
             self.let_go_locked(&mut st);
         }
     }
@@ -413,7 +427,19 @@ impl Capture {
             }
             return;
         }
-        for (g, mut w) in window::plan(held, self.order, &alive, self.lanes, false) {
+        let windows = if alive.len() == 1 && self.order == Order::Fcfs && st.cuts < KEPT_CUTS {
+            // One GPU, in submit order: the same cut of the last batch of this
+            // structure laid out the same tasks (`window::layout`).
+            if st.layouts.len() <= st.cuts {
+                st.layouts.resize_with(st.cuts + 1, || None);
+            }
+            let (w, _) = lay_out_kept(held, alive[0], self.lanes.max(1), &mut st.layouts[st.cuts], &mut st.given);
+            vec![(alive[0], w)]
+        } else {
+            window::plan(held, self.order, &alive, self.lanes, false)
+        };
+        st.cuts += 1;
+        for (g, mut w) in windows {
             w.device = self.mode == Execution::Device && w.device_runnable();
             w.seq = st.next_seq;
             st.next_seq += 1;
@@ -469,7 +495,7 @@ impl Capture {
         commands: &[Command],
         held_back: bool,
         claims: &[HostClaim],
-        preds: &mut Vec<TaskId>,
+        preds: &mut Preds,
     ) -> crate::Result<Option<Vec<Arc<HostShared>>>> {
         if !self.recording() {
             return Ok(None);

@@ -8,6 +8,7 @@
 
 pub(crate) mod capture;
 pub(crate) mod dispatch;
+pub(crate) mod id_map;
 pub(crate) mod queues;
 pub(crate) mod recorded;
 pub(crate) mod window;

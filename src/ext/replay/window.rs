@@ -27,6 +27,7 @@
 //! Every edge, given or added, runs from an earlier task to a later one in the window's
 //! order, so the window's graph has no cycle.
 
+pub(crate) mod layout;
 pub(crate) mod part;
 
 use crate::backend::op::{GraphOp, GraphSource, Group, Node, Op, Tag, MAX_PARAMS};

@@ -6,7 +6,7 @@
 use crate::dispatch::shared::Shared;
 use crate::ext::resident::memory::ResidentInner;
 use crate::ext::resident::task::{Residency, ResidentUse};
-use crate::ids::TaskId;
+use crate::ids::{Preds, TaskId};
 use crate::task::command::{Command, FetchCmd};
 use std::sync::Arc;
 
@@ -27,7 +27,7 @@ pub(crate) fn admit(
     id: TaskId,
     ranges: Vec<ResidentRange>,
     commands: &mut Vec<Command>,
-    preds: &mut Vec<TaskId>,
+    preds: &mut Preds,
 ) -> Residency {
     if ranges.is_empty() {
         // Most tasks: no resident data, nothing to track, splice or lock.
@@ -59,7 +59,7 @@ pub(crate) fn resident_uses(
     shared: &Shared,
     id: TaskId,
     ranges: Vec<ResidentRange>,
-    preds: &mut Vec<TaskId>,
+    preds: &mut Preds,
 ) -> Vec<ResidentUse> {
     let mut uses: Vec<ResidentUse> = Vec::new();
     if ranges.is_empty() {

@@ -15,7 +15,7 @@ use crate::backend::host_alloc::exclusive;
 use crate::backend::op::Twin;
 use crate::callback::{CallInfo, GpuCall, GpuCallback, Resource};
 use crate::error::{BoxError, Error, Result};
-use crate::ids::{InCallback, TaskId};
+use crate::ids::{InCallback, Preds, TaskId};
 #[cfg(feature = "resident")]
 use crate::kernel::ArgValue;
 use crate::kernel::{Arg, KernelHandle, LaunchShape};
@@ -50,7 +50,7 @@ pub struct TaskBuilder<'s> {
     granularity: u64,
     commands: Vec<Command>,
     claims: Vec<HostClaim>,
-    after: Vec<TaskId>,
+    after: Preds,
     refuse_conflicts: bool,
     /// Resident ranges declared for GPU callbacks (`reads`, `writes`, `reads_writes`).
     declared: Vec<ResidentRange>,
@@ -58,17 +58,22 @@ pub struct TaskBuilder<'s> {
     /// Where the external device memory of its launches binds it, if any.
     external: Option<checks::ExternalHome>,
     error: Option<Error>,
+    /// An ended task's box to fill at submit (its command list is `commands`).
+    shell: Option<Box<super::Task>>,
 }
 
 impl<'s> TaskBuilder<'s> {
     pub(crate) fn new(sched: &'s Scheduler, id: TaskId, granularity: u64) -> Self {
+        let mut shell = sched.spare_task();
+        let commands = shell.as_mut().map(|t| std::mem::take(&mut t.commands)).unwrap_or_default();
         TaskBuilder {
             sched,
             id,
             granularity,
-            commands: Vec::new(),
+            shell,
+            commands,
             claims: Vec::new(),
-            after: Vec::new(),
+            after: Preds::new(),
             refuse_conflicts: false,
             declared: Vec::new(),
             prefer: None,
@@ -520,6 +525,7 @@ impl<'s> TaskBuilder<'s> {
             resident,
             prefer,
             bound,
+            shell: self.shell,
         })
     }
 }

@@ -229,7 +229,7 @@ impl ResidentInner {
         pieces: &[usize],
         write: bool,
         live: &dyn Fn(TaskId) -> bool,
-        preds: &mut Vec<TaskId>,
+        preds: &mut crate::ids::Preds,
     ) {
         let mut deps = self.deps.lock();
         let mut add = |t: TaskId| {

@@ -47,17 +47,17 @@ fn dependencies_are_raw_war_and_waw_per_piece() {
     let fake = Arc::new(Fake { cap: 1 << 20, ..Fake::default() });
     let b = buffer(&fake, 400, 100);
     let live = |_: TaskId| true;
-    let mut p = Vec::new();
+    let mut p = crate::ids::Preds::new();
     b.track(TaskId(1), &[0, 1], true, &live, &mut p);
     assert!(p.is_empty());
     b.track(TaskId(2), &[1], false, &live, &mut p);
-    assert_eq!(p, [TaskId(1)]); // RAW
+    assert_eq!(p[..], [TaskId(1)]); // RAW
     p.clear();
     b.track(TaskId(3), &[1, 2], false, &live, &mut p);
-    assert_eq!(p, [TaskId(1)]); // readers share
+    assert_eq!(p[..], [TaskId(1)]); // readers share
     p.clear();
     b.track(TaskId(4), &[1], true, &live, &mut p);
-    assert_eq!(p, [TaskId(1), TaskId(2), TaskId(3)]); // WAW and WAR
+    assert_eq!(p[..], [TaskId(1), TaskId(2), TaskId(3)]); // WAW and WAR
     p.clear();
     b.track(TaskId(5), &[3], true, &live, &mut p);
     assert!(p.is_empty()); // another piece
