@@ -15,6 +15,7 @@ use crate::error::BoxError;
 use crate::memory::{DeviceBuffer, DeviceBufferInner, Element};
 #[cfg(feature = "resident")]
 use crate::seam::{ResidentBuffer, ResidentInner};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -457,6 +458,40 @@ pub(crate) struct KernelInner {
     /// Per launch shape (threads a block, dynamic shared bytes): the blocks one full
     /// wave of each GPU holds (SMs × resident blocks per SM), asked once per shape.
     pub(crate) waves: parking_lot::Mutex<Vec<(LaunchKey, Arc<[u32]>)>>,
+    /// The launches already noted in the scheduler's kernel uses (`Scheduler::note_launch`).
+    pub(crate) noted: Noted,
+}
+
+/// The range of blocks and the widest wave of a kernel's launches noted so far: a
+/// launch inside it changes nothing, so it is not noted again (a lock and a search by
+/// name a launch otherwise). It only grows, as the uses it mirrors do.
+#[derive(Debug)]
+pub(crate) struct Noted {
+    min_blocks: AtomicU64,
+    max_blocks: AtomicU64,
+    wave: AtomicU32,
+}
+
+impl Default for Noted {
+    fn default() -> Self {
+        Noted { min_blocks: AtomicU64::new(u64::MAX), max_blocks: AtomicU64::new(0), wave: AtomicU32::new(0) }
+    }
+}
+
+impl Noted {
+    /// Whether a launch of `blocks` blocks and wave `wave` is inside what was noted.
+    pub(crate) fn covers(&self, blocks: u64, wave: u32) -> bool {
+        self.min_blocks.load(Ordering::Relaxed) <= blocks
+            && blocks <= self.max_blocks.load(Ordering::Relaxed)
+            && wave <= self.wave.load(Ordering::Relaxed)
+    }
+
+    /// Takes in a launch, once it is noted in the uses.
+    pub(crate) fn widen(&self, blocks: u64, wave: u32) {
+        self.min_blocks.fetch_min(blocks, Ordering::Relaxed);
+        self.max_blocks.fetch_max(blocks, Ordering::Relaxed);
+        self.wave.fetch_max(wave, Ordering::Relaxed);
+    }
 }
 
 /// A launch's threads a block and dynamic shared bytes: what its occupancy depends on.
@@ -477,6 +512,24 @@ impl KernelInner {
     }
 
     pub(crate) fn new(def: Kernel, sched_id: u64, functions: Vec<Function>) -> Self {
-        KernelInner { def, sched_id, functions, waves: Default::default() }
+        KernelInner { def, sched_id, functions, waves: Default::default(), noted: Noted::default() }
+    }
+}
+
+#[cfg(test)]
+mod noted_test {
+    use super::Noted;
+
+    #[test]
+    fn a_launch_is_covered_only_inside_what_was_noted() {
+        let n = Noted::default();
+        assert!(!n.covers(1, 0), "nothing noted covers nothing");
+        n.widen(8, 3);
+        assert!(n.covers(8, 3) && n.covers(8, 1));
+        assert!(!n.covers(7, 3) && !n.covers(9, 3) && !n.covers(8, 4));
+        n.widen(2, 1);
+        n.widen(16, 2);
+        assert!(n.covers(2, 3) && n.covers(12, 0) && n.covers(16, 3));
+        assert!(!n.covers(1, 0) && !n.covers(17, 0) && !n.covers(4, 5));
     }
 }

@@ -189,10 +189,21 @@ impl Scheduler {
         self.shared.windows.take_spare()
     }
 
-    pub(crate) fn note_launch(&self, kernel: &str, blocks: u64, wave: u32) {
+    /// An argument list of `n` values of an ended launch to fill, if any.
+    pub(crate) fn spare_args(&self, n: usize) -> Option<Arc<[crate::kernel::ArgValue]>> {
+        self.shared.windows.take_spare_args(n)
+    }
+
+    pub(crate) fn note_launch(&self, kernel: &crate::kernel::KernelInner, blocks: u64, wave: u32) {
+        if kernel.noted.covers(blocks, wave) {
+            return;
+        }
         let mut kernels = self.shared.records.kernels.lock();
-        if KernelUse::note(&mut kernels.uses, kernel, blocks, wave) {
+        if KernelUse::note(&mut kernels.uses, &kernel.def.name, blocks, wave) {
             kernels.changes += 1;
         }
+        // After the use took it in, under the lock: a launch that finds itself covered
+        // was noted.
+        kernel.noted.widen(blocks, wave);
     }
 }

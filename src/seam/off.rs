@@ -68,6 +68,12 @@ pub(crate) mod replay {
 
         pub(crate) fn free_spent(&self) {}
 
+        /// No window ends, so no argument list is spare.
+        #[inline]
+        pub(crate) fn take_spare_args(&self, _n: usize) -> Option<std::sync::Arc<[crate::kernel::ArgValue]>> {
+            None
+        }
+
         /// No window ends, so no task is spare.
         #[inline]
         pub(crate) fn take_spare(&self) -> Option<Box<crate::task::Task>> {

@@ -8,9 +8,11 @@ use crate::dispatch::shared::{not_run, Shared};
 use crate::dispatch::{Device, Dispatcher};
 use crate::ext::replay::window::part::Part;
 use crate::ext::replay::window::Window;
+use crate::kernel::ArgValue;
 use crate::memory::claims::Holder;
 use crate::report::TaskFailure;
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::task::command::Command;
 use crate::task::graph::Released;
 use crate::task::Task;
 use std::collections::VecDeque;
@@ -28,6 +30,10 @@ pub(crate) const SPENT_KEEP: usize = 8 * 1024;
 /// The most emptied tasks kept for the next submits to fill ([`WindowQueues::take_spare`]):
 /// a loop of up to this many tasks a batch allocates none once it repeats.
 pub(crate) const SPARE_MAX: usize = SPENT_KEEP;
+
+/// Argument lists of ended launches kept for the next launches of the same length, up
+/// to this length ([`WindowQueues::take_spare_args`]).
+pub(crate) const SPARE_ARGS: usize = 8;
 
 /// What a replay window leaves when it ends, for the submitting thread to free.
 pub(crate) enum Spent {
@@ -72,6 +78,10 @@ pub(crate) struct WindowQueues {
     /// a task, of about six). Boxed: the box is what is reused.
     #[allow(clippy::vec_box)]
     spare: Mutex<Vec<Box<Task>>>,
+    /// By length (1 to [`SPARE_ARGS`]): argument lists of those tasks' launches that
+    /// nothing else held, each value let go (a zero in its place), for the next launches
+    /// to fill instead of allocating one.
+    spare_args: Mutex<[Vec<Arc<[ArgValue]>>; SPARE_ARGS]>,
     /// When the foreseen runs in flight (recorded runs, and windows of structures that
     /// ran before) are expected to end (ns since the scheduler's
     /// epoch; 0: none foreseen): the latest a dispatcher foresaw. A hint for how
@@ -101,6 +111,7 @@ impl WindowQueues {
             count: (0..gpus).map(|_| AtomicUsize::new(0)).collect(),
             spent: Mutex::new(Vec::new()),
             spare: Mutex::new(Vec::new()),
+            spare_args: Mutex::new(Default::default()),
             expected_end_ns: AtomicU64::new(0),
             flying: (0..gpus).map(|_| AtomicUsize::new(0)).collect(),
             lenders: (0..gpus).map(|_| std::sync::OnceLock::new()).collect(),
@@ -196,11 +207,25 @@ impl WindowQueues {
     /// submits ([`WindowQueues::take_spare`]).
     fn recycle(&self, spent: Vec<Spent>) {
         let mut spare = self.spare.lock();
+        let mut args = self.spare_args.lock();
         for s in spent {
             match s {
                 Spent::Task(mut task) if spare.len() < SPARE_MAX => {
                     // What it held is let go now, as a free would; the memory stays.
-                    task.commands.clear();
+                    for c in task.commands.drain(..) {
+                        if let Command::Launch(mut l) = c {
+                            l.twin = None; // the sim's twin shares the list
+                            let n = l.args.len();
+                            if let (Some(list), Some(values)) =
+                                (args.get_mut(n.wrapping_sub(1)), Arc::get_mut(&mut l.args))
+                            {
+                                if list.len() < SPARE_MAX {
+                                    values.iter_mut().for_each(|v| *v = ArgValue::U32(0));
+                                    list.push(l.args);
+                                }
+                            }
+                        }
+                    }
                     task.hosts.clear();
                     task.residency = Default::default();
                     spare.push(task);
@@ -208,6 +233,11 @@ impl WindowQueues {
                 other => drop(other),
             }
         }
+    }
+
+    /// An argument list of `n` values to fill (each a zero), if one is spare.
+    pub(crate) fn take_spare_args(&self, n: usize) -> Option<Arc<[ArgValue]>> {
+        self.spare_args.lock().get_mut(n.wrapping_sub(1))?.pop()
     }
 
     /// An emptied task to fill (its command list empty, with room), if one is spare.

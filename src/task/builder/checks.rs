@@ -203,7 +203,14 @@ impl TaskBuilder<'_> {
                 _ => {}
             }
         }
-        // One allocation, shared by the command, its twin and its lowering.
+        // One list, shared by the command, its twin and its lowering: an ended launch's
+        // where one is spare, else allocated.
+        if let Some(mut list) = self.sched.spare_args(args.len()) {
+            if let Some(values) = Arc::get_mut(&mut list) {
+                values.iter_mut().zip(args).for_each(|(v, a)| *v = a.0.clone());
+                return Ok((list, home));
+            }
+        }
         Ok((args.iter().map(|a| a.0.clone()).collect(), home))
     }
 
