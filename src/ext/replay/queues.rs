@@ -204,35 +204,49 @@ impl WindowQueues {
     }
 
     /// Frees `spent`, keeping up to [`SPARE_MAX`] of its tasks emptied for the next
-    /// submits ([`WindowQueues::take_spare`]).
+    /// submits ([`WindowQueues::take_spare`]), with their launches' argument lists that
+    /// nothing else held ([`WindowQueues::take_spare_args`]). What they held is let go
+    /// before either list is locked: a value's drop may be the user's.
     fn recycle(&self, spent: Vec<Spent>) {
-        let mut spare = self.spare.lock();
-        let mut args = self.spare_args.lock();
+        let mut tasks = Vec::with_capacity(spent.len());
+        let mut lists: Vec<Arc<[ArgValue]>> = Vec::new();
         for s in spent {
-            match s {
-                Spent::Task(mut task) if spare.len() < SPARE_MAX => {
-                    // What it held is let go now, as a free would; the memory stays.
-                    for c in task.commands.drain(..) {
-                        if let Command::Launch(mut l) = c {
-                            l.twin = None; // the sim's twin shares the list
-                            let n = l.args.len();
-                            if let (Some(list), Some(values)) =
-                                (args.get_mut(n.wrapping_sub(1)), Arc::get_mut(&mut l.args))
-                            {
-                                if list.len() < SPARE_MAX {
-                                    values.iter_mut().for_each(|v| *v = ArgValue::U32(0));
-                                    list.push(l.args);
-                                }
-                            }
-                        }
+            let Spent::Task(mut task) = s else { continue };
+            for c in task.commands.drain(..) {
+                if let Command::Launch(mut l) = c {
+                    l.twin = None; // the sim's twin shares the list
+                    let n = l.args.len();
+                    if let Some(values) = Arc::get_mut(&mut l.args).filter(|_| (1..=SPARE_ARGS).contains(&n)) {
+                        values.iter_mut().for_each(|v| *v = ArgValue::U32(0));
+                        lists.push(l.args);
                     }
-                    task.hosts.clear();
-                    task.residency = Default::default();
-                    spare.push(task);
                 }
-                other => drop(other),
             }
+            task.hosts.clear();
+            task.residency = Default::default();
+            tasks.push(task);
         }
+        let extra = {
+            let mut spare = self.spare.lock();
+            let room = SPARE_MAX.saturating_sub(spare.len()).min(tasks.len());
+            spare.extend(tasks.drain(..room));
+            tasks
+        };
+        let extra_lists: Vec<Arc<[ArgValue]>> = {
+            let mut by_len = self.spare_args.lock();
+            lists
+                .into_iter()
+                .filter_map(|l| {
+                    let list = &mut by_len[l.len() - 1];
+                    if list.len() >= SPARE_MAX {
+                        return Some(l);
+                    }
+                    list.push(l);
+                    None
+                })
+                .collect()
+        };
+        drop((extra, extra_lists));
     }
 
     /// An argument list of `n` values to fill (each a zero), if one is spare.
