@@ -865,6 +865,125 @@ fn cuda_device_mode_gives_host_dispatch_outputs() {
     });
 }
 
+/// On CUDA, the windows of a structure of long tasks (a kernel that spins about 0.1 ms)
+/// go wide once measured, and every batch, narrow or wide, gives the CPU reference's
+/// outputs, element by element.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_windows_of_long_tasks_take_lanes_past_s() {
+    let _serial = serial();
+    with_timeout(DEADLINE_S, || {
+        const TASKS: usize = 48;
+        const STREAMS: usize = 4;
+        let src = r#"extern "C" __global__ void slow_affine(const unsigned* in, unsigned* out, unsigned n,
+                                                         unsigned a, unsigned b, unsigned spin) {
+            unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+            float x = (float)threadIdx.x;
+            for (unsigned k = 0; k < spin; k++) x = x * 0.999f + 0.5f;
+            if (i < n) out[i] = in[i] * a + b + (x < -1.0f ? 1u : 0u);
+        }"#;
+        let kernel = Kernel::new("slow_affine", src).params([
+            Param::Buffer,
+            Param::Buffer,
+            Param::U32,
+            Param::U32,
+            Param::U32,
+            Param::U32,
+        ]);
+        let sched =
+            Scheduler::builder().backend(Backend::Cuda).streams(STREAMS).execution(Execution::Replay).build().unwrap();
+        let k = sched.register_kernel(kernel).unwrap();
+        let mut input = sched.alloc_host::<u32>(TASKS * N).unwrap();
+        input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
+        let mut out = sched.alloc_host::<u32>(TASKS * N).unwrap();
+        let (d_in, d_out) = (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
+        let mut lanes = Vec::new();
+        for round in 0..8 {
+            out.write().fill(SENTINEL);
+            for t in 0..TASKS {
+                let r = t * N..(t + 1) * N;
+                let args = [
+                    Arg::buffer(&d_in),
+                    Arg::buffer(&d_out),
+                    Arg::u32(N as u32),
+                    Arg::u32(3),
+                    Arg::u32(7),
+                    Arg::u32(40_000),
+                ];
+                sched
+                    .task(t as u64, 1)
+                    .download(&d_in, 0, &input, r.clone())
+                    .launch(&k, 1, BLOCK, 0, &args)
+                    .readback(&out, r, &d_out, 0)
+                    .submit()
+                    .unwrap();
+            }
+            let report = sched.synchronize().unwrap();
+            lanes.push(report.windows.iter().map(|w| w.lanes).max().unwrap_or(0));
+            let values = out.read().to_vec();
+            if let Some(i) = (0..TASKS * N).find(|&i| values[i] != affine_ref(gen(i), 3, 7)) {
+                panic!("round {round}: element {i} (task {}) is {} (lanes {lanes:?})", i / N, values[i]);
+            }
+        }
+        assert!(lanes[..4].iter().all(|&l| l <= STREAMS), "lanes {lanes:?}");
+        assert!(lanes[4..].iter().all(|&l| l > STREAMS), "lanes {lanes:?}");
+    });
+}
+
+/// A structure whose windows kept their lanes busy at least 20 µs a task in two batches
+/// runs its later batches' windows on as many lanes as their width (up to 128), not S:
+/// the batch after those names its buffers, whose copies for the lanes past S are made
+/// at that batch's end, and the batches after run wide. The same outputs every batch, at
+/// D = 1 and 2. One stream, or a buffer whose 126 more copies would not fit the 256 MiB
+/// budget, keep every batch on S lanes. (The rule's measure is checked apart, in
+/// `ext::replay::capture`'s unit test: on the sim every command is long.)
+#[test]
+fn windows_of_long_tasks_take_lanes_past_s_where_the_copies_are_small() {
+    let _serial = serial();
+    with_timeout(DEADLINE_S, || {
+        const TASKS: usize = 48;
+        const ROUNDS: usize = 6;
+        let cases = [(1, 2, N, 50, true), (2, 2, N, 50, true), (1, 1, N, 50, false), (1, 2, 1 << 20, 50, false)];
+        for (gpus, streams, elements, us, wide) in cases {
+            let case = format!("D={gpus} S={streams}, tasks of {us} µs, a {elements}-element buffer");
+            let sched =
+                Scheduler::builder().backend(sim(gpus)).streams(streams).execution(Execution::Replay).build().unwrap();
+            let kernel = affine_kernel().sim_cost(move |_, _| Duration::from_micros(us));
+            let k = sched.register_kernel(kernel).unwrap();
+            let mut input = sched.alloc_host::<u32>(TASKS * N).unwrap();
+            input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
+            let mut out = sched.alloc_host::<u32>(TASKS * N).unwrap();
+            let (d_in, d_out) = (sched.alloc::<u32>(elements).unwrap(), sched.alloc::<u32>(N).unwrap());
+            let mut lanes = Vec::new();
+            for round in 0..ROUNDS {
+                out.write().fill(SENTINEL);
+                for t in 0..TASKS {
+                    let r = t * N..(t + 1) * N;
+                    let args = [Arg::buffer(&d_in), Arg::buffer(&d_out), Arg::u32(N as u32), Arg::u32(3), Arg::u32(7)];
+                    sched
+                        .task(t as u64, 1)
+                        .download(&d_in, 0, &input, r.clone())
+                        .launch(&k, 1, BLOCK, 0, &args)
+                        .readback(&out, r, &d_out, 0)
+                        .submit()
+                        .unwrap();
+                }
+                let report = sched.synchronize().unwrap();
+                assert_eq!(report.windows.iter().map(|w| w.tasks).sum::<usize>(), TASKS, "{case} round {round}");
+                lanes.push(report.windows.iter().map(|w| w.lanes).max().unwrap_or(0));
+                let values = out.read().to_vec();
+                if let Some(i) = (0..TASKS * N).find(|&i| values[i] != affine_ref(gen(i), 3, 7)) {
+                    panic!("{case} round {round}: element {i} (task {}) is {}", i / N, values[i]);
+                }
+            }
+            // Round 0 learns the structure, rounds 1 and 2 measure it, round 3 names its
+            // buffers (their copies made at its end); rounds 4 and 5 follow.
+            assert!(lanes[..4].iter().all(|&l| l <= streams), "{case}: lanes {lanes:?}");
+            assert!(lanes[4..].iter().all(|&l| (l > streams) == wide), "{case}: lanes {lanes:?}");
+        }
+    });
+}
+
 /// A device buffer dropped while the replayed windows of its batch run returns its
 /// memory at that batch's `synchronize`, as on the host's path: the batch's last tasks
 /// are freed by the thread that ends them, beside the waiting `synchronize`, which waits

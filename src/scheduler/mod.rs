@@ -191,7 +191,7 @@ impl Scheduler {
                 }
             }
         }
-        let capture = Capture::new(config.execution, config.order, config.streams, shared.clone());
+        let capture = Capture::new(config.execution, config.order, config.streams, shared.clone(), machine.clone());
         Ok(Scheduler {
             id: NEXT_SCHEDULER.fetch_add(1, Ordering::Relaxed),
             graveyard: Graveyard::new(machine.clone()),

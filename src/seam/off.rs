@@ -27,7 +27,13 @@ pub(crate) mod replay {
     pub(crate) struct Capture;
 
     impl Capture {
-        pub(crate) fn new(_mode: Execution, _order: Order, _lanes: usize, _shared: Arc<Shared>) -> Arc<Capture> {
+        pub(crate) fn new(
+            _mode: Execution,
+            _order: Order,
+            _lanes: usize,
+            _shared: Arc<Shared>,
+            _machine: Arc<crate::backend::Machine>,
+        ) -> Arc<Capture> {
             Arc::new(Capture)
         }
 

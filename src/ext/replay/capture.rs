@@ -22,11 +22,24 @@
 //! loop submits the rest. The cuts fall at the same places in every batch of one
 //! structure, so each sub-window finds its kept graph again.
 //!
+//! With S ≥ 2 a batch's windows may be laid out on up to [`WIDE_LANES`] lanes, not S,
+//! so that a window's width, not S, bounds how many of its tasks run side by side:
+//! where the last two batches of its structure filled their S lanes and kept them busy
+//! long ([`WIDE_FROM_NS`] of lane time a task, measured from the report at
+//! `synchronize`; two, as a structure's first replays include its graphs' first
+//! launches), and every virtual buffer its tasks name has its copies for the lanes past
+//! S on every GPU. A window that finds a buffer without them runs on S lanes and names
+//! the buffer; the copies are made at its batch's end, outside the lock, while the
+//! copies made for windows fit [`recorded::LANE_BUDGET`] a GPU (a loop's few buffers,
+//! not new ones each batch). Short tasks stay on S lanes: a wider graph costs more to
+//! set up and launch than it gains there.
+//!
 //! A guard about to wait on a host buffer that held tasks touch lets them go first
 //! (`memory::HeldTasks`), as `synchronize` does, so nothing waits on a task that is
 //! not on its way. After the held tasks were let go (not cut), the rest of the batch
 //! is dispatched by the host.
 
+use crate::backend::Machine;
 use crate::dispatch::shared::{not_run, Shared};
 use crate::error::RecordingProblem;
 use crate::execution::Execution;
@@ -38,6 +51,7 @@ use crate::ext::replay::window::{self, Held};
 use crate::ids::{HeldAfter, Preds, TaskId};
 use crate::memory::claims::{Claims, Holder};
 use crate::memory::host::HostShared;
+use crate::memory::DeviceBufferInner;
 use crate::memory::HeldTasks;
 use crate::report::{Report, TaskFailure};
 use crate::sync::{AtomicBool, Ordering};
@@ -59,6 +73,25 @@ pub(crate) const FIRST_CUT: usize = 64;
 /// batch of n tasks makes about n / `LAST_CUT` + 4 windows (few graphs to keep), and
 /// what runs after the user's last submit is at most one such window.
 pub(crate) const LAST_CUT: usize = 1024;
+
+/// A structure's windows go wide (lanes past S) once two batches of it in a row ran
+/// their windows at least this much lane time a task on the GPU, a window filling its S
+/// lanes (ns: a window's GPU time times its lanes, at most S of them, over its tasks;
+/// about a task's mean time where its lanes are kept busy). Measured on one H200 with the flow bench's graphs of 1,024 one-block tasks:
+/// 3–11 µs at 1,000 spin iterations, 33–48 µs at 10,000.
+const WIDE_FROM_NS: f64 = 20_000.0;
+
+/// A wide structure goes back to S lanes below this lane time a task (its windows' lane
+/// time counted on at most S lanes, so a wide window reads lower than it would on S).
+const NARROW_BELOW_NS: f64 = WIDE_FROM_NS / 4.0;
+
+/// The most lanes a wide window takes (its buffers' copies are the recorded graphs',
+/// [`recorded::RECORD_LANES`] of them).
+const WIDE_LANES: usize = recorded::RECORD_LANES;
+
+/// The most buffers a batch's windows name without their lane copies (a loop names few;
+/// beyond it the rest are not made, and windows naming them stay on S lanes).
+const WANTS: usize = 64;
 
 /// What the capture did with a submitted task.
 pub(crate) enum Offer {
@@ -111,6 +144,17 @@ struct State {
     given: Vec<u64>,
     /// A recording under way ([`Capture::start_recording`]): every submit goes to it.
     recording: Option<Recording>,
+    /// This structure's windows take lanes past S where their buffers have the copies.
+    wide: bool,
+    /// Batches of this structure in a row whose windows ran long (up to 2).
+    long_batches: u8,
+    /// The virtual buffers this batch's wide windows lacked lane copies of, each once,
+    /// at most [`WANTS`]. Weak: a buffer the user drops is freed at its batch's end as
+    /// on the host's path.
+    wants: Vec<(u64, Weak<DeviceBufferInner>)>,
+    /// The bytes a GPU holds of lane copies made for windows (never given back: a bound
+    /// on what the loop's buffers may take, not a count of what lives).
+    lane_bytes: usize,
 }
 
 /// The tasks of a recording, and the host regions they claim among themselves (a
@@ -143,6 +187,10 @@ impl State {
             layouts: Vec::new(),
             given: Vec::new(),
             recording: None,
+            wide: false,
+            long_batches: 0,
+            wants: Vec::new(),
+            lane_bytes: 0,
         }
     }
 }
@@ -153,6 +201,8 @@ pub(crate) struct Capture {
     order: Order,
     lanes: usize,
     shared: Arc<Shared>,
+    /// Where the lanes' copies are made.
+    machine: Arc<Machine>,
     me: Weak<Capture>,
     state: Mutex<State>,
     /// Whether a recording is under way (read without the lock on every submit).
@@ -160,12 +210,19 @@ pub(crate) struct Capture {
 }
 
 impl Capture {
-    pub(crate) fn new(mode: Execution, order: Order, lanes: usize, shared: Arc<Shared>) -> Arc<Capture> {
+    pub(crate) fn new(
+        mode: Execution,
+        order: Order,
+        lanes: usize,
+        shared: Arc<Shared>,
+        machine: Arc<Machine>,
+    ) -> Arc<Capture> {
         Arc::new_cyclic(|me| Capture {
             mode,
             order,
             lanes,
             shared,
+            machine,
             me: me.clone(),
             state: Mutex::new(State::new()),
             recording: AtomicBool::new(false),
@@ -315,9 +372,24 @@ impl Capture {
         let early = std::mem::take(&mut st.held);
         let mut template = st.template.take();
         let whole = st.replayable && st.count > 0 && early.is_empty();
+        // A batch that repeated its structure and ran windows: how long they kept their
+        // lanes busy says whether that structure's next windows go wide.
+        let repeated = st.matching && template.as_ref().is_some_and(|t| t.tasks == st.count && t.words == st.words);
+        let measured = report.filter(|_| repeated && st.launched && self.widens()).and_then(|r| lane_ns(r, self.lanes));
+        if let Some((ns, bound)) = measured {
+            // On S lanes only a window that filled them could gain from more.
+            let long = ns >= WIDE_FROM_NS && (bound || st.wide);
+            st.long_batches = if long { (st.long_batches + 1).min(2) } else { 0 };
+            st.wide = if st.wide { ns >= NARROW_BELOW_NS } else { st.long_batches >= 2 };
+        }
         let learnt = if whole && (matches!(self.mode, Execution::Replay | Execution::Device) || !st.launched) {
             let host_ns = report.map_or(0.0, host_ns_per_command);
             let pays = report.is_some_and(|r| gpu_ns_per_command(r) < Execution::PAYS_BELOW * host_ns);
+            if !repeated {
+                // Another structure.
+                st.wide = false;
+                st.long_batches = 0;
+            }
             Some(Template { words: std::mem::take(&mut st.words), tasks: st.count, pays, host_ns })
         } else {
             // A replayed batch whose windows grew long (the kernels did) against the
@@ -346,6 +418,8 @@ impl Capture {
         st.cut = FIRST_CUT;
         st.cuts = 0;
         st.template = learnt;
+        let wants = std::mem::take(&mut st.wants);
+        let make = if st.wide { lanes_to_make(wants, &mut st.lane_bytes) } else { Vec::new() };
         if !early.is_empty() {
             st.held = early;
             for i in 0..st.held.len() {
@@ -353,6 +427,48 @@ impl Capture {
                 st.held_ids.insert(id, i as u32);
             }
             self.let_go_locked(&mut st);
+        }
+        drop(st);
+        // Outside the lock: allocations, once a buffer. One that fails leaves its buffer
+        // without them (its windows stay on S lanes); its bytes stay counted.
+        for b in make {
+            for gpu in 0..b.lanes.len() {
+                if recorded::make_buffer_lanes(&self.machine, gpu, &b).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Whether windows may take lanes past S: with one stream a program may rely on a
+    /// virtual buffer's one copy from task to task (every task ran on it), so there they
+    /// stay on it.
+    fn widens(&self) -> bool {
+        (2..WIDE_LANES).contains(&self.lanes)
+    }
+
+    /// The lanes `held`'s window takes: [`WIDE_LANES`] where its structure
+    /// is wide and every virtual buffer its tasks name has its lane copies on every GPU,
+    /// else S (and the buffers without them are named in `wants`, up to [`WANTS`]).
+    fn window_lanes(&self, held: &[Held], wide: bool, wants: &mut Vec<(u64, Weak<DeviceBufferInner>)>) -> usize {
+        if !(wide && self.widens()) {
+            return self.lanes;
+        }
+        let mut all = true;
+        for h in held {
+            recorded::each_virtual(&h.task, |b| {
+                if !has_lanes(b) {
+                    all = false;
+                    if wants.len() < WANTS && !wants.iter().any(|w| w.0 == b.id) {
+                        wants.push((b.id, Arc::downgrade(b)));
+                    }
+                }
+            });
+        }
+        if all {
+            WIDE_LANES
+        } else {
+            self.lanes
         }
     }
 
@@ -427,16 +543,17 @@ impl Capture {
             }
             return;
         }
+        let lanes = self.window_lanes(&held, st.wide, &mut st.wants);
         let windows = if alive.len() == 1 && self.order == Order::Fcfs && st.cuts < KEPT_CUTS {
             // One GPU, in submit order: the same cut of the last batch of this
             // structure laid out the same tasks (`window::layout`).
             if st.layouts.len() <= st.cuts {
                 st.layouts.resize_with(st.cuts + 1, || None);
             }
-            let (w, _) = lay_out_kept(held, alive[0], self.lanes.max(1), &mut st.layouts[st.cuts], &mut st.given);
+            let (w, _) = lay_out_kept(held, alive[0], lanes.max(1), &mut st.layouts[st.cuts], &mut st.given);
             vec![(alive[0], w)]
         } else {
-            window::plan(held, self.order, &alive, self.lanes, false)
+            window::plan(held, self.order, &alive, lanes, false)
         };
         st.cuts += 1;
         for (g, mut w) in windows {
@@ -588,8 +705,93 @@ fn gpu_ns_per_command(report: &Report) -> f64 {
     gpu_ns as f64 / n as f64
 }
 
+/// The lane time a task of the batch's windows in `report` (ns): each window's GPU time
+/// (from its launch, or from the end of the window before it on its GPU, to its end)
+/// times its lanes, at most `s`, summed over the windows, over their tasks; and whether
+/// a window used `s` lanes or more. `None` without windows.
+fn lane_ns(report: &Report, s: usize) -> Option<(f64, bool)> {
+    let mut last_end = vec![0u64; report.gpus.len().max(1)];
+    let (mut lane_ns, mut tasks) = (0f64, 0usize);
+    let bound = report.windows.iter().any(|w| w.lanes >= s);
+    for w in &report.windows {
+        let Some(end) = last_end.get_mut(w.gpu) else { continue };
+        let gpu_ns = w.end_ns.saturating_sub(w.launched_ns.max(*end));
+        *end = (*end).max(w.end_ns);
+        lane_ns += gpu_ns as f64 * w.lanes.min(s) as f64;
+        tasks += w.tasks;
+    }
+    (tasks > 0).then(|| (lane_ns / tasks as f64, bound))
+}
+
+/// Of the buffers a batch's wide windows lacked lane copies of, those whose copies fit
+/// what is left of [`recorded::LANE_BUDGET`] a GPU (`lane_bytes`: what windows took
+/// before), counted in.
+fn lanes_to_make(wants: Vec<(u64, Weak<DeviceBufferInner>)>, lane_bytes: &mut usize) -> Vec<Arc<DeviceBufferInner>> {
+    let mut make = Vec::new();
+    for b in wants.iter().filter_map(|(_, w)| w.upgrade()) {
+        let bytes = b.bytes.saturating_mul(recorded::RECORD_LANES.saturating_sub(b.slots));
+        if lane_bytes.saturating_add(bytes) <= recorded::LANE_BUDGET {
+            *lane_bytes += bytes;
+            make.push(b);
+        }
+    }
+    make
+}
+
+/// Whether `b` has its copies for the lanes past S on every GPU.
+fn has_lanes(b: &DeviceBufferInner) -> bool {
+    b.lanes.iter().all(|l| l.get().is_some())
+}
+
 /// The host's time to dispatch one command of that batch (runtime + driver), in ns.
 fn host_ns_per_command(report: &Report) -> f64 {
     let d = &report.dispatch;
     (d.runtime_ns + d.driver_ns) as f64 / d.commands.max(1) as f64
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::report::{DispatchStats, GraphSetup, LaunchedBy, Outcome, ReplayedWindow};
+
+    fn window(gpu: usize, tasks: usize, lanes: usize, launched_ns: u64, end_ns: u64) -> ReplayedWindow {
+        ReplayedWindow {
+            gpu,
+            tasks,
+            commands: tasks,
+            lanes,
+            queued_ns: 0,
+            launched_ns,
+            launched_by: LaunchedBy::Dispatcher,
+            end_ns,
+            setup: GraphSetup::Reused,
+            host_ns: 0,
+            timed: false,
+            failed: false,
+        }
+    }
+
+    fn report(windows: Vec<ReplayedWindow>) -> Report {
+        let outcome = Outcome { windows, ..Outcome::default() };
+        let names = vec!["sim #0".into(), "sim #1".into()];
+        Report::build("sim", names, 16, 1, vec![], DispatchStats::default(), outcome, vec![], vec![], vec![])
+    }
+
+    /// A window issued while the one before it on its GPU ran counts from that one's
+    /// end; a window's lanes count up to S.
+    #[test]
+    fn lane_time_counts_each_window_from_the_end_of_the_one_before_it_on_its_gpu() {
+        let r = report(vec![
+            window(0, 64, 16, 0, 1_000_000),
+            window(0, 64, 16, 500_000, 1_500_000),
+            window(1, 128, 128, 0, 1_000_000),
+        ]);
+        // GPU time 1, 0.5 and 1 ms, on 16 lanes each (the third's 128 count as S).
+        assert_eq!(lane_ns(&r, 16), Some((2_500_000.0 * 16.0 / 256.0, true)));
+        assert_eq!(lane_ns(&r, 4), Some((2_500_000.0 * 4.0 / 256.0, true)));
+        assert_eq!(lane_ns(&report(vec![]), 16), None);
+        // A chain's window on one lane does not fill S = 16.
+        let chain = report(vec![window(0, 64, 1, 0, 2_000_000)]);
+        assert_eq!(lane_ns(&chain, 16), Some((2_000_000.0 / 64.0, false)));
+    }
 }

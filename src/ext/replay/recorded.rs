@@ -55,29 +55,34 @@ pub(crate) const LANE_BUDGET: usize = 256 << 20;
 pub(crate) fn virtual_buffers<'a>(tasks: impl Iterator<Item = &'a Task>) -> Vec<Arc<DeviceBufferInner>> {
     let mut out: Vec<Arc<DeviceBufferInner>> = Vec::new();
     let mut seen = rustc_hash::FxHashSet::default();
-    let mut add = |b: &Arc<DeviceBufferInner>| {
-        if seen.insert(b.id) {
-            out.push(b.clone());
-        }
-    };
     for t in tasks {
-        for c in &t.commands {
-            match c {
-                Command::Copy(c) => {
-                    if let Some(b) = c.dev.as_virtual() {
-                        add(b);
-                    }
-                }
-                Command::Launch(l) => l.args.iter().for_each(|a| {
-                    if let ArgValue::Buffer(b) = a {
-                        add(b);
-                    }
-                }),
-                _ => {}
+        each_virtual(t, |b| {
+            if seen.insert(b.id) {
+                out.push(b.clone());
             }
-        }
+        });
     }
     out
+}
+
+/// Calls `f` on each virtual buffer `task`'s commands name (a copy's device side, a
+/// launch's buffer arguments), repeats included.
+pub(crate) fn each_virtual(task: &Task, mut f: impl FnMut(&Arc<DeviceBufferInner>)) {
+    for c in &task.commands {
+        match c {
+            Command::Copy(c) => {
+                if let Some(b) = c.dev.as_virtual() {
+                    f(b);
+                }
+            }
+            Command::Launch(l) => l.args.iter().for_each(|a| {
+                if let ArgValue::Buffer(b) = a {
+                    f(b);
+                }
+            }),
+            _ => {}
+        }
+    }
 }
 
 /// Makes, on each part's GPU, the copies of the lanes past S of every virtual buffer
@@ -101,7 +106,7 @@ pub(crate) fn make_lanes(machine: &Machine, parts: &[(usize, Window)]) -> Result
 }
 
 /// Makes buffer `b`'s copies of the lanes past S on GPU `gpu`, unless made already.
-fn make_buffer_lanes(machine: &Machine, gpu: usize, b: &DeviceBufferInner) -> Result<()> {
+pub(crate) fn make_buffer_lanes(machine: &Machine, gpu: usize, b: &DeviceBufferInner) -> Result<()> {
     make_copies(machine, gpu, b, &b.lanes[gpu], RECORD_LANES.saturating_sub(b.slots))
 }
 

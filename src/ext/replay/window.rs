@@ -576,6 +576,13 @@ fn assign_lanes(share: Vec<Held>, on: &[u16], home: usize, sequence: &[usize], l
     let mut lane_edges = Vec::with_capacity(n);
     let mut lane_last: Vec<Option<u32>> = vec![None; lanes * spans];
     let mut used = 0usize;
+    // Per span, the next lane never used and the used lanes by their last task, oldest
+    // first (an entry whose lane has had a task since is stale); per task its lane:
+    // a task finds its predecessor's lane, or the least recently used one, without a
+    // walk over every lane (128 of them where a window is wide).
+    let mut fresh = vec![0usize; spans];
+    let mut oldest: Vec<std::collections::VecDeque<(u32, u32)>> = vec![std::collections::VecDeque::new(); spans];
+    let mut lane_at = vec![u32::MAX; n];
     // Sized once: a task's words are at most its shape's (1 + 2 a command), its GPU,
     // lane and predecessor count, and its predecessors with the lane edge.
     let words: usize = slots.iter().flatten().map(|h| 5 + 2 * h.task.commands.len() + h.preds.len()).sum();
@@ -596,11 +603,28 @@ fn assign_lanes(share: Vec<Held>, on: &[u16], home: usize, sequence: &[usize], l
         }
         let mut lane_edge = None;
         let gpu = on.get(i).copied();
-        let last_on = &mut lane_last[gpu.map_or(0, |g| g as usize) * lanes..][..lanes];
+        let span = gpu.map_or(0, |g| g as usize);
+        let last_on = &mut lane_last[span * lanes..][..lanes];
         let lane = if uses_virtual(&task) {
-            let chained = (0..lanes).find(|&l| last_on[l].is_some_and(|last| p.contains(&last)));
-            let l = chained
-                .unwrap_or_else(|| (0..lanes).min_by_key(|&l| (last_on[l].map_or(-1, |t| t as i64), l)).unwrap_or(0));
+            // The lowest lane whose last task is a predecessor (cudaFlow's chain), else
+            // a lane never used, else the one whose last task is earliest.
+            let chained = p
+                .iter()
+                .map(|&q| lane_at[q as usize] as usize)
+                .filter(|&l| l < lanes && last_on[l].is_some_and(|last| p.contains(&last)))
+                .min();
+            let l = chained.unwrap_or_else(|| {
+                if fresh[span] < lanes {
+                    return fresh[span];
+                }
+                while let Some(&(t, l)) = oldest[span].front() {
+                    if last_on[l as usize] == Some(t) {
+                        return l as usize;
+                    }
+                    oldest[span].pop_front();
+                }
+                0
+            });
             if let Some(last) = last_on[l] {
                 if !p.contains(&last) {
                     p.push(last);
@@ -608,6 +632,9 @@ fn assign_lanes(share: Vec<Held>, on: &[u16], home: usize, sequence: &[usize], l
                 }
             }
             last_on[l] = Some(at);
+            oldest[span].push_back((at, l as u32));
+            lane_at[at as usize] = l as u32;
+            fresh[span] = fresh[span].max(l + 1);
             used = used.max(l + 1);
             if gpu.is_some_and(|g| g as usize != home) {
                 GUEST_LANES + l
