@@ -865,6 +865,52 @@ fn cuda_device_mode_gives_host_dispatch_outputs() {
     });
 }
 
+/// `rounds` batches of [`LONG_TASKS`] tasks on `sched` (`case` names them in failures), each a download of its region into
+/// `d_in` (a buffer of `elements` u32s), one launch of `k` (its arguments: the two
+/// buffers, then `N`, 3, 7 and `extra`, one block) and a readback: every batch's outputs
+/// checked against the CPU reference, element by element. Returns the most lanes a
+/// window of each batch used.
+fn long_task_batches(
+    case: &str,
+    sched: &Scheduler,
+    k: &KernelHandle,
+    elements: usize,
+    extra: &[Arg],
+    rounds: usize,
+) -> Vec<usize> {
+    let mut input = sched.alloc_host::<u32>(LONG_TASKS * N).unwrap();
+    input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
+    let mut out = sched.alloc_host::<u32>(LONG_TASKS * N).unwrap();
+    let (d_in, d_out) = (sched.alloc::<u32>(elements).unwrap(), sched.alloc::<u32>(N).unwrap());
+    let mut args = vec![Arg::buffer(&d_in), Arg::buffer(&d_out), Arg::u32(N as u32), Arg::u32(3), Arg::u32(7)];
+    args.extend_from_slice(extra);
+    let mut lanes = Vec::new();
+    for round in 0..rounds {
+        out.write().fill(SENTINEL);
+        for t in 0..LONG_TASKS {
+            let r = t * N..(t + 1) * N;
+            sched
+                .task(t as u64, 1)
+                .download(&d_in, 0, &input, r.clone())
+                .launch(k, 1, BLOCK, 0, &args)
+                .readback(&out, r, &d_out, 0)
+                .submit()
+                .unwrap();
+        }
+        let report = sched.synchronize().unwrap();
+        assert_eq!(report.windows.iter().map(|w| w.tasks).sum::<usize>(), LONG_TASKS, "{case} round {round}: {report}");
+        lanes.push(report.windows.iter().map(|w| w.lanes).max().unwrap_or(0));
+        let values = out.read().to_vec();
+        if let Some(i) = (0..LONG_TASKS * N).find(|&i| values[i] != affine_ref(gen(i), 3, 7)) {
+            panic!("{case} round {round}: element {i} (task {}) is {} (lanes {lanes:?})", i / N, values[i]);
+        }
+    }
+    lanes
+}
+
+/// The tasks of a batch of [`long_task_batches`].
+const LONG_TASKS: usize = 48;
+
 /// On CUDA, the windows of a structure of long tasks (a kernel that spins about 0.1 ms)
 /// go wide once measured, and every batch, narrow or wide, gives the CPU reference's
 /// outputs, element by element; at D = 1, and at D = 2 where the machine has two GPUs.
@@ -873,7 +919,6 @@ fn cuda_device_mode_gives_host_dispatch_outputs() {
 fn cuda_windows_of_long_tasks_take_lanes_past_s() {
     let _serial = serial();
     with_timeout(DEADLINE_S, || {
-        const TASKS: usize = 48;
         const STREAMS: usize = 4;
         let src = r#"extern "C" __global__ void slow_affine(const unsigned* in, unsigned* out, unsigned n,
                                                          unsigned a, unsigned b, unsigned spin) {
@@ -903,38 +948,7 @@ fn cuda_windows_of_long_tasks_take_lanes_past_s() {
                 .build()
                 .unwrap();
             let k = sched.register_kernel(kernel).unwrap();
-            let mut input = sched.alloc_host::<u32>(TASKS * N).unwrap();
-            input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
-            let mut out = sched.alloc_host::<u32>(TASKS * N).unwrap();
-            let (d_in, d_out) = (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
-            let mut lanes = Vec::new();
-            for round in 0..8 {
-                out.write().fill(SENTINEL);
-                for t in 0..TASKS {
-                    let r = t * N..(t + 1) * N;
-                    let args = [
-                        Arg::buffer(&d_in),
-                        Arg::buffer(&d_out),
-                        Arg::u32(N as u32),
-                        Arg::u32(3),
-                        Arg::u32(7),
-                        Arg::u32(40_000),
-                    ];
-                    sched
-                        .task(t as u64, 1)
-                        .download(&d_in, 0, &input, r.clone())
-                        .launch(&k, 1, BLOCK, 0, &args)
-                        .readback(&out, r, &d_out, 0)
-                        .submit()
-                        .unwrap();
-                }
-                let report = sched.synchronize().unwrap();
-                lanes.push(report.windows.iter().map(|w| w.lanes).max().unwrap_or(0));
-                let values = out.read().to_vec();
-                if let Some(i) = (0..TASKS * N).find(|&i| values[i] != affine_ref(gen(i), 3, 7)) {
-                    panic!("D={gpus} round {round}: element {i} (task {}) is {} (lanes {lanes:?})", i / N, values[i]);
-                }
-            }
+            let lanes = long_task_batches(&format!("D={gpus}"), &sched, &k, N, &[Arg::u32(40_000)], 8);
             assert!(lanes[..4].iter().all(|&l| l <= STREAMS), "D={gpus}: lanes {lanes:?}");
             assert!(lanes[4..].iter().all(|&l| l > STREAMS), "D={gpus}: lanes {lanes:?}");
         }
@@ -952,8 +966,6 @@ fn cuda_windows_of_long_tasks_take_lanes_past_s() {
 fn windows_of_long_tasks_take_lanes_past_s_where_the_copies_are_small() {
     let _serial = serial();
     with_timeout(DEADLINE_S, || {
-        const TASKS: usize = 48;
-        const ROUNDS: usize = 6;
         let cases = [(1, 2, N, 50, true), (2, 2, N, 50, true), (1, 1, N, 50, false), (1, 2, 1 << 20, 50, false)];
         for (gpus, streams, elements, us, wide) in cases {
             let case = format!("D={gpus} S={streams}, tasks of {us} µs, a {elements}-element buffer");
@@ -961,32 +973,7 @@ fn windows_of_long_tasks_take_lanes_past_s_where_the_copies_are_small() {
                 Scheduler::builder().backend(sim(gpus)).streams(streams).execution(Execution::Replay).build().unwrap();
             let kernel = affine_kernel().sim_cost(move |_, _| Duration::from_micros(us));
             let k = sched.register_kernel(kernel).unwrap();
-            let mut input = sched.alloc_host::<u32>(TASKS * N).unwrap();
-            input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
-            let mut out = sched.alloc_host::<u32>(TASKS * N).unwrap();
-            let (d_in, d_out) = (sched.alloc::<u32>(elements).unwrap(), sched.alloc::<u32>(N).unwrap());
-            let mut lanes = Vec::new();
-            for round in 0..ROUNDS {
-                out.write().fill(SENTINEL);
-                for t in 0..TASKS {
-                    let r = t * N..(t + 1) * N;
-                    let args = [Arg::buffer(&d_in), Arg::buffer(&d_out), Arg::u32(N as u32), Arg::u32(3), Arg::u32(7)];
-                    sched
-                        .task(t as u64, 1)
-                        .download(&d_in, 0, &input, r.clone())
-                        .launch(&k, 1, BLOCK, 0, &args)
-                        .readback(&out, r, &d_out, 0)
-                        .submit()
-                        .unwrap();
-                }
-                let report = sched.synchronize().unwrap();
-                assert_eq!(report.windows.iter().map(|w| w.tasks).sum::<usize>(), TASKS, "{case} round {round}");
-                lanes.push(report.windows.iter().map(|w| w.lanes).max().unwrap_or(0));
-                let values = out.read().to_vec();
-                if let Some(i) = (0..TASKS * N).find(|&i| values[i] != affine_ref(gen(i), 3, 7)) {
-                    panic!("{case} round {round}: element {i} (task {}) is {}", i / N, values[i]);
-                }
-            }
+            let lanes = long_task_batches(&case, &sched, &k, elements, &[], 6);
             // Round 0 learns the structure, rounds 1 and 2 measure it, round 3 names its
             // buffers (their copies made at its end); rounds 4 and 5 follow.
             assert!(lanes[..4].iter().all(|&l| l <= streams), "{case}: lanes {lanes:?}");
