@@ -17,7 +17,7 @@ use chariot::callback::Resource;
 use chariot::error::ConflictHolder;
 use chariot::graph::{RecordedGraph, RecordingProblem};
 use chariot::kernel::KernelHandle;
-use chariot::report::{GraphSetup, LaunchedBy, Report};
+use chariot::report::{GraphSetup, LaunchedBy, ReplayedWindow, Report, WayChosen};
 use chariot::sim::{SimFaults, SimProfile};
 use chariot::{Arg, Backend, DeviceBuffer, Error, HostBuffer, Param, Scheduler, TaskId};
 use common::*;
@@ -706,6 +706,8 @@ fn cuda_recorded_dags_match_the_loop_and_keep_their_graph() {
                 let report = sched.synchronize().unwrap();
                 same(&dag.out.read(), &reference(&nodes, 5, 1), &format!("{case} run {run}"));
                 setups.extend(report.windows.iter().map(|w| w.setup));
+                // Its tasks copy: the device executor cannot run it, and the report says so.
+                assert!(report.windows.iter().all(|w| w.way == Some(WayChosen::GraphOnly)), "{case}: {report}");
             }
             for i in 0..nodes.len() {
                 graph.set_arg(TaskId(i as u64), 1, 3, Arg::u32(9u32.wrapping_add(i as u32))).unwrap();
@@ -808,13 +810,14 @@ fn cuda_recorded_graph_tries_the_device_and_keeps_the_faster_way() {
                 Ok(())
             })
             .unwrap();
-        let mut setups = Vec::new();
+        let mut windows = Vec::new();
         for _ in 0..12 {
             graph.run().unwrap();
             let report = sched.synchronize().unwrap();
             assert!(report.windows.iter().all(|w| !w.failed));
-            setups.extend(report.windows.iter().map(|w| w.setup));
+            windows.extend(report.windows.iter().cloned());
         }
+        let setups: Vec<GraphSetup> = windows.iter().map(|w| w.setup).collect();
         eprintln!("graphs {setups:?}");
         // A warm-up and three measured runs of each way, then the faster way's best.
         let reused = GraphSetup::Reused;
@@ -823,6 +826,24 @@ fn cuda_recorded_graph_tries_the_device_and_keeps_the_faster_way() {
         let kept = setups[8];
         assert!(matches!(kept, GraphSetup::Reused | GraphSetup::Device), "{setups:?}");
         assert!(setups[8..].iter().all(|&s| s == kept), "{setups:?}");
+        // Each run says why: its trial run, then the way kept with the best measured
+        // runs of each way, which are the report's own spans of runs 2-4 and 6-8.
+        for (i, w) in windows[..8].iter().enumerate() {
+            let want = WayChosen::Trying { device: i >= 4, run: (i % 4) as u8 + 1, of: 4 };
+            assert_eq!(w.way, Some(want), "run {i}: {w}");
+        }
+        let best = |runs: &[ReplayedWindow]| runs.iter().map(|w| w.duration_ns()).min().unwrap();
+        let (graph_ns, device_ns) = (best(&windows[1..4]), best(&windows[5..8]));
+        let want = if kept == device {
+            WayChosen::Device { device_ns, graph_ns }
+        } else {
+            WayChosen::Graph { graph_ns, device_ns }
+        };
+        assert_eq!(want == WayChosen::Device { device_ns, graph_ns }, device_ns < graph_ns);
+        for w in &windows[8..] {
+            assert_eq!(w.way, Some(want), "{w}");
+        }
+        eprintln!("{}", windows[8]);
     });
 }
 

@@ -13,7 +13,7 @@ mod common;
 
 use chariot::callback::Resource;
 use chariot::kernel::KernelHandle;
-use chariot::report::{GraphSetup, Report};
+use chariot::report::{GraphSetup, HostReason, Report};
 use chariot::sim::{SimFaults, SimProfile};
 use chariot::{Arg, Backend, DeviceBuffer, Error, Execution, HostBuffer, Kernel, Order, Param, Scheduler, TaskId};
 use common::*;
@@ -106,7 +106,8 @@ fn check_edges(report: &Report) {
 }
 
 /// Regions of N elements: the input (`gen`), the output (`SENTINEL` at first), the
-/// device buffers a task copies through, and the `affine` kernel with `a` and `b`.
+/// device buffers a task copies through, and a kernel taking the `affine` kernel's
+/// arguments with `a` and `b` (then `extra`).
 struct Affine {
     k: KernelHandle,
     input: HostBuffer<u32>,
@@ -115,38 +116,52 @@ struct Affine {
     d_out: DeviceBuffer<u32>,
     a: u32,
     b: u32,
+    extra: Vec<Arg>,
 }
 
 impl Affine {
+    /// The `affine` kernel on `regions` regions.
     fn new(sched: &Scheduler, regions: usize, a: u32, b: u32) -> Affine {
         let k = sched.register_kernel(affine_kernel()).unwrap();
+        Affine::with_kernel(sched, k, regions, N, a, b, &[])
+    }
+
+    /// Kernel `k` (`affine`'s arguments, then `extra`) on `regions` regions, through a
+    /// `d_in` of `elements` u32s.
+    fn with_kernel(
+        sched: &Scheduler,
+        k: KernelHandle,
+        regions: usize,
+        elements: usize,
+        a: u32,
+        b: u32,
+        extra: &[Arg],
+    ) -> Affine {
         let mut input = sched.alloc_host::<u32>(regions * N).unwrap();
         input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
         let mut out = sched.alloc_host::<u32>(regions * N).unwrap();
         out.write().fill(SENTINEL);
-        let (d_in, d_out) = (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
-        Affine { k, input, out, d_in, d_out, a, b }
+        let (d_in, d_out) = (sched.alloc::<u32>(elements).unwrap(), sched.alloc::<u32>(N).unwrap());
+        Affine { k, input, out, d_in, d_out, a, b, extra: extra.to_vec() }
     }
 
     /// Submits task `id` on region `region` (after `after`, if given): download,
     /// affine, readback.
     fn submit(&self, sched: &Scheduler, id: u64, region: usize, after: Option<u64>) {
-        let r = region * N..(region + 1) * N;
-        let args =
-            [Arg::buffer(&self.d_in), Arg::buffer(&self.d_out), Arg::u32(N as u32), Arg::u32(self.a), Arg::u32(self.b)];
-        let t = sched.task(id, 1).after_all(after.into_iter().map(TaskId));
-        t.download(&self.d_in, 0, &self.input, r.clone())
-            .launch(&self.k, 1, BLOCK, 0, &args)
-            .readback(&self.out, r, &self.d_out, 0)
-            .submit()
-            .unwrap();
+        self.submit_after(sched, id, region, after.as_slice());
     }
 
     /// As [`Affine::submit`], after every task of `after`.
     fn submit_after(&self, sched: &Scheduler, id: u64, region: usize, after: &[u64]) {
         let r = region * N..(region + 1) * N;
-        let args =
-            [Arg::buffer(&self.d_in), Arg::buffer(&self.d_out), Arg::u32(N as u32), Arg::u32(self.a), Arg::u32(self.b)];
+        let mut args = vec![
+            Arg::buffer(&self.d_in),
+            Arg::buffer(&self.d_out),
+            Arg::u32(N as u32),
+            Arg::u32(self.a),
+            Arg::u32(self.b),
+        ];
+        args.extend_from_slice(&self.extra);
         sched
             .task(id, 1)
             .after_all(after.iter().copied().map(TaskId))
@@ -160,6 +175,12 @@ impl Affine {
     /// What element `e` of region `region` holds once its task ran.
     fn expected(&self, region: usize, e: usize) -> u32 {
         affine_ref(gen(region * N + e), self.a, self.b)
+    }
+
+    /// The first element of `regions` regions whose output is not [`Affine::expected`].
+    fn first_wrong(&self, regions: usize) -> Option<(usize, u32)> {
+        let values = self.out.read().to_vec();
+        (0..regions * N).find(|&i| values[i] != self.expected(i / N, i % N)).map(|i| (i, values[i]))
     }
 }
 
@@ -257,6 +278,84 @@ fn auto_replays_a_repeated_batch_of_short_tasks_only() {
         // look short. With 2 ms kernels, a dispatcher preempted on a loaded two-core CI
         // machine once made the second batch replay.)
         assert_eq!(auto_batches(Duration::from_millis(20), 2), [0, 0]);
+    });
+}
+
+/// Each batch's report says how its tasks went and why (`Report::execution`): under
+/// Auto a structure learnt on the host, then replayed with the measure that made it pay;
+/// a batch past the structure, one that departs from it, one synchronized before it
+/// was whole, and one whose commands are long; under Replay a task that cannot run in a
+/// graph; nothing under Host.
+#[test]
+fn the_report_says_how_each_batch_went_and_why() {
+    let _serial = serial();
+    with_timeout(DEADLINE_S, || {
+        let fresh = |execution: Execution, cost: Duration| {
+            let sched = Scheduler::builder().backend(sim(1)).execution(execution).build().unwrap();
+            let k = sched.register_kernel(timed_kernel(cost)).unwrap();
+            let x = sched.alloc::<u32>(1).unwrap();
+            (sched, k, x)
+        };
+        // Tasks 0..n, a chain but for task `loose` (if any), which names none.
+        let chain = |sched: &Scheduler, k: &KernelHandle, x: &DeviceBuffer<u32>, n: u64, loose: Option<u64>| {
+            for i in 0..n {
+                let t = sched.task(i, 1);
+                let t = if i > 0 && Some(i) != loose { t.after(TaskId(i - 1)) } else { t };
+                t.launch(k, 1, 32, 0, &[Arg::buffer(x), Arg::u32(i as u32)]).submit().unwrap();
+            }
+            let r = sched.synchronize().unwrap();
+            let e = r.execution.clone().unwrap_or_else(|| panic!("no execution line: {r}"));
+            (e.replayed, e.pays, e.host_from)
+        };
+        let short = Duration::from_micros(1);
+        let learnt = Some((TaskId(0), HostReason::Learning));
+        // Learnt, then replayed: it pays.
+        let (sched, k, x) = fresh(Execution::Auto, short);
+        assert_eq!(chain(&sched, &k, &x, 64, None), (0, None, learnt));
+        let (replayed, pays, host_from) = chain(&sched, &k, &x, 64, None);
+        assert_eq!((replayed, host_from), (64, None));
+        let p = pays.expect("replayed under Auto: the measure");
+        assert!(p.gpu_ns < Execution::PAYS_BELOW * p.host_ns, "{p:?}");
+        // Past the structure: the 65th task is the host's.
+        let (replayed, _, host_from) = chain(&sched, &k, &x, 65, None);
+        assert_eq!((replayed, host_from), (64, Some((TaskId(64), HostReason::PastTheStructure))));
+        // Departs at task 5: the held tasks before it go to the host too, from task 0.
+        let (sched, k, x) = fresh(Execution::Auto, short);
+        chain(&sched, &k, &x, 64, None);
+        assert_eq!(chain(&sched, &k, &x, 64, Some(5)), (0, None, Some((TaskId(0), HostReason::Departs))));
+        // Synchronized after 10 of its 64 tasks.
+        let (sched, k, x) = fresh(Execution::Auto, short);
+        chain(&sched, &k, &x, 64, None);
+        assert_eq!(chain(&sched, &k, &x, 10, None), (0, None, Some((TaskId(0), HostReason::SynchronizedEarly))));
+        // Long commands (20 ms): repeated, but replaying does not pay.
+        let (sched, k, x) = fresh(Execution::Auto, Duration::from_millis(20));
+        assert_eq!(chain(&sched, &k, &x, 3, None), (0, None, learnt));
+        let (replayed, _, host_from) = chain(&sched, &k, &x, 3, None);
+        match host_from {
+            Some((TaskId(0), HostReason::DoesNotPay { gpu_ns, host_ns })) => {
+                assert_eq!(replayed, 0);
+                assert!(gpu_ns >= Execution::PAYS_BELOW * host_ns && gpu_ns >= 20e6, "{gpu_ns} {host_ns}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Replay: five launches go as a window; the callback after them cannot.
+        let (sched, k, x) = fresh(Execution::Replay, short);
+        for i in 0..5u64 {
+            sched.task(i, 1).launch(&k, 1, 32, 0, &[Arg::buffer(&x), Arg::u32(1)]).submit().unwrap();
+        }
+        sched.task(5, 1).callback(Resource::Cpu, |_| Ok(())).submit().unwrap();
+        let r = sched.synchronize().unwrap();
+        let e = r.execution.clone().expect("replay says");
+        assert_eq!((e.replayed, e.pays), (5, None));
+        assert_eq!(e.host_from, Some((TaskId(5), HostReason::NotInAGraph)));
+        assert!(
+            r.to_string().contains("execution: 5 tasks replayed; the host from task #5: it cannot run in a graph"),
+            "{r}"
+        );
+        // Host: no choice made, no line.
+        let (sched, k, x) = fresh(Execution::Host, short);
+        sched.task(0, 1).launch(&k, 1, 32, 0, &[Arg::buffer(&x), Arg::u32(1)]).submit().unwrap();
+        assert_eq!(sched.synchronize().unwrap().execution, None);
     });
 }
 
@@ -865,44 +964,21 @@ fn cuda_device_mode_gives_host_dispatch_outputs() {
     });
 }
 
-/// `rounds` batches of [`LONG_TASKS`] tasks on `sched` (`case` names them in failures), each a download of its region into
-/// `d_in` (a buffer of `elements` u32s), one launch of `k` (its arguments: the two
-/// buffers, then `N`, 3, 7 and `extra`, one block) and a readback: every batch's outputs
-/// checked against the CPU reference, element by element. Returns the most lanes a
-/// window of each batch used.
-fn long_task_batches(
-    case: &str,
-    sched: &Scheduler,
-    k: &KernelHandle,
-    elements: usize,
-    extra: &[Arg],
-    rounds: usize,
-) -> Vec<usize> {
-    let mut input = sched.alloc_host::<u32>(LONG_TASKS * N).unwrap();
-    input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
-    let mut out = sched.alloc_host::<u32>(LONG_TASKS * N).unwrap();
-    let (d_in, d_out) = (sched.alloc::<u32>(elements).unwrap(), sched.alloc::<u32>(N).unwrap());
-    let mut args = vec![Arg::buffer(&d_in), Arg::buffer(&d_out), Arg::u32(N as u32), Arg::u32(3), Arg::u32(7)];
-    args.extend_from_slice(extra);
+/// `rounds` batches of [`LONG_TASKS`] tasks of `rig` on `sched` (`case` names them in
+/// failures), task `t` on region `t`: every batch's outputs checked against the CPU
+/// reference, element by element. Returns the most lanes a window of each batch used.
+fn long_task_batches(case: &str, sched: &Scheduler, rig: &mut Affine, rounds: usize) -> Vec<usize> {
     let mut lanes = Vec::new();
     for round in 0..rounds {
-        out.write().fill(SENTINEL);
+        rig.out.write().fill(SENTINEL);
         for t in 0..LONG_TASKS {
-            let r = t * N..(t + 1) * N;
-            sched
-                .task(t as u64, 1)
-                .download(&d_in, 0, &input, r.clone())
-                .launch(k, 1, BLOCK, 0, &args)
-                .readback(&out, r, &d_out, 0)
-                .submit()
-                .unwrap();
+            rig.submit(sched, t as u64, t, None);
         }
         let report = sched.synchronize().unwrap();
         assert_eq!(report.windows.iter().map(|w| w.tasks).sum::<usize>(), LONG_TASKS, "{case} round {round}: {report}");
         lanes.push(report.windows.iter().map(|w| w.lanes).max().unwrap_or(0));
-        let values = out.read().to_vec();
-        if let Some(i) = (0..LONG_TASKS * N).find(|&i| values[i] != affine_ref(gen(i), 3, 7)) {
-            panic!("{case} round {round}: element {i} (task {}) is {} (lanes {lanes:?})", i / N, values[i]);
+        if let Some((i, v)) = rig.first_wrong(LONG_TASKS) {
+            panic!("{case} round {round}: element {i} (task {}) is {v} (lanes {lanes:?})", i / N);
         }
     }
     lanes
@@ -948,7 +1024,8 @@ fn cuda_windows_of_long_tasks_take_lanes_past_s() {
                 .build()
                 .unwrap();
             let k = sched.register_kernel(kernel).unwrap();
-            let lanes = long_task_batches(&format!("D={gpus}"), &sched, &k, N, &[Arg::u32(40_000)], 8);
+            let mut rig = Affine::with_kernel(&sched, k, LONG_TASKS, N, 3, 7, &[Arg::u32(40_000)]);
+            let lanes = long_task_batches(&format!("D={gpus}"), &sched, &mut rig, 8);
             assert!(lanes[..4].iter().all(|&l| l <= STREAMS), "D={gpus}: lanes {lanes:?}");
             assert!(lanes[4..].iter().all(|&l| l > STREAMS), "D={gpus}: lanes {lanes:?}");
         }
@@ -973,7 +1050,8 @@ fn windows_of_long_tasks_take_lanes_past_s_where_the_copies_are_small() {
                 Scheduler::builder().backend(sim(gpus)).streams(streams).execution(Execution::Replay).build().unwrap();
             let kernel = affine_kernel().sim_cost(move |_, _| Duration::from_micros(us));
             let k = sched.register_kernel(kernel).unwrap();
-            let lanes = long_task_batches(&case, &sched, &k, elements, &[], 6);
+            let mut rig = Affine::with_kernel(&sched, k, LONG_TASKS, elements, 3, 7, &[]);
+            let lanes = long_task_batches(&case, &sched, &mut rig, 6);
             // Round 0 learns the structure, rounds 1 and 2 measure it, round 3 names its
             // buffers (their copies made at its end); rounds 4 and 5 follow.
             assert!(lanes[..4].iter().all(|&l| l <= streams), "{case}: lanes {lanes:?}");

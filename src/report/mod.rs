@@ -20,7 +20,7 @@ pub use failure::{DriverError, TaskFailure};
 
 pub use ideal::zero_overhead_makespan;
 pub use lower_bound::{HardwareBound, LinkRates, LowerBound, TaskWork};
-pub use windows::{GraphSetup, LaunchedBy, ReplayedWindow};
+pub use windows::{BatchExecution, GraphSetup, HostReason, LaunchedBy, Pays, ReplayedWindow, WayChosen};
 
 use crate::ids::TaskId;
 use crate::stage::Stage;
@@ -117,6 +117,8 @@ pub(crate) struct Outcome {
     pub(crate) dependencies: Vec<(TaskId, TaskId)>,
     /// Windows replayed as graphs.
     pub(crate) windows: Vec<ReplayedWindow>,
+    /// How the batch's tasks reached the GPU, and why (replay's capture).
+    pub(crate) execution: Option<BatchExecution>,
 }
 
 /// Host time the dispatchers spent, per command, outside and inside driver calls.
@@ -201,6 +203,9 @@ pub struct Report {
     /// Windows of tasks replayed as one graph each ([`Execution`](crate::Execution)),
     /// in the order they completed.
     pub windows: Vec<ReplayedWindow>,
+    /// How the batch's tasks reached the GPU under its [`Execution`](crate::Execution)
+    /// mode, and why (`None` with `Execution::Host`, and without the `replay` feature).
+    pub execution: Option<BatchExecution>,
     /// GPUs lost during the batch. They stay out of the rotation for the scheduler's
     /// life (see [`Scheduler::live_gpus`](crate::Scheduler::live_gpus)).
     pub lost_gpus: Vec<LostGpu>,
@@ -324,6 +329,7 @@ impl Report {
             failures: outcome.failures,
             moved: outcome.moved,
             windows: outcome.windows,
+            execution: outcome.execution,
             lost_gpus: outcome.lost_gpus,
             dependencies: outcome.dependencies,
             tuning,
@@ -406,6 +412,9 @@ impl std::fmt::Display for Report {
         )?;
         if self.dispatch.replayed > 0 {
             write!(f, " ({} of them replayed as graphs)", self.dispatch.replayed)?;
+        }
+        if let Some(e) = &self.execution {
+            write!(f, "\nexecution: {e}")?;
         }
         for w in &self.windows {
             write!(f, "\nreplayed: {w}")?;

@@ -1,6 +1,113 @@
 //! The report's lines for replayed windows: tasks that ran as one graph.
 
+use crate::ids::TaskId;
 use serde::Serialize;
+
+/// How a batch's tasks reached the GPU under the scheduler's
+/// [`Execution`](crate::Execution) mode (`Auto`, `Replay` or `Device`: under `Host` the
+/// host dispatches all, and the report has none), and why: the runtime's choice for the
+/// batch. A batch is held from its first task and replayed as windows while the mode
+/// wants it; from the first task that is not (the reason given), the host dispatches
+/// the rest.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct BatchExecution {
+    /// The tasks replayed as windows, from the batch's first.
+    pub replayed: usize,
+    /// `Execution::Auto`, where tasks were replayed: why replaying pays, as measured
+    /// when the structure they repeat was learnt.
+    pub pays: Option<Pays>,
+    /// The first task the host dispatched, and why it was not replayed (`None`: the
+    /// host dispatched none).
+    pub host_from: Option<(TaskId, HostReason)>,
+}
+
+/// What made `Execution::Auto` replay a structure: its GPU commands were short
+/// against the host's cost of dispatching them (ns, each a mean per command, measured
+/// on the batch the host dispatched when the structure was learnt).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Pays {
+    /// A command's time on the GPU.
+    pub gpu_ns: f64,
+    /// The host's time to dispatch one (runtime and driver).
+    pub host_ns: f64,
+}
+
+/// Why the host, not a replayed window, took a batch's task (and the rest after it).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub enum HostReason {
+    /// No structure learnt yet (`Execution::Auto`): the host dispatches this batch,
+    /// and its structure is learnt from it.
+    Learning,
+    /// The task departs from the structure learnt (its commands, kernels or the tasks it
+    /// names differ from the task in its place).
+    Departs,
+    /// The batch went on past the structure learnt, which its tasks before had repeated
+    /// whole (and which went as windows).
+    PastTheStructure,
+    /// The batch repeats the structure learnt, but replaying it did not pay: its GPU
+    /// commands took at least [`Execution::PAYS_BELOW`](crate::Execution::PAYS_BELOW) times the host's time to
+    /// dispatch one (ns, means per command).
+    DoesNotPay {
+        /// A command's time on the GPU.
+        gpu_ns: f64,
+        /// The host's time to dispatch one.
+        host_ns: f64,
+    },
+    /// The task cannot run in a graph: a callback, a resident buffer, a wait on
+    /// another scheduler's task, or another command a graph does not take.
+    NotInAGraph,
+    /// The task runs after a task that is neither held nor in a window.
+    AfterAHostTask,
+    /// A guard on host memory that held tasks touch waited for them: they went, and the
+    /// rest of the batch with them.
+    GuardWaited,
+    /// `synchronize` came before the batch had repeated the whole structure learnt.
+    SynchronizedEarly,
+    /// Submitted (by another thread) while `synchronize` waited for the batch.
+    WhileSynchronizing,
+}
+
+impl std::fmt::Display for HostReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            HostReason::Learning => f.write_str("no structure learnt yet: learning this batch's"),
+            HostReason::Departs => f.write_str("it departs from the structure learnt"),
+            HostReason::PastTheStructure => f.write_str("the batch went on past the structure learnt"),
+            HostReason::DoesNotPay { gpu_ns, host_ns } => write!(
+                f,
+                "replaying does not pay: {:.2} us a command on the GPU against the host's {:.2} us to dispatch one",
+                gpu_ns / 1e3,
+                host_ns / 1e3
+            ),
+            HostReason::NotInAGraph => f.write_str("it cannot run in a graph"),
+            HostReason::AfterAHostTask => f.write_str("it runs after a task outside the windows"),
+            HostReason::GuardWaited => f.write_str("a guard on host memory waited for the tasks held"),
+            HostReason::SynchronizedEarly => f.write_str("synchronize came before the structure learnt was whole"),
+            HostReason::WhileSynchronizing => f.write_str("it was submitted while synchronize waited"),
+        }
+    }
+}
+
+impl std::fmt::Display for BatchExecution {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} tasks replayed", self.replayed)?;
+        if let Some(p) = self.pays {
+            write!(
+                f,
+                " (replaying pays: {:.2} us a command on the GPU against the host's {:.2} us to dispatch one)",
+                p.gpu_ns / 1e3,
+                p.host_ns / 1e3
+            )?;
+        }
+        if let Some((task, why)) = self.host_from {
+            write!(f, "; the host from task {task}: {why}")?;
+        }
+        Ok(())
+    }
+}
 
 /// How a replayed window's graph was set up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -48,6 +155,73 @@ pub enum LaunchedBy {
     Caller,
 }
 
+/// Why a recorded graph's part ran the way it did: the runtime's choice between its kept
+/// CUDA graph and the device-side executor (Giles' scheme), made from the part's first
+/// runs, a warm-up and three measured each way, keeping the way of the faster best run.
+/// Times are a run's, from its launch to its completion seen, in ns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub enum WayChosen {
+    /// Still measuring: this was run `run` of the `of` tried this way (the first builds
+    /// the graph or compiles the executor; the others are measured).
+    Trying {
+        /// On the device (else as the graph).
+        device: bool,
+        /// This run's number among those of its way.
+        run: u8,
+        /// Runs tried each way.
+        of: u8,
+    },
+    /// The executor: its best measured run beat the graph's.
+    Device {
+        /// The executor's best measured run.
+        device_ns: u64,
+        /// The graph's best measured run.
+        graph_ns: u64,
+    },
+    /// The graph: its best measured run was at most the executor's.
+    Graph {
+        /// The graph's best measured run.
+        graph_ns: u64,
+        /// The executor's best measured run.
+        device_ns: u64,
+    },
+    /// The graph: the executor runs only a part on one GPU whose tasks are one kernel
+    /// launch each, of one block shape, and this one is not.
+    GraphOnly,
+    /// The graph: the executor refused the part when asked (its kernels could not be
+    /// built into one executor, or the GPU could not hold it).
+    Refused,
+}
+
+impl std::fmt::Display for WayChosen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let us = |ns: u64| ns as f64 / 1e3;
+        match *self {
+            WayChosen::Trying { device, run, of } => {
+                let way = if device { "the device" } else { "the graph" };
+                write!(f, "trying {way}: run {run} of {of}")
+            }
+            WayChosen::Device { device_ns, graph_ns } => write!(
+                f,
+                "on the device: its best run there took {:.1} us, the graph's {:.1} us",
+                us(device_ns),
+                us(graph_ns)
+            ),
+            WayChosen::Graph { graph_ns, device_ns } => write!(
+                f,
+                "as the graph: its best run took {:.1} us, the device's {:.1} us",
+                us(graph_ns),
+                us(device_ns)
+            ),
+            WayChosen::GraphOnly => f.write_str(
+                "as the graph: the device executor runs only a part on one GPU of one-launch tasks of one block shape",
+            ),
+            WayChosen::Refused => f.write_str("as the graph: the device executor refused it"),
+        }
+    }
+}
+
 /// A window of tasks that ran as one graph on one GPU
 /// ([`Execution`](crate::Execution)). On a simulated GPU its commands are in the
 /// report's records, timed one by one; on CUDA they are not (a graph's nodes are not
@@ -83,6 +257,9 @@ pub struct ReplayedWindow {
     pub timed: bool,
     /// Whether a task of it failed (or the whole window did).
     pub failed: bool,
+    /// A recorded graph's part on CUDA: which way it ran, and why (`None`: a batch's
+    /// window, or on the sim, where every part runs as a graph).
+    pub way: Option<WayChosen>,
 }
 
 impl ReplayedWindow {
@@ -114,6 +291,9 @@ impl std::fmt::Display for ReplayedWindow {
         if self.launched_by == LaunchedBy::Caller {
             f.write_str(", launched by the calling thread")?;
         }
+        if let Some(way) = self.way {
+            write!(f, ", {way}")?;
+        }
         if self.failed {
             f.write_str(", failed")?;
         }
@@ -140,11 +320,28 @@ mod test {
             host_ns: 4_000,
             timed: false,
             failed: false,
+            way: None,
         };
         assert_eq!(w.duration_ns(), 5_000);
         assert_eq!(w.waited_ns(), 600);
         assert_eq!(w.to_string(), "GPU 0: 3 tasks, 9 commands on 2 lanes in 0.005 ms, graph reused, host 4.0 us");
         let caller = ReplayedWindow { launched_by: LaunchedBy::Caller, ..w };
         assert!(caller.to_string().ends_with("host 4.0 us, launched by the calling thread"), "{caller}");
+        let ways = [
+            (WayChosen::Trying { device: true, run: 2, of: 4 }, "trying the device: run 2 of 4"),
+            (
+                WayChosen::Device { device_ns: 28_100, graph_ns: 262_000 },
+                "on the device: its best run there took 28.1 us, the graph's 262.0 us",
+            ),
+            (
+                WayChosen::Graph { graph_ns: 31_000, device_ns: 40_500 },
+                "as the graph: its best run took 31.0 us, the device's 40.5 us",
+            ),
+            (WayChosen::Refused, "as the graph: the device executor refused it"),
+        ];
+        for (way, text) in ways {
+            let part = ReplayedWindow { way: Some(way), ..w.clone() };
+            assert!(part.to_string().ends_with(&format!("host 4.0 us, {text}")), "{part}");
+        }
     }
 }

@@ -459,8 +459,8 @@ impl Scheduler {
     fn end_batch(&self, outcome: crate::report::Outcome) -> Result<Report> {
         // The batch's ids are free again: resident data forgets who used it.
         self.shared.resident.forget_tasks();
-        #[allow(unused_mut)] // the cluster form replaces them
         let mut outcome = outcome;
+        outcome.execution = self.capture.chosen();
         let failures = outcome.failures.clone();
         #[allow(unused_mut)] // the cluster form replaces them
         let (mut records, stats) = self.shared.records.take_batch();

@@ -62,6 +62,10 @@ pub(crate) mod replay {
         pub(crate) fn before_wait(&self) {}
 
         pub(crate) fn end_batch(&self, _report: Option<&Report>) {}
+
+        pub(crate) fn chosen(&self) -> Option<crate::report::BatchExecution> {
+            None
+        }
     }
 
     /// No windows queued anywhere.

@@ -324,6 +324,8 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
             // runtime tries both on the first runs), all counted as its build.
             let mut recorded = None;
             let (mut record_ns, mut way) = (0, "graph");
+            // Why the runtime runs it as it does, as the last settling run's report says.
+            let mut last_way = None;
             if let (true, Some(s), Some(f)) = (run_recorded, &sched, &flow) {
                 let (r, ns) = f.record(s, &graph, iters)?;
                 if r.node_gpus().len() > 1 {
@@ -338,15 +340,21 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                 for _ in 0..SETTLE_RUNS {
                     let run = f.run_recorded(s, &r)?;
                     record_ns += run.wall_ns;
+                    last_way = run.report.windows.iter().find_map(|w| w.way);
                     way = if run.report.windows.iter().any(|w| w.setup == GraphSetup::Device) {
                         "device"
                     } else {
                         "graph"
                     };
                 }
+                if let Some(why) = last_way.as_ref() {
+                    println!("{} {size} at {iters}: the recorded graph runs {why}", shape.name());
+                }
                 recorded = Some(r);
             }
             let (mut replayed, mut lanes) = (0usize, 0usize);
+            // How the loop's last run went, and why (its report's execution line).
+            let mut last_execution = None;
             // chariot with its defaults, per timed run: submitting, the windows' set-up
             // and launch on the host, the windows' span (launch to completion seen).
             let mut parts: [Vec<u64>; 3] = Default::default();
@@ -391,6 +399,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                                 }
                             }
                             if which == 0 {
+                                last_execution = r.report.execution.clone();
                                 replayed = r.report.windows.iter().map(|w| w.tasks).sum();
                                 lanes = r.report.windows.iter().map(|w| w.lanes).max().unwrap_or(0);
                                 if round > 0 {
@@ -459,6 +468,9 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                     median(ws) as f64 / 1e6,
                     median(&mut ours.clone()) as f64 / 1e6
                 ));
+            }
+            if let Some(e) = &last_execution {
+                println!("{} {size} at {iters}: the loop's last run, execution: {e}", shape.name());
             }
             let per_node = |ns: u64| ns as f64 / 1e3 / graph.nodes as f64;
             let g = median(theirs);

@@ -53,7 +53,7 @@ use crate::memory::claims::{Claims, Holder};
 use crate::memory::host::HostShared;
 use crate::memory::DeviceBufferInner;
 use crate::memory::HeldTasks;
-use crate::report::{Report, TaskFailure};
+use crate::report::{BatchExecution, HostReason, Pays, Report, TaskFailure};
 use crate::sync::{AtomicBool, Ordering};
 use crate::task::command::Command;
 use crate::task::{HostClaim, Order, Task};
@@ -108,6 +108,8 @@ struct Template {
     pays: bool,
     /// The host's time to dispatch one command (runtime + driver) when it was learnt.
     host_ns: f64,
+    /// A GPU command's mean time then (or in the replayed batch that stopped it paying).
+    gpu_ns: f64,
 }
 
 /// What the capture knows of the batch under way.
@@ -126,6 +128,12 @@ struct State {
     held_ids: IdMap<u32>,
     /// The host dispatches the rest of this batch.
     open: bool,
+    /// Why it does (set with `open`, the first reason kept).
+    open_why: Option<HostReason>,
+    /// The first task of this batch the host took, and why.
+    host_from: Option<(TaskId, HostReason)>,
+    /// Tasks of this batch sent as windows.
+    replayed: usize,
     /// A window of this batch has gone.
     launched: bool,
     /// Tasks of this batch's windows that have gone: the GPU each window went to and
@@ -178,6 +186,9 @@ impl State {
             held: Vec::new(),
             held_ids: IdMap::default(),
             open: false,
+            open_why: None,
+            host_from: None,
+            replayed: 0,
             launched: false,
             gone: IdMap::default(),
             cut: FIRST_CUT,
@@ -192,6 +203,22 @@ impl State {
             wants: Vec::new(),
             lane_bytes: 0,
         }
+    }
+
+    /// The host dispatches the rest of the batch, for `why` (unless it already did).
+    fn close(&mut self, why: HostReason) {
+        self.open = true;
+        self.open_why.get_or_insert(why);
+    }
+
+    /// The host took task `id` (the first it takes is the report's).
+    fn host_took(&mut self, id: TaskId, why: HostReason) {
+        self.host_from.get_or_insert((id, why));
+    }
+
+    /// This batch so far is the whole of `template`'s structure, task for task.
+    fn repeats(&self, template: Option<&Template>) -> bool {
+        self.matching && template.is_some_and(|t| t.tasks == self.count && t.words == self.words)
     }
 }
 
@@ -291,6 +318,8 @@ impl Capture {
         st.positions.insert(task.id, st.count);
         st.count += 1;
         if st.open {
+            let why = st.open_why.unwrap_or(HostReason::PastTheStructure);
+            st.host_took(task.id, why);
             return Offer::Admit(task, preds);
         }
         let fits = replayable && preds.iter().all(|p| st.held_ids.contains_key(p) || st.gone.contains_key(p));
@@ -300,8 +329,21 @@ impl Capture {
                 _ => st.matching && st.template.as_ref().is_some_and(|t| t.pays),
             };
         if !wanted {
-            self.let_go_locked(st);
-            st.open = true;
+            let why = if !replayable {
+                HostReason::NotInAGraph
+            } else if self.mode == Execution::Auto && st.template.is_none() {
+                HostReason::Learning
+            } else if self.mode == Execution::Auto && !st.matching {
+                HostReason::Departs
+            } else if !fits {
+                HostReason::AfterAHostTask
+            } else {
+                let t = st.template.as_ref();
+                HostReason::DoesNotPay { gpu_ns: t.map_or(0.0, |t| t.gpu_ns), host_ns: t.map_or(0.0, |t| t.host_ns) }
+            };
+            self.let_go_locked(st, why);
+            st.close(why);
+            st.host_took(task.id, why);
             return Offer::Admit(task, preds);
         }
         for h in &task.hosts {
@@ -325,8 +367,7 @@ impl Capture {
         }
         st.held_ids.insert(task.id, index);
         st.held.push(Held { task, preds: held_preds, external, pin });
-        let whole = st.matching && st.template.as_ref().is_some_and(|t| t.tasks == st.count && t.words == st.words);
-        if whole {
+        if st.repeats(st.template.as_ref()) {
             self.launch(st, true);
         } else if st.held.len() >= st.cut {
             // A sub-window: the batch goes on being held after it.
@@ -347,9 +388,14 @@ impl Capture {
         self.shared.windows.set_closing(true);
         if self.mode != Execution::Host {
             let mut st = self.state.lock();
-            self.let_go_locked(&mut st);
+            // Auto's held tasks go to the host here; Replay's go as windows.
+            let early = match self.mode {
+                Execution::Auto => HostReason::SynchronizedEarly,
+                _ => HostReason::WhileSynchronizing,
+            };
+            self.let_go_locked(&mut st, early);
             if st.launched {
-                st.open = true;
+                st.close(HostReason::WhileSynchronizing);
             }
         }
         // What the batch's ended windows left, freed while its last ones run (those
@@ -374,7 +420,7 @@ impl Capture {
         let whole = st.replayable && st.count > 0 && early.is_empty();
         // A batch that repeated its structure and ran windows: how long they kept their
         // lanes busy says whether that structure's next windows go wide.
-        let repeated = st.matching && template.as_ref().is_some_and(|t| t.tasks == st.count && t.words == st.words);
+        let repeated = st.repeats(template.as_ref());
         let measured = report.filter(|_| repeated && st.launched && self.widens()).and_then(|r| lane_ns(r, self.lanes));
         if let Some((ns, bound)) = measured {
             // On S lanes only a window that filled them could gain from more.
@@ -384,13 +430,14 @@ impl Capture {
         }
         let learnt = if whole && (matches!(self.mode, Execution::Replay | Execution::Device) || !st.launched) {
             let host_ns = report.map_or(0.0, host_ns_per_command);
-            let pays = report.is_some_and(|r| gpu_ns_per_command(r) < Execution::PAYS_BELOW * host_ns);
+            let gpu_ns = report.map_or(f64::INFINITY, gpu_ns_per_command);
+            let pays = gpu_ns < Execution::PAYS_BELOW * host_ns;
             if !repeated {
                 // Another structure.
                 st.wide = false;
                 st.long_batches = 0;
             }
-            Some(Template { words: std::mem::take(&mut st.words), tasks: st.count, pays, host_ns })
+            Some(Template { words: std::mem::take(&mut st.words), tasks: st.count, pays, host_ns, gpu_ns })
         } else {
             // A replayed batch whose windows grew long (the kernels did) against the
             // host's cost of a command when the structure was learnt stops paying: the
@@ -400,6 +447,7 @@ impl Capture {
                     r.windows.iter().fold((0u64, 0usize), |(n, c), w| (n + w.duration_ns(), c + w.commands));
                 if commands > 0 && ns as f64 / commands as f64 >= Execution::PAYS_BELOW * t.host_ns {
                     t.pays = false;
+                    t.gpu_ns = ns as f64 / commands as f64;
                 }
             }
             template
@@ -413,6 +461,9 @@ impl Capture {
         st.held.clear();
         st.held_ids.clear();
         st.open = false;
+        st.open_why = None;
+        st.host_from = None;
+        st.replayed = 0;
         st.launched = false;
         st.gone.clear();
         st.cut = FIRST_CUT;
@@ -426,7 +477,7 @@ impl Capture {
                 let id = st.held[i].task.id;
                 st.held_ids.insert(id, i as u32);
             }
-            self.let_go_locked(&mut st);
+            self.let_go_locked(&mut st, HostReason::WhileSynchronizing);
         }
         drop(st);
         // Outside the lock: allocations, once a buffer. One that fails leaves its buffer
@@ -438,6 +489,22 @@ impl Capture {
                 }
             }
         }
+    }
+
+    /// How this batch's tasks went, and why, for its report (`None` with
+    /// `Execution::Host`, or where the batch held none and the host took none).
+    pub(crate) fn chosen(&self) -> Option<BatchExecution> {
+        if self.mode == Execution::Host {
+            return None;
+        }
+        let st = self.state.lock();
+        if st.replayed == 0 && st.host_from.is_none() {
+            return None;
+        }
+        let pays = (self.mode == Execution::Auto && st.replayed > 0)
+            .then(|| st.template.as_ref().map(|t| Pays { gpu_ns: t.gpu_ns, host_ns: t.host_ns }))
+            .flatten();
+        Some(BatchExecution { replayed: st.replayed, pays, host_from: st.host_from })
     }
 
     /// Whether windows may take lanes past S: with one stream a program may rely on a
@@ -475,17 +542,18 @@ impl Capture {
     /// Lets the held tasks go, if any: as windows (Replay), or to the host in submit
     /// order (Auto: the batch departed from the structure, or something waits for
     /// them); the rest of the batch is then the host's.
-    fn let_go_locked(&self, st: &mut State) {
+    fn let_go_locked(&self, st: &mut State, why: HostReason) {
         if st.held.is_empty() {
             return;
         }
-        st.open = true;
+        st.close(why);
         if matches!(self.mode, Execution::Replay | Execution::Device) {
             self.launch(st, true);
             return;
         }
         let held = std::mem::take(&mut st.held);
         st.held_ids.clear();
+        st.host_took(held[0].task.id, why);
         let ids: Vec<TaskId> = held.iter().map(|h| h.task.id).collect();
         for h in held {
             // Tasks of windows gone are in the batch's graph, running.
@@ -500,7 +568,9 @@ impl Capture {
     /// in the report.
     /// `close`: the rest of the batch is the host's (else it goes on being held).
     fn launch(&self, st: &mut State, close: bool) {
-        st.open |= close;
+        if close {
+            st.close(HostReason::PastTheStructure);
+        }
         st.launched = true;
         // A batch held on keeps room for its next cut (growing it task by task moved
         // every held task again at each doubling).
@@ -510,6 +580,7 @@ impl Capture {
         if held.is_empty() {
             return;
         }
+        st.replayed += held.len();
         {
             let mut batch = self.shared.batch.lock();
             batch.outstanding += held.len();
@@ -686,7 +757,7 @@ impl Capture {
 
 impl HeldTasks for Capture {
     fn let_go(&self) {
-        self.let_go_locked(&mut self.state.lock());
+        self.let_go_locked(&mut self.state.lock(), HostReason::GuardWaited);
     }
 }
 
@@ -768,6 +839,7 @@ mod test {
             host_ns: 0,
             timed: false,
             failed: false,
+            way: None,
         }
     }
 

@@ -252,9 +252,9 @@ impl<D: Device> Dispatcher<D> {
             GraphUse::Simulated => GraphSetup::Simulated,
             GraphUse::Device => GraphSetup::Device,
         };
-        let (tasks, commands) = match &window.recorded {
-            Some(p) => (p.tasks, p.commands),
-            None => (window.tasks.len(), window.commands()),
+        let (tasks, commands, way) = match &window.recorded {
+            Some(p) => (p.tasks, p.commands, p.chosen(used)),
+            None => (window.tasks.len(), window.commands(), None),
         };
         let record = ReplayedWindow {
             gpu: self.gpu,
@@ -269,6 +269,7 @@ impl<D: Device> Dispatcher<D> {
             host_ns,
             timed: !runs.is_empty(),
             failed,
+            way,
         };
         self.shared.batch.lock().outcome.windows.push(record);
         if let Some(part) = window.recorded.take() {

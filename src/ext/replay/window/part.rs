@@ -7,6 +7,7 @@ use crate::ext::replay::window::Window;
 use crate::ids::TaskId;
 use crate::memory::claims::{Holder, Region};
 use crate::memory::host::HostShared;
+use crate::report::WayChosen;
 use crate::sync::{AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::Result;
 use std::sync::Arc;
@@ -75,6 +76,8 @@ struct Trial {
     graph_ns: Option<u64>,
     device_ns: Option<u64>,
     way: Option<Way>,
+    /// The executor refused the part when asked (the way is then the graph).
+    refused: bool,
 }
 
 /// Runs of a way that end before those measured (the first builds or compiles).
@@ -83,6 +86,37 @@ const WARM: u8 = 1;
 const MEASURED: u8 = 3;
 
 impl Trial {
+    /// Why a run that ended as `used` says went that way, before it counts (`device`:
+    /// whether the executor can run the part); `None` on the sim, and for a run that
+    /// left on a way since given up (issued before the switch).
+    fn chosen(&self, used: GraphUse, device: bool) -> Option<WayChosen> {
+        let on_device = match used {
+            GraphUse::Simulated => return None,
+            GraphUse::Device => true,
+            GraphUse::Built | GraphUse::Updated(_) | GraphUse::Reused => false,
+        };
+        if !device {
+            return Some(WayChosen::GraphOnly);
+        }
+        if self.refused {
+            return (!on_device).then_some(WayChosen::Refused);
+        }
+        match (self.way, self.graph_ns, self.device_ns) {
+            (Some(Way::Device), Some(graph_ns), Some(device_ns)) if on_device => {
+                Some(WayChosen::Device { device_ns, graph_ns })
+            }
+            (Some(Way::Graph), Some(graph_ns), Some(device_ns)) if !on_device => {
+                Some(WayChosen::Graph { graph_ns, device_ns })
+            }
+            (Some(_), ..) => None,
+            (None, ..) => {
+                let ran = if on_device { self.device_runs } else { self.graph_runs };
+                let of = WARM + MEASURED;
+                Some(WayChosen::Trying { device: on_device, run: (ran + 1).min(of), of })
+            }
+        }
+    }
+
     /// The next run's way (`device`: whether the executor can run the part).
     fn next(&self, device: bool) -> Way {
         match self.way {
@@ -156,6 +190,12 @@ impl Part {
         }
     }
 
+    /// Why a run of it that ended as `used` says went that way (before [`Part::ran`]
+    /// counts it): the report's [`WayChosen`].
+    pub(crate) fn chosen(&self, used: GraphUse) -> Option<WayChosen> {
+        self.trial.lock().chosen(used, self.device_runnable)
+    }
+
     /// A run of it ended, as `used` says, in `ns` (launch to completion seen).
     pub(crate) fn ran(&self, used: GraphUse, ns: u64) {
         // A run that built or updated its graph took longer than the next will.
@@ -188,6 +228,7 @@ impl Part {
     pub(crate) fn refused(&self) {
         let mut trial = self.trial.lock();
         trial.way = Some(Way::Graph);
+        trial.refused = true;
         self.next.store(Way::Graph as usize, Ordering::Release);
     }
 }
@@ -269,6 +310,46 @@ impl Runs {
 mod test {
     use super::{Trial, Way};
     use crate::backend::GraphUse;
+    use crate::report::WayChosen;
+
+    /// Each run's reason, taken before it counts: its number among its way's trial
+    /// runs, then the way kept with both best runs; none for a run left on a way given
+    /// up, none on the sim; a part the executor cannot run, or refused, says so.
+    #[test]
+    fn each_run_says_why_it_went_its_way() {
+        let trying = |device, run| Some(WayChosen::Trying { device, run, of: 4 });
+        for (device_ns, kept) in [(50, Way::Device), (500, Way::Graph)] {
+            let mut t = Trial::default();
+            let graph =
+                [(GraphUse::Built, 10_000), (GraphUse::Reused, 100), (GraphUse::Reused, 900), (GraphUse::Reused, 120)];
+            for (k, (used, ns)) in graph.into_iter().enumerate() {
+                assert_eq!(t.chosen(used, true), trying(false, k as u8 + 1));
+                t.ran(used, ns, true);
+            }
+            // A graph run issued before the switch: still the graph's trial.
+            assert_eq!(t.chosen(GraphUse::Reused, true), trying(false, 4));
+            t.ran(GraphUse::Reused, 1, true);
+            for (k, ns) in [200_000, 5_000, device_ns, 4_000].into_iter().enumerate() {
+                assert_eq!(t.chosen(GraphUse::Device, true), trying(true, k as u8 + 1));
+                t.ran(GraphUse::Device, ns, true);
+            }
+            let (device_ns, graph_ns) = (device_ns, 100);
+            match kept {
+                Way::Device => {
+                    assert_eq!(t.chosen(GraphUse::Device, true), Some(WayChosen::Device { device_ns, graph_ns }));
+                    assert_eq!(t.chosen(GraphUse::Reused, true), None, "a graph run left before the switch");
+                }
+                Way::Graph => {
+                    assert_eq!(t.chosen(GraphUse::Reused, true), Some(WayChosen::Graph { graph_ns, device_ns }));
+                    assert_eq!(t.chosen(GraphUse::Device, true), None, "a device run left before the choice");
+                }
+            }
+        }
+        assert_eq!(Trial::default().chosen(GraphUse::Simulated, true), None);
+        assert_eq!(Trial::default().chosen(GraphUse::Built, false), Some(WayChosen::GraphOnly));
+        let refused = Trial { way: Some(Way::Graph), refused: true, ..Trial::default() };
+        assert_eq!(refused.chosen(GraphUse::Built, true), Some(WayChosen::Refused));
+    }
 
     /// Graph runs, then device runs, each a warm-up and three measured; the way of the
     /// faster best run stays, whatever runs were still in flight when the trial moved
