@@ -67,6 +67,7 @@ fn window(seq: u64, id: usize, after: Vec<(u32, TaskId, u64)>) -> Box<Window> {
         lane_edges: vec![None],
         lanes: vec![0],
         lane_count: 1,
+        depth: 1,
         gpus: Vec::new(),
         key: Vec::new(),
         hash: 0,

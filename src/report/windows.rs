@@ -239,6 +239,9 @@ pub struct ReplayedWindow {
     pub commands: usize,
     /// Lanes (stream slots' buffer copies) it used.
     pub lanes: usize,
+    /// The longest chain of its tasks, each after the one before by a dependency or by
+    /// its lane's order: the steps its graph took one after another.
+    pub depth: usize,
     /// When it was queued for its GPU (ns since the scheduler started): by the
     /// submitting thread for a recorded graph's run, by the replay's window cutter
     /// otherwise.
@@ -312,6 +315,7 @@ mod test {
             tasks: 3,
             commands: 9,
             lanes: 2,
+            depth: 2,
             queued_ns: 400,
             launched_ns: 1_000,
             launched_by: LaunchedBy::Dispatcher,

@@ -24,8 +24,8 @@
 //!
 //! With S ≥ 2 a batch's windows may be laid out on up to [`WIDE_LANES`] lanes, not S,
 //! so that a window's width, not S, bounds how many of its tasks run side by side:
-//! where the last two batches of its structure filled their S lanes and kept them busy
-//! long ([`WIDE_FROM_NS`] of lane time a task, measured from the report at
+//! where the last two batches of its structure filled their S lanes with long steps
+//! ([`WIDE_FROM_NS`] of GPU time a step of their graphs, measured from the report at
 //! `synchronize`; two, as a structure's first replays include its graphs' first
 //! launches), and every virtual buffer its tasks name has its copies for the lanes past
 //! S on every GPU. A window that finds a buffer without them runs on S lanes and names
@@ -75,14 +75,15 @@ pub(crate) const FIRST_CUT: usize = 64;
 pub(crate) const LAST_CUT: usize = 1024;
 
 /// A structure's windows go wide (lanes past S) once two batches of it in a row ran
-/// their windows at least this much lane time a task on the GPU, a window filling its S
-/// lanes (ns: a window's GPU time times its lanes, at most S of them, over its tasks;
-/// about a task's mean time where its lanes are kept busy). Measured on one H200 with the flow bench's graphs of 1,024 one-block tasks:
-/// 3–11 µs at 1,000 spin iterations, 33–48 µs at 10,000.
+/// their windows at least this much GPU time a step, a window filling its S lanes (ns:
+/// the windows' GPU time over their depths, a window's depth being its longest chain of
+/// tasks, lane order included, which its graph runs one after another: about a task's
+/// time where each step is one task's, whatever S is). The flow bench's graphs of 1,024
+/// one-block tasks take about 3 µs a task at 1,000 spin iterations and 31 µs at 10,000
+/// on an H200.
 const WIDE_FROM_NS: f64 = 20_000.0;
 
-/// A wide structure goes back to S lanes below this lane time a task (its windows' lane
-/// time counted on at most S lanes, so a wide window reads lower than it would on S).
+/// A wide structure goes back to S lanes below this GPU time a step.
 const NARROW_BELOW_NS: f64 = WIDE_FROM_NS / 4.0;
 
 /// The most lanes a wide window takes (its buffers' copies are the recorded graphs',
@@ -421,7 +422,7 @@ impl Capture {
         // A batch that repeated its structure and ran windows: how long they kept their
         // lanes busy says whether that structure's next windows go wide.
         let repeated = st.repeats(template.as_ref());
-        let measured = report.filter(|_| repeated && st.launched && self.widens()).and_then(|r| lane_ns(r, self.lanes));
+        let measured = report.filter(|_| repeated && st.launched && self.widens()).and_then(|r| step_ns(r, self.lanes));
         if let Some((ns, bound)) = measured {
             // On S lanes only a window that filled them could gain from more.
             let long = ns >= WIDE_FROM_NS && (bound || st.wide);
@@ -776,22 +777,24 @@ fn gpu_ns_per_command(report: &Report) -> f64 {
     gpu_ns as f64 / n as f64
 }
 
-/// The lane time a task of the batch's windows in `report` (ns): each window's GPU time
-/// (from its launch, or from the end of the window before it on its GPU, to its end)
-/// times its lanes, at most `s`, summed over the windows, over their tasks; and whether
-/// a window used `s` lanes or more. `None` without windows.
-fn lane_ns(report: &Report, s: usize) -> Option<(f64, bool)> {
+/// The GPU time a step of the batch's windows in `report` (ns): each window's GPU time
+/// (from its launch, or from the end of the window before it on its GPU, to its end),
+/// summed over the windows, over their depths summed (the steps their graphs ran one
+/// after another); and whether a window used `s` lanes or more. `None` without windows.
+/// Not S's multiple: a window of a graph's steps of short tasks on many lanes reads as
+/// short (counting each window's GPU time on its lanes read launch latency as work, and
+/// more of it the larger S).
+fn step_ns(report: &Report, s: usize) -> Option<(f64, bool)> {
     let mut last_end = vec![0u64; report.gpus.len().max(1)];
-    let (mut lane_ns, mut tasks) = (0f64, 0usize);
+    let (mut gpu_ns, mut steps) = (0u64, 0usize);
     let bound = report.windows.iter().any(|w| w.lanes >= s);
     for w in &report.windows {
         let Some(end) = last_end.get_mut(w.gpu) else { continue };
-        let gpu_ns = w.end_ns.saturating_sub(w.launched_ns.max(*end));
+        gpu_ns += w.end_ns.saturating_sub(w.launched_ns.max(*end));
         *end = (*end).max(w.end_ns);
-        lane_ns += gpu_ns as f64 * w.lanes.min(s) as f64;
-        tasks += w.tasks;
+        steps += w.depth;
     }
-    (tasks > 0).then(|| (lane_ns / tasks as f64, bound))
+    (steps > 0).then(|| (gpu_ns as f64 / steps as f64, bound))
 }
 
 /// Of the buffers a batch's wide windows lacked lane copies of, those whose copies fit
@@ -825,12 +828,13 @@ mod test {
     use super::*;
     use crate::report::{DispatchStats, GraphSetup, LaunchedBy, Outcome, ReplayedWindow};
 
-    fn window(gpu: usize, tasks: usize, lanes: usize, launched_ns: u64, end_ns: u64) -> ReplayedWindow {
+    fn window(gpu: usize, tasks: usize, lanes: usize, depth: usize, launched_ns: u64, end_ns: u64) -> ReplayedWindow {
         ReplayedWindow {
             gpu,
             tasks,
             commands: tasks,
             lanes,
+            depth,
             queued_ns: 0,
             launched_ns,
             launched_by: LaunchedBy::Dispatcher,
@@ -850,20 +854,20 @@ mod test {
     }
 
     /// A window issued while the one before it on its GPU ran counts from that one's
-    /// end; a window's lanes count up to S.
+    /// end; the GPU time is shared over the windows' steps (their depths), whatever S is.
     #[test]
-    fn lane_time_counts_each_window_from_the_end_of_the_one_before_it_on_its_gpu() {
+    fn step_time_counts_each_window_from_the_end_of_the_one_before_it_on_its_gpu() {
         let r = report(vec![
-            window(0, 64, 16, 0, 1_000_000),
-            window(0, 64, 16, 500_000, 1_500_000),
-            window(1, 128, 128, 0, 1_000_000),
+            window(0, 64, 16, 4, 0, 1_000_000),
+            window(0, 64, 16, 4, 500_000, 1_500_000),
+            window(1, 128, 128, 1, 0, 1_000_000),
         ]);
-        // GPU time 1, 0.5 and 1 ms, on 16 lanes each (the third's 128 count as S).
-        assert_eq!(lane_ns(&r, 16), Some((2_500_000.0 * 16.0 / 256.0, true)));
-        assert_eq!(lane_ns(&r, 4), Some((2_500_000.0 * 4.0 / 256.0, true)));
-        assert_eq!(lane_ns(&report(vec![]), 16), None);
-        // A chain's window on one lane does not fill S = 16.
-        let chain = report(vec![window(0, 64, 1, 0, 2_000_000)]);
-        assert_eq!(lane_ns(&chain, 16), Some((2_000_000.0 / 64.0, false)));
+        // GPU time 1, 0.5 and 1 ms, over 4 + 4 + 1 steps; S only says which filled it.
+        assert_eq!(step_ns(&r, 16), Some((2_500_000.0 / 9.0, true)));
+        assert_eq!(step_ns(&r, 32), Some((2_500_000.0 / 9.0, true)));
+        assert_eq!(step_ns(&report(vec![]), 16), None);
+        // A chain's window on one lane does not fill S = 16: 64 steps of its 2 ms.
+        let chain = report(vec![window(0, 64, 1, 64, 0, 2_000_000)]);
+        assert_eq!(step_ns(&chain, 16), Some((2_000_000.0 / 64.0, false)));
     }
 }

@@ -252,15 +252,16 @@ impl<D: Device> Dispatcher<D> {
             GraphUse::Simulated => GraphSetup::Simulated,
             GraphUse::Device => GraphSetup::Device,
         };
-        let (tasks, commands, way) = match &window.recorded {
-            Some(p) => (p.tasks, p.commands, p.chosen(used)),
-            None => (window.tasks.len(), window.commands(), None),
+        let (tasks, commands, depth, way) = match &window.recorded {
+            Some(p) => (p.tasks, p.commands, p.depth, p.chosen(used)),
+            None => (window.tasks.len(), window.commands(), window.depth, None),
         };
         let record = ReplayedWindow {
             gpu: self.gpu,
             tasks,
             commands,
             lanes: window.lane_count,
+            depth,
             queued_ns: window.queued_ns,
             launched_ns: span.start_ns,
             launched_by: by,

@@ -75,6 +75,9 @@ pub(crate) struct Window {
     pub(crate) lanes: Vec<u16>,
     /// Lanes used (at most the scheduler's S).
     pub(crate) lane_count: usize,
+    /// The longest chain of its tasks along `preds` (lane order included): the steps
+    /// its graph takes one after another.
+    pub(crate) depth: usize,
     /// Per task, where the window spans GPUs (a recorded part that keeps a GPU busy,
     /// [`plan`]): the GPU it runs on, whose slot or guest lane its lane is. Empty where
     /// every task runs on the window's GPU.
@@ -107,6 +110,7 @@ impl Window {
             lane_edges: Vec::new(),
             lanes: Vec::new(),
             lane_count: part.lane_count,
+            depth: part.depth,
             gpus: Vec::new(),
             key: Vec::new(),
             hash: 0,
@@ -630,6 +634,8 @@ fn assign_lanes(share: Vec<Held>, on: &[u16], home: usize, sequence: &[usize], l
     let mut lane_edges = Vec::with_capacity(n);
     let mut spans_lanes: Vec<Lanes> = (0..spans).map(|_| Lanes::new(lanes, n)).collect();
     let mut used = 0usize;
+    // Each task's depth: one more than its deepest predecessor's.
+    let mut depths: Vec<u32> = Vec::with_capacity(n);
     // Sized once: a task's words are at most its shape's (1 + 2 a command), its GPU,
     // lane and predecessor count, and its predecessors with the lane edge.
     let words: usize = slots.iter().flatten().map(|h| 5 + 2 * h.task.commands.len() + h.preds.len()).sum();
@@ -670,6 +676,7 @@ fn assign_lanes(share: Vec<Held>, on: &[u16], home: usize, sequence: &[usize], l
         };
         p.sort_unstable();
         p.dedup();
+        depths.push(1 + p.iter().map(|&q| depths[q as usize]).max().unwrap_or(0));
         shape_words(&task, &mut key);
         if let Some(g) = gpu {
             key.push(g as u64);
@@ -694,6 +701,7 @@ fn assign_lanes(share: Vec<Held>, on: &[u16], home: usize, sequence: &[usize], l
         lane_edges,
         lanes: lane_of,
         lane_count: used.max(1),
+        depth: depths.iter().copied().max().unwrap_or(0) as usize,
         gpus,
         key,
         hash: h.finish(),
@@ -741,6 +749,10 @@ mod test {
         assert_eq!(ids(1), [3, 4]);
         let chain = &w.iter().find(|(g, _)| *g == 0).unwrap().1;
         assert_eq!(chain.preds, vec![vec![], vec![0], vec![1]]);
+        // Depths: the chain's three steps, the two alone one.
+        assert!(w.iter().all(|(g, w)| w.depth == if *g == 0 { 3 } else { 1 }));
+        // A diamond 0 -> {1, 2} -> 3 beside 4: three steps.
+        assert_eq!(lay_out(held(&[&[], &[0], &[0], &[1, 2], &[]]), &[], 0, Order::Fcfs, 4).depth, 3);
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub(crate) struct KeptLayout {
     lane_edges: Vec<Option<u32>>,
     lane_of: Vec<u16>,
     lane_count: usize,
+    depth: usize,
     key: Vec<u64>,
     hash: u64,
 }
@@ -84,6 +85,7 @@ impl KeptLayout {
             lane_edges: w.lane_edges.clone(),
             lane_of: w.lanes.clone(),
             lane_count: w.lane_count,
+            depth: w.depth,
             key: w.key.clone(),
             hash: w.hash,
         }
@@ -114,6 +116,7 @@ impl KeptLayout {
             lane_edges: self.lane_edges.clone(),
             lanes: self.lane_of.clone(),
             lane_count: self.lane_count,
+            depth: self.depth,
             gpus: Vec::new(),
             key: self.key.clone(),
             hash: self.hash,
@@ -159,7 +162,7 @@ mod test {
         assert_eq!(a.preds, b.preds);
         assert_eq!(a.lane_edges, b.lane_edges);
         assert_eq!(a.lanes, b.lanes);
-        assert_eq!((a.lane_count, a.lane_limit), (b.lane_count, b.lane_limit));
+        assert_eq!((a.lane_count, a.lane_limit, a.depth), (b.lane_count, b.lane_limit, b.depth));
         assert_eq!((&a.key, a.hash), (&b.key, b.hash));
         assert_eq!(a.external, b.external);
     }

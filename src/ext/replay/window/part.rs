@@ -30,6 +30,8 @@ pub(crate) struct Part {
     pub(crate) commands: usize,
     pub(crate) tasks: usize,
     pub(crate) lane_count: usize,
+    /// Its window's longest chain of tasks (`Window::depth`).
+    pub(crate) depth: usize,
     pub(crate) lane_limit: usize,
     /// The graph's runs in flight, and their claims.
     pub(crate) runs: Arc<Runs>,
@@ -169,6 +171,7 @@ impl Part {
             commands: window.commands(),
             tasks: window.tasks.len(),
             lane_count: window.lane_count,
+            depth: window.depth,
             lane_limit: window.lane_limit,
             device_runnable: window.device_runnable(),
             spans: if window.gpus.is_empty() { Vec::new() } else { window.spans(gpu) },
