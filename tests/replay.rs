@@ -966,9 +966,11 @@ fn cuda_device_mode_gives_host_dispatch_outputs() {
 
 /// `rounds` batches of [`LONG_TASKS`] tasks of `rig` on `sched` (`case` names them in
 /// failures), task `t` on region `t`: every batch's outputs checked against the CPU
-/// reference, element by element. Returns the most lanes a window of each batch used.
-fn long_task_batches(case: &str, sched: &Scheduler, rig: &mut Affine, rounds: usize) -> Vec<usize> {
-    let mut lanes = Vec::new();
+/// reference, element by element. Returns the most lanes a window of each batch used,
+/// and whether its report said the windows could take lanes past S (checking the step
+/// time it gave is at least the rule's 20 µs).
+fn long_task_batches(case: &str, sched: &Scheduler, rig: &mut Affine, rounds: usize) -> (Vec<usize>, Vec<bool>) {
+    let (mut lanes, mut wide) = (Vec::new(), Vec::new());
     for round in 0..rounds {
         rig.out.write().fill(SENTINEL);
         for t in 0..LONG_TASKS {
@@ -977,11 +979,14 @@ fn long_task_batches(case: &str, sched: &Scheduler, rig: &mut Affine, rounds: us
         let report = sched.synchronize().unwrap();
         assert_eq!(report.windows.iter().map(|w| w.tasks).sum::<usize>(), LONG_TASKS, "{case} round {round}: {report}");
         lanes.push(report.windows.iter().map(|w| w.lanes).max().unwrap_or(0));
+        let step_ns = report.execution.as_ref().and_then(|e| e.wide_step_ns);
+        assert!(step_ns.is_none_or(|ns| ns >= 20e3), "{case} round {round}: {report}");
+        wide.push(step_ns.is_some());
         if let Some((i, v)) = rig.first_wrong(LONG_TASKS) {
             panic!("{case} round {round}: element {i} (task {}) is {v} (lanes {lanes:?})", i / N);
         }
     }
-    lanes
+    (lanes, wide)
 }
 
 /// The tasks of a batch of [`long_task_batches`].
@@ -1025,7 +1030,8 @@ fn cuda_windows_of_long_tasks_take_lanes_past_s() {
                 .unwrap();
             let k = sched.register_kernel(kernel).unwrap();
             let mut rig = Affine::with_kernel(&sched, k, LONG_TASKS, N, 3, 7, &[Arg::u32(40_000)]);
-            let lanes = long_task_batches(&format!("D={gpus}"), &sched, &mut rig, 8);
+            let (lanes, wide) = long_task_batches(&format!("D={gpus}"), &sched, &mut rig, 8);
+            assert_eq!(wide, [false, false, false, true, true, true, true, true], "D={gpus}: lanes {lanes:?}");
             assert!(lanes[..4].iter().all(|&l| l <= STREAMS), "D={gpus}: lanes {lanes:?}");
             assert!(lanes[4..].iter().all(|&l| l > STREAMS), "D={gpus}: lanes {lanes:?}");
         }
@@ -1051,9 +1057,13 @@ fn windows_of_long_tasks_take_lanes_past_s_where_the_copies_are_small() {
             let kernel = affine_kernel().sim_cost(move |_, _| Duration::from_micros(us));
             let k = sched.register_kernel(kernel).unwrap();
             let mut rig = Affine::with_kernel(&sched, k, LONG_TASKS, elements, 3, 7, &[]);
-            let lanes = long_task_batches(&case, &sched, &mut rig, 6);
+            let (lanes, said) = long_task_batches(&case, &sched, &mut rig, 6);
             // Round 0 learns the structure, rounds 1 and 2 measure it, round 3 names its
-            // buffers (their copies made at its end); rounds 4 and 5 follow.
+            // buffers (their copies made at its end); rounds 4 and 5 follow. The report
+            // says so from round 3 on, with S ≥ 2 (a buffer too large keeps its windows
+            // on S lanes, as each window's lanes show).
+            let wants = streams >= 2;
+            assert_eq!(said, [false, false, false, wants, wants, wants], "{case}: lanes {lanes:?}");
             assert!(lanes[..4].iter().all(|&l| l <= streams), "{case}: lanes {lanes:?}");
             assert!(lanes[4..].iter().all(|&l| (l > streams) == wide), "{case}: lanes {lanes:?}");
         }

@@ -17,6 +17,11 @@ pub struct BatchExecution {
     /// `Execution::Auto`, where tasks were replayed: why replaying pays, as measured
     /// when the structure they repeat was learnt.
     pub pays: Option<Pays>,
+    /// Where the structure's windows were let take lanes past S (up to 128, where their
+    /// virtual buffers' copies for those lanes were made: each window's `lanes` says):
+    /// the GPU time a step of its last measured batch's graphs (ns; the windows' GPU time
+    /// over their depths), which two batches in a row took at 20 µs or more.
+    pub wide_step_ns: Option<f64>,
     /// The first task the host dispatched, and why it was not replayed (`None`: the
     /// host dispatched none).
     pub host_from: Option<(TaskId, HostReason)>,
@@ -66,7 +71,9 @@ pub enum HostReason {
     GuardWaited,
     /// `synchronize` came before the batch had repeated the whole structure learnt.
     SynchronizedEarly,
-    /// Submitted (by another thread) while `synchronize` waited for the batch.
+    /// Tasks came (from another thread) while `synchronize` waited: the host took them
+    /// and the rest of their batch (under `Replay` the tasks held then went as a
+    /// window first).
     WhileSynchronizing,
 }
 
@@ -86,7 +93,7 @@ impl std::fmt::Display for HostReason {
             HostReason::AfterAHostTask => f.write_str("it runs after a task outside the windows"),
             HostReason::GuardWaited => f.write_str("a guard on host memory waited for the tasks held"),
             HostReason::SynchronizedEarly => f.write_str("synchronize came before the structure learnt was whole"),
-            HostReason::WhileSynchronizing => f.write_str("it was submitted while synchronize waited"),
+            HostReason::WhileSynchronizing => f.write_str("tasks came while synchronize waited"),
         }
     }
 }
@@ -101,6 +108,9 @@ impl std::fmt::Display for BatchExecution {
                 p.gpu_ns / 1e3,
                 p.host_ns / 1e3
             )?;
+        }
+        if let Some(ns) = self.wide_step_ns {
+            write!(f, "; windows on lanes past S ({:.1} us of GPU time a step)", ns / 1e3)?;
         }
         if let Some((task, why)) = self.host_from {
             write!(f, "; the host from task {task}: {why}")?;

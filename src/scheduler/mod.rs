@@ -460,7 +460,7 @@ impl Scheduler {
         // The batch's ids are free again: resident data forgets who used it.
         self.shared.resident.forget_tasks();
         let mut outcome = outcome;
-        outcome.execution = self.capture.chosen();
+        outcome.execution = self.capture.batch_execution();
         let failures = outcome.failures.clone();
         #[allow(unused_mut)] // the cluster form replaces them
         let (mut records, stats) = self.shared.records.take_batch();

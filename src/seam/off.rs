@@ -63,7 +63,7 @@ pub(crate) mod replay {
 
         pub(crate) fn end_batch(&self, _report: Option<&Report>) {}
 
-        pub(crate) fn chosen(&self) -> Option<crate::report::BatchExecution> {
+        pub(crate) fn batch_execution(&self) -> Option<crate::report::BatchExecution> {
             None
         }
     }

@@ -155,6 +155,8 @@ struct State {
     recording: Option<Recording>,
     /// This structure's windows take lanes past S where their buffers have the copies.
     wide: bool,
+    /// The GPU time a step of this structure's last measured batch (ns).
+    step_ns: f64,
     /// Batches of this structure in a row whose windows ran long (up to 2).
     long_batches: u8,
     /// The virtual buffers this batch's wide windows lacked lane copies of, each once,
@@ -200,6 +202,7 @@ impl State {
             given: Vec::new(),
             recording: None,
             wide: false,
+            step_ns: 0.0,
             long_batches: 0,
             wants: Vec::new(),
             lane_bytes: 0,
@@ -425,6 +428,7 @@ impl Capture {
         let measured = report.filter(|_| repeated && st.launched && self.widens()).and_then(|r| step_ns(r, self.lanes));
         if let Some((ns, bound)) = measured {
             // On S lanes only a window that filled them could gain from more.
+            st.step_ns = ns;
             let long = ns >= WIDE_FROM_NS && (bound || st.wide);
             st.long_batches = if long { (st.long_batches + 1).min(2) } else { 0 };
             st.wide = if st.wide { ns >= NARROW_BELOW_NS } else { st.long_batches >= 2 };
@@ -494,7 +498,7 @@ impl Capture {
 
     /// How this batch's tasks went, and why, for its report (`None` with
     /// `Execution::Host`, or where the batch held none and the host took none).
-    pub(crate) fn chosen(&self) -> Option<BatchExecution> {
+    pub(crate) fn batch_execution(&self) -> Option<BatchExecution> {
         if self.mode == Execution::Host {
             return None;
         }
@@ -505,7 +509,8 @@ impl Capture {
         let pays = (self.mode == Execution::Auto && st.replayed > 0)
             .then(|| st.template.as_ref().map(|t| Pays { gpu_ns: t.gpu_ns, host_ns: t.host_ns }))
             .flatten();
-        Some(BatchExecution { replayed: st.replayed, pays, host_from: st.host_from })
+        let wide_step_ns = (st.wide && st.replayed > 0 && self.widens()).then_some(st.step_ns);
+        Some(BatchExecution { replayed: st.replayed, pays, wide_step_ns, host_from: st.host_from })
     }
 
     /// Whether windows may take lanes past S: with one stream a program may rely on a

@@ -253,7 +253,7 @@ impl<D: Device> Dispatcher<D> {
             GraphUse::Device => GraphSetup::Device,
         };
         let (tasks, commands, depth, way) = match &window.recorded {
-            Some(p) => (p.tasks, p.commands, p.depth, p.chosen(used)),
+            Some(p) => (p.tasks, p.commands, p.depth, p.way_chosen(used)),
             None => (window.tasks.len(), window.commands(), window.depth, None),
         };
         let record = ReplayedWindow {

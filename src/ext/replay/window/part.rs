@@ -91,7 +91,7 @@ impl Trial {
     /// Why a run that ended as `used` says went that way, before it counts (`device`:
     /// whether the executor can run the part); `None` on the sim, and for a run that
     /// left on a way since given up (issued before the switch).
-    fn chosen(&self, used: GraphUse, device: bool) -> Option<WayChosen> {
+    fn way_chosen(&self, used: GraphUse, device: bool) -> Option<WayChosen> {
         let on_device = match used {
             GraphUse::Simulated => return None,
             GraphUse::Device => true,
@@ -195,8 +195,8 @@ impl Part {
 
     /// Why a run of it that ended as `used` says went that way (before [`Part::ran`]
     /// counts it): the report's [`WayChosen`].
-    pub(crate) fn chosen(&self, used: GraphUse) -> Option<WayChosen> {
-        self.trial.lock().chosen(used, self.device_runnable)
+    pub(crate) fn way_chosen(&self, used: GraphUse) -> Option<WayChosen> {
+        self.trial.lock().way_chosen(used, self.device_runnable)
     }
 
     /// A run of it ended, as `used` says, in `ns` (launch to completion seen).
@@ -326,32 +326,32 @@ mod test {
             let graph =
                 [(GraphUse::Built, 10_000), (GraphUse::Reused, 100), (GraphUse::Reused, 900), (GraphUse::Reused, 120)];
             for (k, (used, ns)) in graph.into_iter().enumerate() {
-                assert_eq!(t.chosen(used, true), trying(false, k as u8 + 1));
+                assert_eq!(t.way_chosen(used, true), trying(false, k as u8 + 1));
                 t.ran(used, ns, true);
             }
             // A graph run issued before the switch: still the graph's trial.
-            assert_eq!(t.chosen(GraphUse::Reused, true), trying(false, 4));
+            assert_eq!(t.way_chosen(GraphUse::Reused, true), trying(false, 4));
             t.ran(GraphUse::Reused, 1, true);
             for (k, ns) in [200_000, 5_000, device_ns, 4_000].into_iter().enumerate() {
-                assert_eq!(t.chosen(GraphUse::Device, true), trying(true, k as u8 + 1));
+                assert_eq!(t.way_chosen(GraphUse::Device, true), trying(true, k as u8 + 1));
                 t.ran(GraphUse::Device, ns, true);
             }
             let (device_ns, graph_ns) = (device_ns, 100);
             match kept {
                 Way::Device => {
-                    assert_eq!(t.chosen(GraphUse::Device, true), Some(WayChosen::Device { device_ns, graph_ns }));
-                    assert_eq!(t.chosen(GraphUse::Reused, true), None, "a graph run left before the switch");
+                    assert_eq!(t.way_chosen(GraphUse::Device, true), Some(WayChosen::Device { device_ns, graph_ns }));
+                    assert_eq!(t.way_chosen(GraphUse::Reused, true), None, "a graph run left before the switch");
                 }
                 Way::Graph => {
-                    assert_eq!(t.chosen(GraphUse::Reused, true), Some(WayChosen::Graph { graph_ns, device_ns }));
-                    assert_eq!(t.chosen(GraphUse::Device, true), None, "a device run left before the choice");
+                    assert_eq!(t.way_chosen(GraphUse::Reused, true), Some(WayChosen::Graph { graph_ns, device_ns }));
+                    assert_eq!(t.way_chosen(GraphUse::Device, true), None, "a device run left before the choice");
                 }
             }
         }
-        assert_eq!(Trial::default().chosen(GraphUse::Simulated, true), None);
-        assert_eq!(Trial::default().chosen(GraphUse::Built, false), Some(WayChosen::GraphOnly));
+        assert_eq!(Trial::default().way_chosen(GraphUse::Simulated, true), None);
+        assert_eq!(Trial::default().way_chosen(GraphUse::Built, false), Some(WayChosen::GraphOnly));
         let refused = Trial { way: Some(Way::Graph), refused: true, ..Trial::default() };
-        assert_eq!(refused.chosen(GraphUse::Built, true), Some(WayChosen::Refused));
+        assert_eq!(refused.way_chosen(GraphUse::Built, true), Some(WayChosen::Refused));
     }
 
     /// Graph runs, then device runs, each a warm-up and three measured; the way of the
