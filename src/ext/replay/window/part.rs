@@ -30,9 +30,9 @@ pub(crate) struct Part {
     pub(crate) commands: usize,
     pub(crate) tasks: usize,
     pub(crate) lane_count: usize,
+    pub(crate) lane_limit: usize,
     /// Its window's longest chain of tasks (`Window::depth`).
     pub(crate) depth: usize,
-    pub(crate) lane_limit: usize,
     /// The graph's runs in flight, and their claims.
     pub(crate) runs: Arc<Runs>,
     /// Whether the device executor can run it: every task one kernel launch, all of one
@@ -336,7 +336,7 @@ mod test {
                 assert_eq!(t.way_chosen(GraphUse::Device, true), trying(true, k as u8 + 1));
                 t.ran(GraphUse::Device, ns, true);
             }
-            let (device_ns, graph_ns) = (device_ns, 100);
+            let graph_ns = 100;
             match kept {
                 Way::Device => {
                     assert_eq!(t.way_chosen(GraphUse::Device, true), Some(WayChosen::Device { device_ns, graph_ns }));
