@@ -61,8 +61,8 @@ pub enum HostReason {
         /// The host's time to dispatch one.
         host_ns: f64,
     },
-    /// The task cannot run in a graph: a callback, a resident buffer, a wait on
-    /// another scheduler's task, or another command a graph does not take.
+    /// The task cannot run in a graph: it has a callback (CPU or GPU library work), uses
+    /// resident data or external device memory, was placed on a GPU, or has no command.
     NotInAGraph,
     /// The task runs after a task that is neither held nor in a window.
     AfterAHostTask,
@@ -80,7 +80,7 @@ pub enum HostReason {
 impl std::fmt::Display for HostReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match *self {
-            HostReason::Learning => f.write_str("no structure learnt yet: learning this batch's"),
+            HostReason::Learning => f.write_str("no structure learnt yet: this batch's is learnt from it"),
             HostReason::Departs => f.write_str("it departs from the structure learnt"),
             HostReason::PastTheStructure => f.write_str("the batch went on past the structure learnt"),
             HostReason::DoesNotPay { gpu_ns, host_ns } => write!(
