@@ -239,11 +239,12 @@ impl<D: Device> Dispatcher<D> {
             self.mark_lost(&f.message.clone());
         }
         let failed = whole.is_some() || runs.iter().any(|r| !matches!(r, TaskRun::Ran(_)));
+        let ran_ns = span.end_ns.saturating_sub(span.start_ns);
         if window.recorded.is_none() && !failed {
             if self.windows.ran_ns.len() >= RAN_KEPT {
                 self.windows.ran_ns.clear();
             }
-            self.windows.ran_ns.insert(window.hash, span.end_ns.saturating_sub(span.start_ns));
+            self.windows.ran_ns.insert(window.hash, ran_ns);
         }
         let setup = match used {
             GraphUse::Built => GraphSetup::Built,
@@ -253,7 +254,12 @@ impl<D: Device> Dispatcher<D> {
             GraphUse::Device => GraphSetup::Device,
         };
         let (tasks, commands, depth, way) = match &window.recorded {
-            Some(p) => (p.tasks, p.commands, p.depth, p.way_chosen(used)),
+            // A recorded part's run is counted in its trial (one that failed as a whole
+            // is not), which says why it went that way.
+            Some(p) => {
+                let way = if whole.is_none() { p.ran(used, ran_ns) } else { p.way_chosen(used) };
+                (p.tasks, p.commands, p.depth, way)
+            }
             None => (window.tasks.len(), window.commands(), window.depth, None),
         };
         let record = ReplayedWindow {
@@ -274,9 +280,6 @@ impl<D: Device> Dispatcher<D> {
         };
         self.shared.batch.lock().outcome.windows.push(record);
         if let Some(part) = window.recorded.take() {
-            if whole.is_none() {
-                part.ran(used, span.end_ns.saturating_sub(span.start_ns));
-            }
             // A recorded part's run: its tasks stay the part's; failed ones are named
             // (and on the sim, where they are timed, each command recorded).
             let mut failures = Vec::new();

@@ -193,22 +193,25 @@ impl Part {
         }
     }
 
-    /// Why a run of it that ended as `used` says went that way (before [`Part::ran`]
-    /// counts it): the report's [`WayChosen`].
+    /// Why a run of it that ended as `used` says went that way (a run that failed as a
+    /// whole, which [`Part::ran`] does not count): the report's [`WayChosen`].
     pub(crate) fn way_chosen(&self, used: GraphUse) -> Option<WayChosen> {
         self.trial.lock().way_chosen(used, self.device_runnable)
     }
 
-    /// A run of it ended, as `used` says, in `ns` (launch to completion seen).
-    pub(crate) fn ran(&self, used: GraphUse, ns: u64) {
+    /// A run of it ended, as `used` says, in `ns` (launch to completion seen): counted,
+    /// and why it went that way, as it stood before it counted.
+    pub(crate) fn ran(&self, used: GraphUse, ns: u64) -> Option<WayChosen> {
         // A run that built or updated its graph took longer than the next will.
         if matches!(used, GraphUse::Reused | GraphUse::Device) {
             self.last_ns.store(ns, Ordering::Relaxed);
         }
         self.kept.store((self.generation + 1) << 1 | u64::from(used == GraphUse::Device), Ordering::Relaxed);
         let mut trial = self.trial.lock();
+        let why = trial.way_chosen(used, self.device_runnable);
         trial.ran(used, ns, self.device_runnable);
         self.next.store(trial.next(self.device_runnable) as usize, Ordering::Release);
+        why
     }
 
     /// How long its next run is expected to take (launch to completion seen, ns), if a
