@@ -309,23 +309,36 @@ fn the_report_says_how_each_batch_went_and_why() {
         };
         let short = Duration::from_micros(1);
         let learnt = Some((TaskId(0), HostReason::Learning));
-        // Learnt, then replayed: it pays.
-        let (sched, k, x) = fresh(Execution::Auto, short);
-        assert_eq!(chain(&sched, &k, &x, 64, None), (0, None, learnt));
-        let (replayed, pays, host_from) = chain(&sched, &k, &x, 64, None);
-        assert_eq!((replayed, host_from), (64, None));
-        let p = pays.expect("replayed under Auto: the measure");
-        assert!(p.gpu_ns < Execution::PAYS_BELOW * p.host_ns, "{p:?}");
+        // A scheduler whose 64-task chain was learnt and then replayed, with the measure
+        // that made it pay. On a loaded machine a learnt batch may not pay (a simulated
+        // command ended late): then its next batch must say so by the rule, and a fresh
+        // scheduler tries again, up to five.
+        let paying = || {
+            for _ in 0..5 {
+                let (sched, k, x) = fresh(Execution::Auto, short);
+                assert_eq!(chain(&sched, &k, &x, 64, None), (0, None, learnt));
+                match chain(&sched, &k, &x, 64, None) {
+                    (64, Some(p), None) => {
+                        assert!(p.gpu_ns < Execution::PAYS_BELOW * p.host_ns, "{p:?}");
+                        return (sched, k, x);
+                    }
+                    (0, None, Some((TaskId(0), HostReason::DoesNotPay { gpu_ns, host_ns }))) => {
+                        assert!(gpu_ns >= Execution::PAYS_BELOW * host_ns, "{gpu_ns} {host_ns}");
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+            panic!("no learnt batch paid in five tries");
+        };
         // Past the structure: the 65th task is the host's.
+        let (sched, k, x) = paying();
         let (replayed, _, host_from) = chain(&sched, &k, &x, 65, None);
         assert_eq!((replayed, host_from), (64, Some((TaskId(64), HostReason::PastTheStructure))));
         // Departs at task 5: the held tasks before it go to the host too, from task 0.
-        let (sched, k, x) = fresh(Execution::Auto, short);
-        chain(&sched, &k, &x, 64, None);
+        let (sched, k, x) = paying();
         assert_eq!(chain(&sched, &k, &x, 64, Some(5)), (0, None, Some((TaskId(0), HostReason::Departs))));
         // Synchronized after 10 of its 64 tasks.
-        let (sched, k, x) = fresh(Execution::Auto, short);
-        chain(&sched, &k, &x, 64, None);
+        let (sched, k, x) = paying();
         assert_eq!(chain(&sched, &k, &x, 10, None), (0, None, Some((TaskId(0), HostReason::SynchronizedEarly))));
         // Long commands (20 ms): repeated, but replaying does not pay.
         let (sched, k, x) = fresh(Execution::Auto, Duration::from_millis(20));
