@@ -317,11 +317,16 @@ impl Builder {
         }
     }
 
-    /// Timestamp each CUDA command on the device with a pair of timing events (default
-    /// false: spans are observed on the host, to within the dispatcher's polling
-    /// latency). Measured on an H100: timing events serialise commands of different
-    /// streams, so a pipeline ran 1.5× slower with them; use only to study one command's
-    /// device time. No effect on the sim backend.
+    /// Timestamp each CUDA command on the device with a pair of timing events, and time
+    /// each replayed window and recorded graph's run on the GPU the same way
+    /// ([`ReplayedWindow::gpu_ns`](crate::report::ReplayedWindow::gpu_ns), which the
+    /// runtime's measures of windows then read) (default false: spans are observed on
+    /// the host, to within the dispatcher's polling latency). Measured on an H100: timing
+    /// events serialise commands of different streams, so a pipeline ran 1.5× slower
+    /// with them; on two H200s the pair cost a recorded graph's run 4–12 µs. Use to
+    /// study device times. Needs a driver with `cuEventElapsedTime_v2` (CUDA 12.8 or
+    /// newer): `build` fails with [`Error::InvalidConfig`] where it lacks it. No effect
+    /// on the sim backend, whose windows' times are its engines' own.
     pub fn device_timing(mut self, on: bool) -> Self {
         self.device_timing = on;
         self

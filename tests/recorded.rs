@@ -796,8 +796,20 @@ fn lanes_past_s_only_where_their_copies_are_small() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn cuda_recorded_graph_tries_the_device_and_keeps_the_faster_way() {
-    with_timeout(DEADLINE_S, || {
-        let sched = Scheduler::builder().backend(Backend::Cuda).build().unwrap();
+    tries_both_ways_and_keeps_the_faster(false);
+}
+
+/// The same with `device_timing`: every run is timed on the GPU, within its span, and
+/// the trial reads those times.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_recorded_graph_timed_on_the_gpu_keeps_the_faster_way_by_those_times() {
+    tries_both_ways_and_keeps_the_faster(true);
+}
+
+fn tries_both_ways_and_keeps_the_faster(device_timing: bool) {
+    with_timeout(DEADLINE_S, move || {
+        let sched = Scheduler::builder().backend(Backend::Cuda).device_timing(device_timing).build().unwrap();
         let k = sched.register_kernel(mix_kernel()).unwrap();
         let x = sched.alloc::<u32>(N).unwrap();
         let graph = sched
@@ -827,12 +839,20 @@ fn cuda_recorded_graph_tries_the_device_and_keeps_the_faster_way() {
         assert!(matches!(kept, GraphSetup::Reused | GraphSetup::Device), "{setups:?}");
         assert!(setups[8..].iter().all(|&s| s == kept), "{setups:?}");
         // Each run says why: its trial run, then the way kept with the best measured
-        // runs of each way, which are the report's own spans of runs 2-4 and 6-8.
+        // runs of each way, which are the report's own times of runs 2-4 and 6-8 (with
+        // `device_timing` their times on the GPU, else their spans).
         for (i, w) in windows[..8].iter().enumerate() {
             let want = WayChosen::Trying { device: i >= 4, run: (i % 4) as u8 + 1, of: 4 };
             assert_eq!(w.way, Some(want), "run {i}: {w}");
         }
-        let best = |runs: &[ReplayedWindow]| runs.iter().map(|w| w.duration_ns()).min().unwrap();
+        for w in &windows {
+            match w.gpu_ns {
+                // The GPU's timer ticks in 0.5 µs or finer; its pair lies inside the span.
+                Some(ns) => assert!(device_timing && ns > 0 && ns <= w.duration_ns() + 1_000, "{w}"),
+                None => assert!(!device_timing, "a run not timed on the GPU: {w}"),
+            }
+        }
+        let best = |runs: &[ReplayedWindow]| runs.iter().map(|w| w.run_ns()).min().unwrap();
         let (graph_ns, device_ns) = (best(&windows[1..4]), best(&windows[5..8]));
         let want = if kept == device {
             WayChosen::Device { device_ns, graph_ns }

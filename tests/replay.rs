@@ -218,6 +218,8 @@ fn replayed_dags_match_host_dispatch_and_honour_every_edge() {
                                     assert_eq!(replayed, nodes.len(), "{case} round {round}: {report}");
                                     assert!(report.windows.iter().all(|w| w.setup == GraphSetup::Simulated));
                                     assert!(report.windows.iter().all(|w| w.lanes <= streams), "{case}");
+                                    // The sim's windows are timed by their engines' runs.
+                                    assert!(report.windows.iter().all(|w| w.gpu_ns.is_some()), "{case}");
                                     assert_eq!(report.dispatch.replayed, 3 * nodes.len() as u64);
                                 }
                                 _ => assert!(report.windows.is_empty(), "{case}"),
@@ -743,6 +745,42 @@ fn cuda_replayed_dags_match_host_dispatch() {
         for s in &setups[2..] {
             assert_eq!(s.len(), 3);
             assert!(!s.contains(&GraphSetup::Built), "{s:?}");
+        }
+    });
+}
+
+/// On a CUDA GPU: with `device_timing`, every replayed window is timed on the GPU
+/// (`gpu_ns`, within its span) and gives the host's outputs; without it, none is.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_windows_are_timed_on_the_gpu_with_device_timing_only() {
+    let _serial = serial();
+    with_timeout(DEADLINE_S, || {
+        let nodes = random_dag(103, 60);
+        let expected = reference(&nodes);
+        for device_timing in [true, false] {
+            let sched = Scheduler::builder()
+                .backend(Backend::Cuda)
+                .streams(4)
+                .execution(Execution::Replay)
+                .device_timing(device_timing)
+                .build()
+                .unwrap();
+            let k = sched.register_kernel(affine_kernel()).unwrap();
+            for round in 0..3 {
+                let (out, report) = run(&sched, &k, &nodes);
+                assert_eq!(out, expected, "device_timing {device_timing} round {round}");
+                assert!(!report.windows.is_empty());
+                for w in &report.windows {
+                    match w.gpu_ns {
+                        // The GPU's timer ticks in 0.5 µs or finer; its pair lies inside
+                        // the span.
+                        Some(ns) => assert!(device_timing && ns > 0 && ns <= w.duration_ns() + 1_000, "{w}"),
+                        None => assert!(!device_timing, "round {round}: a window not timed on the GPU: {w}"),
+                    }
+                    assert_eq!(w.run_ns(), w.gpu_ns.unwrap_or(w.duration_ns()));
+                }
+            }
         }
     });
 }

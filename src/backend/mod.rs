@@ -213,6 +213,10 @@ pub(crate) enum TaskRun {
 pub(crate) struct WindowRun {
     /// From its launch to its completion.
     pub(crate) span: Span,
+    /// Its time on the GPU, measured there (CUDA, between events before and after it,
+    /// where the driver times events; the sim, its engine's run): what a measure of the
+    /// window's speed reads. `None` where only the span is known.
+    pub(crate) gpu_ns: Option<u64>,
     /// Per task, where the backend runs the tasks one by one (sim). Empty where it
     /// times the window as a whole (CUDA): every task ran, untimed inside the window.
     pub(crate) tasks: Vec<TaskRun>,
@@ -572,7 +576,9 @@ impl Gpu {
     /// Whether the first window in flight completed, and how it ran.
     pub(crate) fn poll_window(&mut self) -> Option<Result<WindowRun, Fault>> {
         match self {
-            Gpu::Cuda(g) => g.poll_window().map(|r| r.map(|span| WindowRun { span, tasks: Vec::new() })),
+            Gpu::Cuda(g) => g
+                .poll_window()
+                .map(|r| r.map(|ran| WindowRun { span: ran.span, gpu_ns: ran.gpu_ns, tasks: Vec::new() })),
             Gpu::Sim(g) => g.poll_window(),
         }
     }

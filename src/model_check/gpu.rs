@@ -212,7 +212,9 @@ impl Device for ModelGpu {
     fn poll_window(&mut self) -> Option<Result<crate::backend::WindowRun, Fault>> {
         let ok = self.windows.lock().unwrap().pop_front()?;
         Some(match ok {
-            true => Ok(crate::backend::WindowRun { span: Span { start_ns: 0, end_ns: 0 }, tasks: Vec::new() }),
+            true => {
+                Ok(crate::backend::WindowRun { span: Span { start_ns: 0, end_ns: 0 }, gpu_ns: None, tasks: Vec::new() })
+            }
             false => Err(Fault::task("the model window failed")),
         })
     }

@@ -35,10 +35,7 @@ pub(crate) fn per_task(records: &[CommandRecord]) -> Vec<(u64, u64, u64, u64)> {
             Stage::Cpu => {}
         }
     }
-    let mut v: Vec<_> = m.into_values().collect();
-    // Ascending size, as Appendix C assumes (granularity, then the task's own times).
-    v.sort_unstable();
-    v
+    m.into_values().collect()
 }
 
 /// The paper's T_LB (Appendix C), all times in ns. Its Display calls it what it is on
@@ -84,15 +81,20 @@ impl LowerBound {
             return LowerBound::default();
         }
         let mut tasks = tasks.to_vec();
-        tasks.sort_unstable();
         let (d, b) = (gpus.max(1) as u128, buses.max(1) as u128);
+        let head_n = usize::try_from(d.div_ceil(b)).unwrap_or(usize::MAX).min(tasks.len());
+        // Ascending size, as Appendix C assumes (granularity, then the task's own
+        // times), where order counts: the head's tasks, the first of them the tail's.
+        // The rest enter sums only, so they need not be sorted (`synchronize` waits
+        // for this, and a batch may hold many thousands of tasks).
+        tasks.select_nth_unstable(head_n - 1);
+        tasks[..head_n].sort_unstable();
         // Sums in u128 cannot overflow (fewer than 2^63 tasks of times below 2^64).
         let sum = |f: fn(&(u64, u64, u64, u64)) -> u64, n: usize| -> u128 {
             tasks.iter().take(n).map(|t| f(t) as u128).sum()
         };
         let all = tasks.len();
         let t1: u128 = (sum(|t| t.1, all) + sum(|t| t.3, all)) / b;
-        let head_n = usize::try_from(d.div_ceil(b)).unwrap_or(usize::MAX);
         let head: u128 = sum(|t| t.1, head_n);
         let body = sum(|t| t.2, all) / d;
         let tail = tasks[0].3 as u128;

@@ -168,7 +168,8 @@ pub enum LaunchedBy {
 /// Why a recorded graph's part ran the way it did: the runtime's choice between its kept
 /// CUDA graph and the device-side executor (Giles' scheme), made from the part's first
 /// runs, a warm-up and three measured each way, keeping the way of the faster best run.
-/// Times are a run's, from its launch to its completion seen, in ns.
+/// Times are a run's [`ReplayedWindow::run_ns`], in ns: on the GPU where measured
+/// there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub enum WayChosen {
@@ -237,7 +238,8 @@ impl std::fmt::Display for WayChosen {
 /// report's records, timed one by one; on CUDA they are not (a graph's nodes are not
 /// timed), and the window's span stands for them.
 /// It prints as the report's replay lines do, e.g.
-/// `GPU 0: 3 tasks, 9 commands on 2 lanes in 0.005 ms, graph reused, host 4.0 us`.
+/// `GPU 0: 3 tasks, 9 commands on 2 lanes in 0.005 ms, graph reused, host 4.0 us, 0.004
+/// ms on the GPU`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct ReplayedWindow {
@@ -262,6 +264,12 @@ pub struct ReplayedWindow {
     pub launched_by: LaunchedBy,
     /// When its completion was seen.
     pub end_ns: u64,
+    /// Its time on the GPU, in ns, measured there: on CUDA between an event recorded
+    /// before it on its stream and one after it, where the driver times events
+    /// (`cuEventElapsedTime_v2`, CUDA 12.8); on the sim, its engine's run. Unlike
+    /// [`duration_ns`](ReplayedWindow::duration_ns) it holds neither a wait behind the
+    /// window before it nor the delay in seeing the end. `None` where not measured.
+    pub gpu_ns: Option<u64>,
     /// How its graph was set up.
     pub setup: GraphSetup,
     /// Host time spent setting it up and launching it, in ns.
@@ -279,6 +287,13 @@ impl ReplayedWindow {
     /// `end_ns − launched_ns`.
     pub fn duration_ns(&self) -> u64 {
         self.end_ns.saturating_sub(self.launched_ns)
+    }
+
+    /// How long it ran: [`gpu_ns`](ReplayedWindow::gpu_ns) where measured on the GPU,
+    /// else [`duration_ns`](ReplayedWindow::duration_ns). What the runtime's measures of
+    /// a window's speed read.
+    pub fn run_ns(&self) -> u64 {
+        self.gpu_ns.unwrap_or_else(|| self.duration_ns())
     }
 
     /// `launched_ns − queued_ns`: how long it waited for its dispatcher (to wake, to
@@ -301,6 +316,9 @@ impl std::fmt::Display for ReplayedWindow {
             self.setup,
             self.host_ns as f64 / 1e3
         )?;
+        if let Some(ns) = self.gpu_ns {
+            write!(f, ", {:.3} ms on the GPU", ns as f64 / 1e6)?;
+        }
         if self.launched_by == LaunchedBy::Caller {
             f.write_str(", launched by the calling thread")?;
         }
@@ -330,6 +348,7 @@ mod test {
             launched_ns: 1_000,
             launched_by: LaunchedBy::Dispatcher,
             end_ns: 6_000,
+            gpu_ns: None,
             setup: GraphSetup::Reused,
             host_ns: 4_000,
             timed: false,
@@ -341,6 +360,10 @@ mod test {
         assert_eq!(w.to_string(), "GPU 0: 3 tasks, 9 commands on 2 lanes in 0.005 ms, graph reused, host 4.0 us");
         let caller = ReplayedWindow { launched_by: LaunchedBy::Caller, ..w };
         assert!(caller.to_string().ends_with("host 4.0 us, launched by the calling thread"), "{caller}");
+        assert_eq!(w.run_ns(), 5_000);
+        let timed = ReplayedWindow { gpu_ns: Some(3_600), ..w.clone() };
+        assert_eq!(timed.run_ns(), 3_600);
+        assert!(timed.to_string().ends_with("host 4.0 us, 0.004 ms on the GPU"), "{timed}");
         let ways = [
             (WayChosen::Trying { device: true, run: 2, of: 4 }, "trying the device: run 2 of 4"),
             (

@@ -156,6 +156,10 @@ impl Scheduler {
             })?)),
             _ => None,
         };
+        if matches!(&*machine, Machine::Cuda(_)) && config.device_timing && !crate::backend::cuda::times_events() {
+            let allowed = "false here: the CUDA driver library lacks cuEventElapsedTime_v2 (CUDA 12.8 or newer)";
+            return Err(Error::InvalidConfig { name: "device_timing", value: "true".into(), allowed: allowed.into() });
+        }
         // Open every GPU before starting any thread: a failure here leaves nothing running.
         let mut gpus = Vec::with_capacity(d);
         for (g, signal) in signals.iter().enumerate() {

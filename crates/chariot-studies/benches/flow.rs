@@ -399,7 +399,21 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                                 }
                             }
                             if which == 0 {
-                                last_execution = r.report.execution.clone();
+                                last_execution = r.report.execution.as_ref().map(|e| {
+                                    let w = &r.report.windows;
+                                    let span: u64 = w.iter().map(|w| w.duration_ns()).sum();
+                                    let ran: u64 = w.iter().map(|w| w.run_ns()).sum();
+                                    let steps: usize = w.iter().map(|w| w.depth).sum();
+                                    let timed =
+                                        if w.iter().all(|w| w.gpu_ns.is_some()) { "on the GPU" } else { "as spans" };
+                                    format!(
+                                        "{e}; its {} windows: spans {:.1} us, run {:.1} us {timed}, {:.1} us a step",
+                                        w.len(),
+                                        span as f64 / 1e3,
+                                        ran as f64 / 1e3,
+                                        ran as f64 / 1e3 / steps.max(1) as f64
+                                    )
+                                });
                                 replayed = r.report.windows.iter().map(|w| w.tasks).sum();
                                 lanes = r.report.windows.iter().map(|w| w.lanes).max().unwrap_or(0);
                                 if round > 0 {

@@ -22,8 +22,8 @@ use std::sync::{Arc, OnceLock};
 /// The driver functions every scheduler calls, named as cudarc loads them (its `sys`
 /// functions' names, versioned: `cuMemAlloc_v2`). A driver call added to the backend
 /// adds its function here. Left out on purpose, so that older drivers still run the
-/// rest: `cuEventElapsedTime_v2` (CUDA 12.8; only `device_timing` uses it) and the
-/// graph and capture functions of the hand-written baselines.
+/// rest: `cuEventElapsedTime_v2` (CUDA 12.8; only `device_timing` needs it: see
+/// [`times_events`]) and the graph and capture functions of the hand-written baselines.
 const DRIVER_FUNCTIONS: [&str; 36] = [
     "cuInit",
     "cuDeviceGetCount",
@@ -63,9 +63,22 @@ const DRIVER_FUNCTIONS: [&str; 36] = [
     "cuEventSynchronize",
 ];
 
+/// The optional driver function `device_timing` needs: the time between two events.
+const ELAPSED_TIME: &str = "cuEventElapsedTime_v2";
+
+/// Whether the driver library found has [`ELAPSED_TIME`] (false before it was checked,
+/// or where none loads).
+static TIMES_EVENTS: OnceLock<bool> = OnceLock::new();
+
+/// Whether the driver can time a pair of events ([`ELAPSED_TIME`]): what
+/// `device_timing` needs (the scheduler's builder checks it).
+pub(crate) fn times_events() -> bool {
+    TIMES_EVENTS.get().copied().unwrap_or(false)
+}
+
 /// Finds the driver library where cudarc will (the first of its candidate names that
-/// loads) and checks it has [`DRIVER_FUNCTIONS`]. Once per process: cudarc, too, loads
-/// its library once.
+/// loads) and checks it has [`DRIVER_FUNCTIONS`], and whether it has [`ELAPSED_TIME`].
+/// Once per process: cudarc, too, loads its library once.
 fn check_driver_library() -> Result<(), NoCuda> {
     static CHECKED: OnceLock<Result<(), NoCuda>> = OnceLock::new();
     CHECKED
@@ -81,6 +94,9 @@ fn check_driver_library() -> Result<(), NoCuda> {
                     .filter(|f| unsafe { lib.get::<*const std::ffi::c_void>(f.as_bytes()) }.is_err())
                     .collect();
                 if missing.is_empty() {
+                    // SAFETY: as above, only the address is looked up.
+                    let timed = unsafe { lib.get::<*const std::ffi::c_void>(ELAPSED_TIME.as_bytes()) }.is_ok();
+                    let _ = TIMES_EVENTS.set(timed);
                     return Ok(());
                 }
                 return Err(NoCuda::MissingFunctions { library: name.to_string(), missing });

@@ -452,18 +452,22 @@ impl Gpu {
         Some(self.in_flight(completion, launched.map(|()| GraphUse::Device), t0))
     }
 
-    /// A completion for the next window, its launch marked now.
+    /// A completion for the next window, its launch marked now (on slot 0's stream,
+    /// where windows run).
     #[cfg(feature = "replay")]
     fn completion(&mut self) -> Result<super::completion::Completion, Fault> {
         let mut completion = match self.spare.pop() {
             Some(c) => c,
-            None => super::completion::Completion::new(&self.ctx).map_err(|e| Fault {
+            None => super::completion::Completion::new(&self.ctx, self.timing).map_err(|e| Fault {
                 message: e.to_string(),
                 reach: Reach::Task,
                 driver: Some(e),
             })?,
         };
-        completion.launching(self.epoch);
+        if let Err(f) = completion.launching(self.epoch, &self.streams[0]) {
+            self.spare.push(completion);
+            return Err(f);
+        }
         Ok(completion)
     }
 
@@ -489,8 +493,8 @@ impl Gpu {
     }
 
     /// Whether the first window in flight completed, and when it ran (launch to
-    /// completion).
-    pub(crate) fn poll_window(&mut self) -> Option<Result<Span, Fault>> {
+    /// completion seen; and its time on the GPU, where timed).
+    pub(crate) fn poll_window(&mut self) -> Option<Result<super::completion::Ran, Fault>> {
         let (completion, used) = self.flights.front()?;
         let what = match used {
             GraphUse::Device => "the device-side window",

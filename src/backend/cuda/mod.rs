@@ -33,7 +33,7 @@ mod peer;
 #[cfg(feature = "replay")]
 mod replay;
 
-pub(crate) use context::{Machine, NoCuda};
+pub(crate) use context::{times_events, Machine, NoCuda};
 pub(crate) use gpu::Gpu;
 #[cfg(feature = "replay")]
 pub(crate) use gpu_context::Visit;

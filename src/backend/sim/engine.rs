@@ -237,7 +237,7 @@ impl Engine {
             start_ns: start.duration_since(self.epoch).as_nanos() as u64,
             end_ns: Instant::now().duration_since(self.epoch).as_nanos() as u64,
         };
-        Ok(WindowRun { span, tasks: runs })
+        Ok(WindowRun { span, gpu_ns: Some(span.end_ns.saturating_sub(span.start_ns)), tasks: runs })
     }
 
     fn run_job(&self, work: Work, tag: Tag, start: Instant, launch: Duration) -> Result<(), Fault> {

@@ -449,7 +449,7 @@ impl Capture {
             // next such batch goes to the host and is judged again.
             if let (Some(t), Some(r)) = (template.as_mut(), report.filter(|_| st.launched)) {
                 let (ns, commands) =
-                    r.windows.iter().fold((0u64, 0usize), |(n, c), w| (n + w.duration_ns(), c + w.commands));
+                    r.windows.iter().fold((0u64, 0usize), |(n, c), w| (n + w.run_ns(), c + w.commands));
                 if commands > 0 && ns as f64 / commands as f64 >= Execution::PAYS_BELOW * t.host_ns {
                     t.pays = false;
                     t.gpu_ns = ns as f64 / commands as f64;
@@ -783,7 +783,8 @@ fn gpu_ns_per_command(report: &Report) -> f64 {
 }
 
 /// The GPU time a step of the batch's windows in `report` (ns): each window's GPU time
-/// (from its launch, or from the end of the window before it on its GPU, to its end),
+/// (as measured on the GPU, [`ReplayedWindow::gpu_ns`]; where it was not, from its
+/// launch, or from the end of the window before it on its GPU, to its end seen),
 /// summed over the windows, over their depths summed (the steps their graphs ran one
 /// after another); and whether a window used `s` lanes or more. `None` without windows.
 /// Not S's multiple: a window of a graph's steps of short tasks on many lanes reads as
@@ -795,7 +796,7 @@ fn step_ns(report: &Report, s: usize) -> Option<(f64, bool)> {
     let bound = report.windows.iter().any(|w| w.lanes >= s);
     for w in &report.windows {
         let Some(end) = last_end.get_mut(w.gpu) else { continue };
-        gpu_ns += w.end_ns.saturating_sub(w.launched_ns.max(*end));
+        gpu_ns += w.gpu_ns.unwrap_or_else(|| w.end_ns.saturating_sub(w.launched_ns.max(*end)));
         *end = (*end).max(w.end_ns);
         steps += w.depth;
     }
@@ -844,6 +845,7 @@ mod test {
             launched_ns,
             launched_by: LaunchedBy::Dispatcher,
             end_ns,
+            gpu_ns: None,
             setup: GraphSetup::Reused,
             host_ns: 0,
             timed: false,
@@ -874,5 +876,13 @@ mod test {
         // A chain's window on one lane does not fill S = 16: 64 steps of its 2 ms.
         let chain = report(vec![window(0, 64, 1, 64, 0, 2_000_000)]);
         assert_eq!(step_ns(&chain, 16), Some((2_000_000.0 / 64.0, false)));
+        // Measured on the GPU, a window's time is that, not its span: the second
+        // window's end was seen 0.3 ms late.
+        let timed = |w: ReplayedWindow, ns| ReplayedWindow { gpu_ns: Some(ns), ..w };
+        let r = report(vec![
+            timed(window(0, 64, 16, 4, 0, 1_000_000), 900_000),
+            timed(window(0, 64, 16, 4, 500_000, 1_800_000), 500_000),
+        ]);
+        assert_eq!(step_ns(&r, 16), Some((1_400_000.0 / 8.0, true)));
     }
 }

@@ -228,9 +228,9 @@ impl<D: Device> Dispatcher<D> {
     fn end_window(&mut self, flight: InFlight, result: Result<WindowRun, Fault>) {
         let InFlight { mut window, dispatched_ns, used, host_ns, by } = flight;
         let now = self.now_ns();
-        let (mut span, runs, whole) = match result {
-            Ok(run) => (run.span, run.tasks, None),
-            Err(fault) => (Span { start_ns: dispatched_ns, end_ns: now }, Vec::new(), Some(fault)),
+        let (mut span, gpu_ns, runs, whole) = match result {
+            Ok(run) => (run.span, run.gpu_ns, run.tasks, None),
+            Err(fault) => (Span { start_ns: dispatched_ns, end_ns: now }, None, Vec::new(), Some(fault)),
         };
         // Issued behind another, it began when that one ended.
         span.start_ns = span.start_ns.max(self.windows.end_ns).min(span.end_ns);
@@ -239,7 +239,9 @@ impl<D: Device> Dispatcher<D> {
             self.mark_lost(&f.message.clone());
         }
         let failed = whole.is_some() || runs.iter().any(|r| !matches!(r, TaskRun::Ran(_)));
-        let ran_ns = span.end_ns.saturating_sub(span.start_ns);
+        // Its time on the GPU where measured there; else its span, which holds the
+        // delay in seeing its end.
+        let ran_ns = gpu_ns.unwrap_or(span.end_ns.saturating_sub(span.start_ns));
         if window.recorded.is_none() && !failed {
             if self.windows.ran_ns.len() >= RAN_KEPT {
                 self.windows.ran_ns.clear();
@@ -272,6 +274,7 @@ impl<D: Device> Dispatcher<D> {
             launched_ns: span.start_ns,
             launched_by: by,
             end_ns: span.end_ns,
+            gpu_ns,
             setup,
             host_ns,
             timed: !runs.is_empty(),

@@ -46,8 +46,9 @@ pub(crate) struct Part {
     /// The trial's next way (`Way::Device as usize` or `Way::Graph as usize`), kept beside it
     /// so that a dispatcher asks without the trial's lock (it asks under its queue's).
     next: AtomicUsize,
-    /// How long its last run of a kept graph or on the device took, launch to
-    /// completion seen (ns; 0: none yet): what the next run is expected to take.
+    /// How long its last run of a kept graph or on the device took (ns; its time on
+    /// the GPU, or its span where not measured there; 0: none yet): what the next run
+    /// is expected to take.
     last_ns: AtomicU64,
     /// One past the generation of its last run, shifted left one, with the low bit set
     /// where that run was on the device (0: none yet): the backend keeps that graph or
@@ -199,7 +200,7 @@ impl Part {
         self.trial.lock().way_chosen(used, self.device_runnable)
     }
 
-    /// A run of it ended, as `used` says, in `ns` (launch to completion seen): counted,
+    /// A run of it ended, as `used` says, in `ns` (`ReplayedWindow::run_ns`): counted,
     /// and why it went that way, as it stood before it counted.
     pub(crate) fn ran(&self, used: GraphUse, ns: u64) -> Option<WayChosen> {
         // A run that built or updated its graph took longer than the next will.
@@ -214,8 +215,9 @@ impl Part {
         why
     }
 
-    /// How long its next run is expected to take (launch to completion seen, ns), if a
-    /// run of a kept graph or on the device has ended.
+    /// How long its next run is expected to take (ns: the last run's time on the GPU,
+    /// or, where not measured there, its launch to its completion seen), if a run of a
+    /// kept graph or on the device has ended.
     pub(crate) fn expected_ns(&self) -> Option<u64> {
         Some(self.last_ns.load(Ordering::Relaxed)).filter(|&ns| ns > 0)
     }
