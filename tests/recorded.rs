@@ -19,7 +19,7 @@ use chariot::graph::{RecordedGraph, RecordingProblem};
 use chariot::kernel::KernelHandle;
 use chariot::report::{GraphSetup, LaunchedBy, ReplayedWindow, Report, WayChosen};
 use chariot::sim::{SimFaults, SimProfile};
-use chariot::{Arg, Backend, DeviceBuffer, Error, HostBuffer, Param, Scheduler, TaskId};
+use chariot::{Arg, Backend, DeviceBuffer, Error, Execution, HostBuffer, Param, Scheduler, TaskId};
 use common::*;
 use rand::{Rng, SeedableRng};
 
@@ -243,6 +243,53 @@ fn wide_dag_spreads(backend: Backend) {
     dag.grid = 1;
     let narrow = sched.record(|s| dag.submit(s, &nodes, 5, 1)).unwrap();
     assert_eq!(narrow.node_gpus().len(), 1, "a part that fits one GPU stays on one");
+}
+
+/// The per-iteration loop of a DAG wider than one GPU (each launch a full wave, four a
+/// level) at D = 2, replayed: its first batch's window stays on one GPU and asks for its
+/// buffers' guest lanes; from the next batch on the part's window spans both GPUs, its
+/// tasks on GPU 1 on guest lanes (as a recorded part's); every batch gives the CPU
+/// reference's outputs and every edge holds. The same DAG of one-block launches, before
+/// and after, stays on one GPU.
+fn the_loop_spreads_a_wide_dag(backend: Backend) {
+    let nodes = layered(13, 8, 4);
+    let sched = Scheduler::builder().backend(backend).gpus(2).streams(4).execution(Execution::Replay).build().unwrap();
+    let mut dag = Dag::new(&sched, nodes.len());
+    let info = &sched.gpu_info()[0];
+    let wave = info.sm_count * info.blocks_per_sm(BLOCK, 0);
+    for (grid, want) in [(1, &[1, 1][..]), (wave, &[1, 2, 2]), (1, &[1, 1])] {
+        dag.grid = grid;
+        for (batch, &want) in want.iter().enumerate() {
+            let case = format!("grid {grid}, batch {batch}");
+            dag.out.write_range(..).unwrap().fill(SENTINEL);
+            dag.submit(&sched, &nodes, 3, batch as u32).unwrap();
+            let report = sched.synchronize().unwrap();
+            same(&dag.out.read(), &reference(&nodes, 3, batch as u32), &case);
+            assert_eq!(report.windows.iter().map(|w| w.tasks).sum::<usize>(), nodes.len(), "{case}: all replayed");
+            let spans = report.windows.iter().map(|w| w.gpu_count).max();
+            assert_eq!(spans, Some(want), "{case}: {:?}", report.windows);
+            // Timed on the sim only: CUDA runs a graph's nodes untimed.
+            if report.windows.iter().all(|w| w.setup == GraphSetup::Simulated) {
+                check_edges(&nodes, &report);
+                let guests = report.records.iter().filter(|r| r.gpu == 1 && r.stream >= 256).count();
+                assert_eq!(guests > 0, want == 2, "{case}: tasks of GPU 1 on its guest lanes");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_loops_windows_spread_a_dag_wider_than_a_gpu_once_its_guest_lanes_are_made() {
+    with_timeout(DEADLINE_S, || the_loop_spreads_a_wide_dag(sim(2)));
+}
+
+#[test]
+#[ignore = "needs two CUDA GPUs"]
+fn cuda_the_loops_windows_spread_a_dag_wider_than_a_gpu_once_its_guest_lanes_are_made() {
+    if fewer_than_two_gpus() {
+        return;
+    }
+    with_timeout(DEADLINE_S, || the_loop_spreads_a_wide_dag(Backend::Cuda));
 }
 
 /// A spread part's tasks on the GPU it is not launched from use that GPU's guest lanes:

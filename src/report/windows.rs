@@ -254,6 +254,10 @@ pub struct ReplayedWindow {
     /// The longest chain of its tasks, each after the one before by a dependency or by
     /// its lane's order: the steps its graph took one after another.
     pub depth: usize,
+    /// How many GPUs its tasks ran on: 1, or more where it spans GPUs (a connected part
+    /// wide enough to keep one GPU busy, spread over them in one graph launched from
+    /// [`gpu`](ReplayedWindow::gpu)).
+    pub gpu_count: usize,
     /// When it was queued for its GPU (ns since the scheduler started): by the
     /// submitting thread for a recorded graph's run, by the replay's window cutter
     /// otherwise.
@@ -319,6 +323,9 @@ impl std::fmt::Display for ReplayedWindow {
         if let Some(ns) = self.gpu_ns {
             write!(f, ", {:.3} ms on the GPU", ns as f64 / 1e6)?;
         }
+        if self.gpu_count > 1 {
+            write!(f, ", over {} GPUs", self.gpu_count)?;
+        }
         if self.launched_by == LaunchedBy::Caller {
             f.write_str(", launched by the calling thread")?;
         }
@@ -344,6 +351,7 @@ mod test {
             commands: 9,
             lanes: 2,
             depth: 2,
+            gpu_count: 1,
             queued_ns: 400,
             launched_ns: 1_000,
             launched_by: LaunchedBy::Dispatcher,
@@ -361,6 +369,8 @@ mod test {
         let caller = ReplayedWindow { launched_by: LaunchedBy::Caller, ..w };
         assert!(caller.to_string().ends_with("host 4.0 us, launched by the calling thread"), "{caller}");
         assert_eq!(w.run_ns(), 5_000);
+        let spread = ReplayedWindow { gpu_count: 2, ..w.clone() };
+        assert!(spread.to_string().ends_with("host 4.0 us, over 2 GPUs"), "{spread}");
         let timed = ReplayedWindow { gpu_ns: Some(3_600), ..w.clone() };
         assert_eq!(timed.run_ns(), 3_600);
         assert!(timed.to_string().ends_with("host 4.0 us, 0.004 ms on the GPU"), "{timed}");

@@ -166,6 +166,15 @@ struct State {
     /// The bytes a GPU holds of lane copies made for windows (never given back: a bound
     /// on what the loop's buffers may take, not a count of what lives).
     lane_bytes: usize,
+    /// The virtual buffers a batch's windows lacked guest lanes' copies of, where a part
+    /// of them was wide enough to spread over the GPUs (as `wants`).
+    guest_wants: Vec<(u64, Weak<DeviceBufferInner>)>,
+    /// As `lane_bytes`, for guest lanes' copies.
+    guest_bytes: usize,
+    /// Per cut of this structure found too narrow to spread, one more than its launches'
+    /// summed blocks then (0: not found so): not looked at again while the structure
+    /// repeats with those blocks (its words hold no grid).
+    narrow_cuts: Vec<u64>,
 }
 
 /// The tasks of a recording, and the host regions they claim among themselves (a
@@ -206,6 +215,9 @@ impl State {
             long_batches: 0,
             wants: Vec::new(),
             lane_bytes: 0,
+            guest_wants: Vec::new(),
+            guest_bytes: 0,
+            narrow_cuts: Vec::new(),
         }
     }
 
@@ -441,6 +453,7 @@ impl Capture {
                 // Another structure.
                 st.wide = false;
                 st.long_batches = 0;
+                st.narrow_cuts.clear();
             }
             Some(Template { words: std::mem::take(&mut st.words), tasks: st.count, pays, host_ns, gpu_ns })
         } else {
@@ -476,6 +489,7 @@ impl Capture {
         st.template = learnt;
         let wants = std::mem::take(&mut st.wants);
         let make = if st.wide { lanes_to_make(wants, &mut st.lane_bytes) } else { Vec::new() };
+        let guests = guests_to_make(std::mem::take(&mut st.guest_wants), &mut st.guest_bytes);
         if !early.is_empty() {
             st.held = early;
             for i in 0..st.held.len() {
@@ -494,6 +508,71 @@ impl Capture {
                 }
             }
         }
+        // On every GPU but the first alive, where spread windows are launched from.
+        let alive = if guests.is_empty() { Vec::new() } else { self.alive() };
+        for b in guests {
+            for &gpu in alive.iter().skip(1) {
+                if recorded::make_guest_lanes(&self.machine, gpu, &b).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// The GPUs in the rotation.
+    fn alive(&self) -> Vec<usize> {
+        (0..self.shared.alive.len()).filter(|&g| self.shared.alive[g].load(Ordering::SeqCst)).collect()
+    }
+
+    /// Whether `held`'s windows may spread a part wide enough to keep one GPU busy over
+    /// the GPUs `alive`, as a recorded part does ([`window::plan`]): with S ≥ 2 (with one
+    /// stream a program may rely on a virtual buffer's one copy), where every virtual
+    /// buffer its tasks name has its guest lanes' copies on every GPU past the first.
+    /// Where one lacks them and a part would spread, those buffers are named in `wants`
+    /// (up to [`WANTS`]; made at the batch's end, so the structure's next batch spreads);
+    /// where none would, the cut (`st.cuts`) is marked narrow with its blocks and not
+    /// looked at again while the structure repeats with them (the per-iteration loop of
+    /// narrow tasks then pays a sum a task).
+    fn spreads(&self, held: &[Held], alive: &[usize], st: &mut State) -> bool {
+        if alive.len() < 2 || self.lanes < 2 {
+            return false;
+        }
+        let blocks = held
+            .iter()
+            .flat_map(|h| &h.task.commands)
+            .filter_map(|c| match c {
+                Command::Launch(l) => Some(l.shape.grid.count()),
+                _ => None,
+            })
+            .fold(1u64, u64::saturating_add);
+        if st.narrow_cuts.get(st.cuts) == Some(&blocks) {
+            return false;
+        }
+        let wants = &mut st.guest_wants;
+        let has =
+            |b: &DeviceBufferInner| alive[1..].iter().all(|&g| b.guests.get(g).is_some_and(|c| c.get().is_some()));
+        let mut all = true;
+        for h in held {
+            recorded::each_virtual(&h.task, |b| all &= has(b));
+        }
+        if all {
+            return true;
+        }
+        if !window::would_spread(held, alive) {
+            if st.narrow_cuts.len() <= st.cuts {
+                st.narrow_cuts.resize(st.cuts + 1, 0);
+            }
+            st.narrow_cuts[st.cuts] = blocks;
+            return false;
+        }
+        for h in held {
+            recorded::each_virtual(&h.task, |b| {
+                if !has(b) && wants.len() < WANTS && !wants.iter().any(|w| w.0 == b.id) {
+                    wants.push((b.id, Arc::downgrade(b)));
+                }
+            });
+        }
+        false
     }
 
     /// How this batch's tasks went, and why, for its report (`None` with
@@ -608,8 +687,7 @@ impl Capture {
                 host.activate(Holder::Task(h.task.id));
             }
         }
-        let alive: Vec<usize> =
-            (0..self.shared.alive.len()).filter(|&g| self.shared.alive[g].load(Ordering::SeqCst)).collect();
+        let alive = self.alive();
         if alive.is_empty() {
             for h in held {
                 let failure = TaskFailure {
@@ -630,7 +708,8 @@ impl Capture {
             let (w, _) = lay_out_kept(held, alive[0], lanes.max(1), &mut st.layouts[st.cuts], &mut st.given);
             vec![(alive[0], w)]
         } else {
-            window::plan(held, self.order, &alive, lanes, false)
+            let spread = self.spreads(&held, &alive, st);
+            window::plan(held, self.order, &alive, lanes, spread)
         };
         st.cuts += 1;
         for (g, mut w) in windows {
@@ -730,8 +809,7 @@ impl Capture {
         if held.is_empty() {
             return Err(RecordingProblem::Empty);
         }
-        let alive: Vec<usize> =
-            (0..self.shared.alive.len()).filter(|&g| self.shared.alive[g].load(Ordering::SeqCst)).collect();
+        let alive = self.alive();
         if alive.is_empty() {
             return Err(RecordingProblem::ShutDown);
         }
@@ -818,6 +896,21 @@ fn lanes_to_make(wants: Vec<(u64, Weak<DeviceBufferInner>)>, lane_bytes: &mut us
     make
 }
 
+/// Of the buffers a batch's windows lacked guest lanes' copies of, those whose copies
+/// fit what is left of [`recorded::LANE_BUDGET`] a GPU (`guest_bytes`: what windows took
+/// before), counted in.
+fn guests_to_make(wants: Vec<(u64, Weak<DeviceBufferInner>)>, guest_bytes: &mut usize) -> Vec<Arc<DeviceBufferInner>> {
+    let mut make = Vec::new();
+    for b in wants.iter().filter_map(|(_, w)| w.upgrade()) {
+        let bytes = b.bytes.saturating_mul(recorded::RECORD_LANES);
+        if guest_bytes.saturating_add(bytes) <= recorded::LANE_BUDGET {
+            *guest_bytes += bytes;
+            make.push(b);
+        }
+    }
+    make
+}
+
 /// Whether `b` has its copies for the lanes past S on every GPU.
 fn has_lanes(b: &DeviceBufferInner) -> bool {
     b.lanes.iter().all(|l| l.get().is_some())
@@ -841,6 +934,7 @@ mod test {
             commands: tasks,
             lanes,
             depth,
+            gpu_count: 1,
             queued_ns: 0,
             launched_ns,
             launched_by: LaunchedBy::Dispatcher,

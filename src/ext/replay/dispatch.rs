@@ -145,6 +145,15 @@ impl<D: Device> Dispatcher<D> {
             self.shared.fail_recorded(&mut window, &message);
             return true;
         }
+        // A batch's window spread over GPUs runs on this one alone once another it spans
+        // has left the rotation (laid out anew on this GPU's lanes).
+        let alive = |g: usize| self.shared.alive.get(g).is_some_and(|a| a.load(Ordering::SeqCst));
+        if window.recorded.is_none() && window.gpus.iter().any(|&g| !alive(g as usize)) {
+            match window.take_blocked(&[]) {
+                (_, Some(w)) => window = Box::new(w),
+                (_, None) => return true,
+            }
+        }
         let window = if failed.is_empty() {
             window
         } else {
@@ -255,14 +264,14 @@ impl<D: Device> Dispatcher<D> {
             GraphUse::Simulated => GraphSetup::Simulated,
             GraphUse::Device => GraphSetup::Device,
         };
-        let (tasks, commands, depth, way) = match &window.recorded {
+        let (tasks, commands, depth, gpu_count, way) = match &window.recorded {
             // A recorded part's run is counted in its trial (one that failed as a whole
             // is not), which says why it went that way.
             Some(p) => {
                 let way = if whole.is_none() { p.ran(used, ran_ns) } else { p.way_chosen(used) };
-                (p.tasks, p.commands, p.depth, way)
+                (p.tasks, p.commands, p.depth, p.spans.len().max(1), way)
             }
-            None => (window.tasks.len(), window.commands(), window.depth, None),
+            None => (window.tasks.len(), window.commands(), window.depth, window.gpu_count(), None),
         };
         let record = ReplayedWindow {
             gpu: self.gpu,
@@ -270,6 +279,7 @@ impl<D: Device> Dispatcher<D> {
             commands,
             lanes: window.lane_count,
             depth,
+            gpu_count,
             queued_ns: window.queued_ns,
             launched_ns: span.start_ns,
             launched_by: by,
@@ -299,12 +309,13 @@ impl<D: Device> Dispatcher<D> {
         }
         let tasks = std::mem::take(&mut window.tasks);
         let lanes = std::mem::take(&mut window.lanes);
+        let gpus = std::mem::take(&mut window.gpus);
         self.shared.windows.bury(std::iter::once(Spent::Window(window)));
         self.flush_stats();
         let mut ended = Vec::with_capacity(tasks.len());
         for (i, task) in tasks.into_iter().enumerate() {
-            // Only a recorded part spans GPUs: a batch's window runs on this one.
-            let at = (self.gpu, lanes[i] as usize);
+            // This GPU, or the one it ran on where the window spans GPUs.
+            let at = (gpus.get(i).map_or(self.gpu, |&g| g as usize), lanes[i] as usize);
             let failure = self.task_outcome(&task, at, dispatched_ns, whole.as_ref(), runs.get(i));
             ended.push((task, failure));
         }

@@ -112,7 +112,7 @@ pub(crate) fn make_buffer_lanes(machine: &Machine, gpu: usize, b: &DeviceBufferI
 
 /// Makes buffer `b`'s copies of the guest lanes on GPU `gpu` (as many as a part has
 /// lanes at most), unless made already.
-fn make_guest_lanes(machine: &Machine, gpu: usize, b: &DeviceBufferInner) -> Result<()> {
+pub(crate) fn make_guest_lanes(machine: &Machine, gpu: usize, b: &DeviceBufferInner) -> Result<()> {
     make_copies(machine, gpu, b, &b.guests[gpu], RECORD_LANES)
 }
 

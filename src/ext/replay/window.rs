@@ -156,7 +156,9 @@ impl Window {
             return (blocked, None);
         }
         let sequence: Vec<usize> = (0..share.len()).collect();
-        // A window spanning GPUs is a recorded part's, which is never taken apart.
+        // On one GPU, its own lanes: a window spanning GPUs is a recorded part's, never
+        // taken apart, or a batch's, whose rest then runs where it is launched (a GPU
+        // it spanned may have left the rotation).
         let mut rest = assign_lanes(share, &[], 0, &sequence, lane_limit);
         // No number: a later window's task after one taken out must not count it as
         // running here (it did not run), so none matches this window.
@@ -189,6 +191,20 @@ impl Window {
     /// Commands in the window.
     pub(crate) fn commands(&self) -> usize {
         self.tasks.iter().map(|t| t.commands.len()).sum()
+    }
+
+    /// How many GPUs its tasks run on: 1, or those it spans.
+    pub(crate) fn gpu_count(&self) -> usize {
+        if self.gpus.is_empty() {
+            return 1;
+        }
+        let mut seen: Vec<u16> = Vec::new();
+        for g in &self.gpus {
+            if !seen.contains(g) {
+                seen.push(*g);
+            }
+        }
+        seen.len()
     }
 
     /// The GPUs its tasks run on, each once: the window's own, or those it spans.
@@ -360,10 +376,11 @@ pub(crate) const SPREAD_WIDTH: f64 = 0.2;
 
 /// Cuts held tasks (in submit order, each after lower-numbered ones only) into one
 /// window per GPU of `gpus` that gets work, laid out as the module says, `lanes`
-/// lanes at most (≥ 1). With `spread` (a recording, laid out once and run many times),
-/// a connected part wide enough to keep one GPU busy ([`SPREAD_WIDTH`]) is one window
-/// of its own whose tasks run on every GPU ([`spread_over`]), its edges between GPUs
-/// kept inside its graph.
+/// lanes at most (≥ 1). With `spread` (where every virtual buffer the tasks name has
+/// its guest lanes' copies on the GPUs past the first), a connected part wide enough
+/// to keep one GPU busy ([`SPREAD_WIDTH`]) is one window of its own whose tasks run on
+/// every GPU ([`spread_over`]), launched from the first, its edges between GPUs kept
+/// inside its graph.
 pub(crate) fn plan(held: Vec<Held>, order: Order, gpus: &[usize], lanes: usize, spread: bool) -> Vec<(usize, Window)> {
     let n = held.len();
     if n == 0 || gpus.is_empty() {
@@ -376,25 +393,8 @@ pub(crate) fn plan(held: Vec<Held>, order: Order, gpus: &[usize], lanes: usize, 
         // sub-window on the submitting thread).
         return vec![(gpus[0], lay_out(held, &[], gpus[0], order, lanes.max(1)))];
     }
-    // Weakly connected parts (union-find, path halving).
-    let mut parent: Vec<usize> = (0..n).collect();
-    fn find(p: &mut [usize], mut x: usize) -> usize {
-        while p[x] != x {
-            p[x] = p[p[x]];
-            x = p[x];
-        }
-        x
-    }
-    for (i, h) in held.iter().enumerate() {
-        for &p in &h.preds {
-            let (a, b) = (find(&mut parent, i), find(&mut parent, p as usize));
-            if a != b {
-                parent[a.max(b)] = a.min(b);
-            }
-        }
-    }
+    let roots = roots_of(&held);
     let mut part_cmds = vec![0usize; n];
-    let roots: Vec<usize> = (0..n).map(|i| find(&mut parent, i)).collect();
     for (i, h) in held.iter().enumerate() {
         part_cmds[roots[i]] += h.task.commands.len().max(1);
     }
@@ -460,6 +460,40 @@ pub(crate) fn plan(held: Vec<Held>, order: Order, gpus: &[usize], lanes: usize, 
         .collect();
     out.extend(spread_shares.into_iter().map(|(home, s, on)| (home, lay_out(s, &on, home, order, lanes))));
     out
+}
+
+/// Per held task, the root (lowest index) of its weakly connected part (union-find,
+/// path halving).
+fn roots_of(held: &[Held]) -> Vec<usize> {
+    let n = held.len();
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn find(p: &mut [usize], mut x: usize) -> usize {
+        while p[x] != x {
+            p[x] = p[p[x]];
+            x = p[x];
+        }
+        x
+    }
+    for (i, h) in held.iter().enumerate() {
+        for &p in &h.preds {
+            let (a, b) = (find(&mut parent, i), find(&mut parent, p as usize));
+            if a != b {
+                parent[a.max(b)] = a.min(b);
+            }
+        }
+    }
+    (0..n).map(|i| find(&mut parent, i)).collect()
+}
+
+/// Whether [`plan`] with `spread` would spread a part of `held` over `gpus` (a part wide
+/// enough to keep one GPU busy, [`spread_over`]): what asks for the copies of its
+/// virtual buffers' guest lanes where they are missing.
+pub(crate) fn would_spread(held: &[Held], gpus: &[usize]) -> bool {
+    if gpus.len() < 2 || held.is_empty() {
+        return false;
+    }
+    let shares: Vec<f64> = held.iter().map(|h| gpu_share(&h.task, gpus[0])).collect();
+    spread_over(held, &roots_of(held), &shares, gpus.len()).iter().any(Option::is_some)
 }
 
 /// The share of GPU `gpu` that task `task`'s launches take while they run: the largest
