@@ -323,7 +323,7 @@ impl Builder {
     /// runtime's measures of windows then read) (default false: spans are observed on
     /// the host, to within the dispatcher's polling latency). Measured on an H100: timing
     /// events serialise commands of different streams, so a pipeline ran 1.5× slower
-    /// with them; on two H200s the pair cost a recorded graph's run 4–12 µs. Use to
+    /// with them; on two H200s the pair cost a recorded graph's run 3–16 µs. Use to
     /// study device times. Needs a driver with `cuEventElapsedTime_v2` (CUDA 12.8 or
     /// newer): `build` fails with [`Error::InvalidConfig`] where it lacks it. No effect
     /// on the sim backend, whose windows' times are its engines' own.

@@ -5,7 +5,7 @@
 //! the one after it. The second is what a measure of the window's speed then reads: the
 //! span also holds the dispatcher's delay in seeing the end (it may be setting up the
 //! next window then), and, for a window issued behind another, that one's run. Not by
-//! default: on two H200s the timed pair cost a recorded graph's run 4–12 µs, and the
+//! default: on two H200s the timed pair cost a recorded graph's run 3–16 µs, and the
 //! runtime's choices read from windows came out the same.
 
 use super::context::Context;
