@@ -42,6 +42,12 @@
 //! FAILED in their first schedules ("deadlock! blocked tasks: [main-thread, ...,
 //! dispatcher 0, engine 1, dispatcher 1]"), against 2 passed without the mutation.
 //!
+//! A batch's window spread over both GPUs may be queued while GPU 1 leaves the
+//! rotation (`a_spread_window_queued_while_a_gpu_leaves_*`): GPU 0 runs it over both or
+//! lays it out anew on its own. With the laid-out window dropped instead of started (a
+//! hand edit of `start_window`, 2026-11-30) both tests deadlock in their first
+//! schedules, against 2 passed without it.
+//!
 //! A batch's last replayed tasks are freed by the thread that ends them while
 //! `synchronize` waits, which waits for that free where a buffer's handle went while
 //! tasks held it (`last_tasks_freed_*`; the mutation `no_wait_freed` below).
@@ -52,6 +58,7 @@ use crate::ext::replay::window::Window;
 use crate::ids::TaskId;
 use crate::stage::Stage;
 use crate::task::command::Command;
+use std::sync::atomic::Ordering;
 
 /// A window of one task, `id`, on lane 0; `after`: the tasks of earlier windows it
 /// runs after (index here, the task, its window's `seq`).
@@ -129,6 +136,50 @@ fn windows_emptied_by_a_failure_random() {
 #[test]
 fn windows_emptied_by_a_failure_pct() {
     pct(500, 3, || hand_off(true));
+}
+
+/// One schedule of a batch's window spread over both GPUs (task 0 on GPU 0, task 1 on
+/// GPU 1's guest lane), queued on GPU 0 while another thread takes GPU 1 out of the
+/// rotation (its `alive` flag, which a loss clears): GPU 0 launches it over both (it saw
+/// GPU 1 in the rotation) or lays it out anew on its own (`Window::take_blocked`), and
+/// either way both tasks run and `synchronize` returns.
+fn spread_while_a_gpu_leaves() {
+    let machine = start(&Config::windows(Vec::new()));
+    let shared = machine.shared.clone();
+    {
+        let mut batch = shared.batch.lock();
+        batch.outstanding += 2;
+        batch.graph.add_live(TaskId(0));
+        batch.graph.add_live(TaskId(1));
+    }
+    let mut w = window(0, 0, Vec::new());
+    let mut second = task(1, 1);
+    second.commands = vec![Command::Gpu(None)];
+    w.tasks.push(second);
+    w.preds.push(Vec::new());
+    w.lane_edges.push(None);
+    w.lanes.push(crate::memory::GUEST_LANES as u16);
+    w.gpus = vec![0, 1];
+    let leaving = shared.clone();
+    let leaver = super::spawn("GPU 1 leaving".into(), move || leaving.alive[1].store(false, Ordering::SeqCst));
+    assert!(shared.push_window(0, w).is_ok(), "GPU 0 in the rotation");
+    leaver.join().expect("the leaver does not panic");
+    let outcome = machine.finish();
+    assert!(outcome.failures.is_empty(), "no task fails: {:?}", outcome.failures);
+    assert_eq!(outcome.windows.len(), 1, "one window: {:?}", outcome.windows);
+    let w = &outcome.windows[0];
+    assert!(w.gpu == 0 && w.tasks == 2 && !w.failed, "{w:?}");
+    assert!(matches!(w.gpu_count, 1 | 2), "{w:?}");
+}
+
+#[test]
+fn a_spread_window_queued_while_a_gpu_leaves_runs_random() {
+    random(1000, spread_while_a_gpu_leaves);
+}
+
+#[test]
+fn a_spread_window_queued_while_a_gpu_leaves_runs_pct() {
+    pct(500, 3, spread_while_a_gpu_leaves);
 }
 
 /// One schedule of recorded runs: a graph of two parts (task 0 on GPU 1, task 1 on
