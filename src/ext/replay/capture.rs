@@ -488,8 +488,9 @@ impl Capture {
         st.cuts = 0;
         st.template = learnt;
         let wants = std::mem::take(&mut st.wants);
-        let make = if st.wide { lanes_to_make(wants, &mut st.lane_bytes) } else { Vec::new() };
-        let guests = guests_to_make(std::mem::take(&mut st.guest_wants), &mut st.guest_bytes);
+        let lanes_past_s = |b: &DeviceBufferInner| recorded::RECORD_LANES.saturating_sub(b.slots);
+        let make = if st.wide { to_make(wants, &mut st.lane_bytes, lanes_past_s) } else { Vec::new() };
+        let guests = to_make(std::mem::take(&mut st.guest_wants), &mut st.guest_bytes, |_| recorded::RECORD_LANES);
         if !early.is_empty() {
             st.held = early;
             for i in 0..st.held.len() {
@@ -881,30 +882,19 @@ fn step_ns(report: &Report, s: usize) -> Option<(f64, bool)> {
     (steps > 0).then(|| (gpu_ns as f64 / steps as f64, bound))
 }
 
-/// Of the buffers a batch's wide windows lacked lane copies of, those whose copies fit
-/// what is left of [`recorded::LANE_BUDGET`] a GPU (`lane_bytes`: what windows took
-/// before), counted in.
-fn lanes_to_make(wants: Vec<(u64, Weak<DeviceBufferInner>)>, lane_bytes: &mut usize) -> Vec<Arc<DeviceBufferInner>> {
+/// Of the buffers named in `wants` (a batch's windows lacked their lane or guest lanes'
+/// copies), those whose `copies(b)` copies fit what is left of
+/// [`recorded::LANE_BUDGET`] a GPU (`taken`: what windows took before), counted in.
+fn to_make(
+    wants: Vec<(u64, Weak<DeviceBufferInner>)>,
+    taken: &mut usize,
+    copies: impl Fn(&DeviceBufferInner) -> usize,
+) -> Vec<Arc<DeviceBufferInner>> {
     let mut make = Vec::new();
     for b in wants.iter().filter_map(|(_, w)| w.upgrade()) {
-        let bytes = b.bytes.saturating_mul(recorded::RECORD_LANES.saturating_sub(b.slots));
-        if lane_bytes.saturating_add(bytes) <= recorded::LANE_BUDGET {
-            *lane_bytes += bytes;
-            make.push(b);
-        }
-    }
-    make
-}
-
-/// Of the buffers a batch's windows lacked guest lanes' copies of, those whose copies
-/// fit what is left of [`recorded::LANE_BUDGET`] a GPU (`guest_bytes`: what windows took
-/// before), counted in.
-fn guests_to_make(wants: Vec<(u64, Weak<DeviceBufferInner>)>, guest_bytes: &mut usize) -> Vec<Arc<DeviceBufferInner>> {
-    let mut make = Vec::new();
-    for b in wants.iter().filter_map(|(_, w)| w.upgrade()) {
-        let bytes = b.bytes.saturating_mul(recorded::RECORD_LANES);
-        if guest_bytes.saturating_add(bytes) <= recorded::LANE_BUDGET {
-            *guest_bytes += bytes;
+        let bytes = b.bytes.saturating_mul(copies(&b));
+        if taken.saturating_add(bytes) <= recorded::LANE_BUDGET {
+            *taken += bytes;
             make.push(b);
         }
     }
