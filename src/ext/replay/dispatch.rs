@@ -135,11 +135,10 @@ impl<D: Device> Dispatcher<D> {
         };
         let Some((mut window, failed)) = picked else { return false };
         self.shared.windows.count[self.gpu].fetch_sub(1, Ordering::SeqCst);
+        let alive = |g: usize| self.shared.alive.get(g).is_some_and(|a| a.load(Ordering::SeqCst));
         // A recorded part spread over GPUs cannot run once one of them has left the
         // rotation: its nodes there have nowhere else to go.
-        let gone = window.recorded.as_ref().and_then(|p| {
-            p.spans.iter().copied().find(|&g| !self.shared.alive.get(g).is_some_and(|a| a.load(Ordering::SeqCst)))
-        });
+        let gone = window.recorded.as_ref().and_then(|p| p.spans.iter().copied().find(|&g| !alive(g)));
         if let Some(g) = gone {
             let message = format!("GPU {g}, which this recorded part spans, has left the rotation");
             self.shared.fail_recorded(&mut window, &message);
@@ -147,7 +146,6 @@ impl<D: Device> Dispatcher<D> {
         }
         // A batch's window spread over GPUs runs on this one alone once another it spans
         // has left the rotation (laid out anew on this GPU's lanes).
-        let alive = |g: usize| self.shared.alive.get(g).is_some_and(|a| a.load(Ordering::SeqCst));
         if window.recorded.is_none() && window.gpus.iter().any(|&g| !alive(g as usize)) {
             match window.take_blocked(&[]) {
                 (_, Some(w)) => window = Box::new(w),
@@ -271,7 +269,7 @@ impl<D: Device> Dispatcher<D> {
                 let way = if whole.is_none() { p.ran(used, ran_ns) } else { p.way_chosen(used) };
                 (p.tasks, p.commands, p.depth, p.spans.len().max(1), way)
             }
-            None => (window.tasks.len(), window.commands(), window.depth, window.gpu_count(), None),
+            None => (window.tasks.len(), window.commands(), window.depth, window.gpu_count(self.gpu), None),
         };
         let record = ReplayedWindow {
             gpu: self.gpu,

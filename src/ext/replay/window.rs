@@ -193,18 +193,14 @@ impl Window {
         self.tasks.iter().map(|t| t.commands.len()).sum()
     }
 
-    /// How many GPUs its tasks run on: 1, or those it spans.
-    pub(crate) fn gpu_count(&self) -> usize {
+    /// How many GPUs its tasks run on, launched from `gpu`: 1, or those it spans
+    /// ([`Window::spans`], listed only where it spans GPUs).
+    pub(crate) fn gpu_count(&self, gpu: usize) -> usize {
         if self.gpus.is_empty() {
-            return 1;
+            1
+        } else {
+            self.spans(gpu).len()
         }
-        let mut seen: Vec<u16> = Vec::new();
-        for g in &self.gpus {
-            if !seen.contains(g) {
-                seen.push(*g);
-            }
-        }
-        seen.len()
     }
 
     /// The GPUs its tasks run on, each once: the window's own, or those it spans.
