@@ -549,6 +549,64 @@ fn cuda_sticky_error_in_a_replayed_window_fails_it_cleanly() {
     });
 }
 
+/// A sticky error inside the per-iteration loop's window spread over two GPUs (a DAG
+/// of full-wave launches, four a level): the window fails as a whole, every task of it
+/// named with the driver's error, a GPU leaves the rotation (the driver poisons every
+/// context of the process, so both may), `synchronize` returns, and later work runs or
+/// fails with a reason: nothing hangs. Needs two GPUs (skips, saying so, on one).
+#[test]
+#[ignore = "needs two CUDA GPUs"]
+fn cuda_sticky_error_in_a_window_spread_over_two_gpus_fails_it_cleanly() {
+    isolated("cuda_sticky_error_in_a_window_spread_over_two_gpus_fails_it_cleanly", || {
+        let two = Scheduler::builder().backend(Backend::Cuda).gpus(2).streams(4).execution(chariot::Execution::Replay);
+        let sched = match two.build() {
+            Ok(s) => s,
+            Err(Error::NoSuchGpu { available: 1, .. }) => {
+                eprintln!("SKIPPED: one GPU here; this test needs two");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        let info = &sched.gpu_info()[0];
+        let wave = info.sm_count * info.blocks_per_sm(32, 0);
+        let d = sched.alloc::<u32>(1 << 16).unwrap();
+        let wild = sched.register_kernel(wild_kernel()).unwrap();
+        // Eight levels of four; task j of a level runs after tasks j and j + 1 (mod 4)
+        // of the level before: one connected part, four launches wide.
+        let submit = |poison: Option<u64>| {
+            for i in 0..32u64 {
+                let after = if i < 4 { vec![] } else { vec![TaskId(i - 4), TaskId(i - i % 4 + (i + 1) % 4 - 4)] };
+                sched
+                    .task(i, 1)
+                    .after_all(after)
+                    .launch(&wild, wave, 32u32, 0, &[Arg::buffer(&d), Arg::u32(u32::from(poison == Some(i)))])
+                    .submit()
+                    .unwrap();
+            }
+            sched.synchronize()
+        };
+        submit(None).expect("the first batch runs, on one GPU");
+        let report = submit(None).expect("the second batch runs");
+        let spans = report.windows.iter().map(|w| w.gpu_count).max();
+        assert_eq!(spans, Some(2), "the second batch's window spans both GPUs: {:?}", report.windows);
+        let (failures, report) = expect_failed(submit(Some(21)));
+        eprintln!("{report}");
+        let failed: Vec<_> = report.windows.iter().filter(|w| w.failed).collect();
+        assert!(failed.iter().any(|w| w.gpu_count == 2), "the spread window failed: {:?}", report.windows);
+        assert_eq!(failures.len(), failed.iter().map(|w| w.tasks).sum::<usize>(), "{failures:?}");
+        assert!(failures.iter().any(|f| f.task == TaskId(21)), "{failures:?}");
+        assert!(failures.iter().all(|f| f.message.contains("replayed window")), "{failures:?}");
+        assert!(failures.iter().any(|f| f.message.contains("ILLEGAL_ADDRESS")), "{failures:?}");
+        assert!(!report.lost_gpus.is_empty(), "{:?}", report.lost_gpus);
+        // Later work runs or fails with a reason, without hanging.
+        sched.task(100, 1).callback(Resource::Cpu, |_| Ok(())).submit().unwrap();
+        match sched.synchronize() {
+            Ok(r) => eprintln!("later work ran: {} task(s), GPUs left {:?}", r.tasks, sched.live_gpus()),
+            Err(e) => eprintln!("later work failed: {e}"),
+        }
+    });
+}
+
 /// With two GPUs, a sticky error on one: the culprit is blamed, its GPU's other tasks
 /// move to the second, and every task completes correctly or fails with a reason
 /// (where the driver poisons the whole process, the second GPU is lost too). Needs two

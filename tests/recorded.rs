@@ -7,7 +7,9 @@
 //! is a named error and leaves the scheduler usable. A DAG wider than one GPU, at
 //! D = 2, is one part spread over both GPUs, gives the loop's outputs, shares no
 //! buffer copy with work placed on the other GPU meanwhile, and fails its runs, naming
-//! the GPU, once that GPU is lost.
+//! the GPU, once that GPU is lost. A GPU lost under a spread run, or under the
+//! per-iteration loop's spread window, fails it and leaves the rotation; the other GPU
+//! goes on.
 //! The CUDA side: `cuda_recorded_*` below (ignored without a GPU).
 
 #[path = "common/mod.rs"]
@@ -103,8 +105,13 @@ impl Dag {
 
     /// Submits the DAG's tasks (download, affine with `a + i` and `b`, readback).
     fn submit(&self, s: &Scheduler, nodes: &[Node], a: u32, b: u32) -> chariot::Result<()> {
+        self.submit_from(s, nodes, a, b, 0)
+    }
+
+    /// [`Dag::submit`] with node `i` as task `first + i`.
+    fn submit_from(&self, s: &Scheduler, nodes: &[Node], a: u32, b: u32, first: u64) -> chariot::Result<()> {
         for (i, node) in nodes.iter().enumerate() {
-            let t = s.task(i as u64, 1).after_all(node.after.iter().map(|&p| TaskId(p as u64)));
+            let t = s.task(first + i as u64, 1).after_all(node.after.iter().map(|&p| TaskId(first + p as u64)));
             let t = match node.source {
                 Some(p) => t.download(&self.d_in, 0, &self.out, p * N..(p + 1) * N),
                 None => t.download(&self.d_in, 0, &self.input, i * N..(i + 1) * N),
@@ -290,6 +297,114 @@ fn cuda_the_loops_windows_spread_a_dag_wider_than_a_gpu_once_its_guest_lanes_are
         return;
     }
     with_timeout(DEADLINE_S, || the_loop_spreads_a_wide_dag(Backend::Cuda));
+}
+
+/// A loss of GPU 1 under the per-iteration loop's window spread over both GPUs, in a
+/// command of one of its tasks there (`how`: the GPU lost under it, or its kernel
+/// crashing): the window fails as a whole and every task of it is named, GPU 1 leaves
+/// the rotation, GPU 0 stays in it, and the next batch runs there alone with the CPU
+/// reference's outputs. Nothing hangs.
+#[test]
+fn a_gpu_lost_under_the_loops_spread_window_leaves_the_rotation_and_the_other_goes_on() {
+    /// The second batch's task ids start here (the structure is the first's).
+    const SECOND: u64 = 1000;
+    with_timeout(DEADLINE_S, || {
+        let nodes = layered(13, 8, 4);
+        let open = |faults: SimFaults| {
+            let backend = Backend::SimWith(SimProfile::h100().with_gpus(2).with_faults(faults));
+            let sched = Scheduler::builder().backend(backend).gpus(2).streams(4).execution(Execution::Replay).build();
+            let sched = sched.unwrap();
+            let mut dag = Dag::new(&sched, nodes.len());
+            let info = &sched.gpu_info()[0];
+            dag.grid = info.sm_count * info.blocks_per_sm(BLOCK, 0);
+            (sched, dag)
+        };
+        let batch = |sched: &Scheduler, dag: &mut Dag, first: u64| {
+            dag.out.write_range(..).unwrap().fill(SENTINEL);
+            dag.submit_from(sched, &nodes, 3, 7, first).unwrap();
+            sched.synchronize()
+        };
+        // The second batch spreads; which of its tasks run on GPU 1 (the same in every
+        // run: the layout depends on the structure only).
+        let (sched, mut dag) = open(SimFaults::default());
+        batch(&sched, &mut dag, 0).unwrap();
+        let report = batch(&sched, &mut dag, SECOND).unwrap();
+        assert_eq!(report.windows.iter().map(|w| w.gpu_count).max(), Some(2), "{:?}", report.windows);
+        let on_1 = report.records.iter().find(|r| r.gpu == 1).map(|r| r.task).expect("a task on GPU 1");
+        drop((sched, dag));
+        for (how, faults) in [
+            ("lost under it", SimFaults::default().lose_gpu_on_command(on_1, 1)),
+            ("its kernel crashing", SimFaults::default().crash_on_command(on_1, 1)),
+        ] {
+            let (sched, mut dag) = open(faults);
+            batch(&sched, &mut dag, 0).unwrap();
+            let Err(Error::TasksFailed { failures, report }) = batch(&sched, &mut dag, SECOND) else {
+                panic!("{how}: the spread window fails")
+            };
+            // The spread window fails, every task of it named; the windows of one GPU run.
+            let windows = &report.windows;
+            assert!(windows.iter().all(|w| w.failed == (w.gpu_count == 2)), "{how}: {windows:?}");
+            let spread: usize = windows.iter().filter(|w| w.failed).map(|w| w.tasks).sum();
+            assert!(spread > nodes.len() / 2, "{how}: {windows:?}");
+            assert_eq!(failures.len(), spread, "{how}: {failures:?}");
+            assert!(failures.iter().any(|f| f.task == on_1), "{how}: {failures:?}");
+            assert!(failures.iter().all(|f| f.message.contains("replayed window failed")), "{how}: {failures:?}");
+            let lost: Vec<usize> = report.lost_gpus.iter().map(|l| l.gpu).collect();
+            assert_eq!(lost, [1], "{how}: GPU 1 leaves, not the GPU the window was launched from");
+            assert_eq!(sched.live_gpus(), [0], "{how}");
+            let report = batch(&sched, &mut dag, 0).unwrap_or_else(|e| panic!("{how}: the next batch: {e}"));
+            same(&dag.out.read(), &reference(&nodes, 3, 7), &format!("{how}: the next batch"));
+            assert!(report.records.iter().all(|r| r.gpu == 0), "{how}: the next batch on GPU 0 alone");
+        }
+    });
+}
+
+/// A loss of GPU 1 under a run of a recorded part spread over both GPUs (in its task's
+/// command there): the run fails, every task named; GPU 1 leaves the rotation, GPU 0
+/// stays; the part's next run fails naming GPU 1, and the loop runs on GPU 0.
+#[test]
+fn a_gpu_lost_under_a_spread_recorded_run_leaves_the_rotation_and_the_other_goes_on() {
+    with_timeout(DEADLINE_S, || {
+        let nodes = layered(13, 8, 4);
+        let open = |faults: SimFaults| {
+            let backend = Backend::SimWith(SimProfile::h100().with_gpus(2).with_faults(faults));
+            let sched = Scheduler::builder().backend(backend).gpus(2).streams(4).build().unwrap();
+            let mut dag = Dag::new(&sched, nodes.len());
+            let info = &sched.gpu_info()[0];
+            dag.grid = info.sm_count * info.blocks_per_sm(BLOCK, 0);
+            let graph = sched.record(|s| dag.submit(s, &nodes, 5, 1)).unwrap();
+            assert_eq!(graph.node_gpus(), [0, 1]);
+            (sched, dag, graph)
+        };
+        // Which task runs on GPU 1 (the layout depends on the graph only).
+        let (sched, _dag, graph) = open(SimFaults::default());
+        graph.run().unwrap();
+        let report = sched.synchronize().unwrap();
+        let on_1 = report.records.iter().find(|r| r.gpu == 1).map(|r| r.task).expect("a task on GPU 1");
+        drop((graph, sched));
+        let (sched, mut dag, graph) = open(SimFaults::default().lose_gpu_on_command(on_1, 1));
+        graph.run().unwrap();
+        let Err(Error::TasksFailed { failures, report }) = sched.synchronize() else { panic!("the run fails") };
+        // The spread part's run fails, every task of it named; a part of one GPU runs.
+        let windows = &report.windows;
+        assert!(windows.iter().all(|w| w.failed == (w.gpu_count == 2)), "{windows:?}");
+        let spread: usize = windows.iter().filter(|w| w.failed).map(|w| w.tasks).sum();
+        assert!(spread > nodes.len() / 2, "{windows:?}");
+        assert_eq!(failures.len(), spread, "{failures:?}");
+        assert!(failures.iter().any(|f| f.task == on_1), "{failures:?}");
+        assert!(failures.iter().all(|f| f.message.contains("replayed window failed")), "{failures:?}");
+        let lost: Vec<usize> = report.lost_gpus.iter().map(|l| l.gpu).collect();
+        assert_eq!(lost, [1], "GPU 1 leaves, not the GPU the run was launched from");
+        assert_eq!(sched.live_gpus(), [0]);
+        graph.run().unwrap();
+        let Err(Error::TasksFailed { failures, .. }) = sched.synchronize() else { panic!("the next run fails") };
+        assert!(failures.iter().any(|f| f.message.contains("GPU 1, which this recorded part spans")), "{failures:?}");
+        dag.out.write_range(..).unwrap().fill(SENTINEL);
+        dag.submit(&sched, &nodes, 3, 7).unwrap();
+        let report = sched.synchronize().unwrap();
+        same(&dag.out.read(), &reference(&nodes, 3, 7), "the loop after the loss");
+        assert!(report.records.iter().all(|r| r.gpu == 0), "the loop on GPU 0 alone");
+    });
 }
 
 /// A spread part's tasks on the GPU it is not launched from use that GPU's guest lanes:

@@ -143,6 +143,10 @@ pub(crate) enum Reach {
     /// surfaced on a copy, or the device itself failed): the GPU leaves the rotation
     /// and its tasks move where that is safe.
     Gpu,
+    /// Another GPU than the one that issued the operation is lost: a graph spread over
+    /// GPUs had nodes there (one faulted, or the device failed). The operation fails as
+    /// a whole; the issuing GPU is fine, the other one leaves the rotation.
+    Spanned(usize),
 }
 
 impl Fault {
@@ -152,8 +156,13 @@ impl Fault {
         Fault { message: why.to_string(), reach: Reach::Task, driver: None }
     }
 
-    /// Whether the GPU is lost.
+    /// Whether the GPU that issued the operation is lost.
     pub(crate) fn loses_gpu(&self) -> bool {
+        matches!(self.reach, Reach::Gpu | Reach::GpuByTask)
+    }
+
+    /// Whether the operation failed as a whole with its GPU or another it spans lost.
+    pub(crate) fn loses_a_gpu(&self) -> bool {
         self.reach != Reach::Task
     }
 }

@@ -297,6 +297,11 @@ impl<D: Device> Dispatcher<D> {
     fn turn(&mut self, spins: &mut u32) -> Next {
         let seen = self.signal.epoch();
         let mut progress = self.detect_idle();
+        if self.lost.is_none() && !self.shared.alive[self.gpu].load(Ordering::SeqCst) {
+            // Found lost by another GPU, under a graph spread over this one (recorded
+            // in the report then).
+            self.lost = Some(("lost under a graph spread over it from another GPU".into(), self.now_ns()));
+        }
         if self.lost.is_some() {
             return Next::Stop; // `run` retires the GPU
         }
@@ -442,7 +447,10 @@ impl<D: Device> Dispatcher<D> {
                 match fault.reach {
                     // Kept for `retire`, which moves it if that is safe.
                     Reach::Gpu => self.slots[j].interrupted = true,
-                    Reach::Task | Reach::GpuByTask => self.fail_task(j, index, k, fault.message, fault.driver),
+                    // A command of one GPU spans no other: as a fault of the task.
+                    Reach::Task | Reach::GpuByTask | Reach::Spanned(_) => {
+                        self.fail_task(j, index, k, fault.message, fault.driver)
+                    }
                 }
             }
         }

@@ -273,12 +273,17 @@ impl Shared {
         self.wake_all();
     }
 
-    /// Records that `gpu` left the rotation. Its copies of resident data are gone from
-    /// now on: no fetch plans to read them.
+    /// Records that `gpu` left the rotation, once: its own dispatcher, or another whose
+    /// graph spread over it failed with it lost (its dispatcher is rung, to retire). Its
+    /// copies of resident data are gone from now on: no fetch plans to read them.
     pub(crate) fn lose_gpu(&self, lost: LostGpu) {
-        self.alive[lost.gpu].store(false, Ordering::SeqCst);
-        self.resident.gpu_lost(lost.gpu);
+        if !self.alive[lost.gpu].swap(false, Ordering::SeqCst) {
+            return;
+        }
+        let gpu = lost.gpu;
+        self.resident.gpu_lost(gpu);
         self.batch.lock().outcome.lost_gpus.push(lost);
+        self.signals[gpu].notify();
     }
 }
 

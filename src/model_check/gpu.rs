@@ -162,6 +162,11 @@ pub(super) struct ModelGpu {
     pub(super) windows: Arc<Mutex<VecDeque<bool>>>,
     /// Every window issued here fails as a whole (its tasks fail).
     pub(super) fail_windows: bool,
+    /// Every window issued here spread over another GPU fails with that GPU lost under
+    /// it (`Reach::Spanned`).
+    pub(super) lose_spanned: bool,
+    /// Per window issued and not yet polled, in order: the other GPU it spans, if any.
+    pub(super) spans: VecDeque<Option<usize>>,
 }
 
 impl Device for ModelGpu {
@@ -198,7 +203,10 @@ impl Device for ModelGpu {
     fn issue_window(&mut self, w: &crate::seam::Window) -> Result<(DriverNs, crate::backend::GraphUse), Fault> {
         assert!(self.stages.iter().all(Option::is_none), "a window issued beside commands in flight");
         let task = w.tasks.first().map_or(0, |t| t.id.0 as usize);
-        let job = Job { slot: 0, task, command: 0, stage: Stage::Kernel, window: Some(!self.fail_windows) };
+        let spanned = w.gpus.iter().map(|&g| g as usize).find(|&g| g != self.gpu);
+        self.spans.push_back(spanned);
+        let fails = self.fail_windows || (self.lose_spanned && spanned.is_some());
+        let job = Job { slot: 0, task, command: 0, stage: Stage::Kernel, window: Some(!fails) };
         self.jobs.send(job).expect("the engine outlives its GPU");
         Ok((0, crate::backend::GraphUse::Simulated))
     }
@@ -211,11 +219,17 @@ impl Device for ModelGpu {
     /// A window that ran well: every task ran, untimed inside it (as on CUDA).
     fn poll_window(&mut self) -> Option<Result<crate::backend::WindowRun, Fault>> {
         let ok = self.windows.lock().unwrap().pop_front()?;
-        Some(match ok {
-            true => {
+        let spanned = self.spans.pop_front().expect("a window issued for each completed");
+        Some(match (ok, spanned) {
+            (true, _) => {
                 Ok(crate::backend::WindowRun { span: Span { start_ns: 0, end_ns: 0 }, gpu_ns: None, tasks: Vec::new() })
             }
-            false => Err(Fault::task("the model window failed")),
+            (false, Some(g)) if self.lose_spanned => Err(Fault {
+                message: format!("the model lost GPU {g} under the window"),
+                reach: crate::backend::Reach::Spanned(g),
+                driver: None,
+            }),
+            (false, _) => Err(Fault::task("the model window failed")),
         })
     }
 

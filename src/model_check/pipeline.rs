@@ -40,6 +40,8 @@ pub(super) struct Config {
     pollers: usize,
     /// The GPUs whose model fails every replay window issued there.
     failing_windows: Vec<usize>,
+    /// Whether a window spread over GPUs fails, with a GPU it spans lost under it.
+    pub(super) lose_spanned: bool,
 }
 
 impl Config {
@@ -63,6 +65,7 @@ impl Config {
             spinners: 0,
             pollers: 0,
             failing_windows: failing,
+            lose_spanned: false,
         }
     }
 
@@ -156,7 +159,19 @@ pub(super) fn start(config: &Config) -> Machine {
         threads.push(spawn(format!("engine {gpu}"), move || engine(c, gpu, ring, rx, p, w)));
         let stages = vec![None; config.slots];
         let fail_windows = config.failing_windows.contains(&gpu);
-        let device = ModelGpu { gpu, counts: counts.clone(), jobs: tx, posted, stages, windows, fail_windows };
+        let spans = VecDeque::new();
+        let lose_spanned = config.lose_spanned;
+        let device = ModelGpu {
+            gpu,
+            counts: counts.clone(),
+            jobs: tx,
+            posted,
+            stages,
+            windows,
+            fail_windows,
+            lose_spanned,
+            spans,
+        };
         let dispatcher = Dispatcher::new(gpu, device, &runtime, shared.clone(), cpu_jobs.clone(), None);
         let dispatcher = Arc::new(crate::sync::Mutex::new(dispatcher));
         shared.windows.lend(gpu, &dispatcher);
@@ -235,6 +250,7 @@ fn shared_bus() -> Config {
         spinners: 0,
         pollers: 0,
         failing_windows: Vec::new(),
+        lose_spanned: false,
     }
 }
 
@@ -257,6 +273,7 @@ fn one_copy_engine() -> Config {
         spinners: 1,
         pollers: 0,
         failing_windows: Vec::new(),
+        lose_spanned: false,
     }
 }
 
@@ -274,6 +291,7 @@ fn three_gpus() -> Config {
         spinners: 0,
         pollers: 1,
         failing_windows: Vec::new(),
+        lose_spanned: false,
     }
 }
 
@@ -290,6 +308,7 @@ fn depth_two() -> Config {
         spinners: 2,
         pollers: 0,
         failing_windows: Vec::new(),
+        lose_spanned: false,
     }
 }
 
@@ -310,6 +329,7 @@ fn graph() -> Config {
         spinners: 1,
         pollers: 0,
         failing_windows: Vec::new(),
+        lose_spanned: false,
     }
 }
 

@@ -48,6 +48,15 @@
 //! hand edit of `start_window`, 2026-11-30) both tests deadlock in their first
 //! schedules, against 2 passed without it.
 //!
+//! A window spread over both GPUs may fail with the other GPU lost under it
+//! (`a_spread_window_failing_with_the_other_gpu_lost_*`, `Reach::Spanned`): GPU 1, not
+//! the GPU that launched it, leaves the rotation, once, while a window of its own is
+//! queued. With the old rule (the launching GPU marks itself lost, a hand edit of
+//! `end_window`, 2026-11-30) both tests FAILED in their first schedules ("GPU 1
+//! leaves, once; GPU 0 stays": left [0]), against 2 passed. The ring of GPU 1's
+//! dispatcher in `Shared::lose_gpu` is for promptness here, not liveness: with it
+//! removed the tests still pass (every path that gives GPU 1 work rings it too).
+//!
 //! A batch's last replayed tasks are freed by the thread that ends them while
 //! `synchronize` waits, which waits for that free where a buffer's handle went while
 //! tasks held it (`last_tasks_freed_*`; the mutation `no_wait_freed` below).
@@ -180,6 +189,56 @@ fn a_spread_window_queued_while_a_gpu_leaves_runs_random() {
 #[test]
 fn a_spread_window_queued_while_a_gpu_leaves_runs_pct() {
     pct(500, 3, spread_while_a_gpu_leaves);
+}
+
+/// One schedule of a batch's window spread over both GPUs (tasks 0 and 1, queued on
+/// GPU 0) that fails with GPU 1 lost under it (`Reach::Spanned`, as the sim reports a
+/// loss of a GPU a window spans), while another thread queues a window of GPU 1's own
+/// (task 2). GPU 0 records GPU 1 lost and goes on; GPU 1's dispatcher, rung, leaves the
+/// rotation: task 2 runs on GPU 1 before it leaves, or on GPU 0 (handed over, or queued
+/// there once GPU 1 is out). Tasks 0 and 1 fail with the window; `synchronize` returns.
+fn spread_window_loses_the_other_gpu() {
+    let mut config = Config::windows(Vec::new());
+    config.lose_spanned = true;
+    let machine = start(&config);
+    let shared = machine.shared.clone();
+    {
+        let mut batch = shared.batch.lock();
+        batch.outstanding += 3;
+        for t in 0..3 {
+            batch.graph.add_live(TaskId(t));
+        }
+    }
+    let mut w = window(0, 0, Vec::new());
+    let mut second = task(1, 1);
+    second.commands = vec![Command::Gpu(None)];
+    w.tasks.push(second);
+    w.preds.push(Vec::new());
+    w.lane_edges.push(None);
+    w.lanes.push(crate::memory::GUEST_LANES as u16);
+    w.gpus = vec![0, 1];
+    let queuing = shared.clone();
+    let own = super::spawn("GPU 1's window".into(), move || queuing.push_window(1, window(1, 2, Vec::new())).is_ok());
+    assert!(shared.push_window(0, w).is_ok(), "GPU 0 in the rotation");
+    assert!(own.join().expect("the queuing thread does not panic"), "a GPU in the rotation takes it");
+    let outcome = machine.finish();
+    let mut failed: Vec<u64> = outcome.failures.iter().map(|f| f.task.0).collect();
+    failed.sort_unstable();
+    assert_eq!(failed, [0, 1], "the spread window's tasks fail, task 2 runs: {:?}", outcome.failures);
+    assert!(outcome.failures.iter().all(|f| f.message.contains("lost GPU 1 under the window")));
+    let lost: Vec<usize> = outcome.lost_gpus.iter().map(|l| l.gpu).collect();
+    assert_eq!(lost, [1], "GPU 1 leaves, once; GPU 0 stays");
+    assert!(shared.alive[0].load(Ordering::SeqCst) && !shared.alive[1].load(Ordering::SeqCst));
+}
+
+#[test]
+fn a_spread_window_failing_with_the_other_gpu_lost_retires_that_gpu_random() {
+    random(1000, spread_window_loses_the_other_gpu);
+}
+
+#[test]
+fn a_spread_window_failing_with_the_other_gpu_lost_retires_that_gpu_pct() {
+    pct(500, 3, spread_window_loses_the_other_gpu);
 }
 
 /// One schedule of recorded runs: a graph of two parts (task 0 on GPU 1, task 1 on

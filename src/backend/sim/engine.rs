@@ -14,7 +14,7 @@ use crate::backend::op::{Direction, HostAt, HostBlock, HostFunc, Tag, Twin};
 use crate::backend::{Fault, Reach, Span, TaskRun, WindowRun};
 use crate::signal::Signal;
 use crossbeam_channel::Receiver;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -55,8 +55,9 @@ pub(super) enum Work {
     Window(Box<WindowJob>),
 }
 
-/// A replay window's commands as an engine takes them: each with its slot (its task's
-/// lane) and tag, in the window's order.
+/// A replay window's commands as an engine takes them: each with the GPU it runs on
+/// (the engine's, or another where the window spans GPUs) and its tag, in the window's
+/// order.
 pub(super) struct WindowJob {
     pub(super) items: Vec<(usize, Tag, Work)>,
     /// Commands per task.
@@ -95,14 +96,12 @@ pub(super) struct Engine {
     pub(super) window_done: super::WindowDone,
     pub(super) wake: Arc<Signal>,
     pub(super) epoch: Instant,
-    /// Shared by the GPU's engines and its handle.
-    pub(super) lost: Arc<AtomicBool>,
     /// When the GPU dies, if an injected death is set.
     pub(super) death: Option<Instant>,
     /// Every command takes this many times as long.
     pub(super) slow: f64,
-    /// See [`Machine::lost_once`](super::Machine::lost_once).
-    pub(super) lost_once: Arc<[AtomicBool]>,
+    /// The machine's faults fired so far (every GPU's loss, each loss's firing).
+    pub(super) fired: Arc<super::Fired>,
 }
 
 impl Engine {
@@ -159,7 +158,7 @@ impl Engine {
                 continue;
             }
             let start = Instant::now();
-            let result = self.run_job(job.work, job.tag, start, self.profile.launch_latency);
+            let result = self.run_job(job.work, job.tag, start, self.profile.launch_latency, self.gpu);
             let end = Instant::now();
             let span = Span {
                 start_ns: start.duration_since(self.epoch).as_nanos() as u64,
@@ -180,16 +179,22 @@ impl Engine {
         Ok(())
     }
 
-    fn dead(&self) -> bool {
-        self.lost.load(Ordering::SeqCst) || self.death.is_some_and(|at| Instant::now() >= at)
+    /// Whether GPU `gpu` (this one, or another a window spans) is lost, or its injected
+    /// death has come.
+    fn dead(&self, gpu: usize) -> bool {
+        let death = if gpu == self.gpu {
+            self.death
+        } else {
+            let faults = &self.profile.faults;
+            faults.death(gpu).and_then(|at| self.epoch.checked_add(clock::scale(at, self.profile.time_scale)))
+        };
+        self.fired.lost[gpu].load(Ordering::SeqCst) || death.is_some_and(|at| Instant::now() >= at)
     }
 
-    /// Runs one command with the injected faults: a lost GPU fails everything (a command
-    /// running when it dies fails too), a failing command fails its task, a crashing one
-    /// takes the GPU down.
     /// Runs a replay window: the graph's launch latency once, then each task's commands
     /// in order at the graph's node latency, a task after the failure of one it runs
-    /// after not at all. A lost GPU fails the whole window.
+    /// after not at all. A lost GPU fails the whole window: this one, or another it spans
+    /// (`Reach::Spanned`).
     fn run_window(&self, w: WindowJob) -> Result<WindowRun, Fault> {
         let start = Instant::now();
         self.hold(start, self.profile.graph_launch_latency, Held::GraphLaunch).map_err(Fault::task)?;
@@ -217,17 +222,17 @@ impl Engine {
             let mut spans = Vec::with_capacity(count);
             let mut failure = None;
             for c in 0..count {
-                let Some((_, tag, work)) = items.next() else { break };
+                let Some((on, tag, work)) = items.next() else { break };
                 if failure.is_some() {
                     continue;
                 }
                 let s0 = Instant::now();
-                match self.run_job(work, tag, s0, self.profile.graph_node_latency) {
+                match self.run_job(work, tag, s0, self.profile.graph_node_latency, on) {
                     Ok(()) => spans.push(Span {
                         start_ns: s0.duration_since(self.epoch).as_nanos() as u64,
                         end_ns: Instant::now().duration_since(self.epoch).as_nanos() as u64,
                     }),
-                    Err(fault) if fault.loses_gpu() => return Err(fault),
+                    Err(fault) if fault.loses_a_gpu() => return Err(fault),
                     Err(fault) => failure = Some(TaskRun::Failed { command: c, fault }),
                 }
             }
@@ -240,18 +245,23 @@ impl Engine {
         Ok(WindowRun { span, gpu_ns: Some(span.end_ns.saturating_sub(span.start_ns)), tasks: runs })
     }
 
-    fn run_job(&self, work: Work, tag: Tag, start: Instant, launch: Duration) -> Result<(), Fault> {
+    /// Runs one command on GPU `on` (this engine's, or another a spread window spans)
+    /// with the injected faults: a lost GPU fails everything (a command running when it
+    /// dies fails too), a failing command fails its task, a crashing one takes its GPU
+    /// down. A loss of another GPU than this engine's reaches as `Reach::Spanned`.
+    fn run_job(&self, work: Work, tag: Tag, start: Instant, launch: Duration, on: usize) -> Result<(), Fault> {
         let (task, command) = (tag.task, tag.command);
         let faults = &self.profile.faults;
-        if self.dead() {
-            self.lost.store(true, Ordering::SeqCst);
-            return Err(lost_fault(self.gpu, Reach::Gpu));
+        let reach = |own: Reach| if on == self.gpu { own } else { Reach::Spanned(on) };
+        if self.dead(on) {
+            self.fired.lost[on].store(true, Ordering::SeqCst);
+            return Err(lost_fault(on, reach(Reach::Gpu)));
         }
         if faults.crashes(task, command) {
-            self.lost.store(true, Ordering::SeqCst);
+            self.fired.lost[on].store(true, Ordering::SeqCst);
             return Err(Fault {
                 message: SimFailure::IllegalAddress { task, command }.to_string(),
-                reach: Reach::GpuByTask,
+                reach: reach(Reach::GpuByTask),
                 driver: None,
             });
         }
@@ -260,12 +270,12 @@ impl Engine {
         }
         self.work(work, start, launch).map_err(Fault::task)?;
         let losing = faults.losing.iter().position(|&(t, c)| (t, c) == (task, command));
-        if losing.is_some_and(|i| !self.lost_once[i].swap(true, Ordering::SeqCst)) {
-            self.lost.store(true, Ordering::SeqCst);
+        if losing.is_some_and(|i| !self.fired.lost_once[i].swap(true, Ordering::SeqCst)) {
+            self.fired.lost[on].store(true, Ordering::SeqCst);
         }
-        if self.dead() {
-            self.lost.store(true, Ordering::SeqCst);
-            return Err(lost_fault(self.gpu, Reach::Gpu));
+        if self.dead(on) {
+            self.fired.lost[on].store(true, Ordering::SeqCst);
+            return Err(lost_fault(on, reach(Reach::Gpu)));
         }
         Ok(())
     }

@@ -74,6 +74,18 @@ pub(super) struct WindowsState {
 
 type WindowDone = Arc<Windows>;
 
+/// What a machine's injected faults have done so far, shared by its GPUs' handles and
+/// engines.
+#[derive(Debug)]
+pub(super) struct Fired {
+    /// Per GPU: whether it is lost (an injected death, crash or loss). A window spread
+    /// over GPUs runs nodes of others on its engine, and a loss there fails it.
+    pub(super) lost: Box<[AtomicBool]>,
+    /// Per `faults.losing` entry: whether it has fired (it fires once, on whichever GPU
+    /// runs the command first, so that the moved task can complete elsewhere).
+    pub(super) lost_once: Box<[AtomicBool]>,
+}
+
 /// All simulated GPUs.
 #[derive(Debug)]
 pub(crate) struct Machine {
@@ -81,9 +93,8 @@ pub(crate) struct Machine {
     gpus: Vec<GpuInfo>,
     links: Arc<Links>,
     in_use: Vec<Arc<AtomicU64>>,
-    /// Per `faults.losing` entry: whether it has fired (it fires once, on whichever GPU
-    /// runs the command first, so that the moved task can complete elsewhere).
-    lost_once: Arc<[AtomicBool]>,
+    /// What the injected faults have done so far.
+    fired: Arc<Fired>,
     /// Errors met while freeing (only `SimFaults::fail_frees` makes any).
     cleanup: Arc<crate::report::Cleanup>,
 }
@@ -113,9 +124,12 @@ impl Machine {
             })
             .collect::<Vec<_>>();
         let in_use = gpus.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
-        let lost_once = profile.faults.losing.iter().map(|_| AtomicBool::new(false)).collect();
+        let fired = Arc::new(Fired {
+            lost: gpus.iter().map(|_| AtomicBool::new(false)).collect(),
+            lost_once: profile.faults.losing.iter().map(|_| AtomicBool::new(false)).collect(),
+        });
         let links = Arc::new(Links::new(profile.clone()));
-        Ok(Machine { links, profile, gpus, in_use, lost_once, cleanup: Default::default() })
+        Ok(Machine { links, profile, gpus, in_use, fired, cleanup: Default::default() })
     }
 
     /// Frees simulated buffers: their memory returns as they drop. Under
@@ -216,7 +230,6 @@ impl Machine {
         } else {
             &[EngineKind::Copy, EngineKind::Compute]
         };
-        let lost = Arc::new(AtomicBool::new(false));
         let window_done: WindowDone = Arc::new(Windows::default());
         // Built first, so that a failed spawn drops it: its drop ends and joins the
         // threads started so far (the sender of the kind being started drops before it).
@@ -227,7 +240,7 @@ impl Machine {
             threads: Vec::new(),
             done: done.clone(),
             window_done: window_done.clone(),
-            lost: lost.clone(),
+            fired: self.fired.clone(),
             launched: 0,
             windows_issued: 0,
             execute: self.profile.execute,
@@ -253,10 +266,9 @@ impl Machine {
                     window_done: window_done.clone(),
                     wake: wake.clone(),
                     epoch,
-                    lost: lost.clone(),
                     death,
                     slow,
-                    lost_once: self.lost_once.clone(),
+                    fired: self.fired.clone(),
                 };
                 let rx = rx.clone();
                 let name = format!("chariot-sim{gpu}-{kind:?}{w}");
@@ -281,8 +293,9 @@ pub(crate) struct Gpu {
     threads: Vec<JoinHandle<()>>,
     done: Completions,
     window_done: WindowDone,
-    /// Set when the GPU is lost (an injected death or crash): every command fails.
-    lost: Arc<AtomicBool>,
+    /// The machine's faults fired so far (`Fired::lost`: every command of a lost GPU
+    /// fails).
+    fired: Arc<Fired>,
     /// Kernels launched so far (their order on the SMs).
     launched: u64,
     /// Replay windows issued so far (each one's turn).
@@ -302,7 +315,7 @@ impl Gpu {
     /// Begins a command on slot `slot`: its operations follow ([`Gpu::op`]) and go to
     /// an engine together at [`Gpu::end`], which runs them as one command.
     pub(crate) fn begin(&mut self, slot: usize, tag: Tag) -> Result<(), Fault> {
-        if self.lost.load(Ordering::SeqCst) {
+        if self.fired.lost[self.gpu].load(Ordering::SeqCst) {
             return Err(lost_fault(self.gpu, Reach::Gpu));
         }
         self.pending = Some((slot, tag, None));
@@ -407,7 +420,7 @@ impl Gpu {
     /// memory), at the profile's graph latencies.
     #[cfg(feature = "replay")]
     pub(crate) fn issue_window<N: GraphSource>(&mut self, g: &mut GraphOp<'_, N>) -> Result<(), Fault> {
-        if self.lost.load(Ordering::SeqCst) {
+        if self.fired.lost[self.gpu].load(Ordering::SeqCst) {
             return Err(lost_fault(self.gpu, Reach::Gpu));
         }
         let mut items = Vec::with_capacity(g.source.node_count());
@@ -419,7 +432,7 @@ impl Gpu {
             let added = self.op_on(node.gpu, node.op);
             let (_, _, work) = self.pending.take().ok_or("no command begun")?;
             added?;
-            items.push((node.slot, node.tag, work.ok_or("a command without operations")?));
+            items.push((node.gpu, node.tag, work.ok_or("a command without operations")?));
             Ok::<(), Fault>(())
         })?;
         let groups = g.groups().len();

@@ -10,11 +10,11 @@
 //! GPU that leaves the rotation goes to another GPU (its tasks have not begun), or
 //! fails if none is left.
 
-use crate::backend::{Fault, GraphUse, Span, TaskRun, WindowRun};
+use crate::backend::{Fault, GraphUse, Reach, Span, TaskRun, WindowRun};
 use crate::dispatch::{Device, Dispatcher};
 use crate::ext::replay::queues::{Lender, Spent};
 use crate::ext::replay::window::Window;
-use crate::report::{CommandRecord, GraphSetup, LaunchedBy, ReplayedWindow, TaskFailure};
+use crate::report::{CommandRecord, GraphSetup, LaunchedBy, LostGpu, ReplayedWindow, TaskFailure};
 use crate::sync::Ordering;
 use crate::TaskId;
 use std::time::Instant;
@@ -242,8 +242,14 @@ impl<D: Device> Dispatcher<D> {
         // Issued behind another, it began when that one ended.
         span.start_ns = span.start_ns.max(self.windows.end_ns).min(span.end_ns);
         self.windows.end_ns = span.end_ns;
-        if let Some(f) = whole.as_ref().filter(|f| f.loses_gpu()) {
-            self.mark_lost(&f.message.clone());
+        if let Some(f) = &whole {
+            match f.reach {
+                Reach::Gpu | Reach::GpuByTask => self.mark_lost(&f.message),
+                // Another GPU the graph spans is lost: it leaves the rotation (its
+                // dispatcher is rung to retire); this one goes on.
+                Reach::Spanned(gpu) => self.shared.lose_gpu(LostGpu { gpu, at_ns: now, message: f.message.clone() }),
+                Reach::Task => {}
+            }
         }
         let failed = whole.is_some() || runs.iter().any(|r| !matches!(r, TaskRun::Ran(_)));
         // Its time on the GPU where measured there; else its span, which holds the
