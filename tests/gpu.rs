@@ -549,6 +549,18 @@ fn cuda_sticky_error_in_a_replayed_window_fails_it_cleanly() {
     });
 }
 
+/// `two` built, or `None` (saying the test skips) where there is one GPU.
+fn on_two_gpus(two: chariot::Builder) -> Option<Scheduler> {
+    match two.build() {
+        Ok(s) => Some(s),
+        Err(Error::NoSuchGpu { available: 1, .. }) => {
+            eprintln!("SKIPPED: one GPU here; this test needs two");
+            None
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
 /// A sticky error inside the per-iteration loop's window spread over two GPUs (a DAG
 /// of full-wave launches, four a level): the window fails as a whole, every task of it
 /// named with the driver's error, a GPU leaves the rotation (the driver poisons every
@@ -559,14 +571,7 @@ fn cuda_sticky_error_in_a_replayed_window_fails_it_cleanly() {
 fn cuda_sticky_error_in_a_window_spread_over_two_gpus_fails_it_cleanly() {
     isolated("cuda_sticky_error_in_a_window_spread_over_two_gpus_fails_it_cleanly", || {
         let two = Scheduler::builder().backend(Backend::Cuda).gpus(2).streams(4).execution(chariot::Execution::Replay);
-        let sched = match two.build() {
-            Ok(s) => s,
-            Err(Error::NoSuchGpu { available: 1, .. }) => {
-                eprintln!("SKIPPED: one GPU here; this test needs two");
-                return;
-            }
-            Err(e) => panic!("{e}"),
-        };
+        let Some(sched) = on_two_gpus(two) else { return };
         let info = &sched.gpu_info()[0];
         let wave = info.sm_count * info.blocks_per_sm(32, 0);
         let d = sched.alloc::<u32>(1 << 16).unwrap();
@@ -620,14 +625,7 @@ fn cuda_sticky_error_moves_tasks_to_the_other_gpu() {
         // error and each is blamed (the driver does not say whose it was); a run on two
         // H100s blamed two.
         let two = Scheduler::builder().backend(Backend::Cuda).gpus(2).streams(2).cpu_cores(4).kernel_concurrency(1);
-        let sched = match two.build() {
-            Ok(s) => s,
-            Err(Error::NoSuchGpu { available: 1, .. }) => {
-                eprintln!("SKIPPED: one GPU here; this test needs two");
-                return;
-            }
-            Err(e) => panic!("{e}"),
-        };
+        let Some(sched) = on_two_gpus(two) else { return };
         let mut input = sched.alloc_host::<u32>(24 * n).unwrap();
         input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
         let out = sched.alloc_host::<u32>(24 * n).unwrap();

@@ -299,6 +299,47 @@ fn cuda_the_loops_windows_spread_a_dag_wider_than_a_gpu_once_its_guest_lanes_are
     with_timeout(DEADLINE_S, || the_loop_spreads_a_wide_dag(Backend::Cuda));
 }
 
+/// A scheduler on two simulated GPUs with `faults`, S = 4 and `execution` (else the
+/// default), and a DAG of `tasks` full-wave launches on it.
+fn wide_dag_on_two_sim_gpus(faults: SimFaults, execution: Option<Execution>, tasks: usize) -> (Scheduler, Dag) {
+    let backend = Backend::SimWith(SimProfile::h100().with_gpus(2).with_faults(faults));
+    let builder = Scheduler::builder().backend(backend).gpus(2).streams(4);
+    let sched = match execution {
+        Some(e) => builder.execution(e),
+        None => builder,
+    }
+    .build()
+    .unwrap();
+    let mut dag = Dag::new(&sched, tasks);
+    let info = &sched.gpu_info()[0];
+    dag.grid = info.sm_count * info.blocks_per_sm(BLOCK, 0);
+    (sched, dag)
+}
+
+/// After GPU 1 was lost under a graph spread over both GPUs (of `tasks` tasks, `on_1`
+/// one of those on GPU 1), with `failures` and `report`: the spread graph failed, each
+/// of its tasks named; the graphs of one GPU ran; GPU 1, not the GPU the graph was
+/// launched from, left the rotation.
+fn lost_under_the_spread_graph(
+    sched: &Scheduler,
+    failures: &[chariot::report::TaskFailure],
+    report: &Report,
+    on_1: TaskId,
+    tasks: usize,
+    case: &str,
+) {
+    let windows = &report.windows;
+    assert!(windows.iter().all(|w| w.failed == (w.gpu_count == 2)), "{case}: {windows:?}");
+    let spread: usize = windows.iter().filter(|w| w.failed).map(|w| w.tasks).sum();
+    assert!(spread > tasks / 2, "{case}: {windows:?}");
+    assert_eq!(failures.len(), spread, "{case}: {failures:?}");
+    assert!(failures.iter().any(|f| f.task == on_1), "{case}: {failures:?}");
+    assert!(failures.iter().all(|f| f.message.contains("replayed window failed")), "{case}: {failures:?}");
+    let lost: Vec<usize> = report.lost_gpus.iter().map(|l| l.gpu).collect();
+    assert_eq!(lost, [1], "{case}: GPU 1 leaves, not the GPU the graph was launched from");
+    assert_eq!(sched.live_gpus(), [0], "{case}");
+}
+
 /// A loss of GPU 1 under the per-iteration loop's window spread over both GPUs, in a
 /// command of one of its tasks there (`how`: the GPU lost under it, or its kernel
 /// crashing): the window fails as a whole and every task of it is named, GPU 1 leaves
@@ -310,15 +351,7 @@ fn a_gpu_lost_under_the_loops_spread_window_leaves_the_rotation_and_the_other_go
     const SECOND: u64 = 1000;
     with_timeout(DEADLINE_S, || {
         let nodes = layered(13, 8, 4);
-        let open = |faults: SimFaults| {
-            let backend = Backend::SimWith(SimProfile::h100().with_gpus(2).with_faults(faults));
-            let sched = Scheduler::builder().backend(backend).gpus(2).streams(4).execution(Execution::Replay).build();
-            let sched = sched.unwrap();
-            let mut dag = Dag::new(&sched, nodes.len());
-            let info = &sched.gpu_info()[0];
-            dag.grid = info.sm_count * info.blocks_per_sm(BLOCK, 0);
-            (sched, dag)
-        };
+        let open = |faults| wide_dag_on_two_sim_gpus(faults, Some(Execution::Replay), nodes.len());
         let batch = |sched: &Scheduler, dag: &mut Dag, first: u64| {
             dag.out.write_range(..).unwrap().fill(SENTINEL);
             dag.submit_from(sched, &nodes, 3, 7, first).unwrap();
@@ -341,17 +374,7 @@ fn a_gpu_lost_under_the_loops_spread_window_leaves_the_rotation_and_the_other_go
             let Err(Error::TasksFailed { failures, report }) = batch(&sched, &mut dag, SECOND) else {
                 panic!("{how}: the spread window fails")
             };
-            // The spread window fails, every task of it named; the windows of one GPU run.
-            let windows = &report.windows;
-            assert!(windows.iter().all(|w| w.failed == (w.gpu_count == 2)), "{how}: {windows:?}");
-            let spread: usize = windows.iter().filter(|w| w.failed).map(|w| w.tasks).sum();
-            assert!(spread > nodes.len() / 2, "{how}: {windows:?}");
-            assert_eq!(failures.len(), spread, "{how}: {failures:?}");
-            assert!(failures.iter().any(|f| f.task == on_1), "{how}: {failures:?}");
-            assert!(failures.iter().all(|f| f.message.contains("replayed window failed")), "{how}: {failures:?}");
-            let lost: Vec<usize> = report.lost_gpus.iter().map(|l| l.gpu).collect();
-            assert_eq!(lost, [1], "{how}: GPU 1 leaves, not the GPU the window was launched from");
-            assert_eq!(sched.live_gpus(), [0], "{how}");
+            lost_under_the_spread_graph(&sched, &failures, &report, on_1, nodes.len(), how);
             let report = batch(&sched, &mut dag, 0).unwrap_or_else(|e| panic!("{how}: the next batch: {e}"));
             same(&dag.out.read(), &reference(&nodes, 3, 7), &format!("{how}: the next batch"));
             assert!(report.records.iter().all(|r| r.gpu == 0), "{how}: the next batch on GPU 0 alone");
@@ -366,12 +389,8 @@ fn a_gpu_lost_under_the_loops_spread_window_leaves_the_rotation_and_the_other_go
 fn a_gpu_lost_under_a_spread_recorded_run_leaves_the_rotation_and_the_other_goes_on() {
     with_timeout(DEADLINE_S, || {
         let nodes = layered(13, 8, 4);
-        let open = |faults: SimFaults| {
-            let backend = Backend::SimWith(SimProfile::h100().with_gpus(2).with_faults(faults));
-            let sched = Scheduler::builder().backend(backend).gpus(2).streams(4).build().unwrap();
-            let mut dag = Dag::new(&sched, nodes.len());
-            let info = &sched.gpu_info()[0];
-            dag.grid = info.sm_count * info.blocks_per_sm(BLOCK, 0);
+        let open = |faults| {
+            let (sched, dag) = wide_dag_on_two_sim_gpus(faults, None, nodes.len());
             let graph = sched.record(|s| dag.submit(s, &nodes, 5, 1)).unwrap();
             assert_eq!(graph.node_gpus(), [0, 1]);
             (sched, dag, graph)
@@ -385,17 +404,7 @@ fn a_gpu_lost_under_a_spread_recorded_run_leaves_the_rotation_and_the_other_goes
         let (sched, mut dag, graph) = open(SimFaults::default().lose_gpu_on_command(on_1, 1));
         graph.run().unwrap();
         let Err(Error::TasksFailed { failures, report }) = sched.synchronize() else { panic!("the run fails") };
-        // The spread part's run fails, every task of it named; a part of one GPU runs.
-        let windows = &report.windows;
-        assert!(windows.iter().all(|w| w.failed == (w.gpu_count == 2)), "{windows:?}");
-        let spread: usize = windows.iter().filter(|w| w.failed).map(|w| w.tasks).sum();
-        assert!(spread > nodes.len() / 2, "{windows:?}");
-        assert_eq!(failures.len(), spread, "{failures:?}");
-        assert!(failures.iter().any(|f| f.task == on_1), "{failures:?}");
-        assert!(failures.iter().all(|f| f.message.contains("replayed window failed")), "{failures:?}");
-        let lost: Vec<usize> = report.lost_gpus.iter().map(|l| l.gpu).collect();
-        assert_eq!(lost, [1], "GPU 1 leaves, not the GPU the run was launched from");
-        assert_eq!(sched.live_gpus(), [0]);
+        lost_under_the_spread_graph(&sched, &failures, &report, on_1, nodes.len(), "a recorded run");
         graph.run().unwrap();
         let Err(Error::TasksFailed { failures, .. }) = sched.synchronize() else { panic!("the next run fails") };
         assert!(failures.iter().any(|f| f.message.contains("GPU 1, which this recorded part spans")), "{failures:?}");
@@ -492,11 +501,7 @@ fn a_spread_part_fails_its_runs_once_a_gpu_it_spans_is_lost() {
     with_timeout(DEADLINE_S, || {
         let nodes = layered(13, 8, 4);
         let faults = SimFaults::default().lose_gpu_on_command(TaskId(2000), 2);
-        let backend = Backend::SimWith(SimProfile::h100().with_gpus(2).with_faults(faults));
-        let sched = Scheduler::builder().backend(backend).gpus(2).streams(4).build().unwrap();
-        let mut dag = Dag::new(&sched, nodes.len());
-        let info = &sched.gpu_info()[0];
-        dag.grid = info.sm_count * info.blocks_per_sm(BLOCK, 0);
+        let (sched, dag) = wide_dag_on_two_sim_gpus(faults, None, nodes.len());
         let graph = sched.record(|s| dag.submit(s, &nodes, 5, 1)).unwrap();
         assert_eq!(graph.node_gpus(), [0, 1]);
         graph.run().unwrap();

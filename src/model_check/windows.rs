@@ -147,6 +147,20 @@ fn windows_emptied_by_a_failure_pct() {
     pct(500, 3, || hand_off(true));
 }
 
+/// A batch's window spread over both GPUs: task 0 on GPU 0's lane 0, task 1 on GPU 1's
+/// first guest lane.
+fn spread_window() -> Box<Window> {
+    let mut w = window(0, 0, Vec::new());
+    let mut second = task(1, 1);
+    second.commands = vec![Command::Gpu(None)];
+    w.tasks.push(second);
+    w.preds.push(Vec::new());
+    w.lane_edges.push(None);
+    w.lanes.push(crate::memory::GUEST_LANES as u16);
+    w.gpus = vec![0, 1];
+    w
+}
+
 /// One schedule of a batch's window spread over both GPUs (task 0 on GPU 0, task 1 on
 /// GPU 1's guest lane), queued on GPU 0 while another thread takes GPU 1 out of the
 /// rotation (its `alive` flag, which a loss clears): GPU 0 launches it over both (it saw
@@ -161,14 +175,7 @@ fn spread_while_a_gpu_leaves() {
         batch.graph.add_live(TaskId(0));
         batch.graph.add_live(TaskId(1));
     }
-    let mut w = window(0, 0, Vec::new());
-    let mut second = task(1, 1);
-    second.commands = vec![Command::Gpu(None)];
-    w.tasks.push(second);
-    w.preds.push(Vec::new());
-    w.lane_edges.push(None);
-    w.lanes.push(crate::memory::GUEST_LANES as u16);
-    w.gpus = vec![0, 1];
+    let w = spread_window();
     let leaving = shared.clone();
     let leaver = super::spawn("GPU 1 leaving".into(), move || leaving.alive[1].store(false, Ordering::SeqCst));
     assert!(shared.push_window(0, w).is_ok(), "GPU 0 in the rotation");
@@ -209,14 +216,7 @@ fn spread_window_loses_the_other_gpu() {
             batch.graph.add_live(TaskId(t));
         }
     }
-    let mut w = window(0, 0, Vec::new());
-    let mut second = task(1, 1);
-    second.commands = vec![Command::Gpu(None)];
-    w.tasks.push(second);
-    w.preds.push(Vec::new());
-    w.lane_edges.push(None);
-    w.lanes.push(crate::memory::GUEST_LANES as u16);
-    w.gpus = vec![0, 1];
+    let w = spread_window();
     let queuing = shared.clone();
     let own = super::spawn("GPU 1's window".into(), move || queuing.push_window(1, window(1, 2, Vec::new())).is_ok());
     assert!(shared.push_window(0, w).is_ok(), "GPU 0 in the rotation");
