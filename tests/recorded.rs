@@ -316,15 +316,16 @@ fn wide_dag_on_two_sim_gpus(faults: SimFaults, execution: Option<Execution>, tas
     (sched, dag)
 }
 
-/// After GPU 1 was lost under a graph spread over both GPUs (of `tasks` tasks, `on_1`
-/// one of those on GPU 1), with `failures` and `report`: the spread graph failed, each
-/// of its tasks named; the graphs of one GPU ran; GPU 1, not the GPU the graph was
-/// launched from, left the rotation.
+/// After GPU `lost` was lost under a graph spread over both GPUs (of `tasks` tasks, in
+/// a command of `culprit`'s), with `failures` and `report`: the spread graph failed,
+/// each of its tasks named; the graphs of one GPU ran; GPU `lost` left the rotation and
+/// the other stayed.
 fn lost_under_the_spread_graph(
     sched: &Scheduler,
     failures: &[chariot::report::TaskFailure],
     report: &Report,
-    on_1: TaskId,
+    culprit: TaskId,
+    lost: usize,
     tasks: usize,
     case: &str,
 ) {
@@ -333,11 +334,11 @@ fn lost_under_the_spread_graph(
     let spread: usize = windows.iter().filter(|w| w.failed).map(|w| w.tasks).sum();
     assert!(spread > tasks / 2, "{case}: {windows:?}");
     assert_eq!(failures.len(), spread, "{case}: {failures:?}");
-    assert!(failures.iter().any(|f| f.task == on_1), "{case}: {failures:?}");
+    assert!(failures.iter().any(|f| f.task == culprit), "{case}: {failures:?}");
     assert!(failures.iter().all(|f| f.message.contains("replayed window failed")), "{case}: {failures:?}");
-    let lost: Vec<usize> = report.lost_gpus.iter().map(|l| l.gpu).collect();
-    assert_eq!(lost, [1], "{case}: GPU 1 leaves, not the GPU the graph was launched from");
-    assert_eq!(sched.live_gpus(), [0], "{case}");
+    let gone: Vec<usize> = report.lost_gpus.iter().map(|l| l.gpu).collect();
+    assert_eq!(gone, [lost], "{case}: GPU {lost} leaves, the other stays");
+    assert_eq!(sched.live_gpus(), [1 - lost], "{case}");
 }
 
 /// A loss of GPU 1 under the per-iteration loop's window spread over both GPUs, in a
@@ -363,21 +364,33 @@ fn a_gpu_lost_under_the_loops_spread_window_leaves_the_rotation_and_the_other_go
         batch(&sched, &mut dag, 0).unwrap();
         let report = batch(&sched, &mut dag, SECOND).unwrap();
         assert_eq!(report.windows.iter().map(|w| w.gpu_count).max(), Some(2), "{:?}", report.windows);
-        let on_1 = report.records.iter().find(|r| r.gpu == 1).map(|r| r.task).expect("a task on GPU 1");
+        let gpu_of = |t: usize| report.records.iter().find(|r| r.task.0 == SECOND + t as u64).map(|r| r.gpu as usize);
+        let k = (0..nodes.len()).find(|&t| gpu_of(t) == Some(1)).expect("a task on GPU 1");
+        // A task of GPU 0 with an edge: in the spread part (the others are tasks alone).
+        let linked = |t: usize| {
+            let n = &nodes[t];
+            n.source.is_some()
+                || !n.after.is_empty()
+                || nodes.iter().any(|m| m.source == Some(t) || m.after.contains(&t))
+        };
+        let j = (0..nodes.len()).find(|&t| gpu_of(t) == Some(0) && linked(t)).expect("a task of the part on GPU 0");
+        let (on_1, on_0) = (TaskId(SECOND + k as u64), TaskId(SECOND + j as u64));
         drop((sched, dag));
-        for (how, faults) in [
-            ("lost under it", SimFaults::default().lose_gpu_on_command(on_1, 1)),
-            ("its kernel crashing", SimFaults::default().crash_on_command(on_1, 1)),
+        for (how, faults, culprit, lost) in [
+            ("GPU 1 lost under it", SimFaults::default().lose_gpu_on_command(on_1, 1), on_1, 1),
+            ("a kernel of GPU 1 crashing", SimFaults::default().crash_on_command(on_1, 1), on_1, 1),
+            // The sim's GPUs fail alone (no driver poisoning every context).
+            ("a kernel of GPU 0 crashing", SimFaults::default().crash_on_command(on_0, 1), on_0, 0),
         ] {
             let (sched, mut dag) = open(faults);
             batch(&sched, &mut dag, 0).unwrap();
             let Err(Error::TasksFailed { failures, report }) = batch(&sched, &mut dag, SECOND) else {
                 panic!("{how}: the spread window fails")
             };
-            lost_under_the_spread_graph(&sched, &failures, &report, on_1, nodes.len(), how);
+            lost_under_the_spread_graph(&sched, &failures, &report, culprit, lost, nodes.len(), how);
             let report = batch(&sched, &mut dag, 0).unwrap_or_else(|e| panic!("{how}: the next batch: {e}"));
             same(&dag.out.read(), &reference(&nodes, 3, 7), &format!("{how}: the next batch"));
-            assert!(report.records.iter().all(|r| r.gpu == 0), "{how}: the next batch on GPU 0 alone");
+            assert!(report.records.iter().all(|r| r.gpu as usize == 1 - lost), "{how}: the next batch on one GPU");
         }
     });
 }
@@ -404,7 +417,7 @@ fn a_gpu_lost_under_a_spread_recorded_run_leaves_the_rotation_and_the_other_goes
         let (sched, mut dag, graph) = open(SimFaults::default().lose_gpu_on_command(on_1, 1));
         graph.run().unwrap();
         let Err(Error::TasksFailed { failures, report }) = sched.synchronize() else { panic!("the run fails") };
-        lost_under_the_spread_graph(&sched, &failures, &report, on_1, nodes.len(), "a recorded run");
+        lost_under_the_spread_graph(&sched, &failures, &report, on_1, 1, nodes.len(), "a recorded run");
         graph.run().unwrap();
         let Err(Error::TasksFailed { failures, .. }) = sched.synchronize() else { panic!("the next run fails") };
         assert!(failures.iter().any(|f| f.message.contains("GPU 1, which this recorded part spans")), "{failures:?}");

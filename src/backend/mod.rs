@@ -582,6 +582,16 @@ impl Gpu {
         }
     }
 
+    /// Whether GPU `gpu` (another than this one, which a graph of this one spans) is
+    /// lost: its context poisoned (CUDA), or a fault fired there (sim).
+    #[cfg(feature = "replay")]
+    pub(crate) fn other_gpu_lost(&self, gpu: usize) -> bool {
+        match self {
+            Gpu::Cuda(g) => g.other_gpu_lost(gpu),
+            Gpu::Sim(g) => g.gpu_lost(gpu),
+        }
+    }
+
     /// Whether the first window in flight completed, and how it ran.
     pub(crate) fn poll_window(&mut self) -> Option<Result<WindowRun, Fault>> {
         match self {

@@ -59,6 +59,11 @@ pub(crate) trait Device: Send {
     /// Whether the first window in flight completed, and how it ran.
     fn poll_window(&mut self) -> Option<Result<WindowRun, Fault>>;
 
+    /// Whether GPU `gpu`, another than this one that a window of this one spans, is
+    /// lost (asked once such a window failed with a GPU lost).
+    #[cfg(feature = "replay")]
+    fn other_gpu_lost(&self, gpu: usize) -> bool;
+
     /// Waits until nothing issued on this GPU still runs (before a dying dispatcher
     /// gives back what its commands use).
     fn quiesce(&self);
@@ -148,6 +153,11 @@ impl Device for Gpu {
     fn can_issue_window(&self, w: &Window) -> bool {
         let device = w.recorded.as_ref().map_or(w.device, |p| p.next_way() == Way::Device);
         Gpu::can_issue_window(self, device)
+    }
+
+    #[cfg(feature = "replay")]
+    fn other_gpu_lost(&self, gpu: usize) -> bool {
+        Gpu::other_gpu_lost(self, gpu)
     }
 
     fn quiesce(&self) {

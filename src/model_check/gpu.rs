@@ -238,6 +238,11 @@ impl Device for ModelGpu {
         true
     }
 
+    #[cfg(feature = "replay")]
+    fn other_gpu_lost(&self, _gpu: usize) -> bool {
+        false
+    }
+
     fn quiesce(&self) {}
 
     fn polls(&self) -> bool {

@@ -197,6 +197,19 @@ impl Context {
         // this value drops.
         unsafe { driver::ctx_set_current(self.ctx) }.map_err(|e| failed("cuCtxSetCurrent", e))
     }
+
+    /// Whether a sticky error has poisoned this context, asked from a thread whose
+    /// current context is `home`, current again after. The question is a memory query,
+    /// which waits for none of the GPU's work.
+    #[cfg(feature = "replay")]
+    pub(crate) fn lost_seen_from(&self, home: &Context) -> bool {
+        let lost = self.bind().is_ok()
+            && driver::mem_get_info().is_err_and(|e| super::gpu::reach(e, false) != crate::backend::Reach::Task);
+        // A home that cannot be made current again fails the caller's next call, which
+        // takes its GPU out of the rotation: nothing to add here.
+        let _ = home.bind();
+        lost
+    }
 }
 
 impl Drop for Context {

@@ -376,6 +376,13 @@ impl Gpu {
         Ok(())
     }
 
+    /// Whether GPU `gpu`'s context (one a window of this GPU spans) is poisoned by a
+    /// sticky error.
+    #[cfg(feature = "replay")]
+    pub(crate) fn other_gpu_lost(&self, gpu: usize) -> bool {
+        self.contexts.get(gpu).is_some_and(|c| c.lost_seen_from(&self.ctx))
+    }
+
     /// Whether a window (`device`: run on the device) may be issued behind the
     /// windows in flight: not a device-side run with another window in flight (the
     /// executor's image is one per GPU), nor any window behind a device-side run.

@@ -312,6 +312,12 @@ impl Gpu {
         self.gpu
     }
 
+    /// Whether GPU `gpu` of the machine is lost (a fault fired there).
+    #[cfg(feature = "replay")]
+    pub(crate) fn gpu_lost(&self, gpu: usize) -> bool {
+        self.fired.lost.get(gpu).is_some_and(|l| l.load(Ordering::SeqCst))
+    }
+
     /// Begins a command on slot `slot`: its operations follow ([`Gpu::op`]) and go to
     /// an engine together at [`Gpu::end`], which runs them as one command.
     pub(crate) fn begin(&mut self, slot: usize, tag: Tag) -> Result<(), Fault> {

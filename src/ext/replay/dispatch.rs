@@ -250,6 +250,18 @@ impl<D: Device> Dispatcher<D> {
                 Reach::Spanned(gpu) => self.shared.lose_gpu(LostGpu { gpu, at_ns: now, message: f.message.clone() }),
                 Reach::Task => {}
             }
+            // One lost context may take others with it (driver 580 poisons every
+            // context of the process on a sticky error): the other GPUs the graph spans
+            // whose contexts are lost leave now, not at their next command.
+            if f.loses_a_gpu() {
+                let spans = window.recorded.as_ref().map_or_else(|| window.spans(self.gpu), |p| p.spans.clone());
+                for g in spans.into_iter().filter(|&g| g != self.gpu) {
+                    if self.device.other_gpu_lost(g) {
+                        let message = format!("lost with a graph spread over it from GPU {}: {}", self.gpu, f.message);
+                        self.shared.lose_gpu(LostGpu { gpu: g, at_ns: now, message });
+                    }
+                }
+            }
         }
         let failed = whole.is_some() || runs.iter().any(|r| !matches!(r, TaskRun::Ran(_)));
         // Its time on the GPU where measured there; else its span, which holds the
