@@ -13,11 +13,15 @@
 //!   each of the others (about a quarter of theirs);
 //! * a failing rank (rank 1's GPU dies mid-batch): its tasks fail, and every rank's
 //!   `synchronize` names them with the rank; the others run the rest; nothing hangs;
-//! * chains (`after`): a task runs on the rank of the task it names; every task once.
+//! * chains (`after`): a task runs on the rank of the task it names; every task once;
+//! * bad input: a second `Cluster::init` or scheduler in the stream, differing loops,
+//!   refused submits (alike on every rank; the batch goes on), `gather` in a callback
+//!   and of a buffer whose length differs between ranks.
 //!
 //! Not a libtest harness (`harness = false`): each rank is one process running `main`.
 //! A watchdog ends the process after two minutes rather than let CI hang.
 
+use chariot::callback::Resource;
 use chariot::cluster::Cluster;
 use chariot::sim::{SimFaults, SimProfile};
 use chariot::{Arg, Backend, Error, Kernel, Param, Scheduler, TaskId};
@@ -241,7 +245,8 @@ fn main() {
     // Bad input. MPI once per process; one scheduler of a process in the stream at a
     // time; ranks whose loops differ get `Error::Cluster` on every rank, and go on.
     assert!(matches!(Cluster::init(), Err(Error::Cluster { .. })), "a second Cluster::init is refused");
-    let s = Scheduler::builder().backend(Backend::Sim).cluster(&cluster).build().expect("scheduler");
+    let s =
+        std::sync::Arc::new(Scheduler::builder().backend(Backend::Sim).cluster(&cluster).build().expect("scheduler"));
     let second = Scheduler::builder().backend(Backend::Sim).cluster(&cluster).build();
     assert!(matches!(second, Err(Error::Cluster { .. })), "a second scheduler in the stream is refused");
     let mut h = s.alloc_host::<u32>(4).expect("host");
@@ -262,6 +267,51 @@ fn main() {
     }
     s.task(9, 1).callback_writing(&h, 0..1, |_, _| Ok(())).submit().expect("submit");
     s.synchronize().expect("the scheduler goes on");
+
+    // Bad submits: every rank sees every submit, so every rank refuses the same ones
+    // with the same error, and the batch goes on.
+    let ok = |_: &chariot::callback::CallInfo| Ok(());
+    s.task(20, 1).callback(Resource::Cpu, ok).submit().expect("submit");
+    let dup = s.task(20, 1).callback(Resource::Cpu, ok).submit();
+    assert!(matches!(dup, Err(Error::DuplicateTask { task: TaskId(20) })), "rank {rank}: {dup:?}");
+    let cycle = s.task(21, 1).after(TaskId(21)).callback(Resource::Cpu, ok).submit();
+    assert!(matches!(cycle, Err(Error::DependencyCycle { task: TaskId(21) })), "rank {rank}: {cycle:?}");
+    let unknown = s.task(22, 1).after(TaskId(99)).callback(Resource::Cpu, ok).submit();
+    let named = matches!(unknown, Err(Error::UnknownDependency { task: TaskId(22), dependency: TaskId(99) }));
+    assert!(named, "rank {rank}: {unknown:?}");
+    s.task(23, 1).after(TaskId(20)).callback(Resource::Cpu, ok).submit().expect("submit");
+    s.synchronize().unwrap_or_else(|e| panic!("rank {rank}: the batch after refused submits: {e}"));
+
+    // gather in a callback is refused on the rank that runs it (the others run none).
+    let (tx, rx) = std::sync::mpsc::channel();
+    let inner = s.clone();
+    let mut spare = s.alloc_host::<u32>(4).expect("host");
+    s.task(30, 1)
+        .callback(Resource::Cpu, move |_| {
+            let mut b = inner.alloc_host::<u32>(1)?;
+            let _ = tx.send(inner.gather(&mut b));
+            Ok(())
+        })
+        .submit()
+        .expect("submit");
+    s.synchronize().expect("the callback's task ends well");
+    let here: Vec<u64> = match rx.try_recv() {
+        Ok(Err(Error::WaitInCallback { task: TaskId(30), .. })) => vec![1],
+        Ok(other) => panic!("rank {rank}: gather in a callback gave {other:?}"),
+        Err(_) => vec![],
+    };
+    let ran: usize = all_lists(&here).iter().map(Vec::len).sum();
+    assert_eq!(ran, 1, "the callback ran on one rank");
+    // gather of a buffer whose length differs between ranks: rank 0 names both lengths.
+    let mut odd = s.alloc_host::<u32>(if rank == 1 { 5 } else { 4 }).expect("host");
+    match (rank, s.gather(&mut odd)) {
+        (0, Err(Error::Cluster { message, .. })) => {
+            assert!(message.contains("holds 16 bytes here and 20 bytes on rank 1"), "{message}")
+        }
+        (0, other) => panic!("rank 0: a length that differs on rank 1 must be Error::Cluster, got {other:?}"),
+        (_, other) => assert!(other.is_ok(), "rank {rank}: {other:?}"),
+    }
+    s.gather(&mut spare).expect("a buffer of one length on every rank");
     if rank == 0 {
         println!("mpi: ok");
     }

@@ -274,10 +274,9 @@ impl RankShare {
                 return Err(Error::Cluster {
                     rank: Some(rank),
                     message: format!(
-                        "gather: host buffer {} holds {len} bytes here and {:?} on rank {r}: every rank must \
+                        "gather: host buffer {id} holds {len} bytes here and {} on rank {r}: every rank must \
                          allocate the same buffers in the same order",
-                        id,
-                        word(p, 0)
+                        word(p, 0).map_or_else(|| "no length".to_string(), |w| format!("{w} bytes")),
                     ),
                 });
             }
