@@ -156,10 +156,8 @@ impl Scheduler {
             })?)),
             _ => None,
         };
-        if matches!(&*machine, Machine::Cuda(_)) && config.device_timing && !crate::backend::cuda::times_events() {
-            let allowed = "false here: the CUDA driver library lacks cuEventElapsedTime_v2 (CUDA 12.8 or newer)";
-            return Err(Error::InvalidConfig { name: "device_timing", value: "true".into(), allowed: allowed.into() });
-        }
+        let cuda = matches!(&*machine, Machine::Cuda(_));
+        device_timing_here(config.device_timing, cuda && !crate::backend::cuda::times_events())?;
         // Open every GPU before starting any thread: a failure here leaves nothing running.
         let mut gpus = Vec::with_capacity(d);
         for (g, signal) in signals.iter().enumerate() {
@@ -733,6 +731,16 @@ impl std::fmt::Debug for Scheduler {
             .field("thresholds", &self.config.thresholds)
             .finish()
     }
+}
+
+/// `device_timing(asked)`, on a backend that cannot time a pair of events
+/// (`untimed`: a CUDA driver without `cuEventElapsedTime_v2`): refused there, by name.
+fn device_timing_here(asked: bool, untimed: bool) -> Result<()> {
+    if asked && untimed {
+        let allowed = "false here: the CUDA driver library lacks cuEventElapsedTime_v2 (CUDA 12.8 or newer)";
+        return Err(Error::InvalidConfig { name: "device_timing", value: "true".into(), allowed: allowed.into() });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

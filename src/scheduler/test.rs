@@ -155,3 +155,20 @@ fn a_2d_write_with_gaps_reads_the_pieces_of_its_span() {
     let uses = resident_uses(&s.shared, TaskId(2), vec![dense], &mut preds);
     assert_eq!((uses[0].read.clone(), uses[0].write.clone()), (vec![], vec![0, 1]));
 }
+
+/// `device_timing(true)` is refused, by name, where the driver cannot time a pair of
+/// events (no driver here lacks the function, so the scheduler's build cannot be shown
+/// refusing it); asked for nowhere else, or not asked for, it passes.
+#[test]
+fn device_timing_is_refused_where_events_cannot_be_timed() {
+    let Err(Error::InvalidConfig { name, value, allowed }) = device_timing_here(true, true) else {
+        panic!("refused where events cannot be timed")
+    };
+    assert_eq!((name, value.as_str()), ("device_timing", "true"));
+    assert!(allowed.contains("cuEventElapsedTime_v2"), "{allowed}");
+    assert!(device_timing_here(true, false).is_ok());
+    assert!(device_timing_here(false, true).is_ok());
+    // The sim times every window, so it never refuses.
+    let timed = Scheduler::builder().backend(Backend::SimWith(SimProfile::instant())).device_timing(true).build();
+    assert!(timed.is_ok(), "{:?}", timed.err());
+}
