@@ -293,10 +293,7 @@ fn the_loops_windows_spread_a_dag_wider_than_a_gpu_once_its_guest_lanes_are_made
 #[test]
 #[ignore = "needs two CUDA GPUs"]
 fn cuda_the_loops_windows_spread_a_dag_wider_than_a_gpu_once_its_guest_lanes_are_made() {
-    if fewer_than_two_gpus() {
-        return;
-    }
-    with_timeout(DEADLINE_S, || the_loop_spreads_a_wide_dag(Backend::Cuda));
+    on_two_cuda_gpus(the_loop_spreads_a_wide_dag);
 }
 
 /// A scheduler on two simulated GPUs with `faults`, S = 4 and `execution` (else the
@@ -492,19 +489,18 @@ fn a_spread_part_shares_no_copy_with_work_placed_on_the_gpus_it_spans() {
 #[test]
 #[ignore = "needs two CUDA GPUs"]
 fn cuda_a_spread_part_shares_no_copy_with_work_placed_on_the_gpus_it_spans() {
-    if fewer_than_two_gpus() {
-        return;
-    }
-    with_timeout(DEADLINE_S, || spread_beside_placed_work(Backend::Cuda));
+    on_two_cuda_gpus(spread_beside_placed_work);
 }
 
-/// Whether this machine has fewer than two CUDA GPUs (saying the test skips).
-fn fewer_than_two_gpus() -> bool {
+/// Runs `body` on CUDA within the deadline where this machine has two CUDA GPUs; else
+/// says the test skips.
+fn on_two_cuda_gpus(body: fn(Backend)) {
     let gpus = Backend::cuda_devices().unwrap_or(0);
     if gpus < 2 {
         eprintln!("SKIPPED: {gpus} CUDA GPU(s) here; this test needs two");
+        return;
     }
-    gpus < 2
+    with_timeout(DEADLINE_S, move || body(Backend::Cuda));
 }
 
 /// A spread part's runs fail, naming the GPU, once a GPU it spans is lost (its nodes
@@ -558,10 +554,7 @@ fn a_dag_wider_than_a_gpu_spreads_over_both_in_one_graph_and_matches_the_loop() 
 #[test]
 #[ignore = "needs two CUDA GPUs"]
 fn cuda_a_dag_wider_than_a_gpu_spreads_over_both_in_one_graph_and_matches_the_loop() {
-    if fewer_than_two_gpus() {
-        return;
-    }
-    with_timeout(DEADLINE_S, || wide_dag_spreads(Backend::Cuda));
+    on_two_cuda_gpus(wide_dag_spreads);
 }
 
 #[test]
