@@ -26,7 +26,11 @@
 //!   is a deadlock, which shuttle reports as a failure;
 //! * (`graph`, task graphs) a task's first command starts only once every command of each
 //!   task it runs after has ended; waiting tasks reach Q from `Shared::end_task` on the
-//!   dispatchers' threads while the main thread submits.
+//!   dispatchers' threads while the main thread submits;
+//! * (`frees`, device memory) a buffer whose last handle goes while the batch runs, on
+//!   the user's thread or a dispatcher's, is freed exactly once: at once where no task
+//!   is in flight (the graveyard asks the batch), else at the batch's end, and a buffer
+//!   tasks name only after their commands ended.
 //!
 //! Beside that, `stage_protocol` drives P_k alone (request, park on `Wait`, release),
 //! where every request may be followed by a park, and `buffer_order` checks Q's order

@@ -73,12 +73,24 @@ fn reference(nodes: &[Node]) -> Vec<u32> {
 
 /// Submits the DAG (download, `k`: affine, readback per task) and synchronizes.
 fn run(sched: &Scheduler, k: &KernelHandle, nodes: &[Node]) -> (Vec<u32>, Report) {
+    let (d_in, d_out) = (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
+    run_through(sched, k, nodes, &d_in, &d_out)
+}
+
+/// [`run`] through device buffers the caller keeps (its host buffers made anew).
+fn run_through(
+    sched: &Scheduler,
+    k: &KernelHandle,
+    nodes: &[Node],
+    d_in: &DeviceBuffer<u32>,
+    d_out: &DeviceBuffer<u32>,
+) -> (Vec<u32>, Report) {
     let count = nodes.len();
     let mut input = sched.alloc_host::<u32>(count * N).unwrap();
     input.write().iter_mut().enumerate().for_each(|(i, x)| *x = gen(i));
     let mut out = sched.alloc_host::<u32>(count * N).unwrap();
     out.write().fill(SENTINEL);
-    let (d_in, d_out) = (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
+    let (d_in, d_out) = (d_in.clone(), d_out.clone());
     for (i, node) in nodes.iter().enumerate() {
         let t = sched.task(i as u64, node.granularity).after_all(node.after.iter().map(|&p| TaskId(p as u64)));
         let t = match node.source {
@@ -1117,6 +1129,43 @@ fn windows_of_long_tasks_take_lanes_past_s_where_the_copies_are_small() {
             assert_eq!(said, [false, false, false, wants, wants, wants], "{case}: lanes {lanes:?}");
             assert!(lanes[..4].iter().all(|&l| l <= streams), "{case}: lanes {lanes:?}");
             assert!(lanes[4..].iter().all(|&l| (l > streams) == wide), "{case}: lanes {lanes:?}");
+        }
+    });
+}
+
+/// A kept graph whose memory was freed since its copy nodes were set sets them again
+/// before it launches: the driver gives a freed address to the next allocation, and a
+/// copy node set before the free (same address, other allocation) crashed
+/// `cuGraphLaunch` on driver 580. Here the device buffers stay and the host buffers are
+/// made anew each round (freed at its end, their addresses likely the next round's),
+/// then both are made anew each round: every round gives the CPU reference's outputs,
+/// and every round after the first sets nodes of the graph the first built.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_a_kept_graph_sets_its_copies_again_after_memory_is_freed() {
+    let _serial = serial();
+    with_timeout(DEADLINE_S, || {
+        let sched = Scheduler::builder()
+            .backend(Backend::Cuda)
+            .gpus(1)
+            .streams(2)
+            .execution(Execution::Replay)
+            .build()
+            .unwrap();
+        let k = sched.register_kernel(affine_kernel()).unwrap();
+        let nodes = random_dag(103, 40);
+        let expected = reference(&nodes);
+        let (d_in, d_out) = (sched.alloc::<u32>(N).unwrap(), sched.alloc::<u32>(N).unwrap());
+        for round in 0..8 {
+            let (out, report) =
+                if round < 4 { run_through(&sched, &k, &nodes, &d_in, &d_out) } else { run(&sched, &k, &nodes) };
+            assert_eq!(out, expected, "round {round}: outputs differ from the CPU reference");
+            let setups: Vec<GraphSetup> = report.windows.iter().map(|w| w.setup).collect();
+            if round == 0 {
+                assert_eq!(setups, [GraphSetup::Built], "round {round}");
+            } else {
+                assert!(matches!(setups[..], [GraphSetup::Updated { .. }]), "round {round}: {setups:?}");
+            }
         }
     });
 }

@@ -79,6 +79,15 @@ pub(crate) struct Shared {
     pub(crate) epoch: Instant,
 }
 
+impl crate::memory::Quiet for Shared {
+    /// No task admitted and unended. Tried, not waited for: a batch locked by another
+    /// thread (a task ending, one admitted) counts as busy, and a caller that holds the
+    /// lock itself finds it busy rather than deadlocking.
+    fn quiet(&self) -> bool {
+        self.batch.try_lock().is_some_and(|b| b.outstanding == 0)
+    }
+}
+
 impl Shared {
     pub(crate) fn wake_all(&self) {
         for s in &self.signals {

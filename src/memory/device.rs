@@ -4,10 +4,17 @@
 //!
 //! Lifetime: commands hold an `Arc` of the buffer, so the physical memory outlives
 //! every queued command that names it. When the last reference goes, the physical
-//! buffers move to the graveyard and return to the driver at the next
-//! `synchronize` or at shutdown, never on the dispatch path (a handle dropped while
-//! tasks hold the buffer: at the `synchronize` that ends them). A buffer that outlives
-//! its scheduler's shutdown returns its memory when it drops (nothing runs then).
+//! buffers return to the driver at once where the scheduler has no task in flight (a
+//! free waits for the device, so it is done while nothing runs: on the dropping
+//! thread, which may be a dispatcher freeing a batch's last replayed tasks), else they
+//! move to the graveyard and return at the next `synchronize` or at shutdown, never
+//! while a task is in flight (a handle dropped while tasks hold the buffer: at the
+//! `synchronize` that ends them). A buffer that outlives its scheduler's shutdown
+//! returns its memory when it drops (nothing runs then).
+//!
+//! Freeing at once matters where a large buffer is dropped between batches: freed at
+//! the next `synchronize`, just before the batch after it, the driver's release of
+//! gigabytes slowed that batch by 4–6 % on H200s (the tiled Cholesky at N = 32 k).
 
 use super::Element;
 use crate::backend::device::PhysBuf;
@@ -21,8 +28,18 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// What gives physical buffers back to the driver: the backend's machine. A trait, so
 /// that device buffers sit below the backend that allocates and frees them.
 pub(crate) trait FreeDevice: std::fmt::Debug + Send + Sync {
-    /// Returns `bufs` to the driver. Only called when no command runs.
+    /// Returns `bufs` to the driver. No command names them any more (their last
+    /// reference is gone); called where no command is expected to run, since a free may
+    /// wait for the device.
     fn free_device(&self, bufs: Vec<PhysBuf>);
+}
+
+/// Whether the scheduler has no task in flight now: the batch's (`dispatch::Shared`).
+/// A trait, so that device buffers sit below the dispatch that runs their commands.
+pub(crate) trait Quiet: Send + Sync {
+    /// No task of the scheduler is admitted and unended. The answer may be stale at
+    /// once; it only picks when a buffer no command names is freed, never whether.
+    fn quiet(&self) -> bool;
 }
 
 /// Physical buffers whose virtual buffer is gone, waiting to be freed; after the
@@ -35,6 +52,8 @@ pub(crate) struct Graveyard {
     /// when the last of them is freed, which `synchronize` then waits for.
     held_drops: std::sync::atomic::AtomicBool,
     machine: Arc<dyn FreeDevice>,
+    /// The scheduler's batch, once it is made ([`Graveyard::watch`]).
+    quiet: std::sync::OnceLock<std::sync::Weak<dyn Quiet>>,
 }
 
 impl Graveyard {
@@ -44,13 +63,25 @@ impl Graveyard {
             closed: Default::default(),
             held_drops: Default::default(),
             machine,
+            quiet: std::sync::OnceLock::new(),
         })
     }
 
-    /// Takes `bufs` in, or frees them at once after `close`.
+    /// Frees what comes in at once while `quiet` says no task is in flight.
+    pub(crate) fn watch(&self, quiet: std::sync::Weak<dyn Quiet>) {
+        // Set once, by the scheduler that made both.
+        let _ = self.quiet.set(quiet);
+    }
+
+    /// Takes `bufs` in, or frees them at once after `close` or while no task is in
+    /// flight.
     pub(crate) fn bury(&self, bufs: &mut Vec<PhysBuf>) {
+        if bufs.is_empty() {
+            return;
+        }
+        let quiet = self.quiet.get().and_then(std::sync::Weak::upgrade).is_some_and(|q| q.quiet());
         let mut buried = self.buried.lock();
-        if self.closed.load(Ordering::SeqCst) {
+        if quiet || self.closed.load(Ordering::SeqCst) {
             drop(buried);
             self.machine.free_device(std::mem::take(bufs));
         } else {
@@ -222,8 +253,9 @@ impl<T: Element> DeviceBuffer<T> {
     }
 
     /// Frees the buffer. Commands already submitted keep their physical copies alive
-    /// until they complete; the memory returns to the driver at the next
-    /// `synchronize` (or at shutdown). Dropping the handle does the same.
+    /// until they complete. The memory returns to the driver at once where no task of
+    /// the scheduler is in flight, else at the next `synchronize` (or at shutdown).
+    /// Dropping the handle does the same.
     pub fn free(self) {}
 }
 

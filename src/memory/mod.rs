@@ -10,7 +10,7 @@ mod target;
 pub use device::DeviceBuffer;
 #[cfg(feature = "replay")]
 pub(crate) use device::GUEST_LANES;
-pub(crate) use device::{DeviceBufferInner, FreeDevice, Graveyard};
+pub(crate) use device::{DeviceBufferInner, FreeDevice, Graveyard, Quiet};
 #[cfg(feature = "replay")]
 pub(crate) use host::HeldTasks;
 pub(crate) use host::HostShared;

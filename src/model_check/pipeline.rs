@@ -3,6 +3,7 @@
 
 use super::gpu::{commands, engine, Counts, ModelGpu, NoFree};
 use super::{pct, random, spawn, task, thread};
+use crate::backend::device::PhysBuf;
 use crate::backend::host_alloc::HostAlloc;
 use crate::dispatch::executioners;
 use crate::dispatch::shared::{Batch, Shared};
@@ -379,4 +380,101 @@ fn three_gpus_random() {
 fn depth_two_random() {
     let config = depth_two();
     random(1000, move || pipeline(&config));
+}
+
+/// Two GPUs, one slot each; two tasks of a download and a readback (they name the
+/// `frees` check's buffer), the second after the first.
+fn two_copies() -> Config {
+    Config {
+        gpus: 2,
+        slots: 1,
+        thresholds: Thresholds { local: [1, 1, 1, 1], global: [2, 2, 2, 2] },
+        matrix: OverlapMatrix::all(),
+        order: Order::Fcfs,
+        plans: vec![(1, vec![D, R]), (1, vec![D, R])],
+        after: vec![vec![], vec![0]],
+        spinners: 1,
+        pollers: 0,
+        failing_windows: Vec::new(),
+        lose_spanned: false,
+    }
+}
+
+/// The model's two device buffers: one the batch's tasks name, one no task names.
+const NAMED: u64 = 1;
+const UNNAMED: u64 = 2;
+
+/// Model device memory that records each free, checking at the free of [`NAMED`] that
+/// every command of every task (all name it) has ended.
+struct Frees {
+    counts: Arc<Counts>,
+    freed: Mutex<Vec<u64>>,
+}
+
+impl std::fmt::Debug for Frees {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Frees").field("freed", &self.freed).finish()
+    }
+}
+
+impl crate::memory::FreeDevice for Frees {
+    fn free_device(&self, bufs: Vec<PhysBuf>) {
+        for b in bufs {
+            let PhysBuf::Cuda { ptr, .. } = b else { continue };
+            if ptr == NAMED {
+                for (id, (_, stages)) in self.counts.config.plans.iter().enumerate() {
+                    let ended = self.counts.finished[id].load(SeqCst);
+                    assert_eq!(ended, stages.len(), "the named buffer freed before task {id}'s commands ended");
+                }
+            }
+            self.freed.lock().expect("no model thread panics holding it").push(ptr);
+        }
+    }
+}
+
+/// Device memory freed beside the real dispatchers. The batch's tasks name buffer
+/// [`NAMED`], whose handle the main thread drops once it has submitted them; a user
+/// thread drops [`UNNAMED`], which no task names, while the batch runs. The graveyard
+/// watches the real batch (`Shared`'s `Quiet`), so each drop frees at once where no task
+/// is in flight, else buries for the batch's end (`free_buried`, as `synchronize` does).
+/// Whatever the interleaving: each buffer is freed exactly once, [`NAMED`] only after
+/// every command naming it ended, and nothing deadlocks (a task's last reference goes
+/// on a dispatcher's thread, whose check only tries the batch's lock).
+fn frees(config: &Config) {
+    let machine = start(config);
+    let (shared, counts) = (machine.shared.clone(), machine.counts.clone());
+    let memory = Arc::new(Frees { counts: counts.clone(), freed: Mutex::new(Vec::new()) });
+    let graveyard = Graveyard::new(memory.clone());
+    graveyard.watch(Arc::downgrade(&shared) as std::sync::Weak<dyn crate::memory::Quiet>);
+    let buffer =
+        |ptr| Arc::new(DeviceBufferInner::new(0, 1, 1, vec![PhysBuf::Cuda { gpu: 0, ptr }], graveyard.clone()));
+    let (named, unnamed) = (buffer(NAMED), buffer(UNNAMED));
+    let user = spawn("user".into(), move || drop(unnamed));
+    let host = HostShared::new(HostAlloc::heap(1).expect("one byte of host memory"));
+    for id in 0..config.plans.len() {
+        let mut t = task(id, 1);
+        t.commands = commands(&counts, id, &host, &named);
+        let after: Vec<TaskId> = config.after.get(id).into_iter().flatten().map(|&p| TaskId(p as u64)).collect();
+        shared.admit(t, &after);
+    }
+    drop(named);
+    user.join().expect("the user thread does not panic");
+    let outcome = machine.finish();
+    assert!(outcome.failures.is_empty() && outcome.lost_gpus.is_empty(), "tasks failed: {outcome:?}");
+    graveyard.free_buried();
+    let mut freed = memory.freed.lock().expect("no model thread panicked").clone();
+    freed.sort_unstable();
+    assert_eq!(freed, vec![NAMED, UNNAMED], "each buffer freed once");
+}
+
+#[test]
+fn frees_beside_a_running_batch_random() {
+    let config = two_copies();
+    random(2000, move || frees(&config));
+}
+
+#[test]
+fn frees_beside_a_running_batch_pct() {
+    let config = two_copies();
+    pct(1000, 3, move || frees(&config));
 }

@@ -194,9 +194,11 @@ impl Scheduler {
             }
         }
         let capture = Capture::new(config.execution, config.order, config.streams, shared.clone(), machine.clone());
+        let graveyard = Graveyard::new(machine.clone());
+        graveyard.watch(Arc::downgrade(&shared) as std::sync::Weak<dyn crate::memory::Quiet>);
         Ok(Scheduler {
             id: NEXT_SCHEDULER.fetch_add(1, Ordering::Relaxed),
-            graveyard: Graveyard::new(machine.clone()),
+            graveyard,
             machine,
             config,
             shared,

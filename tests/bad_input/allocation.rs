@@ -77,8 +77,7 @@ fn device_memory_for_every_stream_is_allocated_up_front() {
         other => panic!("expected OutOfMemory, got {other:?}"),
     }
     drop(quarter);
-    s.synchronize().unwrap();
-    assert_eq!(s.device_memory_in_use(0), Some(0), "a dropped buffer's memory returns at synchronize");
+    assert_eq!(s.device_memory_in_use(0), Some(0), "a buffer dropped with no task in flight returns its memory");
     // 300 KiB fits three times in 1 MiB, not four: the fourth copy fails and the three
     // that were made are given back.
     let e = s.alloc::<u8>(300 << 10).unwrap_err();
@@ -86,8 +85,11 @@ fn device_memory_for_every_stream_is_allocated_up_front() {
     assert_eq!((s.device_memory_in_use(0), s.device_memory_in_use(1)), (Some(0), Some(0)));
     // With fewer streams the same buffer fits.
     let two = Scheduler::builder().backend(sim_with_memory(1, 1 << 20)).streams(2).build().unwrap();
-    two.alloc::<u8>(300 << 10).unwrap();
+    let fits = two.alloc::<u8>(300 << 10).unwrap();
     assert_eq!(two.device_memory_in_use(0), Some(600 << 10));
+    // Dropped with no task in flight: its memory returns at once.
+    drop(fits);
+    assert_eq!(two.device_memory_in_use(0), Some(0));
 }
 
 /// Thousands of tasks through one small buffer on a GPU of 64 KiB: every task runs and

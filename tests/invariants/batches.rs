@@ -31,7 +31,9 @@ fn batches_are_reported_separately_and_ids_are_reusable() {
 }
 
 /// Device memory: D·S physical copies per buffer, kept while a submitted task names the
-/// buffer (even after the user dropped it), returned at the next synchronize.
+/// buffer (even after the user dropped it), returned at the next synchronize. A buffer
+/// dropped while no task is in flight returns its memory at once; one dropped while a
+/// task runs (one that does not name it) at the next synchronize.
 #[test]
 fn device_memory_returns_after_synchronize() {
     with_timeout(DEADLINE_S, || {
@@ -47,6 +49,7 @@ fn device_memory_returns_after_synchronize() {
         let per_gpu = (s * (n * 4 + 10 * 8)) as u64;
         assert_eq!(used(&sched), vec![per_gpu; d]);
         other.free();
+        assert_eq!(used(&sched), vec![(s * n * 4) as u64; d], "nothing in flight: returned at once");
         sched.synchronize().unwrap();
         assert_eq!(used(&sched), vec![(s * n * 4) as u64; d]);
 
@@ -62,8 +65,14 @@ fn device_memory_returns_after_synchronize() {
             .readback(&host, .., &dev, 0)
             .submit()
             .unwrap();
+        let unnamed = sched.alloc::<u64>(10).unwrap();
         drop(dev);
-        assert_eq!(used(&sched), vec![(s * n * 4) as u64; d], "the task still holds the buffer");
+        unnamed.free();
+        assert_eq!(
+            used(&sched),
+            vec![(s * (n * 4 + 10 * 8)) as u64; d],
+            "the task still holds the buffer, and the one no task names waits for the synchronize"
+        );
         gate_tx.send(()).unwrap();
         sched.synchronize().unwrap();
         assert_eq!(used(&sched), vec![0; d]);

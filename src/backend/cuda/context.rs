@@ -367,19 +367,25 @@ impl Machine {
 
     /// Returns `bufs` to the driver; a failed free (or a context that cannot be made
     /// current for it) is kept in `cleanup` for the next report.
+    /// Frees `bufs`, each in its GPU's context, visited: the calling thread's own context
+    /// is current again after (a dispatcher may free the last tasks of a batch, and must
+    /// keep its GPU's context).
     pub(crate) fn free_device(&self, bufs: Vec<PhysBuf>) {
         for b in bufs {
             if let PhysBuf::Cuda { gpu, ptr } = b {
-                if let Err(e) = self.contexts[gpu].bind() {
-                    self.cleanup.push(crate::report::DriverError {
-                        call: format!("{} for cuMemFree on GPU {gpu}", e.call),
-                        ..e
-                    });
-                    continue;
-                }
+                let _visit = match super::gpu_context::visit(&self.contexts[gpu]) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        self.cleanup.push(crate::report::DriverError {
+                            call: format!("{} for cuMemFree on GPU {gpu}", e.call),
+                            ..e
+                        });
+                        continue;
+                    }
+                };
                 // SAFETY: allocated by cuMemAlloc in `alloc_device`, in this context,
-                // which is current; freed once (a `PhysBuf` is given back once);
-                // reaching the graveyard means no command names it any more.
+                // which is current (visited); freed once (a `PhysBuf` is given back
+                // once); reaching the graveyard means no command names it any more.
                 if let Err(e) = unsafe { driver::mem_free(ptr) } {
                     self.cleanup.push(failed(&format!("cuMemFree on GPU {gpu}"), e));
                 }

@@ -17,6 +17,7 @@
 use cudarc::driver::sys;
 use std::ffi::{c_int, c_uint, c_void, CStr};
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub(crate) use cudarc::driver::result::DriverError;
 
@@ -185,6 +186,18 @@ pub(crate) fn mem_alloc(bytes: usize) -> Result<sys::CUdeviceptr> {
     }
 }
 
+/// Frees of device or pinned host memory so far ([`mem_free`], [`mem_free_host`]). The
+/// driver gives a freed address to later allocations, and an executable graph's copy
+/// node set before a free keeps the driver's record of the old allocation: a launch of
+/// it crashed in `cuGraphLaunch` on driver 580 once its address came back. A graph kept
+/// across a free has its copy nodes set again before it launches (`replay::Replayer`).
+static FREES: AtomicU64 = AtomicU64::new(0);
+
+/// [`FREES`] now.
+pub(crate) fn frees() -> u64 {
+    FREES.load(Ordering::SeqCst)
+}
+
 /// `cuMemFree_v2`.
 ///
 /// # Safety
@@ -193,7 +206,9 @@ pub(crate) fn mem_alloc(bytes: usize) -> Result<sys::CUdeviceptr> {
 ///    issued after.
 pub(crate) unsafe fn mem_free(ptr: sys::CUdeviceptr) -> Result<()> {
     // SAFETY: preconditions 1 and 2.
-    unsafe { sys::cuMemFree_v2(ptr) }.result()
+    let r = unsafe { sys::cuMemFree_v2(ptr) }.result();
+    FREES.fetch_add(1, Ordering::SeqCst);
+    r
 }
 
 /// `cuMemHostAlloc`: `bytes` of pinned host memory, uninitialised.
@@ -215,7 +230,9 @@ pub(crate) fn mem_host_alloc(bytes: usize, flags: c_uint) -> Result<*mut c_void>
 ///    it is queued or running).
 pub(crate) unsafe fn mem_free_host(ptr: *mut c_void) -> Result<()> {
     // SAFETY: preconditions 1 and 2.
-    unsafe { sys::cuMemFreeHost(ptr) }.result()
+    let r = unsafe { sys::cuMemFreeHost(ptr) }.result();
+    FREES.fetch_add(1, Ordering::SeqCst);
+    r
 }
 
 /// `cuMemGetInfo_v2`: the current context's device's (free, total) bytes.

@@ -86,6 +86,8 @@ struct Kept {
     _graph: Graph,
     nodes: Vec<sys::CUgraphNode>,
     set: Nodes,
+    /// [`super::driver::frees`] when its copy nodes were last set.
+    frees: u64,
 }
 
 /// One GPU's graphs.
@@ -143,6 +145,10 @@ impl Replayer {
         g: &GraphOp<'_, N>,
         stream: &Stream,
     ) -> Result<GraphUse, Fault> {
+        // Read before any node is set: a free after this read bumps it again, and the
+        // window's own buffers (allocated before its launch) came after every free of
+        // memory once at their addresses.
+        let frees = super::driver::frees();
         self.params(g)?;
         let found = self.kept.iter().position(|k| k.hash == g.hash && k.key == g.key);
         let mut used = None;
@@ -150,7 +156,8 @@ impl Replayer {
             let kept = self.kept.remove(i);
             self.kept.push(kept);
             let at = self.kept.len() - 1;
-            match self.update(at) {
+            let renew = self.kept[at].frees != frees;
+            match self.update(at, renew) {
                 Ok(0) => used = Some(GraphUse::Reused),
                 Ok(set) => used = Some(GraphUse::Updated(set)),
                 // Some nodes may hold this window's parameters, some the last one's: the
@@ -171,6 +178,7 @@ impl Replayer {
         };
         let at = self.kept.len() - 1;
         self.kept[at].name = g.recorded;
+        self.kept[at].frees = frees;
         // SAFETY: every node's memory (set from this window's commands, built or
         // updated above) is held by the window's tasks until the replay completes, and
         // their claims keep other access away until then.
@@ -194,19 +202,21 @@ impl Replayer {
         unsafe { self.kept[at].exec.launch(stream) }.map_err(issue_fault("cuGraphLaunch"))
     }
 
-    /// Sets the nodes of kept graph `at` whose parameters differ from this window's;
+    /// Sets the nodes of kept graph `at` whose parameters differ from this window's, and
+    /// with `renew` (memory was freed since its copy nodes were set) every copy node;
     /// how many it set. An error (the driver refused a node, or a 2-D copy changed,
     /// which an executable graph cannot take) leaves the graph part old, part new: the
     /// caller drops it.
-    fn update(&mut self, at: usize) -> Result<usize, Fault> {
+    fn update(&mut self, at: usize, renew: bool) -> Result<usize, Fault> {
         let kept = &mut self.kept[at];
         let now = &self.scratch;
-        if kept.set.args == now.args && kept.set.params == now.params {
+        if !renew && kept.set.args == now.args && kept.set.params == now.params {
             return Ok(0);
         }
         let mut set = 0;
         for (i, p) in now.params.iter().enumerate() {
-            if kept.set.params[i] == *p && kept.set.args(p) == now.args(p) {
+            let copy = matches!(p, Params::Copy { .. });
+            if kept.set.params[i] == *p && kept.set.args(p) == now.args(p) && !(renew && copy) {
                 continue;
             }
             set += 1;
@@ -255,6 +265,8 @@ impl Replayer {
             _graph: graph,
             nodes,
             set: self.scratch.clone(),
+            // Set by the caller, which read it before the nodes were made.
+            frees: 0,
         })
     }
 
