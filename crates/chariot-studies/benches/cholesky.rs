@@ -58,6 +58,9 @@ struct Cli {
     /// chariot's CUDA streams per GPU, S (default: chariot's own).
     #[arg(long)]
     streams: Option<usize>,
+    /// Whether chariot's online adaptation may move its stage limits (`Builder::adapt`).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    adapt: bool,
     /// Rounds: each runs chariot at every tile order, then the baseline.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
@@ -230,7 +233,7 @@ fn main() -> Result<(), String> {
         Ok(())
     };
     for &d in &cli.gpus {
-        let sched = chariot_scheduler(&backend, d, order, cli.streams)?;
+        let sched = chariot_scheduler(&backend, d, order, cli.streams, cli.adapt)?;
         for &n in &ns {
             let spd = Spd::new(n, cli.seed);
             let a_norm = spd.frobenius();
@@ -276,9 +279,16 @@ fn main() -> Result<(), String> {
     Ok(())
 }
 
-/// chariot's scheduler at D GPUs with its defaults, `order`, and `streams` where given.
-fn chariot_scheduler(backend: &Backend, d: usize, order: Order, streams: Option<usize>) -> Result<Scheduler, String> {
-    let mut builder = Scheduler::builder().backend(backend.clone()).gpus(d).order(order);
+/// chariot's scheduler at D GPUs with its defaults, `order`, `streams` where given, and
+/// the online adaptation on or off.
+fn chariot_scheduler(
+    backend: &Backend,
+    d: usize,
+    order: Order,
+    streams: Option<usize>,
+    adapt: bool,
+) -> Result<Scheduler, String> {
+    let mut builder = Scheduler::builder().backend(backend.clone()).gpus(d).order(order).adapt(adapt);
     if let Some(s) = streams {
         builder = builder.streams(s);
     }
@@ -335,6 +345,9 @@ fn chariot_run(
         (false, false) => "chariot",
         (false, true) => "chariot-apart",
     };
+    for a in &run.report.adaptations {
+        println!("  {:<14} adapted: {a}", "");
+    }
     if let Some(dir) = &cli.trace {
         let path = dir.join(format!("{method}-d{d}-n{}-b{b}-r{round}.json", spd.n));
         let mut out = Output::create("--trace", &path)?;
