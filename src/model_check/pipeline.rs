@@ -197,22 +197,27 @@ impl Machine {
     }
 }
 
+/// Submits every task of `config`, their copies through `dev`, as `Scheduler::submit`
+/// does once the claims are made: `Shared::admit` counts the task in and adds it to the
+/// graph; a ready task goes to Q and rings every dispatcher, a waiting one goes when its
+/// last predecessor ends.
+fn submit_all(config: &Config, shared: &Shared, counts: &Arc<Counts>, dev: &Arc<DeviceBufferInner>) {
+    let host = HostShared::new(HostAlloc::heap(1).expect("one byte of host memory"));
+    for (id, &(granularity, _)) in config.plans.iter().enumerate() {
+        let mut t = task(id, granularity);
+        t.commands = commands(counts, id, &host, dev);
+        let after: Vec<TaskId> = config.after.get(id).into_iter().flatten().map(|&p| TaskId(p as u64)).collect();
+        shared.admit(t, &after);
+    }
+}
+
 /// One schedule: start the machine, submit every task while it runs, wait for the
 /// batch, stop, and check what ran.
 fn pipeline(config: &Config) {
     let machine = start(config);
     let (shared, counts) = (machine.shared.clone(), machine.counts.clone());
-    // Submit as `Scheduler::submit` does once the claims are made: `Shared::admit`
-    // counts the task in and adds it to the graph; a ready task goes to Q and rings
-    // every dispatcher, a waiting one goes when its last predecessor ends.
-    let host = HostShared::new(HostAlloc::heap(1).expect("one byte of host memory"));
     let dev = Arc::new(DeviceBufferInner::new(0, config.slots, 4, Vec::new(), Graveyard::new(Arc::new(NoFree))));
-    for (id, &(granularity, _)) in config.plans.iter().enumerate() {
-        let mut t = task(id, granularity);
-        t.commands = commands(&counts, id, &host, &dev);
-        let after: Vec<TaskId> = config.after.get(id).into_iter().flatten().map(|&p| TaskId(p as u64)).collect();
-        shared.admit(t, &after);
-    }
+    submit_all(config, &shared, &counts, &dev);
     let outcome = machine.finish();
     assert!(outcome.failures.is_empty() && outcome.lost_gpus.is_empty(), "tasks failed: {outcome:?}");
     let (records, _) = shared.records.take_batch();
@@ -450,13 +455,7 @@ fn frees(config: &Config) {
         |ptr| Arc::new(DeviceBufferInner::new(0, 1, 1, vec![PhysBuf::Cuda { gpu: 0, ptr }], graveyard.clone()));
     let (named, unnamed) = (buffer(NAMED), buffer(UNNAMED));
     let user = spawn("user".into(), move || drop(unnamed));
-    let host = HostShared::new(HostAlloc::heap(1).expect("one byte of host memory"));
-    for id in 0..config.plans.len() {
-        let mut t = task(id, 1);
-        t.commands = commands(&counts, id, &host, &named);
-        let after: Vec<TaskId> = config.after.get(id).into_iter().flatten().map(|&p| TaskId(p as u64)).collect();
-        shared.admit(t, &after);
-    }
+    submit_all(config, &shared, &counts, &named);
     drop(named);
     user.join().expect("the user thread does not panic");
     let outcome = machine.finish();
