@@ -366,10 +366,9 @@ impl Machine {
     }
 
     /// Returns `bufs` to the driver; a failed free (or a context that cannot be made
-    /// current for it) is kept in `cleanup` for the next report.
-    /// Frees `bufs`, each in its GPU's context, visited: the calling thread's own context
-    /// is current again after (a dispatcher may free the last tasks of a batch, and must
-    /// keep its GPU's context).
+    /// current for it) is kept in `cleanup` for the next report. Each is freed in its
+    /// GPU's context, visited: the calling thread's own context is current again after
+    /// (a dispatcher may free a batch's last tasks, and must keep its GPU's).
     pub(crate) fn free_device(&self, bufs: Vec<PhysBuf>) {
         for b in bufs {
             if let PhysBuf::Cuda { gpu, ptr } = b {
