@@ -1136,7 +1136,9 @@ fn windows_of_long_tasks_take_lanes_past_s_where_the_copies_are_small() {
 /// A kept graph whose memory was freed since its copy nodes were set sets them again
 /// before it launches: the driver gives a freed address to the next allocation, and a
 /// copy node set before the free (same address, other allocation) crashed
-/// `cuGraphLaunch` on driver 580. Here the device buffers stay and the host buffers are
+/// `cuGraphLaunch` on driver 580, or read back into the freed allocation (with the
+/// renewal disabled, round 1 here left every output the sentinel). Here the device
+/// buffers stay and the host buffers are
 /// made anew each round (freed at its end, their addresses likely the next round's),
 /// then both are made anew each round: every round gives the CPU reference's outputs,
 /// and every round after the first sets nodes of the graph the first built.

@@ -188,8 +188,9 @@ pub(crate) fn mem_alloc(bytes: usize) -> Result<sys::CUdeviceptr> {
 
 /// Frees of device or pinned host memory so far ([`mem_free`], [`mem_free_host`]). The
 /// driver gives a freed address to later allocations, and an executable graph's copy
-/// node set before a free keeps the driver's record of the old allocation: a launch of
-/// it crashed in `cuGraphLaunch` on driver 580 once its address came back. A graph kept
+/// node set before a free keeps the driver's record of the old allocation: once its
+/// address came back, a launch of it crashed in `cuGraphLaunch` on driver 580, or (a
+/// host buffer made anew) copied to the freed allocation, not the new one. A graph kept
 /// across a free has its copy nodes set again before it launches (`replay::Replayer`).
 static FREES: AtomicU64 = AtomicU64::new(0);
 
