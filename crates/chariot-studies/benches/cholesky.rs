@@ -24,7 +24,8 @@ use chariot::sim::SimProfile;
 use chariot::{Backend, Order, Scheduler};
 use chariot_align::output::Output;
 use chariot_studies::cholesky::baseline::{self, PotrfRun};
-use chariot_studies::cholesky::tiled::{factor, factor_apart, factor_with, warm_up, Layout, TiledHost, Timeline};
+use chariot_studies::cholesky::plan::Trsm;
+use chariot_studies::cholesky::tiled::{factor_apart, factor_with, warm_up, Layout, TiledHost, Timeline};
 use chariot_studies::cholesky::{residual, Spd, Tiling};
 use clap::Parser;
 use std::io::Write;
@@ -55,6 +56,11 @@ struct Cli {
     /// `apart` (the operations alone timed, the tiles on the GPUs before them).
     #[arg(long, value_delimiter = ',', default_value = "overlapped", value_parser = ["overlapped", "apart"])]
     copies: Vec<String>,
+    /// How chariot's TRSMs are done, comma-separated, alternated within each round:
+    /// `inverse` (a multiply by L_kk⁻¹, made by the step's POTRF task; the default) and
+    /// `solve` (cuBLAS's triangular solve; its runs are named `…-solve`).
+    #[arg(long, value_delimiter = ',', default_value = "inverse", value_parser = ["inverse", "solve"])]
+    trsm: Vec<String>,
     /// chariot's CUDA streams per GPU, S (default: chariot's own).
     #[arg(long)]
     streams: Option<usize>,
@@ -157,10 +163,11 @@ fn main() -> Result<(), String> {
     if ns.contains(&0) || tiles.contains(&0) || cli.gpus.contains(&0) || cli.rounds == 0 || cli.streams == Some(0) {
         return Err("--n, --tile, --gpus, --rounds and --streams must be positive".into());
     }
+    let trsms: Vec<Trsm> = cli.trsm.iter().map(|t| if t == "solve" { Trsm::Solve } else { Trsm::Inverse }).collect();
     let backend_name = if on_cuda { "cuda" } else { "sim" };
     println!(
-        "cholesky on {backend_name}: N {ns:?}, tiles {tiles:?}, D {:?}, {} rounds, order {}, copies {:?}",
-        cli.gpus, cli.rounds, cli.order, cli.copies
+        "cholesky on {backend_name}: N {ns:?}, tiles {tiles:?}, D {:?}, {} rounds, order {}, copies {:?}, TRSM {:?}",
+        cli.gpus, cli.rounds, cli.order, cli.copies, cli.trsm
     );
     if !on_cuda {
         println!("(sim: the tile operations run on the CPU; times are not GPU measurements; no baseline)");
@@ -243,8 +250,11 @@ fn main() -> Result<(), String> {
                     for name in layouts {
                         let layout = if name == "cyclic" { Layout::BlockCyclic } else { Layout::Data };
                         for copies in &cli.copies {
-                            let apart = copies == "apart";
-                            record(chariot_run(&sched, &spd, a_norm, b, round, layout, apart, &cli)?, &mut rows)?;
+                            for trsm in &trsms {
+                                let apart = copies == "apart";
+                                let how = Way { layout, apart, trsm: *trsm };
+                                record(chariot_run(&sched, &spd, a_norm, b, round, how, &cli)?, &mut rows)?;
+                            }
                         }
                     }
                 }
@@ -301,35 +311,44 @@ fn chariot_scheduler(
     Ok(sched)
 }
 
-/// One chariot factorisation of `spd` in tiles of `b`, checked; warmed up first when
-/// this tile order is new to the scheduler (library handles, workspaces, kernels).
-/// `apart`: the factorisation alone is timed ([`factor_apart`]).
-#[allow(clippy::too_many_arguments)] // the bench's one call site names each
+/// How one chariot run goes: its layout, whether the factorisation alone is timed
+/// ([`factor_apart`]), how its TRSMs are done.
+#[derive(Clone, Copy, Debug)]
+struct Way {
+    layout: Layout,
+    apart: bool,
+    trsm: Trsm,
+}
+
+/// One chariot factorisation of `spd` in tiles of `b`, checked, done `how`; warmed up
+/// first when this tile order is new to the scheduler (library handles, workspaces,
+/// scratch tiles, and a small factorisation each way of TRSM the command line lists, so
+/// that every kernel is loaded).
 fn chariot_run(
     sched: &Scheduler,
     spd: &Spd,
     a_norm: f64,
     b: usize,
     round: usize,
-    layout: Layout,
-    apart: bool,
+    how: Way,
     cli: &Cli,
 ) -> Result<Row, String> {
     let err = |e: chariot::Error| e.to_string();
     let d = sched.gpu_count();
+    let Way { layout, apart, trsm } = how;
     if round == 0 {
-        let gpus = warm_up(sched, b).map_err(err)?;
+        let gpus = warm_up(sched, b, trsm).map_err(err)?;
         if gpus < sched.gpu_count() {
             println!("  (warm-up reached {gpus} of {} GPUs)", sched.gpu_count());
         }
         let w = Spd::new((2 * d * b).min(spd.n.max(b)), 99);
         let host = TiledHost::new(sched, &w, Tiling::new(w.n, b)?).map_err(err)?;
-        factor(sched, &host).map_err(err)?;
+        factor_with(sched, &host, Layout::default(), trsm).map_err(err)?;
     }
     let t = Tiling::new(spd.n, b)?;
     let host = TiledHost::new(sched, spd, t).map_err(err)?;
-    let run =
-        if apart { factor_apart(sched, &host, layout) } else { factor_with(sched, &host, layout) }.map_err(err)?;
+    let run = if apart { factor_apart(sched, &host, layout, trsm) } else { factor_with(sched, &host, layout, trsm) }
+        .map_err(err)?;
     let l = host.l.read();
     let res = if spd.n <= cli.exact_max {
         residual::exact(spd, &t.lower_dense(&l))
@@ -339,11 +358,15 @@ fn chariot_run(
         f64::NAN
     };
     // D = 1 places nothing: the layouts are the same run there.
-    let method = match (layout == Layout::BlockCyclic && d > 1, apart) {
-        (true, false) => "chariot-cyclic",
-        (true, true) => "chariot-cyc-apart",
-        (false, false) => "chariot",
-        (false, true) => "chariot-apart",
+    let method = match (layout == Layout::BlockCyclic && d > 1, apart, trsm) {
+        (true, false, Trsm::Inverse) => "chariot-cyclic",
+        (true, true, Trsm::Inverse) => "chariot-cyc-apart",
+        (false, false, Trsm::Inverse) => "chariot",
+        (false, true, Trsm::Inverse) => "chariot-apart",
+        (true, false, Trsm::Solve) => "chariot-cyclic-solve",
+        (true, true, Trsm::Solve) => "chariot-cyc-apart-solve",
+        (false, false, Trsm::Solve) => "chariot-solve",
+        (false, true, Trsm::Solve) => "chariot-apart-solve",
     };
     for a in &run.report.adaptations {
         println!("  {:<14} adapted: {a}", "");

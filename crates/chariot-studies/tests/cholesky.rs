@@ -1,6 +1,7 @@
 //! The tiled Cholesky factorisation as chariot tasks on the sim backend (task graphs and resident data,
 //! benchmark 2): it equals the dense CPU reference, its residual is at rounding level,
-//! at D ∈ {1, 2} GPUs × S ∈ {1, 4} streams, in both task orders, with a padded last tile.
+//! at D ∈ {1, 2} GPUs × S ∈ {1, 4} streams, in both task orders, with a padded last tile,
+//! both ways of doing its TRSMs (a solve; a multiply by the inverse its POTRF made).
 //!
 //! Tolerance: every entry of L within 1e-12·max|L| of the reference (the two differ only
 //! in the order of their roundings; N ≤ 256 and a diagonally dominant A keep that near
@@ -10,7 +11,7 @@ mod common;
 
 use chariot::sim::SimProfile;
 use chariot::{Backend, Order, Scheduler};
-use chariot_studies::cholesky::plan::Plan;
+use chariot_studies::cholesky::plan::{Plan, Trsm};
 use chariot_studies::cholesky::tiled::{
     factor, factor_apart, factor_with, placements, warm_up, Layout, TiledHost, TiledRun, Timeline,
 };
@@ -27,16 +28,17 @@ fn sched(gpus: usize, streams: usize, order: Order) -> Scheduler {
         .expect("a sim scheduler")
 }
 
-/// Factorises A of order `n` in tiles of `b` with chariot and checks L.
-fn check(s: &Scheduler, n: usize, b: usize, seed: u64) -> chariot::report::Report {
-    check_laid_out(s, n, b, seed, Layout::Data)
+/// Factorises A of order `n` in tiles of `b` with chariot (its TRSMs done the `trsm`
+/// way) and checks L.
+fn check(s: &Scheduler, n: usize, b: usize, seed: u64, trsm: Trsm) -> chariot::report::Report {
+    check_laid_out(s, n, b, seed, Layout::Data, trsm)
 }
 
 /// [`check`] with the tasks laid out by `layout`.
-fn check_laid_out(s: &Scheduler, n: usize, b: usize, seed: u64, layout: Layout) -> chariot::report::Report {
+fn check_laid_out(s: &Scheduler, n: usize, b: usize, seed: u64, layout: Layout, trsm: Trsm) -> chariot::report::Report {
     let t = Tiling::new(n, b).unwrap();
-    let tasks = 2 * t.tiles() + Plan::new(t).ops.len(); // uploads, operations, readbacks
-    check_run(s, n, b, seed, tasks, |s, host| factor_with(s, host, layout))
+    let tasks = 2 * t.tiles() + Plan::new(t, trsm).ops.len(); // uploads, operations, readbacks
+    check_run(s, n, b, seed, tasks, |s, host| factor_with(s, host, layout, trsm))
 }
 
 /// Factorises A of order `n` in tiles of `b` with `factorise`, checks L, and that the
@@ -79,8 +81,8 @@ fn block_cyclic_layout_equals_the_reference_and_runs_on_the_owners() {
     with_timeout(300, || {
         for d in [2, 4] {
             let s = sched(d, 8, Order::LargestFirst);
-            let report = check_laid_out(&s, 256, 64, 5, Layout::BlockCyclic);
-            let want = placements(Tiling::new(256, 64).unwrap(), Layout::BlockCyclic, d);
+            let report = check_laid_out(&s, 256, 64, 5, Layout::BlockCyclic, Trsm::Inverse);
+            let want = placements(Tiling::new(256, 64).unwrap(), Layout::BlockCyclic, Trsm::Inverse, d);
             for r in &report.records {
                 let owner = want[r.task.0 as usize].expect("every task is placed");
                 assert_eq!(r.gpu as usize, owner, "D = {d}: task {} ({:?}) ran on GPU {}", r.task, r.stage, r.gpu);
@@ -96,11 +98,13 @@ fn tiled_equals_the_reference_at_d_1_2_and_s_1_4() {
     with_timeout(300, || {
         for d in [1, 2] {
             for streams in [1, 4] {
-                let s = sched(d, streams, Order::LargestFirst);
-                assert_eq!(warm_up(&s, 64).unwrap(), d, "every GPU warmed");
-                let report = check(&s, 256, 64, 1);
-                assert_eq!(report.tasks_per_gpu.len(), d);
-                println!("D {d} S {streams}: tasks per GPU {:?}", report.tasks_per_gpu);
+                for trsm in [Trsm::Solve, Trsm::Inverse] {
+                    let s = sched(d, streams, Order::LargestFirst);
+                    assert_eq!(warm_up(&s, 64, trsm).unwrap(), d, "every GPU warmed");
+                    let report = check(&s, 256, 64, 1, trsm);
+                    assert_eq!(report.tasks_per_gpu.len(), d);
+                    println!("D {d} S {streams} {trsm:?}: tasks per GPU {:?}", report.tasks_per_gpu);
+                }
             }
         }
     });
@@ -113,11 +117,11 @@ fn tiled_equals_the_reference_at_d_1_2_and_s_1_4() {
 #[test]
 fn copies_apart_give_the_same_factor_and_time_the_operations_only() {
     with_timeout(300, || {
-        for d in [1, 2] {
+        for (d, trsm) in [(1, Trsm::Solve), (1, Trsm::Inverse), (2, Trsm::Solve), (2, Trsm::Inverse)] {
             let s = sched(d, 4, Order::LargestFirst);
             let t = Tiling::new(200, 64).unwrap();
-            let ops = Plan::new(t).ops.len();
-            let report = check_run(&s, 200, 64, 6, ops, |s, host| factor_apart(s, host, Layout::BlockCyclic));
+            let ops = Plan::new(t, trsm).ops.len();
+            let report = check_run(&s, 200, 64, 6, ops, |s, host| factor_apart(s, host, Layout::BlockCyclic, trsm));
             let tl = Timeline::of(&report);
             if d == 1 {
                 assert!(report.records.iter().all(|r| r.stage == chariot::Stage::Kernel), "a copy was timed");
@@ -132,10 +136,10 @@ fn copies_apart_give_the_same_factor_and_time_the_operations_only() {
 fn submit_order_and_a_padded_last_tile() {
     with_timeout(300, || {
         let s = sched(2, 2, Order::Fcfs);
-        check(&s, 200, 64, 2);
+        check(&s, 200, 64, 2, Trsm::Inverse);
         // The same scheduler again: a second batch, one tile, then many small ones.
-        check(&s, 50, 64, 3);
-        check(&s, 96, 16, 4);
+        check(&s, 50, 64, 3, Trsm::Solve);
+        check(&s, 96, 16, 4, Trsm::Inverse);
     });
 }
 
@@ -156,8 +160,9 @@ fn a_matrix_that_is_not_positive_definite_fails_its_potrf() {
 }
 
 /// On a CUDA GPU (ignored in CI): chariot's factorisation with cuBLAS and cuSOLVER at
-/// N = 4000 (a padded last tile) in tiles of 512 and 1024, and cuSOLVER's potrf, both
-/// checked by random vectors.
+/// N = 4000 (a padded last tile) in tiles of 512 and 1024, both ways of doing its TRSMs,
+/// and cuSOLVER's potrf, each checked by random vectors; the two ways' factors agree
+/// element by element (within 1e-12·max|L|).
 #[test]
 #[ignore = "needs a CUDA GPU with cuBLAS and cuSOLVER"]
 fn on_cuda_both_factorisations_are_right() {
@@ -166,14 +171,21 @@ fn on_cuda_both_factorisations_are_right() {
         let spd = Spd::new(4000, 7);
         let norm = spd.frobenius();
         for b in [512, 1024] {
-            assert_eq!(warm_up(&s, b).unwrap(), 1);
             let t = Tiling::new(spd.n, b).unwrap();
-            let host = TiledHost::new(&s, &spd, t).unwrap();
-            let run = factor(&s, &host).unwrap();
-            let l = host.l.read();
-            let r = residual::randomized(&spd, norm, &residual::TiledFactor { tiling: t, tiles: &l }, 2, 1);
-            println!("chariot b {b}: {:.1} GFLOP/s, residual {r:e}", run.gflops(spd.n));
-            assert!(r < 1e-14, "chariot b {b}: residual {r:e}");
+            let mut factors = Vec::new();
+            for trsm in [Trsm::Solve, Trsm::Inverse] {
+                assert_eq!(warm_up(&s, b, trsm).unwrap(), 1);
+                let host = TiledHost::new(&s, &spd, t).unwrap();
+                let run = factor_with(&s, &host, Layout::default(), trsm).unwrap();
+                let l = host.l.read();
+                let r = residual::randomized(&spd, norm, &residual::TiledFactor { tiling: t, tiles: &l }, 2, 1);
+                println!("chariot b {b} {trsm:?}: {:.1} GFLOP/s, residual {r:e}", run.gflops(spd.n));
+                assert!(r < 1e-14, "chariot b {b} {trsm:?}: residual {r:e}");
+                factors.push(t.lower_dense(&l));
+            }
+            let scale = factors[0].iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let diff = factors[0].iter().zip(&factors[1]).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+            assert!(diff <= 1e-12 * scale, "b {b}: the two ways' L differ by {diff:e} (max |L| {scale})");
         }
         let run = chariot_studies::cholesky::baseline::potrf(0, &spd, norm, 2).unwrap();
         println!("cuSOLVER potrf: {:.1} GFLOP/s alone, residual {:e}", run.gflops_factor(spd.n), run.residual);

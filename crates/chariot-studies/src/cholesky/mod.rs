@@ -187,6 +187,27 @@ impl Spd {
     }
 }
 
+/// A tile the factorisation keeps, b×b column-major: a block of the lower triangle, or
+/// the inverse of a diagonal block's factor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Tile {
+    /// Block (i, j) of the matrix, i ≥ j: A's, then L's.
+    Block(usize, usize),
+    /// Step k's L_kk⁻¹ (lower triangular), which the step's TRSMs may multiply by.
+    Inverse(usize),
+}
+
+impl Tile {
+    /// The block it belongs to, where a layout places it: itself, or for step k's
+    /// inverse the diagonal block (k, k).
+    pub fn block(self) -> (usize, usize) {
+        match self {
+            Tile::Block(i, j) => (i, j),
+            Tile::Inverse(k) => (k, k),
+        }
+    }
+}
+
 /// The tile layout: order `n` padded to `nt`·`b`, the lower triangle's nt(nt+1)/2 tiles
 /// one after the other row by row (tile (i, j), i ≥ j, is number i(i+1)/2 + j), each
 /// b×b column-major and contiguous: one resident piece per tile.
@@ -269,6 +290,22 @@ impl Tiling {
     /// Elements of tile (i, j).
     pub fn range(&self, i: usize, j: usize) -> Range<usize> {
         let o = self.offset(i, j);
+        o..o + self.tile_len()
+    }
+
+    /// Where `tile` lies in the storage, in tiles: a block's [`Tiling::index`]; step k's
+    /// inverse the k-th tile after the blocks (kept there only where the TRSMs multiply
+    /// by it, [`plan::Trsm::Inverse`]).
+    pub fn slot(&self, tile: Tile) -> usize {
+        match tile {
+            Tile::Block(i, j) => self.index(i, j),
+            Tile::Inverse(k) => self.tiles() + k,
+        }
+    }
+
+    /// Elements of `tile` in the storage.
+    pub fn tile_range(&self, tile: Tile) -> Range<usize> {
+        let o = self.slot(tile) * self.tile_len();
         o..o + self.tile_len()
     }
 

@@ -4,7 +4,10 @@
 //! * POTRF(k): L_kk ← chol(A_kk);
 //! * TRSM(i, k), i > k: A_ik ← A_ik·L_kk⁻ᵀ;
 //! * SYRK(i, k), i > k: A_ii ← A_ii − A_ik·A_ikᵀ;
-//! * GEMM(i, j, k), i > j > k: A_ij ← A_ij − A_ik·A_jkᵀ.
+//! * GEMM(i, j, k), i > j > k: A_ij ← A_ij − A_ik·A_jkᵀ;
+//!
+//! and, where the TRSMs multiply by L_kk⁻¹ ([`Trsm::Inverse`]), INVERSE(k): L_kk⁻¹ into
+//! step k's inverse tile.
 //!
 //! Each operation reads some tiles and writes one. The dependencies are what chariot
 //! infers from those declarations at tile (piece) granularity: read after write, write
@@ -12,13 +15,19 @@
 //! its bottom level, the flops of the heaviest chain from the task to the end (its own
 //! included), so that chariot's largest-first order runs the critical path first.
 
-use super::Tiling;
+use super::{Tile, Tiling};
 
-/// One tile operation (tile (i, j) is row i, column j of tiles, i ≥ j).
+/// One tile operation (block (i, j) is row i, column j of blocks, i ≥ j).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Op {
     /// L_kk ← chol(A_kk).
     Potrf {
+        /// The step.
+        k: usize,
+    },
+    /// Step k's inverse tile ← L_kk⁻¹ (a solve against the identity), for the step's
+    /// TRSMs that multiply by it ([`Trsm::Inverse`]).
+    Inverse {
         /// The step.
         k: usize,
     },
@@ -28,6 +37,8 @@ pub enum Op {
         i: usize,
         /// The step.
         k: usize,
+        /// By a multiply with step k's inverse tile (else a solve against L_kk).
+        by_inverse: bool,
     },
     /// A_ii ← A_ii − A_ik·A_ikᵀ (lower triangle).
     Syrk {
@@ -49,40 +60,44 @@ pub enum Op {
 
 impl Op {
     /// The tiles it reads besides the one it writes.
-    pub fn reads(&self) -> Vec<(usize, usize)> {
+    pub fn reads(&self) -> Vec<Tile> {
         match *self {
             Op::Potrf { .. } => vec![],
-            Op::Trsm { k, .. } => vec![(k, k)],
-            Op::Syrk { i, k } => vec![(i, k)],
-            Op::Gemm { i, j, k } => vec![(i, k), (j, k)],
+            Op::Inverse { k } | Op::Trsm { k, by_inverse: false, .. } => vec![Tile::Block(k, k)],
+            Op::Trsm { k, by_inverse: true, .. } => vec![Tile::Inverse(k)],
+            Op::Syrk { i, k } => vec![Tile::Block(i, k)],
+            Op::Gemm { i, j, k } => vec![Tile::Block(i, k), Tile::Block(j, k)],
         }
     }
 
-    /// The tile it reads and writes.
-    pub fn writes(&self) -> (usize, usize) {
+    /// The tile it writes: read and written, except an inverse's, written whole.
+    pub fn writes(&self) -> Tile {
         match *self {
-            Op::Potrf { k } => (k, k),
-            Op::Trsm { i, k } => (i, k),
-            Op::Syrk { i, .. } => (i, i),
-            Op::Gemm { i, j, .. } => (i, j),
+            Op::Potrf { k } => Tile::Block(k, k),
+            Op::Inverse { k } => Tile::Inverse(k),
+            Op::Trsm { i, k, .. } => Tile::Block(i, k),
+            Op::Syrk { i, .. } => Tile::Block(i, i),
+            Op::Gemm { i, j, .. } => Tile::Block(i, j),
         }
     }
 
     /// Its flops on tiles of order b (LAPACK's counts, leading terms): POTRF b³/3, TRSM
-    /// and SYRK b³, GEMM 2b³.
+    /// and SYRK b³, GEMM 2b³; the inverse b³, the solve against the identity that makes
+    /// it.
     pub fn flops(&self, b: usize) -> f64 {
         let b3 = (b as f64).powi(3);
         match self {
             Op::Potrf { .. } => b3 / 3.0,
-            Op::Trsm { .. } | Op::Syrk { .. } => b3,
+            Op::Inverse { .. } | Op::Trsm { .. } | Op::Syrk { .. } => b3,
             Op::Gemm { .. } => 2.0 * b3,
         }
     }
 
-    /// Short name: POTRF, TRSM, SYRK, GEMM.
+    /// Short name: POTRF, INVERSE, TRSM, SYRK, GEMM.
     pub fn name(&self) -> &'static str {
         match self {
             Op::Potrf { .. } => "POTRF",
+            Op::Inverse { .. } => "INVERSE",
             Op::Trsm { .. } => "TRSM",
             Op::Syrk { .. } => "SYRK",
             Op::Gemm { .. } => "GEMM",
@@ -108,11 +123,11 @@ pub struct Plan {
     pub tiling: Tiling,
     /// The operations, in the order a serial loop runs them.
     pub ops: Vec<Planned>,
-    /// Per tile (by [`Tiling::index`]): the operation (index in `ops`) that writes it
+    /// Per block (by [`Tiling::index`]): the operation (index in `ops`) that writes it
     /// last, after which its L is final.
     pub last_writer: Vec<usize>,
-    /// Per tile: the bottom level of the first operation that touches it (the upload's
-    /// priority: tiles needed early and on the critical path go first).
+    /// Per block: the bottom level of the first operation that touches it (the upload's
+    /// priority: blocks needed early and on the critical path go first).
     pub first_use_level: Vec<f64>,
     /// Predecessors of each operation (indices in `ops`), as chariot infers them at
     /// tile granularity (the uploads left out).
@@ -120,14 +135,21 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The plan of `tiling`.
-    pub fn new(tiling: Tiling) -> Plan {
+    /// The plan of `tiling`, its TRSMs done the `trsm` way. With [`Trsm::Inverse`], a
+    /// step with two TRSMs or more gets an [`Op::Inverse`], and every TRSM of it but
+    /// the first (row k + 1, on the path to the next POTRF) multiplies by the inverse:
+    /// the first does not wait for the inverse, which takes as long as a solve.
+    pub fn new(tiling: Tiling, trsm: Trsm) -> Plan {
         let nt = tiling.nt;
         let mut ops = Vec::new();
         for k in 0..nt {
             ops.push(Op::Potrf { k });
+            let inverse = trsm == Trsm::Inverse && nt - k > 2;
+            if inverse {
+                ops.push(Op::Inverse { k });
+            }
             for i in k + 1..nt {
-                ops.push(Op::Trsm { i, k });
+                ops.push(Op::Trsm { i, k, by_inverse: inverse && i > k + 1 });
             }
             for i in k + 1..nt {
                 ops.push(Op::Syrk { i, k });
@@ -136,22 +158,21 @@ impl Plan {
                 }
             }
         }
-        let tiles = tiling.tiles();
-        // Dependencies per tile: the last writer, the readers since.
-        let mut writer: Vec<Option<usize>> = vec![None; tiles];
-        let mut readers: Vec<Vec<usize>> = vec![Vec::new(); tiles];
-        let mut first_use: Vec<Option<usize>> = vec![None; tiles];
+        // Dependencies per tile (by slot): the last writer, the readers since.
+        let slots = tiling.tiles() + nt;
+        let mut writer: Vec<Option<usize>> = vec![None; slots];
+        let mut readers: Vec<Vec<usize>> = vec![Vec::new(); slots];
+        let mut first_use: Vec<Option<usize>> = vec![None; slots];
         let mut predecessors = vec![Vec::new(); ops.len()];
         for (o, op) in ops.iter().enumerate() {
             let mut pred = Vec::new();
-            for (i, j) in op.reads() {
-                let t = tiling.index(i, j);
+            for tile in op.reads() {
+                let t = tiling.slot(tile);
                 pred.extend(writer[t]);
                 readers[t].push(o);
                 first_use[t].get_or_insert(o);
             }
-            let (i, j) = op.writes();
-            let t = tiling.index(i, j);
+            let t = tiling.slot(op.writes());
             pred.extend(writer[t]);
             pred.append(&mut readers[t]);
             writer[t] = Some(o);
@@ -169,32 +190,69 @@ impl Plan {
                 }
             }
         }
+        // The blocks only: every one is written and used; an inverse tile may be neither.
+        let blocks = tiling.tiles();
         Plan {
             tiling,
             ops: ops.iter().zip(&level).map(|(&op, &bottom_level)| Planned { op, bottom_level }).collect(),
-            last_writer: writer.iter().map(|w| w.expect("every tile is written")).collect(),
-            first_use_level: first_use.iter().map(|f| level[f.expect("every tile is used")]).collect(),
+            last_writer: writer[..blocks].iter().map(|w| w.expect("every block is written")).collect(),
+            first_use_level: first_use[..blocks].iter().map(|f| level[f.expect("every block is used")]).collect(),
             predecessors,
         }
     }
 
-    /// Flops of all operations (≈ N³/3 of the padded order, plus lower-order terms).
+    /// Flops of all operations (≈ N³/3 of the padded order, plus lower-order terms, and
+    /// the inverses' where the plan has them).
     pub fn flops(&self) -> f64 {
         self.ops.iter().map(|p| p.op.flops(self.tiling.b)).sum()
     }
 
-    /// Operations of each kind: POTRF, TRSM, SYRK, GEMM.
-    pub fn counts(&self) -> [usize; 4] {
-        let mut c = [0; 4];
+    /// Operations of each kind: POTRF, TRSM, SYRK, GEMM, INVERSE.
+    pub fn counts(&self) -> [usize; 5] {
+        let mut c = [0; 5];
         for p in &self.ops {
             c[match p.op {
                 Op::Potrf { .. } => 0,
                 Op::Trsm { .. } => 1,
                 Op::Syrk { .. } => 2,
                 Op::Gemm { .. } => 3,
+                Op::Inverse { .. } => 4,
             }] += 1;
         }
         c
+    }
+}
+
+/// How each TRSM (A_ik ← A_ik·L_kk⁻ᵀ) is done. Both give L to rounding; the
+/// dependencies are the same (a step's TRSMs wait for its POTRF either way).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Trsm {
+    /// A triangular solve against L_kk (cuBLAS's `cublasDtrsm`).
+    Solve,
+    /// A multiply by L_kk⁻¹: an [`Op::Inverse`] task writes L_kk⁻¹ (a solve against the
+    /// identity) into the step's inverse tile ([`Tile::Inverse`]), and each TRSM of the
+    /// step but the first multiplies by it (cuBLAS's `cublasDtrmm` into a scratch tile,
+    /// copied back). On one H200, 16 TRSMs of order 2,048 at once ran at 20–22 TF/s as
+    /// solves and 53–56 as multiplies (`scripts/gpu/probes/tile_kernels.cu`).
+    #[default]
+    Inverse,
+}
+
+impl Trsm {
+    /// Its name on the command line: `solve` or `inverse`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Trsm::Solve => "solve",
+            Trsm::Inverse => "inverse",
+        }
+    }
+
+    /// Elements the resident tiles need beyond [`Tiling::len`]: the inverse tiles.
+    pub fn extra_len(self, tiling: &Tiling) -> usize {
+        match self {
+            Trsm::Solve => 0,
+            Trsm::Inverse => tiling.nt * tiling.tile_len(),
+        }
     }
 }
 
@@ -210,21 +268,19 @@ mod test {
     #[test]
     fn the_graph_of_three_tiles() {
         let t = Tiling::new(30, 10).unwrap();
-        let p = Plan::new(t);
-        assert_eq!(p.counts(), [3, 3, 3, 1]);
+        let p = Plan::new(t, Trsm::Solve);
+        assert_eq!(p.counts(), [3, 3, 3, 1, 0]);
         let names: Vec<_> = p.ops.iter().map(|o| o.op).collect();
-        assert_eq!(
-            names[..4],
-            [Op::Potrf { k: 0 }, Op::Trsm { i: 1, k: 0 }, Op::Trsm { i: 2, k: 0 }, Op::Syrk { i: 1, k: 0 }]
-        );
+        let trsm = |i, k| Op::Trsm { i, k, by_inverse: false };
+        assert_eq!(names[..4], [Op::Potrf { k: 0 }, trsm(1, 0), trsm(2, 0), Op::Syrk { i: 1, k: 0 }]);
         // GEMM(2,1,0) after TRSM(1,0) and TRSM(2,0); POTRF(1) after SYRK(1,0).
         let gemm = names.iter().position(|o| *o == Op::Gemm { i: 2, j: 1, k: 0 }).unwrap();
         assert_eq!(p.predecessors[gemm], vec![1, 2]);
         let potrf1 = names.iter().position(|o| *o == Op::Potrf { k: 1 }).unwrap();
         assert_eq!(p.predecessors[potrf1], vec![3]);
         // TRSM(2,1) writes tile (2,1): after GEMM(2,1,0) (WAW) and POTRF(1) (RAW).
-        let trsm = names.iter().position(|o| *o == Op::Trsm { i: 2, k: 1 }).unwrap();
-        assert_eq!(p.predecessors[trsm], vec![gemm, potrf1]);
+        let trsm21 = names.iter().position(|o| *o == trsm(2, 1)).unwrap();
+        assert_eq!(p.predecessors[trsm21], vec![gemm, potrf1]);
         // The critical path: POTRF(0), TRSM(2,0), GEMM(2,1,0), TRSM(2,1), SYRK(2,1),
         // POTRF(2): b³(1/3 + 1 + 2 + 1 + 1 + 1/3).
         let b3 = 1000.0;
@@ -234,5 +290,31 @@ mod test {
         assert_eq!(p.first_use_level[t.index(0, 0)], p.ops[0].bottom_level);
         let n = 30.0f64;
         assert!((p.flops() - (n * n * n / 3.0)).abs() < 0.2 * n * n * n / 3.0);
+    }
+
+    /// By the inverse, four tiles a side: steps 0 and 1 (three and two TRSMs) get an
+    /// INVERSE after their POTRF; the step's first TRSM still solves (after the POTRF
+    /// alone), the others multiply (after the INVERSE); step 2 (one TRSM) solves.
+    #[test]
+    fn the_inverse_plan_of_four_tiles() {
+        let t = Tiling::new(40, 10).unwrap();
+        let p = Plan::new(t, Trsm::Inverse);
+        assert_eq!(p.counts(), [4, 6, 6, 4, 2]);
+        let at = |op: Op| p.ops.iter().position(|o| o.op == op).unwrap();
+        let (potrf0, inv0) = (at(Op::Potrf { k: 0 }), at(Op::Inverse { k: 0 }));
+        assert_eq!(p.predecessors[inv0], vec![potrf0]);
+        assert_eq!(p.predecessors[at(Op::Trsm { i: 1, k: 0, by_inverse: false })], vec![potrf0]);
+        for i in 2..4 {
+            assert_eq!(p.predecessors[at(Op::Trsm { i, k: 0, by_inverse: true })], vec![inv0]);
+        }
+        assert!(p.ops.iter().any(|o| o.op == Op::Inverse { k: 1 }));
+        assert!(!p.ops.iter().any(|o| matches!(o.op, Op::Inverse { k: 2 | 3 })));
+        assert!(p.ops.iter().any(|o| o.op == Op::Trsm { i: 3, k: 2, by_inverse: false }));
+        assert_eq!(Op::Inverse { k: 1 }.writes().block(), (1, 1));
+        // The same blocks' last writers as the solving plan's operations.
+        let solve = Plan::new(t, Trsm::Solve);
+        for (w, v) in p.last_writer.iter().zip(&solve.last_writer) {
+            assert_eq!(p.ops[*w].op.writes(), solve.ops[*v].op.writes());
+        }
     }
 }

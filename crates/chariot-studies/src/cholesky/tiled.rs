@@ -10,6 +10,9 @@
 //!   `cusolverDnDpotrf` or cuBLAS's `cublasDtrsm`/`cublasDsyrk`/`cublasDgemm` on the
 //!   task's stream with the tiles' addresses on the task's GPU (on the sim backend the
 //!   same operation on the CPU, [`super::cpu::run_op`], on the simulated copy);
+//! * with [`Trsm::Inverse`], an INVERSE task a step writes L_kk⁻¹ into the step's
+//!   inverse tile, after the blocks in the same resident buffer, and the step's TRSM
+//!   tasks but the first read that tile in place of L_kk (a multiply, not a solve);
 //! * a readback task per tile, submitted right after the operation that writes the
 //!   tile last (a read of it), so that L comes back while the factorisation goes on.
 //!
@@ -25,8 +28,8 @@
 //! block-cyclic layout, each task placed (`TaskBuilder::prefer_gpu`) on the owner of the
 //! tile it writes.
 
-use super::plan::{granularity, Op, Plan};
-use super::{cpu, Spd, Tiling};
+use super::plan::{granularity, Op, Plan, Trsm};
+use super::{cpu, Spd, Tile, Tiling};
 use chariot::report::Report;
 use chariot::resident::ResidentBuffer;
 use chariot::{HostBuffer, Result, Scheduler, Stage, TaskBuilder};
@@ -183,28 +186,29 @@ impl Timeline {
 
 /// The first element any tile of `op` has (the sim backend's view starts there).
 fn lowest_offset(t: &Tiling, op: Op) -> usize {
-    let (i, j) = op.writes();
-    op.reads().into_iter().map(|(i, j)| t.offset(i, j)).fold(t.offset(i, j), usize::min)
+    op.reads().into_iter().map(|tile| t.tile_range(tile).start).fold(t.tile_range(op.writes()).start, usize::min)
 }
 
 /// Factorises `host.a` into `host.l` on `sched`: submits the batch described in the
-/// module's documentation, laid out by [`Layout::default`], and waits for it. The
+/// module's documentation, laid out by [`Layout::default`], its TRSMs done the
+/// [`Trsm::default`] way, and waits for it. The
 /// scheduler must have no other unended task (the batch's task ids start at 0).
 ///
 /// # Errors
 /// chariot's errors: allocation, a refused submit, or failed tasks (a library call that
 /// failed, a tile that is not positive definite).
 pub fn factor(sched: &Scheduler, host: &TiledHost) -> Result<TiledRun> {
-    factor_with(sched, host, Layout::default())
+    factor_with(sched, host, Layout::default(), Trsm::default())
 }
 
-/// [`factor`] with the tasks laid out by `layout` (at D > 1).
+/// [`factor`] with the tasks laid out by `layout` (at D > 1) and the TRSMs done the
+/// `trsm` way.
 ///
 /// # Errors
 /// As [`factor`].
-pub fn factor_with(sched: &Scheduler, host: &TiledHost, layout: Layout) -> Result<TiledRun> {
-    let plan = Plan::new(host.tiling);
-    let m = alloc_tiles(sched, host.tiling)?;
+pub fn factor_with(sched: &Scheduler, host: &TiledHost, layout: Layout, trsm: Trsm) -> Result<TiledRun> {
+    let plan = Plan::new(host.tiling, trsm);
+    let m = alloc_tiles(sched, host.tiling, trsm)?;
     let start = Instant::now();
     for (id, step) in steps(&plan).into_iter().enumerate() {
         submit_step(sched, host, &plan, &m, layout, id as u64, step)?;
@@ -222,9 +226,9 @@ pub fn factor_with(sched: &Scheduler, host: &TiledHost, layout: Layout) -> Resul
 ///
 /// # Errors
 /// As [`factor`].
-pub fn factor_apart(sched: &Scheduler, host: &TiledHost, layout: Layout) -> Result<TiledRun> {
-    let plan = Plan::new(host.tiling);
-    let m = alloc_tiles(sched, host.tiling)?;
+pub fn factor_apart(sched: &Scheduler, host: &TiledHost, layout: Layout, trsm: Trsm) -> Result<TiledRun> {
+    let plan = Plan::new(host.tiling, trsm);
+    let m = alloc_tiles(sched, host.tiling, trsm)?;
     let all = steps(&plan);
     let batch = |keep: fn(&Step) -> bool| -> Result<(usize, Report)> {
         let mut n = 0;
@@ -242,8 +246,8 @@ pub fn factor_apart(sched: &Scheduler, host: &TiledHost, layout: Layout) -> Resu
     Ok(TiledRun { wall_ns, tasks, report })
 }
 
-/// The resident tiles of `tiling`, with a copy already allocated on every GPU of
-/// `sched`, so that a timed factorisation allocates no device memory, as the
+/// The resident tiles of `tiling` (and the inverse tiles `trsm` needs after them), with
+/// a copy already allocated on every GPU of `sched`, so that a timed factorisation allocates no device memory, as the
 /// baseline's `cudaMalloc` comes before its clock. chariot allocates a GPU's copy when a
 /// task first uses the buffer there; here a task placed on each GPU writes the first
 /// tile (nothing: every factorisation's upload overwrites it). On two H200s joined by
@@ -253,8 +257,8 @@ pub fn factor_apart(sched: &Scheduler, host: &TiledHost, layout: Layout) -> Resu
 ///
 /// # Errors
 /// chariot's allocation, submit and `synchronize` errors.
-pub fn alloc_tiles(sched: &Scheduler, tiling: Tiling) -> Result<ResidentBuffer<f64>> {
-    let m = sched.alloc_resident_pieces::<f64>(tiling.len(), tiling.tile_len())?;
+pub fn alloc_tiles(sched: &Scheduler, tiling: Tiling, trsm: Trsm) -> Result<ResidentBuffer<f64>> {
+    let m = sched.alloc_resident_pieces::<f64>(tiling.len() + trsm.extra_len(&tiling), tiling.tile_len())?;
     let first = tiling.range(0, 0);
     for g in 0..sched.gpu_count() {
         sched.task(g as u64, 1).prefer_gpu(g).writes(&m, first.clone()).gpu_callback(|_| Ok(())).submit()?;
@@ -263,7 +267,8 @@ pub fn alloc_tiles(sched: &Scheduler, tiling: Tiling) -> Result<ResidentBuffer<f
     Ok(m)
 }
 
-/// Submits `step` of `plan`'s batch as task `id`, over the resident tiles `m`.
+/// Submits `step` of `plan`'s batch as task `id`, over the resident tiles `m`, placed by
+/// `layout`.
 fn submit_step(
     sched: &Scheduler,
     host: &TiledHost,
@@ -287,12 +292,15 @@ fn submit_step(
         Step::Op(o) => {
             let planned = &plan.ops[o];
             let op = planned.op;
-            let mut task = place(sched.task(id, granularity(planned.bottom_level)), op.writes());
-            for (i, j) in op.reads() {
-                task = task.reads(m, t.range(i, j));
+            let mut task = place(sched.task(id, granularity(planned.bottom_level)), op.writes().block());
+            for tile in op.reads() {
+                task = task.reads(m, t.tile_range(tile));
             }
-            let (wi, wj) = op.writes();
-            task = task.reads_writes(m, t.range(wi, wj));
+            task = match op.writes() {
+                // Written whole: nothing of it is fetched.
+                out @ Tile::Inverse(_) => task.writes(m, t.tile_range(out)),
+                out @ Tile::Block(..) => task.reads_writes(m, t.tile_range(out)),
+            };
             let m2 = m.clone();
             task.gpu_callback(move |call| {
                 if call.cuda_stream().is_some() {
@@ -337,19 +345,20 @@ fn steps(plan: &Plan) -> Vec<Step> {
     let mut out: Vec<Step> = tiles.into_iter().map(Step::Upload).collect();
     for (o, planned) in plan.ops.iter().enumerate() {
         out.push(Step::Op(o));
-        let (wi, wj) = planned.op.writes();
-        let tile = t.index(wi, wj);
-        if plan.last_writer[tile] == o {
-            out.push(Step::Readback(tile, o));
+        if let Tile::Block(wi, wj) = planned.op.writes() {
+            let tile = t.index(wi, wj);
+            if plan.last_writer[tile] == o {
+                out.push(Step::Readback(tile, o));
+            }
         }
     }
     out
 }
 
-/// Per task id of [`factor_with`]'s batch at D GPUs (`d`), the GPU `layout` places it
-/// on (`None`: the runtime's choice).
-pub fn placements(tiling: Tiling, layout: Layout, d: usize) -> Vec<Option<usize>> {
-    let plan = Plan::new(tiling);
+/// Per task id of [`factor_with`]'s batch at D GPUs (`d`), its TRSMs done the `trsm`
+/// way, the GPU `layout` places it on (`None`: the runtime's choice).
+pub fn placements(tiling: Tiling, layout: Layout, trsm: Trsm, d: usize) -> Vec<Option<usize>> {
+    let plan = Plan::new(tiling, trsm);
     let owner = |tile: usize| {
         let (i, j) = tiling.position(tile);
         layout.owner(i, j, d)
@@ -359,7 +368,7 @@ pub fn placements(tiling: Tiling, layout: Layout, d: usize) -> Vec<Option<usize>
         .map(|step| match step {
             Step::Upload(tile) | Step::Readback(tile, _) => owner(tile),
             Step::Op(o) => {
-                let (i, j) = plan.ops[o].op.writes();
+                let (i, j) = plan.ops[o].op.writes().block();
                 layout.owner(i, j, d)
             }
         })
@@ -375,7 +384,8 @@ fn placed(task: TaskBuilder<'_>, gpu: Option<usize>) -> TaskBuilder<'_> {
 }
 
 /// Makes the library handles of every (GPU, stream slot) of `sched` and sizes their
-/// POTRF workspaces for tiles of order `b`, so that a timed factorisation does not: a
+/// POTRF workspaces (and, for `trsm` [`Trsm::Inverse`], their scratch tiles) for tiles
+/// of order `b`, so that a timed factorisation does not: a
 /// few batches of GPU callbacks, until each GPU has run one (at most 32 batches); the
 /// first callback on a GPU prepares all of its slots, on that GPU's dispatcher thread,
 /// and holds the dispatcher until every GPU has had one (at most 5 s). Returns
@@ -383,7 +393,7 @@ fn placed(task: TaskBuilder<'_>, gpu: Option<usize>) -> TaskBuilder<'_> {
 ///
 /// # Errors
 /// chariot's errors, or a library call that failed.
-pub fn warm_up(sched: &Scheduler, b: usize) -> Result<usize> {
+pub fn warm_up(sched: &Scheduler, b: usize, trsm: Trsm) -> Result<usize> {
     let (gpus, streams) = (sched.gpu_count(), sched.streams());
     let seen = std::sync::Arc::new(parking_lot::Mutex::new(std::collections::HashSet::new()));
     for _ in 0..32 {
@@ -394,7 +404,7 @@ pub fn warm_up(sched: &Scheduler, b: usize) -> Result<usize> {
                 .gpu_callback(move |call| {
                     let gpu = call.info().gpu;
                     if !seen.lock().contains(&gpu) {
-                        crate::backend::cuda::cholesky::warm(call, b, streams)?;
+                        crate::backend::cuda::cholesky::warm(call, b, streams, trsm)?;
                         seen.lock().insert(gpu);
                         // Hold this GPU's dispatcher (up to 5 s) so that the other
                         // GPUs take the remaining tasks.
