@@ -1,6 +1,7 @@
 //! Tiled Cholesky factorisation (task graphs and resident data, benchmark 2; StarPU's classic benchmark,
 //! MUSTARD's Table 4): chariot's task graph over resident tiles (POTRF, TRSM, SYRK, GEMM
-//! on cuSOLVER and cuBLAS), with its defaults, against cuSOLVER's dense single-GPU
+//! on cuSOLVER and cuBLAS; by default an INVERSE a step, most TRSMs multiplying by
+//! L_kk⁻¹, `--trsm`), with its defaults, against cuSOLVER's dense single-GPU
 //! potrf, alternated round by round, GFLOP/s = N³/3 over the time.
 //!
 //! chariot's time runs from the first submit to `synchronize`'s return: the tiles'

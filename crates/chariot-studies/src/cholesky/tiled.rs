@@ -7,9 +7,11 @@
 //!   the tile);
 //! * a task per tile operation of [`Plan`], declaring the tiles it reads (`reads`) and
 //!   the one it updates (`reads_writes`), whose GPU callback runs cuSOLVER's
-//!   `cusolverDnDpotrf` or cuBLAS's `cublasDtrsm`/`cublasDsyrk`/`cublasDgemm` on the
-//!   task's stream with the tiles' addresses on the task's GPU (on the sim backend the
-//!   same operation on the CPU, [`super::cpu::run_op`], on the simulated copy);
+//!   `cusolverDnDpotrf` or cuBLAS's `cublasDtrsm`/`cublasDtrmm`/`cublasDsyrk`/
+//!   `cublasDgemm` on the task's stream (POTRF, INVERSE and a step's first TRSM on a
+//!   high-priority stream forked from it) with the tiles' addresses on the task's GPU
+//!   (on the sim backend the same operation on the CPU, [`super::cpu::run_op`], on the
+//!   simulated copy);
 //! * with [`Trsm::Inverse`], an INVERSE task a step writes L_kk⁻¹ into the step's
 //!   inverse tile, after the blocks in the same resident buffer, and the step's TRSM
 //!   tasks but the first read that tile in place of L_kk (a multiply, not a solve);
