@@ -339,7 +339,8 @@ pub(crate) unsafe fn enqueue(
                 .result()
                 .map_err(blas_err("cublasSetStream"))
         };
-        let enqueued = match op {
+        // In a closure of its own, so that a failed call still reaches the join below.
+        let mut enqueue_op = || match op {
             Op::Potrf { k } => {
                 let a = tile(k, k)?;
                 libs.workspace(Some(a), b)?;
@@ -468,6 +469,7 @@ pub(crate) unsafe fn enqueue(
                 }
             }
         };
+        let enqueued = enqueue_op();
         if let Some(u) = urgent {
             // Joined back even after a failed call: what was enqueued stays ordered
             // before the task's next command.
