@@ -58,8 +58,9 @@ struct Cli {
     #[arg(long, value_delimiter = ',', default_value = "overlapped", value_parser = ["overlapped", "apart"])]
     copies: Vec<String>,
     /// How chariot's TRSMs are done, comma-separated, alternated within each round:
-    /// `inverse` (a multiply by L_kk⁻¹, made by the step's POTRF task; the default) and
-    /// `solve` (cuBLAS's triangular solve; its runs are named `…-solve`).
+    /// `inverse` (the default: a multiply by L_kk⁻¹, made by an INVERSE task a step; the
+    /// step's first TRSM still solves) and `solve` (cuBLAS's triangular solve for every
+    /// TRSM; its runs are named `…-solve`).
     #[arg(long, value_delimiter = ',', default_value = "inverse", value_parser = ["inverse", "solve"])]
     trsm: Vec<String>,
     /// chariot's CUDA streams per GPU, S (default: chariot's own).

@@ -193,8 +193,8 @@ fn lowest_offset(t: &Tiling, op: Op) -> usize {
 
 /// Factorises `host.a` into `host.l` on `sched`: submits the batch described in the
 /// module's documentation, laid out by [`Layout::default`], its TRSMs done the
-/// [`Trsm::default`] way, and waits for it. The
-/// scheduler must have no other unended task (the batch's task ids start at 0).
+/// [`Trsm::default`] way, and waits for it. The scheduler must have no other unended
+/// task (the batch's task ids start at 0).
 ///
 /// # Errors
 /// chariot's errors: allocation, a refused submit, or failed tasks (a library call that
@@ -249,10 +249,11 @@ pub fn factor_apart(sched: &Scheduler, host: &TiledHost, layout: Layout, trsm: T
 }
 
 /// The resident tiles of `tiling` (and the inverse tiles `trsm` needs after them), with
-/// a copy already allocated on every GPU of `sched`, so that a timed factorisation allocates no device memory, as the
-/// baseline's `cudaMalloc` comes before its clock. chariot allocates a GPU's copy when a
-/// task first uses the buffer there; here a task placed on each GPU writes the first
-/// tile (nothing: every factorisation's upload overwrites it). On two H200s joined by
+/// a copy already allocated on every GPU of `sched`, so that a timed factorisation
+/// allocates no device memory, as the baseline's `cudaMalloc` comes before its clock.
+/// chariot allocates a GPU's copy when a task first uses the buffer there; here a task
+/// placed on each GPU writes the first tile (nothing: every factorisation's upload
+/// overwrites it). On two H200s joined by
 /// NVLink, allocated in the timed batch, GPU 0's copy (4.6 GB at N = 32 k, b = 2,048)
 /// delayed its first upload by about 10 ms, and GPU 1's first upload took as long.
 /// It synchronizes `sched`: call it between batches.
