@@ -165,7 +165,16 @@ fn main() -> Result<(), String> {
     if ns.contains(&0) || tiles.contains(&0) || cli.gpus.contains(&0) || cli.rounds == 0 || cli.streams == Some(0) {
         return Err("--n, --tile, --gpus, --rounds and --streams must be positive".into());
     }
-    let trsms: Vec<Trsm> = cli.trsm.iter().map(|t| if t == "solve" { Trsm::Solve } else { Trsm::Inverse }).collect();
+    let trsms = cli
+        .trsm
+        .iter()
+        .map(|t| {
+            [Trsm::Inverse, Trsm::Solve]
+                .into_iter()
+                .find(|w| w.name() == t)
+                .ok_or(format!("--trsm {t}: inverse or solve"))
+        })
+        .collect::<Result<Vec<Trsm>, String>>()?;
     let backend_name = if on_cuda { "cuda" } else { "sim" };
     println!(
         "cholesky on {backend_name}: N {ns:?}, tiles {tiles:?}, D {:?}, {} rounds, order {}, copies {:?}, TRSM {:?}",
