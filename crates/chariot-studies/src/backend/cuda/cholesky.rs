@@ -156,12 +156,7 @@ impl Libs {
         if self.scratch != 0 && self.scratch_b >= b {
             return Ok(self.scratch);
         }
-        if self.scratch != 0 {
-            result::ctx::synchronize().map_err(|e| failed_text("cuCtxSynchronize", e))?;
-            result::free_sync(self.scratch).map_err(|e| failed_text("cuMemFree", e))?;
-            self.scratch = 0;
-        }
-        self.scratch = result::malloc_sync(b * b * 8).map_err(|e| failed_text("cuMemAlloc", e))?;
+        regrow(&mut self.scratch, b * b * 8)?;
         self.scratch_b = b;
         Ok(self.scratch)
     }
@@ -199,17 +194,26 @@ impl Libs {
         }
         queried?;
         let lwork = lwork.max(1);
-        if self.work != 0 {
-            // The old workspace may still be in use by this slot's last POTRF.
-            result::ctx::synchronize().map_err(|e| failed_text("cuCtxSynchronize", e))?;
-            result::free_sync(self.work).map_err(|e| failed_text("cuMemFree", e))?;
-            self.work = 0;
-        }
-        self.work = result::malloc_sync(lwork as usize * 8 + 16).map_err(|e| failed_text("cuMemAlloc", e))?;
+        regrow(&mut self.work, lwork as usize * 8 + 16)?;
         self.lwork = lwork;
         self.work_b = b;
         Ok(())
     }
+}
+
+/// Replaces the allocation at `*ptr` (0: none) by one of `bytes`: the old one is freed
+/// after the context has drained, since this slot's last operation may still use it.
+///
+/// # Safety
+/// The current context is the one `*ptr` was allocated in.
+unsafe fn regrow(ptr: &mut sys::CUdeviceptr, bytes: usize) -> Result<(), String> {
+    if *ptr != 0 {
+        result::ctx::synchronize().map_err(|e| failed_text("cuCtxSynchronize", e))?;
+        result::free_sync(*ptr).map_err(|e| failed_text("cuMemFree", e))?;
+        *ptr = 0;
+    }
+    *ptr = result::malloc_sync(bytes).map_err(|e| failed_text("cuMemAlloc", e))?;
+    Ok(())
 }
 
 impl Drop for Libs {
