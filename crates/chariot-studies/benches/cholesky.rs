@@ -58,8 +58,8 @@ struct Cli {
     #[arg(long, value_delimiter = ',', default_value = "overlapped", value_parser = ["overlapped", "apart"])]
     copies: Vec<String>,
     /// How chariot's TRSMs are done, comma-separated, alternated within each round:
-    /// `inverse` (the default: a multiply by L_kk⁻¹, made by an INVERSE task a step; the
-    /// step's first TRSM still solves) and `solve` (cuBLAS's triangular solve for every
+    /// `inverse` (the default: a multiply by L_kk⁻¹, made by an INVERSE task a step)
+    /// and `solve` (cuBLAS's triangular solve for every
     /// TRSM; its runs are named `…-solve`).
     #[arg(long, value_delimiter = ',', default_value = "inverse", value_parser = ["inverse", "solve"])]
     trsm: Vec<String>,

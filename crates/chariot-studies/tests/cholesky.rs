@@ -160,7 +160,9 @@ fn a_matrix_that_is_not_positive_definite_fails_its_potrf() {
 }
 
 /// On a CUDA GPU (ignored in CI): chariot's factorisation with cuBLAS and cuSOLVER at
-/// N = 4000 (a padded last tile) in tiles of 512 and 1024, both ways of doing its TRSMs,
+/// N = 4000 (a padded last tile) in tiles of 512, 768, 1000 and 1024 (the INVERSE's
+/// leaves of order 32, 24, none (a TRSM against the identity) and 32), both ways of
+/// doing its TRSMs,
 /// and cuSOLVER's potrf, each checked by random vectors; the two ways' factors agree
 /// element by element (within 1e-12·max|L|).
 #[test]
@@ -170,7 +172,7 @@ fn on_cuda_both_factorisations_are_right() {
         let s = Scheduler::builder().backend(Backend::Cuda).order(Order::LargestFirst).build().expect("CUDA");
         let spd = Spd::new(4000, 7);
         let norm = spd.frobenius();
-        for b in [512, 1024] {
+        for b in [512, 768, 1000, 1024] {
             let t = Tiling::new(spd.n, b).unwrap();
             let mut factors = Vec::new();
             for trsm in [Trsm::Solve, Trsm::Inverse] {

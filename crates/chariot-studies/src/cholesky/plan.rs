@@ -25,8 +25,9 @@ pub enum Op {
         /// The step.
         k: usize,
     },
-    /// Step k's inverse tile ← L_kk⁻¹ (a solve against the identity), for the step's
-    /// TRSMs that multiply by it ([`Trsm::Inverse`]).
+    /// Step k's inverse tile ← L_kk⁻¹, for the step's TRSMs that multiply by it
+    /// ([`Trsm::Inverse`]). On the GPU a kernel inverts the tile's diagonal blocks of
+    /// order 32 and batched GEMMs join them; on the CPU, a solve against the identity.
     Inverse {
         /// The step.
         k: usize,
@@ -82,14 +83,31 @@ impl Op {
     }
 
     /// Its flops on tiles of order b (LAPACK's counts, leading terms): POTRF b³/3, TRSM
-    /// and SYRK b³, GEMM 2b³; the inverse b³, the solve against the identity that makes
-    /// it.
+    /// and SYRK b³, GEMM 2b³; the inverse b³, a solve against the identity's (the GPU's
+    /// joins by GEMM do about 2b³/3, the upper triangles' zeros included).
     pub fn flops(&self, b: usize) -> f64 {
         let b3 = (b as f64).powi(3);
         match self {
             Op::Potrf { .. } => b3 / 3.0,
             Op::Inverse { .. } | Op::Trsm { .. } | Op::Syrk { .. } => b3,
             Op::Gemm { .. } => 2.0 * b3,
+        }
+    }
+
+    /// Whether it lies on the path from its step to the next: a POTRF, an INVERSE, a
+    /// step's first TRSM (row k + 1, which the next diagonal tile's SYRK waits for), and
+    /// every TRSM that solves. They run on a high-priority stream: on a GPU that the
+    /// GEMMs of 16 streams keep busy, a kernel on a stream of default priority waits
+    /// behind their blocks. On two H200s at N = 32 k, b = 2,048, D = 2, the
+    /// factorisation took 0.147 s with them there against 0.1575 s without
+    /// (`results/nvidia-h200-x2/2026-11-30-cholesky-trsm-by-inverse/`); putting the next
+    /// diagonal tile's SYRK there too, or every update of the next column, changed
+    /// nothing measurable (`results/nvidia-h200-x2/2026-12-01-cholesky-inverse-kernel/`).
+    pub fn on_the_path(&self) -> bool {
+        match *self {
+            Op::Potrf { .. } | Op::Inverse { .. } => true,
+            Op::Trsm { i, k, by_inverse } => !by_inverse || i == k + 1,
+            Op::Syrk { .. } | Op::Gemm { .. } => false,
         }
     }
 
@@ -113,6 +131,8 @@ pub struct Planned {
     /// Its bottom level: the flops of the heaviest chain of operations from it to the
     /// end, its own included (the task's granularity).
     pub bottom_level: f64,
+    /// Whether it runs on its slot's high-priority stream ([`Op::on_the_path`]).
+    pub urgent: bool,
 }
 
 /// The tiled factorisation's operations in the right-looking order (a topological
@@ -135,21 +155,20 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The plan of `tiling`, its TRSMs done the `trsm` way. With [`Trsm::Inverse`], a
-    /// step with two TRSMs or more gets an [`Op::Inverse`], and every TRSM of it but
-    /// the first (row k + 1, on the path to the next POTRF) multiplies by the inverse:
-    /// the first does not wait for the inverse, which takes as long as a solve.
+    /// The plan of `tiling`, its TRSMs done the `trsm` way. With [`Trsm::Inverse`], every
+    /// step with a TRSM gets an [`Op::Inverse`], and every TRSM of the step multiplies
+    /// by the inverse.
     pub fn new(tiling: Tiling, trsm: Trsm) -> Plan {
         let nt = tiling.nt;
         let mut ops = Vec::new();
         for k in 0..nt {
             ops.push(Op::Potrf { k });
-            let inverse = trsm == Trsm::Inverse && nt - k > 2;
+            let inverse = trsm == Trsm::Inverse && k + 1 < nt;
             if inverse {
                 ops.push(Op::Inverse { k });
             }
             for i in k + 1..nt {
-                ops.push(Op::Trsm { i, k, by_inverse: inverse && i > k + 1 });
+                ops.push(Op::Trsm { i, k, by_inverse: inverse });
             }
             for i in k + 1..nt {
                 ops.push(Op::Syrk { i, k });
@@ -194,7 +213,11 @@ impl Plan {
         let blocks = tiling.tiles();
         Plan {
             tiling,
-            ops: ops.iter().zip(&level).map(|(&op, &bottom_level)| Planned { op, bottom_level }).collect(),
+            ops: ops
+                .iter()
+                .zip(&level)
+                .map(|(&op, &bottom_level)| Planned { op, bottom_level, urgent: op.on_the_path() })
+                .collect(),
             last_writer: writer[..blocks].iter().map(|w| w.expect("every block is written")).collect(),
             first_use_level: first_use[..blocks].iter().map(|f| level[f.expect("every block is used")]).collect(),
             predecessors,
@@ -225,18 +248,20 @@ impl Plan {
 
 /// How each TRSM (A_ik ← A_ik·L_kk⁻ᵀ) is done. Both give L to rounding here (on the GPU
 /// the two factors agreed within 1e-12·max|L|); a multiply by an explicit inverse is
-/// not backward stable as the solve is, so a badly conditioned L_kk loses more by it. The default is [`Trsm::Inverse`]: at N = 32 k, b = 2,048 it
-/// took 0.251 s against 0.273 at D = 1, and 0.146 against 0.150 at D = 2, on two H200s
-/// (`results/nvidia-h200-x2/2026-11-30-cholesky-trsm-by-inverse/`).
+/// not backward stable as the solve is, so a badly conditioned L_kk loses more by it.
+/// The default is [`Trsm::Inverse`]: cuBLAS's solve is a chain of small kernels, which
+/// a GPU busy with GEMMs slows most (on one H200 at b = 2,048, 0.91 ms alone and 6.0 ms
+/// under 15 streams of GEMMs, on a high-priority stream; the inverse and a multiply by
+/// it 0.45 and 1.3 ms: `scripts/gpu/probes/panel_chain.cu`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Trsm {
     /// A triangular solve against L_kk (cuBLAS's `cublasDtrsm`).
     Solve,
-    /// A multiply by L_kk⁻¹: an [`Op::Inverse`] task writes L_kk⁻¹ (a solve against the
-    /// identity) into the step's inverse tile ([`Tile::Inverse`]), and each TRSM of the
-    /// step but the first multiplies by it (cuBLAS's `cublasDtrmm` into a scratch tile,
-    /// copied back). On one H200, 16 TRSMs of order 2,048 at once ran at 20–22 TF/s as
-    /// solves and 53–56 as multiplies (`scripts/gpu/probes/tile_kernels.cu`).
+    /// A multiply by L_kk⁻¹: an [`Op::Inverse`] task writes L_kk⁻¹ into the step's
+    /// inverse tile ([`Tile::Inverse`]), and each TRSM of the step multiplies by it
+    /// (cuBLAS's `cublasDtrmm` into a scratch tile, copied back). On one H200, 16 TRSMs
+    /// of order 2,048 at once ran at 20–22 TF/s as solves and 53–56 as multiplies
+    /// (`scripts/gpu/probes/tile_kernels.cu`).
     #[default]
     Inverse,
 }
@@ -295,29 +320,46 @@ mod test {
         assert!((p.flops() - (n * n * n / 3.0)).abs() < 0.2 * n * n * n / 3.0);
     }
 
-    /// By the inverse, four tiles a side: steps 0 and 1 (three and two TRSMs) get an
-    /// INVERSE after their POTRF; the step's first TRSM still solves (after the POTRF
-    /// alone), the others multiply (after the INVERSE); step 2 (one TRSM) solves.
+    /// By the inverse, four tiles a side: steps 0, 1 and 2 (three, two and one TRSM)
+    /// get an INVERSE after their POTRF, and every TRSM multiplies by it (after the
+    /// INVERSE); the last step has none.
     #[test]
     fn the_inverse_plan_of_four_tiles() {
         let t = Tiling::new(40, 10).unwrap();
         let p = Plan::new(t, Trsm::Inverse);
-        assert_eq!(p.counts(), [4, 6, 6, 4, 2]);
+        assert_eq!(p.counts(), [4, 6, 6, 4, 3]);
         let at = |op: Op| p.ops.iter().position(|o| o.op == op).unwrap();
         let (potrf0, inv0) = (at(Op::Potrf { k: 0 }), at(Op::Inverse { k: 0 }));
         assert_eq!(p.predecessors[inv0], vec![potrf0]);
-        assert_eq!(p.predecessors[at(Op::Trsm { i: 1, k: 0, by_inverse: false })], vec![potrf0]);
-        for i in 2..4 {
+        for i in 1..4 {
             assert_eq!(p.predecessors[at(Op::Trsm { i, k: 0, by_inverse: true })], vec![inv0]);
         }
-        assert!(p.ops.iter().any(|o| o.op == Op::Inverse { k: 1 }));
-        assert!(!p.ops.iter().any(|o| matches!(o.op, Op::Inverse { k: 2 | 3 })));
-        assert!(p.ops.iter().any(|o| o.op == Op::Trsm { i: 3, k: 2, by_inverse: false }));
+        assert!(!p.ops.iter().any(|o| matches!(o.op, Op::Trsm { by_inverse: false, .. })));
+        // TRSM(3, 2): after step 1's update of its tile and step 2's INVERSE.
+        let (gemm, inv2) = (at(Op::Gemm { i: 3, j: 2, k: 1 }), at(Op::Inverse { k: 2 }));
+        assert_eq!(p.predecessors[at(Op::Trsm { i: 3, k: 2, by_inverse: true })], vec![gemm, inv2]);
+        assert!(!p.ops.iter().any(|o| o.op == Op::Inverse { k: 3 }));
         assert_eq!(Op::Inverse { k: 1 }.writes().block(), (1, 1));
         // The same blocks' last writers as the solving plan's operations.
         let solve = Plan::new(t, Trsm::Solve);
         for (w, v) in p.last_writer.iter().zip(&solve.last_writer) {
             assert_eq!(p.ops[*w].op.writes(), solve.ops[*v].op.writes());
         }
+    }
+
+    /// On the path: POTRF, INVERSE and a step's first TRSM by the inverse; every TRSM by
+    /// the solve; never a SYRK or GEMM.
+    #[test]
+    fn what_runs_on_the_path() {
+        let t = Tiling::new(40, 10).unwrap();
+        let urgent = |trsm| -> Vec<Op> { Plan::new(t, trsm).ops.iter().filter(|o| o.urgent).map(|o| o.op).collect() };
+        let inverse = urgent(Trsm::Inverse);
+        assert!(inverse.contains(&Op::Potrf { k: 3 }) && inverse.contains(&Op::Inverse { k: 0 }));
+        assert!(inverse.contains(&Op::Trsm { i: 1, k: 0, by_inverse: true }));
+        assert!(!inverse.contains(&Op::Trsm { i: 2, k: 0, by_inverse: true }));
+        assert!(!inverse.iter().any(|o| matches!(o, Op::Syrk { .. } | Op::Gemm { .. })));
+        assert_eq!(inverse.len(), 4 + 3 + 3);
+        let solve = urgent(Trsm::Solve);
+        assert_eq!(solve.len(), 4 + 6);
     }
 }

@@ -8,13 +8,14 @@
 //! * a task per tile operation of [`Plan`], declaring the tiles it reads (`reads`) and
 //!   the one it updates (`reads_writes`), whose GPU callback runs cuSOLVER's
 //!   `cusolverDnDpotrf` or cuBLAS's `cublasDtrsm`/`cublasDtrmm`/`cublasDsyrk`/
-//!   `cublasDgemm` on the task's stream (POTRF, INVERSE and a step's first TRSM on a
-//!   high-priority stream forked from it) with the tiles' addresses on the task's GPU
+//!   `cublasDgemm` on the task's stream (those on the path to the next step, POTRF,
+//!   INVERSE and a step's first TRSM: [`Op::on_the_path`], on a high-priority stream
+//!   forked from it) with the tiles' addresses on the task's GPU
 //!   (on the sim backend the same operation on the CPU, [`super::cpu::run_op`], on the
 //!   simulated copy);
 //! * with [`Trsm::Inverse`], an INVERSE task a step writes L_kk⁻¹ into the step's
 //!   inverse tile, after the blocks in the same resident buffer, and the step's TRSM
-//!   tasks but the first read that tile in place of L_kk (a multiply, not a solve);
+//!   tasks read that tile in place of L_kk (a multiply, not a solve);
 //! * a readback task per tile, submitted right after the operation that writes the
 //!   tile last (a read of it), so that L comes back while the factorisation goes on.
 //!
@@ -294,7 +295,7 @@ fn submit_step(
         }
         Step::Op(o) => {
             let planned = &plan.ops[o];
-            let op = planned.op;
+            let (op, urgent) = (planned.op, planned.urgent);
             let mut task = place(sched.task(id, granularity(planned.bottom_level)), op.writes().block());
             for tile in op.reads() {
                 task = task.reads(m, t.tile_range(tile));
@@ -307,7 +308,7 @@ fn submit_step(
             let m2 = m.clone();
             task.gpu_callback(move |call| {
                 if call.cuda_stream().is_some() {
-                    crate::backend::cuda::cholesky::tile_op(call, &m2, &t, op)?;
+                    crate::backend::cuda::cholesky::tile_op(call, &m2, &t, op, urgent)?;
                 } else {
                     let base = lowest_offset(&t, op);
                     call.sim_resident(&m2, base, |x: &mut [f64]| cpu::run_op(&t, op, x, base))

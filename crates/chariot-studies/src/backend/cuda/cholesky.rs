@@ -3,11 +3,13 @@
 //!
 //! * Tile operations: [`enqueue`] puts POTRF (`cusolverDnDpotrf`), TRSM (`cublasDtrsm`),
 //!   SYRK (`cublasDsyrk`) or GEMM (`cublasDgemm`) of b×b column-major tiles on a stream;
-//!   and, where the TRSMs multiply by the inverse ([`Trsm::Inverse`]), INVERSE
-//!   (`cublasDtrsm` against the identity) and TRSM by it (`cublasDtrmm` into the slot's
-//!   scratch tile, copied back). The operations on the path to the next step (POTRF,
-//!   INVERSE, a step's first TRSM: [`on_the_path`]) run on a high-priority stream of
-//!   their slot, forked from the task's stream and joined back to it by events.
+//!   and, where the TRSMs multiply by the inverse ([`Trsm::Inverse`]), INVERSE (a
+//!   kernel of ours inverts the tile's diagonal blocks of order 32 or less, and
+//!   strided-batched GEMMs join them by halves: [`leaf_order`]) and TRSM by it
+//!   (`cublasDtrmm` into the slot's scratch tile, copied back). The operations on the
+//!   path to the next step (POTRF, INVERSE, a step's first TRSM: [`Op::on_the_path`])
+//!   run on a high-priority stream of their slot, forked from the task's stream and
+//!   joined back to it by events.
 //!   The library handles are made lazily, one pair per (GPU, stream slot) on the thread
 //!   that uses them (a chariot dispatcher runs one GPU's callbacks, and a stream slot
 //!   runs one command at a time, so a handle and its POTRF workspace are never used by
@@ -17,7 +19,7 @@
 //!   downloaded, each step timed apart.
 //!
 //! Why this file is long: it is the study's whole foreign surface (two libraries, the
-//! handles' lifetime, the four operations' argument lists as rustfmt lays them out, and
+//! handles' lifetime, the operations' argument lists as rustfmt lays them out, and
 //! the baseline's rig), kept in one place so that every `unsafe` of the study sits here.
 
 use super::failed_text;
@@ -82,6 +84,8 @@ struct Libs {
     scratch_b: usize,
     /// The slot's high-priority stream and its fork and join events; made on first use.
     urgent: Option<Urgent>,
+    /// The module of [`LEAF_INVERSE`] in this context and its kernel; loaded on first use.
+    leaf: Option<(sys::CUmodule, sys::CUfunction)>,
 }
 
 /// A slot's high-priority stream, and the events that order it after and before the
@@ -109,7 +113,7 @@ impl Libs {
                 return Err(solver_err("cusolverDnCreate")(e));
             }
         };
-        Ok(Libs { ctx, blas, solver, work: 0, lwork: 0, work_b: 0, scratch: 0, scratch_b: 0, urgent: None })
+        Ok(Libs { ctx, blas, solver, work: 0, lwork: 0, work_b: 0, scratch: 0, scratch_b: 0, urgent: None, leaf: None })
     }
 
     /// The slot's high-priority stream (the context's greatest priority, non-blocking)
@@ -145,6 +149,39 @@ impl Libs {
         let u = Urgent { stream, fork: events[0], join: events[1] };
         self.urgent = Some(u);
         Ok(u)
+    }
+
+    /// The kernel of [`LEAF_INVERSE`], compiled for this context's device (once a
+    /// process, by chariot's compile cache) and loaded here on first use.
+    ///
+    /// # Safety
+    /// The current context is this one.
+    unsafe fn leaf_kernel(&mut self) -> Result<sys::CUfunction, String> {
+        if let Some((_, f)) = self.leaf {
+            return Ok(f);
+        }
+        use sys::CUdevice_attribute::*;
+        let mut dev: sys::CUdevice = 0;
+        sys::cuCtxGetDevice(&mut dev).result().map_err(|e| failed_text("cuCtxGetDevice", e))?;
+        let major = result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+            .map_err(|e| failed_text("cuDeviceGetAttribute", e))?;
+        let minor = result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+            .map_err(|e| failed_text("cuDeviceGetAttribute", e))?;
+        let kernel = chariot::Kernel::new(LEAF_KERNEL, LEAF_INVERSE);
+        let image = chariot::cuda::compile_cubin(&kernel, &format!("sm_{major}{minor}")).map_err(|e| e.to_string())?;
+        let module = result::module::load_data(image.as_ptr() as *const c_void)
+            .map_err(|e| failed_text("cuModuleLoadData", e))?;
+        let name = std::ffi::CString::new(LEAF_KERNEL).map_err(|_| "kernel name has a NUL byte".to_string())?;
+        match result::module::get_function(module, name) {
+            Ok(f) => {
+                self.leaf = Some((module, f));
+                Ok(f)
+            }
+            Err(e) => {
+                let _ = result::module::unload(module);
+                Err(failed_text("cuModuleGetFunction", e))
+            }
+        }
     }
 
     /// The scratch tile, of at least b² doubles (allocated, or grown, here).
@@ -232,6 +269,9 @@ impl Drop for Libs {
             if self.scratch != 0 {
                 let _ = result::free_sync(self.scratch);
             }
+            if let Some((module, _)) = self.leaf {
+                let _ = result::module::unload(module);
+            }
             if let Some(u) = self.urgent {
                 let _ = sys::cuEventDestroy_v2(u.fork);
                 let _ = sys::cuEventDestroy_v2(u.join);
@@ -262,7 +302,7 @@ fn with_libs<R>(gpu: usize, slot: usize, f: impl FnOnce(&mut Libs) -> Result<R, 
 /// Makes the handles of stream slots `0..slots` of the task's GPU on this thread (the
 /// GPU's dispatcher, which runs all of that GPU's callbacks) and sizes their POTRF
 /// workspaces for tiles of order `b`, their high-priority streams (and their scratch
-/// tiles, with [`Trsm::Inverse`]), so that a timed run does not (nothing on the sim
+/// tiles and the INVERSE's leaf kernel, with [`Trsm::Inverse`]), so that a timed run does not (nothing on the sim
 /// backend). Call it only while the scheduler runs nothing else: a workspace that grows
 /// is freed and allocated again.
 ///
@@ -282,6 +322,9 @@ pub(crate) fn warm(call: &chariot::callback::GpuCall<'_>, b: usize, slots: usize
             libs.urgent()?;
             if trsm == Trsm::Inverse {
                 libs.scratch(b)?;
+                if leaf_order(b).is_some() {
+                    libs.leaf_kernel()?;
+                }
             }
             Ok(())
         })?;
@@ -289,21 +332,51 @@ pub(crate) fn warm(call: &chariot::callback::GpuCall<'_>, b: usize, slots: usize
     Ok(())
 }
 
-/// Whether `op` lies on the path to the next step: a step's POTRF, its INVERSE, and its
-/// first TRSM (the one a solve, row k + 1, which SYRK and the next POTRF wait for).
-///
-/// They run on a high-priority stream: on a GPU that the GEMMs of 16 streams keep busy,
-/// a kernel on a stream of normal priority waits behind their blocks. On two H200s at
-/// N = 32 k, b = 2,048, D = 2, the factorisation took 0.147 s with them there against
-/// 0.1575 s without (medians of 4 runs a build, alternated;
-/// `results/nvidia-h200-x2/2026-11-30-cholesky-trsm-by-inverse/`).
-pub(crate) fn on_the_path(op: Op) -> bool {
-    matches!(op, Op::Potrf { .. } | Op::Inverse { .. } | Op::Trsm { by_inverse: false, .. })
+/// The INVERSE's leaf kernel: X's diagonal blocks of order n (block z at z·n·(ld + 1))
+/// get the inverses of L's, one thread block a leaf. Thread t solves L x = e_t by
+/// forward substitution: the columns are independent, so no barrier; x lives in shared
+/// memory; X's upper triangle is written as zeros.
+const LEAF_INVERSE: &str = r#"
+extern "C" __global__ void cholesky_leaf_inverse(const double* L, double* X, int ld, int n) {
+    extern __shared__ double x[];
+    const double* l = L + (long long)blockIdx.x * n * (ld + 1);
+    double* out = X + (long long)blockIdx.x * n * (ld + 1);
+    int t = threadIdx.x;
+    for (int i = 0; i < n; i++) {
+        double v = 0.0;
+        if (i >= t) {
+            v = i == t ? 1.0 : 0.0;
+            for (int k = t; k < i; k++) v -= l[i + (long long)k * ld] * x[k * n + t];
+            v /= l[i + (long long)i * ld];
+        }
+        x[i * n + t] = v;
+    }
+    for (int i = 0; i < n; i++) out[i + (long long)t * ld] = x[i * n + t];
+}
+"#;
+
+/// [`LEAF_INVERSE`]'s entry point.
+const LEAF_KERNEL: &str = "cholesky_leaf_inverse";
+
+/// The leaf order of the INVERSE for tiles of order `b`: b / 2ᵐ for the least m that
+/// makes it at most 32 (`None` where b's odd part exceeds 32: a TRSM against the
+/// identity makes the inverse then). Under a load of GEMMs on one H200 at b = 2,048,
+/// leaves of 32 made L⁻¹ in 1.0 ms against 1.3 ms for leaves of 64, and 7.6 ms for
+/// the TRSM against the identity (`scripts/gpu/probes/panel_chain.cu`).
+pub(crate) fn leaf_order(b: usize) -> Option<usize> {
+    let mut leaf = b;
+    while leaf > 32 {
+        if leaf % 2 != 0 {
+            return None;
+        }
+        leaf /= 2;
+    }
+    (leaf > 0).then_some(leaf)
 }
 
-/// Enqueues tile operation `op` of order-`b` tiles on `stream` (or, for an operation
-/// [`on_the_path`], on the slot's high-priority stream, after what `stream` holds and
-/// before what it gets next), with the handles of (`gpu`, `slot`) on this thread (made on
+/// Enqueues tile operation `op` of order-`b` tiles on `stream` (or, where `urgent`, on
+/// the slot's high-priority stream, after what `stream` holds and before what it gets
+/// next), with the handles of (`gpu`, `slot`) on this thread (made on
 /// first use, in the current context). `at(tile)` is the device address of `tile`, b×b
 /// column-major (lda = b).
 ///
@@ -317,6 +390,7 @@ pub(crate) unsafe fn enqueue(
     (gpu, slot): (usize, usize),
     stream: sys::CUstream,
     op: Op,
+    urgent: bool,
     b: usize,
     at: &dyn Fn(Tile) -> Result<sys::CUdeviceptr, String>,
 ) -> Result<(), String> {
@@ -329,7 +403,7 @@ pub(crate) unsafe fn enqueue(
         use blas::cublasOperation_t::{CUBLAS_OP_N as N, CUBLAS_OP_T as T};
         use blas::cublasSideMode_t::{CUBLAS_SIDE_LEFT as LEFT, CUBLAS_SIDE_RIGHT as RIGHT};
         let task_stream = stream;
-        let urgent = if on_the_path(op) {
+        let urgent = if urgent {
             let u = libs.urgent()?;
             sys::cuEventRecord(u.fork, task_stream).result().map_err(|e| failed_text("cuEventRecord", e))?;
             sys::cuStreamWaitEvent(u.stream, u.fork, 0).result().map_err(|e| failed_text("cuStreamWaitEvent", e))?;
@@ -366,30 +440,84 @@ pub(crate) unsafe fn enqueue(
                 .map_err(solver_err("cusolverDnDpotrf"))
             }
             Op::Inverse { k } => {
-                // L⁻¹: the identity (zeros, then 1.0's high word, 0x3FF00000, down the
-                // diagonal: a pitch of b + 1 doubles), solved against L.
                 let (a, inv) = (tile(k, k)?, at(Tile::Inverse(k))?);
+                // Zeros first: the leaves' kernel writes the diagonal blocks, the joins'
+                // GEMMs the blocks below them and read the ones above as zeros.
                 result::memset_d8_async(inv, 0, b * b * 8, stream).map_err(|e| failed_text("cuMemsetD8Async", e))?;
-                sys::cuMemsetD2D32Async(inv + 4, (b + 1) * 8, 0x3FF0_0000, 1, b, stream)
+                let Some(leaf) = leaf_order(b) else {
+                    // The identity (1.0's high word, 0x3FF00000, down the diagonal: a
+                    // pitch of b + 1 doubles), solved against L.
+                    sys::cuMemsetD2D32Async(inv + 4, (b + 1) * 8, 0x3FF0_0000, 1, b, stream)
+                        .result()
+                        .map_err(|e| failed_text("cuMemsetD2D32Async", e))?;
+                    set_blas_stream(libs)?;
+                    return blas::cublasDtrsm_v2(
+                        libs.blas,
+                        LEFT,
+                        LOWER,
+                        N,
+                        NON_UNIT,
+                        n,
+                        n,
+                        &one,
+                        a as *const f64,
+                        n,
+                        inv as *mut f64,
+                        n,
+                    )
                     .result()
-                    .map_err(|e| failed_text("cuMemsetD2D32Async", e))?;
+                    .map_err(blas_err("cublasDtrsm"));
+                };
+                let f = libs.leaf_kernel()?;
+                let (mut l, mut x, mut ld, mut order) = (a, inv, n, int(leaf, "leaf order")?);
+                let mut args = [
+                    (&mut l as *mut u64).cast::<c_void>(),
+                    (&mut x as *mut u64).cast(),
+                    (&mut ld as *mut c_int).cast(),
+                    (&mut order as *mut c_int).cast(),
+                ];
+                let (grid, threads, shared) = ((b / leaf) as u32, leaf as u32, (leaf * leaf * 8) as u32);
+                result::launch_kernel(f, (grid, 1, 1), (threads, 1, 1), shared, stream, &mut args)
+                    .map_err(|e| failed_text("cuLaunchKernel", e))?;
+                // Each level joins pairs of inverted diagonal blocks of order w:
+                // X21 = -X22·(L21·X11), through the scratch tile, all pairs at once.
+                let t = libs.scratch(b)?;
                 set_blas_stream(libs)?;
-                blas::cublasDtrsm_v2(
-                    libs.blas,
-                    LEFT,
-                    LOWER,
-                    N,
-                    NON_UNIT,
-                    n,
-                    n,
-                    &one,
-                    a as *const f64,
-                    n,
-                    inv as *mut f64,
-                    n,
-                )
-                .result()
-                .map_err(blas_err("cublasDtrsm"))
+                let mut w = leaf;
+                while w < b {
+                    let (stride, pairs, order) = ((2 * w * (b + 1)) as i64, int(b / (2 * w), "pairs")?, int(w, "w")?);
+                    let (below, diagonal) = ((w * 8) as u64, ((w * b + w) * 8) as u64);
+                    let zero = 0.0f64;
+                    // C ← alpha·A·X for every pair at once.
+                    let batched = |alpha: &f64, a: u64, x: u64, c: u64| {
+                        blas::cublasDgemmStridedBatched(
+                            libs.blas,
+                            N,
+                            N,
+                            order,
+                            order,
+                            order,
+                            alpha,
+                            a as *const f64,
+                            n,
+                            stride,
+                            x as *const f64,
+                            n,
+                            stride,
+                            &zero,
+                            c as *mut f64,
+                            n,
+                            stride,
+                            pairs,
+                        )
+                        .result()
+                        .map_err(blas_err("cublasDgemmStridedBatched"))
+                    };
+                    batched(&one, a + below, inv, t + below)?;
+                    batched(&minus, inv + diagonal, t + below, inv + below)?;
+                    w *= 2;
+                }
+                Ok(())
             }
             other => {
                 set_blas_stream(libs)?;
@@ -490,7 +618,7 @@ pub(crate) unsafe fn enqueue(
 
 /// One tile operation of a chariot task's GPU callback: the tiles' addresses on the
 /// task's GPU from the resident buffer `m` laid out by `tiling`, the operation enqueued
-/// on the task's stream.
+/// on the task's stream (or, where `urgent`, on its slot's high-priority stream).
 ///
 /// Sound because chariot hands out the address of a resident range only to a task that
 /// declared it, valid on its GPU and ordered against every other task touching it; the
@@ -503,6 +631,7 @@ pub(crate) fn tile_op(
     m: &chariot::resident::ResidentBuffer<f64>,
     tiling: &crate::cholesky::Tiling,
     op: Op,
+    urgent: bool,
 ) -> Result<(), String> {
     let stream = call.cuda_stream().ok_or("tile_op runs on the CUDA backend only")?;
     for tile in op.reads().into_iter().chain([op.writes()]) {
@@ -519,7 +648,7 @@ pub(crate) fn tile_op(
     // current; the addresses are the task's declared tiles on that GPU (b² doubles each,
     // within `m`, checked above), which chariot keeps from every other task until this
     // one has ended; (gpu, stream) is the task's slot.
-    unsafe { enqueue((info.gpu, info.stream), stream.as_raw().cast(), op, tiling.b, &at) }
+    unsafe { enqueue((info.gpu, info.stream), stream.as_raw().cast(), op, urgent, tiling.b, &at) }
 }
 
 /// Times of one run of the baseline, ns.
@@ -715,4 +844,20 @@ pub(crate) fn potrf_dense(
     check(host);
     let ns = |d: std::time::Duration| d.as_nanos() as u64;
     Ok(PotrfTiming { upload_ns: ns(t1 - t0), factor_ns: ns(t2 - t1), download_ns: ns(t3 - t2) })
+}
+
+#[cfg(test)]
+mod test {
+    use super::leaf_order;
+
+    /// Halved while over 32, if even: powers of two end at 32, 3·2ᵐ at 24; an odd part
+    /// over 32 (1,000 = 8·125, 99, 66 = 2·33) has no leaf (the INVERSE solves against
+    /// the identity then).
+    #[test]
+    fn leaf_orders() {
+        let got: Vec<_> = [2048, 4096, 1024, 64, 32, 16, 1, 768, 1536, 96, 1000, 99, 66].map(leaf_order).to_vec();
+        let want = [Some(32), Some(32), Some(32), Some(32), Some(32), Some(16), Some(1), Some(24), Some(24), Some(24)];
+        assert_eq!(got[..10], want);
+        assert_eq!(got[10..], [None, None, None]);
+    }
 }
