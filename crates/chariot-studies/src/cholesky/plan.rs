@@ -250,9 +250,12 @@ impl Plan {
 /// the two factors agreed within 1e-12·max|L|); a multiply by an explicit inverse is
 /// not backward stable as the solve is, so a badly conditioned L_kk loses more by it.
 /// The default is [`Trsm::Inverse`]: cuBLAS's solve is a chain of small kernels, which
-/// a GPU busy with GEMMs slows most (on one H200 at b = 2,048, 0.91 ms alone and 6.0 ms
-/// under 15 streams of GEMMs, on a high-priority stream; the inverse and a multiply by
-/// it 0.45 and 1.3 ms: `scripts/gpu/probes/panel_chain.cu`).
+/// a GPU busy with GEMMs slows most. On one H200 at b = 2,048, on a high-priority
+/// stream, the solve took 0.91 ms alone and 6.0 ms beside 15 streams of GEMMs; the
+/// inverse and a multiply by it took 0.45 ms alone and 1.3 ms beside them
+/// (`scripts/gpu/probes/panel_chain.cu`). On two H200s at N = 32 k the factorisation
+/// took 0.2395 s at D = 1 and 0.130–0.132 s at D = 2 by the inverse
+/// (`results/nvidia-h200-x2/2026-12-01-cholesky-inverse-kernel/`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Trsm {
     /// A triangular solve against L_kk (cuBLAS's `cublasDtrsm`).

@@ -302,9 +302,9 @@ fn with_libs<R>(gpu: usize, slot: usize, f: impl FnOnce(&mut Libs) -> Result<R, 
 /// Makes the handles of stream slots `0..slots` of the task's GPU on this thread (the
 /// GPU's dispatcher, which runs all of that GPU's callbacks) and sizes their POTRF
 /// workspaces for tiles of order `b`, their high-priority streams (and their scratch
-/// tiles and the INVERSE's leaf kernel, with [`Trsm::Inverse`]), so that a timed run does not (nothing on the sim
-/// backend). Call it only while the scheduler runs nothing else: a workspace that grows
-/// is freed and allocated again.
+/// tiles and the INVERSE's leaf kernel, with [`Trsm::Inverse`]), so that a timed run
+/// does not (nothing on the sim backend). Call it only while the scheduler runs nothing
+/// else: a workspace that grows is freed and allocated again.
 ///
 /// # Errors
 /// A library or driver call that failed.
