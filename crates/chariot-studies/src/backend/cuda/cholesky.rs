@@ -160,28 +160,11 @@ impl Libs {
         if let Some((_, f)) = self.leaf {
             return Ok(f);
         }
-        use sys::CUdevice_attribute::*;
         let mut dev: sys::CUdevice = 0;
         sys::cuCtxGetDevice(&mut dev).result().map_err(|e| failed_text("cuCtxGetDevice", e))?;
-        let major = result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
-            .map_err(|e| failed_text("cuDeviceGetAttribute", e))?;
-        let minor = result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
-            .map_err(|e| failed_text("cuDeviceGetAttribute", e))?;
-        let kernel = chariot::Kernel::new(LEAF_KERNEL, LEAF_INVERSE);
-        let image = chariot::cuda::compile_cubin(&kernel, &format!("sm_{major}{minor}")).map_err(|e| e.to_string())?;
-        let module = result::module::load_data(image.as_ptr() as *const c_void)
-            .map_err(|e| failed_text("cuModuleLoadData", e))?;
-        let name = std::ffi::CString::new(LEAF_KERNEL).map_err(|_| "kernel name has a NUL byte".to_string())?;
-        match result::module::get_function(module, name) {
-            Ok(f) => {
-                self.leaf = Some((module, f));
-                Ok(f)
-            }
-            Err(e) => {
-                let _ = result::module::unload(module);
-                Err(failed_text("cuModuleGetFunction", e))
-            }
-        }
+        let (module, f) = super::load_module(dev, LEAF_KERNEL, LEAF_INVERSE, &[LEAF_KERNEL])?;
+        self.leaf = Some((module, f[0]));
+        Ok(f[0])
     }
 
     /// The scratch tile, of at least b² doubles (allocated, or grown, here).

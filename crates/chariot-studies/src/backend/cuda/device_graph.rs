@@ -17,11 +17,10 @@
 
 use super::failed_text;
 use crate::flow::{DeviceCsr, BLOCK};
-use chariot::Kernel;
 use chariot_inorder::rig::PrimaryContext;
 use cudarc::driver::result;
 use cudarc::driver::sys;
-use std::ffi::{c_void, CString};
+use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
 /// The kernels' CUDA C.
@@ -165,38 +164,11 @@ impl Drop for Rig {
 /// Compiles the kernels for `dev` and loads them into the current context: the module
 /// (the caller unloads it), the single-GPU or system-scope run kernel, and the reset.
 fn load(dev: sys::CUdevice, system: bool) -> Result<(sys::CUmodule, sys::CUfunction, sys::CUfunction), String> {
-    use sys::CUdevice_attribute::*;
-    // SAFETY: plain attribute queries on a valid device.
-    let (major, minor) = unsafe {
-        (
-            result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
-                .map_err(|e| failed_text("cuDeviceGetAttribute", e))?,
-            result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
-                .map_err(|e| failed_text("cuDeviceGetAttribute", e))?,
-        )
-    };
     // One source, several entry points: compiled once (per arch) under the run
     // kernel's name, which only keys the compile cache.
-    let kernel = Kernel::new("device_graph_run", SOURCE);
-    let image = chariot::cuda::compile_cubin(&kernel, &format!("sm_{major}{minor}")).map_err(|e| e.to_string())?;
-    // SAFETY: a complete cubin for this device; unloaded below on failure, else by the
-    // caller.
-    let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
-        .map_err(|e| failed_text("cuModuleLoadData", e))?;
-    let get = |name: &str| {
-        let c = CString::new(name).map_err(|_| "kernel name has a NUL byte".to_string())?;
-        // SAFETY: the module was just loaded.
-        unsafe { result::module::get_function(module, c) }.map_err(|e| failed_text("cuModuleGetFunction", e))
-    };
     let run_name = if system { "device_graph_run_system" } else { "device_graph_run" };
-    match (get(run_name), get("device_graph_reset")) {
-        (Ok(run), Ok(reset)) => Ok((module, run, reset)),
-        (Err(e), _) | (_, Err(e)) => {
-            // SAFETY: loaded above, used by nothing.
-            let _ = unsafe { result::module::unload(module) };
-            Err(e)
-        }
-    }
+    let (module, f) = super::load_module(dev, "device_graph_run", SOURCE, &[run_name, "device_graph_reset"])?;
+    Ok((module, f[0], f[1]))
 }
 
 /// Allocates room for `data` (at least 4 bytes, so that an empty array still has an
