@@ -26,7 +26,9 @@ use chariot::{Backend, Order, Scheduler};
 use chariot_align::output::Output;
 use chariot_studies::cholesky::baseline::{self, PotrfRun};
 use chariot_studies::cholesky::plan::Trsm;
-use chariot_studies::cholesky::tiled::{factor_apart, factor_with, warm_up, Layout, TiledHost, Timeline};
+use chariot_studies::cholesky::tiled::{
+    factor_apart, factor_with, warm_up, Layout, Options, TiledHost, Timeline, Uploads,
+};
 use chariot_studies::cholesky::{residual, Spd, Tiling};
 use clap::Parser;
 use std::io::Write;
@@ -63,6 +65,12 @@ struct Cli {
     /// TRSM; its runs are named `…-solve`).
     #[arg(long, value_delimiter = ',', default_value = "inverse", value_parser = ["inverse", "solve"])]
     trsm: Vec<String>,
+    /// The order of chariot's uploads, comma-separated, alternated within each round:
+    /// `auto` (the default: rows at D = 1, first use at more), `rows` (row by row, the
+    /// leading blocks first; runs named `…-rows`) and `first-use` (by the bottom level
+    /// of the first operation on the tile; runs named `…-first-use`).
+    #[arg(long, value_delimiter = ',', default_value = "auto", value_parser = ["auto", "rows", "first-use"])]
+    uploads: Vec<String>,
     /// chariot's CUDA streams per GPU, S (default: chariot's own).
     #[arg(long)]
     streams: Option<usize>,
@@ -107,7 +115,7 @@ struct Cli {
 /// One run.
 #[derive(Clone, Debug)]
 struct Row {
-    method: &'static str,
+    method: String,
     d: usize,
     n: usize,
     tile: usize,
@@ -175,10 +183,16 @@ fn main() -> Result<(), String> {
                 .ok_or(format!("--trsm {t}: inverse or solve"))
         })
         .collect::<Result<Vec<Trsm>, String>>()?;
+    let uploads: Vec<Uploads> = cli
+        .uploads
+        .iter()
+        .filter_map(|u| [Uploads::Auto, Uploads::Rows, Uploads::FirstUse].into_iter().find(|w| w.name() == u))
+        .collect();
     let backend_name = if on_cuda { "cuda" } else { "sim" };
     println!(
-        "cholesky on {backend_name}: N {ns:?}, tiles {tiles:?}, D {:?}, {} rounds, order {}, copies {:?}, TRSM {:?}",
-        cli.gpus, cli.rounds, cli.order, cli.copies, cli.trsm
+        "cholesky on {backend_name}: N {ns:?}, tiles {tiles:?}, D {:?}, {} rounds, order {}, copies {:?}, TRSM {:?}, \
+         uploads {:?}",
+        cli.gpus, cli.rounds, cli.order, cli.copies, cli.trsm, cli.uploads
     );
     if !on_cuda {
         println!("(sim: the tile operations run on the CPU; times are not GPU measurements; no baseline)");
@@ -199,7 +213,7 @@ fn main() -> Result<(), String> {
     let mut rows: Vec<Row> = Vec::new();
     let mut record = |row: Row, rows: &mut Vec<Row>| -> Result<(), String> {
         println!(
-            "  {:<14} D {} N {:>6} b {:>5} round {}: {:>9.3} s {:>9.1} GFLOP/s{}  residual {:.2e}",
+            "  {:<22} D {} N {:>6} b {:>5} round {}: {:>9.3} s {:>9.1} GFLOP/s{}  residual {:.2e}",
             row.method,
             row.d,
             row.n,
@@ -261,10 +275,12 @@ fn main() -> Result<(), String> {
                     for name in layouts {
                         let layout = if name == "cyclic" { Layout::BlockCyclic } else { Layout::Data };
                         for copies in &cli.copies {
+                            let apart = copies == "apart";
                             for trsm in &trsms {
-                                let apart = copies == "apart";
-                                let how = Way { layout, apart, trsm: *trsm };
-                                record(chariot_run(&sched, &spd, a_norm, b, round, how, &cli)?, &mut rows)?;
+                                for &uploads in &uploads {
+                                    let how = Way { options: Options { layout, trsm: *trsm, uploads }, apart };
+                                    record(chariot_run(&sched, &spd, a_norm, b, round, how, &cli)?, &mut rows)?;
+                                }
                             }
                         }
                     }
@@ -275,7 +291,7 @@ fn main() -> Result<(), String> {
                     let s = |ns: u64| ns as f64 / 1e9;
                     record(
                         Row {
-                            method: "cusolver-potrf",
+                            method: "cusolver-potrf".into(),
                             d: 1,
                             n,
                             tile: 0,
@@ -322,13 +338,12 @@ fn chariot_scheduler(
     Ok(sched)
 }
 
-/// How one chariot run goes: its layout, whether the factorisation alone is timed
-/// ([`factor_apart`]), how its TRSMs are done.
+/// How one chariot run goes: the study's options, and whether the factorisation alone
+/// is timed ([`factor_apart`]).
 #[derive(Clone, Copy, Debug)]
 struct Way {
-    layout: Layout,
+    options: Options,
     apart: bool,
-    trsm: Trsm,
 }
 
 /// One chariot factorisation of `spd` in tiles of `b`, checked, done `how`; warmed up
@@ -346,7 +361,8 @@ fn chariot_run(
 ) -> Result<Row, String> {
     let err = |e: chariot::Error| e.to_string();
     let d = sched.gpu_count();
-    let Way { layout, apart, trsm } = how;
+    let Way { options, apart } = how;
+    let Options { layout, trsm, uploads } = options;
     if round == 0 {
         let gpus = warm_up(sched, b, trsm).map_err(err)?;
         if gpus < sched.gpu_count() {
@@ -354,12 +370,12 @@ fn chariot_run(
         }
         let w = Spd::new((2 * d * b).min(spd.n.max(b)), 99);
         let host = TiledHost::new(sched, &w, Tiling::new(w.n, b)?).map_err(err)?;
-        factor_with(sched, &host, Layout::default(), trsm).map_err(err)?;
+        factor_with(sched, &host, Options { trsm, ..Options::default() }).map_err(err)?;
     }
     let t = Tiling::new(spd.n, b)?;
     let host = TiledHost::new(sched, spd, t).map_err(err)?;
-    let run = if apart { factor_apart(sched, &host, layout, trsm) } else { factor_with(sched, &host, layout, trsm) }
-        .map_err(err)?;
+    let run =
+        if apart { factor_apart(sched, &host, options) } else { factor_with(sched, &host, options) }.map_err(err)?;
     let l = host.l.read();
     let res = if spd.n <= cli.exact_max {
         residual::exact(spd, &t.lower_dense(&l))
@@ -369,7 +385,7 @@ fn chariot_run(
         f64::NAN
     };
     // D = 1 places nothing: the layouts are the same run there.
-    let method = match (layout == Layout::BlockCyclic && d > 1, apart, trsm) {
+    let base = match (layout == Layout::BlockCyclic && d > 1, apart, trsm) {
         (true, false, Trsm::Inverse) => "chariot-cyclic",
         (true, true, Trsm::Inverse) => "chariot-cyc-apart",
         (false, false, Trsm::Inverse) => "chariot",
@@ -379,8 +395,12 @@ fn chariot_run(
         (false, false, Trsm::Solve) => "chariot-solve",
         (false, true, Trsm::Solve) => "chariot-apart-solve",
     };
+    let mut method = base.to_string();
+    if uploads != Uploads::default() {
+        method += &format!("-{}", uploads.name());
+    }
     for a in &run.report.adaptations {
-        println!("  {:<14} adapted: {a}", "");
+        println!("  {:<22} adapted: {a}", "");
     }
     if let Some(dir) = &cli.trace {
         let path = dir.join(format!("{method}-d{d}-n{}-b{b}-r{round}.json", spd.n));
@@ -408,7 +428,7 @@ fn chariot_run(
 fn print_timeline(label: &str, uploads: &str, t: &Timeline) {
     let ms = |ns: u64| ns as f64 / 1e6;
     println!(
-        "  {:<14} {label} operations busy {:.1} from {:.1} to {:.1} ({:.0} % of their span), \
+        "  {:<22} {label} operations busy {:.1} from {:.1} to {:.1} ({:.0} % of their span), \
          {uploads} busy {:.1} until {:.1}, readbacks busy {:.1}, last command {:.1}",
         "",
         ms(t.compute_busy_ns),
@@ -426,10 +446,11 @@ fn print_timeline(label: &str, uploads: &str, t: &Timeline) {
 fn summary(rows: &[Row]) {
     println!("\nmedians over the rounds (GFLOP/s = N³/3 / time):");
     println!(
-        "{:<14} {:>2} {:>6} {:>5} {:>10} {:>12} {:>10} {:>10}",
+        "{:<22} {:>2} {:>6} {:>5} {:>10} {:>12} {:>10} {:>10}",
         "method", "D", "N", "b", "time s", "GFLOP/s", "alone", "residual"
     );
-    let mut keys: Vec<(&str, usize, usize, usize)> = rows.iter().map(|r| (r.method, r.d, r.n, r.tile)).collect();
+    let mut keys: Vec<(&str, usize, usize, usize)> =
+        rows.iter().map(|r| (r.method.as_str(), r.d, r.n, r.tile)).collect();
     keys.dedup();
     keys.sort();
     keys.dedup();
@@ -437,17 +458,17 @@ fn summary(rows: &[Row]) {
     let mut best: std::collections::BTreeMap<(usize, usize, bool), (f64, usize, &str)> = Default::default();
     let mut potrf: std::collections::BTreeMap<usize, (f64, f64)> = Default::default();
     for k in keys {
-        let of: Vec<&Row> = rows.iter().filter(|r| (r.method, r.d, r.n, r.tile) == k).collect();
+        let of: Vec<&Row> = rows.iter().filter(|r| (r.method.as_str(), r.d, r.n, r.tile) == k).collect();
         let gf = median(of.iter().map(|r| r.gflops()).collect());
         let alone = median(of.iter().map(|r| r.gflops_factor()).collect());
         let worst = of.iter().map(|r| r.residual).fold(f64::NAN, f64::max);
         let time = median(of.iter().map(|r| r.wall_s).collect());
         println!(
-            "{:<14} {:>2} {:>6} {:>5} {:>10.3} {:>12.1} {:>10.1} {:>10.2e}",
+            "{:<22} {:>2} {:>6} {:>5} {:>10.3} {:>12.1} {:>10.1} {:>10.2e}",
             k.0, k.1, k.2, k.3, time, gf, alone, worst
         );
         if k.0.starts_with("chariot") {
-            let e = best.entry((k.1, k.2, k.0.ends_with("apart"))).or_insert((0.0, 0, ""));
+            let e = best.entry((k.1, k.2, k.0.contains("apart"))).or_insert((0.0, 0, ""));
             if gf > e.0 {
                 *e = (gf, k.3, k.0);
             }

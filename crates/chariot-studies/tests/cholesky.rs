@@ -13,7 +13,7 @@ use chariot::sim::SimProfile;
 use chariot::{Backend, Order, Scheduler};
 use chariot_studies::cholesky::plan::{Plan, Trsm};
 use chariot_studies::cholesky::tiled::{
-    factor, factor_apart, factor_with, placements, warm_up, Layout, TiledHost, TiledRun, Timeline,
+    factor, factor_apart, factor_with, placements, warm_up, Layout, Options, TiledHost, TiledRun, Timeline, Uploads,
 };
 use chariot_studies::cholesky::{cpu, residual, Spd, Tiling};
 use common::with_timeout;
@@ -34,11 +34,16 @@ fn check(s: &Scheduler, n: usize, b: usize, seed: u64, trsm: Trsm) -> chariot::r
     check_laid_out(s, n, b, seed, Layout::Data, trsm)
 }
 
+/// [`check`] done the `how` way.
+fn check_done(s: &Scheduler, n: usize, b: usize, seed: u64, how: Options) -> chariot::report::Report {
+    let t = Tiling::new(n, b).unwrap();
+    let tasks = 2 * t.tiles() + Plan::new(t, how.trsm).ops.len(); // uploads, operations, readbacks
+    check_run(s, n, b, seed, tasks, |s, host| factor_with(s, host, how))
+}
+
 /// [`check`] with the tasks laid out by `layout`.
 fn check_laid_out(s: &Scheduler, n: usize, b: usize, seed: u64, layout: Layout, trsm: Trsm) -> chariot::report::Report {
-    let t = Tiling::new(n, b).unwrap();
-    let tasks = 2 * t.tiles() + Plan::new(t, trsm).ops.len(); // uploads, operations, readbacks
-    check_run(s, n, b, seed, tasks, |s, host| factor_with(s, host, layout, trsm))
+    check_done(s, n, b, seed, Options { layout, trsm, ..Options::default() })
 }
 
 /// Factorises A of order `n` in tiles of `b` with `factorise`, checks L, and that the
@@ -82,7 +87,8 @@ fn block_cyclic_layout_equals_the_reference_and_runs_on_the_owners() {
         for d in [2, 4] {
             let s = sched(d, 8, Order::LargestFirst);
             let report = check_laid_out(&s, 256, 64, 5, Layout::BlockCyclic, Trsm::Inverse);
-            let want = placements(Tiling::new(256, 64).unwrap(), Layout::BlockCyclic, Trsm::Inverse, d);
+            let how = Options { layout: Layout::BlockCyclic, ..Options::default() };
+            let want = placements(Tiling::new(256, 64).unwrap(), how, d);
             for r in &report.records {
                 let owner = want[r.task.0 as usize].expect("every task is placed");
                 assert_eq!(r.gpu as usize, owner, "D = {d}: task {} ({:?}) ran on GPU {}", r.task, r.stage, r.gpu);
@@ -121,7 +127,9 @@ fn copies_apart_give_the_same_factor_and_time_the_operations_only() {
             let s = sched(d, 4, Order::LargestFirst);
             let t = Tiling::new(200, 64).unwrap();
             let ops = Plan::new(t, trsm).ops.len();
-            let report = check_run(&s, 200, 64, 6, ops, |s, host| factor_apart(s, host, Layout::BlockCyclic, trsm));
+            let report = check_run(&s, 200, 64, 6, ops, |s, host| {
+                factor_apart(s, host, Options { layout: Layout::BlockCyclic, trsm, ..Options::default() })
+            });
             let tl = Timeline::of(&report);
             if d == 1 {
                 assert!(report.records.iter().all(|r| r.stage == chariot::Stage::Kernel), "a copy was timed");
@@ -140,6 +148,37 @@ fn submit_order_and_a_padded_last_tile() {
         // The same scheduler again: a second batch, one tile, then many small ones.
         check(&s, 50, 64, 3, Trsm::Solve);
         check(&s, 96, 16, 4, Trsm::Inverse);
+    });
+}
+
+/// The uploads by default, by first use and row by row, at D = 1 and 2
+/// (block-cyclic): the same L; each GPU's uploads start in their submit order (their
+/// granularities fall with it).
+#[test]
+fn both_upload_orders_give_the_same_factor_in_their_order() {
+    with_timeout(300, || {
+        for d in [1, 2] {
+            for uploads in [Uploads::Auto, Uploads::FirstUse, Uploads::Rows] {
+                let s = sched(d, 8, Order::LargestFirst);
+                let how = Options { layout: Layout::BlockCyclic, uploads, ..Options::default() };
+                let report = check_done(&s, 256, 64, 8, how);
+                let t = Tiling::new(256, 64).unwrap();
+                let mut uploads: Vec<_> = report
+                    .records
+                    .iter()
+                    .filter(|r| r.stage == chariot::Stage::Download && r.task.0 < t.tiles() as u64)
+                    .collect();
+                assert_eq!(uploads.len(), t.tiles(), "D = {d}: one upload a tile");
+                uploads.sort_by_key(|r| r.task);
+                for g in 0..d as u16 {
+                    let mine: Vec<_> = uploads.iter().filter(|r| r.gpu == g).collect();
+                    assert!(
+                        mine.windows(2).all(|w| w[0].start_ns <= w[1].start_ns),
+                        "D = {d}, {uploads:?}: GPU {g}'s uploads out of order"
+                    );
+                }
+            }
+        }
     });
 }
 
@@ -178,7 +217,7 @@ fn on_cuda_both_factorisations_are_right() {
             for trsm in [Trsm::Solve, Trsm::Inverse] {
                 assert_eq!(warm_up(&s, b, trsm).unwrap(), 1);
                 let host = TiledHost::new(&s, &spd, t).unwrap();
-                let run = factor_with(&s, &host, Layout::default(), trsm).unwrap();
+                let run = factor_with(&s, &host, Options { trsm, ..Options::default() }).unwrap();
                 let l = host.l.read();
                 let r = residual::randomized(&spd, norm, &residual::TiledFactor { tiling: t, tiles: &l }, 2, 1);
                 println!("chariot b {b} {trsm:?}: {:.1} GFLOP/s, residual {r:e}", run.gflops(spd.n));

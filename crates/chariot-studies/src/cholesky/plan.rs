@@ -146,8 +146,8 @@ pub struct Plan {
     /// Per block (by [`Tiling::index`]): the operation (index in `ops`) that writes it
     /// last, after which its L is final.
     pub last_writer: Vec<usize>,
-    /// Per block: the bottom level of the first operation that touches it (the upload's
-    /// priority: blocks needed early and on the critical path go first).
+    /// Per block: the bottom level of the first operation that touches it (the uploads'
+    /// priorities: `tiled::Uploads::FirstUse` orders the blocks by it).
     pub first_use_level: Vec<f64>,
     /// Predecessors of each operation (indices in `ops`), as chariot infers them at
     /// tile granularity (the uploads left out).

@@ -22,9 +22,10 @@
 //! chariot infers every dependency from those declarations, tile by tile, and fetches a
 //! tile a task reads from the GPU that wrote it when that is another one (D > 1). Each
 //! task's granularity is its bottom level in flops (see [`super::plan`]), so that with
-//! the largest-first order the ready task on the longest remaining chain goes first;
-//! uploads get the level of the first operation that uses their tile, readbacks that of
-//! the operation that finished it.
+//! the largest-first order the ready task on the longest remaining chain goes first.
+//! The uploads go up in the [`Uploads`] order (by default row by row, the leading
+//! blocks first, on one GPU; by first use on more), their granularities the first-use levels, highest first, dealt out in
+//! that order; the readbacks get the level of the operation that finished their tile.
 //!
 //! Where the tasks run at D > 1 is the [`Layout`]'s: by their data (the runtime's rule:
 //! a ready task goes to the GPU holding most of what it reads), or MUSTARD's 2-D
@@ -65,6 +66,59 @@ impl Layout {
             }
         }
     }
+}
+
+/// The order in which the tiles go up to their GPU (each GPU its own, under a layout).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Uploads {
+    /// [`Uploads::Rows`] on one GPU, [`Uploads::FirstUse`] on more: what measured
+    /// fastest at each. On one H200 with the copies counted, rows took 34.1–34.2 ms at
+    /// N = 16 k (b = 2,048) against 37.1–37.5 by first use, 8.9 against 9.8–10.0 at
+    /// 8 k, 230.6 against 236.2 at 32 k
+    /// (`results/nvidia-h200/2026-12-01-cholesky-upload-order/`). On two H200s at
+    /// 32 k, block-cyclic, rows ran 2 % slower (131.6 against 129.0 ms, medians of six
+    /// runs in two processes; `results/nvidia-h200-x2/2026-12-01-cholesky-upload-order-d2/`).
+    #[default]
+    Auto,
+    /// By the bottom level of the first operation that touches the tile, highest
+    /// first: column by column, roughly, each column's tiles by their row.
+    FirstUse,
+    /// Row by row, each row from its first column. Once rows 0 to r are up, the whole
+    /// factorisation of the leading (r + 1)·b block can run: about (r + 1)³/3 tile
+    /// operations' worth for (r + 1)²/2 tiles. By columns, the first columns' tiles
+    /// carry only a POTRF and TRSMs, so the operations wait for the uploads longer.
+    Rows,
+}
+
+impl Uploads {
+    /// Its name on the command line: `auto`, `first-use` or `rows`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Uploads::Auto => "auto",
+            Uploads::FirstUse => "first-use",
+            Uploads::Rows => "rows",
+        }
+    }
+
+    /// The order it gives at `d` GPUs: never [`Uploads::Auto`].
+    pub fn at(self, d: usize) -> Uploads {
+        match self {
+            Uploads::Auto if d > 1 => Uploads::FirstUse,
+            Uploads::Auto => Uploads::Rows,
+            other => other,
+        }
+    }
+}
+
+/// How one factorisation is done.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Where its tasks run at D > 1.
+    pub layout: Layout,
+    /// How its TRSMs are done.
+    pub trsm: Trsm,
+    /// The order of its uploads.
+    pub uploads: Uploads,
 }
 
 /// The host side of one factorisation: A in tiles (pinned, written once) and room for L.
@@ -193,28 +247,26 @@ fn lowest_offset(t: &Tiling, op: Op) -> usize {
 }
 
 /// Factorises `host.a` into `host.l` on `sched`: submits the batch described in the
-/// module's documentation, laid out by [`Layout::default`], its TRSMs done the
-/// [`Trsm::default`] way, and waits for it. The scheduler must have no other unended
-/// task (the batch's task ids start at 0).
+/// module's documentation, done the [`Options::default`] way, and waits for it. The
+/// scheduler must have no other unended task (the batch's task ids start at 0).
 ///
 /// # Errors
 /// chariot's errors: allocation, a refused submit, or failed tasks (a library call that
 /// failed, a tile that is not positive definite).
 pub fn factor(sched: &Scheduler, host: &TiledHost) -> Result<TiledRun> {
-    factor_with(sched, host, Layout::default(), Trsm::default())
+    factor_with(sched, host, Options::default())
 }
 
-/// [`factor`] with the tasks laid out by `layout` (at D > 1) and the TRSMs done the
-/// `trsm` way.
+/// [`factor`] done the `how` way.
 ///
 /// # Errors
 /// As [`factor`].
-pub fn factor_with(sched: &Scheduler, host: &TiledHost, layout: Layout, trsm: Trsm) -> Result<TiledRun> {
-    let plan = Plan::new(host.tiling, trsm);
-    let m = alloc_tiles(sched, host.tiling, trsm)?;
+pub fn factor_with(sched: &Scheduler, host: &TiledHost, how: Options) -> Result<TiledRun> {
+    let plan = Plan::new(host.tiling, how.trsm);
+    let m = alloc_tiles(sched, host.tiling, how.trsm)?;
     let start = Instant::now();
-    for (id, step) in steps(&plan).into_iter().enumerate() {
-        submit_step(sched, host, &plan, &m, layout, id as u64, step)?;
+    for (id, step) in steps(&plan, how.uploads.at(sched.gpu_count())).into_iter().enumerate() {
+        submit_step(sched, host, &plan, &m, how.layout, id as u64, step)?;
     }
     let report = sched.synchronize()?;
     let wall_ns = start.elapsed().as_nanos() as u64;
@@ -229,19 +281,19 @@ pub fn factor_with(sched: &Scheduler, host: &TiledHost, layout: Layout, trsm: Tr
 ///
 /// # Errors
 /// As [`factor`].
-pub fn factor_apart(sched: &Scheduler, host: &TiledHost, layout: Layout, trsm: Trsm) -> Result<TiledRun> {
-    let plan = Plan::new(host.tiling, trsm);
-    let m = alloc_tiles(sched, host.tiling, trsm)?;
-    let all = steps(&plan);
+pub fn factor_apart(sched: &Scheduler, host: &TiledHost, how: Options) -> Result<TiledRun> {
+    let plan = Plan::new(host.tiling, how.trsm);
+    let m = alloc_tiles(sched, host.tiling, how.trsm)?;
+    let all = steps(&plan, how.uploads.at(sched.gpu_count()));
     let batch = |keep: fn(&Step) -> bool| -> Result<(usize, Report)> {
         let mut n = 0;
         for (id, step) in all.iter().filter(|s| keep(s)).enumerate() {
-            submit_step(sched, host, &plan, &m, layout, id as u64, *step)?;
+            submit_step(sched, host, &plan, &m, how.layout, id as u64, *step)?;
             n += 1;
         }
         Ok((n, sched.synchronize()?))
     };
-    batch(|s| matches!(s, Step::Upload(_)))?;
+    batch(|s| matches!(s, Step::Upload(..)))?;
     let start = Instant::now();
     let (tasks, report) = batch(|s| matches!(s, Step::Op(_)))?;
     let wall_ns = start.elapsed().as_nanos() as u64;
@@ -286,12 +338,10 @@ fn submit_step(
     let d = sched.gpu_count();
     let place = |task, (i, j)| placed(task, layout.owner(i, j, d));
     match step {
-        Step::Upload(tile) => {
+        Step::Upload(tile, level) => {
             let (i, j) = t.position(tile);
             let r = t.range(i, j);
-            place(sched.task(id, granularity(plan.first_use_level[tile])), (i, j))
-                .download(m, r.start, &host.a, r)
-                .submit()?;
+            place(sched.task(id, level), (i, j)).download(m, r.start, &host.a, r).submit()?;
         }
         Step::Op(o) => {
             let planned = &plan.ops[o];
@@ -332,21 +382,32 @@ fn submit_step(
 /// One task of the batch, in submit order (task ids count from 0 in this order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Step {
-    /// The upload of a tile (by [`Tiling::index`]).
-    Upload(usize),
+    /// The upload of a tile (by [`Tiling::index`]), with its granularity.
+    Upload(usize, u64),
     /// Operation `o` of the plan.
     Op(usize),
     /// The readback of a tile, after operation `o`, its last writer.
     Readback(usize, usize),
 }
 
-/// The batch in submit order: the uploads, the tiles needed first first; then the
-/// operations in the plan's order, each tile's readback right after its last writer.
-fn steps(plan: &Plan) -> Vec<Step> {
+/// The batch in submit order: the uploads in the `uploads` order (at one GPU where it
+/// is [`Uploads::Auto`]); then the operations
+/// in the plan's order, each tile's readback right after its last writer. The uploads'
+/// granularities are the first-use levels, highest first, dealt out in that order, so
+/// that chariot's largest-first order starts them in it.
+fn steps(plan: &Plan, uploads: Uploads) -> Vec<Step> {
     let t = plan.tiling;
+    let mut levels = plan.first_use_level.clone();
+    levels.sort_by(|x, y| y.total_cmp(x));
     let mut tiles: Vec<usize> = (0..t.tiles()).collect();
-    tiles.sort_by(|&x, &y| plan.first_use_level[y].total_cmp(&plan.first_use_level[x]).then(x.cmp(&y)));
-    let mut out: Vec<Step> = tiles.into_iter().map(Step::Upload).collect();
+    match uploads.at(1) {
+        Uploads::FirstUse => {
+            tiles.sort_by(|&x, &y| plan.first_use_level[y].total_cmp(&plan.first_use_level[x]).then(x.cmp(&y)))
+        }
+        Uploads::Rows | Uploads::Auto => tiles.sort_by_key(|&x| t.position(x)),
+    }
+    let mut out: Vec<Step> =
+        tiles.into_iter().zip(levels).map(|(tile, level)| Step::Upload(tile, granularity(level))).collect();
     for (o, planned) in plan.ops.iter().enumerate() {
         out.push(Step::Op(o));
         if let Tile::Block(wi, wj) = planned.op.writes() {
@@ -359,21 +420,21 @@ fn steps(plan: &Plan) -> Vec<Step> {
     out
 }
 
-/// Per task id of [`factor_with`]'s batch at D GPUs (`d`), its TRSMs done the `trsm`
-/// way, the GPU `layout` places it on (`None`: the runtime's choice).
-pub fn placements(tiling: Tiling, layout: Layout, trsm: Trsm, d: usize) -> Vec<Option<usize>> {
-    let plan = Plan::new(tiling, trsm);
+/// Per task id of [`factor_with`]'s batch at D GPUs (`d`), done the `how` way, the GPU
+/// its layout places it on (`None`: the runtime's choice).
+pub fn placements(tiling: Tiling, how: Options, d: usize) -> Vec<Option<usize>> {
+    let plan = Plan::new(tiling, how.trsm);
     let owner = |tile: usize| {
         let (i, j) = tiling.position(tile);
-        layout.owner(i, j, d)
+        how.layout.owner(i, j, d)
     };
-    steps(&plan)
+    steps(&plan, how.uploads.at(d))
         .into_iter()
         .map(|step| match step {
-            Step::Upload(tile) | Step::Readback(tile, _) => owner(tile),
+            Step::Upload(tile, _) | Step::Readback(tile, _) => owner(tile),
             Step::Op(o) => {
                 let (i, j) = plan.ops[o].op.writes().block();
-                layout.owner(i, j, d)
+                how.layout.owner(i, j, d)
             }
         })
         .collect()
@@ -432,7 +493,9 @@ pub fn warm_up(sched: &Scheduler, b: usize, trsm: Trsm) -> Result<usize> {
 
 #[cfg(test)]
 mod test {
-    use super::{Layout, Timeline};
+    use super::{steps, Layout, Step, Timeline, Uploads};
+    use crate::cholesky::plan::{granularity, Plan, Trsm};
+    use crate::cholesky::Tiling;
     use chariot::report::{CommandRecord, Report};
     use chariot::{Stage, TaskId};
 
@@ -455,6 +518,50 @@ mod test {
         assert_eq!((t.compute_busy_ns, t.compute_start_ns, t.compute_end_ns), (190, 110, 400));
         assert_eq!((t.readback_busy_ns, t.end_ns), (60, 460));
         assert_eq!(Timeline::of(&Report::default()), Timeline::default());
+    }
+
+    /// The uploads come first, one a tile, their granularities falling; by first use
+    /// (the highest level first) or row by row, the leading blocks first; the default
+    /// by rows on one GPU and by first use on more.
+    #[test]
+    fn upload_orders() {
+        let t = Tiling::new(40, 10).unwrap();
+        let plan = Plan::new(t, Trsm::Inverse);
+        let order = |uploads| -> Vec<((usize, usize), u64)> {
+            let all = steps(&plan, uploads);
+            assert_eq!(all.len(), plan.ops.len() + 2 * t.tiles());
+            all.iter()
+                .take_while(|s| matches!(s, Step::Upload(..)))
+                .map(|s| match *s {
+                    Step::Upload(tile, g) => (t.position(tile), g),
+                    _ => unreachable!(),
+                })
+                .collect()
+        };
+        let rows = order(Uploads::Rows);
+        let tiles: Vec<_> = rows.iter().map(|r| r.0).collect();
+        assert_eq!(tiles, [(0, 0), (1, 0), (1, 1), (2, 0), (2, 1), (2, 2), (3, 0), (3, 1), (3, 2), (3, 3)]);
+        let first = order(Uploads::FirstUse);
+        assert_eq!(first.len(), t.tiles());
+        assert_eq!(first[0].0, (0, 0));
+        for o in [&rows, &first] {
+            assert!(o.windows(2).all(|w| w[0].1 >= w[1].1), "granularities rise: {o:?}");
+        }
+        // The same granularities, dealt out in another order; by first use, each its own.
+        let (mut a, mut b): (Vec<u64>, Vec<u64>) =
+            (rows.iter().map(|r| r.1).collect(), first.iter().map(|r| r.1).collect());
+        a.sort_unstable();
+        b.sort_unstable();
+        assert_eq!(a, b);
+        for &((i, j), g) in &first {
+            assert_eq!(g, granularity(plan.first_use_level[t.index(i, j)]));
+        }
+        // The default: rows on one GPU, first use on more.
+        assert_eq!(order(Uploads::Auto), rows);
+        assert_eq!(
+            [Uploads::Auto.at(1), Uploads::Auto.at(2), Uploads::Rows.at(4)],
+            [Uploads::Rows, Uploads::FirstUse, Uploads::Rows]
+        );
     }
 
     /// The block-cyclic owners: a 1 × 2 grid at D = 2 (columns alternate), 2 × 2 at 4,
