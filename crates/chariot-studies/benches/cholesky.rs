@@ -74,6 +74,11 @@ struct Cli {
     /// chariot's CUDA streams per GPU, S (default: chariot's own).
     #[arg(long)]
     streams: Option<usize>,
+    /// Time chariot's commands on the GPU (`Builder::device_timing`: an event before and
+    /// after each) rather than as the dispatcher sees them; the timelines and traces
+    /// then show the commands' overlap and the GPU's idle gaps.
+    #[arg(long)]
+    device_timing: bool,
     /// Whether chariot's online adaptation may move its stage limits (`Builder::adapt`).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     adapt: bool,
@@ -265,7 +270,7 @@ fn main() -> Result<(), String> {
         Ok(())
     };
     for &d in &cli.gpus {
-        let sched = chariot_scheduler(&backend, d, order, cli.streams, cli.adapt)?;
+        let sched = chariot_scheduler(&backend, d, order, &cli)?;
         for &n in &ns {
             let spd = Spd::new(n, cli.seed);
             let a_norm = spd.frobenius();
@@ -316,17 +321,16 @@ fn main() -> Result<(), String> {
     Ok(())
 }
 
-/// chariot's scheduler at D GPUs with its defaults, `order`, `streams` where given, and
-/// the online adaptation on or off.
-fn chariot_scheduler(
-    backend: &Backend,
-    d: usize,
-    order: Order,
-    streams: Option<usize>,
-    adapt: bool,
-) -> Result<Scheduler, String> {
-    let mut builder = Scheduler::builder().backend(backend.clone()).gpus(d).order(order).adapt(adapt);
-    if let Some(s) = streams {
+/// chariot's scheduler at D GPUs with its defaults, `order`, and the command line's
+/// streams, adaptation and device timing.
+fn chariot_scheduler(backend: &Backend, d: usize, order: Order, cli: &Cli) -> Result<Scheduler, String> {
+    let mut builder = Scheduler::builder()
+        .backend(backend.clone())
+        .gpus(d)
+        .order(order)
+        .adapt(cli.adapt)
+        .device_timing(cli.device_timing);
+    if let Some(s) = cli.streams {
         builder = builder.streams(s);
     }
     let sched = builder.build().map_err(|e| e.to_string())?;
