@@ -24,8 +24,9 @@
 //! task's granularity is its bottom level in flops (see [`super::plan`]), so that with
 //! the largest-first order the ready task on the longest remaining chain goes first.
 //! The uploads go up in the [`Uploads`] order (by default row by row, the leading
-//! blocks first, on one GPU; by first use on more), their granularities the first-use levels, highest first, dealt out in
-//! that order; the readbacks get the level of the operation that finished their tile.
+//! blocks first, on one GPU; by first use on more), their granularities the first-use
+//! levels, highest first, dealt out in that order; the readbacks get the level of the
+//! operation that finished their tile.
 //!
 //! Where the tasks run at D > 1 is the [`Layout`]'s: by their data (the runtime's rule:
 //! a ready task goes to the GPU holding most of what it reads), or MUSTARD's 2-D
