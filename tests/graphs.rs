@@ -392,7 +392,9 @@ fn a_waiting_task_does_not_hold_back_ready_ones() {
 
 /// A ready task that starts with a kernel is not held in Q behind uploads that wait
 /// for the copy engine: it starts while the first upload runs, not after the uploads
-/// before it in the order have started (first come, first served, one GPU).
+/// before it in the order have started (first come, first served, one GPU). All seven
+/// wait for one gate task, so that they enter Q together: submitted one by one, the
+/// kernel could reach Q after the first upload had ended on a loaded host.
 #[test]
 fn a_kernel_does_not_wait_in_q_behind_uploads_waiting_for_the_copy_engine() {
     with_timeout(DEADLINE_S, || {
@@ -400,11 +402,14 @@ fn a_kernel_does_not_wait_in_q_behind_uploads_waiting_for_the_copy_engine() {
         const MB4: usize = 1 << 20; // u32s: 4 MiB a task
         let host = sched.alloc_host::<u32>(6 * MB4).unwrap();
         let dev = sched.alloc::<u32>(MB4).unwrap();
+        let (open, wait) = gate();
+        sched.task(100, 1).callback(Resource::Cpu, wait).submit().unwrap();
         for i in 0..6u64 {
             let r = i as usize * MB4..(i as usize + 1) * MB4;
-            sched.task(i, 1).download(&dev, 0, &host, r).submit().unwrap();
+            sched.task(i, 1).after(TaskId(100)).download(&dev, 0, &host, r).submit().unwrap();
         }
-        sched.task(6, 1).gpu_callback(|_| Ok(())).submit().unwrap();
+        sched.task(6, 1).after(TaskId(100)).gpu_callback(|_| Ok(())).submit().unwrap();
+        open.send(()).unwrap();
         let report = sched.synchronize().unwrap();
         let span = |t: u64| {
             let r = report.task_records(TaskId(t));
