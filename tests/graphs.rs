@@ -3,6 +3,9 @@
 //! random DAGs over D ∈ {1, 2, 4}, S ∈ {1, 4} and every order, and the outputs equal a
 //! CPU reference; a waiting task does not hold back ready ones; a failed task fails
 //! those that run after it, transitively; a conflict is still an error where asked.
+//!
+//! Why this file is long: one scheduler behaviour a test, each with its own set-up, and
+//! the random DAGs' generator and reference beside the tests that use them.
 
 #[path = "common/mod.rs"]
 mod common;
