@@ -4,8 +4,7 @@
 //! CPU reference; a waiting task does not hold back ready ones; a failed task fails
 //! those that run after it, transitively; a conflict is still an error where asked.
 //!
-//! Why this file is long: one scheduler behaviour a test, each with its own set-up, and
-//! the random DAGs' generator and reference beside the tests that use them.
+//! Why this file is long: one scheduler behaviour a test, each with its own set-up.
 
 #[path = "common/mod.rs"]
 mod common;
