@@ -391,11 +391,11 @@ enum Step {
     Readback(usize, usize),
 }
 
-/// The batch in submit order: the uploads in the `uploads` order (at one GPU where it
-/// is [`Uploads::Auto`]); then the operations
-/// in the plan's order, each tile's readback right after its last writer. The uploads'
-/// granularities are the first-use levels, highest first, dealt out in that order, so
-/// that chariot's largest-first order starts them in it.
+/// The batch in submit order: the uploads in the `uploads` order (its order at one GPU
+/// where it is [`Uploads::Auto`]); then the operations in the plan's order, each tile's
+/// readback right after its last writer. The uploads' granularities are the first-use
+/// levels, highest first, dealt out in that order, so that chariot's largest-first
+/// order starts them in it.
 fn steps(plan: &Plan, uploads: Uploads) -> Vec<Step> {
     let t = plan.tiling;
     let mut levels = plan.first_use_level.clone();
