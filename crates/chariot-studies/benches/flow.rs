@@ -106,9 +106,10 @@ struct Cli {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     streams: Option<u32>,
     /// Write every window of chariot's per-iteration runs (defaults; warm-up included,
-    /// round 0) as CSV to this file: its tasks, when it was queued, launched and seen
-    /// to end, in µs after the run's first window was queued, and its host time; with
-    /// the run's submit and wall times (from its first submit).
+    /// round 0) as CSV to this file: its tasks, lanes and graph set-up (built, updated,
+    /// reused, device), when it was queued, launched and seen to end, in µs after the
+    /// run's first window was queued, and its host time; with the run's submit and wall
+    /// times (from its first submit).
     #[arg(long)]
     windows: Option<PathBuf>,
     /// Accepted for `cargo bench`.
@@ -244,7 +245,10 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     let mut windows_csv = match &cli.windows {
         Some(p) => {
             let mut w = Output::create("--windows", p)?;
-            writeln!(w, "shape,size,iters,round,window,tasks,queued_us,launched_us,end_us,host_us,submit_us,wall_us")?;
+            writeln!(
+                w,
+                "shape,size,iters,round,window,tasks,lanes,setup,queued_us,launched_us,end_us,host_us,submit_us,wall_us"
+            )?;
             Some(w)
         }
         None => None,
@@ -386,9 +390,11 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                                 for (i, x) in r.report.windows.iter().enumerate() {
                                     writeln!(
                                         w,
-                                        "{},{size},{iters},{round},{i},{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1}",
+                                        "{},{size},{iters},{round},{i},{},{},{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1}",
                                         shape.name(),
                                         x.tasks,
+                                        x.lanes,
+                                        x.setup,
                                         us(x.queued_ns),
                                         us(x.launched_ns),
                                         us(x.end_ns),
