@@ -79,7 +79,7 @@ fn window(seq: u64, id: usize, after: Vec<(u32, TaskId, u64)>) -> Box<Window> {
         external: after,
         lane_limit: 1,
         tasks: vec![t],
-        preds: vec![Vec::new()],
+        preds: vec![Default::default()],
         lane_edges: vec![None],
         lanes: vec![0],
         lane_count: 1,
@@ -154,7 +154,7 @@ fn spread_window() -> Box<Window> {
     let mut second = task(1, 1);
     second.commands = vec![Command::Gpu(None)];
     w.tasks.push(second);
-    w.preds.push(Vec::new());
+    w.preds.push(Default::default());
     w.lane_edges.push(None);
     w.lanes.push(crate::memory::GUEST_LANES as u16);
     w.gpus = vec![0, 1];

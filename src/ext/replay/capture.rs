@@ -367,8 +367,9 @@ impl Capture {
             h.held_by(me);
         }
         let index = st.held.len() as u32;
-        // Room for the lane edge its window may add (`window::assign_lanes`).
-        let mut held_preds = Vec::with_capacity(preds.len() + 1);
+        // Room for the lane edge its window may add (`window::assign_lanes`); inline
+        // for most tasks (`LanePreds`).
+        let mut held_preds = crate::ext::replay::window::LanePreds::with_capacity(preds.len() + 1);
         let mut external = Vec::new();
         let mut pin = None;
         for p in &preds {

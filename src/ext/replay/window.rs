@@ -66,7 +66,7 @@ pub(crate) struct Window {
     pub(crate) tasks: Vec<Box<Task>>,
     /// Per task: the tasks it runs after, as indices into `tasks` (each lower than its
     /// own), ascending: its own predecessors and its lane's previous task.
-    pub(crate) preds: Vec<Vec<u32>>,
+    pub(crate) preds: Vec<LanePreds>,
     /// Per task: the edge its lane added (the lane's previous task, where that is not
     /// one of its own predecessors): an order, not a dependency, so a failure does not
     /// pass along it.
@@ -349,11 +349,15 @@ pub(crate) fn shape_words(task: &Task, out: &mut Vec<u64>) {
     }
 }
 
+/// A task's predecessors in its window (indices), with room for its lane's edge: inline
+/// up to six, so that holding a task allocates nothing for most graphs' tasks.
+pub(crate) type LanePreds = smallvec::SmallVec<[u32; 6]>;
+
 /// A held task and the held tasks it runs after (indices into the held list, lower
 /// than its own), and the tasks of earlier windows it runs after.
 pub(crate) struct Held {
     pub(crate) task: Box<Task>,
-    pub(crate) preds: Vec<u32>,
+    pub(crate) preds: LanePreds,
     /// Tasks of earlier windows of the batch it runs after, with their windows' `seq`.
     pub(crate) external: Vec<(TaskId, u64)>,
     /// The GPU those earlier windows went to, if any: its part goes there.
@@ -659,7 +663,7 @@ fn assign_lanes(share: Vec<Held>, on: &[u16], home: usize, sequence: &[usize], l
     }
     let mut slots: Vec<Option<Held>> = share.into_iter().map(Some).collect();
     let mut tasks = Vec::with_capacity(n);
-    let mut preds: Vec<Vec<u32>> = Vec::with_capacity(n);
+    let mut preds: Vec<LanePreds> = Vec::with_capacity(n);
     let mut lane_of = Vec::with_capacity(n);
     let mut lane_edges = Vec::with_capacity(n);
     let mut spans_lanes: Vec<Lanes> = (0..spans).map(|_| Lanes::new(lanes, n)).collect();
@@ -763,7 +767,12 @@ mod test {
         edges
             .iter()
             .enumerate()
-            .map(|(i, p)| Held { task: task(i as u64, i as u64), preds: p.to_vec(), external: Vec::new(), pin: None })
+            .map(|(i, p)| Held {
+                task: task(i as u64, i as u64),
+                preds: LanePreds::from_slice(p),
+                external: Vec::new(),
+                pin: None,
+            })
             .collect()
     }
 
@@ -778,7 +787,7 @@ mod test {
         assert_eq!(ids(0), [0, 1, 2]);
         assert_eq!(ids(1), [3, 4]);
         let chain = &w.iter().find(|(g, _)| *g == 0).unwrap().1;
-        assert_eq!(chain.preds, vec![vec![], vec![0], vec![1]]);
+        assert_eq!(chain.preds.iter().map(|p| p.to_vec()).collect::<Vec<_>>(), [vec![], vec![0], vec![1]]);
         // Depths: the chain's three steps, the two alone one.
         assert!(w.iter().all(|(g, w)| w.depth == if *g == 0 { 3 } else { 1 }));
         // A diamond 0 -> {1, 2} -> 3 beside 4: three steps.
@@ -791,7 +800,7 @@ mod test {
         let w = plan(held(&[&[], &[], &[], &[], &[0]]), Order::LargestFirst, &[0], 4, false);
         let ids: Vec<u64> = w[0].1.tasks.iter().map(|t| t.id.0).collect();
         assert_eq!(ids, [3, 2, 1, 0, 4]);
-        assert_eq!(w[0].1.preds[4], vec![3]);
+        assert_eq!(w[0].1.preds[4].as_slice(), [3]);
     }
 
     #[test]

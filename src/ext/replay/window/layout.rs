@@ -130,6 +130,7 @@ impl KeptLayout {
 #[cfg(test)]
 mod test {
     use super::*;
+    use crate::ext::replay::window::LanePreds;
     use crate::ids::TaskId;
     use crate::task::Task;
 
@@ -149,7 +150,7 @@ mod test {
                     prefer: None,
                     bound: false,
                 });
-                let mut preds = Vec::with_capacity(p.len() + 1);
+                let mut preds = LanePreds::with_capacity(p.len() + 1);
                 preds.extend_from_slice(p);
                 Held { task, preds, external: Vec::new(), pin: None }
             })
