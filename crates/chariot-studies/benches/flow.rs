@@ -155,13 +155,14 @@ fn loop_way(report: &chariot::report::Report) -> (usize, usize, usize, bool) {
     )
 }
 
-/// The per-iteration loop's warm-up, as a user's loop goes through it: batches until two
-/// in a row ran the same way (tasks replayed, lanes, windows) with no graph built for
-/// either, at most [`SETTLE_RUNS`]. The runtime learns a structure on its first batch,
-/// replays it from the next, and widens the windows of long tasks after two measured
-/// batches, building their graphs once; the timed rounds then measure the loop as it
-/// runs from there on, as the hand-written graph's are timed after its build. The last
-/// batch, the warm-up's summed wall time (ns) and its batch count.
+/// The per-iteration loop's warm-up, as a user's loop goes through it: batches until
+/// three in a row ran the same way (tasks replayed, lanes, windows) with no graph built
+/// for any, at most [`SETTLE_RUNS`]. The runtime learns a structure on its first batch,
+/// replays it from the next, and widens the windows of long tasks after two batches in
+/// a row measured them, building their graphs once: two alike and a third the same
+/// leave nothing pending. The timed rounds then measure the loop as it runs from there
+/// on, as the hand-written graph's are timed after its build. The last batch, the
+/// warm-up's summed wall time (ns) and its batch count.
 fn settle_loop(
     f: &ChariotFlow,
     s: &Scheduler,
@@ -170,15 +171,23 @@ fn settle_loop(
     shape: Shape,
     ok: &mut bool,
 ) -> Result<(ChariotRun, u64, usize), Box<dyn std::error::Error>> {
-    let (mut total, mut prev) = (0, None);
+    let (mut total, mut alike) = (0, 0);
+    let mut prev: Option<(usize, usize, usize, bool)> = None;
     for n in 1..=SETTLE_RUNS {
         let r = f.run(s, graph, iters)?;
         *ok &= edges_hold(graph, &r.report, shape, "warm-up");
         total += r.wall_ns;
         let way = loop_way(&r.report);
-        let settled = prev.is_some_and(|p: (usize, usize, usize, bool)| !p.3 && p == way);
+        // Batches in a row that ran this way, none building a graph.
+        alike = if way.3 {
+            0
+        } else if prev == Some(way) {
+            alike + 1
+        } else {
+            1
+        };
         prev = Some(way);
-        if settled || n == SETTLE_RUNS {
+        if alike == 3 || n == SETTLE_RUNS {
             return Ok((r, total, n));
         }
     }
