@@ -111,11 +111,19 @@ struct Cli {
     /// choice).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     streams: Option<u32>,
+    /// Whether chariot pins each dispatcher thread to a core of its own
+    /// (`Builder::pin_dispatchers`; chariot's default is true).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pin_dispatchers: bool,
+    /// Time chariot's commands and windows on the GPU (`Builder::device_timing`: events
+    /// around each; `--windows` then has each window's GPU time). Slows the runs.
+    #[arg(long)]
+    device_timing: bool,
     /// Write every window of chariot's per-iteration runs (defaults; warm-up included,
     /// round 0) as CSV to this file: its tasks, lanes and graph set-up (built, updated,
     /// reused, device), when it was queued, launched and seen to end, in µs after the
-    /// run's first window was queued, and its host time; with the run's submit and wall
-    /// times (from its first submit).
+    /// run's first window was queued, its time on the GPU (with `--device-timing`) and
+    /// its host time; with the run's submit and wall times (from its first submit).
     #[arg(long)]
     windows: Option<PathBuf>,
     /// Accepted for `cargo bench`.
@@ -170,12 +178,13 @@ fn settle_loop(
     iters: u32,
     shape: Shape,
     ok: &mut bool,
+    device_timed: bool,
 ) -> Result<(ChariotRun, u64, usize), Box<dyn std::error::Error>> {
     let (mut total, mut alike) = (0, 0);
     let mut prev: Option<(usize, usize, usize, bool)> = None;
     for n in 1..=SETTLE_RUNS {
         let r = f.run(s, graph, iters)?;
-        *ok &= edges_hold(graph, &r.report, shape, "warm-up");
+        *ok &= edges_hold(graph, &r.report, shape, "warm-up", device_timed);
         total += r.wall_ns;
         let way = loop_way(&r.report);
         // Batches in a row that ran this way, none building a graph.
@@ -196,8 +205,9 @@ fn settle_loop(
 
 /// Whether `report` honours every edge of `graph`; where not, says how many edges broke
 /// and the first, naming the shape and `what` ran it.
-fn edges_hold(graph: &Graph, report: &chariot::report::Report, shape: Shape, what: &str) -> bool {
-    let bad = edge_violations(graph, report);
+/// `device_timed`: see [`edge_violations`].
+fn edges_hold(graph: &Graph, report: &chariot::report::Report, shape: Shape, what: &str, device_timed: bool) -> bool {
+    let bad = edge_violations(graph, report, device_timed);
     if let Some(first) = bad.first() {
         eprintln!("flow: {} {what}: {} edges broken, first: {first}", shape.name(), bad.len());
     }
@@ -258,7 +268,12 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     let (run_chariot, run_host, run_graph) = (wants("chariot"), wants("host"), wants("graph"));
     let run_recorded = wants("recorded") && !cli.no_recorded;
     let builder = |execution: Execution| {
-        let b = Scheduler::builder().backend(backend.clone()).gpu_list(gpus.clone()).execution(execution);
+        let b = Scheduler::builder()
+            .backend(backend.clone())
+            .gpu_list(gpus.clone())
+            .execution(execution)
+            .pin_dispatchers(cli.pin_dispatchers)
+            .device_timing(cli.device_timing);
         match cli.streams {
             Some(s) => b.streams(s as usize),
             None => b,
@@ -305,7 +320,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
             let mut w = Output::create("--windows", p)?;
             writeln!(
                 w,
-                "shape,size,iters,round,window,tasks,lanes,setup,queued_us,launched_us,end_us,host_us,submit_us,wall_us"
+                "shape,size,iters,round,window,tasks,lanes,setup,queued_us,launched_us,end_us,gpu_us,host_us,submit_us,wall_us"
             )?;
             Some(w)
         }
@@ -436,13 +451,13 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                                 continue;
                             }
                             let r = if which == 0 && round == 0 {
-                                let (r, ns, n) = settle_loop(f, s, &graph, iters, shape, &mut ok)?;
+                                let (r, ns, n) = settle_loop(f, s, &graph, iters, shape, &mut ok, cli.device_timing)?;
                                 (settle_ns, settle_batches) = (ns, n);
                                 r
                             } else {
                                 f.run(s, &graph, iters)?
                             };
-                            ok &= edges_hold(&graph, &r.report, shape, &format!("size {size}"));
+                            ok &= edges_hold(&graph, &r.report, shape, &format!("size {size}"), cli.device_timing);
                             last_parts = [
                                 r.submit_ns,
                                 r.report.windows.iter().map(|w| w.host_ns).sum(),
@@ -456,7 +471,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                                 for (i, x) in r.report.windows.iter().enumerate() {
                                     writeln!(
                                         w,
-                                        "{},{size},{iters},{round},{i},{},{},{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1}",
+                                        "{},{size},{iters},{round},{i},{},{},{},{:.1},{:.1},{:.1},{},{:.1},{:.1},{:.1}",
                                         shape.name(),
                                         x.tasks,
                                         x.lanes,
@@ -464,6 +479,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                                         us(x.queued_ns),
                                         us(x.launched_ns),
                                         us(x.end_ns),
+                                        x.gpu_ns.map_or(String::new(), |g| format!("{:.1}", g as f64 / 1e3)),
                                         x.host_ns as f64 / 1e3,
                                         r.submit_ns as f64 / 1e3,
                                         r.wall_ns as f64 / 1e3
@@ -518,13 +534,13 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                                 r.report.windows.iter().map(|w| w.waited_ns()).sum(),
                                 r.report.windows.iter().filter(|w| w.launched_by == LaunchedBy::Caller).count() as u64,
                             ];
-                            ok &= edges_hold(&graph, &r.report, shape, "recorded");
+                            ok &= edges_hold(&graph, &r.report, shape, "recorded", cli.device_timing);
                             ("chariot-recorded", r.wall_ns, record_ns)
                         }
                         _ => match (&dev_sched, &dev_flow) {
                             (Some(s), Some(f)) => {
                                 let r = f.run(s, &graph, iters)?;
-                                ok &= edges_hold(&graph, &r.report, shape, "device mode");
+                                ok &= edges_hold(&graph, &r.report, shape, "device mode", cli.device_timing);
                                 ("chariot-device", r.wall_ns, 0)
                             }
                             _ => continue,

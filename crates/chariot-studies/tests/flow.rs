@@ -141,7 +141,7 @@ fn chariot_honours_every_edge_of_each_shape() {
                 let tasks: HashSet<u64> = r.records.iter().map(|c| c.task.0).collect();
                 assert_eq!(tasks.len(), g.nodes, "{shape:?}: every node ran");
                 assert_eq!(r.records.len(), g.nodes, "{shape:?}: one launch per node, nothing else");
-                let v = edge_violations(&g, r);
+                let v = edge_violations(&g, r, false);
                 assert!(v.is_empty(), "{shape:?} {size}: {v:?}");
                 let listed: HashSet<(usize, usize)> =
                     r.dependencies.iter().map(|&(p, s)| (p.0 as usize, s.0 as usize)).collect();
@@ -162,7 +162,7 @@ fn the_check_sees_a_broken_edge() {
         let ep = Graph::new(Shape::Ep, 16, 0).unwrap();
         let run = flow.run(&sched, &ep, 10_000).unwrap();
         let chain = Graph::new(Shape::Lc, 16, 0).unwrap();
-        assert!(!edge_violations(&chain, &run.report).is_empty());
+        assert!(!edge_violations(&chain, &run.report, false).is_empty());
     });
 }
 
@@ -174,7 +174,7 @@ fn cuda_chariot_and_the_hand_written_graph_run_each_shape() {
     for (shape, size) in [(Shape::Lc, 64), (Shape::Ep, 64), (Shape::Dc, 6), (Shape::Mr, 4), (Shape::Dag, 8)] {
         let g = Graph::new(shape, size, 3).unwrap();
         let run = flow.run(&sched, &g, 1000).unwrap();
-        assert!(edge_violations(&g, &run.report).is_empty());
+        assert!(edge_violations(&g, &run.report, false).is_empty());
         let mut hand = HandGraph::build(0, &g, 1000, 1).unwrap();
         assert!(hand.build_ns() > 0);
         assert!(hand.run().unwrap().wall_ns > 0);

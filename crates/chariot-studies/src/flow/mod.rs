@@ -424,8 +424,12 @@ impl ChariotFlow {
 /// replayed as graphs a task is dispatched with its whole window, so only starts count;
 /// on CUDA a replayed window is timed as a whole (its tasks have no records), and an
 /// edge between two tasks without records is the graph's own, which the driver keeps.
-pub fn edge_violations(graph: &Graph, report: &Report) -> Vec<String> {
-    let replayed = !report.windows.is_empty();
+/// `device_timed`: the scheduler timed its commands on the GPU
+/// (`Builder::device_timing`), so their starts and ends are the device's clock mapped to
+/// the host's, within a few µs, and only starts are held against ends (a dispatch, on
+/// the host's own clock, may then seem to come before the end it followed).
+pub fn edge_violations(graph: &Graph, report: &Report, device_timed: bool) -> Vec<String> {
+    let replayed = !report.windows.is_empty() || device_timed;
     let untimed = report.windows.iter().any(|w| !w.timed);
     let mut first = vec![(u64::MAX, u64::MAX); graph.nodes];
     let mut last: Vec<Option<u64>> = vec![None; graph.nodes];
