@@ -164,12 +164,14 @@ fn loop_way(report: &chariot::report::Report) -> (usize, usize, usize, bool) {
 }
 
 /// The per-iteration loop's warm-up, as a user's loop goes through it: batches until
-/// three in a row ran the same way (tasks replayed, lanes, windows) with no graph built
+/// four in a row ran the same way (tasks replayed, lanes, windows) with no graph built
 /// for any, at most [`SETTLE_RUNS`]. The runtime learns a structure on its first batch,
 /// replays it from the next, and widens the windows of long tasks after two batches in
-/// a row measured them, building their graphs once: two alike and a third the same
-/// leave nothing pending. The timed rounds then measure the loop as it runs from there
-/// on, as the hand-written graph's are timed after its build. The last batch, the
+/// a row measured them, building their graphs once; a batch whose kernels' arguments
+/// changed (the next spin count, where one structure runs at several) is not one of
+/// those two. Three alike were too few there (a tree's windows widened on the fourth);
+/// four leave nothing pending. The timed rounds then measure the loop as it runs from
+/// there on, as the hand-written graph's are timed after its build. The last batch, the
 /// warm-up's summed wall time (ns) and its batch count.
 fn settle_loop(
     f: &ChariotFlow,
@@ -196,7 +198,7 @@ fn settle_loop(
             1
         };
         prev = Some(way);
-        if alike == 3 || n == SETTLE_RUNS {
+        if alike == 4 || n == SETTLE_RUNS {
             return Ok((r, total, n));
         }
     }

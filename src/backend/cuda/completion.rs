@@ -7,6 +7,9 @@
 //! next window then), and, for a window issued behind another, that one's run. Not by
 //! default: on two H200s the timed pair cost a recorded graph's run 3–16 µs, and the
 //! runtime's choices read from windows came out the same.
+//!
+//! A window that drains (`GraphOp::drain`) ends with an event made with timing even so:
+//! the GPU then starts nothing issued behind it early, as it may behind an untimed one.
 
 use super::context::Context;
 use super::failed;
@@ -25,7 +28,13 @@ use std::time::Instant;
 pub(crate) struct Completion {
     /// Recorded before the window's work, where the driver times events.
     start: Option<Event>,
+    /// Recorded after it: made with timing where `start` is, else without.
     event: Event,
+    /// Recorded after it instead where the window drains and `event` is untimed: made
+    /// with timing.
+    drain: Option<Event>,
+    /// Whether the last window recorded `drain`.
+    drained: bool,
     launched_ns: u64,
 }
 
@@ -43,12 +52,13 @@ impl Completion {
     /// untimed, which costs the driver less.
     pub(crate) fn new(ctx: &Arc<Context>, timed: bool) -> Result<Completion, crate::report::DriverError> {
         let create = |flags| Event::create(ctx, flags).map_err(|e| failed("cuEventCreate", e));
-        let (start, event) = if timed {
-            (Some(create(sys::CUevent_flags::CU_EVENT_DEFAULT)?), create(sys::CUevent_flags::CU_EVENT_DEFAULT)?)
+        let (start, event, drain) = if timed {
+            (Some(create(sys::CUevent_flags::CU_EVENT_DEFAULT)?), create(sys::CUevent_flags::CU_EVENT_DEFAULT)?, None)
         } else {
-            (None, create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?)
+            let untimed = create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?;
+            (None, untimed, Some(create(sys::CUevent_flags::CU_EVENT_DEFAULT)?))
         };
-        Ok(Completion { start, event, launched_ns: 0 })
+        Ok(Completion { start, event, drain, drained: false, launched_ns: 0 })
     }
 
     /// Notes that a window is being launched now on `stream`: before anything of it is
@@ -61,11 +71,13 @@ impl Completion {
         }
     }
 
-    /// Records the event after what was enqueued on `stream`. Where that fails, the
-    /// stream is waited for: the window's work must finish before its tasks end with
-    /// the error (their memory goes with them).
-    pub(crate) fn record(&mut self, stream: &Stream) -> Result<(), Fault> {
-        if let Err(e) = self.event.record(stream) {
+    /// Records the event after what was enqueued on `stream`, one made with timing
+    /// where the window `drain`s. Where that fails, the stream is waited for: the
+    /// window's work must finish before its tasks end with the error (their memory goes
+    /// with them).
+    pub(crate) fn record(&mut self, stream: &Stream, drain: bool) -> Result<(), Fault> {
+        self.drained = drain && self.drain.is_some();
+        if let Err(e) = self.end().record(stream) {
             let _ = stream.synchronize();
             return Err(issue_fault("cuEventRecord")(e));
         }
@@ -77,7 +89,7 @@ impl Completion {
     /// window issued behind it may have run on what it left: the fault is the GPU's,
     /// whatever its kind.
     pub(crate) fn poll(&self, epoch: Instant, what: &str) -> Option<Result<Ran, Fault>> {
-        match self.event.query() {
+        match self.end().query() {
             Ok(()) => {
                 let span = Span { start_ns: self.launched_ns, end_ns: epoch.elapsed().as_nanos() as u64 };
                 // Both events completed. Where the driver cannot say (an error), the
@@ -85,7 +97,7 @@ impl Completion {
                 let gpu_ns = self
                     .start
                     .as_ref()
-                    .and_then(|s| s.elapsed_to(&self.event).ok())
+                    .and_then(|s| s.elapsed_to(self.end()).ok())
                     .map(|ms| (f64::from(ms.max(0.0)) * 1e6) as u64);
                 Some(Ok(Ran { span, gpu_ns }))
             }
@@ -96,5 +108,10 @@ impl Completion {
                 Some(Err(Fault { message: error.to_string(), reach, driver: Some(error) }))
             }
         }
+    }
+
+    /// The event recorded after the last window's work.
+    fn end(&self) -> &Event {
+        self.drain.as_ref().filter(|_| self.drained).unwrap_or(&self.event)
     }
 }

@@ -417,7 +417,7 @@ impl Gpu {
             }
             Err(f) => Err(f),
         };
-        let launched = used.and_then(|u| completion.record(stream).map(|()| u));
+        let launched = used.and_then(|u| completion.record(stream, g.drain).map(|()| u));
         self.in_flight(completion, launched, t0)
     }
 
@@ -434,7 +434,7 @@ impl Gpu {
         let stream = &self.streams[0];
         // The replayer is there: it found the graph above.
         let launched = match self.replayer.as_mut() {
-            Some(r) => r.relaunch(at, stream).and_then(|()| completion.record(stream)),
+            Some(r) => r.relaunch(at, stream).and_then(|()| completion.record(stream, false)),
             None => Err(Fault::task("the kept graph went missing")),
         };
         Some(self.in_flight(completion, launched.map(|()| GraphUse::Reused), t0))
@@ -453,7 +453,7 @@ impl Gpu {
         let stream = &self.streams[0];
         // The runner is there: it found the image above.
         let launched = match self.runner.as_mut() {
-            Some(r) => r.relaunch(at, stream).and_then(|()| completion.record(stream)),
+            Some(r) => r.relaunch(at, stream).and_then(|()| completion.record(stream, false)),
             None => Err(Fault::task("the kept device-side image went missing")),
         };
         Some(self.in_flight(completion, launched.map(|()| GraphUse::Device), t0))

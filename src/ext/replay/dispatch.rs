@@ -302,6 +302,7 @@ impl<D: Device> Dispatcher<D> {
             end_ns: span.end_ns,
             gpu_ns,
             setup,
+            drained: window.drain,
             host_ns,
             timed: !runs.is_empty(),
             failed,
