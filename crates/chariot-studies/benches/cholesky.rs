@@ -36,7 +36,7 @@ use std::path::PathBuf;
 
 /// chariot's tiled Cholesky factorisation against cuSOLVER's potrf.
 #[derive(Parser, Debug)]
-#[command(about, long_about = None)]
+#[command(name = "cholesky", long_about = None)]
 struct Cli {
     /// Orders N, comma-separated (default: 16384,32768 on CUDA, 512 on sim). N need not
     /// be a multiple of the tile: the last tiles are padded with the identity.

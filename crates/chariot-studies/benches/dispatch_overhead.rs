@@ -17,7 +17,7 @@ use std::time::Instant;
 
 /// Measures chariot's host cost per command with tiny commands.
 #[derive(Parser, Debug)]
-#[command(about, long_about = None)]
+#[command(name = "dispatch_overhead", long_about = None)]
 struct Cli {
     /// Tasks per run (three commands each).
     #[arg(long, default_value_t = 20_000)]

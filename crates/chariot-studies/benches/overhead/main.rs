@@ -54,7 +54,7 @@ use std::path::{Path, PathBuf};
 /// chariot against the hand-written pipelines, across the transfer ratio r and the
 /// number of GPUs D.
 #[derive(Parser, Debug)]
-#[command(about, long_about = None)]
+#[command(name = "overhead", long_about = None)]
 pub struct Cli {
     /// Chunks N.
     #[arg(long, default_value_t = 48)]
