@@ -261,15 +261,16 @@ pub(crate) struct GraphOp<'a, N: GraphSource> {
     /// Run on the device by a persistent kernel where the backend can (CUDA, every
     /// group one launch of one block shape), not as a graph.
     pub(crate) device: bool,
-    /// Nothing launched behind it on its stream starts before it completes: CUDA ends
-    /// it with a completion event made with timing, where an untimed one lets the GPU
-    /// begin the next graph early. Measured on H200s with the flow bench's loop
-    /// (`results/nvidia-h200/2026-12-01-tree-loop-slow-batches/`): behind wide windows
-    /// (the tree at 10,000 iterations, up to 128 lanes) some batches ran 2–3× longer
-    /// with untimed events, fewer with timed ones (over 2 ms: 5 of 56 batches against
-    /// 1; 0 against 0 in another call); with timed events after every window, batches
-    /// of empty tasks on S lanes ran up to 17 % longer. So wide windows drain, no other.
-    pub(crate) drain: bool,
+    /// End it with a completion event made with timing (CUDA; the sim ignores it), not
+    /// an untimed one. The stream runs the graph behind it in order either way; what the
+    /// kind of event changes was measured, not explained (H200s, the flow bench's loop:
+    /// `results/nvidia-h200/2026-12-01-tree-loop-slow-batches/`). Behind untimed events
+    /// after wide windows (the tree at 10,000 iterations, up to 128 lanes) some batches
+    /// ran their later windows several times slower; behind timed ones fewer did (over
+    /// 2 ms, 1 of 56 batches against 5; none in either in another call). Timed events
+    /// after every window made batches of empty tasks on S lanes up to 17 % slower. So
+    /// wide windows end timed, no other.
+    pub(crate) timed_end: bool,
 }
 
 impl<'a, N: GraphSource> GraphOp<'a, N> {

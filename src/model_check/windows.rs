@@ -88,7 +88,7 @@ fn window(seq: u64, id: usize, after: Vec<(u32, TaskId, u64)>) -> Box<Window> {
         key: Vec::new(),
         hash: 0,
         device: false,
-        drain: false,
+        timed_end: false,
         recorded: None,
         queued_ns: 0,
     })

@@ -276,10 +276,10 @@ pub struct ReplayedWindow {
     pub gpu_ns: Option<u64>,
     /// How its graph was set up.
     pub setup: GraphSetup,
-    /// Whether it drained: nothing issued behind it started on the GPU before it
-    /// completed (a batch's window on lanes past S; elsewhere the GPU may begin the
-    /// window behind it early).
-    pub drained: bool,
+    /// Whether its completion event was made with timing (a batch's window on lanes
+    /// past S: behind untimed events after such windows, the windows after them ran
+    /// several times slower in some batches on an H200; see `docs/replay.md`).
+    pub timed_end: bool,
     /// Host time spent setting it up and launching it, in ns.
     pub host_ns: u64,
     /// Whether its commands are timed one by one in the records (sim).
@@ -330,8 +330,8 @@ impl std::fmt::Display for ReplayedWindow {
         if self.gpu_count > 1 {
             write!(f, ", over {} GPUs", self.gpu_count)?;
         }
-        if self.drained {
-            f.write_str(", drained")?;
+        if self.timed_end {
+            f.write_str(", timed end")?;
         }
         if self.launched_by == LaunchedBy::Caller {
             f.write_str(", launched by the calling thread")?;
@@ -365,7 +365,7 @@ mod test {
             end_ns: 6_000,
             gpu_ns: None,
             setup: GraphSetup::Reused,
-            drained: false,
+            timed_end: false,
             host_ns: 4_000,
             timed: false,
             failed: false,
@@ -379,8 +379,8 @@ mod test {
         assert_eq!(w.run_ns(), 5_000);
         let spread = ReplayedWindow { gpu_count: 2, ..w.clone() };
         assert!(spread.to_string().ends_with("host 4.0 us, over 2 GPUs"), "{spread}");
-        let drained = ReplayedWindow { drained: true, ..w.clone() };
-        assert!(drained.to_string().ends_with("host 4.0 us, drained"), "{drained}");
+        let timed_end = ReplayedWindow { timed_end: true, ..w.clone() };
+        assert!(timed_end.to_string().ends_with("host 4.0 us, timed end"), "{timed_end}");
         let timed = ReplayedWindow { gpu_ns: Some(3_600), ..w.clone() };
         assert_eq!(timed.run_ns(), 3_600);
         assert!(timed.to_string().ends_with("host 4.0 us, 0.004 ms on the GPU"), "{timed}");

@@ -8,8 +8,8 @@
 //! default: on two H200s the timed pair cost a recorded graph's run 3–16 µs, and the
 //! runtime's choices read from windows came out the same.
 //!
-//! A window that drains (`GraphOp::drain`) ends with an event made with timing even so:
-//! the GPU then starts nothing issued behind it early, as it may behind an untimed one.
+//! A window whose graph asks for it (`GraphOp::timed_end`: a batch's window on lanes past
+//! S) ends with a completion event made with timing even so.
 
 use super::context::Context;
 use super::failed;
@@ -30,11 +30,11 @@ pub(crate) struct Completion {
     start: Option<Event>,
     /// Recorded after it: made with timing where `start` is, else without.
     event: Event,
-    /// Recorded after it instead where the window drains and `event` is untimed: made
-    /// with timing.
-    drain: Option<Event>,
-    /// Whether the last window recorded `drain`.
-    drained: bool,
+    /// Recorded after it instead where the window asks for a timed end and `event` is
+    /// untimed: made with timing.
+    timed_end: Option<Event>,
+    /// Whether the last window recorded `timed_end`.
+    ended_timed: bool,
     launched_ns: u64,
 }
 
@@ -49,16 +49,17 @@ pub(crate) struct Ran {
 impl Completion {
     /// A completion in `ctx`, which the calling thread has made current: `timed` (the
     /// scheduler's `device_timing`, which checked the driver can time events), else
-    /// untimed, which costs the driver less.
+    /// untimed, which costs the driver less, with a timed one beside it for the windows
+    /// that ask for a timed end.
     pub(crate) fn new(ctx: &Arc<Context>, timed: bool) -> Result<Completion, crate::report::DriverError> {
         let create = |flags| Event::create(ctx, flags).map_err(|e| failed("cuEventCreate", e));
-        let (start, event, drain) = if timed {
+        let (start, event, timed_end) = if timed {
             (Some(create(sys::CUevent_flags::CU_EVENT_DEFAULT)?), create(sys::CUevent_flags::CU_EVENT_DEFAULT)?, None)
         } else {
             let untimed = create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?;
             (None, untimed, Some(create(sys::CUevent_flags::CU_EVENT_DEFAULT)?))
         };
-        Ok(Completion { start, event, drain, drained: false, launched_ns: 0 })
+        Ok(Completion { start, event, timed_end, ended_timed: false, launched_ns: 0 })
     }
 
     /// Notes that a window is being launched now on `stream`: before anything of it is
@@ -72,11 +73,11 @@ impl Completion {
     }
 
     /// Records the event after what was enqueued on `stream`, one made with timing
-    /// where the window `drain`s. Where that fails, the stream is waited for: the
-    /// window's work must finish before its tasks end with the error (their memory goes
-    /// with them).
-    pub(crate) fn record(&mut self, stream: &Stream, drain: bool) -> Result<(), Fault> {
-        self.drained = drain && self.drain.is_some();
+    /// where the window asks for a `timed_end`. Where that fails, the stream is waited
+    /// for: the window's work must finish before its tasks end with the error (their
+    /// memory goes with them).
+    pub(crate) fn record(&mut self, stream: &Stream, timed_end: bool) -> Result<(), Fault> {
+        self.ended_timed = timed_end && self.timed_end.is_some();
         if let Err(e) = self.end().record(stream) {
             let _ = stream.synchronize();
             return Err(issue_fault("cuEventRecord")(e));
@@ -112,6 +113,6 @@ impl Completion {
 
     /// The event recorded after the last window's work.
     fn end(&self) -> &Event {
-        self.drain.as_ref().filter(|_| self.drained).unwrap_or(&self.event)
+        self.timed_end.as_ref().filter(|_| self.ended_timed).unwrap_or(&self.event)
     }
 }

@@ -417,7 +417,7 @@ impl Gpu {
             }
             Err(f) => Err(f),
         };
-        let launched = used.and_then(|u| completion.record(stream, g.drain).map(|()| u));
+        let launched = used.and_then(|u| completion.record(stream, g.timed_end).map(|()| u));
         self.in_flight(completion, launched, t0)
     }
 

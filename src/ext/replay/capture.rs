@@ -716,10 +716,10 @@ impl Capture {
         st.cuts += 1;
         for (g, mut w) in windows {
             w.device = self.mode == Execution::Device && w.device_runnable();
-            // A wide window (lanes past S) lets nothing behind it start early: behind
-            // one, the next window ran several times slower in some batches on the
-            // H200 (`backend::op::GraphOp::drain`).
-            w.drain = w.lane_count > self.lanes;
+            // A wide window (lanes past S) ends with a timed event: behind untimed ones,
+            // the windows after it ran several times slower in some batches on the
+            // H200 (`backend::op::GraphOp::timed_end`).
+            w.timed_end = w.lane_count > self.lanes;
             w.seq = st.next_seq;
             st.next_seq += 1;
             for t in &w.tasks {
@@ -936,7 +936,7 @@ mod test {
             end_ns,
             gpu_ns: None,
             setup: GraphSetup::Reused,
-            drained: false,
+            timed_end: false,
             host_ns: 0,
             timed: false,
             failed: false,

@@ -302,7 +302,7 @@ impl<D: Device> Dispatcher<D> {
             end_ns: span.end_ns,
             gpu_ns,
             setup,
-            drained: window.drain,
+            timed_end: window.timed_end,
             host_ns,
             timed: !runs.is_empty(),
             failed,

@@ -90,9 +90,9 @@ pub(crate) struct Window {
     /// Run on the device by a persistent kernel (`Execution::Device`, where
     /// [`Window::device_runnable`]), not as a CUDA graph.
     pub(crate) device: bool,
-    /// Nothing issued behind it starts on the GPU before it completes
-    /// ([`GraphOp::drain`]): a window of a batch on lanes past S (the capture sets it).
-    pub(crate) drain: bool,
+    /// Its completion event is made with timing ([`GraphOp::timed_end`]): a window of a
+    /// batch on lanes past S (the capture sets it).
+    pub(crate) timed_end: bool,
     /// A run of a recorded graph's part: this window is its shell (no tasks of its
     /// own), and the part's window is what runs (`ext::replay::recorded`).
     pub(crate) recorded: Option<Arc<Part>>,
@@ -118,7 +118,7 @@ impl Window {
             key: Vec::new(),
             hash: 0,
             device: false,
-            drain: false,
+            timed_end: false,
             recorded: Some(part),
             queued_ns: 0,
         }
@@ -230,7 +230,7 @@ impl Window {
             key: &self.key,
             hash: self.hash,
             device: self.device,
-            drain: self.drain,
+            timed_end: self.timed_end,
         }
     }
 }
@@ -745,7 +745,7 @@ fn assign_lanes(share: Vec<Held>, on: &[u16], home: usize, sequence: &[usize], l
         key,
         hash: h.finish(),
         device: false,
-        drain: false,
+        timed_end: false,
         recorded: None,
         queued_ns: 0,
     }

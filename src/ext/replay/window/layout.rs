@@ -121,7 +121,7 @@ impl KeptLayout {
             key: self.key.clone(),
             hash: self.hash,
             device: false,
-            drain: false,
+            timed_end: false,
             recorded: None,
             queued_ns: 0,
         }
