@@ -172,7 +172,8 @@ fn loop_way(report: &chariot::report::Report) -> (usize, usize, usize, bool) {
 /// those two. Three alike were too few there (a tree's windows widened on the fourth);
 /// four leave nothing pending. The timed rounds then measure the loop as it runs from
 /// there on, as the hand-written graph's are timed after its build. The last batch, the
-/// warm-up's summed wall time (ns) and its batch count.
+/// warm-up's summed wall time (ns), its batch count, and whether the loop settled (not
+/// where it ran [`SETTLE_RUNS`] batches without four alike).
 fn settle_loop(
     f: &ChariotFlow,
     s: &Scheduler,
@@ -181,7 +182,7 @@ fn settle_loop(
     shape: Shape,
     ok: &mut bool,
     device_timed: bool,
-) -> Result<(ChariotRun, u64, usize), Box<dyn std::error::Error>> {
+) -> Result<(ChariotRun, u64, usize, bool), Box<dyn std::error::Error>> {
     let (mut total, mut alike) = (0, 0);
     let mut prev: Option<(usize, usize, usize, bool)> = None;
     for n in 1..=SETTLE_RUNS {
@@ -199,7 +200,7 @@ fn settle_loop(
         };
         prev = Some(way);
         if alike == 4 || n == SETTLE_RUNS {
-            return Ok((r, total, n));
+            return Ok((r, total, n, alike == 4));
         }
     }
     unreachable!("the loop returns at its last batch")
@@ -433,7 +434,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
             }
             let (mut replayed, mut lanes) = (0usize, 0usize);
             // The per-iteration loop's warm-up (`settle_loop`): its wall time, batches.
-            let (mut settle_ns, mut settle_batches) = (0u64, 0usize);
+            let (mut settle_ns, mut settle_batches, mut settled) = (0u64, 0usize, true);
             // How the loop's last run went, and why (its report's execution line).
             let mut last_execution = None;
             // chariot with its defaults, per timed run: submitting, the windows' set-up
@@ -453,8 +454,9 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                                 continue;
                             }
                             let r = if which == 0 && round == 0 {
-                                let (r, ns, n) = settle_loop(f, s, &graph, iters, shape, &mut ok, cli.device_timing)?;
-                                (settle_ns, settle_batches) = (ns, n);
+                                let (r, ns, n, done) =
+                                    settle_loop(f, s, &graph, iters, shape, &mut ok, cli.device_timing)?;
+                                (settle_ns, settle_batches, settled) = (ns, n, done);
                                 r
                             } else {
                                 f.run(s, &graph, iters)?
@@ -578,8 +580,9 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                 ));
             }
             if settle_batches > 0 {
+                let how = if settled { "to run as it goes on" } else { "without settling (timed as it stood)" };
                 println!(
-                    "{} {size} at {iters}: the loop's warm-up, {settle_batches} batch(es) to run as it goes on, {:.3} ms in all",
+                    "{} {size} at {iters}: the loop's warm-up, {settle_batches} batch(es) {how}, {:.3} ms in all",
                     shape.name(),
                     settle_ns as f64 / 1e6
                 );
