@@ -5,7 +5,7 @@
 //! tasks; a failing task in a window fails it and those after it, and the scheduler
 //! goes on; a guard or a task that cannot replay lets held tasks go (no hang); a long
 //! batch goes as sub-windows that keep its edges, stop at a failure and survive a lost
-//! GPU.
+//! GPU; a batch the host paces has its last cuts tapered.
 //! The CUDA side of the same checks is in `tests/gpu.rs` (`replay_*`, ignored).
 
 #[path = "common/mod.rs"]
@@ -515,6 +515,47 @@ fn a_long_batch_goes_as_sub_windows_that_keep_its_edges() {
                 assert_eq!(gpu_of(&report, i), gpu_of(&report, i % 2), "D={gpus}: task {i} left its chain's GPU");
             }
         }
+    });
+}
+
+/// A batch whose windows the GPU runs faster than the loop submits them (here a loop
+/// that sleeps between submits) has the last cuts of its next batches tapered: small
+/// windows at its end, the report saying why; its outputs and edges stay those of the
+/// batch before.
+#[test]
+fn a_host_paced_batch_has_its_last_cuts_tapered() {
+    let _serial = serial();
+    with_timeout(DEADLINE_S, || {
+        let sched = Scheduler::builder().backend(sim(1)).streams(4).execution(Execution::Replay).build().unwrap();
+        let rig = Affine::new(&sched, 300, 3, 7);
+        let mut sizes = Vec::new();
+        for batch in 0..4 {
+            for i in 0..300u64 {
+                rig.submit(&sched, i, i as usize, (i >= 2).then(|| i - 2));
+                std::thread::sleep(Duration::from_micros(150));
+            }
+            let report = sched.synchronize().unwrap();
+            assert_eq!(report.tasks, 300);
+            let values = rig.out.read().to_vec();
+            for t in 0..300 {
+                for e in 0..N {
+                    assert_eq!(values[t * N + e], rig.expected(t, e), "batch {batch}: task {t} element {e}");
+                }
+            }
+            check_edges(&report);
+            let mut windows = report.windows.clone();
+            windows.sort_by_key(|w| w.launched_ns);
+            let execution = report.execution.clone().expect("replayed");
+            sizes.push((windows.iter().map(|w| w.tasks).collect::<Vec<_>>(), execution.tapered));
+        }
+        // The first batch learns the structure, the next two measure it (the GPU busy
+        // a small share of their submit time), the fourth tapers: 300 tasks left 236
+        // after the first cut, so at most 64 a cut from there.
+        for untapered in &sizes[..3] {
+            assert_eq!(untapered, &(vec![64, 128, 108], None), "{sizes:?}");
+        }
+        assert_eq!(sizes[3].0, [64, 64, 64, 64, 44], "{sizes:?}");
+        assert!(sizes[3].1.is_some_and(|share| share < 1.0), "{sizes:?}");
     });
 }
 

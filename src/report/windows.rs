@@ -22,6 +22,11 @@ pub struct BatchExecution {
     /// the GPU time a step of its last measured batch's graphs (ns; the windows' GPU time
     /// over their depths), which two batches in a row took at 20 µs or more.
     pub wide_step_ns: Option<f64>,
+    /// Where the batch's last cuts shrank towards its end (its last windows small, so
+    /// that little runs after the last submit): its structure's last measured batch's
+    /// windows kept the GPU busy this share of the time from its first window's
+    /// queueing to its last's, below 1 (the host set the pace).
+    pub tapered: Option<f64>,
     /// The first task the host dispatched, and why it was not replayed (`None`: the
     /// host dispatched none).
     pub host_from: Option<(TaskId, HostReason)>,
@@ -111,6 +116,9 @@ impl std::fmt::Display for BatchExecution {
         }
         if let Some(ns) = self.wide_step_ns {
             write!(f, "; windows on lanes past S ({:.1} us of GPU time a step)", ns / 1e3)?;
+        }
+        if let Some(share) = self.tapered {
+            write!(f, "; last cuts tapered (the GPU busy {share:.2} of the submit time)")?;
         }
         if let Some((task, why)) = self.host_from {
             write!(f, "; the host from task {task}: {why}")?;

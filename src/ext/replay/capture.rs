@@ -20,7 +20,11 @@
 //! they reach a cut ([`FIRST_CUT`] tasks, doubling to [`LAST_CUT`]), and the tasks
 //! that follow may run after them: the GPUs run the first windows while the user's
 //! loop submits the rest. The cuts fall at the same places in every batch of one
-//! structure, so each sub-window finds its kept graph again.
+//! structure, so each sub-window finds its kept graph again. Where the host set the
+//! pace of a structure's last batch (its windows kept the GPU busy less than the time
+//! its tasks took to submit, [`TAPER_BELOW`]), the cuts of its next batches shrink
+//! again towards its end ([`next_cut`]), so that what runs after the user's last
+//! submit is a small window, not the largest.
 //!
 //! With S ≥ 2 a batch's windows may be laid out on up to [`WIDE_LANES`] lanes, not S,
 //! so that a window's width, not S, bounds how many of its tasks run side by side:
@@ -45,7 +49,7 @@ use crate::error::RecordingProblem;
 use crate::execution::Execution;
 use crate::ext::replay::id_map::IdMap;
 use crate::ext::replay::recorded;
-use crate::ext::replay::window::layout::{lay_out_kept, KeptLayout, KEPT_CUTS};
+use crate::ext::replay::window::layout::{lay_out_kept, Follow, KeptLayout, KEPT_CUTS};
 use crate::ext::replay::window::Window;
 use crate::ext::replay::window::{self, Held};
 use crate::ids::{HeldAfter, Preds, TaskId};
@@ -73,6 +77,20 @@ pub(crate) const FIRST_CUT: usize = 64;
 /// batch of n tasks makes about n / `LAST_CUT` + 4 windows (few graphs to keep), and
 /// what runs after the user's last submit is at most one such window.
 pub(crate) const LAST_CUT: usize = 1024;
+
+/// A structure whose last two batches' windows kept the GPU busy less than this share
+/// of the time from their first window's queueing to their last's (the host set the
+/// pace: the GPU ran each window and waited for the next) has its next batches' last
+/// cuts tapered ([`next_cut`]). On an H200 the flow bench's tree of 1,023 empty tasks kept
+/// it busy about half that time, and half its batch's GPU time was its 512-task cut's,
+/// run after the user's last submit.
+const TAPER_BELOW: f64 = 1.0;
+
+/// A tapered structure stops tapering after two batches in a row at or above this
+/// share: its windows set the pace, and
+/// more of them would lengthen its path on the GPU (each window runs after the one
+/// before it ends).
+const TAPER_UNTIL: f64 = 1.25;
 
 /// A structure's windows go wide (lanes past S) once two batches of it in a row ran
 /// their windows at least this much GPU time a step, a window filling its S lanes (ns:
@@ -151,6 +169,8 @@ struct State {
     cuts: usize,
     layouts: Vec<Option<KeptLayout>>,
     given: Vec<u64>,
+    /// The held tasks of this cut compared with its kept layout as they came.
+    follow: Follow,
     /// A recording under way ([`Capture::start_recording`]): every submit goes to it.
     recording: Option<Recording>,
     /// This structure's windows take lanes past S where their buffers have the copies.
@@ -171,6 +191,12 @@ struct State {
     guest_wants: Vec<(u64, Weak<DeviceBufferInner>)>,
     /// As `lane_bytes`, for guest lanes' copies.
     guest_bytes: usize,
+    /// This structure's last cuts shrink towards its end (`next_cut`): its last measured
+    /// batch's windows kept the GPU busy this share of its submit time.
+    taper: Option<f64>,
+    /// Batches in a row measured past the taper's threshold (below [`TAPER_BELOW`]
+    /// untapered, above [`TAPER_UNTIL`] tapered; up to 2).
+    taper_turns: u8,
     /// Per cut of this structure found too narrow to spread, one more than its launches'
     /// summed blocks then (0: not found so): not looked at again while the structure
     /// repeats with those blocks (its words hold no grid).
@@ -209,6 +235,7 @@ impl State {
             cuts: 0,
             layouts: Vec::new(),
             given: Vec::new(),
+            follow: Follow::default(),
             recording: None,
             wide: false,
             step_ns: 0.0,
@@ -218,6 +245,8 @@ impl State {
             guest_wants: Vec::new(),
             guest_bytes: 0,
             narrow_cuts: Vec::new(),
+            taper: None,
+            taper_turns: 0,
         }
     }
 
@@ -302,7 +331,7 @@ impl Capture {
                 // recording (`Scheduler::check_ids`), inferred ones come from its claims.
                 let preds = preds.iter().filter_map(|p| r.ids.get(p).copied()).collect();
                 r.ids.insert(task.id, r.held.len() as u32);
-                r.held.push(Held { task, preds, external: Vec::new(), pin: None });
+                r.held.push(Held { task, preds, external: Default::default(), pin: None });
                 return Offer::Held;
             }
         }
@@ -313,9 +342,12 @@ impl Capture {
         let st = &mut *guard;
         let replayable = window::replayable(&task);
         let at = st.words.len();
+        // Where this task's shape words end in `words`, if they were made.
+        let mut shape_end = None;
         if st.replayable && replayable && (st.count as usize) < MAX_LEARNT {
             window::shape_words(&task, &mut st.words);
             let count_at = st.words.len();
+            shape_end = Some(count_at);
             st.words.push(0);
             for p in &preds[..named.min(preds.len())] {
                 if let Some(q) = st.positions.get(p) {
@@ -370,7 +402,7 @@ impl Capture {
         // Room for the lane edge its window may add (`window::assign_lanes`); inline
         // for most tasks (`LanePreds`).
         let mut held_preds = crate::ext::replay::window::LanePreds::with_capacity(preds.len() + 1);
-        let mut external = Vec::new();
+        let mut external = crate::ext::replay::window::ExternalPreds::new();
         let mut pin = None;
         for p in &preds {
             match st.held_ids.get(p) {
@@ -383,12 +415,28 @@ impl Capture {
             }
         }
         st.held_ids.insert(task.id, index);
+        if self.follows(st) {
+            let shape = match shape_end {
+                Some(end) => &st.words[at..end],
+                None => {
+                    st.given.clear();
+                    window::shape_words(&task, &mut st.given);
+                    &st.given[..]
+                }
+            };
+            let kept = st.layouts.get(st.cuts).and_then(Option::as_ref);
+            st.follow.task(kept, index as usize, shape, window::uses_virtual(&task), &held_preds);
+        }
         st.held.push(Held { task, preds: held_preds, external, pin });
         if st.repeats(st.template.as_ref()) {
             self.launch(st, true);
         } else if st.held.len() >= st.cut {
             // A sub-window: the batch goes on being held after it.
-            st.cut = (st.cut * 2).min(LAST_CUT);
+            let left = match (&st.template, st.taper) {
+                (Some(t), Some(_)) if st.matching => Some(t.tasks.saturating_sub(st.count) as usize),
+                _ => None,
+            };
+            st.cut = next_cut(st.cut, left);
             self.launch(st, false);
             drop(guard);
             // What earlier windows left, freed on this thread (not under the lock) once
@@ -446,6 +494,9 @@ impl Capture {
             st.long_batches = if long { (st.long_batches + 1).min(2) } else { 0 };
             st.wide = if st.wide { ns >= NARROW_BELOW_NS } else { st.long_batches >= 2 };
         }
+        if let Some(share) = report.filter(|_| repeated && st.launched).and_then(busy_share) {
+            (st.taper, st.taper_turns) = taper_after(st.taper, st.taper_turns, share);
+        }
         let learnt = if whole && (matches!(self.mode, Execution::Replay | Execution::Device) || !st.launched) {
             let host_ns = report.map_or(0.0, host_ns_per_command);
             let gpu_ns = report.map_or(f64::INFINITY, gpu_ns_per_command);
@@ -455,6 +506,8 @@ impl Capture {
                 st.wide = false;
                 st.long_batches = 0;
                 st.narrow_cuts.clear();
+                st.taper = None;
+                st.taper_turns = 0;
             }
             Some(Template { words: std::mem::take(&mut st.words), tasks: st.count, pays, host_ns, gpu_ns })
         } else {
@@ -591,7 +644,8 @@ impl Capture {
             .then(|| st.template.as_ref().map(|t| Pays { gpu_ns: t.gpu_ns, host_ns: t.host_ns }))
             .flatten();
         let wide_step_ns = (st.wide && st.replayed > 0 && self.widens()).then_some(st.step_ns);
-        Some(BatchExecution { replayed: st.replayed, pays, wide_step_ns, host_from: st.host_from })
+        let tapered = st.taper.filter(|_| st.replayed > 0 && st.template.is_some());
+        Some(BatchExecution { replayed: st.replayed, pays, wide_step_ns, tapered, host_from: st.host_from })
     }
 
     /// Whether windows may take lanes past S: with one stream a program may rely on a
@@ -650,6 +704,13 @@ impl Capture {
         }
     }
 
+    /// Whether this cut's layout may be kept for the next batch's (`window::layout`):
+    /// in submit order, among the first [`KEPT_CUTS`] (and on one GPU, which `launch`
+    /// checks as it lays the cut out).
+    fn follows(&self, st: &State) -> bool {
+        self.order == Order::Fcfs && st.cuts < KEPT_CUTS
+    }
+
     /// Sends the held tasks as windows, one per GPU in the rotation that gets work:
     /// counted into the batch as running, their host claims active, their dependencies
     /// in the report.
@@ -701,13 +762,14 @@ impl Capture {
             return;
         }
         let lanes = self.window_lanes(&held, st.wide, &mut st.wants);
-        let windows = if alive.len() == 1 && self.order == Order::Fcfs && st.cuts < KEPT_CUTS {
+        let windows = if alive.len() == 1 && self.follows(st) {
             // One GPU, in submit order: the same cut of the last batch of this
             // structure laid out the same tasks (`window::layout`).
             if st.layouts.len() <= st.cuts {
                 st.layouts.resize_with(st.cuts + 1, || None);
             }
-            let (w, _) = lay_out_kept(held, alive[0], lanes.max(1), &mut st.layouts[st.cuts], &mut st.given);
+            let kept = &mut st.layouts[st.cuts];
+            let (w, _) = lay_out_kept(held, alive[0], lanes.max(1), kept, &mut st.given, &st.follow);
             vec![(alive[0], w)]
         } else {
             let spread = self.spreads(&held, &alive, st);
@@ -887,6 +949,56 @@ fn step_ns(report: &Report, s: usize) -> Option<(f64, bool)> {
     (steps > 0).then(|| (gpu_ns as f64 / steps as f64, bound))
 }
 
+/// The cut after one of `cut` tasks: twice it, up to [`LAST_CUT`]; where `left` tasks
+/// of a tapered structure are still to come, at most half of them (a power of two, at
+/// least [`FIRST_CUT`]), so that the cuts shrink again towards the batch's end (1,024
+/// tasks: 64, 128, 256, 256, 128, 64, 64, 64). Each depends only on the position, so
+/// the cuts fall at the same places in every batch of the structure.
+fn next_cut(cut: usize, left: Option<usize>) -> usize {
+    let grown = (cut * 2).min(LAST_CUT);
+    match left {
+        Some(left) => {
+            let half = left / 2;
+            let half = if half == 0 { 0 } else { 1 << half.ilog2() };
+            grown.min(half.max(FIRST_CUT))
+        }
+        None => grown,
+    }
+}
+
+/// Whether a structure tapers its cuts after a batch whose windows kept the GPU busy
+/// `share` of its submit time (`busy_share`), from whether it did (`taper`, the share
+/// it tapered at) and the batches in a row past the threshold before (`turns`): two in
+/// a row turn it over, as for wide windows, so that one noisy batch does not.
+fn taper_after(taper: Option<f64>, turns: u8, share: f64) -> (Option<f64>, u8) {
+    let past = if taper.is_some() { share >= TAPER_UNTIL } else { share < TAPER_BELOW };
+    match (past, turns) {
+        (false, _) => (taper.map(|_| share), 0),
+        (true, 0) => (taper.map(|_| share), 1),
+        (true, _) => (if taper.is_some() { None } else { Some(share) }, 0),
+    }
+}
+
+/// How busy the batch's windows kept its busiest GPU, as a share of the time from its
+/// first window's queueing to its last's (about the time its tasks took to submit): a
+/// window issued while the one before it on its GPU ran counts from that one's end, as
+/// in [`step_ns`]. `None` with fewer than two windows.
+fn busy_share(report: &Report) -> Option<f64> {
+    let first = report.windows.iter().map(|w| w.queued_ns).min()?;
+    let last = report.windows.iter().map(|w| w.queued_ns).max()?;
+    if report.windows.len() < 2 || last <= first {
+        return None;
+    }
+    let mut last_end = vec![0u64; report.gpus.len().max(1)];
+    let mut busy = vec![0u64; last_end.len()];
+    for w in &report.windows {
+        let Some(end) = last_end.get_mut(w.gpu) else { continue };
+        busy[w.gpu] += w.gpu_ns.unwrap_or_else(|| w.end_ns.saturating_sub(w.launched_ns.max(*end)));
+        *end = (*end).max(w.end_ns);
+    }
+    Some(busy.into_iter().max().unwrap_or(0) as f64 / (last - first) as f64)
+}
+
 /// Of the buffers named in `wants` (a batch's windows lacked their lane or guest lanes'
 /// copies), those whose `copies(b)` copies fit what is left of
 /// [`recorded::LANE_BUDGET`] a GPU (`taken`: what windows took before), counted in.
@@ -974,5 +1086,72 @@ mod test {
             timed(window(0, 64, 16, 4, 500_000, 1_800_000), 500_000),
         ]);
         assert_eq!(step_ns(&r, 16), Some((1_400_000.0 / 8.0, true)));
+    }
+
+    /// The cuts a batch of `tasks` tasks makes: tapered where `taper`.
+    fn cuts(tasks: usize, taper: bool) -> Vec<usize> {
+        let (mut cuts, mut cut, mut held, mut count) = (Vec::new(), FIRST_CUT, 0, 0);
+        while count < tasks {
+            count += 1;
+            held += 1;
+            if count == tasks {
+                cuts.push(held);
+            } else if held >= cut {
+                cuts.push(held);
+                held = 0;
+                cut = next_cut(cut, taper.then_some(tasks - count));
+            }
+        }
+        cuts
+    }
+
+    #[test]
+    fn tapered_cuts_shrink_towards_the_batch_end_and_others_double() {
+        assert_eq!(cuts(1024, false), [64, 128, 256, 512, 64]);
+        assert_eq!(cuts(1024, true), [64, 128, 256, 256, 128, 64, 64, 64]);
+        assert_eq!(cuts(5000, false), [64, 128, 256, 512, 1024, 1024, 1024, 968]);
+        let long = cuts(5000, true);
+        assert_eq!(long.iter().sum::<usize>(), 5000);
+        assert_eq!(&long[..6], [64, 128, 256, 512, 1024, 1024]);
+        assert!(long[6..].windows(2).all(|w| w[1] <= w[0]), "{long:?}");
+        assert!(long.last().is_some_and(|&l| l <= FIRST_CUT), "{long:?}");
+        // A short batch is one cut either way.
+        assert_eq!(cuts(40, true), [40]);
+    }
+
+    fn queued(w: ReplayedWindow, ns: u64) -> ReplayedWindow {
+        ReplayedWindow { queued_ns: ns, ..w }
+    }
+
+    #[test]
+    fn busy_share_is_the_busiest_gpus_time_over_the_span_of_the_windows_queueing() {
+        // Queued over 1 ms; GPU 0 ran 0.2 + 0.3 ms (the second from the first's end).
+        let r = report(vec![
+            queued(window(0, 64, 16, 4, 100_000, 300_000), 0),
+            queued(window(0, 64, 16, 4, 200_000, 600_000), 500_000),
+            queued(window(1, 64, 16, 4, 900_000, 1_000_000), 1_000_000),
+        ]);
+        assert_eq!(busy_share(&r), Some(0.5));
+        // One window says nothing.
+        assert_eq!(busy_share(&report(vec![window(0, 64, 16, 4, 0, 10)])), None);
+    }
+
+    #[test]
+    fn two_batches_in_a_row_past_the_threshold_turn_the_taper_over() {
+        let (mut taper, mut turns) = (None, 0);
+        let mut step = |share| {
+            (taper, turns) = taper_after(taper, turns, share);
+            taper
+        };
+        assert_eq!(step(0.5), None);
+        assert_eq!(step(1.1), None, "one batch at the pace of the GPU starts over");
+        assert_eq!(step(0.5), None);
+        assert_eq!(step(0.6), Some(0.6), "two host-paced batches in a row");
+        assert_eq!(step(1.1), Some(1.1), "between the thresholds it stays tapered");
+        assert_eq!(step(1.3), Some(1.3));
+        assert_eq!(step(0.9), Some(0.9));
+        assert_eq!(step(1.3), Some(1.3));
+        assert_eq!(step(1.4), None, "two GPU-paced batches in a row");
+        assert_eq!(step(1.1), None, "between the thresholds it stays untapered");
     }
 }

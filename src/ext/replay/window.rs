@@ -146,7 +146,7 @@ impl Window {
         let Window { external, lane_limit, tasks, preds, lane_edges, lanes, device, .. } = self;
         let mut external = external.into_iter().peekable();
         for (t, task) in tasks.into_iter().enumerate() {
-            let ext: Vec<(TaskId, u64)> =
+            let ext: ExternalPreds =
                 std::iter::from_fn(|| external.next_if(|e| e.0 as usize == t)).map(|(_, p, s)| (p, s)).collect();
             if let Some(c) = cause[t] {
                 blocked.push((task, lanes[t], c));
@@ -328,7 +328,7 @@ pub(crate) fn replayable_commands(commands: &[Command]) -> bool {
 }
 
 /// Whether a task uses a virtual buffer (and so needs a lane of its own).
-fn uses_virtual(task: &Task) -> bool {
+pub(crate) fn uses_virtual(task: &Task) -> bool {
     task.commands.iter().any(|c| match c {
         Command::Copy(_) => true,
         Command::Launch(l) => l.args.iter().any(|a| matches!(a, ArgValue::Buffer(_))),
@@ -358,13 +358,18 @@ pub(crate) fn shape_words(task: &Task, out: &mut Vec<u64>) {
 /// up to six, so that holding a task allocates nothing for most graphs' tasks.
 pub(crate) type LanePreds = smallvec::SmallVec<[u32; 6]>;
 
+/// A held task's predecessors in earlier windows of the batch, with their windows'
+/// `seq`: inline up to two, so that a task after one or two of them (a tree's or a
+/// DAG's task whose parents went in the window before) allocates nothing either.
+pub(crate) type ExternalPreds = smallvec::SmallVec<[(TaskId, u64); 2]>;
+
 /// A held task and the held tasks it runs after (indices into the held list, lower
 /// than its own), and the tasks of earlier windows it runs after.
 pub(crate) struct Held {
     pub(crate) task: Box<Task>,
     pub(crate) preds: LanePreds,
     /// Tasks of earlier windows of the batch it runs after, with their windows' `seq`.
-    pub(crate) external: Vec<(TaskId, u64)>,
+    pub(crate) external: ExternalPreds,
     /// The GPU those earlier windows went to, if any: its part goes there.
     pub(crate) pin: Option<usize>,
 }
@@ -776,7 +781,7 @@ mod test {
             .map(|(i, p)| Held {
                 task: task(i as u64, i as u64),
                 preds: LanePreds::from_slice(p),
-                external: Vec::new(),
+                external: ExternalPreds::new(),
                 pin: None,
             })
             .collect()
@@ -813,7 +818,7 @@ mod test {
     fn a_part_after_an_earlier_window_goes_to_its_gpu() {
         // 0 -> 1 and 2 alone; 0 runs after a task of an earlier window on GPU 1.
         let mut h = held(&[&[], &[0], &[]]);
-        h[0].external = vec![(TaskId(100), 7)];
+        h[0].external = smallvec::smallvec![(TaskId(100), 7)];
         h[0].pin = Some(1);
         let w = plan(h, Order::Fcfs, &[0, 1], 4, false);
         let on = |g: usize| w.iter().find(|(x, _)| *x == g).map(|(_, w)| w);
@@ -827,8 +832,8 @@ mod test {
     fn taking_out_blocked_tasks_keeps_the_rest_and_its_edges() {
         // 0 -> 1 -> 3, 2 alone, 4 after 2; 0 runs after a task that failed.
         let mut h = held(&[&[], &[0], &[], &[1], &[2]]);
-        h[0].external = vec![(TaskId(100), 7)];
-        h[2].external = vec![(TaskId(101), 7)];
+        h[0].external = smallvec::smallvec![(TaskId(100), 7)];
+        h[2].external = smallvec::smallvec![(TaskId(101), 7)];
         let (_, mut w) = plan(h, Order::Fcfs, &[0], 4, false).pop().unwrap();
         w.seq = 9;
         let (blocked, rest) = w.take_blocked(&[(0, TaskId(100))]);
