@@ -23,9 +23,10 @@ pub struct BatchExecution {
     /// over their depths), which two batches in a row took at 20 µs or more.
     pub wide_step_ns: Option<f64>,
     /// Where the batch's last cuts shrank towards its end (its last windows small, so
-    /// that little runs after the last submit): its structure's last measured batch's
-    /// windows kept the GPU busy this share of the time from its first window's
-    /// queueing to its last's, below 1 (the host set the pace).
+    /// that little runs after the last submit): the share of the time from its first
+    /// window's queueing to its last's that its structure's last measured batch kept the
+    /// GPU busy. Tapering starts after two batches in a row below 1 (the host set the
+    /// pace) and stops after two at 1.25 or more.
     pub tapered: Option<f64>,
     /// The first task the host dispatched, and why it was not replayed (`None`: the
     /// host dispatched none).

@@ -21,10 +21,10 @@
 //! that follow may run after them: the GPUs run the first windows while the user's
 //! loop submits the rest. The cuts fall at the same places in every batch of one
 //! structure, so each sub-window finds its kept graph again. Where the host set the
-//! pace of a structure's last batch (its windows kept the GPU busy less than the time
-//! its tasks took to submit, [`TAPER_BELOW`]), the cuts of its next batches shrink
-//! again towards its end ([`next_cut`]), so that what runs after the user's last
-//! submit is a small window, not the largest.
+//! pace of a structure's last two batches (their windows kept the GPU busy less than
+//! the time their tasks took to submit, [`TAPER_BELOW`]), the cuts of its next batches
+//! shrink again towards its end ([`next_cut`]), so that what runs after the user's
+//! last submit is a small window, not the largest.
 //!
 //! With S ≥ 2 a batch's windows may be laid out on up to [`WIDE_LANES`] lanes, not S,
 //! so that a window's width, not S, bounds how many of its tasks run side by side:
@@ -87,9 +87,8 @@ pub(crate) const LAST_CUT: usize = 1024;
 const TAPER_BELOW: f64 = 1.0;
 
 /// A tapered structure stops tapering after two batches in a row at or above this
-/// share: its windows set the pace, and
-/// more of them would lengthen its path on the GPU (each window runs after the one
-/// before it ends).
+/// share: its windows set the pace, and more of them would lengthen its path on the
+/// GPU (each window runs after the one before it ends).
 const TAPER_UNTIL: f64 = 1.25;
 
 /// A structure's windows go wide (lanes past S) once two batches of it in a row ran
@@ -195,8 +194,10 @@ struct State {
     /// batch's windows kept the GPU busy this share of its submit time.
     taper: Option<f64>,
     /// Batches in a row measured past the taper's threshold (below [`TAPER_BELOW`]
-    /// untapered, above [`TAPER_UNTIL`] tapered; up to 2).
+    /// untapered, at or above [`TAPER_UNTIL`] tapered; up to 2).
     taper_turns: u8,
+    /// A cut of this batch was tapered (for its report).
+    tapered_now: bool,
     /// Per cut of this structure found too narrow to spread, one more than its launches'
     /// summed blocks then (0: not found so): not looked at again while the structure
     /// repeats with those blocks (its words hold no grid).
@@ -247,6 +248,7 @@ impl State {
             narrow_cuts: Vec::new(),
             taper: None,
             taper_turns: 0,
+            tapered_now: false,
         }
     }
 
@@ -436,6 +438,7 @@ impl Capture {
                 (Some(t), Some(_)) if st.matching => Some(t.tasks.saturating_sub(st.count) as usize),
                 _ => None,
             };
+            st.tapered_now |= left.is_some();
             st.cut = next_cut(st.cut, left);
             self.launch(st, false);
             drop(guard);
@@ -540,6 +543,7 @@ impl Capture {
         st.gone.clear();
         st.cut = FIRST_CUT;
         st.cuts = 0;
+        st.tapered_now = false;
         st.template = learnt;
         let wants = std::mem::take(&mut st.wants);
         let lanes_past_s = |b: &DeviceBufferInner| recorded::RECORD_LANES.saturating_sub(b.slots);
@@ -644,7 +648,7 @@ impl Capture {
             .then(|| st.template.as_ref().map(|t| Pays { gpu_ns: t.gpu_ns, host_ns: t.host_ns }))
             .flatten();
         let wide_step_ns = (st.wide && st.replayed > 0 && self.widens()).then_some(st.step_ns);
-        let tapered = st.taper.filter(|_| st.replayed > 0 && st.template.is_some());
+        let tapered = st.taper.filter(|_| st.tapered_now);
         Some(BatchExecution { replayed: st.replayed, pays, wide_step_ns, tapered, host_from: st.host_from })
     }
 
