@@ -57,7 +57,7 @@ use crate::memory::claims::{Claims, Holder};
 use crate::memory::host::HostShared;
 use crate::memory::DeviceBufferInner;
 use crate::memory::HeldTasks;
-use crate::report::{BatchExecution, HostReason, Pays, Report, TaskFailure};
+use crate::report::{BatchExecution, HostReason, Pays, ReplayedWindow, Report, TaskFailure};
 use crate::sync::{AtomicBool, Ordering};
 use crate::task::command::Command;
 use crate::task::{HostClaim, Order, Task};
@@ -709,10 +709,11 @@ impl Capture {
     }
 
     /// Whether this cut's layout may be kept for the next batch's (`window::layout`):
-    /// in submit order, among the first [`KEPT_CUTS`] (and on one GPU, which `launch`
-    /// checks as it lays the cut out).
+    /// on a scheduler of one GPU (`launch` checks that it is alive as it lays the cut
+    /// out), in submit order, among the first [`KEPT_CUTS`]. Elsewhere a held task is not
+    /// compared with a kept layout no cut would take.
     fn follows(&self, st: &State) -> bool {
-        self.order == Order::Fcfs && st.cuts < KEPT_CUTS
+        self.shared.alive.len() == 1 && self.order == Order::Fcfs && st.cuts < KEPT_CUTS
     }
 
     /// Sends the held tasks as windows, one per GPU in the rotation that gets work:
@@ -933,24 +934,32 @@ fn gpu_ns_per_command(report: &Report) -> f64 {
 }
 
 /// The GPU time a step of the batch's windows in `report` (ns): each window's GPU time
-/// (as measured on the GPU, [`ReplayedWindow::gpu_ns`]; where it was not, from its
-/// launch, or from the end of the window before it on its GPU, to its end seen),
-/// summed over the windows, over their depths summed (the steps their graphs ran one
+/// ([`each_gpu_ns`]) summed over the windows, over their depths summed (the steps their graphs ran one
 /// after another); and whether a window used `s` lanes or more. `None` without windows.
 /// Not S's multiple: a window of a graph's steps of short tasks on many lanes reads as
 /// short (counting each window's GPU time on its lanes read launch latency as work, and
 /// more of it the larger S).
 fn step_ns(report: &Report, s: usize) -> Option<(f64, bool)> {
-    let mut last_end = vec![0u64; report.gpus.len().max(1)];
     let (mut gpu_ns, mut steps) = (0u64, 0usize);
     let bound = report.windows.iter().any(|w| w.lanes >= s);
+    each_gpu_ns(report, |w, ns| {
+        gpu_ns += ns;
+        steps += w.depth;
+    });
+    (steps > 0).then(|| (gpu_ns as f64 / steps as f64, bound))
+}
+
+/// Calls `f` with each window of `report` on one of its GPUs and its GPU time: as
+/// measured on the GPU, [`ReplayedWindow::gpu_ns`]; where it was not, from its launch,
+/// or from the end of the window before it on its GPU, to its end seen (a window issued
+/// while the one before it ran counts from that one's end).
+fn each_gpu_ns(report: &Report, mut f: impl FnMut(&ReplayedWindow, u64)) {
+    let mut last_end = vec![0u64; report.gpus.len().max(1)];
     for w in &report.windows {
         let Some(end) = last_end.get_mut(w.gpu) else { continue };
-        gpu_ns += w.gpu_ns.unwrap_or_else(|| w.end_ns.saturating_sub(w.launched_ns.max(*end)));
+        f(w, w.gpu_ns.unwrap_or_else(|| w.end_ns.saturating_sub(w.launched_ns.max(*end))));
         *end = (*end).max(w.end_ns);
-        steps += w.depth;
     }
-    (steps > 0).then(|| (gpu_ns as f64 / steps as f64, bound))
 }
 
 /// The cut after one of `cut` tasks: twice it, up to [`LAST_CUT`]; where `left` tasks
@@ -984,22 +993,16 @@ fn taper_after(taper: Option<f64>, turns: u8, share: f64) -> (Option<f64>, u8) {
 }
 
 /// How busy the batch's windows kept its busiest GPU, as a share of the time from its
-/// first window's queueing to its last's (about the time its tasks took to submit): a
-/// window issued while the one before it on its GPU ran counts from that one's end, as
-/// in [`step_ns`]. `None` with fewer than two windows.
+/// first window's queueing to its last's (about the time its tasks took to submit), each
+/// window's GPU time as [`each_gpu_ns`] gives it. `None` with fewer than two windows.
 fn busy_share(report: &Report) -> Option<f64> {
     let first = report.windows.iter().map(|w| w.queued_ns).min()?;
     let last = report.windows.iter().map(|w| w.queued_ns).max()?;
     if report.windows.len() < 2 || last <= first {
         return None;
     }
-    let mut last_end = vec![0u64; report.gpus.len().max(1)];
-    let mut busy = vec![0u64; last_end.len()];
-    for w in &report.windows {
-        let Some(end) = last_end.get_mut(w.gpu) else { continue };
-        busy[w.gpu] += w.gpu_ns.unwrap_or_else(|| w.end_ns.saturating_sub(w.launched_ns.max(*end)));
-        *end = (*end).max(w.end_ns);
-    }
+    let mut busy = vec![0u64; report.gpus.len().max(1)];
+    each_gpu_ns(report, |w, ns| busy[w.gpu] += ns);
     Some(busy.into_iter().max().unwrap_or(0) as f64 / (last - first) as f64)
 }
 
