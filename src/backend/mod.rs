@@ -339,7 +339,7 @@ impl Machine {
     /// dynamic shared memory: SMs × resident blocks per SM (the driver's occupancy
     /// calculator on CUDA, where the kernel is loaded as `functions`, else the device
     /// limits).
-    pub(crate) fn waves(&self, functions: &[Function], block_threads: u32, shared_bytes: u32) -> Arc<[u32]> {
+    pub(crate) fn waves(&self, functions: &[Function], block_threads: u32, shared_bytes: u32) -> Box<[u32]> {
         self.gpus()
             .iter()
             .enumerate()

@@ -16,6 +16,7 @@ use crate::sync::{AtomicBool, AtomicUsize, Condvar, Ordering};
 use crate::task::buffer::TaskBuffer;
 use crate::task::graph::{Added, Graph, Released};
 use crate::task::Task;
+use crossbeam_utils::CachePadded;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -50,7 +51,9 @@ pub(crate) struct Shared {
     pub(crate) signals: Vec<Arc<Signal>>,
     /// On `crate::sync`'s primitives (as are the flags below): `synchronize` waits on
     /// it, and the model checks wait on it under shuttle.
-    pub(crate) batch: crate::sync::Mutex<Batch>,
+    /// On a cache line of its own: the submitting thread takes it on every submit and
+    /// the dispatchers on every window, and the flags around it change as tasks end.
+    pub(crate) batch: CachePadded<crate::sync::Mutex<Batch>>,
     pub(crate) batch_done: Condvar,
     pub(crate) stop: AtomicBool,
     /// Dispatchers still running their loop; the last one to die fails what is left.
@@ -365,7 +368,7 @@ mod test {
             buffer: TaskBuffer::placing(crate::Order::Fcfs, 1, 1),
             queues: StageQueues::new([1; crate::stage::Stage::K]),
             signals: vec![Arc::new(Signal::default())],
-            batch: crate::sync::Mutex::new(Batch::default()),
+            batch: CachePadded::new(crate::sync::Mutex::new(Batch::default())),
             batch_done: Condvar::new(),
             stop: AtomicBool::new(false),
             live: AtomicUsize::new(1),

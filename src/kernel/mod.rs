@@ -448,7 +448,12 @@ impl KernelHandle {
 }
 
 /// A registered kernel: its definition and its loaded function on each GPU.
+///
+/// Aligned to 128 bytes, so that in its `Arc` the count every launch moves (a clone at
+/// submit, a drop as the task is emptied) has its lines to itself, away from the
+/// fields the dispatchers read.
 #[derive(Debug)]
+#[repr(align(128))]
 pub(crate) struct KernelInner {
     pub(crate) def: Kernel,
     /// The scheduler it was registered with.
@@ -457,7 +462,10 @@ pub(crate) struct KernelInner {
     pub(crate) functions: Vec<Function>,
     /// Per launch shape (threads a block, dynamic shared bytes): the blocks one full
     /// wave of each GPU holds (SMs × resident blocks per SM), asked once per shape.
-    pub(crate) waves: parking_lot::Mutex<Vec<(LaunchKey, Arc<[u32]>)>>,
+    pub(crate) waves: parking_lot::Mutex<Vec<(LaunchKey, Arc<Waves>)>>,
+    /// The first shape asked and its waves, read without a lock: most kernels launch
+    /// with one shape, and a lock a launch moved this line between cores.
+    first_waves: std::sync::OnceLock<(LaunchKey, Arc<Waves>)>,
     /// The launches already noted in the scheduler's kernel uses (`Scheduler::note_launch`).
     pub(crate) noted: Noted,
 }
@@ -497,22 +505,42 @@ impl Noted {
 /// A launch's threads a block and dynamic shared bytes: what its occupancy depends on.
 pub(crate) type LaunchKey = (u32, u32);
 
+/// Per GPU, the blocks of one launch shape that one full wave holds
+/// ([`KernelInner::waves`]). Aligned to 128 bytes, so that in its `Arc` the count each
+/// launch moves is on lines of its own, not on the one the dispatchers read these from.
+#[derive(Debug)]
+#[repr(align(128))]
+pub(crate) struct Waves(pub(crate) Box<[u32]>);
+
 impl KernelInner {
     /// The blocks of this kernel that one full wave of each GPU of `machine` holds with
     /// this block and dynamic shared memory (see `Machine::waves`). Asked once per
     /// shape and kept.
-    pub(crate) fn waves(&self, machine: &crate::backend::Machine, block_threads: u32, shared_bytes: u32) -> Arc<[u32]> {
+    pub(crate) fn waves(&self, machine: &crate::backend::Machine, block_threads: u32, shared_bytes: u32) -> Arc<Waves> {
         let key = (block_threads, shared_bytes);
+        if let Some((k, w)) = self.first_waves.get() {
+            if *k == key {
+                return w.clone();
+            }
+        }
         if let Some((_, w)) = self.waves.lock().iter().find(|(k, _)| *k == key) {
             return w.clone();
         }
-        let waves = machine.waves(&self.functions, block_threads, shared_bytes);
+        let waves = Arc::new(Waves(machine.waves(&self.functions, block_threads, shared_bytes)));
         self.waves.lock().push((key, waves.clone()));
+        let _ = self.first_waves.set((key, waves.clone())); // taken by the first shape asked
         waves
     }
 
     pub(crate) fn new(def: Kernel, sched_id: u64, functions: Vec<Function>) -> Self {
-        KernelInner { def, sched_id, functions, waves: Default::default(), noted: Noted::default() }
+        KernelInner {
+            def,
+            sched_id,
+            functions,
+            waves: Default::default(),
+            first_waves: Default::default(),
+            noted: Noted::default(),
+        }
     }
 }
 

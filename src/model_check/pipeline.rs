@@ -16,6 +16,7 @@ use crate::stage::queues::StageQueues;
 use crate::stage::{OverlapMatrix, Stage, Thresholds, Tuning};
 use crate::task::buffer::TaskBuffer;
 use crate::task::Order;
+use crossbeam_utils::CachePadded;
 use shuttle::sync::atomic::AtomicUsize;
 use shuttle::sync::{mpsc, Mutex};
 use std::collections::VecDeque;
@@ -127,7 +128,7 @@ pub(super) fn start(config: &Config) -> Machine {
         buffer: TaskBuffer::new(config.order),
         queues: StageQueues::new(config.thresholds.global),
         signals: (0..gpus).map(|_| Arc::new(Signal::default())).collect(),
-        batch: crate::sync::Mutex::new(Batch::default()),
+        batch: CachePadded::new(crate::sync::Mutex::new(Batch::default())),
         batch_done: crate::sync::Condvar::new(),
         stop: crate::sync::AtomicBool::new(false),
         live: crate::sync::AtomicUsize::new(gpus),

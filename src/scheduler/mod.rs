@@ -39,6 +39,7 @@ use crate::stage::queues::StageQueues;
 use crate::task::buffer::TaskBuffer;
 use crate::task::command::Command;
 use crate::task::{HostClaim, Task};
+use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -137,7 +138,7 @@ impl Scheduler {
             buffer: TaskBuffer::placing(config.order, d, config.streams),
             queues: StageQueues::new(config.thresholds.global),
             signals: signals.clone(),
-            batch: crate::sync::Mutex::new(Batch::default()),
+            batch: CachePadded::new(crate::sync::Mutex::new(Batch::default())),
             batch_done: crate::sync::Condvar::new(),
             stop: crate::sync::AtomicBool::new(false),
             live: crate::sync::AtomicUsize::new(d),
@@ -286,17 +287,10 @@ impl Scheduler {
             None => claim_hosts(id, &claims, refuse_conflicts, &mut preds)?,
         };
         let residency = crate::seam::admit_resident(&self.shared, id, resident, &mut commands, &mut preds);
-        let task = Task {
-            id,
-            granularity,
-            seq: self.seq.fetch_add(1, Ordering::Relaxed),
-            commands,
-            next: 0,
-            hosts,
-            residency,
-            prefer,
-            bound,
-        };
+        // Under `submitting`, the one writer: a load and a store, no locked instruction.
+        let seq = self.seq.load(Ordering::Relaxed);
+        self.seq.store(seq + 1, Ordering::Relaxed);
+        let task = Task { id, granularity, seq, commands, next: 0, hosts, residency, prefer, bound };
         let task = match shell {
             Some(mut b) => {
                 *b = task;

@@ -178,7 +178,7 @@ impl Scheduler {
         }
         let (grid, block) = (grid.into(), block.into());
         let threads = u32::try_from(block.count()).unwrap_or(u32::MAX);
-        let wave = kernel.inner.waves(&self.machine, threads, shared_bytes)[gpu];
+        let wave = kernel.inner.waves(&self.machine, threads, shared_bytes).0[gpu];
         Some(if wave == 0 { 1.0 } else { (grid.count() as f64 / wave as f64).min(1.0) })
     }
 

@@ -45,7 +45,7 @@ pub(crate) struct LaunchCmd {
     pub(crate) args: Arc<[ArgValue]>,
     /// Per GPU: the blocks one full wave holds for this launch's shape (see
     /// `Machine::waves`), for [`LaunchCmd::fill`].
-    pub(crate) waves: Arc<[u32]>,
+    pub(crate) waves: Arc<crate::kernel::Waves>,
     /// The kernel's CPU twin bound to these arguments: what the sim runs (made when the
     /// launch is added, so that lowering it costs no allocation); `None` on CUDA, where
     /// a launch takes its argument words and the binding would be an allocation a task.
@@ -57,7 +57,7 @@ impl LaunchCmd {
     /// over one full wave, at most 1 (a launch of several waves fills the GPU).
     pub(crate) fn fill(&self, gpu: usize) -> f64 {
         let blocks = self.shape.grid.count() as f64;
-        match self.waves.get(gpu) {
+        match self.waves.0.get(gpu) {
             Some(&w) if w > 0 => (blocks / w as f64).min(1.0),
             _ => 1.0,
         }

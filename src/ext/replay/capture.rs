@@ -61,6 +61,7 @@ use crate::report::{BatchExecution, HostReason, Pays, ReplayedWindow, Report, Ta
 use crate::sync::{AtomicBool, Ordering};
 use crate::task::command::Command;
 use crate::task::{HostClaim, Order, Task};
+use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, Weak};
@@ -278,7 +279,8 @@ pub(crate) struct Capture {
     /// Where the lanes' copies are made.
     machine: Arc<Machine>,
     me: Weak<Capture>,
-    state: Mutex<State>,
+    /// On a cache line of its own: taken on every submit.
+    state: CachePadded<Mutex<State>>,
     /// Whether a recording is under way (read without the lock on every submit).
     recording: AtomicBool,
 }
@@ -298,7 +300,7 @@ impl Capture {
             shared,
             machine,
             me: me.clone(),
-            state: Mutex::new(State::new()),
+            state: CachePadded::new(Mutex::new(State::new())),
             recording: AtomicBool::new(false),
         })
     }

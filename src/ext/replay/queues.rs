@@ -15,6 +15,7 @@ use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::task::command::Command;
 use crate::task::graph::Released;
 use crate::task::Task;
+use crossbeam_utils::CachePadded;
 use std::collections::VecDeque;
 use std::sync::{Arc, Weak};
 
@@ -59,6 +60,9 @@ pub(crate) trait Lender: Send + Sync {
     fn take_turn(&self) -> bool;
 }
 
+/// Spare argument lists by length (1 to [`SPARE_ARGS`]).
+type SpareArgs = [Vec<Arc<[ArgValue]>>; SPARE_ARGS];
+
 /// The windows waiting for each GPU, and the ended tasks kept for the submitting thread.
 pub(crate) struct WindowQueues {
     /// Per GPU: replay windows waiting for it, and their count.
@@ -71,17 +75,20 @@ pub(crate) struct WindowQueues {
     /// on an H200, 2026-11-29: freeing each window's tasks where it ended made the
     /// loop's submits 0.2 ms slower a batch). A batch's last ones, which end while
     /// `synchronize` waits and nothing is submitted, the thread that ends them frees.
-    spent: Mutex<Vec<Spent>>,
+    spent: CachePadded<Mutex<Vec<Spent>>>,
     /// Ended tasks emptied by the submitting thread as it frees the spent ones (their
     /// commands, claims and resident data let go; their box and command list kept):
     /// the next submits fill them instead of allocating (two allocations and two frees
     /// a task, of about six). Boxed: the box is what is reused.
+    /// This and `spare_args` are taken on every submit, each on a cache line of its
+    /// own: beside the flags the dispatchers set as windows end, every submit found its
+    /// line gone to another core (perf on an H200's host, 2026-12-01).
     #[allow(clippy::vec_box)]
-    spare: Mutex<Vec<Box<Task>>>,
+    spare: CachePadded<Mutex<Vec<Box<Task>>>>,
     /// By length (1 to [`SPARE_ARGS`]): argument lists of those tasks' launches that
     /// nothing else held, each value let go (a zero in its place), for the next launches
     /// to fill instead of allocating one.
-    spare_args: Mutex<[Vec<Arc<[ArgValue]>>; SPARE_ARGS]>,
+    spare_args: CachePadded<Mutex<SpareArgs>>,
     /// When the foreseen runs in flight (recorded runs, and windows of structures that
     /// ran before) are expected to end (ns since the scheduler's
     /// epoch; 0: none foreseen): the latest a dispatcher foresaw. A hint for how
@@ -109,9 +116,9 @@ impl WindowQueues {
         WindowQueues {
             queued: (0..gpus).map(|_| Mutex::new(VecDeque::new())).collect(),
             count: (0..gpus).map(|_| AtomicUsize::new(0)).collect(),
-            spent: Mutex::new(Vec::new()),
-            spare: Mutex::new(Vec::new()),
-            spare_args: Mutex::new(Default::default()),
+            spent: CachePadded::new(Mutex::new(Vec::new())),
+            spare: CachePadded::new(Mutex::new(Vec::new())),
+            spare_args: CachePadded::new(Mutex::new(Default::default())),
             expected_end_ns: AtomicU64::new(0),
             flying: (0..gpus).map(|_| AtomicUsize::new(0)).collect(),
             lenders: (0..gpus).map(|_| std::sync::OnceLock::new()).collect(),

@@ -191,7 +191,7 @@ impl<'s> TaskBuilder<'s> {
             self.external = home;
             let threads = shape.block.count() as u32; // at most 1024: checked above
             let waves = kernel.inner.waves(self.sched.machine(), threads, shape.shared_bytes);
-            self.sched.note_launch(&kernel.inner, shape.grid.count(), waves.first().copied().unwrap_or(0));
+            self.sched.note_launch(&kernel.inner, shape.grid.count(), waves.0.first().copied().unwrap_or(0));
             let twin = self.sched.machine().simulated().then(|| {
                 Arc::new(TwinCall { kernel: kernel.inner.clone(), shape, args: args.clone() }) as Arc<dyn Twin>
             });
