@@ -81,8 +81,8 @@ pub(crate) struct WindowQueues {
     /// the next submits fill them instead of allocating (two allocations and two frees
     /// a task, of about six). Boxed: the box is what is reused.
     /// This and `spare_args` are taken on every submit, each on a cache line of its
-    /// own: beside the flags the dispatchers set as windows end, every submit found its
-    /// line gone to another core (perf on an H200's host, 2026-12-01).
+    /// own, so that the dispatchers' writes to the fields beside them (as windows end)
+    /// do not take that line from the submitting thread's core.
     #[allow(clippy::vec_box)]
     spare: CachePadded<Mutex<Vec<Box<Task>>>>,
     /// By length (1 to [`SPARE_ARGS`]): argument lists of those tasks' launches that
