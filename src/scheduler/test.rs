@@ -1,5 +1,5 @@
 //! The scheduler's own protocol: task ids per batch, waiting in a callback, the last
-//! handle dropped in a callback.
+//! handle dropped in a callback; a kernel's waves per launch shape.
 
 use super::*;
 use crate::backend::SimProfile;
@@ -171,4 +171,18 @@ fn device_timing_is_refused_where_events_cannot_be_timed() {
     // The sim times every window, so it never refuses.
     let timed = Scheduler::builder().backend(Backend::SimWith(SimProfile::instant())).device_timing(true).build();
     assert!(timed.is_ok(), "{:?}", timed.err());
+}
+
+#[test]
+fn a_kernels_waves_are_those_of_the_shape_asked_whichever_was_asked_first() {
+    // The first shape asked is read without a lock; every other from the list.
+    let s = sim(1);
+    let k = s.register_kernel(crate::Kernel::new("k", "").cpu_twin(|_| Ok(()))).unwrap();
+    let fresh = |threads: u32, shared: u32| s.machine().waves(&k.inner.functions, threads, shared);
+    let shapes = [(256, 0), (1024, 0), (256, 0), (128, 48 * 1024), (1024, 0), (256, 0)];
+    assert_ne!(fresh(256, 0), fresh(1024, 0), "the shapes must differ for this to test anything");
+    for (threads, shared) in shapes {
+        let kept = k.inner.waves(s.machine(), threads, shared);
+        assert_eq!(kept.0, fresh(threads, shared), "waves of {threads} threads, {shared} bytes");
+    }
 }
