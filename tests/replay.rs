@@ -1274,3 +1274,98 @@ fn a_buffer_dropped_while_its_windows_run_is_returned_by_their_synchronize() {
         }
     });
 }
+
+/// A replayed loop of launches alone, batch after batch, each launch refilling in place
+/// the ended launch its task box kept (same kernel: its buffer, scalars and grid
+/// changed) or replacing it (another kernel at that position): every batch's values
+/// are a serial CPU run's.
+#[test]
+fn launches_refilled_in_place_take_each_batchs_own_arguments() {
+    let _serial = serial();
+    with_timeout(DEADLINE_S, || {
+        const M: usize = 600;
+        // One stream: a virtual buffer has one copy, which every task reads and writes.
+        let sched = Scheduler::builder().backend(sim(1)).streams(1).execution(Execution::Replay).build().unwrap();
+        let (inc, scale) =
+            (sched.register_kernel(inc_kernel()).unwrap(), sched.register_kernel(scale_kernel()).unwrap());
+        let bufs = [sched.alloc::<u32>(M).unwrap(), sched.alloc::<u32>(M).unwrap()];
+        let outs = [sched.alloc_host::<u32>(M).unwrap(), sched.alloc_host::<u32>(M).unwrap()];
+        let mut want = [vec![0u32; M], vec![0u32; M]];
+        for (b, d) in bufs.iter().enumerate() {
+            let mut h = sched.alloc_host::<u32>(M).unwrap();
+            h.write().iter_mut().enumerate().for_each(|(i, x)| *x = (i * (b + 1)) as u32);
+            want[b].iter_mut().enumerate().for_each(|(i, x)| *x = (i * (b + 1)) as u32);
+            sched.task(b as u64, 1).download(d, 0, &h, ..).submit().unwrap();
+        }
+        sched.synchronize().unwrap();
+        let tasks = 150u64;
+        for round in 0..6u64 {
+            for t in 0..tasks {
+                // The buffer, the count, the scalar and the kernel at a position change
+                // from one batch to the next.
+                let b = ((t + round) % 2) as usize;
+                let n = (M - (t as usize * 3 + round as usize) % 200) as u32;
+                let k = (t + round) as u32 % 5 + 1;
+                let scales = (t + round) % 7 == 0;
+                let kernel = if scales { &scale } else { &inc };
+                let args = [Arg::buffer(&bufs[b]), Arg::u32(n), Arg::u32(k)];
+                let task = sched.task(t, 1);
+                let task = if t > 0 { task.after(TaskId(t - 1)) } else { task };
+                task.launch(kernel, n.div_ceil(128), 128, 0, &args).submit().unwrap();
+                for x in want[b].iter_mut().take(n as usize) {
+                    *x = if scales { x.wrapping_mul(k) } else { x.wrapping_add(k) };
+                }
+            }
+            let report = sched.synchronize().unwrap();
+            assert_eq!(report.windows.iter().map(|w| w.tasks).sum::<usize>(), tasks as usize, "round {round}");
+            for (b, d) in bufs.iter().enumerate() {
+                sched.task(1000 + b as u64, 1).readback(&outs[b], .., d, 0).submit().unwrap();
+            }
+            sched.synchronize().unwrap();
+            for b in 0..2 {
+                assert_eq!(&outs[b].read()[..], &want[b][..], "round {round}, buffer {b}");
+            }
+        }
+    });
+}
+
+/// The launches the spare task boxes keep for the next submits do not keep a buffer's
+/// memory: a buffer only launches named returns it at the `synchronize` of the batch
+/// whose windows ran as its last handle dropped, and once dropped between batches (at
+/// the drop, or at the next `synchronize`, which runs nothing); a clone dropped while
+/// the buffer lives returns nothing.
+#[test]
+fn kept_launches_do_not_keep_a_dropped_buffers_memory() {
+    let _serial = serial();
+    with_timeout(DEADLINE_S, || {
+        let sched = Scheduler::builder().backend(sim(1)).streams(2).execution(Execution::Replay).build().unwrap();
+        let inc = sched.register_kernel(inc_kernel()).unwrap();
+        let base = sched.device_memory_in_use(0).unwrap();
+        for round in 0..8 {
+            let dev = sched.alloc::<u32>(256).unwrap();
+            let held = sched.device_memory_in_use(0).unwrap();
+            assert!(held > base, "round {round}: the buffer holds memory");
+            for t in 0..200u64 {
+                let args = [Arg::buffer(&dev), Arg::u32(256), Arg::u32(1)];
+                sched.task(t, 1).launch(&inc, 2, 128, 0, &args).submit().unwrap();
+            }
+            let clone = dev.clone();
+            if round % 2 == 0 {
+                drop(dev);
+                drop(clone);
+                let report = sched.synchronize().unwrap();
+                assert_eq!(report.windows.iter().map(|w| w.tasks).sum::<usize>(), 200, "round {round}: all replayed");
+            } else {
+                let report = sched.synchronize().unwrap();
+                assert_eq!(report.windows.iter().map(|w| w.tasks).sum::<usize>(), 200, "round {round}: all replayed");
+                drop(clone);
+                assert_eq!(sched.device_memory_in_use(0).unwrap(), held, "round {round}: a clone's drop");
+                drop(dev);
+                // Returned at the drop where no task is in flight, else (a dispatcher
+                // held the batch's lock as the drop asked) at the next `synchronize`.
+                sched.synchronize().unwrap();
+            }
+            assert_eq!(sched.device_memory_in_use(0).unwrap(), base, "round {round}: the dropped buffer's memory");
+        }
+    });
+}

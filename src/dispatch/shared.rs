@@ -89,6 +89,10 @@ impl crate::memory::Quiet for Shared {
     fn quiet(&self) -> bool {
         self.batch.try_lock().is_some_and(|b| b.outstanding == 0)
     }
+
+    fn let_go_kept(&self) {
+        self.windows.let_go_kept();
+    }
 }
 
 impl Shared {

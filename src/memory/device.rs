@@ -9,7 +9,10 @@
 //! thread, which may be a dispatcher freeing a batch's last replayed tasks), else they
 //! move to the graveyard and return at the next `synchronize` or at shutdown, never
 //! while a task is in flight (a handle dropped while tasks hold the buffer: at the
-//! `synchronize` that ends them). A buffer that outlives its scheduler's shutdown
+//! `synchronize` that ends them). The launches an ended replayed task keeps for the next
+//! submit to refill name their buffers too: the last handle's drop lets go of them
+//! (`Quiet::let_go_kept`), and the `synchronize` of a batch that saw such a drop lets
+//! go of those its ended tasks kept. A buffer that outlives its scheduler's shutdown
 //! returns its memory when it drops (nothing runs then).
 //!
 //! Freeing at once matters where a large buffer is dropped between batches: freed at
@@ -20,7 +23,7 @@ use super::Element;
 use crate::backend::device::PhysBuf;
 use parking_lot::Mutex;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -40,6 +43,12 @@ pub(crate) trait Quiet: Send + Sync {
     /// No task of the scheduler is admitted and unended. The answer may be stale at
     /// once; it only picks when a buffer no command names is freed, never whether.
     fn quiet(&self) -> bool;
+
+    /// Lets go of what the scheduler keeps of ended tasks for its next submits (their
+    /// launches, refilled in place by the next ones), which names buffers: called as
+    /// the last handle of a buffer drops while more than the handle holds it, so that
+    /// kept launches do not keep its memory.
+    fn let_go_kept(&self);
 }
 
 /// Physical buffers whose virtual buffer is gone, waiting to be freed; after the
@@ -97,6 +106,13 @@ impl Graveyard {
         self.machine.free_device(bufs);
     }
 
+    /// What the scheduler keeps of ended tasks is let go of ([`Quiet::let_go_kept`]).
+    pub(crate) fn let_go_kept(&self) {
+        if let Some(q) = self.quiet.get().and_then(std::sync::Weak::upgrade) {
+            q.let_go_kept();
+        }
+    }
+
     /// A buffer's handle went while tasks held the buffer.
     pub(crate) fn note_held_drop(&self) {
         self.held_drops.store(true, Ordering::SeqCst);
@@ -147,6 +163,9 @@ pub(crate) struct DeviceBufferInner {
     #[cfg(feature = "replay")]
     pub(crate) guests: Vec<std::sync::OnceLock<Vec<PhysBuf>>>,
     graveyard: Arc<Graveyard>,
+    /// The user's handles ([`DeviceBuffer`] and its clones): the last one's drop lets go
+    /// of what holds the buffer for no task ([`Quiet::let_go_kept`]).
+    handles: AtomicUsize,
 }
 
 /// The first guest lane (see [`DeviceBufferInner::guests`]): past every lane a GPU's own
@@ -181,6 +200,7 @@ impl DeviceBufferInner {
             guests: per_gpu(phys.len(), slots),
             phys,
             graveyard,
+            handles: AtomicUsize::new(0),
         }
     }
 
@@ -226,7 +246,6 @@ impl Drop for DeviceBufferInner {
 /// d_in.free(); // or let it drop
 /// # Ok::<(), chariot::Error>(())
 /// ```
-#[derive(Clone)]
 pub struct DeviceBuffer<T: Element> {
     inner: Arc<DeviceBufferInner>,
     len: usize,
@@ -235,6 +254,7 @@ pub struct DeviceBuffer<T: Element> {
 
 impl<T: Element> DeviceBuffer<T> {
     pub(crate) fn new(inner: DeviceBufferInner, len: usize) -> Self {
+        inner.handles.store(1, Ordering::Relaxed);
         DeviceBuffer { inner: Arc::new(inner), len, _t: PhantomData }
     }
 
@@ -264,10 +284,23 @@ impl<T: Element> DeviceBuffer<T> {
     pub fn free(self) {}
 }
 
+impl<T: Element> Clone for DeviceBuffer<T> {
+    fn clone(&self) -> Self {
+        self.inner.handles.fetch_add(1, Ordering::Relaxed);
+        DeviceBuffer { inner: self.inner.clone(), len: self.len, _t: PhantomData }
+    }
+}
+
 impl<T: Element> Drop for DeviceBuffer<T> {
-    /// Where tasks still hold the buffer, tells `synchronize` that the memory comes back
-    /// as the last of them is freed (it waits for that before it returns what is buried).
+    /// The last handle: lets go of the launches the scheduler keeps for its next
+    /// submits, and where tasks still hold the buffer, tells `synchronize` that the
+    /// memory comes back as the last of them is freed (it waits for that before it
+    /// returns what is buried).
     fn drop(&mut self) {
+        if self.inner.handles.fetch_sub(1, Ordering::AcqRel) != 1 || Arc::strong_count(&self.inner) == 1 {
+            return;
+        }
+        self.inner.graveyard.let_go_kept();
         if Arc::strong_count(&self.inner) > 1 {
             self.inner.graveyard.note_held_drop();
         }

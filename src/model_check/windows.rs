@@ -60,9 +60,13 @@
 //! A batch's last replayed tasks are freed by the thread that ends them while
 //! `synchronize` waits, which waits for that free where a buffer's handle went while
 //! tasks held it (`last_tasks_freed_*`; the mutation `no_wait_freed` below).
+//!
+//! An ended task's launches are kept for the next submit to refill, and a buffer's last
+//! handle dropped meanwhile must not leave its memory with them
+//! (`kept_launch_let_go_*`; the mutation `no_let_go_kept` below).
 
 use super::pipeline::{start, Config};
-use super::{pct, random, task};
+use super::{pct, random, spawn, task};
 use crate::ext::replay::window::Window;
 use crate::ids::TaskId;
 use crate::stage::Stage;
@@ -382,4 +386,81 @@ fn last_tasks_freed_before_the_waiter_frees_memory_random() {
 #[test]
 fn last_tasks_freed_before_the_waiter_frees_memory_pct() {
     pct(500, 3, last_tasks_freed_before_the_waiter_frees_memory);
+}
+
+/// Model device memory that records each free.
+#[derive(Debug, Default)]
+struct Freed(std::sync::Mutex<Vec<u64>>);
+
+impl crate::memory::FreeDevice for Freed {
+    fn free_device(&self, bufs: Vec<crate::backend::device::PhysBuf>) {
+        let mut freed = self.0.lock().expect("no model thread panicked");
+        freed.extend(bufs.into_iter().filter_map(|b| match b {
+            crate::backend::device::PhysBuf::Cuda { ptr, .. } => Some(ptr),
+            _ => None,
+        }));
+    }
+}
+
+/// One schedule of a buffer's last handle dropped on a user thread while the batch's
+/// last window ends: the thread that ends its task empties it and keeps its launch,
+/// which names the buffer, for the next submit to refill (`WindowQueues::recycle`).
+/// The drop lets go of the launches the spare tasks keep (`WindowQueues::let_go_kept`)
+/// and, where more than its handle still holds the buffer, notes a held drop; the
+/// waiter's end of the batch (`WindowQueues::free_batch`, as `Scheduler::end_batch`
+/// calls it, then `free_buried`) then waits for the emptying and lets go of the kept
+/// launch. Whatever the interleaving the buffer's memory is freed once, by that
+/// `synchronize`. With `--cfg chariot_mutation="no_let_go_kept"` (the waiter's let-go
+/// compiled out) the launch kept after the drop keeps it, and the tests fail. Recorded
+/// (2026-12-02, default seed): both FAILED ("the dropped buffer's memory, freed once by
+/// that synchronize"), against 2 passed without it.
+fn kept_launch_let_go_as_the_last_handle_drops() {
+    use crate::kernel::{ArgValue, Kernel, KernelInner, LaunchShape, Waves};
+    use crate::memory::{DeviceBuffer, DeviceBufferInner, Graveyard};
+    use std::sync::Arc;
+    let machine = start(&Config::windows(Vec::new()));
+    let shared = machine.shared.clone();
+    let memory = Arc::new(Freed::default());
+    let graveyard = Graveyard::new(memory.clone());
+    graveyard.watch(Arc::downgrade(&shared) as std::sync::Weak<dyn crate::memory::Quiet>);
+    let phys = vec![crate::backend::device::PhysBuf::Cuda { gpu: 1, ptr: 7 }];
+    let handle = DeviceBuffer::<u32>::new(DeviceBufferInner::new(0, 1, 4, phys, graveyard.clone()), 1);
+    let kernel = Arc::new(KernelInner::new(Kernel::new("k", ""), 0, Vec::new()));
+    let launch = crate::task::command::LaunchCmd {
+        kernel,
+        shape: LaunchShape { grid: 1.into(), block: 1.into(), shared_bytes: 0 },
+        args: Arc::from([ArgValue::Buffer(handle.inner().clone())]),
+        waves: Arc::new(Waves(Box::new([]))),
+        twin: None,
+    };
+    let mut w = window(0, 0, Vec::new());
+    w.tasks[0].commands = vec![Command::Launch(launch)];
+    {
+        let mut batch = shared.batch.lock();
+        batch.outstanding += 1;
+        batch.graph.add_live(TaskId(0));
+    }
+    // As `synchronize` does: marked closing, then waits for the batch.
+    shared.windows.set_closing(true);
+    assert!(shared.push_window(1, w).is_ok(), "GPU 1 in the rotation");
+    let user = spawn("user".into(), move || drop(handle));
+    let outcome = shared.close_batch(None).expect("no deadline: the batch ends");
+    assert!(outcome.failures.is_empty(), "{:?}", outcome.failures);
+    user.join().expect("the user thread does not panic");
+    shared.windows.free_batch(graveyard.take_held_drops());
+    graveyard.free_buried();
+    let freed = memory.0.lock().expect("no model thread panicked").clone();
+    assert_eq!(freed, vec![7], "the dropped buffer's memory, freed once by that synchronize");
+    shared.windows.set_closing(false);
+    machine.finish();
+}
+
+#[test]
+fn kept_launch_let_go_as_the_last_handle_drops_random() {
+    random(1000, kept_launch_let_go_as_the_last_handle_drops);
+}
+
+#[test]
+fn kept_launch_let_go_as_the_last_handle_drops_pct() {
+    pct(500, 3, kept_launch_let_go_as_the_last_handle_drops);
 }

@@ -465,11 +465,8 @@ impl Scheduler {
         // A buffer dropped while its tasks ran reaches the graveyard as the last of them
         // is freed: where one was, the thread freeing the batch's last replayed tasks
         // is waited for (`Shared::end_tasks`), so this `synchronize` returns it.
-        if self.graveyard.take_held_drops() {
-            self.shared.windows.wait_freed();
-        }
         // Nothing runs now: freeing device memory cannot stall a pipeline.
-        self.shared.windows.free_spent();
+        self.shared.windows.free_batch(self.graveyard.take_held_drops());
         self.graveyard.free_buried();
         #[allow(unused_mut)]
         let mut names: Vec<String> = self.machine.gpus().iter().map(|g| g.name.clone()).collect();

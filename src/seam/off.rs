@@ -91,6 +91,12 @@ pub(crate) mod replay {
         }
         pub(crate) fn wait_freed(&self) {}
 
+        /// No window ends, so no launch is kept.
+        pub(crate) fn let_go_kept(&self) {}
+
+        /// No window ends, so nothing is left to free.
+        pub(crate) fn free_batch(&self, _held_drops: bool) {}
+
         /// No recorded run, so no end foreseen.
         #[inline]
         pub(crate) fn expected_end(&self) -> u64 {

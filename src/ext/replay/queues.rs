@@ -211,14 +211,30 @@ impl WindowQueues {
     }
 
     /// Frees `spent`, keeping up to [`SPARE_MAX`] of its tasks emptied for the next
-    /// submits ([`WindowQueues::take_spare`]), with their launches' argument lists that
-    /// nothing else held ([`WindowQueues::take_spare_args`]). What they held is let go
-    /// before either list is locked: a value's drop may be the user's.
+    /// submits ([`WindowQueues::take_spare`]), a task of launches only with its launches
+    /// (refilled in place by the next submit's, [`WindowQueues::let_go_kept`] lets go of
+    /// them), others with their launches' argument lists that nothing else held
+    /// ([`WindowQueues::take_spare_args`]). What they held is let go before either list
+    /// is locked: a value's drop may be the user's.
     fn recycle(&self, spent: Vec<Spent>) {
         let mut tasks = Vec::with_capacity(spent.len());
         let mut lists: Vec<Arc<[ArgValue]>> = Vec::new();
         for s in spent {
             let Spent::Task(mut task) = s else { continue };
+            // A task of launches only keeps them, for the next submit's launches of the
+            // same kernels to refill in place (`TaskBuilder::refill_launch`); the sim's
+            // twin lets go of the list it shares.
+            if task.commands.iter().all(|c| matches!(c, Command::Launch(_))) {
+                for c in &mut task.commands {
+                    if let Command::Launch(l) = c {
+                        l.twin = None;
+                    }
+                }
+                task.hosts.clear();
+                task.residency = Default::default();
+                tasks.push(task);
+                continue;
+            }
             for c in task.commands.drain(..) {
                 if let Command::Launch(mut l) = c {
                     l.twin = None; // the sim's twin shares the list
@@ -256,12 +272,41 @@ impl WindowQueues {
         drop((extra, extra_lists));
     }
 
+    /// What a batch's windows left, freed as its `synchronize` ends, before it returns
+    /// buried device memory (`Scheduler::end_batch`). Where a buffer's last handle was
+    /// dropped while tasks held the buffer (`held_drops`): waits for the thread freeing
+    /// the batch's last tasks ([`Shared::end_tasks`]), and once every ended task is
+    /// emptied lets go of the launches they keep, which may name the buffer, so that
+    /// this `synchronize` returns its memory.
+    pub(crate) fn free_batch(&self, held_drops: bool) {
+        if held_drops {
+            self.wait_freed();
+        }
+        self.free_spent();
+        #[cfg(not(chariot_mutation = "no_let_go_kept"))]
+        if held_drops {
+            self.let_go_kept();
+        }
+    }
+
+    /// Lets go of the launches the spare tasks keep ([`WindowQueues::recycle`]), after
+    /// the lock: what they held (the last reference to a buffer) is dropped on this
+    /// thread, with no lock held.
+    pub(crate) fn let_go_kept(&self) {
+        let kept: Vec<Vec<Command>> = {
+            let mut spare = self.spare.lock();
+            spare.iter_mut().filter(|t| !t.commands.is_empty()).map(|t| std::mem::take(&mut t.commands)).collect()
+        };
+        drop(kept);
+    }
+
     /// An argument list of `n` values to fill (each a zero), if one is spare.
     pub(crate) fn take_spare_args(&self, n: usize) -> Option<Arc<[ArgValue]>> {
         self.spare_args.lock().get_mut(n.wrapping_sub(1))?.pop()
     }
 
-    /// An emptied task to fill (its command list empty, with room), if one is spare.
+    /// An emptied task to fill (its command list empty with room, or the launches it
+    /// keeps), if one is spare.
     pub(crate) fn take_spare(&self) -> Option<Box<Task>> {
         self.spare.lock().pop()
     }

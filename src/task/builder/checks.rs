@@ -126,7 +126,7 @@ impl TaskBuilder<'_> {
         kernel: &KernelHandle,
         shape: LaunchShape,
         args: &[Arg],
-    ) -> Result<(Arc<[ArgValue]>, Option<ExternalHome>)> {
+    ) -> Result<Option<ExternalHome>> {
         let def = &kernel.inner.def;
         if kernel.inner.sched_id != self.sched.id() {
             return Err(self.bad(Stage::Kernel, format!("kernel `{}` was registered with another scheduler", def.name)));
@@ -203,15 +203,19 @@ impl TaskBuilder<'_> {
                 _ => {}
             }
         }
-        // One list, shared by the command, its twin and its lowering: an ended launch's
-        // where one is spare, else allocated.
+        Ok(home)
+    }
+
+    /// A launch's argument list: one list, shared by the command, its twin and its
+    /// lowering; an ended launch's where one is spare, else allocated.
+    pub(super) fn arg_list(&self, args: &[Arg]) -> Arc<[ArgValue]> {
         if let Some(mut list) = self.sched.spare_args(args.len()) {
             if let Some(values) = Arc::get_mut(&mut list) {
                 values.iter_mut().zip(args).for_each(|(v, a)| *v = a.0.clone());
-                return Ok((list, home));
+                return list;
             }
         }
-        Ok((args.iter().map(|a| a.0.clone()).collect(), home))
+        args.iter().map(|a| a.0.clone()).collect()
     }
 
     /// Where external device memory on CUDA GPU `ordinal` binds the task ([`crate::Arg::external`]),
@@ -246,7 +250,7 @@ impl TaskBuilder<'_> {
                 format!("external device memory on CUDA GPUs {} and {ordinal}: a task runs on one GPU", h.ordinal),
             )),
             Some(h) => Ok(h),
-            None => Ok(ExternalHome { gpu, ordinal, command: self.commands.len() }),
+            None => Ok(ExternalHome { gpu, ordinal, command: self.written }),
         }
     }
 

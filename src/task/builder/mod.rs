@@ -16,9 +16,7 @@ use crate::backend::op::Twin;
 use crate::callback::{CallInfo, GpuCall, GpuCallback, Resource};
 use crate::error::{BoxError, Error, Result};
 use crate::ids::{InCallback, Preds, TaskId};
-#[cfg(feature = "resident")]
-use crate::kernel::ArgValue;
-use crate::kernel::{Arg, KernelHandle, LaunchShape};
+use crate::kernel::{Arg, ArgValue, KernelHandle, LaunchShape};
 #[cfg(feature = "resident")]
 use crate::memory::DevTarget;
 use crate::memory::{DeviceData, Element, HostBuffer};
@@ -60,6 +58,10 @@ pub struct TaskBuilder<'s> {
     error: Option<Error>,
     /// An ended task's box to fill at submit (its command list is `commands`).
     shell: Option<Box<super::Task>>,
+    /// Commands added so far: the first `written` of `commands`. Those past it are the
+    /// shell's ended launches, each refilled in place by a launch of its kernel at its
+    /// position ([`TaskBuilder::refill_launch`]) or replaced, the rest dropped at submit.
+    written: usize,
 }
 
 impl<'s> TaskBuilder<'s> {
@@ -79,11 +81,12 @@ impl<'s> TaskBuilder<'s> {
             prefer: None,
             external: None,
             error: None,
+            written: 0,
         }
     }
 
     fn bad(&self, stage: Stage, message: String) -> Error {
-        Error::InvalidCommand { task: self.id, command: self.commands.len(), stage, message }
+        Error::InvalidCommand { task: self.id, command: self.written, stage, message }
     }
 
     fn push(mut self, built: Result<(Command, Option<HostClaim>)>) -> Self {
@@ -92,7 +95,11 @@ impl<'s> TaskBuilder<'s> {
         }
         match built {
             Ok((cmd, claim)) => {
-                self.commands.push(cmd);
+                match self.commands.get_mut(self.written) {
+                    Some(ended) => *ended = cmd,
+                    None => self.commands.push(cmd),
+                }
+                self.written += 1;
                 self.claims.extend(claim);
             }
             Err(e) => self.error = Some(e),
@@ -187,17 +194,62 @@ impl<'s> TaskBuilder<'s> {
         args: &[Arg],
     ) -> Self {
         let shape = LaunchShape { grid: grid.into(), block: block.into(), shared_bytes };
-        let built = self.check_launch(kernel, shape, args).map(|(args, home)| {
-            self.external = home;
-            let threads = shape.block.count() as u32; // at most 1024: checked above
-            let waves = kernel.inner.waves(self.sched.machine(), threads, shape.shared_bytes);
-            self.sched.note_launch(&kernel.inner, shape.grid.count(), waves.0.first().copied().unwrap_or(0));
-            let twin = self.sched.machine().simulated().then(|| {
-                Arc::new(TwinCall { kernel: kernel.inner.clone(), shape, args: args.clone() }) as Arc<dyn Twin>
-            });
-            (Command::Launch(LaunchCmd { kernel: kernel.inner.clone(), shape, args, waves, twin }), None)
-        });
-        self.push(built)
+        let home = match self.check_launch(kernel, shape, args) {
+            Ok(home) => home,
+            Err(e) => return self.push(Err(e)),
+        };
+        self.external = home;
+        if self.error.is_none() && self.refill_launch(kernel, shape, args) {
+            self.written += 1;
+            return self;
+        }
+        let args = self.arg_list(args);
+        let threads = shape.block.count() as u32; // at most 1024: checked above
+        let waves = kernel.inner.waves(self.sched.machine(), threads, shape.shared_bytes);
+        self.sched.note_launch(&kernel.inner, shape.grid.count(), waves.0.first().copied().unwrap_or(0));
+        let twin = self.twin(kernel, shape, &args);
+        self.push(Ok((Command::Launch(LaunchCmd { kernel: kernel.inner.clone(), shape, args, waves, twin }), None)))
+    }
+
+    /// The sim's CPU twin of a launch (`None` on CUDA).
+    fn twin(&self, kernel: &KernelHandle, shape: LaunchShape, args: &Arc<[ArgValue]>) -> Option<Arc<dyn Twin>> {
+        self.sched
+            .machine()
+            .simulated()
+            .then(|| Arc::new(TwinCall { kernel: kernel.inner.clone(), shape, args: args.clone() }) as Arc<dyn Twin>)
+    }
+
+    /// Refills in place the shell's ended launch at this position, where it launched
+    /// the same kernel with as many arguments and nothing else holds its list: its
+    /// kernel, its waves (for a block of as many threads and as much shared memory) and
+    /// each buffer argument naming the same buffer are kept, not taken anew, so a loop
+    /// repeating its launches moves no reference count for them (each a locked
+    /// instruction, on the submitting thread as it fills the task and again as it
+    /// empties it). Whether it did.
+    fn refill_launch(&mut self, kernel: &KernelHandle, shape: LaunchShape, args: &[Arg]) -> bool {
+        let sched = self.sched;
+        let Some(Command::Launch(l)) = self.commands.get_mut(self.written) else { return false };
+        if !Arc::ptr_eq(&l.kernel, &kernel.inner) || l.args.len() != args.len() {
+            return false;
+        }
+        let Some(values) = Arc::get_mut(&mut l.args) else { return false };
+        for (v, a) in values.iter_mut().zip(args) {
+            match (&*v, &a.0) {
+                (ArgValue::Buffer(kept), ArgValue::Buffer(b)) if Arc::ptr_eq(kept, b) => {}
+                _ => *v = a.0.clone(),
+            }
+        }
+        if l.shape.block.count() != shape.block.count() || l.shape.shared_bytes != shape.shared_bytes {
+            let threads = shape.block.count() as u32; // at most 1024: checked by the caller
+            l.waves = kernel.inner.waves(sched.machine(), threads, shape.shared_bytes);
+        }
+        l.shape = shape;
+        sched.note_launch(&kernel.inner, shape.grid.count(), l.waves.0.first().copied().unwrap_or(0));
+        if sched.machine().simulated() {
+            let twin = Arc::new(TwinCall { kernel: kernel.inner.clone(), shape, args: l.args.clone() });
+            l.twin = Some(twin as Arc<dyn Twin>);
+        }
+        true
     }
 
     /// Adds a callback (the paper's `launchCallbackRoutine`). [`Resource::Cpu`]: `f` runs
@@ -462,13 +514,15 @@ impl<'s> TaskBuilder<'s> {
     /// [`refuse_conflicts`](TaskBuilder::refuse_conflicts) ([`Error::HostConflict`]), or
     /// a scheduler that has shut down ([`Error::ShutDown`]). A refused task leaves no
     /// claim and no id behind.
-    pub fn submit(self) -> Result<TaskId> {
+    pub fn submit(mut self) -> Result<TaskId> {
         if let Some(e) = self.error {
             return Err(e);
         }
-        if self.commands.is_empty() {
+        if self.written == 0 {
             return Err(Error::EmptyTask { task: self.id });
         }
+        // The shell's ended launches no command refilled.
+        self.commands.truncate(self.written);
         let gpus = self.sched.gpu_count();
         if let Some(gpu) = self.prefer.filter(|&g| g >= gpus) {
             return Err(Error::NoSuchPlacement { task: self.id, gpu, gpus });
@@ -535,7 +589,7 @@ impl std::fmt::Debug for TaskBuilder<'_> {
         f.debug_struct("TaskBuilder")
             .field("id", &self.id)
             .field("granularity", &self.granularity)
-            .field("commands", &self.commands)
+            .field("commands", &&self.commands[..self.written])
             .field("after", &self.after)
             .field("refuse_conflicts", &self.refuse_conflicts)
             .finish()
