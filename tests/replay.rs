@@ -1358,8 +1358,11 @@ fn kept_launches_do_not_keep_a_dropped_buffers_memory() {
             } else {
                 let report = sched.synchronize().unwrap();
                 assert_eq!(report.windows.iter().map(|w| w.tasks).sum::<usize>(), 200, "round {round}: all replayed");
+                // (Its windows may have gone wide: the buffer's lane copies made at the
+                // batch's end are its memory too.)
+                let before = sched.device_memory_in_use(0).unwrap();
                 drop(clone);
-                assert_eq!(sched.device_memory_in_use(0).unwrap(), held, "round {round}: a clone's drop");
+                assert_eq!(sched.device_memory_in_use(0).unwrap(), before, "round {round}: a clone's drop");
                 drop(dev);
                 // Returned at the drop where no task is in flight, else (a dispatcher
                 // held the batch's lock as the drop asked) at the next `synchronize`.

@@ -46,27 +46,81 @@ pub(crate) enum Released {
     Failed(Box<Task>, TaskId),
 }
 
+/// Ids below this find their node by index ([`Graph`]); a vector of at most this many
+/// nodes (about 3.5 MB), and only as far as the largest such id a batch used.
+const DENSE: u64 = 1 << 16;
+
 /// The graph of the tasks submitted since the last `synchronize`.
-#[derive(Default)]
+///
+/// Loops number their tasks densely from 0, batch after batch, and the scheduler looks
+/// a task up several times (its submit's checks, a window's cut, its end on a
+/// dispatcher): an id below [`DENSE`] finds its node by index, stamped with the batch
+/// it was added in, so that a lookup is a bounds check and a compare and forgetting a
+/// batch one increment. Other ids are hashed.
 pub(crate) struct Graph {
-    nodes: FxHashMap<TaskId, Node>,
+    /// By id: the batch (`stamp`) it was added in, 0 for never, and its node.
+    dense: Vec<(u32, Node)>,
+    stamp: u32,
+    sparse: FxHashMap<TaskId, Node>,
+    len: usize,
+}
+
+impl Default for Graph {
+    fn default() -> Self {
+        Graph { dense: Vec::new(), stamp: 1, sparse: FxHashMap::default(), len: 0 }
+    }
 }
 
 impl Graph {
+    fn node(&self, id: TaskId) -> Option<&Node> {
+        if id.0 < DENSE {
+            return self.dense.get(id.0 as usize).filter(|e| e.0 == self.stamp).map(|e| &e.1);
+        }
+        self.sparse.get(&id)
+    }
+
+    fn node_mut(&mut self, id: TaskId) -> Option<&mut Node> {
+        if id.0 < DENSE {
+            let stamp = self.stamp;
+            return self.dense.get_mut(id.0 as usize).filter(|e| e.0 == stamp).map(|e| &mut e.1);
+        }
+        self.sparse.get_mut(&id)
+    }
+
+    /// Adds `id` in `state`, with no dependents yet (a node of an earlier batch at its
+    /// index is replaced, its list's room kept).
+    fn insert(&mut self, id: TaskId, state: State) {
+        self.len += 1;
+        if id.0 >= DENSE {
+            self.sparse.insert(id, Node { state, dependents: Vec::new() });
+            return;
+        }
+        let i = id.0 as usize;
+        if i >= self.dense.len() {
+            // Grown at once, doubling: amortised over the ids.
+            let len = (i + 1).max(self.dense.len() * 2).min(DENSE as usize);
+            self.dense.resize_with(len, || (0, Node { state: State::Ended { failed: false }, dependents: Vec::new() }));
+        }
+        let e = &mut self.dense[i];
+        e.0 = self.stamp;
+        e.1.state = state;
+        e.1.dependents.clear();
+    }
+
     /// Whether `id` was submitted in this batch (ended or not).
     pub(crate) fn contains(&self, id: TaskId) -> bool {
-        self.nodes.contains_key(&id)
+        self.node(id).is_some()
     }
 
     /// Whether `id` was submitted in this batch and has not ended.
     pub(crate) fn unended(&self, id: TaskId) -> bool {
-        self.nodes.get(&id).is_some_and(|n| !matches!(n.state, State::Ended { .. }))
+        self.node(id).is_some_and(|n| !matches!(n.state, State::Ended { .. }))
     }
 
     /// How `id` ended: `Some(true)` failed, `Some(false)` ran well (or is not of this
     /// batch: an earlier one's, ended), `None` not yet.
     pub(crate) fn ended(&self, id: TaskId) -> Option<bool> {
-        match self.nodes.get(&id).map(|n| &n.state) {
+        match self.node(id).map(|n| &n.state) {
             Some(State::Ended { failed }) => Some(*failed),
             Some(_) => None,
             None => Some(false),
@@ -82,7 +136,7 @@ impl Graph {
         let mut unmet = 0;
         let mut failed = None;
         for p in after {
-            let Some(pred) = self.nodes.get_mut(p) else { continue };
+            let Some(pred) = self.node_mut(*p) else { continue };
             match pred.state {
                 State::Ended { failed: false } => {}
                 State::Ended { failed: true } => failed = failed.or(Some(*p)),
@@ -96,14 +150,14 @@ impl Graph {
         }
         if let Some(cause) = failed {
             // Ended at once (the caller ends it); the lists it joined skip it then.
-            self.nodes.insert(id, Node { state: State::Ended { failed: true }, dependents: Vec::new() });
+            self.insert(id, State::Ended { failed: true });
             return Added::Failed(task, cause);
         }
         if unmet == 0 {
-            self.nodes.insert(id, Node { state: State::Live, dependents: Vec::new() });
+            self.insert(id, State::Live);
             return Added::Ready(task);
         }
-        self.nodes.insert(id, Node { state: State::Waiting { task, unmet }, dependents: Vec::new() });
+        self.insert(id, State::Waiting { task, unmet });
         Added::Waiting
     }
 
@@ -111,18 +165,18 @@ impl Graph {
     /// in its window (which orders them) or ended well.
     pub(crate) fn add_live(&mut self, id: TaskId) {
         debug_assert!(!self.contains(id), "task {id} added twice");
-        self.nodes.insert(id, Node { state: State::Live, dependents: Vec::new() });
+        self.insert(id, State::Live);
     }
 
     /// Task `id` ended (`failed` if it failed): its waiting dependents whose last
     /// predecessor it was are released ready, or, if it failed, every waiting dependent
     /// is released to fail (ending each of those in turn releases theirs).
     pub(crate) fn end(&mut self, id: TaskId, failed: bool, out: &mut Vec<Released>) {
-        let Some(node) = self.nodes.get_mut(&id) else { return };
+        let Some(node) = self.node_mut(id) else { return };
         node.state = State::Ended { failed };
         let dependents = std::mem::take(&mut node.dependents);
-        for d in dependents {
-            let Some(dep) = self.nodes.get_mut(&d) else { continue };
+        for &d in &dependents {
+            let Some(dep) = self.node_mut(d) else { continue };
             let State::Waiting { unmet, .. } = &mut dep.state else { continue };
             *unmet -= 1;
             if failed || *unmet == 0 {
@@ -135,24 +189,33 @@ impl Graph {
 
     /// Tasks of this batch (ended or not).
     pub(crate) fn len(&self) -> usize {
-        self.nodes.len()
+        self.len
     }
 
     /// Tasks held back now.
     pub(crate) fn waiting(&self) -> usize {
-        self.nodes.values().filter(|n| matches!(n.state, State::Waiting { .. })).count()
+        let dense = self.dense.iter().filter(|e| e.0 == self.stamp).map(|e| &e.1);
+        dense.chain(self.sparse.values()).filter(|n| matches!(n.state, State::Waiting { .. })).count()
     }
 
-    /// Forgets the batch (`synchronize`, once every task has ended).
+    /// Forgets the batch (`synchronize`, once every task has ended): a new stamp (the
+    /// vector's stamps wiped only when they run out), the hashed ids cleared keeping
+    /// their room.
     pub(crate) fn clear(&mut self) {
         debug_assert_eq!(self.waiting(), 0, "synchronize with tasks held back");
-        self.nodes.clear();
+        if self.stamp == u32::MAX {
+            self.dense.iter_mut().for_each(|e| e.0 = 0);
+            self.stamp = 0;
+        }
+        self.stamp += 1;
+        self.sparse.clear();
+        self.len = 0;
     }
 }
 
 impl std::fmt::Debug for Graph {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Graph").field("tasks", &self.nodes.len()).field("waiting", &self.waiting()).finish()
+        f.debug_struct("Graph").field("tasks", &self.len).field("waiting", &self.waiting()).finish()
     }
 }
 
@@ -209,6 +272,38 @@ mod test {
         assert_eq!(ids(&out), [(6, true)]);
         g.clear();
         assert!(!g.contains(TaskId(1)));
+    }
+
+    #[test]
+    fn ids_by_index_and_hashed_are_forgotten_with_their_batch() {
+        let mut g = Graph::default();
+        let big = DENSE + 5;
+        let mut out = Vec::new();
+        for batch in 0..3u64 {
+            assert!(!g.contains(TaskId(3)) && !g.contains(TaskId(big)), "batch {batch}: nothing yet");
+            assert!(matches!(g.add(task(3), &[]), Added::Ready(_)));
+            assert!(matches!(g.add(task(big), &[TaskId(3)]), Added::Waiting));
+            assert!(matches!(g.add(task(4), &[TaskId(big)]), Added::Waiting));
+            assert_eq!((g.len(), g.waiting()), (3, 2), "batch {batch}");
+            g.end(TaskId(3), false, &mut out);
+            assert_eq!(ids(&out), [(big, true)], "batch {batch}: the hashed id after the indexed one");
+            out.clear();
+            g.end(TaskId(big), batch == 1, &mut out);
+            assert_eq!(ids(&out), [(4, batch != 1)], "batch {batch}: the indexed id after the hashed one");
+            out.clear();
+            g.end(TaskId(4), batch == 1, &mut out);
+            assert_eq!(g.ended(TaskId(4)), Some(batch == 1));
+            g.clear();
+            assert_eq!(g.len(), 0);
+        }
+        // The stamps wrap: every index is wiped, nothing of the last batch is seen.
+        g.add_live(TaskId(7));
+        g.end(TaskId(7), false, &mut out);
+        g.stamp = u32::MAX;
+        g.add_live(TaskId(8));
+        g.end(TaskId(8), false, &mut out);
+        g.clear();
+        assert!(!g.contains(TaskId(7)) && !g.contains(TaskId(8)) && g.stamp == 1);
     }
 
     #[test]
