@@ -463,8 +463,7 @@ impl Scheduler {
         #[allow(unused_mut)] // the cluster form replaces them
         let (mut records, stats) = self.shared.records.take_batch();
         // A buffer dropped while its tasks ran reaches the graveyard as the last of them
-        // is freed: where one was, the thread freeing the batch's last replayed tasks
-        // is waited for (`Shared::end_tasks`), so this `synchronize` returns it.
+        // is freed, and `free_batch` sees to that before what is buried returns.
         // Nothing runs now: freeing device memory cannot stall a pipeline.
         self.shared.windows.free_batch(self.graveyard.take_held_drops());
         self.graveyard.free_buried();

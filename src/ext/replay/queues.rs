@@ -230,18 +230,15 @@ impl WindowQueues {
                         l.twin = None;
                     }
                 }
-                task.hosts.clear();
-                task.residency = Default::default();
-                tasks.push(task);
-                continue;
-            }
-            for c in task.commands.drain(..) {
-                if let Command::Launch(mut l) = c {
-                    l.twin = None; // the sim's twin shares the list
-                    let n = l.args.len();
-                    if let Some(values) = Arc::get_mut(&mut l.args).filter(|_| (1..=SPARE_ARGS).contains(&n)) {
-                        values.iter_mut().for_each(|v| *v = ArgValue::U32(0));
-                        lists.push(l.args);
+            } else {
+                for c in task.commands.drain(..) {
+                    if let Command::Launch(mut l) = c {
+                        l.twin = None; // the sim's twin shares the list
+                        let n = l.args.len();
+                        if let Some(values) = Arc::get_mut(&mut l.args).filter(|_| (1..=SPARE_ARGS).contains(&n)) {
+                            values.iter_mut().for_each(|v| *v = ArgValue::U32(0));
+                            lists.push(l.args);
+                        }
                     }
                 }
             }

@@ -207,16 +207,8 @@ impl<'s> TaskBuilder<'s> {
         let threads = shape.block.count() as u32; // at most 1024: checked above
         let waves = kernel.inner.waves(self.sched.machine(), threads, shape.shared_bytes);
         self.sched.note_launch(&kernel.inner, shape.grid.count(), waves.0.first().copied().unwrap_or(0));
-        let twin = self.twin(kernel, shape, &args);
+        let twin = twin(self.sched, kernel, shape, &args);
         self.push(Ok((Command::Launch(LaunchCmd { kernel: kernel.inner.clone(), shape, args, waves, twin }), None)))
-    }
-
-    /// The sim's CPU twin of a launch (`None` on CUDA).
-    fn twin(&self, kernel: &KernelHandle, shape: LaunchShape, args: &Arc<[ArgValue]>) -> Option<Arc<dyn Twin>> {
-        self.sched
-            .machine()
-            .simulated()
-            .then(|| Arc::new(TwinCall { kernel: kernel.inner.clone(), shape, args: args.clone() }) as Arc<dyn Twin>)
     }
 
     /// Refills in place the shell's ended launch at this position, where it launched
@@ -245,10 +237,7 @@ impl<'s> TaskBuilder<'s> {
         }
         l.shape = shape;
         sched.note_launch(&kernel.inner, shape.grid.count(), l.waves.0.first().copied().unwrap_or(0));
-        if sched.machine().simulated() {
-            let twin = Arc::new(TwinCall { kernel: kernel.inner.clone(), shape, args: l.args.clone() });
-            l.twin = Some(twin as Arc<dyn Twin>);
-        }
+        l.twin = twin(sched, kernel, shape, &l.args);
         true
     }
 
@@ -594,4 +583,12 @@ impl std::fmt::Debug for TaskBuilder<'_> {
             .field("refuse_conflicts", &self.refuse_conflicts)
             .finish()
     }
+}
+
+/// The sim's CPU twin of a launch (`None` on CUDA).
+fn twin(sched: &Scheduler, kernel: &KernelHandle, shape: LaunchShape, args: &Arc<[ArgValue]>) -> Option<Arc<dyn Twin>> {
+    sched
+        .machine()
+        .simulated()
+        .then(|| Arc::new(TwinCall { kernel: kernel.inner.clone(), shape, args: args.clone() }) as Arc<dyn Twin>)
 }
